@@ -1,0 +1,50 @@
+// Errors: one exception family and one family of check macros.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace tmakit {
+
+// Base of every exception tmakit throws for bad input or a failed CUDA call.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A tensor-map spec broke one of the rules in host/rules.hpp.
+// `rule_id()` is the id of TMA_FACTS ("T7", "I3", "X2", ...); `what()` reads
+// "T7: boxDim[0]*4 = 100 bytes is not a multiple of 16; use 24 or 28".
+class RuleViolation : public Error {
+ public:
+  RuleViolation(std::string rule_id, const std::string& message)
+      : Error(rule_id + ": " + message), rule_id_(std::move(rule_id)) {}
+  const std::string& rule_id() const noexcept { return rule_id_; }
+
+ private:
+  std::string rule_id_;
+};
+
+// Malformed input to a parser (JSON spec lines, CLI arguments).
+class ParseError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A CUDA runtime or driver call failed.
+class CudaError : public Error {
+ public:
+  CudaError(int code, const std::string& message) : Error(message), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+namespace detail {
+[[noreturn]] void throw_cuda_error(int code, const char* name, const char* description,
+                                   const char* call, const char* file, int line);
+}  // namespace detail
+
+}  // namespace tmakit

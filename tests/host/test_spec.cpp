@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include "tmakit/host/tensor_map_spec.hpp"
+
+namespace tmakit {
+namespace {
+
+TEST(DataType, SizesAndNamesRoundTrip) {
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    const auto t = static_cast<DataType>(i);
+    EXPECT_EQ(parse_data_type(name(t)), t) << name(t);
+    EXPECT_GT(element_bytes(t), 0);
+  }
+  EXPECT_EQ(element_bytes(DataType::bfloat16), 2);
+  EXPECT_EQ(element_bytes(DataType::tfloat32_ftz), 4);
+  EXPECT_EQ(element_bytes(DataType::int64), 8);
+  EXPECT_FALSE(parse_data_type("FLOAT8").has_value());
+  EXPECT_TRUE(is_floating(DataType::bfloat16));
+  EXPECT_FALSE(is_floating(DataType::int32));
+}
+
+TEST(TensorMapSpec, EnumNamesRoundTrip) {
+  EXPECT_EQ(parse_swizzle("128B"), Swizzle::bytes128);
+  EXPECT_EQ(name(Swizzle::bytes64), "64B");
+  EXPECT_EQ(parse_interleave("32B"), Interleave::bytes32);
+  EXPECT_EQ(parse_l2_promotion("256B"), L2Promotion::bytes256);
+  EXPECT_EQ(parse_oob_fill("NAN_REQUEST_ZERO_FMA"), OobFill::nan_request_zero_fma);
+  EXPECT_EQ(parse_encode_kind("im2col"), EncodeKind::im2col);
+  EXPECT_FALSE(parse_swizzle("128").has_value());
+}
+
+TEST(TensorMapSpec, BoxBytesCountsElementStrides) {
+  TensorMapSpec s;
+  s.data_type = DataType::float32;
+  s.rank = 2;
+  s.box_dim = {32, 10};
+  s.element_strides = {1, 3, 1, 1, 1};
+  EXPECT_EQ(box_elements(s, 1), 4u);      // ceil(10 / 3)
+  EXPECT_EQ(box_bytes(s), 4u * 32u * 4u);
+}
+
+}  // namespace
+}  // namespace tmakit
