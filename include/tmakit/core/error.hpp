@@ -42,9 +42,4 @@ class CudaError : public Error {
   int code_;
 };
 
-namespace detail {
-[[noreturn]] void throw_cuda_error(int code, const char* name, const char* description,
-                                   const char* call, const char* file, int line);
-}  // namespace detail
-
 }  // namespace tmakit

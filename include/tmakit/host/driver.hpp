@@ -1,0 +1,45 @@
+// The few CUDA driver entry points tmakit needs, fetched at run time from libcuda.so.1, so
+// no binary links the driver and a machine without one gets a clear error, not a loader
+// failure. cuInit(0) is called once on first use.
+#pragma once
+
+#include <cuda.h>
+
+namespace tmakit {
+
+struct DriverApi {
+  CUresult (*cuInit)(unsigned int);
+  CUresult (*cuDriverGetVersion)(int*);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                     const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                     const cuuint32_t*, CUtensorMapInterleave,
+                                     CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                     CUtensorMapFloatOOBfill);
+  CUresult (*cuTensorMapEncodeIm2col)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                      const cuuint64_t*, const cuuint64_t*, const int*,
+                                      const int*, cuuint32_t, cuuint32_t, const cuuint32_t*,
+                                      CUtensorMapInterleave, CUtensorMapSwizzle,
+                                      CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  // Result of the one cuInit(0) call (CUDA_ERROR_NO_DEVICE on a machine without a GPU).
+  CUresult init_result;
+};
+
+// The loaded driver; throws tmakit::CudaError naming libcuda.so.1 when there is none.
+const DriverApi& driver();
+
+// True when libcuda.so.1 loads and cuInit(0) succeeded.
+bool driver_available() noexcept;
+
+// "CUDA_ERROR_INVALID_VALUE (1): invalid argument".
+const char* driver_error_name(CUresult r) noexcept;
+
+namespace detail {
+void check_driver(CUresult status, const char* call, const char* file, int line);
+}  // namespace detail
+
+}  // namespace tmakit
+
+#define TMAKIT_DRIVER_CHECK(call) \
+  ::tmakit::detail::check_driver((call), #call, __FILE__, __LINE__)
