@@ -9,6 +9,10 @@
 
 #include <cstdint>
 
+#if !defined(__CUDACC__)
+#error "tmakit/ptx headers are device code: include them from .cu files compiled by nvcc"
+#endif
+
 // NOTE: the bulk tensor copy engine and mbarrier transaction counts exist from sm_90 on; an
 // older device pass would otherwise fail with an unreadable ptxas message per instruction.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
