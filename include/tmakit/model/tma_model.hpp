@@ -68,8 +68,7 @@ SharedBytes load_im2col(const TensorMapSpec& spec, std::span<const std::uint8_t>
 // belongs to CTA rank i of a cluster of `cluster_size` CTAs; nullopt for CTAs not in the mask.
 std::vector<std::optional<SharedBytes>> load_multicast(const TensorMapSpec& spec,
                                                        std::span<const std::uint8_t> global,
-                                                       const Coords& coords,
-                                                       std::uint16_t cta_mask,
+                                                       const Coords& coords, std::uint16_t cta_mask,
                                                        std::uint32_t cluster_size,
                                                        std::uint32_t smem_address = 0);
 

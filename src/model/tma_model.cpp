@@ -1,0 +1,569 @@
+#include "tmakit/model/tma_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "tmakit/swizzle.hpp"
+
+namespace tmakit::model {
+namespace {
+
+// NOTE: the largest buffer the model builds. Shared memory holds at most 227 KiB, but the driver
+// accepts boxes larger than that (the copy then fails at run time); 1 GiB keeps such specs
+// answerable without letting a 256^5 box exhaust host memory.
+constexpr std::uint64_t kMaxFootprintBytes = std::uint64_t{1} << 30;
+
+std::string hex(std::uint64_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << v;
+  return os.str();
+}
+
+// One element of a box: where it sits in shared memory before the swizzle, and where it comes
+// from in global memory (nullopt when out of bounds, or when the offset overflows 64 bits).
+struct Element {
+  std::uint64_t smem_offset = 0;
+  bool in_bounds = false;
+  std::uint64_t global_offset = 0;  // from global_address, valid when in_bounds
+  std::array<std::int64_t, kMaxRank> coord{};
+};
+
+// Byte offset of an in-bounds element; false on 64-bit overflow (strides < 2^40 times
+// coordinates < 2^32 can exceed it).
+bool global_offset_of(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRank>& x,
+                      std::uint64_t* out) {
+  std::uint64_t off = static_cast<std::uint64_t>(x[0]) * element_bytes(spec.data_type);
+  for (std::uint32_t d = 1; d < spec.rank; ++d) {
+    std::uint64_t term = 0;
+    if (__builtin_mul_overflow(static_cast<std::uint64_t>(x[d]), spec.global_strides_bytes[d - 1],
+                               &term) ||
+        __builtin_add_overflow(off, term, &off)) {
+      return false;
+    }
+  }
+  *out = off;
+  return true;
+}
+
+bool in_tensor(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRank>& x) {
+  for (std::uint32_t d = 0; d < spec.rank; ++d) {
+    if (x[d] < 0 || static_cast<std::uint64_t>(x[d]) >= spec.global_dim[d]) return false;
+  }
+  return true;
+}
+
+Element make_element(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRank>& x,
+                     std::uint64_t smem_offset) {
+  Element e;
+  e.smem_offset = smem_offset;
+  e.coord = x;
+  e.in_bounds = in_tensor(spec, x);
+  if (e.in_bounds && !global_offset_of(spec, x, &e.global_offset)) {
+    throw ModelError("element at dimension-0 coordinate " + std::to_string(x[0]) +
+                     " has a global byte offset past 2^64");
+  }
+  return e;
+}
+
+// Tiled box walk: dimension 0 fastest; row r holds the elements of one combination of the outer
+// indices (dimension 1 fastest). Element k of a dimension sits at coordinate c + k * stride.
+template <class F>
+void walk_tiled(const TensorMapSpec& spec, const Coords& coords, F&& visit) {
+  const Footprint fp = footprint(spec);
+  const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  std::array<std::uint64_t, kMaxRank> n{1, 1, 1, 1, 1};
+  for (std::uint32_t d = 0; d < spec.rank; ++d) n[d] = box_elements(spec, d);
+  std::array<std::uint64_t, kMaxRank> idx{};  // outer indices, dimensions 1..rank-1
+  for (std::uint64_t row = 0; row < fp.rows; ++row) {
+    std::array<std::int64_t, kMaxRank> x{};
+    for (std::uint32_t d = 1; d < spec.rank; ++d) {
+      x[d] = std::int64_t{coords[d]} + static_cast<std::int64_t>(idx[d] * spec.element_strides[d]);
+    }
+    for (std::uint64_t k = 0; k < n[0]; ++k) {
+      x[0] = std::int64_t{coords[0]} + static_cast<std::int64_t>(k * spec.element_strides[0]);
+      visit(make_element(spec, x, row * fp.pitch_bytes + k * esize));
+    }
+    // next outer index, dimension 1 fastest
+    for (std::uint32_t d = 1; d < spec.rank; ++d) {
+      if (++idx[d] < n[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Im2col walk (PTX ISA "im2col mode"): pixelsPerColumn pixels, each channelsPerPixel elements
+// of dimension 0. The pixel position starts at the filter base given by the coordinates and
+// steps through the pixel box (lower corner .. dim - 1 + upper corner) W first, each spatial
+// dimension by its traversal stride; past the box's last row it moves to the next image (N).
+// The element read is at the pixel position plus the im2col offsets.
+template <class F>
+void walk_im2col(const TensorMapSpec& spec, const Coords& coords,
+                 const std::array<std::uint16_t, 3>& offsets, F&& visit) {
+  const Footprint fp = footprint(spec);
+  const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  const std::uint32_t spatial = spec.rank - 2;  // W, H, D
+  const std::uint32_t n_dim = spec.rank - 1;
+  std::array<std::int64_t, kMaxRank> pos{};
+  for (std::uint32_t d = 1; d < spec.rank; ++d) pos[d] = coords[d];
+  for (std::uint64_t p = 0; p < spec.pixels_per_column; ++p) {
+    std::array<std::int64_t, kMaxRank> x{};
+    for (std::uint32_t i = 0; i < spatial; ++i) x[1 + i] = pos[1 + i] + offsets[i];
+    x[n_dim] = pos[n_dim];
+    for (std::uint64_t k = 0; k < spec.channels_per_pixel; ++k) {
+      x[0] = std::int64_t{coords[0]} + static_cast<std::int64_t>(k);
+      visit(make_element(spec, x, p * fp.pitch_bytes + k * esize));
+    }
+    // next pixel: W first, wrapping to the lower corner, then H, D, then the next image
+    bool carry = true;
+    for (std::uint32_t i = 0; i < spatial && carry; ++i) {
+      const std::uint32_t d = 1 + i;
+      const std::int64_t hi =
+          static_cast<std::int64_t>(spec.global_dim[d]) - 1 + spec.pixel_box_upper_corner[i];
+      pos[d] += spec.element_strides[d];
+      carry = pos[d] > hi;
+      if (carry) pos[d] = spec.pixel_box_lower_corner[i];
+    }
+    if (carry) ++pos[n_dim];
+  }
+}
+
+const std::uint8_t& global_byte(std::span<const std::uint8_t> global, const TensorMapSpec& spec,
+                                std::uint64_t offset) {
+  if (offset >= global.size()) {
+    throw ModelError("global byte at offset " + std::to_string(offset) + " (address " +
+                     hex(spec.global_address + offset) + ") is outside the " +
+                     std::to_string(global.size()) + " bytes given (addresses " +
+                     hex(spec.global_address) + ".." + hex(spec.global_address + global.size()) +
+                     ")");
+  }
+  return global[offset];
+}
+
+std::uint8_t& global_byte(std::span<std::uint8_t> global, const TensorMapSpec& spec,
+                          std::uint64_t offset) {
+  return const_cast<std::uint8_t&>(
+      global_byte(std::span<const std::uint8_t>(global.data(), global.size()), spec, offset));
+}
+
+// Buffer offset of the byte at logical (unswizzled) offset `logical` of a buffer at
+// `smem_address`: the swizzle acts on the absolute shared-memory address (O5).
+std::uint64_t physical(const TensorMapSpec& spec, std::uint32_t smem_address,
+                       std::uint64_t logical) {
+  // footprints stay below 1 GiB (check_walkable), so the address fits 32 bits
+  const std::uint32_t addr = smem_address + static_cast<std::uint32_t>(logical);
+  return std::uint32_t{swizzle_address(spec.swizzle, addr) - smem_address};
+}
+
+template <class Walk>
+SharedBytes load_with(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
+                      std::uint32_t smem_address, Walk&& walk) {
+  const Footprint fp = footprint(spec);
+  const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  const auto fill = oob_fill_bytes(spec);
+  SharedBytes out;
+  out.bytes.assign(fp.total_bytes, 0);
+  out.written.assign(fp.total_bytes, 0);
+  out.tx_bytes = std::uint64_t{fp.rows} * fp.row_bytes;
+  walk([&](const Element& e) {
+    for (std::uint32_t j = 0; j < esize; ++j) {
+      const std::uint64_t at = physical(spec, smem_address, e.smem_offset + j);
+      // NOTE: the swizzle only permutes 16-byte chunks inside one span-wide row, so `at` stays
+      // inside the footprint; checked anyway so a wrong layout cannot write out of range.
+      if (at >= out.bytes.size()) throw ModelError("internal: swizzled offset past footprint");
+      out.bytes[at] = e.in_bounds ? global_byte(global, spec, e.global_offset + j) : fill[j];
+      out.written[at] = 1;
+    }
+  });
+  return out;
+}
+
+void check_smem(const TensorMapSpec& spec, std::span<const std::uint8_t> smem) {
+  const Footprint fp = footprint(spec);
+  if (smem.size() < fp.total_bytes) {
+    throw ModelError("shared-memory buffer holds " + std::to_string(smem.size()) +
+                     " bytes; the box needs " + std::to_string(fp.total_bytes) + " (" +
+                     std::to_string(fp.rows) + " rows x " + std::to_string(fp.pitch_bytes) +
+                     " bytes)");
+  }
+}
+
+// --- element arithmetic for reduce ----------------------------------------------------------
+
+template <class T>
+T load_le(const std::uint8_t* p) {
+  T v{};
+  std::memcpy(&v, p, sizeof v);  // host is little-endian, like the GPU
+  return v;
+}
+template <class T>
+void store_le(std::uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// IEEE binary format with `exp_bits` exponent and `man_bits` mantissa bits, as double (exact).
+double decode_float(std::uint32_t bits, int exp_bits, int man_bits) {
+  const std::uint32_t man_mask = (1u << man_bits) - 1;
+  const std::uint32_t exp_max = (1u << exp_bits) - 1;
+  const int bias = static_cast<int>(exp_max >> 1);
+  const bool negative = (bits >> (exp_bits + man_bits)) & 1u;
+  const std::uint32_t exponent = (bits >> man_bits) & exp_max;
+  const std::uint32_t mantissa = bits & man_mask;
+  double v = 0;
+  if (exponent == exp_max) {
+    v = mantissa ? std::numeric_limits<double>::quiet_NaN()
+                 : std::numeric_limits<double>::infinity();
+  } else if (exponent == 0) {
+    v = std::ldexp(static_cast<double>(mantissa), 1 - bias - man_bits);
+  } else {
+    v = std::ldexp(static_cast<double>(mantissa | (1u << man_bits)),
+                   static_cast<int>(exponent) - bias - man_bits);
+  }
+  return negative ? -v : v;
+}
+
+// Rounds to nearest even. NOTE: rounding a double sum again is exact for formats of at most 24
+// mantissa bits (53 >= 2p + 2), so float16, bfloat16 and float32 sums come out as the hardware's
+// single rounding. NaN becomes the canonical NaN (all exponent and mantissa bits set, PTX).
+std::uint32_t encode_float(double v, int exp_bits, int man_bits) {
+  const std::uint32_t exp_max = (1u << exp_bits) - 1;
+  const int bias = static_cast<int>(exp_max >> 1);
+  const std::uint32_t sign = std::signbit(v) ? 1u << (exp_bits + man_bits) : 0u;
+  if (std::isnan(v)) return (exp_max << man_bits) | ((1u << man_bits) - 1);
+  const double a = std::fabs(v);
+  if (std::isinf(a)) return sign | (exp_max << man_bits);
+  if (a == 0) return sign;
+  int e2 = 0;
+  std::frexp(a, &e2);
+  int e = e2 - 1;  // a = 1.f x 2^e
+  if (e < 1 - bias) {
+    // subnormal: units of 2^(1 - bias - man_bits); a carry into the exponent field is correct
+    const double q = std::nearbyint(std::ldexp(a, -(1 - bias - man_bits)));
+    return sign | static_cast<std::uint32_t>(q);
+  }
+  double q = std::nearbyint(std::ldexp(a, man_bits - e));
+  if (q >= std::ldexp(1.0, man_bits + 1)) {
+    q /= 2;
+    ++e;
+  }
+  if (e + bias >= static_cast<int>(exp_max)) return sign | (exp_max << man_bits);
+  return sign | (static_cast<std::uint32_t>(e + bias) << man_bits) |
+         (static_cast<std::uint32_t>(q) & ((1u << man_bits) - 1));
+}
+
+struct FloatFormat {
+  int exp_bits;
+  int man_bits;
+  bool ftz;  // flush subnormal inputs and results to sign-preserving zero
+};
+
+std::optional<FloatFormat> float_format(DataType t) {
+  switch (t) {
+    case DataType::float16: return FloatFormat{5, 10, false};
+    case DataType::bfloat16: return FloatFormat{8, 7, false};
+    // NOTE: PTX ISA, cp.reduce.async.bulk: "add.f32 flushes subnormal inputs and results to
+    // sign-preserving zero"; add.f16 / add.bf16 are .noftz.
+    case DataType::float32:
+    case DataType::float32_ftz: return FloatFormat{8, 23, true};
+    default: return std::nullopt;
+  }
+}
+
+double flush(double v, const FloatFormat& f) {
+  const double min_normal = std::ldexp(1.0, 2 - (1 << (f.exp_bits - 1)));
+  if (f.ftz && v != 0 && std::fabs(v) < min_normal) return std::copysign(0.0, v);
+  return v;
+}
+
+void reduce_float(ReduceOp op, const FloatFormat& f, int bytes, std::uint8_t* dst,
+                  const std::uint8_t* src) {
+  const int bits = 1 + f.exp_bits + f.man_bits;
+  auto read = [&](const std::uint8_t* p) {
+    const std::uint32_t raw = bytes == 2 ? load_le<std::uint16_t>(p) : load_le<std::uint32_t>(p);
+    return flush(decode_float(raw, f.exp_bits, f.man_bits), f);
+  };
+  const double a = read(dst);
+  const double b = read(src);
+  double r = 0;
+  if (op == ReduceOp::add) {
+    r = flush(a + b, f);
+  } else {
+    // min/max: a NaN operand yields the other one (PTX min/max); -0 orders below +0
+    const bool want_min = op == ReduceOp::min;
+    if (std::isnan(a) || std::isnan(b)) {
+      r = std::isnan(a) ? b : a;
+    } else if (a == b) {
+      r = (std::signbit(a) == want_min) ? a : b;
+    } else {
+      r = (a < b) == want_min ? a : b;
+    }
+  }
+  // rounding to the format after flushing: a flushed result is zero already
+  std::uint32_t out = encode_float(r, f.exp_bits, f.man_bits);
+  if (f.ftz) {
+    const std::uint32_t exponent = (out >> f.man_bits) & ((1u << f.exp_bits) - 1);
+    if (exponent == 0) out &= 1u << (bits - 1);  // a result that rounded into the subnormals
+  }
+  if (bytes == 2) {
+    store_le<std::uint16_t>(dst, static_cast<std::uint16_t>(out));
+  } else {
+    store_le<std::uint32_t>(dst, out);
+  }
+}
+
+template <class T>
+void reduce_integer(ReduceOp op, std::uint8_t* dst, const std::uint8_t* src) {
+  const T a = load_le<T>(dst);
+  const T b = load_le<T>(src);
+  T r{};
+  switch (op) {
+    // NOTE: add wraps (two's complement); done unsigned so signed types do not overflow in C++
+    case ReduceOp::add: {
+      using U = std::make_unsigned_t<T>;
+      r = static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      break;
+    }
+    case ReduceOp::min: r = std::min(a, b); break;
+    case ReduceOp::max: r = std::max(a, b); break;
+    // PTX atom.inc / atom.dec: results stay in [0, src]
+    case ReduceOp::inc: r = a >= b ? T{0} : static_cast<T>(a + 1); break;
+    case ReduceOp::dec: r = (a == 0 || a > b) ? b : static_cast<T>(a - 1); break;
+    case ReduceOp::bit_and: r = static_cast<T>(a & b); break;
+    case ReduceOp::bit_or: r = static_cast<T>(a | b); break;
+    case ReduceOp::bit_xor: r = static_cast<T>(a ^ b); break;
+  }
+  store_le<T>(dst, r);
+}
+
+constexpr std::string_view kReduceOpNames[] = {"add", "min", "max", "inc",
+                                               "dec", "and", "or",  "xor"};
+
+}  // namespace
+
+// --- public ---------------------------------------------------------------------------------
+
+void check_walkable(const TensorMapSpec& spec) {
+  const bool im2col = spec.kind == EncodeKind::im2col;
+  const std::uint32_t min_rank = im2col ? 3 : 1;
+  if (spec.rank < min_rank || spec.rank > kMaxRank) {
+    throw ModelError("rank " + std::to_string(spec.rank) + " is outside " +
+                     std::to_string(min_rank) + ".." + std::to_string(kMaxRank));
+  }
+  if (element_bytes(spec.data_type) == 0) throw ModelError("unknown data type");
+  for (std::uint32_t d = 0; d < spec.rank; ++d) {
+    std::string at = "[";
+    at += std::to_string(d) + "] = ";
+    if (spec.global_dim[d] == 0) throw ModelError("globalDim" + at + "0");
+    if (spec.element_strides[d] < 1 || spec.element_strides[d] > 8) {
+      throw ModelError("elementStrides" + at + std::to_string(spec.element_strides[d]) +
+                       " is outside 1..8");
+    }
+    if (!im2col && (spec.box_dim[d] < 1 || spec.box_dim[d] > 256)) {
+      throw ModelError("boxDim" + at + std::to_string(spec.box_dim[d]) + " is outside 1..256");
+    }
+  }
+  if (im2col && (spec.channels_per_pixel < 1 || spec.channels_per_pixel > 256 ||
+                 spec.pixels_per_column < 1 || spec.pixels_per_column > 1024)) {
+    throw ModelError("channelsPerPixel " + std::to_string(spec.channels_per_pixel) +
+                     " / pixelsPerColumn " + std::to_string(spec.pixels_per_column) +
+                     " outside 1..256 / 1..1024");
+  }
+  std::uint64_t rows = 1;
+  const int outer = im2col ? 2 : static_cast<int>(spec.rank);
+  for (int d = 1; d < outer; ++d) rows *= box_elements(spec, d);
+  const std::uint64_t row = box_elements(spec, 0) * element_bytes(spec.data_type);
+  const std::uint64_t pitch = std::max<std::uint64_t>(row, swizzle_span_bytes(spec.swizzle));
+  if (rows * pitch > kMaxFootprintBytes) {
+    throw ModelError("the box's shared-memory footprint (" + std::to_string(rows * pitch) +
+                     " bytes) exceeds the model's limit of 1 GiB");
+  }
+}
+
+Footprint footprint(const TensorMapSpec& spec) {
+  check_walkable(spec);
+  Footprint fp;
+  fp.row_bytes = static_cast<std::uint32_t>(box_elements(spec, 0) * element_bytes(spec.data_type));
+  std::uint64_t rows = 1;
+  const int outer = spec.kind == EncodeKind::im2col ? 2 : static_cast<int>(spec.rank);
+  for (int d = 1; d < outer; ++d) rows *= box_elements(spec, d);
+  fp.rows = static_cast<std::uint32_t>(rows);
+  // NOTE: O2: with a swizzle a row narrower than the span still takes the whole span.
+  // With an interleaved layout the rows are taken as dense (row_bytes apart); the GPU sweep
+  // checks both.
+  const bool span_rows = spec.swizzle != Swizzle::none && spec.interleave == Interleave::none;
+  fp.pitch_bytes =
+      span_rows ? std::max<std::uint32_t>(
+                      fp.row_bytes, static_cast<std::uint32_t>(swizzle_span_bytes(spec.swizzle)))
+                : fp.row_bytes;
+  fp.total_bytes = fp.rows * fp.pitch_bytes;
+  return fp;
+}
+
+std::array<std::uint8_t, 8> oob_fill_bytes(const TensorMapSpec& spec) {
+  std::array<std::uint8_t, 8> fill{};
+  if (spec.oob_fill == OobFill::nan_request_zero_fma) {
+    if (!is_floating(spec.data_type)) {
+      throw ModelError(std::string("NaN out-of-bounds fill on ") +
+                       std::string(name(spec.data_type)) +
+                       ", which is not a floating type (rule T13)");
+    }
+    // O4: the 16-bit pattern 0x7FF7 repeated over the element, little-endian
+    for (std::size_t i = 0; i < fill.size(); i += 2) {
+      fill[i] = 0xF7;
+      fill[i + 1] = 0x7F;
+    }
+  }
+  return fill;
+}
+
+SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
+                       const Coords& coords, std::uint32_t smem_address) {
+  if (spec.kind != EncodeKind::tiled) throw ModelError("load_tiled needs a tiled spec");
+  check_walkable(spec);
+  return load_with(spec, global, smem_address,
+                   [&](auto&& visit) { walk_tiled(spec, coords, visit); });
+}
+
+SharedBytes load_im2col(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
+                        const Coords& coords, const std::array<std::uint16_t, 3>& offsets,
+                        std::uint32_t smem_address) {
+  if (spec.kind != EncodeKind::im2col) throw ModelError("load_im2col needs an im2col spec");
+  check_walkable(spec);
+  return load_with(spec, global, smem_address,
+                   [&](auto&& visit) { walk_im2col(spec, coords, offsets, visit); });
+}
+
+std::vector<std::optional<SharedBytes>> load_multicast(const TensorMapSpec& spec,
+                                                       std::span<const std::uint8_t> global,
+                                                       const Coords& coords, std::uint16_t cta_mask,
+                                                       std::uint32_t cluster_size,
+                                                       std::uint32_t smem_address) {
+  if (cluster_size < 1 || cluster_size > 16) {
+    throw ModelError("cluster size " + std::to_string(cluster_size) + " is outside 1..16");
+  }
+  if (cluster_size < 16 && (cta_mask >> cluster_size) != 0) {
+    throw ModelError("ctaMask " + hex(cta_mask) + " names CTAs past the cluster's " +
+                     std::to_string(cluster_size));
+  }
+  // every receiver gets the same bytes at the same offset of its own shared memory
+  const SharedBytes box = load_tiled(spec, global, coords, smem_address);
+  std::vector<std::optional<SharedBytes>> out(cluster_size);
+  for (std::uint32_t cta = 0; cta < cluster_size; ++cta) {
+    if ((cta_mask >> cta) & 1u) out[cta] = box;
+  }
+  return out;
+}
+
+std::vector<ByteRange> prefetch_tiled(const TensorMapSpec& spec, const Coords& coords) {
+  if (spec.kind != EncodeKind::tiled) throw ModelError("prefetch_tiled needs a tiled spec");
+  check_walkable(spec);
+  const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  std::vector<ByteRange> ranges;
+  walk_tiled(spec, coords, [&](const Element& e) {
+    if (!e.in_bounds) return;
+    if (!ranges.empty() && ranges.back().end == e.global_offset) {
+      ranges.back().end += esize;  // contiguous with the previous element
+    } else {
+      ranges.push_back({e.global_offset, e.global_offset + esize});
+    }
+  });
+  return ranges;
+}
+
+void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
+                 std::span<const std::uint8_t> smem, const Coords& coords,
+                 std::uint32_t smem_address) {
+  if (spec.kind != EncodeKind::tiled) throw ModelError("store_tiled needs a tiled spec");
+  check_smem(spec, smem);
+  const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  walk_tiled(spec, coords, [&](const Element& e) {
+    if (!e.in_bounds) return;  // D3: the out-of-bounds part of a store is dropped
+    for (std::uint32_t j = 0; j < esize; ++j) {
+      global_byte(global, spec, e.global_offset + j) =
+          smem[physical(spec, smem_address, e.smem_offset + j)];
+    }
+  });
+}
+
+std::string_view name(ReduceOp op) {
+  return kReduceOpNames[static_cast<int>(op)];
+}
+
+std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
+  for (int i = 0; i < 8; ++i) {
+    if (kReduceOpNames[i] == s) return static_cast<ReduceOp>(i);
+  }
+  return std::nullopt;
+}
+
+std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
+  bool ok = false;
+  switch (op) {
+    case ReduceOp::add:
+      ok = type == DataType::uint8 || type == DataType::uint32 || type == DataType::int32 ||
+           type == DataType::uint64 || type == DataType::int64 || type == DataType::float16 ||
+           type == DataType::bfloat16 || type == DataType::float32 || type == DataType::float32_ftz;
+      break;
+    case ReduceOp::min:
+    case ReduceOp::max:
+      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
+           type == DataType::int64 || type == DataType::float16 || type == DataType::bfloat16;
+      break;
+    case ReduceOp::inc:
+    case ReduceOp::dec: ok = type == DataType::uint32; break;
+    case ReduceOp::bit_and:
+    case ReduceOp::bit_or:
+    case ReduceOp::bit_xor:
+      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
+           type == DataType::int64;
+      break;
+  }
+  if (ok) return {};
+  return "reduce " + std::string(name(op)) + " is not defined on " + std::string(name(type)) +
+         " (PTX ISA cp.reduce.async.bulk.tensor: add u32/s32/u64/f32/f16/bf16, min/max "
+         "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; u8 add for fp8 data)";
+}
+
+void reduce_element(ReduceOp op, DataType type, std::uint8_t* dst, const std::uint8_t* src) {
+  const std::string why = reduce_unsupported_reason(op, type);
+  if (!why.empty()) throw ModelError(why);
+  if (const auto f = float_format(type)) {
+    reduce_float(op, *f, element_bytes(type), dst, src);
+    return;
+  }
+  switch (type) {
+    case DataType::uint8: reduce_integer<std::uint8_t>(op, dst, src); break;
+    case DataType::uint32: reduce_integer<std::uint32_t>(op, dst, src); break;
+    case DataType::int32: reduce_integer<std::int32_t>(op, dst, src); break;
+    case DataType::uint64: reduce_integer<std::uint64_t>(op, dst, src); break;
+    case DataType::int64: reduce_integer<std::int64_t>(op, dst, src); break;
+    default: throw ModelError("internal: reduce on " + std::string(name(type)));
+  }
+}
+
+void reduce_tiled(const TensorMapSpec& spec, ReduceOp op, std::span<std::uint8_t> global,
+                  std::span<const std::uint8_t> smem, const Coords& coords,
+                  std::uint32_t smem_address) {
+  if (spec.kind != EncodeKind::tiled) throw ModelError("reduce_tiled needs a tiled spec");
+  const std::string why = reduce_unsupported_reason(op, spec.data_type);
+  if (!why.empty()) throw ModelError(why);
+  check_smem(spec, smem);
+  const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  walk_tiled(spec, coords, [&](const Element& e) {
+    if (!e.in_bounds) return;
+    std::array<std::uint8_t, 8> src{};
+    std::array<std::uint8_t, 8> dst{};
+    for (std::uint32_t j = 0; j < esize; ++j) {
+      src[j] = smem[physical(spec, smem_address, e.smem_offset + j)];
+      dst[j] = global_byte(global, spec, e.global_offset + j);
+    }
+    reduce_element(op, spec.data_type, dst.data(), src.data());
+    for (std::uint32_t j = 0; j < esize; ++j) {
+      global_byte(global, spec, e.global_offset + j) = dst[j];
+    }
+  });
+}
+
+}  // namespace tmakit::model

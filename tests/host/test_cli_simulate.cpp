@@ -1,0 +1,172 @@
+// `tmakit simulate` end to end: output format, error lines, exit codes. Expected outputs are
+// written out by hand.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#ifndef TMAKIT_CLI
+#error "TMAKIT_CLI (path of the tmakit binary) must be defined by the build"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(TMAKIT_CLI) + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r;
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tmakit_sim_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    // 128 global bytes whose value is their offset
+    std::vector<char> g(128);
+    for (int i = 0; i < 128; ++i) g[i] = static_cast<char>(i);
+    write("g.bin", std::string(g.begin(), g.end()));
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// 8 x 4 floats, rows 32 bytes apart.
+std::string spec(const std::string& box, const std::string& swizzle, const std::string& coords,
+                 const std::string& fill = "NONE") {
+  return R"({"encode":"tiled","dataType":"FLOAT32","rank":2,"globalAddress":4096,)"
+         R"("globalDim":[8,4],"globalStrides":[32],"boxDim":)" +
+         box + R"(,"elementStrides":[1,1],"interleave":"NONE","swizzle":")" + swizzle +
+         R"(","l2Promotion":"NONE","oobFill":")" + fill + R"(","coords":)" + coords + "}";
+}
+
+std::string hex_run(int first, int n) {
+  std::string s;
+  char b[3];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", (first + i) & 0xFF);
+    s += b;
+  }
+  return s;
+}
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST_F(SimulateCli, PlainLoadPrintsTheBoxBytes) {
+  const auto specs = write("s.jsonl", spec("[4,2]", "NONE", "[4,1]") + "\n");
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, hex_run(48, 16) + hex_run(80, 16) + "\n");
+}
+
+TEST_F(SimulateCli, SwizzledNarrowRowsShowUnwrittenBytes) {
+  // 64B swizzle, 32-byte rows: rows 64 apart, rows 2 and 3 with their chunks swapped (O2, O5)
+  const auto specs = write("s.jsonl", spec("[8,4]", "64B", "[0,0]") + "\n");
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 0);
+  const std::string gap = repeat("..", 32);
+  EXPECT_EQ(r.out, hex_run(0, 32) + gap + hex_run(32, 32) + gap + hex_run(80, 16) +
+                       hex_run(64, 16) + gap + hex_run(112, 16) + hex_run(96, 16) + gap + "\n");
+}
+
+TEST_F(SimulateCli, NanFillAndNegativeCoordinates) {
+  const auto specs =
+      write("s.jsonl", spec("[8,1]", "NONE", "[-4,3]", "NAN_REQUEST_ZERO_FMA") + "\n");
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, repeat("f77f", 8) + hex_run(96, 16) + "\n");
+}
+
+TEST_F(SimulateCli, ErrorLinesKeepOneLinePerInput) {
+  const auto specs =
+      write("s.jsonl", spec("[7,2]", "NONE", "[0,0]") + "\n" +        // T7
+                           spec("[4,2]", "NONE", "[0]") + "\n" +      // wrong coords length
+                           "not json\n" +                             //
+                           spec("[4,2]", "NONE", "[0,0]") + "\n" +    // fine
+                           spec("[4,2]", "NONE", "[0,1e3]") + "\n");  // not an integer
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 1);
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (at < r.out.size()) {
+    const std::size_t nl = r.out.find('\n', at);
+    lines.push_back(r.out.substr(at, nl - at));
+    at = nl + 1;
+  }
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  EXPECT_EQ(lines[0].rfind("error: T7: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("error: coords: expected an array of 2", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("error: ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], hex_run(0, 16) + hex_run(32, 16));
+  EXPECT_EQ(lines[4].rfind("error: coords[1]", 0), 0u) << lines[4];
+}
+
+TEST_F(SimulateCli, MissingGlobalByteIsAnErrorLine) {
+  // rows 4.. of a 400-row tensor are not in the 128-byte file
+  std::string s = spec("[8,2]", "NONE", "[0,100]");
+  s.replace(s.find("[8,4]"), 5, "[8,400]");
+  const auto specs = write("s.jsonl", s + "\n");
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind("error: global byte at offset 3200 (address 0x1c80)", 0), 0u) << r.out;
+}
+
+TEST_F(SimulateCli, UnreadableFilesAndBadUsageExitTwo) {
+  const auto specs = write("s.jsonl", spec("[4,2]", "NONE", "[0,0]") + "\n");
+  EXPECT_EQ(run("simulate --global " + path("missing.bin") + " --jsonl " + specs).code, 2);
+  EXPECT_EQ(run("simulate --global " + path("g.bin") + " --jsonl " + path("none")).code, 2);
+  EXPECT_EQ(run("simulate --jsonl " + specs).code, 2);
+  EXPECT_EQ(run("simulate --global " + path("g.bin") + " --jsonl " + specs +
+                " --reduce mul "
+                "--shared " +
+                path("g.bin"))
+                .code,
+            2);
+  EXPECT_EQ(run("simulate --global " + path("g.bin") + " --jsonl " + specs + " --store").code, 2);
+}
+
+TEST_F(SimulateCli, StoreMarksTheBytesItWrites) {
+  // store box 4 x 2 at (4, 1) from a shared buffer holding 0xA0.. : global bytes 48..63, 80..95
+  std::string smem;
+  for (int i = 0; i < 32; ++i) smem += static_cast<char>(0xA0 + i);
+  write("smem.bin", smem);
+  const auto specs = write("s.jsonl", spec("[4,2]", "NONE", "[4,1]") + "\n");
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs +
+                       " --store --shared " + path("smem.bin"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, repeat("..", 48) + hex_run(0xA0, 16) + repeat("..", 16) + hex_run(0xB0, 16) +
+                       repeat("..", 32) + "\n");
+}
+
+}  // namespace
