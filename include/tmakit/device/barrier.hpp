@@ -1,0 +1,132 @@
+// Barrier: one mbarrier in shared memory with the operations a TMA kernel needs, and the
+// phase/parity bookkeeping. Waits are bounded and reported in debug mode (device/debug.hpp).
+//
+//   __shared__ tmakit::Barrier bar;
+//   if (threadIdx.x == 0) { bar.init(1); tmakit::fence_barrier_init(); }
+//   __syncthreads();
+//   if (threadIdx.x == 0) { bar.arrive_expect_tx(Tile::tx_bytes); load_tile<Tile>(...); }
+//   bar.wait(0);                                          // phase 0 complete: data is there
+#pragma once
+
+#include <cstdint>
+
+#include "tmakit/device/debug.hpp"
+#include "tmakit/ptx/cluster.hpp"
+#include "tmakit/ptx/fence.hpp"
+#include "tmakit/ptx/mbarrier.hpp"
+
+namespace tmakit {
+
+// The mbarrier tx-count range is +-(2^20 - 1) bytes per phase (PTX ISA, "mbarrier").
+inline constexpr std::uint32_t kMaxTxBytesPerPhase = (1u << 20) - 1;
+
+class alignas(8) Barrier {
+ public:
+  // One thread; `arrivals` is the arrival count each phase waits for.
+  __device__ void init(std::uint32_t arrivals) {
+    debug_check_smem_alignment(this, 8, "mbarrier", "8-byte mbarrier, rule D1");
+    ptx::mbarrier_init(smem(), arrivals);
+#if TMAKIT_DEBUG_WAITS
+    debug_expected_tx_bytes_ = 0;
+#endif
+  }
+
+  __device__ void arrive() { ptx::mbarrier_arrive(smem()); }
+
+  // Arm the phase for `tx_bytes` of incoming copies and arrive (the producer's one call).
+  __device__ void arrive_expect_tx(std::uint32_t tx_bytes) {
+#if TMAKIT_DEBUG_WAITS
+    debug_expected_tx_bytes_ = tx_bytes;
+#endif
+    ptx::mbarrier_arrive_expect_tx(smem(), tx_bytes);
+  }
+
+  // Add `tx_bytes` to the phase without arriving (several copies on one barrier).
+  __device__ void expect_tx(std::uint32_t tx_bytes) {
+#if TMAKIT_DEBUG_WAITS
+    debug_expected_tx_bytes_ += tx_bytes;
+#endif
+    ptx::mbarrier_expect_tx(smem(), tx_bytes);
+  }
+
+  // Arrive on the barrier at this one's offset in cluster CTA `cta_rank` (release.cluster).
+  __device__ void arrive_remote(std::uint32_t cta_rank) {
+    ptx::mbarrier_arrive_release_cluster_remote(ptx::mapa_shared_cluster(smem(), cta_rank));
+  }
+
+  __device__ bool try_wait(std::uint32_t parity) {
+    return ptx::mbarrier_try_wait_parity(smem(), parity);
+  }
+
+  // Block until the phase of this parity completes (acquire.cta).
+  __device__ void wait(std::uint32_t parity) { wait_impl<false>(parity); }
+
+  // As wait(), with cluster-scope acquire: for phases completed by other CTAs' arrivals.
+  __device__ void wait_cluster(std::uint32_t parity) { wait_impl<true>(parity); }
+
+  // 32-bit shared-state-space address, the operand form of the ptx/ wrappers.
+  __device__ std::uint32_t smem() const { return ptx::smem_u32(this); }
+
+ private:
+  template <bool ClusterScope>
+  __device__ void wait_impl(std::uint32_t parity) {
+    auto try_once = [&] {
+      return ClusterScope ? ptx::mbarrier_try_wait_parity_acquire_cluster(smem(), parity)
+                          : ptx::mbarrier_try_wait_parity(smem(), parity);
+    };
+#if TMAKIT_DEBUG_WAITS
+    // bounded: report and trap instead of hanging the GPU (TMA_FACTS D5)
+    const std::uint64_t start_ns = ptx::globaltimer_ns();
+    while (!try_once()) {
+      const std::uint64_t waited_ns = ptx::globaltimer_ns() - start_ns;
+      if (waited_ns > kDebugWaitTimeoutNs) {
+        const volatile std::uint32_t* expected = &debug_expected_tx_bytes_;
+        detail::report_wait_timeout(smem(), parity, *expected, waited_ns);
+      }
+    }
+#else
+    // NOTE: try_wait suspends the thread in hardware for a while before answering false,
+    // so this loop does not spin hot.
+    while (!try_once()) {
+    }
+#endif
+  }
+
+  std::uint64_t state_;
+#if TMAKIT_DEBUG_WAITS
+  // Last armed byte count, for the time-out report only (debug builds).
+  std::uint32_t debug_expected_tx_bytes_;
+  std::uint32_t debug_pad_;
+#endif
+};
+
+// After one thread initialised barriers, before any other thread or a TMA uses them:
+// makes the init visible to the async proxy and to the cluster (TMA_FACTS known traps).
+// Follow with __syncthreads() (one CTA) or cluster_sync() (a cluster).
+__device__ __forceinline__ void fence_barrier_init() {
+  ptx::fence_mbarrier_init_release_cluster();
+}
+
+// All threads of all CTAs of the cluster: barrier.cluster arrive (release) + wait (acquire).
+__device__ __forceinline__ void cluster_sync() {
+  ptx::barrier_cluster_arrive_release();
+  ptx::barrier_cluster_wait_acquire();
+}
+
+// Position in a ring of `Stages` buffers: which stage, and the parity of its current phase.
+// Every full trip around the ring flips the parity.
+template <int Stages>
+struct PipelineState {
+  static_assert(Stages >= 1, "a pipeline needs at least one stage");
+  std::uint32_t stage = 0;
+  std::uint32_t parity = 0;
+
+  __device__ __host__ void advance() {
+    if (++stage == Stages) {
+      stage = 0;
+      parity ^= 1u;
+    }
+  }
+};
+
+}  // namespace tmakit

@@ -1,0 +1,133 @@
+// Tile copies: load / store / reduce / prefetch one Tile through a tensor map. Each helper
+// is issued by ONE thread; the rank of the coordinates must equal the tile's (compile time),
+// and in debug mode the shared buffer's alignment is checked on the device (D1, D2).
+//
+// Loads complete on a Barrier: arm it with the tile's byte count first, or use
+// arrive_and_load, which does both so the count cannot be wrong:
+//   if (threadIdx.x == 0) arrive_and_load<ATile>(smem.a, &map_a, smem.full, {x, y});
+//   smem.full.wait(parity);
+// Stores and reduces complete through bulk groups of the issuing thread:
+//   fence_view_async_shared();  __syncthreads();          // all writers, then
+//   if (threadIdx.x == 0) { store_tile<CTile>(&map_c, smem.c, {x, y}); store_commit();
+//                           store_wait<0>(); }
+#pragma once
+
+#include <cstdint>
+
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/debug.hpp"
+#include "tmakit/device/tile.hpp"
+#include "tmakit/ptx/fence.hpp"
+#include "tmakit/ptx/tma.hpp"
+
+namespace tmakit {
+
+using ptx::ReduceOp;
+
+namespace detail {
+template <class TileT>
+__device__ __forceinline__ void debug_check_tile_buffer(const void* smem) {
+  if constexpr (TileT::swizzle == Swizzle::none) {
+    debug_check_smem_alignment(smem, TileT::align_bytes, "TMA buffer",
+                               "128 B TMA destination, rule D1");
+  } else {
+    debug_check_smem_alignment(smem, TileT::align_bytes, "swizzled TMA buffer",
+                               "swizzle pattern repeat, rule D2");
+  }
+}
+}  // namespace detail
+
+// Global -> shared: one box at `coords` into `smem`, completing on `bar` (armed by the caller).
+template <class TileT, int N>
+__device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Barrier& bar,
+                                          const std::int32_t (&coords)[N]) {
+  static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
+  detail::debug_check_tile_buffer<TileT>(smem);
+  ptx::cp_async_bulk_tensor_shared_global_tile(ptx::smem_u32(smem), map, coords, bar.smem());
+}
+
+// As load_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
+template <class TileT, int N>
+__device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Barrier& bar,
+                                          const std::int32_t (&coords)[N],
+                                          std::uint64_t l2_policy) {
+  static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
+  detail::debug_check_tile_buffer<TileT>(smem);
+  ptx::cp_async_bulk_tensor_shared_global_tile_hint(ptx::smem_u32(smem), map, coords,
+                                                    bar.smem(), l2_policy);
+}
+
+// Arm `bar` for exactly this tile's bytes, then load it: the count comes from the type.
+template <class TileT, int N>
+__device__ __forceinline__ void arrive_and_load(void* smem, const CUtensorMap* map, Barrier& bar,
+                                                const std::int32_t (&coords)[N]) {
+  bar.arrive_expect_tx(TileT::tx_bytes);
+  load_tile<TileT>(smem, map, bar, coords);
+}
+
+// Global -> shared of every CTA in `cta_mask` (same smem offset, same barrier offset).
+// Every receiving CTA must have armed its barrier for TileT::tx_bytes before this is issued:
+// use ClusterPipeline (device/pipeline.hpp), which orders that.
+template <class TileT, int N>
+__device__ __forceinline__ void load_tile_multicast(void* smem, const CUtensorMap* map,
+                                                    Barrier& bar,
+                                                    const std::int32_t (&coords)[N],
+                                                    std::uint16_t cta_mask) {
+  static_assert(N == TileT::rank, "load_tile_multicast: one coordinate per tile dimension");
+  detail::debug_check_tile_buffer<TileT>(smem);
+  ptx::cp_async_bulk_tensor_shared_global_tile_multicast(ptx::smem_u32(smem), map, coords,
+                                                         bar.smem(), cta_mask);
+}
+
+// Shared -> global: one box from `smem` to `coords`; the part outside the tensor is dropped.
+template <class TileT, int N>
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, const void* smem,
+                                           const std::int32_t (&coords)[N]) {
+  static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
+  detail::debug_check_tile_buffer<TileT>(smem);
+  ptx::cp_async_bulk_tensor_global_shared_tile(map, coords, ptx::smem_u32(smem));
+}
+
+// Global[coords] = Global[coords] <op> smem, element-wise, atomically per element.
+template <class TileT, ReduceOp Op, int N>
+__device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const void* smem,
+                                            const std::int32_t (&coords)[N]) {
+  static_assert(N == TileT::rank, "reduce_tile: give one coordinate per tile dimension");
+  detail::debug_check_tile_buffer<TileT>(smem);
+  ptx::cp_reduce_async_bulk_tensor_tile<Op>(map, coords, ptx::smem_u32(smem));
+}
+
+// Warm L2 with the box at `coords` (no shared memory, no completion to wait for).
+template <class TileT, int N>
+__device__ __forceinline__ void prefetch_tile(const CUtensorMap* map,
+                                              const std::int32_t (&coords)[N]) {
+  static_assert(N == TileT::rank, "prefetch_tile: give one coordinate per tile dimension");
+  ptx::cp_async_bulk_prefetch_tensor_tile(map, coords);
+}
+
+// Warm the descriptor itself; once per map, early in the kernel (D4).
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  ptx::prefetch_tensormap(map);
+}
+
+// Every thread that wrote a shared buffer with ordinary stores, before the barrier that
+// precedes a TMA store/reduce of it (HOPPER.md, "Ordering").
+__device__ __forceinline__ void fence_view_async_shared() { ptx::fence_proxy_async_shared_cta(); }
+
+// Close the issuing thread's group of stores/reduces.
+__device__ __forceinline__ void store_commit() { ptx::cp_async_bulk_commit_group(); }
+
+// Wait until at most `Pending` groups are in flight and their writes are done (visible).
+template <int Pending = 0>
+__device__ __forceinline__ void store_wait() {
+  ptx::cp_async_bulk_wait_group<Pending>();
+}
+
+// Wait until the shared sources of all but `Pending` groups may be reused (writes may not
+// be visible yet): the cheaper wait before overwriting a store buffer.
+template <int Pending = 0>
+__device__ __forceinline__ void store_wait_read() {
+  ptx::cp_async_bulk_wait_group_read<Pending>();
+}
+
+}  // namespace tmakit

@@ -1,0 +1,73 @@
+// Debug mode (build option TMAKIT_DEBUG_WAITS, which defines TMAKIT_DEBUG_WAITS=1): every
+// barrier wait is bounded and every shared-memory buffer handed to a TMA helper is checked
+// for its alignment. A broken rule prints one line naming the block, thread, barrier,
+// phase and expected bytes (or the buffer and the alignment it needs), then traps: the
+// kernel ends with an error instead of hanging the GPU.
+//
+// Without the option the checks compile to nothing.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include "tmakit/ptx/common.hpp"
+#include "tmakit/ptx/sreg.hpp"
+
+#ifndef TMAKIT_DEBUG_WAITS
+#define TMAKIT_DEBUG_WAITS 0
+#endif
+
+// How long a debug-mode wait may take before it is reported (nanoseconds, default 4 s).
+// NOTE: generous on purpose: compute-sanitizer slows kernels by orders of magnitude.
+#ifndef TMAKIT_DEBUG_WAIT_TIMEOUT_NS
+#define TMAKIT_DEBUG_WAIT_TIMEOUT_NS 4000000000ull
+#endif
+
+namespace tmakit {
+
+inline constexpr bool kDebugWaits = TMAKIT_DEBUG_WAITS != 0;
+inline constexpr std::uint64_t kDebugWaitTimeoutNs = TMAKIT_DEBUG_WAIT_TIMEOUT_NS;
+
+namespace detail {
+
+// Printed, then trapped: the message names every value needed to find the broken count.
+__device__ __noinline__ inline void report_wait_timeout(std::uint32_t bar_smem,
+                                                        std::uint32_t parity,
+                                                        std::uint32_t expected_tx_bytes,
+                                                        std::uint64_t waited_ns) {
+  printf(
+      "tmakit: barrier wait timed out after %llu ms: block (%u,%u,%u) thread (%u,%u,%u) "
+      "barrier smem 0x%x phase parity %u expected tx bytes %u "
+      "(check arrive counts and expect_tx bytes, rule D5)\n",
+      static_cast<unsigned long long>(waited_ns / 1000000u), blockIdx.x, blockIdx.y, blockIdx.z,
+      threadIdx.x, threadIdx.y, threadIdx.z, bar_smem, parity, expected_tx_bytes);
+  __trap();
+}
+
+__device__ __noinline__ inline void report_misaligned(const char* what, std::uint32_t smem_addr,
+                                                      std::uint32_t align_bytes,
+                                                      const char* why) {
+  printf(
+      "tmakit: misaligned shared-memory %s at smem 0x%x: block (%u,%u,%u) thread (%u,%u,%u) "
+      "needs %u-byte alignment (%s); it is off by %u bytes\n",
+      what, smem_addr, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+      threadIdx.z, align_bytes, why, smem_addr % align_bytes);
+  __trap();
+}
+
+}  // namespace detail
+
+// Debug mode: trap with a report when `ptr` (shared memory) is not `align_bytes`-aligned.
+// `why` names the rule ("128 B TMA destination, rule D1", "swizzle 128B repeat, rule D2").
+__device__ __forceinline__ void debug_check_smem_alignment(const void* ptr,
+                                                           std::uint32_t align_bytes,
+                                                           const char* what, const char* why) {
+  if constexpr (kDebugWaits) {
+    const std::uint32_t addr = ptx::smem_u32(ptr);
+    if (addr % align_bytes != 0) detail::report_misaligned(what, addr, align_bytes, why);
+  } else {
+    (void)ptr, (void)align_bytes, (void)what, (void)why;
+  }
+}
+
+}  // namespace tmakit

@@ -1,0 +1,127 @@
+// Tile<T, Swizzle, Box...>: one TMA box as a type. From the element type, the swizzle and the
+// box (innermost dimension first) it derives, at compile time and for host and device:
+//   tx_bytes      bytes one copy delivers, the barrier's expect_tx count (rule O3)
+//   smem_bytes    shared-memory footprint of one box (rows x row pitch, O2)
+//   align_bytes   alignment the buffer needs: 128 B (D1), the swizzle repeat with a swizzle (D2)
+//   offset_bytes  where element (col, row) lies in the buffer, through tmakit::swizzle
+// and builds the matching TensorMapSpec, so the map's box and the kernel's byte count come
+// from one place and cannot disagree.
+//
+//   using ATile = tmakit::Tile<float, tmakit::Swizzle::bytes128, 32, 64>;   // 32 x 64 fp32
+//   struct alignas(1024) SharedStorage { ATile::Buffer a[kStages]; tmakit::Barrier full[...]; };
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <array>
+#include <cstdint>
+
+#include "tmakit/core/dtype.hpp"
+#include "tmakit/host/tensor_map_spec.hpp"
+#include "tmakit/swizzle.hpp"
+
+namespace tmakit {
+
+// The tensor-map data type an element type travels as.
+template <class T>
+struct DataTypeOf {
+  static_assert(sizeof(T) == 0,
+                "no tensor-map data type for this element type: give Tile an explicit "
+                "DataType, or use one of the C++ types listed in device/tile.hpp");
+};
+template <> struct DataTypeOf<std::uint8_t> { static constexpr DataType value = DataType::uint8; };
+template <> struct DataTypeOf<std::int8_t> { static constexpr DataType value = DataType::uint8; };
+template <> struct DataTypeOf<std::uint16_t> { static constexpr DataType value = DataType::uint16; };
+template <> struct DataTypeOf<std::uint32_t> { static constexpr DataType value = DataType::uint32; };
+template <> struct DataTypeOf<std::int32_t> { static constexpr DataType value = DataType::int32; };
+template <> struct DataTypeOf<std::uint64_t> { static constexpr DataType value = DataType::uint64; };
+template <> struct DataTypeOf<std::int64_t> { static constexpr DataType value = DataType::int64; };
+template <> struct DataTypeOf<__half> { static constexpr DataType value = DataType::float16; };
+template <> struct DataTypeOf<__nv_bfloat16> {
+  static constexpr DataType value = DataType::bfloat16;
+};
+template <> struct DataTypeOf<float> { static constexpr DataType value = DataType::float32; };
+template <> struct DataTypeOf<double> { static constexpr DataType value = DataType::float64; };
+
+template <class T, Swizzle S, std::uint32_t... Box>
+struct Tile {
+  using value_type = T;
+  static constexpr DataType data_type = DataTypeOf<T>::value;
+  static constexpr Swizzle swizzle = S;
+  static constexpr int rank = static_cast<int>(sizeof...(Box));
+  static constexpr std::array<std::uint32_t, sizeof...(Box)> box = {Box...};
+
+  // --- the rules a box must obey, checked where the tile is declared -------------------
+  static_assert(rank >= 1 && rank <= kMaxRank, "T3: a tile has rank 1..5 (one Box per dim)");
+  static_assert(((Box >= 1 && Box <= 256) && ...), "T7: each box dimension must be in 1..256");
+  static_assert(element_bytes(data_type) == static_cast<int>(sizeof(T)),
+                "element type size differs from the tensor-map data type's size");
+
+  static constexpr std::uint32_t elem_bytes = sizeof(T);
+  // Bytes of one box row (dimension 0), and the number of rows (all other dimensions).
+  static constexpr std::uint32_t row_bytes = box[0] * elem_bytes;
+  static constexpr std::uint32_t rows = (Box * ...) / box[0];
+  static_assert(row_bytes % 16 == 0,
+                "T7: box[0] * sizeof(T) must be a multiple of 16 bytes; widen box[0]");
+  static_assert(S == Swizzle::none || row_bytes <= swizzle_span_bytes(S),
+                "T9: with a swizzle, box[0] * sizeof(T) must not exceed the swizzle span "
+                "(32, 64 or 128 bytes); narrow box[0] or pick a wider swizzle");
+
+  // O2: with a swizzle every row occupies a full span in shared memory.
+  static constexpr std::uint32_t row_pitch_bytes =
+      S == Swizzle::none ? row_bytes : static_cast<std::uint32_t>(swizzle_span_bytes(S));
+  // O3: the barrier counts the logical box bytes, not the padded footprint.
+  static constexpr std::uint32_t tx_bytes = rows * row_bytes;
+  static_assert(tx_bytes <= (1u << 20) - 1,
+                "a box must stay under the mbarrier tx-count limit of 2^20 - 1 bytes");
+  // D1 / D2: 128 B for any TMA destination, the swizzle repeat with a swizzle.
+  static constexpr std::uint32_t align_bytes = swizzle_repeat_bytes(S);
+  // Footprint rounded up to the alignment, so an array of Buffers keeps every box aligned.
+  static constexpr std::uint32_t smem_bytes =
+      (rows * row_pitch_bytes + align_bytes - 1) / align_bytes * align_bytes;
+
+  // Storage for one box inside a SharedStorage struct.
+  struct alignas(align_bytes) Buffer {
+    unsigned char bytes[smem_bytes];
+  };
+  static_assert(sizeof(Buffer) == smem_bytes, "Buffer must not be padded further");
+
+  // Byte offset of element `col` (dimension 0) of row `row` (dimensions 1.. flattened,
+  // row = i1 + box[1] * (i2 + box[2] * ...)) from an align_bytes-aligned buffer start.
+  TMAKIT_HOST_DEVICE static constexpr std::uint32_t offset_bytes(std::uint32_t col,
+                                                                 std::uint32_t row) {
+    return swizzled_offset(S, row, col, row_pitch_bytes, elem_bytes);
+  }
+
+  // The element (col, row) of a buffer holding one box.
+  TMAKIT_HOST_DEVICE static T& at(void* buffer, std::uint32_t col, std::uint32_t row) {
+    return *reinterpret_cast<T*>(static_cast<unsigned char*>(buffer) + offset_bytes(col, row));
+  }
+  TMAKIT_HOST_DEVICE static const T& at(const void* buffer, std::uint32_t col,
+                                        std::uint32_t row) {
+    return *reinterpret_cast<const T*>(static_cast<const unsigned char*>(buffer) +
+                                       offset_bytes(col, row));
+  }
+
+  // The tensor map this tile is loaded through: a dense-innermost tensor at `base` with
+  // `dims` elements per dimension and byte `strides` of dimensions 1..rank-1.
+  static TensorMapSpec spec(const void* base,
+                            const std::array<std::uint64_t, sizeof...(Box)>& dims,
+                            const std::array<std::uint64_t, kMaxRank - 1>& strides_bytes) {
+    TensorMapSpec s;
+    s.kind = EncodeKind::tiled;
+    s.data_type = data_type;
+    s.rank = static_cast<std::uint32_t>(rank);
+    s.global_address = reinterpret_cast<std::uintptr_t>(base);
+    for (int d = 0; d < rank; ++d) {
+      s.global_dim[d] = dims[d];
+      s.box_dim[d] = box[d];
+    }
+    for (int d = 0; d + 1 < rank; ++d) s.global_strides_bytes[d] = strides_bytes[d];
+    s.swizzle = S;
+    return s;
+  }
+};
+
+}  // namespace tmakit
