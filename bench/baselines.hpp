@@ -1,0 +1,80 @@
+// Baselines for `tmakit bench`: the seed write-ups' kernels written the way they describe
+// them, and vendor libraries (cuBLAS geam, cuDNN) loaded with dlopen at run time, so the
+// binary starts on a machine without them and says why a baseline is missing.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tmakit/core/dtype.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+
+namespace tmakit::bench {
+
+// The transpose write-up's three kernels: fp32, one 32x32 tile per block, two tensor maps.
+// naive: tile transposed through shared memory, TMA store of the mirrored tile;
+// swizzled: both maps with the 128B swizzle, indices through the swizzle function;
+// batched: swizzled, each thread moving 8 elements.
+enum class SeedTranspose { naive, swizzled, batched };
+// rows and cols must be multiples of 32 (the write-up's kernels assume it); dense.
+void seed_transpose(SeedTranspose variant, const float* in, float* out, std::uint64_t rows,
+                    std::uint64_t cols, cudaStream_t stream);
+
+// The convolution write-up's kernel: the input already padded by one zero element on each
+// side, (rows + 2) x (cols + 2), one TMA copy of a 34 x 34 tile per block, one output per
+// thread, ordinary stores. fp64; rows, cols multiples of 32.
+void seed_conv3x3_padded(const double* padded, double* out, std::uint64_t rows,
+                         std::uint64_t cols, const Filter3x3& filter, cudaStream_t stream);
+// The padded copy that kernel needs (made once, outside the timed region).
+void make_padded_copy(const double* in, double* padded, std::uint64_t rows, std::uint64_t cols,
+                      cudaStream_t stream);
+
+// cuBLAS ?geam as a transpose: out (cols x rows) = in^T, float32 or float64, dense.
+class CublasGeam {
+ public:
+  CublasGeam();
+  ~CublasGeam();
+  CublasGeam(const CublasGeam&) = delete;
+  CublasGeam& operator=(const CublasGeam&) = delete;
+  // Empty when usable; else "baseline unavailable: <why>".
+  const std::string& unavailable() const { return why_; }
+  const std::string& library() const { return path_; }
+  void transpose(DataType type, const void* in, void* out, std::uint64_t rows,
+                 std::uint64_t cols, cudaStream_t stream);
+
+ private:
+  struct Api;
+  std::unique_ptr<Api> api_;
+  std::string why_;
+  std::string path_;
+};
+
+// cuDNN's forward convolution as a 3x3 stencil (NCHW, one channel, pad 1, cross-correlation,
+// the fastest algorithm cudnnFindConvolutionForwardAlgorithm reports).
+class CudnnConv {
+ public:
+  CudnnConv();
+  ~CudnnConv();
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+  const std::string& unavailable() const { return why_; }
+  const std::string& library() const { return path_; }
+  // Plans for one shape; returns "" or why it cannot ("baseline unavailable: ...").
+  std::string plan(DataType type, std::uint64_t batch, std::uint64_t rows, std::uint64_t cols,
+                   const Filter3x3& filter, cudaStream_t stream);
+  std::string algorithm() const;  // of the last plan
+  void run(const void* in, void* out, cudaStream_t stream);
+
+ private:
+  struct Api;
+  struct Plan;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<Plan> plan_;
+  std::string why_;
+  std::string path_;
+};
+
+}  // namespace tmakit::bench

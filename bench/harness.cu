@@ -1,0 +1,319 @@
+#include "harness.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <vector>
+
+#include "tmakit/core/cuda_check.hpp"
+
+namespace tmakit::bench {
+
+std::optional<std::string> gpu_unavailable_reason() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    return std::string("no usable CUDA driver or GPU (cudaGetDeviceCount: ") +
+           cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
+  }
+  if (count == 0) return std::string("no CUDA GPU on this machine");
+  cudaDeviceProp prop{};
+  TMAKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major != 9) {
+    return std::string("GPU 0 is ") + prop.name + " (sm_" + std::to_string(prop.major) +
+           std::to_string(prop.minor) + "); these kernels are built for Hopper, sm_90a";
+  }
+  return std::nullopt;
+}
+
+DeviceInfo device_info() {
+  DeviceInfo d;
+  cudaDeviceProp prop{};
+  TMAKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  d.name = prop.name;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+  d.memory_bytes = prop.totalGlobalMem;
+  int driver = 0;
+  int runtime = 0;
+  TMAKIT_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  TMAKIT_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  d.driver = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+  // NOTE: the kernel module's version ("580.159.04") is only in /proc; absent in containers.
+  std::ifstream version("/proc/driver/nvidia/version");
+  std::string line;
+  if (version && std::getline(version, line)) {
+    const auto pos = line.find("Kernel Module");
+    if (pos != std::string::npos) {
+      std::string rest = line.substr(pos + 13);
+      rest.erase(0, rest.find_first_not_of(" \t"));
+      d.driver += ", driver " + rest.substr(0, rest.find_first_of(" \t"));
+    }
+  }
+  d.runtime = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  d.date = buf;
+  d.clocks = "clocks as found (default application clocks; the harness never changes them)";
+  return d;
+}
+
+// ---- timing -------------------------------------------------------------------------------
+
+Timer::Timer(TimingOptions options, cudaStream_t stream) : options_(options), stream_(stream) {
+  TMAKIT_CUDA_CHECK(cudaEventCreate(&start_));
+  TMAKIT_CUDA_CHECK(cudaEventCreate(&stop_));
+  if (options_.flush_l2) {
+    int device = 0;
+    int l2 = 0;
+    TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+    TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    flush_bytes_ = 2 * static_cast<std::size_t>(l2);
+    TMAKIT_CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
+  }
+}
+
+Timer::~Timer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+  if (flush_ != nullptr) cudaFree(flush_);
+}
+
+Timing Timer::time(const std::function<void(cudaStream_t)>& fn) {
+  for (int i = 0; i < options_.warmup; ++i) fn(stream_);
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(options_.runs));
+  for (int i = 0; i < options_.runs; ++i) {
+    if (flush_ != nullptr) {
+      TMAKIT_CUDA_CHECK(cudaMemsetAsync(flush_, i & 0xff, flush_bytes_, stream_));
+    }
+    TMAKIT_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    fn(stream_);
+    TMAKIT_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    TMAKIT_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float elapsed = 0;
+    TMAKIT_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
+    ms.push_back(elapsed);
+  }
+  std::sort(ms.begin(), ms.end());
+  Timing t;
+  t.runs = options_.runs;
+  t.min_ms = ms.front();
+  t.max_ms = ms.back();
+  const std::size_t n = ms.size();
+  t.median_ms = n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return t;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  TMAKIT_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != nullptr) cudaFree(ptr_);
+}
+
+// ---- inputs -----------------------------------------------------------------------------
+
+namespace {
+
+__device__ __forceinline__ std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [-1, 1) from 24 random bits; never exactly zero.
+__device__ __forceinline__ float unit(std::uint64_t r) {
+  const float f = static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  return f == 0.0f ? 0.5f : f;
+}
+
+__global__ void fill_kernel(void* data, std::uint64_t n, int type, std::uint64_t seed) {
+  const auto t = static_cast<DataType>(type);
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t r = splitmix64(seed ^ (i * 0x2545f4914f6cdd1dull));
+    switch (t) {
+      case DataType::float32: static_cast<float*>(data)[i] = unit(r); break;
+      case DataType::float64:
+        static_cast<double*>(data)[i] =
+            static_cast<double>(r >> 11) * (2.0 / 9007199254740992.0) - 1.0 + 1e-300;
+        break;
+      case DataType::bfloat16:
+        static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(unit(r));
+        break;
+      case DataType::float16: static_cast<__half*>(data)[i] = __float2half_rn(unit(r)); break;
+      case DataType::uint8: static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(r); break;
+      case DataType::uint16:
+        static_cast<std::uint16_t*>(data)[i] = static_cast<std::uint16_t>(r);
+        break;
+      case DataType::uint64:
+      case DataType::int64: static_cast<std::uint64_t*>(data)[i] = r; break;
+      default: static_cast<std::uint32_t*>(data)[i] = static_cast<std::uint32_t>(r); break;
+    }
+  }
+}
+
+constexpr unsigned kGrid = 132 * 16;
+
+}  // namespace
+
+void fill_random(void* data, std::uint64_t elements, DataType type, std::uint64_t seed,
+                 cudaStream_t stream) {
+  fill_kernel<<<kGrid, 256, 0, stream>>>(data, elements, static_cast<int>(type), seed);
+  TMAKIT_CUDA_CHECK(cudaGetLastError());
+}
+
+void poison(void* data, std::uint64_t bytes, cudaStream_t stream) {
+  TMAKIT_CUDA_CHECK(cudaMemsetAsync(data, 0xA5, bytes, stream));
+}
+
+// ---- checks -----------------------------------------------------------------------------
+
+namespace {
+
+__global__ void transpose_check_kernel(const std::uint8_t* in, const std::uint8_t* out,
+                                       std::uint64_t rows, std::uint64_t cols, int esize,
+                                       unsigned long long* errors) {
+  unsigned long long local = 0;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < rows * cols;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t r = i / cols;
+    const std::uint64_t c = i % cols;
+    const std::uint8_t* a = in + i * esize;
+    const std::uint8_t* b = out + (c * rows + r) * esize;
+    bool same = true;
+    for (int k = 0; k < esize; ++k) same = same && a[k] == b[k];
+    local += same ? 0 : 1;
+  }
+  if (local != 0) atomicAdd(errors, local);
+}
+
+__global__ void add_check_kernel(const void* in, const void* out, std::uint64_t n, int type,
+                                 std::int32_t ci, float cf, unsigned long long* errors) {
+  unsigned long long local = 0;
+  const auto t = static_cast<DataType>(type);
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    bool ok = true;
+    if (t == DataType::int32) {
+      ok = static_cast<const std::uint32_t*>(out)[i] ==
+           static_cast<const std::uint32_t*>(in)[i] + static_cast<std::uint32_t>(ci);
+    } else if (t == DataType::float32) {
+      ok = __float_as_uint(static_cast<const float*>(in)[i] + cf) ==
+           static_cast<const std::uint32_t*>(out)[i];
+    } else if (t == DataType::bfloat16) {
+      const __nv_bfloat16 e =
+          __float2bfloat16_rn(__bfloat162float(static_cast<const __nv_bfloat16*>(in)[i]) + cf);
+      ok = __bfloat16_as_ushort(e) == static_cast<const std::uint16_t*>(out)[i];
+    } else {
+      const __half e = __float2half_rn(__half2float(static_cast<const __half*>(in)[i]) + cf);
+      ok = __half_as_ushort(e) == static_cast<const std::uint16_t*>(out)[i];
+    }
+    local += ok ? 0 : 1;
+  }
+  if (local != 0) atomicAdd(errors, local);
+}
+
+template <class T>
+__global__ void stencil_check_kernel(const T* in, const T* out, std::uint64_t batch,
+                                     std::int64_t rows, std::int64_t cols, Filter3x3 filter,
+                                     double tolerance, unsigned long long* errors) {
+  unsigned long long local = 0;
+  const std::uint64_t n = batch * rows * cols;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t b = i / (rows * cols);
+    const auto y = static_cast<std::int64_t>(i / cols % rows);
+    const auto x = static_cast<std::int64_t>(i % cols);
+    const T* image = in + b * rows * cols;
+    double acc = 0;
+    for (int dy = 0; dy < 3; ++dy) {
+      for (int dx = 0; dx < 3; ++dx) {
+        const std::int64_t yy = y + dy - 1;
+        const std::int64_t xx = x + dx - 1;
+        if (yy >= 0 && yy < rows && xx >= 0 && xx < cols) {
+          acc += static_cast<double>(static_cast<T>(filter.taps[3 * dy + dx])) *
+                 static_cast<double>(image[yy * cols + xx]);
+        }
+      }
+    }
+    const double got = static_cast<double>(out[i]);
+    local += (fabs(got - acc) <= tolerance) ? 0 : 1;  // NaN fails
+  }
+  if (local != 0) atomicAdd(errors, local);
+}
+
+class ErrorCounter {
+ public:
+  ErrorCounter() { TMAKIT_CUDA_CHECK(cudaMalloc(&d_, sizeof(unsigned long long))); }
+  ~ErrorCounter() { cudaFree(d_); }
+  unsigned long long* reset(cudaStream_t s) {
+    TMAKIT_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(unsigned long long), s));
+    return d_;
+  }
+  std::uint64_t read(cudaStream_t s) {
+    TMAKIT_CUDA_CHECK(cudaGetLastError());
+    unsigned long long h = 0;
+    TMAKIT_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, s));
+    TMAKIT_CUDA_CHECK(cudaStreamSynchronize(s));
+    return h;
+  }
+
+ private:
+  unsigned long long* d_ = nullptr;
+};
+
+}  // namespace
+
+std::uint64_t count_transpose_errors(const void* in, const void* out, std::uint64_t rows,
+                                     std::uint64_t cols, int element_bytes, cudaStream_t stream) {
+  ErrorCounter c;
+  transpose_check_kernel<<<kGrid, 256, 0, stream>>>(static_cast<const std::uint8_t*>(in),
+                                                    static_cast<const std::uint8_t*>(out), rows,
+                                                    cols, element_bytes, c.reset(stream));
+  return c.read(stream);
+}
+
+std::uint64_t count_add_errors(const void* in, const void* out, std::uint64_t elements,
+                               DataType type, double value, cudaStream_t stream) {
+  ErrorCounter c;
+  const float cf = type == DataType::bfloat16  ? __bfloat162float(__double2bfloat16(value))
+                   : type == DataType::float16 ? __half2float(__double2half(value))
+                                               : static_cast<float>(value);
+  add_check_kernel<<<kGrid, 256, 0, stream>>>(in, out, elements, static_cast<int>(type),
+                                              static_cast<std::int32_t>(value), cf,
+                                              c.reset(stream));
+  return c.read(stream);
+}
+
+std::uint64_t count_stencil_errors(const void* in, const void* out, std::uint64_t batch,
+                                   std::uint64_t rows, std::uint64_t cols, DataType type,
+                                   const Filter3x3& filter, double tolerance,
+                                   cudaStream_t stream) {
+  ErrorCounter c;
+  const auto r = static_cast<std::int64_t>(rows);
+  const auto w = static_cast<std::int64_t>(cols);
+  if (type == DataType::float32) {
+    stencil_check_kernel<float><<<kGrid, 256, 0, stream>>>(static_cast<const float*>(in),
+                                                           static_cast<const float*>(out), batch,
+                                                           r, w, filter, tolerance,
+                                                           c.reset(stream));
+  } else {
+    stencil_check_kernel<double><<<kGrid, 256, 0, stream>>>(
+        static_cast<const double*>(in), static_cast<const double*>(out), batch, r, w, filter,
+        tolerance, c.reset(stream));
+  }
+  return c.read(stream);
+}
+
+}  // namespace tmakit::bench

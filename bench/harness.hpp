@@ -1,0 +1,99 @@
+// The benchmark harness: device facts for every report, CUDA-event timing (warm-up, median
+// of many runs, L2 flushed before each), random inputs and on-device result checks.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tmakit/core/dtype.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+
+namespace tmakit::bench {
+
+// Why no benchmark can run here (no driver, no device, not a Hopper), or nullopt.
+std::optional<std::string> gpu_unavailable_reason();
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t memory_bytes = 0;
+  std::string driver;   // "13.0 (580.159.04)" when nvidia-smi's version file is readable
+  std::string runtime;  // the CUDA runtime linked in
+  std::string date;     // UTC, ISO 8601
+  std::string clocks;   // a note: clocks are the card's own, never changed by the harness
+};
+DeviceInfo device_info();
+
+struct TimingOptions {
+  int warmup = 3;
+  int runs = 20;
+  bool flush_l2 = true;
+};
+
+struct Timing {
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  int runs = 0;
+};
+
+// Times `fn` on `stream` with CUDA events: warm-up calls, then `runs` timed calls, each after
+// an L2 flush (a write over a buffer twice the L2's size, outside the timed region).
+class Timer {
+ public:
+  Timer(TimingOptions options, cudaStream_t stream);
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  Timing time(const std::function<void(cudaStream_t)>& fn);
+
+ private:
+  TimingOptions options_;
+  cudaStream_t stream_;
+  void* flush_ = nullptr;
+  std::size_t flush_bytes_ = 0;
+  cudaEvent_t start_{};
+  cudaEvent_t stop_{};
+};
+
+// Device memory owned for the length of one workload.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Random elements (floats uniform in [-1, 1), integers and raw bits uniform), never zeros.
+void fill_random(void* data, std::uint64_t elements, DataType type, std::uint64_t seed,
+                 cudaStream_t stream);
+// Every byte set to 0xA5, so an unwritten output fails its check.
+void poison(void* data, std::uint64_t bytes, cudaStream_t stream);
+
+// On-device checks of dense outputs; each returns the number of wrong elements.
+std::uint64_t count_transpose_errors(const void* in, const void* out, std::uint64_t rows,
+                                     std::uint64_t cols, int element_bytes, cudaStream_t stream);
+std::uint64_t count_add_errors(const void* in, const void* out, std::uint64_t elements,
+                               DataType type, double value, cudaStream_t stream);
+// Compares with a direct evaluation; an element is wrong when it differs by more than
+// `tolerance` (absolute) or either side is NaN.
+std::uint64_t count_stencil_errors(const void* in, const void* out, std::uint64_t batch,
+                                   std::uint64_t rows, std::uint64_t cols, DataType type,
+                                   const Filter3x3& filter, double tolerance,
+                                   cudaStream_t stream);
+
+}  // namespace tmakit::bench

@@ -1,0 +1,166 @@
+// Reports of a suite run: the table printed last, JSON, and an SVG bar chart of each case's
+// ratio to the memcpy ceiling, drawn by hand (no plotting library).
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "suite.hpp"
+
+namespace tmakit::bench {
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+std::string header(const DeviceInfo& d) {
+  return d.name + " (sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ", " +
+         std::to_string(d.sm_count) + " SMs, " + std::to_string(d.l2_bytes >> 20) + " MB L2), " +
+         d.driver + ", runtime " + d.runtime + ", " + d.date;
+}
+
+// "seed-batched 1.10x, cublas-geam 1.32x": a tmakit case against the baselines of its workload.
+std::string versus(const Result& r, const std::vector<Result>& all) {
+  if (r.kind != "tmakit" || !r.ok()) return "";
+  std::string out;
+  for (const auto& b : all) {
+    if (b.workload != r.workload || !b.ok() || (b.kind != "seed" && b.kind != "vendor")) continue;
+    out += (out.empty() ? "" : ", ") + b.impl + " " + fixed(r.gbps / b.gbps, 2) + "x";
+  }
+  return out;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<Result>& results) {
+  std::size_t width = 4;
+  for (const auto& r : results) width = std::max(width, r.id.size());
+  os << "\ntmakit bench on " << header(device) << "\n";
+  os << "bytes = each input read once + each output written once; median of "
+     << (results.empty() ? 0 : results.front().timing.runs)
+     << " runs, L2 flushed before each; x memcpy = ratio to the device copy of the same "
+        "buffers in this run\n\n";
+  os << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(10)
+     << "GB" << std::setw(11) << "median ms" << std::setw(9) << "GB/s" << std::setw(10)
+     << "x memcpy"
+     << "  vs baselines / status\n";
+  for (const auto& r : results) {
+    os << std::left << std::setw(static_cast<int>(width)) << r.id << std::right;
+    if (r.ok()) {
+      os << std::setw(10) << fixed(static_cast<double>(r.bytes) / 1e9, 2) << std::setw(11)
+         << fixed(r.timing.median_ms, 3) << std::setw(9) << fixed(r.gbps, 0) << std::setw(10)
+         << (r.memcpy_gbps > 0 ? fixed(r.gbps / r.memcpy_gbps, 3) : "-") << "  "
+         << versus(r, results) << "\n";
+    } else {
+      os << std::setw(40) << "" << "  " << r.status << "\n";
+    }
+  }
+}
+
+std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
+                    const std::vector<Result>& results) {
+  nlohmann::json j;
+  j["device"] = {{"name", device.name},
+                 {"compute_capability", std::to_string(device.cc_major) + "." +
+                                            std::to_string(device.cc_minor)},
+                 {"multiprocessors", device.sm_count},
+                 {"l2_bytes", device.l2_bytes},
+                 {"memory_bytes", device.memory_bytes},
+                 {"driver", device.driver},
+                 {"runtime", device.runtime},
+                 {"clocks", device.clocks}};
+  j["date"] = device.date;
+  j["method"] = {{"warmup", options.timing.warmup},
+                 {"runs", options.timing.runs},
+                 {"statistic", "median of CUDA-event times"},
+                 {"l2_flush", options.timing.flush_l2},
+                 {"bytes", "each input read once + each output written once"},
+                 {"quick", options.quick},
+                 {"filter", options.filter}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json row = {{"id", r.id},         {"workload", r.workload}, {"impl", r.impl},
+                          {"kind", r.kind},     {"bytes", r.bytes},       {"status", r.status},
+                          {"note", r.note}};
+    if (r.ok()) {
+      row["median_ms"] = r.timing.median_ms;
+      row["min_ms"] = r.timing.min_ms;
+      row["max_ms"] = r.timing.max_ms;
+      row["runs"] = r.timing.runs;
+      row["gbps"] = r.gbps;
+      row["memcpy_gbps"] = r.memcpy_gbps;
+      if (r.memcpy_gbps > 0) row["ratio_to_memcpy"] = r.gbps / r.memcpy_gbps;
+    }
+    rows.push_back(row);
+  }
+  j["results"] = rows;
+  return j.dump(2) + "\n";
+}
+
+std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results) {
+  std::vector<const Result*> rows;
+  for (const auto& r : results) {
+    if (r.ok() && r.kind != "ceiling" && r.memcpy_gbps > 0) rows.push_back(&r);
+  }
+  constexpr int kLabel = 430;   // label column, px
+  constexpr int kPlot = 520;    // bar area for ratios 0 .. kMaxRatio
+  constexpr int kRow = 20;
+  constexpr int kTop = 60;
+  constexpr double kMaxRatio = 1.2;
+  const int height = kTop + kRow * static_cast<int>(rows.size()) + 40;
+  const int width = kLabel + kPlot + 80;
+  const auto x_of = [&](double ratio) {
+    return kLabel + static_cast<int>(std::min(ratio, kMaxRatio) / kMaxRatio * kPlot);
+  };
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"monospace\" font-size=\"12\">\n";
+  s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s << "<text x=\"10\" y=\"20\" font-size=\"14\">tmakit bench: GB/s as a fraction of device "
+       "memcpy (same buffers, same run)</text>\n";
+  s << "<text x=\"10\" y=\"38\">" << xml_escape(header(device)) << "</text>\n";
+  // grid lines at 0.25 steps, the ceiling at 1.0 in red
+  for (double g = 0; g <= kMaxRatio + 1e-9; g += 0.25) {
+    const int x = x_of(g);
+    s << "<line x1=\"" << x << "\" y1=\"" << kTop - 8 << "\" x2=\"" << x << "\" y2=\""
+      << height - 30 << "\" stroke=\"" << (std::abs(g - 1.0) < 1e-9 ? "#c00" : "#ddd")
+      << "\"/>\n";
+    s << "<text x=\"" << x - 10 << "\" y=\"" << height - 14 << "\">" << fixed(g, 2)
+      << "</text>\n";
+  }
+  int y = kTop;
+  for (const Result* r : rows) {
+    const double ratio = r->gbps / r->memcpy_gbps;
+    const char* color = r->kind == "tmakit" ? "#2b6cb0" : r->kind == "seed" ? "#999" : "#d69e2e";
+    s << "<text x=\"10\" y=\"" << y + 13 << "\">" << xml_escape(r->id) << "</text>\n";
+    s << "<rect x=\"" << kLabel << "\" y=\"" << y + 3 << "\" width=\"" << x_of(ratio) - kLabel
+      << "\" height=\"" << kRow - 6 << "\" fill=\"" << color << "\"/>\n";
+    s << "<text x=\"" << x_of(ratio) + 4 << "\" y=\"" << y + 13 << "\">" << fixed(ratio, 3)
+      << "</text>\n";
+    y += kRow;
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+}  // namespace tmakit::bench

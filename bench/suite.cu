@@ -1,0 +1,367 @@
+#include "suite.hpp"
+
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "baselines.hpp"
+#include "tmakit/core/cuda_check.hpp"
+#include "tmakit/kernels/elementwise.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+#include "tmakit/kernels/transpose.hpp"
+
+namespace tmakit::bench {
+namespace {
+
+enum class Op { add, transpose, stencil };
+
+struct Workload {
+  Op op;
+  DataType type;
+  std::uint64_t batch;
+  std::uint64_t rows;
+  std::uint64_t cols;
+  std::vector<std::string> impls;  // besides "memcpy", which every workload measures first
+
+  std::string type_name() const {
+    switch (type) {
+      case DataType::int32: return "int32";
+      case DataType::float32: return "fp32";
+      case DataType::float64: return "fp64";
+      case DataType::bfloat16: return "bf16";
+      case DataType::float16: return "fp16";
+      case DataType::uint8: return "u8";
+      default: return std::string(tmakit::name(type));
+    }
+  }
+  std::string name() const {
+    const char* op_name = op == Op::add ? "add" : op == Op::transpose ? "transpose" : "stencil3x3";
+    std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    if (batch > 1) shape = std::to_string(batch) + "x" + shape;
+    return std::string(op_name) + "/" + type_name() + "/" + shape;
+  }
+  std::uint64_t elements() const { return batch * rows * cols; }
+  std::uint64_t bytes_each() const { return elements() * element_bytes(type); }
+};
+
+std::vector<Workload> workloads(const SuiteOptions& o) {
+  const std::uint64_t big = o.quick ? 4096 : 32768;    // add, transpose
+  const std::uint64_t image = o.quick ? 2048 : 16384;  // stencil
+  const std::uint64_t small = o.quick ? 512 : 4096;    // stencil batch images
+  std::vector<std::string> tr = {"tmakit"};
+  std::vector<std::string> tr32 = {"tmakit", "seed-naive", "seed-swizzled", "seed-batched",
+                                   "cublas-geam"};
+  std::vector<std::string> add = {"tmakit"};
+  std::vector<std::string> st = {"tmakit", "cudnn"};
+  std::vector<std::string> st64 = {"tmakit", "seed-padded-tma", "cudnn"};
+  if (o.tune) {
+    for (const char* v : {"tmakit:c1", "tmakit:p1", "tmakit:p4", "tmakit:p16", "tmakit:p64"}) {
+      tr.push_back(v);
+      tr32.push_back(v);
+    }
+    for (const char* v : {"tmakit:c1"}) add.push_back(v);
+    for (const char* v : {"tmakit:c1", "tmakit:c2"}) {
+      st.push_back(v);
+      st64.push_back(v);
+    }
+  }
+  std::vector<std::string> add32 = add;
+  add32.insert(add32.begin() + 1, "tmakit-inplace");
+  return {
+      {Op::add, DataType::int32, 1, big, big, add32},
+      {Op::add, DataType::float32, 1, big, big, add},
+      {Op::add, DataType::bfloat16, 1, big, big, add},
+      {Op::add, DataType::float16, 1, big, big, add},
+      {Op::transpose, DataType::float32, 1, big, big, tr32},
+      {Op::transpose, DataType::bfloat16, 1, big, big, tr},
+      {Op::transpose, DataType::uint8, 1, big, big, tr},
+      {Op::transpose, DataType::float64, 1, big, big, {"tmakit", "cublas-geam"}},
+      {Op::stencil, DataType::float32, 1, image, image, st},
+      {Op::stencil, DataType::float64, 1, image, image, st64},
+      {Op::stencil, DataType::float32, 16, small, small, st},
+  };
+}
+
+// "tmakit:c1" -> ctas_per_sm 1; "tmakit:p16" -> panel 16 tile rows.
+int knob(const std::string& impl, char key) {
+  const auto pos = impl.find(std::string(":") + key);
+  return pos == std::string::npos ? 0 : std::stoi(impl.substr(pos + 2));
+}
+
+std::string kind_of(const std::string& impl) {
+  if (impl == "memcpy") return "ceiling";
+  if (impl.rfind("tmakit", 0) == 0) return "tmakit";
+  if (impl.rfind("seed", 0) == 0) return "seed";
+  return "vendor";
+}
+
+class Session {
+ public:
+  explicit Session(const SuiteOptions& o) : options_(o) {
+    if (!o.filter.empty()) filter_ = std::regex(o.filter);
+    TMAKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    timer_ = std::make_unique<Timer>(o.timing, stream_);
+  }
+  ~Session() {
+    timer_.reset();
+    cudaStreamDestroy(stream_);
+  }
+
+  bool selected(const std::string& id) const {
+    return options_.filter.empty() || std::regex_search(id, filter_);
+  }
+  cudaStream_t stream() const { return stream_; }
+  CublasGeam& cublas() {
+    if (!cublas_) cublas_ = std::make_unique<CublasGeam>();
+    return *cublas_;
+  }
+  CudnnConv& cudnn() {
+    if (!cudnn_) cudnn_ = std::make_unique<CudnnConv>();
+    return *cudnn_;
+  }
+  void set_total(int n) { total_ = n; }
+
+  // Checks once on a poisoned output, then times. `check` returns "" or what is wrong.
+  void measure(const Workload& w, const std::string& impl, const std::string& note,
+               void* out, const std::function<void(cudaStream_t)>& run,
+               const std::function<std::string()>& check) {
+    Result r = start(w, impl);
+    r.note = note;
+    try {
+      poison(out, w.bytes_each(), stream_);
+      run(stream_);
+      TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const std::string wrong = check();
+      if (!wrong.empty()) {
+        r.status = "FAILED: " + wrong;
+      } else {
+        r.timing = timer_->time(run);
+        r.gbps = static_cast<double>(r.bytes) / (r.timing.median_ms * 1e-3) / 1e9;
+        r.status = "ok";
+        if (impl == "memcpy") memcpy_gbps_ = r.gbps;
+      }
+    } catch (const std::exception& e) {
+      r.status = std::string("error: ") + e.what();
+      cudaGetLastError();  // clear a sticky-free launch error so the next case runs
+    }
+    finish(std::move(r));
+  }
+  void unavailable(const Workload& w, const std::string& impl, const std::string& why) {
+    Result r = start(w, impl);
+    r.status = why;
+    finish(std::move(r));
+  }
+  void begin_workload() { memcpy_gbps_ = 0; }
+  std::vector<Result>& results() { return results_; }
+
+ private:
+  Result start(const Workload& w, const std::string& impl) {
+    Result r;
+    r.workload = w.name();
+    r.impl = impl;
+    r.id = r.workload + "/" + impl;
+    r.kind = kind_of(impl);
+    r.bytes = 2 * w.bytes_each();
+    if (options_.progress != nullptr) {
+      *options_.progress << "[" << ++done_ << "/" << total_ << "] " << r.id << " ... "
+                         << std::flush;
+    }
+    return r;
+  }
+  void finish(Result r) {
+    r.memcpy_gbps = memcpy_gbps_;
+    if (options_.progress != nullptr) {
+      if (r.ok()) {
+        *options_.progress << std::fixed << std::setprecision(0) << r.gbps << " GB/s";
+        if (memcpy_gbps_ > 0) {
+          *options_.progress << std::setprecision(3) << " (" << r.gbps / memcpy_gbps_
+                             << "x memcpy)";
+        }
+        *options_.progress << "\n";
+      } else {
+        *options_.progress << r.status << "\n";
+      }
+    }
+    results_.push_back(std::move(r));
+  }
+
+  const SuiteOptions& options_;
+  std::regex filter_;
+  cudaStream_t stream_{};
+  std::unique_ptr<Timer> timer_;
+  std::unique_ptr<CublasGeam> cublas_;
+  std::unique_ptr<CudnnConv> cudnn_;
+  std::vector<Result> results_;
+  double memcpy_gbps_ = 0;
+  int done_ = 0;
+  int total_ = 0;
+};
+
+std::string errors_text(std::uint64_t n) {
+  return n == 0 ? "" : std::to_string(n) + " wrong elements";
+}
+
+// ---- one workload: buffers, random input, memcpy, then each implementation ---------------
+
+void run_workload(Session& s, const Workload& w, const std::vector<std::string>& impls) {
+  s.begin_workload();
+  const cudaStream_t st = s.stream();
+  DeviceBuffer in(w.bytes_each());
+  DeviceBuffer out(w.bytes_each());
+  fill_random(in.get(), w.elements(), w.type, 0x5eed0000u + static_cast<unsigned>(w.op), st);
+  TMAKIT_CUDA_CHECK(cudaStreamSynchronize(st));
+  const int esize = element_bytes(w.type);
+
+  // the ceiling on the same buffers: a device-to-device copy of the input
+  s.measure(
+      w, "memcpy", "cudaMemcpyAsync device to device", out.get(),
+      [&](cudaStream_t stream) {
+        TMAKIT_CUDA_CHECK(cudaMemcpyAsync(out.get(), in.get(), w.bytes_each(),
+                                          cudaMemcpyDeviceToDevice, stream));
+      },
+      [&] { return std::string(); });
+
+  const ConstTensorRef vin(in.get(), w.type, w.rows, w.cols, 0, w.batch);
+  const TensorRef vout(out.get(), w.type, w.op == Op::transpose ? w.cols : w.rows,
+                       w.op == Op::transpose ? w.rows : w.cols, 0, w.batch);
+  const Filter3x3 laplacian = Filter3x3::laplacian();
+  constexpr double kAddValue = 1.0;
+
+  for (const auto& impl : impls) {
+    if (impl == "memcpy") continue;
+    if (w.op == Op::add) {
+      const ElementwiseTuning tuning{knob(impl, 'c')};
+      if (impl == "tmakit-inplace") {
+        // NOTE: in place turns the input into its own output; the check then compares with a
+        // copy taken first.
+        DeviceBuffer copy(w.bytes_each());
+        TMAKIT_CUDA_CHECK(cudaMemcpyAsync(copy.get(), in.get(), w.bytes_each(),
+                                          cudaMemcpyDeviceToDevice, st));
+        const TensorRef self(in.get(), w.type, w.rows, w.cols);
+        s.measure(
+            w, impl, "in place", out.get(),
+            [&](cudaStream_t stream) { add_constant(self, self, kAddValue, stream, tuning); },
+            [&] {
+              return errors_text(
+                  count_add_errors(copy.get(), in.get(), w.elements(), w.type, kAddValue, st));
+            });
+        continue;
+      }
+      s.measure(
+          w, impl, "", out.get(),
+          [&](cudaStream_t stream) { add_constant(vin, vout, kAddValue, stream, tuning); },
+          [&] {
+            return errors_text(
+                count_add_errors(in.get(), out.get(), w.elements(), w.type, kAddValue, st));
+          });
+    } else if (w.op == Op::transpose) {
+      const auto check = [&] {
+        return errors_text(count_transpose_errors(in.get(), out.get(), w.rows, w.cols, esize, st));
+      };
+      if (impl.rfind("tmakit", 0) == 0) {
+        const TransposeTuning tuning{knob(impl, 'c'), knob(impl, 'p')};
+        s.measure(
+            w, impl, "", out.get(),
+            [&](cudaStream_t stream) { transpose(vin, vout, stream, tuning); }, check);
+      } else if (impl.rfind("seed-", 0) == 0) {
+        const SeedTranspose v = impl == "seed-naive"      ? SeedTranspose::naive
+                                : impl == "seed-swizzled" ? SeedTranspose::swizzled
+                                                          : SeedTranspose::batched;
+        s.measure(
+            w, impl, "32x32 tile per block", out.get(),
+            [&](cudaStream_t stream) {
+              seed_transpose(v, static_cast<const float*>(in.get()),
+                             static_cast<float*>(out.get()), w.rows, w.cols, stream);
+            },
+            check);
+      } else if (impl == "cublas-geam") {
+        CublasGeam& g = s.cublas();
+        if (!g.unavailable().empty()) {
+          s.unavailable(w, impl, g.unavailable());
+          continue;
+        }
+        s.measure(
+            w, impl, g.library(), out.get(),
+            [&](cudaStream_t stream) {
+              g.transpose(w.type, in.get(), out.get(), w.rows, w.cols, stream);
+            },
+            check);
+      }
+    } else {
+      const double tol = w.type == DataType::float32 ? 1e-5 : 1e-12;
+      const auto check = [&] {
+        return errors_text(count_stencil_errors(in.get(), out.get(), w.batch, w.rows, w.cols,
+                                                w.type, laplacian, tol, st));
+      };
+      if (impl.rfind("tmakit", 0) == 0) {
+        const StencilTuning tuning{knob(impl, 'c')};
+        s.measure(
+            w, impl, "zero padding from TMA out-of-bounds fill", out.get(),
+            [&](cudaStream_t stream) { stencil3x3(vin, vout, laplacian, stream, tuning); },
+            check);
+      } else if (impl == "seed-padded-tma") {
+        DeviceBuffer padded((w.rows + 2) * (w.cols + 2) * 8);
+        make_padded_copy(static_cast<const double*>(in.get()),
+                         static_cast<double*>(padded.get()), w.rows, w.cols, st);
+        s.measure(
+            w, impl, "padded copy made before timing, not counted", out.get(),
+            [&](cudaStream_t stream) {
+              seed_conv3x3_padded(static_cast<const double*>(padded.get()),
+                                  static_cast<double*>(out.get()), w.rows, w.cols, laplacian,
+                                  stream);
+            },
+            check);
+      } else if (impl == "cudnn") {
+        CudnnConv& c = s.cudnn();
+        const std::string why = c.plan(w.type, w.batch, w.rows, w.cols, laplacian, st);
+        if (!why.empty()) {
+          s.unavailable(w, impl, why);
+          continue;
+        }
+        s.measure(
+            w, impl, c.algorithm() + ", " + c.library(), out.get(),
+            [&](cudaStream_t stream) { c.run(in.get(), out.get(), stream); }, check);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> list_cases(const SuiteOptions& options) {
+  std::vector<std::string> ids;
+  std::regex filter;
+  if (!options.filter.empty()) filter = std::regex(options.filter);
+  for (const auto& w : workloads(options)) {
+    std::vector<std::string> all = {"memcpy"};
+    all.insert(all.end(), w.impls.begin(), w.impls.end());
+    for (const auto& impl : all) {
+      const std::string id = w.name() + "/" + impl;
+      if (options.filter.empty() || std::regex_search(id, filter)) ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+std::vector<Result> run_suite(const SuiteOptions& options) {
+  Session s(options);
+  int total = 0;
+  std::vector<std::pair<Workload, std::vector<std::string>>> plan;
+  for (const auto& w : workloads(options)) {
+    std::vector<std::string> chosen;
+    for (const auto& impl : w.impls) {
+      if (s.selected(w.name() + "/" + impl)) chosen.push_back(impl);
+    }
+    if (chosen.empty() && !s.selected(w.name() + "/memcpy")) continue;
+    total += 1 + static_cast<int>(chosen.size());
+    plan.emplace_back(w, chosen);
+  }
+  s.set_total(total);
+  for (const auto& [w, impls] : plan) run_workload(s, w, impls);
+  return std::move(s.results());
+}
+
+}  // namespace tmakit::bench

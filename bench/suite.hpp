@@ -1,0 +1,49 @@
+// The benchmark suite behind `tmakit bench`: every workload with tmakit's kernel, the memcpy
+// ceiling and the baselines side by side in one process, then the reports (table, JSON,
+// SVG plot of the ratios).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace tmakit::bench {
+
+struct SuiteOptions {
+  std::string filter;     // ECMAScript regex searched in each case id; empty: all
+  TimingOptions timing;
+  bool quick = false;     // small shapes: a smoke run, not figures to quote
+  bool tune = false;      // add tuning variants of tmakit's kernels (ids "...tmakit:<knob>")
+  std::ostream* progress = nullptr;
+};
+
+struct Result {
+  std::string id;        // "transpose/fp32/32768x32768/tmakit"
+  std::string workload;  // "transpose/fp32/32768x32768"
+  std::string impl;      // "tmakit", "memcpy", "seed-batched", "cublas-geam", ...
+  std::string kind;      // "ceiling", "tmakit", "seed", "vendor"
+  std::uint64_t bytes = 0;  // each input read once + each output written once
+  std::string status;    // "ok", "FAILED: ...", "baseline unavailable: ...", "error: ..."
+  std::string note;      // e.g. the cuDNN algorithm, the library loaded
+  Timing timing;
+  double gbps = 0;
+  double memcpy_gbps = 0;  // the ceiling measured on the same buffers in the same run
+  bool ok() const { return status == "ok"; }
+};
+
+// Case ids in run order (no GPU needed).
+std::vector<std::string> list_cases(const SuiteOptions& options);
+
+// Runs the selected cases; needs a Hopper GPU (see gpu_unavailable_reason()).
+std::vector<Result> run_suite(const SuiteOptions& options);
+
+// Reports. Every one carries the device, driver and date.
+void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<Result>& results);
+std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
+                    const std::vector<Result>& results);
+std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results);
+
+}  // namespace tmakit::bench

@@ -1,0 +1,145 @@
+// Host-side pieces every kernel launcher shares: argument checks that throw ArgumentError
+// naming the argument, tensor maps for a view (cached), and the device's multiprocessor
+// count. Header-only; used by kernels/*/ and by the benchmark baselines.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "tmakit/core/cuda_check.hpp"
+#include "tmakit/host/encode.hpp"
+#include "tmakit/host/tensor_map_cache.hpp"
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit::detail {
+
+inline std::string hex_address(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+// The largest extent a TMA coordinate (signed 32-bit, rule D3) can walk.
+inline constexpr std::uint64_t kMaxExtent = 0x7fffffffull;
+
+// Checks one view: pointer, alignment, extents, strides. `name` is "in" or "out".
+template <class P>
+void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed) {
+  const std::string n(name);
+  if (v.data == nullptr) throw ArgumentError(n + ".data", "is null; pass a device pointer");
+  if (reinterpret_cast<std::uintptr_t>(v.data) % 16 != 0) {
+    throw ArgumentError(n + ".data", hex_address(v.data) +
+                                         " is not 16-byte aligned (TMA rule T4); cudaMalloc "
+                                         "returns aligned memory, offsets must be multiples "
+                                         "of 16 bytes");
+  }
+  if (element_bytes(v.type) == 0) throw ArgumentError(n + ".type", "is not a known type");
+  const auto extent = [&](const char* field, std::uint64_t value) {
+    if (value == 0) throw ArgumentError(n + "." + field, "is 0; every extent must be >= 1");
+    if (value > kMaxExtent) {
+      throw ArgumentError(n + "." + field, std::to_string(value) +
+                                               " exceeds 2^31 - 1, the reach of TMA's "
+                                               "signed 32-bit coordinates");
+    }
+  };
+  extent("rows", v.rows);
+  extent("cols", v.cols);
+  extent("batch", v.batch);
+  if (!batch_allowed && v.batch != 1) {
+    throw ArgumentError(n + ".batch", std::to_string(v.batch) +
+                                          " images given; this kernel takes one matrix");
+  }
+  const std::uint64_t row_bytes = v.cols * v.element_size();
+  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes) {
+    throw ArgumentError(n + ".row_stride_bytes",
+                        std::to_string(v.row_stride_bytes) + " is less than a row's " +
+                            std::to_string(row_bytes) + " bytes");
+  }
+  if (v.rows > 1 && v.row_pitch() % 16 != 0) {
+    throw ArgumentError(n + ".row_stride_bytes",
+                        std::to_string(v.row_pitch()) +
+                            " bytes between rows is not a multiple of 16 (TMA rule T6); pad "
+                            "rows to " + std::to_string((v.row_pitch() + 15) / 16 * 16) +
+                            " bytes and pass that stride");
+  }
+  if (v.row_pitch() >= (1ull << 40)) {
+    throw ArgumentError(n + ".row_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+  }
+  if (v.image_stride_bytes != 0 && v.image_stride_bytes < v.rows * v.row_pitch()) {
+    throw ArgumentError(n + ".image_stride_bytes",
+                        std::to_string(v.image_stride_bytes) + " is less than an image's " +
+                            std::to_string(v.rows * v.row_pitch()) + " bytes");
+  }
+  if (v.batch > 1 && v.image_pitch() % 16 != 0) {
+    throw ArgumentError(n + ".image_stride_bytes",
+                        std::to_string(v.image_pitch()) +
+                            " bytes between images is not a multiple of 16 (TMA rule T6)");
+  }
+  if (v.batch > 1 && v.image_pitch() >= (1ull << 40)) {
+    throw ArgumentError(n + ".image_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+  }
+}
+
+// True when the byte ranges [data, data + span) of the two views intersect.
+template <class A, class B>
+bool overlaps(const BasicTensorRef<A>& a, const BasicTensorRef<B>& b) {
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data);
+  const auto b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();
+}
+
+// The tensor-map spec of a view: dims {cols, rows[, batch]} (rank 3 only for a batch).
+// NOTE: a single row's stride is never followed, so it is rounded up to 16 bytes (T6) and a
+// 1 x N matrix of any N needs no padding.
+template <class P>
+TensorMapSpec view_spec(const BasicTensorRef<P>& v, DataType map_type,
+                        std::array<std::uint32_t, 3> box, Swizzle swizzle) {
+  TensorMapSpec s;
+  s.data_type = map_type;
+  s.rank = v.batch > 1 ? 3 : 2;
+  s.global_address = reinterpret_cast<std::uint64_t>(v.data);
+  s.global_dim = {v.cols, v.rows, v.batch, 1, 1};
+  const std::uint64_t row_pitch = v.rows > 1 ? v.row_pitch() : (v.row_pitch() + 15) / 16 * 16;
+  const std::uint64_t image_pitch =
+      v.batch > 1 ? v.image_pitch() : (row_pitch * v.rows + 15) / 16 * 16;
+  s.global_strides_bytes = {row_pitch, image_pitch, 0, 0};
+  s.box_dim = {box[0], box[1], box[2], 1, 1};
+  s.swizzle = swizzle;
+  s.l2_promotion = L2Promotion::bytes256;
+  s.oob_fill = OobFill::zero;
+  return s;
+}
+
+// Tensor maps come from the process-wide descriptor cache: built once per distinct spec.
+inline CUtensorMap cached_tensor_map(const TensorMapSpec& spec) {
+  return default_tensor_map_cache().get(spec);
+}
+
+inline int multiprocessor_count() {
+  int device = 0;
+  int count = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+// Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
+inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
+  const std::int64_t ctas = static_cast<std::int64_t>(multiprocessor_count()) * ctas_per_sm;
+  return static_cast<unsigned>(tiles < ctas ? tiles : ctas);
+}
+
+// Throws CudaError for a failed launch (configuration errors surface here, not later).
+inline void check_launch(const char* kernel) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    throw CudaError(static_cast<int>(e), std::string("launch of ") + kernel + " failed: " +
+                                             cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
+}
+
+}  // namespace tmakit::detail

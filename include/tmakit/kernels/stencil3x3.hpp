@@ -1,0 +1,36 @@
+// 3x3 stencil (cross-correlation) with zero padding through TMA, float32 and float64, one
+// image or a batch: out[y][x] = sum_{dy,dx in -1..1} taps[dy+1][dx+1] * in[y+dy][x+dx], the
+// input read as zero outside the image. The halo comes from TMA's out-of-bounds fill: no
+// padded copy is made. Design and measured figures: kernels/stencil3x3/README.md.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit {
+
+struct Filter3x3 {
+  std::array<double, 9> taps{};  // row-major: taps[3 * (dy + 1) + (dx + 1)]
+  // The seed write-up's filter: 8 in the centre, -1 around.
+  static Filter3x3 laplacian() { return {{-1, -1, -1, -1, 8, -1, -1, -1, -1}}; }
+};
+
+struct StencilTuning {
+  int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
+};
+
+// `in` and `out`: same type (float32 or float64), shape and batch, disjoint. Data, row and
+// image strides 16-byte aligned (a single row needs no row stride). The taps are rounded to
+// the element type. Throws ArgumentError naming the argument before anything is written.
+// Asynchronous. The sum runs in the order of `taps` with fused multiply-adds.
+void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                cudaStream_t stream = nullptr, const StencilTuning& tuning = {});
+
+namespace reference {
+void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter);
+}  // namespace reference
+
+}  // namespace tmakit

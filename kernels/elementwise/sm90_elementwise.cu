@@ -1,0 +1,228 @@
+// Elementwise add-constant through TMA (the seed's "add one", any size, four types).
+// A persistent tile stream (include/tmakit/kernels/detail/sm90_tile_stream.cuh): the
+// producer loads a box, consumer warps add the constant in place in shared memory with
+// 16-byte accesses, one thread stores the box back. See README.md beside this file.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "elementwise_constant.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
+#include "tmakit/kernels/detail/sm90_tile_stream.cuh"
+#include "tmakit/kernels/elementwise.hpp"
+
+namespace tmakit::detail::elementwise {
+
+using stream::run_tile_stream;
+using stream::StreamBarriers;
+using stream::TileOrder;
+
+constexpr int kStages = 6;
+constexpr int kConsumerWarps = 4;
+constexpr std::uint32_t kStageBytes = 16 * 1024;  // one box: box_cols x box_rows elements
+constexpr int kDefaultCtasPerSm = 2;
+
+// The constant in the element type's bits, widened so one parameter serves every type.
+struct Params {
+  CUtensorMap in_map;
+  CUtensorMap out_map;
+  TileOrder order;
+  std::int32_t box_cols;
+  std::int32_t box_rows;
+  std::uint32_t box_bytes;
+  Constant value;
+};
+
+// 16 bytes of elements plus the constant, per type.
+template <class T>
+__device__ __forceinline__ uint4 add16(uint4 v, const Params& p);
+
+template <>
+__device__ __forceinline__ uint4 add16<std::int32_t>(uint4 v, const Params& p) {
+  // NOTE: unsigned arithmetic: int32 addition wraps, as the reference's does.
+  const auto c = static_cast<std::uint32_t>(p.value.i32);
+  return make_uint4(v.x + c, v.y + c, v.z + c, v.w + c);
+}
+
+template <>
+__device__ __forceinline__ uint4 add16<float>(uint4 v, const Params& p) {
+  const float c = p.value.f32;
+  return make_uint4(__float_as_uint(__uint_as_float(v.x) + c),
+                    __float_as_uint(__uint_as_float(v.y) + c),
+                    __float_as_uint(__uint_as_float(v.z) + c),
+                    __float_as_uint(__uint_as_float(v.w) + c));
+}
+
+// Two 16-bit elements in a word: widen to float, add, round to nearest even once.
+template <class H>
+__device__ __forceinline__ std::uint32_t add_pair(std::uint32_t w, float c);
+
+template <>
+__device__ __forceinline__ std::uint32_t add_pair<__nv_bfloat16>(std::uint32_t w, float c) {
+  const float lo = __uint_as_float(w << 16) + c;
+  const float hi = __uint_as_float(w & 0xffff0000u) + c;
+  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+
+template <>
+__device__ __forceinline__ std::uint32_t add_pair<__half>(std::uint32_t w, float c) {
+  const __half2 h = *reinterpret_cast<const __half2*>(&w);
+  const float2 f = __half22float2(h);
+  const __half2 r = __floats2half2_rn(f.x + c, f.y + c);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+
+template <>
+__device__ __forceinline__ uint4 add16<__nv_bfloat16>(uint4 v, const Params& p) {
+  const float c = p.value.f32;
+  return make_uint4(add_pair<__nv_bfloat16>(v.x, c), add_pair<__nv_bfloat16>(v.y, c),
+                    add_pair<__nv_bfloat16>(v.z, c), add_pair<__nv_bfloat16>(v.w, c));
+}
+
+template <>
+__device__ __forceinline__ uint4 add16<__half>(uint4 v, const Params& p) {
+  const float c = p.value.f32;
+  return make_uint4(add_pair<__half>(v.x, c), add_pair<__half>(v.y, c), add_pair<__half>(v.z, c),
+                    add_pair<__half>(v.w, c));
+}
+
+template <class T>
+struct AddOp {
+  using Params = elementwise::Params;
+  static constexpr int kStages = elementwise::kStages;
+  static constexpr int kConsumerWarps = elementwise::kConsumerWarps;
+  static constexpr std::uint32_t kInBytes = kStageBytes;
+  static constexpr std::uint32_t kOutBytes = 0;  // in place in shared memory
+
+  __device__ static std::int64_t tile_count(const Params& p) {
+    return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
+  }
+  __device__ static std::uint32_t tx_bytes(const Params& p) { return p.box_bytes; }
+  __device__ static void prefetch(const Params& p) {
+    ptx::prefetch_tensormap(&p.in_map);
+    ptx::prefetch_tensormap(&p.out_map);
+  }
+  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
+                              std::uint32_t bar) {
+    std::int32_t tx, ty, image;
+    p.order.coords(tile, tx, ty, image);
+    const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
+    ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
+  }
+  __device__ static void compute(const Params& p, std::int64_t, std::uint8_t* in, std::uint8_t*,
+                                 std::uint32_t tid) {
+    // NOTE: the box is dense in shared memory (no swizzle), so 16-byte vector v covers bytes
+    // [16v, 16v + 16) whatever the box shape; out-of-bounds parts are computed and dropped.
+    auto* v = reinterpret_cast<uint4*>(in);
+    const std::uint32_t vectors = p.box_bytes / 16;
+#pragma unroll 4
+    for (std::uint32_t i = tid; i < vectors; i += 32 * kConsumerWarps) v[i] = add16<T>(v[i], p);
+  }
+  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
+    std::int32_t tx, ty, image;
+    p.order.coords(tile, tx, ty, image);
+    const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
+    ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src);
+  }
+};
+
+struct alignas(1024) SharedStorage {
+  std::uint8_t stages[kStages][kStageBytes];  // boxes, 1024-aligned (rule D1)
+  StreamBarriers<kStages> bars;
+};
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
+
+template <class T>
+__global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
+    sm90_add_constant_kernel(const __grid_constant__ Params p) {
+  static_assert(kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
+  static_assert(kStages >= 2, "the stream releases a stage one store later: 2 stages minimum");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
+  extern __shared__ std::uint8_t smem_raw[];
+  auto* storage = reinterpret_cast<SharedStorage*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  run_tile_stream<AddOp<T>>(p, &storage->stages[0][0], storage->bars);
+#else
+  // NOTE: built for another target; fail loudly rather than return garbage.
+  if (threadIdx.x == 0) printf("sm90_add_constant_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+template <class T>
+void launch(const Params& p, unsigned grid, cudaStream_t stream) {
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_add_constant_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kSmemBytes)));
+  sm90_add_constant_kernel<T><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes, stream>>>(p);
+  check_launch("sm90_add_constant_kernel");
+}
+
+}  // namespace tmakit::detail::elementwise
+
+namespace tmakit {
+
+void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream,
+                  const ElementwiseTuning& tuning) {
+  using namespace detail::elementwise;
+  // step 1: validate every argument before anything is written
+  detail::check_view("in", in, false);
+  detail::check_view("out", out, false);
+  const DataType t = in.type;
+  if (t != DataType::int32 && t != DataType::float32 && t != DataType::bfloat16 &&
+      t != DataType::float16) {
+    throw ArgumentError("in.type", std::string(name(t)) +
+                                       " is not supported; use INT32, FLOAT32, BFLOAT16 or "
+                                       "FLOAT16");
+  }
+  if (out.type != t) {
+    throw ArgumentError("out.type", std::string(name(out.type)) + " differs from in.type " +
+                                        std::string(name(t)));
+  }
+  if (out.rows != in.rows || out.cols != in.cols) {
+    throw ArgumentError("out", "shape " + std::to_string(out.rows) + "x" +
+                                   std::to_string(out.cols) + " differs from in's " +
+                                   std::to_string(in.rows) + "x" + std::to_string(in.cols));
+  }
+  const bool in_place = in.data == out.data && in.row_pitch() == out.row_pitch();
+  if (!in_place && detail::overlaps(in, out)) {
+    throw ArgumentError("out.data", "overlaps in without being the same tensor; pass the "
+                                    "same pointer and stride for in place, or disjoint memory");
+  }
+  Params p{};
+  p.value = make_constant(t, value);
+  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : kDefaultCtasPerSm;
+  if (ctas_per_sm > 2) throw ArgumentError("tuning.ctas_per_sm", "at most 2 fit in shared memory");
+
+  // step 2: box shape: rows of up to 1 KB (256 elements at most), 16 KB in all
+  const std::uint32_t esize = element_bytes(t);
+  const std::uint64_t aligned_cols = (in.cols * esize + 15) / 16 * 16 / esize;
+  const std::uint32_t box_cols =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>({aligned_cols, 1024 / esize, 256}));
+  const std::uint32_t box_rows = std::min<std::uint32_t>(kStageBytes / (box_cols * esize), 256);
+  p.box_cols = static_cast<std::int32_t>(box_cols);
+  p.box_rows = static_cast<std::int32_t>(box_rows);
+  p.box_bytes = box_cols * box_rows * esize;
+  p.order = {static_cast<std::int32_t>((in.cols + box_cols - 1) / box_cols),
+             static_cast<std::int32_t>((in.rows + box_rows - 1) / box_rows), 1};
+
+  // step 3: tensor maps (cached)
+  p.in_map = detail::cached_tensor_map(detail::view_spec(in, t, {box_cols, box_rows, 1},
+                                                         Swizzle::none));
+  p.out_map = detail::cached_tensor_map(detail::view_spec(out, t, {box_cols, box_rows, 1},
+                                                          Swizzle::none));
+
+  // step 4: launch
+  const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
+  const unsigned grid = detail::persistent_grid(tiles, ctas_per_sm);
+  switch (t) {
+    case DataType::int32: launch<std::int32_t>(p, grid, stream); break;
+    case DataType::float32: launch<float>(p, grid, stream); break;
+    case DataType::bfloat16: launch<__nv_bfloat16>(p, grid, stream); break;
+    default: launch<__half>(p, grid, stream); break;
+  }
+}
+
+}  // namespace tmakit

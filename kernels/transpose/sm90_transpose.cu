@@ -1,0 +1,242 @@
+// Matrix transpose through TMA for 1-, 2-, 4- and 8-byte elements (README.md beside this
+// file). A persistent tile stream: the producer loads a 128-row x 128-byte input box with
+// the 128B swizzle; consumer threads each move V x V blocks (V = 16 / element size) with
+// 16-byte shared-memory accesses, transposing them in registers; one thread stores the
+// output as 128-byte x (8V)-row boxes, also swizzled. Shared-memory offsets go through the
+// one swizzle function (tmakit/swizzle.hpp).
+#include "tmakit/kernels/detail/launch_support.hpp"
+#include "tmakit/kernels/detail/sm90_tile_stream.cuh"
+#include "tmakit/kernels/transpose.hpp"
+#include "tmakit/swizzle.hpp"
+#include "transpose_mapping.hpp"
+
+namespace tmakit::detail::transpose {
+
+using stream::run_tile_stream;
+using stream::StreamBarriers;
+using stream::TileOrder;
+using Swz = Swizzled<Swizzle::bytes128>;
+
+constexpr int kStages = 3;
+constexpr std::uint32_t kBoxRows = 128;      // input rows per tile
+constexpr std::uint32_t kRowBytes = 128;     // one swizzle span per tile row
+constexpr std::uint32_t kTileBytes = kBoxRows * kRowBytes;  // 16 KB in, 16 KB out
+constexpr int kDefaultCtasPerSm = 2;
+constexpr int kDefaultPanelTiles = 8;
+
+struct Params {
+  CUtensorMap in_map;
+  CUtensorMap out_map;
+  TileOrder order;
+};
+
+// Word w of a 16-byte vector; w is a compile-time constant after unrolling.
+__device__ __forceinline__ std::uint32_t word(const uint4& v, int w) {
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+// Transposes a V x V block held as V rows of 16 bytes: out[k] = column k of the rows.
+template <int E>
+__device__ __forceinline__ void transpose_block(const uint4 (&in)[16 / E], uint4 (&out)[16 / E]);
+
+template <>
+__device__ __forceinline__ void transpose_block<8>(const uint4 (&in)[2], uint4 (&out)[2]) {
+  out[0] = make_uint4(in[0].x, in[0].y, in[1].x, in[1].y);
+  out[1] = make_uint4(in[0].z, in[0].w, in[1].z, in[1].w);
+}
+
+template <>
+__device__ __forceinline__ void transpose_block<4>(const uint4 (&in)[4], uint4 (&out)[4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    out[k] = make_uint4(word(in[0], k), word(in[1], k), word(in[2], k), word(in[3], k));
+  }
+}
+
+template <>
+__device__ __forceinline__ void transpose_block<2>(const uint4 (&in)[8], uint4 (&out)[8]) {
+  // out word m of column k = (row 2m, row 2m+1) halves k % 2 of word k / 2.
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const std::uint32_t sel = (k % 2 == 0) ? 0x5410u : 0x7632u;
+    std::uint32_t w[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      w[m] = __byte_perm(word(in[2 * m], k / 2), word(in[2 * m + 1], k / 2), sel);
+    }
+    out[k] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+template <>
+__device__ __forceinline__ void transpose_block<1>(const uint4 (&in)[16], uint4 (&out)[16]) {
+  // out word m of column k = byte k % 4 of word k / 4 of rows 4m .. 4m+3.
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const std::uint32_t b = k % 4;
+    const std::uint32_t pair = b | ((4 + b) << 4);  // byte b of x, then byte b of y
+    std::uint32_t w[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const std::uint32_t lo = __byte_perm(word(in[4 * m], k / 4), word(in[4 * m + 1], k / 4), pair);
+      const std::uint32_t hi =
+          __byte_perm(word(in[4 * m + 2], k / 4), word(in[4 * m + 3], k / 4), pair);
+      w[m] = __byte_perm(lo, hi, 0x5410u);
+    }
+    out[k] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+template <int E>
+struct TransposeOp {
+  using Params = transpose::Params;
+  using Map = BlockMapping<E>;
+  static constexpr int V = Map::kV;
+  static constexpr int kStages = transpose::kStages;
+  static constexpr int kConsumerWarps = E == 1 ? 2 : 4;
+  static constexpr std::uint32_t kInBytes = kTileBytes;
+  static constexpr std::uint32_t kOutBytes = kTileBytes;
+  static constexpr int kBlocksPerThread = Map::kBlocksPerTile / (32 * kConsumerWarps);
+  static_assert(kBlocksPerThread >= 1 &&
+                    kBlocksPerThread * 32 * kConsumerWarps == Map::kBlocksPerTile,
+                "the consumer threads must split a tile's blocks evenly");
+
+  __device__ static std::int64_t tile_count(const Params& p) {
+    return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
+  }
+  __device__ static std::uint32_t tx_bytes(const Params&) { return kTileBytes; }
+  __device__ static void prefetch(const Params& p) {
+    ptx::prefetch_tensormap(&p.in_map);
+    ptx::prefetch_tensormap(&p.out_map);
+  }
+  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
+                              std::uint32_t bar) {
+    std::int32_t tx, ty, image;
+    p.order.coords(tile, tx, ty, image);
+    const std::int32_t c[2] = {tx * Map::kGroupElems, ty * static_cast<std::int32_t>(kBoxRows)};
+    ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
+  }
+  __device__ static void compute(const Params&, std::int64_t, std::uint8_t* in,
+                                 std::uint8_t* out, std::uint32_t tid) {
+#pragma unroll
+    for (int n = 0; n < kBlocksPerThread; ++n) {
+      const BlockCoord bc = Map::block(tid + n * 32 * kConsumerWarps);
+      // read V rows of 16 bytes (one chunk of each), transpose, write V out-rows' chunks
+      uint4 rows[V];
+      uint4 cols[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        rows[i] = *reinterpret_cast<const uint4*>(in + Swz::apply(Map::in_offset(bc, i)));
+      }
+      transpose_block<E>(rows, cols);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        *reinterpret_cast<uint4*>(out + Swz::apply(Map::out_offset(bc, k))) = cols[k];
+      }
+    }
+  }
+  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
+    std::int32_t tx, ty, image;
+    p.order.coords(tile, tx, ty, image);
+#pragma unroll
+    for (int g = 0; g < Map::kGroups; ++g) {
+      const std::int32_t c[2] = {ty * static_cast<std::int32_t>(kBoxRows) + g * Map::kGroupElems,
+                                 tx * Map::kGroupElems};
+      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c,
+                                                      src + g * Map::kGroupBytes);
+    }
+  }
+};
+
+struct alignas(1024) SharedStorage {
+  std::uint8_t stages[kStages][2 * kTileBytes];  // in then out, each 1024-aligned (D2)
+  StreamBarriers<kStages> bars;
+};
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
+
+template <int E>
+__global__ void __launch_bounds__(32 * (1 + TransposeOp<E>::kConsumerWarps))
+    sm90_transpose_kernel(const __grid_constant__ Params p) {
+  static_assert(E == 1 || E == 2 || E == 4 || E == 8, "elements of 1, 2, 4 or 8 bytes");
+  static_assert(kTileBytes % Swz::repeat_bytes == 0, "tiles must sit on the swizzle repeat");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
+  extern __shared__ std::uint8_t smem_raw[];
+  auto* storage = reinterpret_cast<SharedStorage*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  run_tile_stream<TransposeOp<E>>(p, &storage->stages[0][0], storage->bars);
+#else
+  if (threadIdx.x == 0) printf("sm90_transpose_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+template <int E>
+void launch(const Params& p, unsigned grid, cudaStream_t stream) {
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_transpose_kernel<E>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kSmemBytes)));
+  sm90_transpose_kernel<E>
+      <<<grid, 32 * (1 + TransposeOp<E>::kConsumerWarps), kSmemBytes, stream>>>(p);
+  check_launch("sm90_transpose_kernel");
+}
+
+DataType transport_type(std::uint32_t esize) {
+  return esize == 1 ? DataType::uint8
+         : esize == 2 ? DataType::uint16
+         : esize == 4 ? DataType::uint32
+                      : DataType::uint64;
+}
+
+}  // namespace tmakit::detail::transpose
+
+namespace tmakit {
+
+void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
+               const TransposeTuning& tuning) {
+  using namespace detail::transpose;
+  // step 1: validate every argument before anything is written
+  detail::check_view("in", in, false);
+  detail::check_view("out", out, false);
+  const auto esize = static_cast<std::uint32_t>(in.element_size());
+  if (out.element_size() != esize) {
+    throw ArgumentError("out.type", std::string(name(out.type)) + " (" +
+                                        std::to_string(out.element_size()) +
+                                        " bytes) differs in size from in.type " +
+                                        std::string(name(in.type)));
+  }
+  if (out.rows != in.cols || out.cols != in.rows) {
+    throw ArgumentError("out", "shape " + std::to_string(out.rows) + "x" +
+                                   std::to_string(out.cols) + " is not in's transposed, " +
+                                   std::to_string(in.cols) + "x" + std::to_string(in.rows));
+  }
+  if (detail::overlaps(in, out)) {
+    throw ArgumentError("out.data", "overlaps in; a transpose cannot run in place");
+  }
+  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : kDefaultCtasPerSm;
+  if (ctas_per_sm > 2) throw ArgumentError("tuning.ctas_per_sm", "at most 2 fit in shared memory");
+  const int panel = tuning.panel_tiles > 0 ? tuning.panel_tiles : kDefaultPanelTiles;
+
+  // step 2: tensor maps: input boxes of 128 B x 128 rows, output boxes of 128 B x 8V rows
+  const DataType t = transport_type(esize);
+  const std::uint32_t group = 128 / esize;  // elements in one 128-byte row = 8V
+  Params p{};
+  p.in_map = detail::cached_tensor_map(
+      detail::view_spec(in, t, {group, kBoxRows, 1}, Swizzle::bytes128));
+  p.out_map = detail::cached_tensor_map(
+      detail::view_spec(out, t, {group, group, 1}, Swizzle::bytes128));
+  const auto tiles_y = static_cast<std::int32_t>((in.rows + kBoxRows - 1) / kBoxRows);
+  p.order = {static_cast<std::int32_t>((in.cols + group - 1) / group), tiles_y,
+             std::min(panel, tiles_y)};
+
+  // step 3: launch
+  const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
+  const unsigned grid = detail::persistent_grid(tiles, ctas_per_sm);
+  switch (esize) {
+    case 1: launch<1>(p, grid, stream); break;
+    case 2: launch<2>(p, grid, stream); break;
+    case 4: launch<4>(p, grid, stream); break;
+    default: launch<8>(p, grid, stream); break;
+  }
+}
+
+}  // namespace tmakit

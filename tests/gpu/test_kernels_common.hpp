@@ -1,0 +1,133 @@
+// Shared pieces of the kernel GPU tests: skip without a GPU, pitched device images filled
+// from host data, poisoned outputs, random host data.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit::test {
+
+// Empty when a Hopper GPU is usable; otherwise why not (the tests skip with it).
+inline std::string no_gpu_reason() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) return std::string("no usable CUDA driver/GPU: ") + cudaGetErrorString(e);
+  if (count == 0) return "no CUDA GPU present";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess || p.major != 9) {
+    return "GPU 0 is not a Hopper (sm_90) device";
+  }
+  return "";
+}
+
+#define TMAKIT_SKIP_WITHOUT_GPU()                                              \
+  do {                                                                         \
+    const std::string why_ = ::tmakit::test::no_gpu_reason();                  \
+    if (!why_.empty()) GTEST_SKIP() << "kernel GPU test skipped: " << why_;    \
+  } while (0)
+
+constexpr std::uint8_t kPoison = 0xA5;
+
+// A host image and its device twin with the same byte layout (batch x rows x row stride).
+struct Image {
+  DataType type = DataType::float32;
+  std::uint64_t batch = 1, rows = 0, cols = 0, row_stride = 0, image_stride = 0;
+  std::vector<std::uint8_t> host;
+  void* device = nullptr;
+
+  Image(DataType t, std::uint64_t b, std::uint64_t r, std::uint64_t c, std::uint64_t pad_bytes = 0)
+      : type(t), batch(b), rows(r), cols(c) {
+    const std::uint64_t row_bytes = c * static_cast<std::uint64_t>(element_bytes(t));
+    // rows of several elements padded to 16 bytes (TMA), plus any extra padding asked for
+    row_stride = (row_bytes + 15) / 16 * 16 + pad_bytes;
+    image_stride = rows * row_stride;
+    host.assign(bytes(), kPoison);
+    EXPECT_EQ(cudaMalloc(&device, bytes()), cudaSuccess);
+    EXPECT_EQ(cudaMemset(device, kPoison, bytes()), cudaSuccess);
+  }
+  ~Image() { cudaFree(device); }
+  Image(const Image&) = delete;
+  Image& operator=(const Image&) = delete;
+
+  std::uint64_t bytes() const { return batch * image_stride; }
+  TensorRef ref() const { return TensorRef(device, type, rows, cols, row_stride, batch, image_stride); }
+  TensorRef host_ref() {
+    return TensorRef(host.data(), type, rows, cols, row_stride, batch, image_stride);
+  }
+  // Random elements in the host copy (floats in [-1, 1), integers any bits), then upload.
+  void randomize(std::uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    const int e = element_bytes(type);
+    for (std::uint64_t b = 0; b < batch; ++b) {
+      for (std::uint64_t r = 0; r < rows; ++r) {
+        for (std::uint64_t c = 0; c < cols; ++c) {
+          std::uint8_t* p = host.data() + b * image_stride + r * row_stride + c * e;
+          if (type == DataType::float32) {
+            const float v = unit(gen);
+            std::memcpy(p, &v, 4);
+          } else if (type == DataType::float64) {
+            const double v = static_cast<double>(unit(gen)) + static_cast<double>(unit(gen)) * 1e-7;
+            std::memcpy(p, &v, 8);
+          } else if (type == DataType::bfloat16 || type == DataType::float16) {
+            // a float in [-1, 1) cut to its top 16 bits (bf16) or rounded by hand to a
+            // normal fp16 with a small exponent: no NaN, no infinity
+            const float v = unit(gen);
+            std::uint32_t bits;
+            std::memcpy(&bits, &v, 4);
+            std::uint16_t h;
+            if (type == DataType::bfloat16) {
+              h = static_cast<std::uint16_t>(bits >> 16);
+            } else {
+              h = static_cast<std::uint16_t>((gen() & 0x83ff) | (0x3400 + (gen() % 8) * 0x400));
+            }
+            std::memcpy(p, &h, 2);
+          } else {
+            for (int k = 0; k < e; ++k) p[k] = static_cast<std::uint8_t>(gen());
+          }
+        }
+      }
+    }
+    upload();
+  }
+  void upload() {
+    ASSERT_EQ(cudaMemcpy(device, host.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<std::uint8_t> download() const {
+    std::vector<std::uint8_t> out(bytes());
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(out.data(), device, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+};
+
+// Compares device bytes with the expected host bytes (padding included: it must still hold
+// the poison). Returns the number of differing elements; prints the first few.
+inline std::uint64_t count_mismatches(const Image& img, const std::vector<std::uint8_t>& expect,
+                                      const std::vector<std::uint8_t>& got) {
+  std::uint64_t wrong = 0;
+  const int e = element_bytes(img.type);
+  for (std::uint64_t i = 0; i < got.size(); i += e) {
+    if (std::memcmp(got.data() + i, expect.data() + i, e) != 0) {
+      if (wrong < 5) {
+        const std::uint64_t b = i / img.image_stride;
+        const std::uint64_t r = i % img.image_stride / img.row_stride;
+        const std::uint64_t c = i % img.row_stride / e;
+        ADD_FAILURE() << "element mismatch at image " << b << " row " << r << " byte column "
+                      << i % img.row_stride << " (element " << c << ")";
+      }
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace tmakit::test

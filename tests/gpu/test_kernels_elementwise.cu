@@ -1,0 +1,92 @@
+// add_constant against its CPU reference on odd shapes, every type, in place and not, with
+// the output (padding included) poisoned first.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "test_kernels_common.hpp"
+#include "tmakit/kernels/elementwise.hpp"
+
+namespace tmakit::test {
+namespace {
+
+struct Shape {
+  std::uint64_t rows, cols, pad;
+};
+
+const Shape kShapes[] = {{1, 1, 0},     {1, 37, 0},    {1, 1000, 0},  {5, 1, 0},
+                         {97, 101, 0},  {127, 131, 32}, {300, 500, 0}, {256, 512, 0},
+                         {17, 4099, 48}, {1031, 263, 0}, {2053, 1999, 16}};
+const DataType kTypes[] = {DataType::int32, DataType::float32, DataType::bfloat16,
+                           DataType::float16};
+
+class AddConstant : public ::testing::TestWithParam<std::tuple<DataType, Shape>> {};
+
+TEST_P(AddConstant, MatchesReferenceOutOfPlace) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto [type, s] = GetParam();
+  Image in(type, 1, s.rows, s.cols, s.pad);
+  Image out(type, 1, s.rows, s.cols, s.pad + 16);
+  in.randomize(static_cast<std::uint32_t>(s.rows * 7919 + s.cols));
+  const double value = type == DataType::int32 ? 12345.0 : 0.75;
+  add_constant(in.ref(), out.ref(), value);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  reference::add_constant(in.host_ref(), out.host_ref(), value);
+  const auto got = out.download();
+  EXPECT_EQ(count_mismatches(out, out.host, got), 0u);
+  // the input is untouched
+  EXPECT_EQ(count_mismatches(in, in.host, in.download()), 0u);
+}
+
+TEST_P(AddConstant, MatchesReferenceInPlace) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto [type, s] = GetParam();
+  Image img(type, 1, s.rows, s.cols, s.pad);
+  img.randomize(static_cast<std::uint32_t>(s.rows + s.cols * 31));
+  const double value = type == DataType::int32 ? -7.0 : -1.5;
+  add_constant(img.ref(), img.ref(), value);
+  reference::add_constant(img.host_ref(), img.host_ref(), value);
+  EXPECT_EQ(count_mismatches(img, img.host, img.download()), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AddConstant,
+                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                                            ::testing::ValuesIn(kShapes)));
+
+TEST(AddConstantGpu, SingleRowNeedsNoStride) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::int32, 1, 1, 13);
+  Image out(DataType::int32, 1, 1, 13);
+  in.randomize(3);
+  TensorRef dense_in(in.device, DataType::int32, 1, 13);  // stride 0: 52 bytes, not 16-aligned
+  TensorRef dense_out(out.device, DataType::int32, 1, 13);
+  add_constant(dense_in, dense_out, 1.0);
+  reference::add_constant(in.host_ref(), out.host_ref(), 1.0);
+  EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+}
+
+TEST(AddConstantGpu, IntegerWrapsAround) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image img(DataType::int32, 1, 3, 4);
+  const std::int32_t max = 2147483647;
+  for (int i = 0; i < 12; ++i) std::memcpy(img.host.data() + 4 * i, &max, 4);
+  img.upload();
+  add_constant(img.ref(), img.ref(), 1.0);
+  const auto got = img.download();
+  std::int32_t v;
+  std::memcpy(&v, got.data(), 4);
+  EXPECT_EQ(v, -2147483647 - 1);
+}
+
+TEST(AddConstantGpu, BadInputWritesNothing) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 1, 8, 8);
+  Image out(DataType::float32, 1, 8, 9);
+  in.randomize(5);
+  EXPECT_THROW(add_constant(in.ref(), out.ref(), 1.0), ArgumentError);
+  const auto got = out.download();
+  for (std::uint8_t b : got) ASSERT_EQ(b, kPoison);
+}
+
+}  // namespace
+}  // namespace tmakit::test

@@ -1,0 +1,83 @@
+// stencil3x3 against its CPU reference (bit for bit: same fused multiply-adds in the same
+// order) on odd shapes and batches, fp32 and fp64, outputs (padding included) poisoned first.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "test_kernels_common.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+
+namespace tmakit::test {
+namespace {
+
+struct Shape {
+  std::uint64_t batch, rows, cols, pad;
+};
+
+const Shape kShapes[] = {{1, 1, 1, 0},     {1, 1, 37, 0},     {1, 37, 1, 0},
+                         {1, 2, 2, 0},     {1, 97, 101, 0},   {1, 127, 131, 32},
+                         {1, 32, 64, 0},   {1, 300, 500, 0},  {1, 256, 512, 16},
+                         {3, 33, 65, 0},   {4, 61, 59, 48},   {1, 1031, 1999, 0},
+                         {2, 513, 257, 0}};
+const DataType kTypes[] = {DataType::float32, DataType::float64};
+
+// Taps with no symmetry, so a flipped or shifted filter fails.
+Filter3x3 asymmetric() { return {{0.5, -1.25, 2.0, 0.125, -3.0, 0.75, 1.5, -0.25, 0.0625}}; }
+
+class Stencil : public ::testing::TestWithParam<std::tuple<DataType, Shape>> {};
+
+TEST_P(Stencil, MatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto [type, s] = GetParam();
+  for (const Filter3x3& f : {asymmetric(), Filter3x3::laplacian()}) {
+    Image in(type, s.batch, s.rows, s.cols, s.pad);
+    Image out(type, s.batch, s.rows, s.cols, s.pad + 16);
+    in.randomize(static_cast<std::uint32_t>(s.rows * 31 + s.cols + s.batch));
+    stencil3x3(in.ref(), out.ref(), f);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    reference::stencil3x3(in.host_ref(), out.host_ref(), f);
+    EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Stencil,
+                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                                            ::testing::ValuesIn(kShapes)));
+
+TEST(StencilGpu, EdgesSeeZeroPadding) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  // all ones: the Laplacian gives 0 inside, 3 on edges, 5 in corners
+  Image in(DataType::float32, 1, 5, 6);
+  Image out(DataType::float32, 1, 5, 6);
+  for (std::uint64_t r = 0; r < 5; ++r) {
+    for (std::uint64_t c = 0; c < 6; ++c) {
+      const float one = 1.0f;
+      std::memcpy(in.host.data() + r * in.row_stride + 4 * c, &one, 4);
+    }
+  }
+  in.upload();
+  stencil3x3(in.ref(), out.ref(), Filter3x3::laplacian());
+  const auto got = out.download();
+  const auto at = [&](int r, int c) {
+    float v;
+    std::memcpy(&v, got.data() + r * out.row_stride + 4 * c, 4);
+    return v;
+  };
+  EXPECT_EQ(at(0, 0), 5.0f);
+  EXPECT_EQ(at(0, 3), 3.0f);
+  EXPECT_EQ(at(2, 0), 3.0f);
+  EXPECT_EQ(at(2, 3), 0.0f);
+  EXPECT_EQ(at(4, 5), 5.0f);
+}
+
+TEST(StencilGpu, BadInputWritesNothing) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float64, 1, 8, 8);
+  Image out(DataType::float32, 1, 8, 8);
+  in.randomize(5);
+  EXPECT_THROW(stencil3x3(in.ref(), out.ref(), Filter3x3::laplacian()), ArgumentError);
+  for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
+}
+
+}  // namespace
+}  // namespace tmakit::test

@@ -1,0 +1,145 @@
+// Launcher validation: every bad argument is refused with an ArgumentError naming it, before
+// any CUDA call (these run without a GPU; the pointers are never dereferenced).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "tmakit/kernels/elementwise.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+#include "tmakit/kernels/transpose.hpp"
+
+namespace tmakit {
+namespace {
+
+void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+// The argument an ArgumentError names, or "" when nothing (or something else) was thrown.
+std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
+  try {
+    call();
+  } catch (const ArgumentError& e) {
+    if (message != nullptr) *message = e.what();
+    return e.argument();
+  } catch (...) {
+    return "<other exception>";
+  }
+  return "";
+}
+
+const std::uintptr_t kA = 0x10000000;
+const std::uintptr_t kB = 0x20000000;
+
+TEST(KernelLaunchers, AddConstantNamesTheArgument) {
+  const TensorRef in(fake(kA), DataType::float32, 64, 64);
+  const TensorRef out(fake(kB), DataType::float32, 64, 64);
+  EXPECT_EQ(refused([&] { add_constant(TensorRef(nullptr, DataType::float32, 64, 64), out, 1); }),
+            "in.data");
+  EXPECT_EQ(refused([&] { add_constant(in, TensorRef(nullptr, DataType::float32, 64, 64), 1); }),
+            "out.data");
+  EXPECT_EQ(refused([&] { add_constant(TensorRef(fake(kA + 4), DataType::float32, 64, 64), out, 1); }),
+            "in.data");
+  EXPECT_EQ(refused([&] { add_constant(TensorRef(fake(kA), DataType::float32, 0, 64), out, 1); }),
+            "in.rows");
+  EXPECT_EQ(refused([&] { add_constant(in, TensorRef(fake(kB), DataType::float32, 64, 0), 1); }),
+            "out.cols");
+  EXPECT_EQ(refused([&] { add_constant(in, TensorRef(fake(kB), DataType::float32, 64, 68), 1); }),
+            "out");
+  EXPECT_EQ(refused([&] { add_constant(in, TensorRef(fake(kB), DataType::int32, 64, 64), 1); }),
+            "out.type");
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::float64, 64, 64),
+                           TensorRef(fake(kB), DataType::float64, 64, 64), 1);
+            }),
+            "in.type");
+  // a 16-bit row of 5 elements is 10 bytes: not a multiple of 16 (rule T6)
+  std::string msg;
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::float16, 3, 5),
+                           TensorRef(fake(kB), DataType::float16, 3, 5), 1);
+            },
+                    &msg),
+            "in.row_stride_bytes");
+  EXPECT_NE(msg.find("multiple of 16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("16 bytes"), std::string::npos) << msg;  // the fix: pad rows to 16
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::float32, 4, 8, 16), out, 1);
+            }),
+            "in.row_stride_bytes");  // stride shorter than a row
+}
+
+TEST(KernelLaunchers, AddConstantValueAndAliasing) {
+  const TensorRef ints(fake(kA), DataType::int32, 64, 64);
+  const TensorRef ints_out(fake(kB), DataType::int32, 64, 64);
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1.5); }), "value");
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 3e9); }), "value");
+  const TensorRef halfs(fake(kA), DataType::float16, 64, 64);
+  const TensorRef halfs_out(fake(kB), DataType::float16, 64, 64);
+  EXPECT_EQ(refused([&] { add_constant(halfs, halfs_out, 1e6); }), "value");  // fp16 overflow
+  // out overlapping in, shifted by one row: neither in place nor disjoint
+  const TensorRef shifted(fake(kA + 256), DataType::int32, 64, 64);
+  EXPECT_EQ(refused([&] { add_constant(ints, shifted, 1); }), "out.data");
+  const TensorRef batched(fake(kA), DataType::int32, 64, 64, 0, 2);
+  EXPECT_EQ(refused([&] { add_constant(batched, batched, 1); }), "in.batch");
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{3}); }),
+            "tuning.ctas_per_sm");
+}
+
+TEST(KernelLaunchers, TransposeNamesTheArgument) {
+  const TensorRef in(fake(kA), DataType::float32, 64, 32);
+  const TensorRef out(fake(kB), DataType::float32, 32, 64);
+  EXPECT_EQ(refused([&] { transpose(in, TensorRef(fake(kB), DataType::float32, 64, 32)); }), "out");
+  EXPECT_EQ(refused([&] { transpose(in, TensorRef(fake(kB), DataType::float64, 32, 64)); }),
+            "out.type");
+  // in place is refused: a transpose reads what it would overwrite
+  const TensorRef square(fake(kA), DataType::float32, 64, 64);
+  EXPECT_EQ(refused([&] { transpose(square, square); }), "out.data");
+  EXPECT_EQ(refused([&] { transpose(TensorRef(fake(kA + 8), DataType::float32, 64, 32), out); }),
+            "in.data");
+  EXPECT_EQ(refused([&] {
+              transpose(TensorRef(fake(kA), DataType::float32, 64, 32, 136), out);
+            }),
+            "in.row_stride_bytes");
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{5, 0}); }),
+            "tuning.ctas_per_sm");
+  // any type of 1, 2, 4 or 8 bytes goes through as bits: int32 into float32 is allowed
+  EXPECT_EQ(refused([&] {
+              transpose(TensorRef(fake(kA), DataType::int32, 64, 32), out, nullptr,
+                        TransposeTuning{5, 0});
+            }),
+            "tuning.ctas_per_sm");
+}
+
+TEST(KernelLaunchers, StencilNamesTheArgument) {
+  const TensorRef in(fake(kA), DataType::float64, 64, 64);
+  const TensorRef out(fake(kB), DataType::float64, 64, 64);
+  const Filter3x3 f = Filter3x3::laplacian();
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::int32, 64, 64),
+                         TensorRef(fake(kB), DataType::int32, 64, 64), f);
+            }),
+            "in.type");
+  EXPECT_EQ(refused([&] { stencil3x3(in, TensorRef(fake(kB), DataType::float32, 64, 64), f); }),
+            "out.type");
+  EXPECT_EQ(refused([&] { stencil3x3(in, TensorRef(fake(kB), DataType::float64, 64, 64, 0, 2), f); }),
+            "out");
+  EXPECT_EQ(refused([&] { stencil3x3(in, in, f); }), "out.data");
+  Filter3x3 bad = f;
+  bad.taps[4] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, bad); }), "filter.taps[4]");
+  // 3 rows of 16 bytes: an image stride of 40 is too short, one of 56 not a multiple of 16
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::float64, 3, 2, 16, 2, 40),
+                         TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
+            }),
+            "in.image_stride_bytes");
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::float64, 3, 2, 16, 2, 56),
+                         TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
+            }),
+            "in.image_stride_bytes");
+}
+
+}  // namespace
+}  // namespace tmakit

@@ -1,0 +1,147 @@
+// The CPU references on hand-checked cases, and the transpose's thread-to-block mapping:
+// every block covered once and every quarter-warp's 16-byte accesses on distinct banks,
+// through the same swizzle function the kernel uses.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "tmakit/kernels/elementwise.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+#include "tmakit/kernels/transpose.hpp"
+#include "tmakit/swizzle.hpp"
+#include "transpose/transpose_mapping.hpp"
+
+namespace tmakit {
+namespace {
+
+TEST(KernelReferences, AddConstantInt32WrapsAndRespectsStrides) {
+  // 2 x 3 int32 with rows 16 bytes apart; the fourth slot of each row is padding
+  std::vector<std::int32_t> in = {1, 2, 2147483647, 99, -5, 0, 7, 99};
+  std::vector<std::int32_t> out(8, 42);
+  reference::add_constant(ConstTensorRef(in.data(), DataType::int32, 2, 3, 16),
+                          TensorRef(out.data(), DataType::int32, 2, 3, 16), 1.0);
+  EXPECT_EQ(out, (std::vector<std::int32_t>{2, 3, -2147483647 - 1, 42, -4, 1, 8, 42}));
+}
+
+TEST(KernelReferences, AddConstantRoundsHalfTypesOnce) {
+  // bf16 1.0 = 0x3F80; + 2^-9 rounds to nearest even (stays 1.0); + 0.75 = 1.75 (0x3FE0)
+  std::vector<std::uint16_t> in = {0x3F80, 0x3F80};
+  std::vector<std::uint16_t> out(2);
+  reference::add_constant(ConstTensorRef(in.data(), DataType::bfloat16, 1, 2),
+                          TensorRef(out.data(), DataType::bfloat16, 1, 2), 0.75);
+  EXPECT_EQ(out[0], 0x3FE0);
+  reference::add_constant(ConstTensorRef(in.data(), DataType::bfloat16, 1, 2),
+                          TensorRef(out.data(), DataType::bfloat16, 1, 2), 1.0 / 512);
+  EXPECT_EQ(out[0], 0x3F80);
+  // fp16 1.0 = 0x3C00; + 1.0 = 2.0 = 0x4000
+  std::vector<std::uint16_t> h = {0x3C00};
+  reference::add_constant(ConstTensorRef(h.data(), DataType::float16, 1, 1),
+                          TensorRef(h.data(), DataType::float16, 1, 1), 1.0);
+  EXPECT_EQ(h[0], 0x4000);
+  EXPECT_THROW(reference::add_constant(ConstTensorRef(h.data(), DataType::int32, 1, 1),
+                                       TensorRef(h.data(), DataType::int32, 1, 1), 0.5),
+               ArgumentError);
+}
+
+TEST(KernelReferences, TransposeMovesBitsWithStrides) {
+  // 2 x 3 uint16 with 8-byte rows -> 3 x 2 dense
+  std::vector<std::uint16_t> in = {1, 2, 3, 0xAAAA, 4, 5, 6, 0xAAAA};
+  std::vector<std::uint16_t> out(6, 0);
+  reference::transpose(ConstTensorRef(in.data(), DataType::uint16, 2, 3, 8),
+                       TensorRef(out.data(), DataType::bfloat16, 3, 2));
+  EXPECT_EQ(out, (std::vector<std::uint16_t>{1, 4, 2, 5, 3, 6}));
+  EXPECT_THROW(reference::transpose(ConstTensorRef(in.data(), DataType::uint16, 2, 3, 8),
+                                    TensorRef(out.data(), DataType::uint16, 2, 3)),
+               ArgumentError);
+}
+
+TEST(KernelReferences, StencilZeroPaddingByHand) {
+  // 3 x 3 image 1..9, the Laplacian: centre 8*5 - (1+2+3+4+6+7+8+9) = 0; corner (0,0):
+  // 8*1 - (2 + 4 + 5) = -3; edge (0,1): 8*2 - (1+3+4+5+6) = -3
+  std::vector<double> in = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<double> out(9, -1);
+  reference::stencil3x3(ConstTensorRef(in.data(), DataType::float64, 3, 3),
+                        TensorRef(out.data(), DataType::float64, 3, 3), Filter3x3::laplacian());
+  EXPECT_EQ(out[4], 0.0);
+  EXPECT_EQ(out[0], -3.0);
+  EXPECT_EQ(out[1], -3.0);
+  EXPECT_EQ(out[8], 8 * 9.0 - (5 + 6 + 8));
+  // an asymmetric filter picks the right neighbour: only the tap right of centre set
+  Filter3x3 right{};
+  right.taps[5] = 1.0;
+  reference::stencil3x3(ConstTensorRef(in.data(), DataType::float64, 3, 3),
+                        TensorRef(out.data(), DataType::float64, 3, 3), right);
+  EXPECT_EQ(out, (std::vector<double>{2, 3, 0, 5, 6, 0, 8, 9, 0}));
+}
+
+TEST(KernelReferences, StencilBatchUsesImageStride) {
+  // two 1 x 2 float images 16 bytes apart, each [a, b]: out = right neighbour
+  std::vector<float> in = {1, 2, -1, -1, 3, 4, -1, -1};
+  std::vector<float> out(8, 7);
+  Filter3x3 right{};
+  right.taps[5] = 1.0;
+  reference::stencil3x3(ConstTensorRef(in.data(), DataType::float32, 1, 2, 0, 2, 16),
+                        TensorRef(out.data(), DataType::float32, 1, 2, 0, 2, 16), right);
+  EXPECT_EQ(out, (std::vector<float>{2, 0, 7, 7, 4, 0, 7, 7}));
+}
+
+// ---- transpose mapping ---------------------------------------------------------------
+
+template <int E>
+void check_mapping() {
+  using Map = detail::transpose::BlockMapping<E>;
+  constexpr int V = Map::kV;
+  SCOPED_TRACE("element bytes " + std::to_string(E));
+  // coverage: the tile's input and output bytes are each touched exactly once
+  std::vector<int> in_hits(128 * 128, 0);
+  std::vector<int> out_hits(128 * 128, 0);
+  for (int b = 0; b < Map::kBlocksPerTile; ++b) {
+    const auto bc = Map::block(static_cast<std::uint32_t>(b));
+    for (int i = 0; i < V; ++i) {
+      for (int k = 0; k < 16; ++k) {
+        ++in_hits[Map::in_offset(bc, i) + k];
+        ++out_hits[Map::out_offset(bc, i) + k];
+      }
+    }
+  }
+  for (int x : in_hits) ASSERT_EQ(x, 1);
+  for (int x : out_hits) ASSERT_EQ(x, 1);
+  // element (r, c) of the input lands at output row c, column r of its group
+  for (int b = 0; b < Map::kBlocksPerTile; ++b) {
+    const auto bc = Map::block(static_cast<std::uint32_t>(b));
+    const std::uint32_t row = bc.group * Map::kGroupElems + bc.a * V;  // first input row
+    const std::uint32_t col = bc.j * V;                                // first input col
+    // output: row col+k of the group's box, byte offset (row - group base) * E
+    EXPECT_EQ(Map::out_offset(bc, 0) - bc.group * Map::kGroupBytes,
+              col * 128 + (row - bc.group * Map::kGroupElems) * E);
+  }
+  // banks: each quarter-warp's eight 16-byte accesses (one per row i or k) take eight
+  // distinct 16-byte positions of a 128-byte line after the 128B swizzle
+  for (int warp_first = 0; warp_first < Map::kBlocksPerTile; warp_first += 32) {
+    for (int q = 0; q < 4; ++q) {
+      for (int i = 0; i < V; ++i) {
+        std::set<std::uint32_t> in_chunks;
+        std::set<std::uint32_t> out_chunks;
+        for (int t = 0; t < 8; ++t) {
+          const auto bc = Map::block(static_cast<std::uint32_t>(warp_first + 8 * q + t));
+          in_chunks.insert(swizzle_address(Swizzle::bytes128, Map::in_offset(bc, i)) / 16 % 8);
+          out_chunks.insert(swizzle_address(Swizzle::bytes128, Map::out_offset(bc, i)) / 16 % 8);
+        }
+        EXPECT_EQ(in_chunks.size(), 8u) << "load row " << i << " quarter " << q;
+        EXPECT_EQ(out_chunks.size(), 8u) << "store row " << i << " quarter " << q;
+      }
+    }
+  }
+}
+
+TEST(TransposeMapping, CoversTileAndIsBankConflictFree) {
+  check_mapping<1>();
+  check_mapping<2>();
+  check_mapping<4>();
+  check_mapping<8>();
+}
+
+}  // namespace
+}  // namespace tmakit
