@@ -7,7 +7,9 @@
 // - ClusterPipeline stress: the same as the pipeline stress, with multicast, clusters of 2, 4.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,15 @@ __device__ std::uint32_t consume_stage(const void* buf, std::uint32_t tile, std:
   bad = __reduce_add_sync(0xffffffffu, bad);
   if (lane == 0 && bad != 0) atomicAdd(errors, bad);
   return PTile::at(buf, 0, 0) / kTileElems;
+}
+
+// TMAKIT_STRESS_SCALE (default 1) scales the step counts: scripts/gpu_check runs the stress
+// tests under compute-sanitizer with a small scale. Every run still wraps the ring many times.
+std::uint32_t scaled_steps(std::uint32_t steps, int stages) {
+  const char* env = std::getenv("TMAKIT_STRESS_SCALE");
+  const double scale = env != nullptr ? std::atof(env) : 1.0;
+  const auto floor_steps = static_cast<std::uint32_t>(4 * stages + 3);
+  return std::max(floor_steps, static_cast<std::uint32_t>(steps * scale));
 }
 
 // --- single-CTA pipeline ---------------------------------------------------------------
@@ -109,7 +120,9 @@ struct TileSource {
   TileSource() : data(std::size_t{kNumTiles} * kTileElems) {
     std::vector<std::uint32_t> host(data.size());
     for (std::uint32_t t = 0; t < kNumTiles; ++t) {
-      for (std::uint32_t i = 0; i < kTileElems; ++i) host[t * kTileElems + i] = expected_value(t, i);
+      for (std::uint32_t i = 0; i < kTileElems; ++i) {
+        host[t * kTileElems + i] = expected_value(t, i);
+      }
     }
     data.upload(host);
     map = encode(PTile::spec(data.get(), {PTile::box[0], kNumTiles * PTile::box[1]},
@@ -139,8 +152,9 @@ void expect_every_tile_once(const std::vector<std::uint32_t>& seen, std::uint32_
 }
 
 template <int Stages>
-void run_pipeline_stress(std::uint32_t ctas, std::uint32_t steps) {
-  SCOPED_TRACE(std::to_string(Stages) + " stages");
+void run_pipeline_stress(std::uint32_t ctas, std::uint32_t full_steps) {
+  const std::uint32_t steps = scaled_steps(full_steps, Stages);
+  SCOPED_TRACE(std::to_string(Stages) + " stages, " + std::to_string(steps) + " steps");
   TileSource src;
   DeviceBuffer<std::uint32_t> seen(std::size_t{ctas} * steps * kConsumerWarps);
   DeviceBuffer<std::uint32_t> errors(1);
@@ -315,9 +329,10 @@ __global__ void __launch_bounds__(32 * (1 + kClusterConsumerWarps))
 
 template <int Stages>
 void run_cluster_pipeline(std::uint32_t cluster_size, std::uint32_t clusters,
-                          std::uint32_t steps) {
+                          std::uint32_t full_steps) {
+  const std::uint32_t steps = scaled_steps(full_steps, Stages);
   SCOPED_TRACE("cluster of " + std::to_string(cluster_size) + ", " + std::to_string(Stages) +
-               " stages");
+               " stages, " + std::to_string(steps) + " steps");
   TileSource src;
   const std::uint32_t ctas = clusters * cluster_size;
   DeviceBuffer<std::uint32_t> seen(std::size_t{ctas} * steps * kClusterConsumerWarps);

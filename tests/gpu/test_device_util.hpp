@@ -24,8 +24,8 @@ inline std::string gpu_unavailable_reason() {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "cudaGetDeviceProperties failed";
   if (prop.major < 9) {
-    return std::string("GPU ") + prop.name + " is sm_" + std::to_string(prop.major * 10 + prop.minor) +
-           "; TMA needs sm_90";
+    return std::string("GPU ") + prop.name + " is sm_" +
+           std::to_string(prop.major * 10 + prop.minor) + "; TMA needs sm_90";
   }
   return {};
 }

@@ -35,6 +35,33 @@ __device__ __forceinline__ void debug_check_tile_buffer(const void* smem) {
                                "swizzle pattern repeat, rule D2");
   }
 }
+// Debug mode: coordinates the hardware answers with "illegal instruction" instead of data.
+template <class TileT, int N>
+__device__ __forceinline__ void debug_check_coords(const char* op,
+                                                   const std::int32_t (&coords)[N],
+                                                   bool is_store) {
+  if constexpr (kDebugWaits) {
+    // O1: the dimension-0 coordinate must fall on a 16-byte boundary
+    if ((coords[0] * static_cast<std::int32_t>(TileT::elem_bytes)) % 16 != 0) {
+      report_bad_coordinate(op, 0, coords[0],
+                            "times the element size it is not a multiple of 16 bytes "
+                            "(observed: illegal instruction, TMA_FACTS O1)");
+    }
+    // observed: stores and reduces starting at a negative coordinate fault
+    if (is_store) {
+#pragma unroll
+      for (int d = 0; d < N; ++d) {
+        if (coords[d] < 0) {
+          report_bad_coordinate(op, d, coords[d],
+                                "a store or reduce box must not start at a negative coordinate "
+                                "(observed: illegal instruction; loads may)");
+        }
+      }
+    }
+  } else {
+    (void)op, (void)coords, (void)is_store;
+  }
+}
 }  // namespace detail
 
 // Global -> shared: one box at `coords` into `smem`, completing on `bar` (armed by the caller).
@@ -43,6 +70,7 @@ __device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Ba
                                           const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
   detail::debug_check_tile_buffer<TileT>(smem);
+  detail::debug_check_coords<TileT>("load_tile", coords, false);
   ptx::cp_async_bulk_tensor_shared_global_tile(ptx::smem_u32(smem), map, coords, bar.smem());
 }
 
@@ -53,6 +81,7 @@ __device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Ba
                                           std::uint64_t l2_policy) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
   detail::debug_check_tile_buffer<TileT>(smem);
+  detail::debug_check_coords<TileT>("load_tile", coords, false);
   ptx::cp_async_bulk_tensor_shared_global_tile_hint(ptx::smem_u32(smem), map, coords,
                                                     bar.smem(), l2_policy);
 }
@@ -75,16 +104,21 @@ __device__ __forceinline__ void load_tile_multicast(void* smem, const CUtensorMa
                                                     std::uint16_t cta_mask) {
   static_assert(N == TileT::rank, "load_tile_multicast: one coordinate per tile dimension");
   detail::debug_check_tile_buffer<TileT>(smem);
+  detail::debug_check_coords<TileT>("load_tile_multicast", coords, false);
   ptx::cp_async_bulk_tensor_shared_global_tile_multicast(ptx::smem_u32(smem), map, coords,
                                                          bar.smem(), cta_mask);
 }
 
-// Shared -> global: one box from `smem` to `coords`; the part outside the tensor is dropped.
+// Shared -> global: one box from `smem` to `coords`; the part outside the tensor is dropped,
+// at 16-byte granularity along dimension 0 (observed: a row whose end is not on a 16-byte
+// boundary gets the rest of its last chunk written). Coordinates must not be negative
+// (observed: illegal instruction). Both are reported in debug mode / documented in docs/device.md.
 template <class TileT, int N>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const void* smem,
                                            const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
   detail::debug_check_tile_buffer<TileT>(smem);
+  detail::debug_check_coords<TileT>("store_tile", coords, true);
   ptx::cp_async_bulk_tensor_global_shared_tile(map, coords, ptx::smem_u32(smem));
 }
 
@@ -94,6 +128,7 @@ __device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const void* 
                                             const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "reduce_tile: give one coordinate per tile dimension");
   detail::debug_check_tile_buffer<TileT>(smem);
+  detail::debug_check_coords<TileT>("reduce_tile", coords, true);
   ptx::cp_reduce_async_bulk_tensor_tile<Op>(map, coords, ptx::smem_u32(smem));
 }
 

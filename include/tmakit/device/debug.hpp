@@ -55,6 +55,15 @@ __device__ __noinline__ inline void report_misaligned(const char* what, std::uin
   __trap();
 }
 
+__device__ __noinline__ inline void report_bad_coordinate(const char* op, int dim, int value,
+                                                          const char* why) {
+  printf("tmakit: bad TMA coordinate for %s: block (%u,%u,%u) thread (%u,%u,%u) coordinate[%d] = "
+         "%d: %s\n",
+         op, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, dim,
+         value, why);
+  __trap();
+}
+
 }  // namespace detail
 
 // Debug mode: trap with a report when `ptr` (shared memory) is not `align_bytes`-aligned.

@@ -121,7 +121,9 @@ class ClusterPipeline {
   }
 
   // Leader's producer, after its own producer_arm: wait until every CTA has armed.
-  __device__ void leader_wait_armed(const State& st) { bars_.armed[st.stage].wait_cluster(st.parity); }
+  __device__ void leader_wait_armed(const State& st) {
+    bars_.armed[st.stage].wait_cluster(st.parity);
+  }
 
   __device__ void consumer_wait(const State& st) { bars_.full[st.stage].wait(st.parity); }
   __device__ void consumer_release(const State& st) { bars_.empty[st.stage].arrive(); }

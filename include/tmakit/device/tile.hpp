@@ -30,13 +30,34 @@ struct DataTypeOf {
                 "no tensor-map data type for this element type: give Tile an explicit "
                 "DataType, or use one of the C++ types listed in device/tile.hpp");
 };
-template <> struct DataTypeOf<std::uint8_t> { static constexpr DataType value = DataType::uint8; };
-template <> struct DataTypeOf<std::int8_t> { static constexpr DataType value = DataType::uint8; };
-template <> struct DataTypeOf<std::uint16_t> { static constexpr DataType value = DataType::uint16; };
-template <> struct DataTypeOf<std::uint32_t> { static constexpr DataType value = DataType::uint32; };
-template <> struct DataTypeOf<std::int32_t> { static constexpr DataType value = DataType::int32; };
-template <> struct DataTypeOf<std::uint64_t> { static constexpr DataType value = DataType::uint64; };
-template <> struct DataTypeOf<std::int64_t> { static constexpr DataType value = DataType::int64; };
+template <>
+struct DataTypeOf<std::uint8_t> {
+  static constexpr DataType value = DataType::uint8;
+};
+template <>
+struct DataTypeOf<std::int8_t> {
+  static constexpr DataType value = DataType::uint8;
+};
+template <>
+struct DataTypeOf<std::uint16_t> {
+  static constexpr DataType value = DataType::uint16;
+};
+template <>
+struct DataTypeOf<std::uint32_t> {
+  static constexpr DataType value = DataType::uint32;
+};
+template <>
+struct DataTypeOf<std::int32_t> {
+  static constexpr DataType value = DataType::int32;
+};
+template <>
+struct DataTypeOf<std::uint64_t> {
+  static constexpr DataType value = DataType::uint64;
+};
+template <>
+struct DataTypeOf<std::int64_t> {
+  static constexpr DataType value = DataType::int64;
+};
 template <> struct DataTypeOf<__half> { static constexpr DataType value = DataType::float16; };
 template <> struct DataTypeOf<__nv_bfloat16> {
   static constexpr DataType value = DataType::bfloat16;
