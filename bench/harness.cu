@@ -48,13 +48,13 @@ DeviceInfo device_info() {
   d.driver = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
   // NOTE: the kernel module's version ("580.159.04") is only in /proc; absent in containers.
   std::ifstream version("/proc/driver/nvidia/version");
-  std::string line;
-  if (version && std::getline(version, line)) {
-    const auto pos = line.find("Kernel Module");
-    if (pos != std::string::npos) {
-      std::string rest = line.substr(pos + 13);
-      rest.erase(0, rest.find_first_not_of(" \t"));
-      d.driver += ", driver " + rest.substr(0, rest.find_first_of(" \t"));
+  std::string word;
+  // the first word shaped like 580.159.04 on the "NVRM version" line
+  for (int i = 0; i < 40 && version >> word; ++i) {
+    if (word.find('.') != std::string::npos && word.find_first_not_of("0123456789.") ==
+                                                    std::string::npos) {
+      d.driver += ", driver " + word;
+      break;
     }
   }
   d.runtime = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);

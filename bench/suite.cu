@@ -58,12 +58,12 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   std::vector<std::string> st = {"tmakit", "cudnn"};
   std::vector<std::string> st64 = {"tmakit", "seed-padded-tma", "cudnn"};
   if (o.tune) {
-    for (const char* v : {"tmakit:c1", "tmakit:p1", "tmakit:p4", "tmakit:p16", "tmakit:p64"}) {
+    for (const char* v : {"tmakit:c1", "tmakit:p4"}) {
       tr.push_back(v);
       tr32.push_back(v);
     }
     for (const char* v : {"tmakit:c1"}) add.push_back(v);
-    for (const char* v : {"tmakit:c1", "tmakit:c2"}) {
+    for (const char* v : {"tmakit:c1"}) {
       st.push_back(v);
       st64.push_back(v);
     }

@@ -12,22 +12,27 @@
 
 namespace tmakit::detail::transpose {
 
+using stream::RowTail;
 using stream::run_tile_stream;
 using stream::StreamBarriers;
 using stream::TileOrder;
 using Swz = Swizzled<Swizzle::bytes128>;
 
-constexpr int kStages = 3;
+constexpr int kStages = 3;     // input boxes in flight
+// NOTE: three output buffers let a store finish reading shared memory while the next tile is
+// computed; with two, consumers waited on each store's read (measured slower on H200).
+constexpr int kOutStages = 3;
 constexpr std::uint32_t kBoxRows = 128;      // input rows per tile
 constexpr std::uint32_t kRowBytes = 128;     // one swizzle span per tile row
 constexpr std::uint32_t kTileBytes = kBoxRows * kRowBytes;  // 16 KB in, 16 KB out
 constexpr int kDefaultCtasPerSm = 2;
-constexpr int kDefaultPanelTiles = 8;
+constexpr int kDefaultPanelTiles = 1;  // measured best on H200 (README)
 
 struct Params {
   CUtensorMap in_map;
   CUtensorMap out_map;
   TileOrder order;
+  RowTail tail;
 };
 
 // Word w of a 16-byte vector; w is a compile-time constant after unrolling.
@@ -93,6 +98,7 @@ struct TransposeOp {
   using Map = BlockMapping<E>;
   static constexpr int V = Map::kV;
   static constexpr int kStages = transpose::kStages;
+  static constexpr int kOutStages = transpose::kOutStages;
   static constexpr int kConsumerWarps = E == 1 ? 2 : 4;
   static constexpr std::uint32_t kInBytes = kTileBytes;
   static constexpr std::uint32_t kOutBytes = kTileBytes;
@@ -136,6 +142,7 @@ struct TransposeOp {
     }
   }
   __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
+    if (p.tail.main_cols == 0) return;  // output rows under 16 bytes: all of it is tail
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
 #pragma unroll
@@ -146,10 +153,27 @@ struct TransposeOp {
                                                       src + g * Map::kGroupBytes);
     }
   }
+  __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,
+                                    std::uint32_t tid, std::uint32_t threads) {
+    if (p.tail.main_cols == p.tail.cols) return;
+    std::int32_t tx, ty, image;
+    p.order.coords(tile, tx, ty, image);
+    // output tile: 8V rows x 128 columns, one swizzled box per 8V columns
+    stream::store_row_tail<E>(
+        p.tail, ty * static_cast<std::int32_t>(kBoxRows), tx * Map::kGroupElems, 0,
+        static_cast<std::int32_t>(kBoxRows), Map::kGroupElems, out,
+        [](std::int32_t r, std::int32_t c) {
+          return Swz::apply(static_cast<std::uint32_t>(c / Map::kGroupElems) * Map::kGroupBytes +
+                            static_cast<std::uint32_t>(r) * 128u +
+                            static_cast<std::uint32_t>(c % Map::kGroupElems * E));
+        },
+        tid, threads);
+  }
 };
 
 struct alignas(1024) SharedStorage {
-  std::uint8_t stages[kStages][2 * kTileBytes];  // in then out, each 1024-aligned (D2)
+  std::uint8_t in[kStages][kTileBytes];      // each 1024-aligned (rule D2)
+  std::uint8_t out[kOutStages][kTileBytes];  // follows in[] (run_tile_stream's layout)
   StreamBarriers<kStages> bars;
 };
 constexpr std::size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
@@ -163,7 +187,7 @@ __global__ void __launch_bounds__(32 * (1 + TransposeOp<E>::kConsumerWarps))
   extern __shared__ std::uint8_t smem_raw[];
   auto* storage = reinterpret_cast<SharedStorage*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  run_tile_stream<TransposeOp<E>>(p, &storage->stages[0][0], storage->bars);
+  run_tile_stream<TransposeOp<E>>(p, &storage->in[0][0], storage->bars);
 #else
   if (threadIdx.x == 0) printf("sm90_transpose_kernel needs sm_90a\n");
   __trap();
@@ -222,8 +246,16 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   Params p{};
   p.in_map = detail::cached_tensor_map(
       detail::view_spec(in, t, {group, kBoxRows, 1}, Swizzle::bytes128));
-  p.out_map = detail::cached_tensor_map(
-      detail::view_spec(out, t, {group, group, 1}, Swizzle::bytes128));
+  // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
+  const std::uint64_t main_cols = detail::tma_store_cols(out.cols, esize);
+  if (main_cols > 0) {
+    TensorMapSpec out_spec = detail::view_spec(out, t, {group, group, 1}, Swizzle::bytes128);
+    out_spec.global_dim[0] = main_cols;
+    p.out_map = detail::cached_tensor_map(out_spec);
+  }
+  p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), 0,
+            static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
+            static_cast<std::int32_t>(main_cols)};
   const auto tiles_y = static_cast<std::int32_t>((in.rows + kBoxRows - 1) / kBoxRows);
   p.order = {static_cast<std::int32_t>((in.cols + group - 1) / group), tiles_y,
              std::min(panel, tiles_y)};

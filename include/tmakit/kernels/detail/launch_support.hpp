@@ -119,6 +119,12 @@ inline CUtensorMap cached_tensor_map(const TensorMapSpec& spec) {
   return default_tensor_map_cache().get(spec);
 }
 
+// Columns an output map covers: the most whose bytes are a multiple of 16 (the rest of a row
+// is written with ordinary stores; see sm90_tile_stream.cuh on TMA's 16-byte store chunks).
+inline std::uint64_t tma_store_cols(std::uint64_t cols, std::uint64_t element_bytes) {
+  return cols * element_bytes / 16 * 16 / element_bytes;
+}
+
 inline int multiprocessor_count() {
   int device = 0;
   int count = 0;

@@ -5,18 +5,29 @@
 //
 //   producer (warp 0, lane 0)            consumers (warps 1..C)
 //   wait empty[s]                        wait full[s]
-//   arm full[s] with the box bytes       Op::compute(in[s] -> out[s])
+//   arm full[s] with the box bytes       Op::compute(in[s] -> out[o])
 //   Op::load(tile, in[s], full[s])       fence.proxy.async; bar.sync among consumers
-//                                        thread 0: Op::store(out[s]); commit; once the
-//                                        previous store has read its source, arrive empty[s-1]
+//                                        thread 0: Op::store(out[o]); commit; arrive empty[s]
+//                                        all: Op::store_tail (the last partial 16 bytes of
+//                                        each row, with ordinary stores)
 //
-// An Op supplies: Params; kStages, kConsumerWarps, kInBytes, kOutBytes (0: the output is
-// written over the input stage); tile_count(p), tx_bytes(p), prefetch(p), load(...),
-// compute(...), store(...). The kernels keep the anatomy (static checks, shared storage,
-// arch guard) and call run_tile_stream<Op>.
+// With separate output buffers (kOutStages >= 2) an input stage is free as soon as every
+// consumer has read it, so loads run kStages - 1 tiles ahead. In place (kOutBytes == 0) a
+// stage is free once its store has read it, checked one tile later.
+//
+// NOTE: a TMA store writes whole 16-byte chunks: when a row's bytes are not a multiple of 16,
+// the chunk holding its end is written past the tensor's last column (seen on H200; Triton's
+// documentation warns of it too). Output maps therefore end at the last full 16 bytes of a
+// row and store_tail writes the rest element by element.
+//
+// An Op supplies: Params; kStages, kOutStages, kConsumerWarps, kInBytes, kOutBytes (0: the
+// output is written over the input stage); tile_count(p), tx_bytes(p), prefetch(p), load(...),
+// compute(...), store(...), store_tail(...). The kernels keep the anatomy (static checks,
+// shared storage, arch guard) and call run_tile_stream<Op>.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/ptx/fence.hpp"
@@ -55,6 +66,46 @@ struct TileOrder {
   }
 };
 
+// ---- row tails ----------------------------------------------------------------------
+
+// Where a tile's output goes for the part TMA cannot store: columns [main_cols, cols).
+struct RowTail {
+  std::uint8_t* out;          // global output, first element of image 0
+  std::uint64_t row_pitch;    // bytes
+  std::uint64_t image_pitch;  // bytes
+  std::int32_t rows;
+  std::int32_t cols;
+  std::int32_t main_cols;     // columns the output map covers (a multiple of 16 bytes)
+};
+
+// Copies the tile's elements in columns [main_cols, cols) from shared memory with ordinary
+// stores; `smem_offset(r, c)` gives the byte offset of tile element (r, c). All consumer
+// threads call it; nothing happens for tiles left of main_cols.
+template <int E, class SmemOffset>
+__device__ __forceinline__ void store_row_tail(const RowTail& t, std::int32_t x0, std::int32_t y0,
+                                               std::int32_t image, std::int32_t tile_cols,
+                                               std::int32_t tile_rows, const std::uint8_t* smem,
+                                               SmemOffset smem_offset, std::uint32_t tid,
+                                               std::uint32_t threads) {
+  const std::int32_t c_begin = max(t.main_cols, x0) - x0;
+  const std::int32_t c_end = min(t.cols, x0 + tile_cols) - x0;
+  if (c_begin >= c_end) return;
+  const std::int32_t width = c_end - c_begin;
+  const std::int32_t height = min(t.rows - y0, tile_rows);
+  using Word = std::conditional_t<
+      E == 1, std::uint8_t,
+      std::conditional_t<E == 2, std::uint16_t,
+                         std::conditional_t<E == 4, std::uint32_t, std::uint64_t>>>;
+  for (std::int32_t i = static_cast<std::int32_t>(tid); i < width * height;
+       i += static_cast<std::int32_t>(threads)) {
+    const std::int32_t r = i / width;
+    const std::int32_t c = c_begin + i % width;
+    std::uint8_t* dst = t.out + image * t.image_pitch + (y0 + r) * t.row_pitch +
+                        static_cast<std::uint64_t>(x0 + c) * E;
+    *reinterpret_cast<Word*>(dst) = *reinterpret_cast<const Word*>(smem + smem_offset(r, c));
+  }
+}
+
 // ---- the stream -------------------------------------------------------------------------
 
 template <int Stages>
@@ -68,8 +119,11 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
                                                 std::uint8_t* stages_smem,
                                                 StreamBarriers<Op::kStages>& bars) {
   constexpr int kStages = Op::kStages;
-  constexpr std::uint32_t kStageBytes = Op::kInBytes + Op::kOutBytes;
+  constexpr bool kInPlace = Op::kOutBytes == 0;
+  constexpr int kOutStages = kInPlace ? 1 : Op::kOutStages;
+  static_assert(kInPlace || kOutStages >= 2, "separate outputs need two buffers or more");
   constexpr std::uint32_t kConsumerThreads = 32u * Op::kConsumerWarps;
+  std::uint8_t* const out_smem = stages_smem + kStages * Op::kInBytes;
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t tiles = Op::tile_count(p);
@@ -95,7 +149,7 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
         // NOTE: parity ^ 1 passes at once on a fresh barrier: every stage starts free.
         bars.empty[s].wait(((k / kStages) & 1) ^ 1);
         bars.full[s].arrive_expect_tx(tx_bytes);
-        Op::load(p, tile, ptx::smem_u32(stages_smem + s * kStageBytes), bars.full[s].smem());
+        Op::load(p, tile, ptx::smem_u32(stages_smem + s * Op::kInBytes), bars.full[s].smem());
       }
     }
     return;
@@ -106,25 +160,34 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
   int k = 0;
   for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++k) {
     const int s = k % kStages;
-    std::uint8_t* in = stages_smem + s * kStageBytes;
-    std::uint8_t* out = Op::kOutBytes == 0 ? in : in + Op::kInBytes;
+    std::uint8_t* in = stages_smem + s * Op::kInBytes;
+    std::uint8_t* out = kInPlace ? in : out_smem + (k % kOutStages) * Op::kOutBytes;
     bars.full[s].wait((k / kStages) & 1);
     Op::compute(p, tile, in, out, tid);
 
     // NOTE: generic-proxy writes must be fenced by each writer before the async proxy (the
     // TMA store) reads them; the named barrier then orders all writers before the store.
     ptx::fence_proxy_async_shared_cta();
+    if constexpr (!kInPlace) {
+      // the next tile's output buffer is free once the store that last used it has read it
+      if (tid == 0) ptx::cp_async_bulk_wait_group_read<kOutStages - 2>();
+    }
     named_barrier_sync(1, kConsumerThreads);
     if (tid == 0) {
       Op::store(p, tile, ptx::smem_u32(out));
       ptx::cp_async_bulk_commit_group();
-      // release the previous stage once its store has read shared memory (one store in
-      // flight keeps the write stream busy while this thread goes on)
-      if (k > 0) {
-        ptx::cp_async_bulk_wait_group_read<1>();
-        bars.empty[(k - 1) % kStages].arrive();
+      if constexpr (kInPlace) {
+        // release the previous stage once its store has read shared memory (one store in
+        // flight keeps the write stream busy while this thread goes on)
+        if (k > 0) {
+          ptx::cp_async_bulk_wait_group_read<1>();
+          bars.empty[(k - 1) % kStages].arrive();
+        }
+      } else {
+        bars.empty[s].arrive();  // every consumer has read in[s]
       }
     }
+    Op::store_tail(p, tile, out, tid, kConsumerThreads);
   }
   // step 4: a CTA may not exit while a store still reads its shared memory
   if (tid == 0) ptx::cp_async_bulk_wait_group<0>();
