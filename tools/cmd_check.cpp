@@ -70,7 +70,10 @@ int run_check(const Options& opt) {
     }
     in = &file;
   }
-  if (opt.driver) tmakit::driver();  // throws with a clear message when there is none
+  if (opt.driver) {
+    tmakit::driver();  // throws with a clear message when there is none
+    TMAKIT_DRIVER_CHECK(tmakit::ensure_current_context());
+  }
 
   bool all_ok = true, all_agree = true;
   std::string line;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <string>
+#include <utility>
 
 #include "tmakit/core/cuda_check.hpp"
 
@@ -33,7 +34,11 @@ Loaded load() {
                   bind(lib, "cuGetErrorName", a.cuGetErrorName) &&
                   bind(lib, "cuGetErrorString", a.cuGetErrorString) &&
                   bind(lib, "cuTensorMapEncodeTiled", a.cuTensorMapEncodeTiled) &&
-                  bind(lib, "cuTensorMapEncodeIm2col", a.cuTensorMapEncodeIm2col);
+                  bind(lib, "cuTensorMapEncodeIm2col", a.cuTensorMapEncodeIm2col) &&
+                  bind(lib, "cuDeviceGet", a.cuDeviceGet) &&
+                  bind(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain) &&
+                  bind(lib, "cuCtxGetCurrent", a.cuCtxGetCurrent) &&
+                  bind(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent);
   if (!ok) {
     l.error = "the CUDA driver in libcuda.so.1 lacks the tensor-map entry points (driver 525+ "
               "needed)";
@@ -54,6 +59,25 @@ const DriverApi& driver() {
   const Loaded& l = loaded();
   if (!l.error.empty()) throw CudaError(CUDA_ERROR_NOT_FOUND, l.error);
   return l.api;
+}
+
+CUresult ensure_current_context() noexcept {
+  const Loaded& l = loaded();
+  if (!l.error.empty()) return CUDA_ERROR_NOT_FOUND;
+  if (l.api.init_result != CUDA_SUCCESS) return l.api.init_result;
+  CUcontext current = nullptr;
+  if (l.api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) return CUDA_SUCCESS;
+  // The primary context is retained once per process and never released: it lives as long
+  // as the runtime's would.
+  static const std::pair<CUresult, CUcontext> primary = [&l] {
+    CUdevice device = 0;
+    CUcontext ctx = nullptr;
+    CUresult r = l.api.cuDeviceGet(&device, 0);
+    if (r == CUDA_SUCCESS) r = l.api.cuDevicePrimaryCtxRetain(&ctx, device);
+    return std::pair{r, ctx};
+  }();
+  if (primary.first != CUDA_SUCCESS) return primary.first;
+  return l.api.cuCtxSetCurrent(primary.second);
 }
 
 bool driver_available() noexcept {

@@ -71,6 +71,7 @@ CUresult encode_unchecked(const TensorMapSpec& s, CUtensorMap* out) noexcept {
   } catch (...) {
     return CUDA_ERROR_NOT_FOUND;
   }
+  if (const CUresult r = ensure_current_context(); r != CUDA_SUCCESS) return r;
   // NOTE: ranks past 5 still reach the driver (it must refuse them); the arrays passed are
   // sized for the largest rank the driver reads.
   cuuint64_t dims[kMaxRank]{};
@@ -107,6 +108,7 @@ CUresult encode_unchecked(const TensorMapSpec& s, CUtensorMap* out) noexcept {
 CUtensorMap encode(const TensorMapSpec& spec) {
   validate(spec);
   driver();  // a missing driver is reported as such, not as a refused spec
+  TMAKIT_DRIVER_CHECK(ensure_current_context());
   CUtensorMap map{};
   const CUresult r = encode_unchecked(spec, &map);
   if (r != CUDA_SUCCESS) {

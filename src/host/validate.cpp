@@ -114,7 +114,8 @@ void t7_box_dims(const TensorMapSpec& s) {
                        " is outside 1..256; cover larger tiles with several copies");
     }
   }
-  if (s.interleave == Interleave::none) {
+  // NOTE: documented for interleave NONE only; the driver enforces it for every interleave.
+  {
     const std::uint64_t bytes = std::uint64_t{s.box_dim[0]} * esize(s);
     if (bytes % 16 != 0) {
       // Nearest box widths whose rows are whole 16-byte chunks.
@@ -200,6 +201,57 @@ void i5_pixels(const TensorMapSpec& s) {
   }
 }
 
+// ===== Rules found by sweeping the real driver (docs/rules.md: how, and the corpus) =====
+
+// --- X1: the box fits the largest shared-memory allocation ------------------------------
+// NOTE: the driver sizes the box as elementSize x prod(boxDim / elementStride) with the
+// division rounded DOWN (so a dimension whose box is smaller than its stride counts 0),
+// not as the ceil() the copy actually delivers (T8), and refuses more than 228 KiB.
+constexpr std::uint64_t kMaxBoxBytes = 228 * 1024;
+std::uint64_t driver_box_bytes(const TensorMapSpec& s) {
+  std::uint64_t n = static_cast<std::uint64_t>(esize(s));
+  for (std::size_t d = 0; d < s.rank; ++d) n *= s.box_dim[d] / s.element_strides[d];
+  return n;
+}
+void x1_box_bytes(const TensorMapSpec& s) {
+  const auto bytes = driver_box_bytes(s);
+  if (bytes > kMaxBoxBytes) {
+    broken("X1", "the box is " + to_string(bytes) + " bytes (elementSize " + to_string(esize(s)) +
+                     " x prod(boxDim / elementStrides)); the driver allows at most " +
+                     to_string(kMaxBoxBytes) + " (228 KiB): shrink boxDim or split the copy");
+  }
+}
+
+// --- X3: im2col rows are whole 16-byte chunks and fit 228 KiB ----------------------------
+void x3_im2col_box(const TensorMapSpec& s) {
+  const std::uint64_t row = std::uint64_t{s.channels_per_pixel} * esize(s);
+  if (row % 16 != 0) {
+    const std::uint64_t per16 = 16 / std::uint64_t(esize(s));
+    const std::uint64_t lo = s.channels_per_pixel / per16 * per16, hi = lo + per16;
+    broken("X3", "channelsPerPixel*" + to_string(esize(s)) + " = " + to_string(row) +
+                     " bytes is not a multiple of 16; use " +
+                     (lo > 0 ? to_string(lo) + " or " : std::string()) + to_string(hi));
+  }
+  const std::uint64_t bytes = row * s.pixels_per_column;
+  if (bytes > kMaxBoxBytes) {
+    broken("X3", "the im2col box is " + to_string(bytes) + " bytes (channelsPerPixel " +
+                     to_string(s.channels_per_pixel) + " x pixelsPerColumn " +
+                     to_string(s.pixels_per_column) + " x " + to_string(esize(s)) +
+                     "); the driver allows at most " + to_string(kMaxBoxBytes) +
+                     " (228 KiB): lower pixelsPerColumn");
+  }
+}
+
+// --- X2: the global address is a valid virtual address ----------------------------------
+constexpr std::uint64_t kMaxAddress = std::uint64_t{1} << 57;
+void x2_address_range(const TensorMapSpec& s) {
+  if (s.global_address >= kMaxAddress) {
+    broken("X2", "globalAddress = " + hex(s.global_address) +
+                     " is at or above 2^57, outside the GPU's virtual address space; pass a "
+                     "device pointer");
+  }
+}
+
 // Rules that hold for both kinds run on both; the im2col ones skip tiled specs and v.v.
 template <void (*F)(const TensorMapSpec&)>
 void tiled_only(const TensorMapSpec& s) {
@@ -218,7 +270,7 @@ constexpr Rule kRules[] = {
     {"T4", "global address 16-byte aligned (32 with interleave 32B)", t4_address},
     {"T5", "each globalDim in 1..2^32", t5_global_dims},
     {"T6", "byte strides multiples of 16 (32 with interleave 32B) and < 2^40", t6_global_strides},
-    {"T7", "boxDim in 1..256; boxDim[0] * element size a multiple of 16 without interleave",
+    {"T7", "boxDim in 1..256; boxDim[0] * element size a multiple of 16 (any interleave)",
      tiled_only<t7_box_dims>},
     {"T8", "elementStrides in 1..8", t8_element_strides},
     {"I3", "pixel-box corners in the rank's range", im2col_only<i3_corners>},
@@ -226,6 +278,11 @@ constexpr Rule kRules[] = {
     {"I5", "pixelsPerColumn in 1..1024", im2col_only<i5_pixels>},
     {"T9", "with a swizzle, the inner box row fits the swizzle span", t9_swizzle_span},
     {"T13", "NaN OOB fill only for floating-point types", t13_nan_fill},
+    {"X1", "box bytes (elementSize x prod(boxDim / elementStrides), rounded down) <= 228 KiB",
+     tiled_only<x1_box_bytes>},
+    {"X2", "global address below 2^57", x2_address_range},
+    {"X3", "im2col: channelsPerPixel * elementSize a multiple of 16, box <= 228 KiB",
+     im2col_only<x3_im2col_box>},
 };
 
 }  // namespace

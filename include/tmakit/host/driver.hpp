@@ -22,12 +22,22 @@ struct DriverApi {
                                       const int*, cuuint32_t, cuuint32_t, const cuuint32_t*,
                                       CUtensorMapInterleave, CUtensorMapSwizzle,
                                       CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
   // Result of the one cuInit(0) call (CUDA_ERROR_NO_DEVICE on a machine without a GPU).
   CUresult init_result;
 };
 
 // The loaded driver; throws tmakit::CudaError naming libcuda.so.1 when there is none.
 const DriverApi& driver();
+
+// NOTE: the driver refuses to encode tensor maps without a current context
+// (CUDA_ERROR_INVALID_CONTEXT). When the calling thread has none, make device 0's primary
+// context current: the one the CUDA runtime uses, so runtime users see no difference.
+// Returns the driver's error, CUDA_SUCCESS when a context is current.
+CUresult ensure_current_context() noexcept;
 
 // True when libcuda.so.1 loads and cuInit(0) succeeded.
 bool driver_available() noexcept;
