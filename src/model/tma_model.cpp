@@ -55,6 +55,18 @@ bool in_tensor(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRan
   return true;
 }
 
+// Elements dimension 0 delivers. NOTE: measured on H200 (driver 580): without interleave the
+// hardware ignores elementStrides[0] and delivers boxDim[0] consecutive elements, as the driver
+// documentation says ("the first element of this array is ignored"); box_bytes() counts
+// ceil(boxDim[0] / elementStrides[0]), so an expect_tx of box_bytes() then never completes.
+std::uint64_t dim0_elements(const TensorMapSpec& spec) {
+  if (spec.kind == EncodeKind::tiled && spec.interleave == Interleave::none) return spec.box_dim[0];
+  return box_elements(spec, 0);
+}
+std::uint32_t dim0_stride(const TensorMapSpec& spec) {
+  return spec.interleave == Interleave::none ? 1u : spec.element_strides[0];
+}
+
 Element make_element(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRank>& x,
                      std::uint64_t smem_offset) {
   Element e;
@@ -75,7 +87,8 @@ void walk_tiled(const TensorMapSpec& spec, const Coords& coords, F&& visit) {
   const Footprint fp = footprint(spec);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
   std::array<std::uint64_t, kMaxRank> n{1, 1, 1, 1, 1};
-  for (std::uint32_t d = 0; d < spec.rank; ++d) n[d] = box_elements(spec, d);
+  for (std::uint32_t d = 1; d < spec.rank; ++d) n[d] = box_elements(spec, d);
+  n[0] = dim0_elements(spec);
   std::array<std::uint64_t, kMaxRank> idx{};  // outer indices, dimensions 1..rank-1
   for (std::uint64_t row = 0; row < fp.rows; ++row) {
     std::array<std::int64_t, kMaxRank> x{};
@@ -83,7 +96,7 @@ void walk_tiled(const TensorMapSpec& spec, const Coords& coords, F&& visit) {
       x[d] = std::int64_t{coords[d]} + static_cast<std::int64_t>(idx[d] * spec.element_strides[d]);
     }
     for (std::uint64_t k = 0; k < n[0]; ++k) {
-      x[0] = std::int64_t{coords[0]} + static_cast<std::int64_t>(k * spec.element_strides[0]);
+      x[0] = std::int64_t{coords[0]} + static_cast<std::int64_t>(k * dim0_stride(spec));
       visit(make_element(spec, x, row * fp.pitch_bytes + k * esize));
     }
     // next outer index, dimension 1 fastest
@@ -157,6 +170,28 @@ std::uint64_t physical(const TensorMapSpec& spec, std::uint32_t smem_address,
   return std::uint32_t{swizzle_address(spec.swizzle, addr) - smem_address};
 }
 
+bool is_tf32(DataType t) {
+  return t == DataType::tfloat32 || t == DataType::tfloat32_ftz;
+}
+
+// NOTE: measured on H200: TFLOAT32 / TFLOAT32_FTZ copies round each element to tf32 (10
+// mantissa bits, nearest even, the PTX ISA's rounding for tensor element types), subnormals
+// kept, and turn every NaN into the canonical 0x7FFFE000. Out-of-bounds fill is not rounded.
+std::uint32_t to_tf32(std::uint32_t v) {
+  const bool nan = (v & 0x7F800000u) == 0x7F800000u && (v & 0x007FFFFFu) != 0;
+  if (nan) return 0x7FFFE000u;
+  return (v + 0xFFFu + ((v >> 13) & 1u)) & ~0x1FFFu;  // a carry into the exponent is right
+}
+
+// One element's bytes as the copy delivers them (little-endian).
+void convert_element(DataType t, std::uint8_t* p) {
+  if (!is_tf32(t)) return;
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, 4);
+  v = to_tf32(v);
+  std::memcpy(p, &v, 4);
+}
+
 template <class Walk>
 SharedBytes load_with(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                       std::uint32_t smem_address, Walk&& walk) {
@@ -168,12 +203,19 @@ SharedBytes load_with(const TensorMapSpec& spec, std::span<const std::uint8_t> g
   out.written.assign(fp.total_bytes, 0);
   out.tx_bytes = std::uint64_t{fp.rows} * fp.row_bytes;
   walk([&](const Element& e) {
+    std::array<std::uint8_t, 8> value = fill;
+    if (e.in_bounds) {
+      for (std::uint32_t j = 0; j < esize; ++j) {
+        value[j] = global_byte(global, spec, e.global_offset + j);
+      }
+      convert_element(spec.data_type, value.data());
+    }
     for (std::uint32_t j = 0; j < esize; ++j) {
       const std::uint64_t at = physical(spec, smem_address, e.smem_offset + j);
       // NOTE: the swizzle only permutes 16-byte chunks inside one span-wide row, so `at` stays
       // inside the footprint; checked anyway so a wrong layout cannot write out of range.
       if (at >= out.bytes.size()) throw ModelError("internal: swizzled offset past footprint");
-      out.bytes[at] = e.in_bounds ? global_byte(global, spec, e.global_offset + j) : fill[j];
+      out.bytes[at] = value[j];
       out.written[at] = 1;
     }
   });
@@ -352,6 +394,12 @@ void check_walkable(const TensorMapSpec& spec) {
                      std::to_string(min_rank) + ".." + std::to_string(kMaxRank));
   }
   if (element_bytes(spec.data_type) == 0) throw ModelError("unknown data type");
+  // NOTE: H200 loads with interleave 16B/32B write neither the documented layout nor the dense
+  // rows the model assumed (docs/model.md); refuse rather than guess.
+  if (spec.interleave != Interleave::none) {
+    throw ModelError(std::string("interleave ") + std::string(name(spec.interleave)) +
+                     " is not modelled: its shared-memory layout is not yet confirmed on hardware");
+  }
   for (std::uint32_t d = 0; d < spec.rank; ++d) {
     std::string at = "[";
     at += std::to_string(d) + "] = ";
@@ -373,7 +421,7 @@ void check_walkable(const TensorMapSpec& spec) {
   std::uint64_t rows = 1;
   const int outer = im2col ? 2 : static_cast<int>(spec.rank);
   for (int d = 1; d < outer; ++d) rows *= box_elements(spec, d);
-  const std::uint64_t row = box_elements(spec, 0) * element_bytes(spec.data_type);
+  const std::uint64_t row = dim0_elements(spec) * element_bytes(spec.data_type);
   const std::uint64_t pitch = std::max<std::uint64_t>(row, swizzle_span_bytes(spec.swizzle));
   if (rows * pitch > kMaxFootprintBytes) {
     throw ModelError("the box's shared-memory footprint (" + std::to_string(rows * pitch) +
@@ -384,7 +432,7 @@ void check_walkable(const TensorMapSpec& spec) {
 Footprint footprint(const TensorMapSpec& spec) {
   check_walkable(spec);
   Footprint fp;
-  fp.row_bytes = static_cast<std::uint32_t>(box_elements(spec, 0) * element_bytes(spec.data_type));
+  fp.row_bytes = static_cast<std::uint32_t>(dim0_elements(spec) * element_bytes(spec.data_type));
   std::uint64_t rows = 1;
   const int outer = spec.kind == EncodeKind::im2col ? 2 : static_cast<int>(spec.rank);
   for (int d = 1; d < outer; ++d) rows *= box_elements(spec, d);
@@ -398,6 +446,10 @@ Footprint footprint(const TensorMapSpec& spec) {
                       fp.row_bytes, static_cast<std::uint32_t>(swizzle_span_bytes(spec.swizzle)))
                 : fp.row_bytes;
   fp.total_bytes = fp.rows * fp.pitch_bytes;
+  // NOTE: dense interleaved rows may be narrower than the span; the swizzle then moves chunks
+  // anywhere inside their 128-byte line, so the buffer covers whole lines.
+  if (!span_rows && spec.swizzle != Swizzle::none)
+    fp.total_bytes = (fp.total_bytes + 127) / 128 * 128;
   return fp;
 }
 
@@ -480,10 +532,13 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
   walk_tiled(spec, coords, [&](const Element& e) {
     if (!e.in_bounds) return;  // D3: the out-of-bounds part of a store is dropped
+    std::array<std::uint8_t, 8> value{};
     for (std::uint32_t j = 0; j < esize; ++j) {
-      global_byte(global, spec, e.global_offset + j) =
-          smem[physical(spec, smem_address, e.smem_offset + j)];
+      value[j] = smem[physical(spec, smem_address, e.smem_offset + j)];
     }
+    convert_element(spec.data_type, value.data());
+    for (std::uint32_t j = 0; j < esize; ++j)
+      global_byte(global, spec, e.global_offset + j) = value[j];
   });
 }
 

@@ -248,6 +248,55 @@ TEST(ModelLoad, UnwalkableSpecsAreErrors) {
   EXPECT_THROW(load_tiled(s, counting_bytes(64), {}), ModelError);
 }
 
+TEST(ModelLoad, Tf32RoundsToNearestEvenAndCanonicalisesNan) {
+  // measured on H200: TFLOAT32 loads keep 10 mantissa bits (nearest even), NaN -> 0x7FFFE000
+  const auto s = tiled(DataType::tfloat32, 1, {8}, {}, {8});
+  const std::uint32_t in[8] = {
+      0x3F801000u,  // tie, even below: 0x3F800000
+      0x3F803000u,  // tie, odd below: rounds up to 0x3F804000
+      0x3F800FFFu,  // below half: 0x3F800000
+      0x7F7FF000u,  // rounds up into the exponent: +inf 0x7F800000
+      0xFFC12345u,  // NaN (negative): canonical 0x7FFFE000
+      0x00001001u,  // subnormal above half: 0x00002000 (kept, not flushed)
+      0x7F800000u,  // +inf unchanged
+      0x80000000u,  // -0 unchanged
+  };
+  std::vector<std::uint8_t> g(32);
+  std::memcpy(g.data(), in, 32);
+  const SharedBytes r = load_tiled(s, g, {0});
+  std::uint32_t out[8];
+  std::memcpy(out, r.bytes.data(), 32);
+  EXPECT_EQ(out[0], 0x3F800000u);
+  EXPECT_EQ(out[1], 0x3F804000u);
+  EXPECT_EQ(out[2], 0x3F800000u);
+  EXPECT_EQ(out[3], 0x7F800000u);
+  EXPECT_EQ(out[4], 0x7FFFE000u);
+  EXPECT_EQ(out[5], 0x00002000u);
+  EXPECT_EQ(out[6], 0x7F800000u);
+  EXPECT_EQ(out[7], 0x80000000u);
+  // FLOAT32 is copied bit for bit
+  auto f = s;
+  f.data_type = DataType::float32;
+  EXPECT_EQ(load_tiled(f, g, {0}).bytes, g);
+}
+
+TEST(ModelLoad, DimZeroElementStrideIsIgnoredWithoutInterleave) {
+  // measured on H200: elementStrides[0] = 2 still delivers boxDim[0] = 16 consecutive bytes
+  auto s = tiled(DataType::uint8, 2, {32, 4}, {32}, {16, 2});
+  s.element_strides = {2, 1, 1, 1, 1};
+  const SharedBytes r = load_tiled(s, counting_bytes(128), {0, 1});
+  ASSERT_EQ(r.bytes.size(), 32u);
+  EXPECT_EQ(slice(r.bytes, 0, 16), iota_bytes(32, 16));
+  EXPECT_EQ(slice(r.bytes, 16, 16), iota_bytes(64, 16));
+  EXPECT_EQ(r.tx_bytes, 32u);  // more than box_bytes() = 16: a barrier armed with that hangs
+}
+
+TEST(ModelLoad, InterleavedLayoutsAreRefused) {
+  auto s = tiled(DataType::float16, 3, {8, 4, 2}, {16, 64}, {8, 4, 2});
+  s.interleave = Interleave::bytes16;
+  EXPECT_THROW(load_tiled(s, counting_bytes(128), {0, 0, 0}), ModelError);
+}
+
 // --- im2col ------------------------------------------------------------------------------
 
 TEST(ModelIm2col, PixelsWrapAtThePixelBoxThenNextImage) {
