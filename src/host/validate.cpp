@@ -242,6 +242,37 @@ void x3_im2col_box(const TensorMapSpec& s) {
   }
 }
 
+// --- X4: each spatial dimension keeps at least one pixel --------------------------------
+// NOTE: the documentation asks for a box of "non-zero area". The driver checks each spatial
+// dimension separately, in this exact arithmetic: (int32)(globalDim + upperCorner) -
+// lowerCorner > 0, the first sum wrapping to 32-bit signed (so a dimension of 2^31 or more
+// can wrap negative). With interleave 16B or 32B it pairs corner i with globalDim[i] instead
+// of globalDim[i + 1]. We check what the driver checks, since that decides the encode.
+void x4_im2col_extent(const TensorMapSpec& s) {
+  const std::size_t first = s.interleave == Interleave::none ? 1 : 0;
+  for (std::size_t i = 0; i + 2 < s.rank; ++i) {
+    const std::size_t d = i + first;
+    const std::uint64_t dim = s.global_dim[d];
+    const std::int64_t lo = s.pixel_box_lower_corner[i], up = s.pixel_box_upper_corner[i];
+    const auto high = static_cast<std::int32_t>(
+        static_cast<std::uint32_t>((dim + static_cast<std::uint64_t>(up)) & 0xffffffffu));
+    const std::int64_t pixels = std::int64_t{high} - lo;
+    if (pixels <= 0) {
+      const bool wrapped = static_cast<std::int64_t>(dim) + up != high;
+      broken("X4", "spatial dimension " + to_string(i + 1) + ": globalDim[" + to_string(d) +
+                       "] + pixelBoxUpperCorner[" + to_string(i) + "] - pixelBoxLowerCorner[" +
+                       to_string(i) + "] = " + to_string(dim) + " + " + to_string(up) + " - " +
+                       to_string(lo) + " leaves no pixel" +
+                       (wrapped ? " (the driver wraps globalDim + upper to 32-bit signed: " +
+                                      to_string(high) + ")"
+                                : std::string()) +
+                       "; raise pixelBoxUpperCorner[" + to_string(i) +
+                       "], lower pixelBoxLowerCorner[" + to_string(i) + "]" +
+                       (wrapped ? ", or keep the dimension below 2^31" : std::string()));
+    }
+  }
+}
+
 // --- X2: the global address is a valid virtual address ----------------------------------
 constexpr std::uint64_t kMaxAddress = std::uint64_t{1} << 57;
 void x2_address_range(const TensorMapSpec& s) {
@@ -283,6 +314,8 @@ constexpr Rule kRules[] = {
     {"X2", "global address below 2^57", x2_address_range},
     {"X3", "im2col: channelsPerPixel * elementSize a multiple of 16, box <= 228 KiB",
      im2col_only<x3_im2col_box>},
+    {"X4", "im2col: (int32)(globalDim + upper corner) - lower corner > 0 per spatial dim",
+     im2col_only<x4_im2col_extent>},
 };
 
 }  // namespace

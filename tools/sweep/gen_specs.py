@@ -207,15 +207,54 @@ def mutate(r, s):
     return s
 
 
+def wild_spec(r):
+    """Every field drawn independently over the whole range its type allows, as a user
+    fuzzing the API would: most such specs break several rules at once."""
+    kind = "tiled" if r.random() < 0.6 else "im2col"
+    dtype = r.choice(list(DTYPES))
+    rank = r.randint(1, 5) if kind == "tiled" else r.randint(3, 5)
+    big = lambda: r.choice([r.randint(1, 1 << 32), r.randint(1, 4096), 1 << r.randint(0, 32)])
+    spec = {
+        "encode": kind, "dataType": dtype, "rank": rank,
+        "globalAddress": r.choice([16 * r.randint(0, 1 << 40), 16 << r.randint(40, 59),
+                                   (1 << r.randint(44, 63)) + r.choice([-16, 0, 16]),
+                                   r.randint(0, (1 << 64) - 1)]) & ((1 << 64) - 1),
+        "globalDim": [big() for _ in range(rank)],
+        "globalStrides": [r.choice([16 * r.randint(1, 1 << 20), 16 * r.randint(1, (1 << 36) - 1),
+                                    r.randint(1, 1 << 40), 16 << r.randint(0, 36)])
+                          for _ in range(rank - 1)],
+        "elementStrides": [r.choice([1, 1, 1, r.randint(1, 8)]) for _ in range(rank)],
+        "interleave": r.choice(["NONE", "NONE", "16B", "32B"]),
+        "swizzle": r.choice(["NONE", "32B", "64B", "128B"]),
+        "l2Promotion": r.choice(["NONE", "64B", "128B", "256B"]),
+        "oobFill": r.choice(["NONE", "NAN_REQUEST_ZERO_FMA"]),
+    }
+    if kind == "tiled":
+        spec["boxDim"] = [r.choice([r.randint(1, 256), 1 << r.randint(0, 8), 8 * r.randint(1, 32)])
+                          for _ in range(rank)]
+    else:
+        limit = {3: 32768, 4: 128, 5: 16}[rank]
+        spec["pixelBoxLowerCorner"] = [r.randint(-limit, limit - 1) for _ in range(rank - 2)]
+        spec["pixelBoxUpperCorner"] = [r.randint(-limit, limit - 1) for _ in range(rank - 2)]
+        spec["channelsPerPixel"] = r.choice([r.randint(1, 256), 8 * r.randint(1, 32)])
+        spec["pixelsPerColumn"] = r.choice([r.randint(1, 1024), 1 << r.randint(0, 10)])
+    return spec
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--count", type=int, default=100000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mutated", type=float, default=0.4, help="share of specs with one mutation")
+    ap.add_argument("--wild", type=float, default=0.0, help="share of specs drawn by wild_spec")
     a = ap.parse_args()
     r = random.Random(a.seed)
     out = []
     for _ in range(a.count):
+        if r.random() < a.wild:
+            s = wild_spec(r)
+            out.append(json.dumps(s, separators=(",", ":")))
+            continue
         s = base_spec(r, "tiled" if r.random() < 0.7 else "im2col")
         if r.random() < a.mutated:
             s = mutate(r, s)

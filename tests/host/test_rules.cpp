@@ -1,0 +1,314 @@
+// Every rule of host/validate.cpp: a spec that breaks it, the id and the exact message.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tmakit/host/spec_json.hpp"
+#include "tmakit/host/validate.hpp"
+
+namespace tmakit {
+namespace {
+
+// A valid 2D FLOAT32 tiled map: 1024 x 512, 4 KiB rows, 32 x 32 box.
+TensorMapSpec tiled() {
+  TensorMapSpec s;
+  s.kind = EncodeKind::tiled;
+  s.data_type = DataType::float32;
+  s.rank = 2;
+  s.global_address = 0x7f0000000000;
+  s.global_dim = {1024, 512};
+  s.global_strides_bytes = {4096};
+  s.box_dim = {32, 32};
+  return s;
+}
+
+// A valid NHWC FLOAT16 im2col map: C=64, W=32, H=32, N=8.
+TensorMapSpec im2col() {
+  TensorMapSpec s;
+  s.kind = EncodeKind::im2col;
+  s.data_type = DataType::float16;
+  s.rank = 4;
+  s.global_address = 0x7f0000000000;
+  s.global_dim = {64, 32, 32, 8};
+  s.global_strides_bytes = {128, 128 * 32, 128 * 32 * 32};
+  s.pixel_box_lower_corner = {-1, -1};
+  s.pixel_box_upper_corner = {-1, -1};
+  s.channels_per_pixel = 64;
+  s.pixels_per_column = 128;
+  return s;
+}
+
+void expect_broken(const TensorMapSpec& s, const std::string& id, const std::string& message) {
+  const auto v = find_violation(s);
+  ASSERT_TRUE(v.has_value()) << "expected " << id << " to reject the spec";
+  EXPECT_EQ(v->rule_id(), id);
+  EXPECT_EQ(std::string(v->what()), id + ": " + message);
+  EXPECT_THROW(validate(s), RuleViolation);
+}
+
+TEST(Rules, ValidBasesPass) {
+  EXPECT_FALSE(find_violation(tiled()).has_value());
+  EXPECT_FALSE(find_violation(im2col()).has_value());
+  EXPECT_NO_THROW(validate(tiled()));
+}
+
+TEST(Rules, TableHasUniqueIdsAndSummaries) {
+  std::set<std::string_view> ids;
+  for (const Rule& r : rules()) {
+    EXPECT_FALSE(r.summary.empty()) << r.id;
+    EXPECT_TRUE(ids.insert(r.id).second) << "duplicate rule id " << r.id;
+  }
+  EXPECT_GE(ids.size(), 18u);
+}
+
+TEST(Rules, T2DataType) {
+  auto s = tiled();
+  s.data_type = static_cast<DataType>(13);
+  expect_broken(s, "T2",
+                "data type 13 is not a Hopper tensor-map type; fp8 travels as UINT8, packed "
+                "4/6-bit types need Blackwell");
+}
+
+TEST(Rules, T3Rank) {
+  auto s = tiled();
+  s.rank = 6;
+  expect_broken(s, "T3",
+                "rank = 6 is outside 1..5; fold the extra dimensions into ones whose byte "
+                "strides allow it");
+  s = tiled();
+  s.rank = 0;
+  expect_broken(s, "T3",
+                "rank = 0 is outside 1..5; fold the extra dimensions into ones whose byte "
+                "strides allow it");
+  s = tiled();
+  s.interleave = Interleave::bytes16;
+  expect_broken(s, "T3",
+                "rank = 2 with interleave 16B; interleaved maps need rank >= 3: use interleave "
+                "NONE or add a dimension");
+}
+
+TEST(Rules, I1Rank) {
+  auto s = im2col();
+  s.rank = 2;
+  expect_broken(s, "I1",
+                "rank = 2 is outside 3..5; im2col maps are NWC (3), NHWC (4) or NDHWC (5) with "
+                "channels innermost");
+}
+
+TEST(Rules, T4AddressAlignment) {
+  auto s = tiled();
+  s.global_address = 0x1008;
+  expect_broken(s, "T4",
+                "globalAddress = 0x1008 is not 16-byte aligned (address % 16 = 8); use 0x1000 "
+                "and offset the coordinates, or allocate with cudaMalloc");
+  s = tiled();
+  s.rank = 3;
+  s.global_dim = {64, 4, 4};
+  s.global_strides_bytes = {256, 1024};
+  s.box_dim = {8, 4, 4};
+  s.interleave = Interleave::bytes32;
+  s.global_address = 0x1010;
+  expect_broken(s, "T4",
+                "globalAddress = 0x1010 is not 32-byte aligned (address % 32 = 16); use 0x1000 "
+                "and offset the coordinates, or allocate with cudaMalloc");
+}
+
+TEST(Rules, T5GlobalDims) {
+  auto s = tiled();
+  s.global_dim[1] = 0;
+  expect_broken(s, "T5", "globalDim[1] = 0 is outside 1..2^32 (4294967296); an empty tensor "
+                         "needs no copy");
+  s.global_dim[1] = (std::uint64_t{1} << 32) + 1;
+  expect_broken(s, "T5", "globalDim[1] = 4294967297 is outside 1..2^32 (4294967296); split the "
+                         "dimension in two");
+  s.global_dim[1] = std::uint64_t{1} << 32;  // the upper bound itself is allowed
+  EXPECT_FALSE(find_violation(s).has_value());
+}
+
+TEST(Rules, T6GlobalStrides) {
+  auto s = tiled();
+  s.global_strides_bytes[0] = 4100;
+  expect_broken(s, "T6", "globalStrides[0] = 4100 bytes (dimension 1) is not a multiple of 16; "
+                         "pad to 4112 bytes");
+  s.global_strides_bytes[0] = std::uint64_t{1} << 40;
+  expect_broken(s, "T6",
+                "globalStrides[0] = 1099511627776 bytes is not below 2^40 (1099511627776); no "
+                "tensor that large is addressable by TMA");
+}
+
+TEST(Rules, T7BoxDims) {
+  auto s = tiled();
+  s.box_dim[1] = 257;
+  expect_broken(s, "T7", "boxDim[1] = 257 is outside 1..256; cover larger tiles with several "
+                         "copies");
+  s = tiled();
+  s.box_dim[0] = 25;
+  expect_broken(s, "T7", "boxDim[0]*4 = 100 bytes is not a multiple of 16; use 24 or 28");
+  s.box_dim[0] = 3;  // below one chunk: only the larger width is offered
+  expect_broken(s, "T7", "boxDim[0]*4 = 12 bytes is not a multiple of 16; use 4");
+}
+
+TEST(Rules, T7AppliesWithInterleaveToo) {
+  // Documented for interleave NONE only; the driver refuses it for 16B/32B as well.
+  auto s = tiled();
+  s.rank = 3;
+  s.global_dim = {64, 4, 4};
+  s.global_strides_bytes = {256, 1024};
+  s.box_dim = {6, 4, 4};
+  s.interleave = Interleave::bytes16;
+  expect_broken(s, "T7", "boxDim[0]*4 = 24 bytes is not a multiple of 16; use 4 or 8");
+}
+
+TEST(Rules, T8ElementStrides) {
+  auto s = tiled();
+  s.element_strides[1] = 9;
+  expect_broken(s, "T8", "elementStrides[1] = 9 is outside 1..8; use 1 for a dense box");
+  auto m = im2col();
+  m.element_strides[0] = 0;
+  expect_broken(m, "I6", "elementStrides[0] = 0 is outside 1..8; use 1 for a dense box");
+}
+
+TEST(Rules, T9SwizzleSpan) {
+  auto s = tiled();
+  s.box_dim[0] = 64;  // 256 bytes
+  s.swizzle = Swizzle::bytes64;
+  expect_broken(s, "T9",
+                "boxDim[0]*4 = 256 bytes exceeds the swizzle 64B span of 64 bytes; use "
+                "boxDim[0] <= 16 or a wider swizzle and several copies along dimension 0");
+  s.swizzle = Swizzle::bytes128;
+  expect_broken(s, "T9",
+                "boxDim[0]*4 = 256 bytes exceeds the swizzle 128B span of 128 bytes; use "
+                "boxDim[0] <= 32 and several copies along dimension 0");
+  auto m = im2col();
+  m.swizzle = Swizzle::bytes32;
+  expect_broken(m, "I7",
+                "channelsPerPixel*2 = 128 bytes exceeds the swizzle 32B span of 32 bytes; use "
+                "channelsPerPixel <= 16 or a wider swizzle and several copies along "
+                "dimension 0");
+}
+
+TEST(Rules, T12Enums) {
+  auto s = tiled();
+  s.l2_promotion = static_cast<L2Promotion>(4);
+  expect_broken(s, "T12", "l2Promotion is not NONE/64B/128B/256B");
+  s = tiled();
+  s.swizzle = static_cast<Swizzle>(4);
+  expect_broken(s, "T12", "swizzle is not NONE/32B/64B/128B");
+}
+
+TEST(Rules, T13NanFill) {
+  auto s = tiled();
+  s.data_type = DataType::int32;
+  s.oob_fill = OobFill::nan_request_zero_fma;
+  expect_broken(s, "T13", "oobFill NAN_REQUEST_ZERO_FMA with integer type INT32; use oobFill "
+                          "NONE (zero fill) or a floating-point type");
+  s.data_type = DataType::bfloat16;
+  s.box_dim[0] = 64;
+  EXPECT_FALSE(find_violation(s).has_value());
+}
+
+TEST(Rules, I3Corners) {
+  auto m = im2col();
+  m.pixel_box_upper_corner[1] = 128;
+  expect_broken(m, "I3", "pixelBoxUpperCorner[1] = 128 is outside [-128, 127] for rank 4");
+  m = im2col();
+  m.rank = 5;
+  m.global_dim = {64, 8, 8, 8, 2};
+  m.global_strides_bytes = {128, 1024, 8192, 65536};
+  m.pixel_box_lower_corner = {-17, 0, 0};
+  expect_broken(m, "I3", "pixelBoxLowerCorner[0] = -17 is outside [-16, 15] for rank 5");
+}
+
+TEST(Rules, I4I5ChannelsAndPixels) {
+  auto m = im2col();
+  m.channels_per_pixel = 0;
+  expect_broken(m, "I4", "channelsPerPixel = 0 is outside 1..256");
+  m = im2col();
+  m.pixels_per_column = 1025;
+  expect_broken(m, "I5", "pixelsPerColumn = 1025 is outside 1..1024");
+}
+
+TEST(Rules, X1BoxBytes) {
+  auto s = tiled();
+  s.rank = 3;
+  s.global_dim = {1024, 512, 8};
+  s.global_strides_bytes = {4096, 4096 * 512};
+  s.box_dim = {32, 256, 8};  // 32*256*8*4 = 262144 bytes
+  expect_broken(s, "X1",
+                "the box is 262144 bytes (elementSize 4 x prod(boxDim / elementStrides)); the "
+                "driver allows at most 233472 (228 KiB): shrink boxDim or split the copy");
+  s.box_dim = {32, 228, 8};  // exactly 228 KiB
+  EXPECT_FALSE(find_violation(s).has_value());
+  // The driver rounds boxDim / elementStrides down, even to zero.
+  s.box_dim = {32, 256, 8};
+  s.element_strides = {1, 1, 2};
+  EXPECT_FALSE(find_violation(s).has_value());
+  s.box_dim = {32, 256, 1};
+  s.element_strides = {1, 1, 2};
+  EXPECT_FALSE(find_violation(s).has_value());
+}
+
+TEST(Rules, X2AddressRange) {
+  auto s = tiled();
+  s.global_address = std::uint64_t{1} << 57;
+  expect_broken(s, "X2",
+                "globalAddress = 0x200000000000000 is at or above 2^57, outside the GPU's "
+                "virtual address space; pass a device pointer");
+  s.global_address = (std::uint64_t{1} << 57) - 16;
+  EXPECT_FALSE(find_violation(s).has_value());
+}
+
+TEST(Rules, X3Im2colRowsAndBox) {
+  auto m = im2col();
+  m.channels_per_pixel = 12;  // 24 bytes
+  expect_broken(m, "X3", "channelsPerPixel*2 = 24 bytes is not a multiple of 16; use 8 or 16");
+  m = im2col();
+  m.channels_per_pixel = 256;
+  m.pixels_per_column = 1024;
+  expect_broken(m, "X3",
+                "the im2col box is 524288 bytes (channelsPerPixel 256 x pixelsPerColumn 1024 x "
+                "2); the driver allows at most 233472 (228 KiB): lower pixelsPerColumn");
+}
+
+TEST(Rules, X4Im2colExtent) {
+  auto m = im2col();
+  m.pixel_box_lower_corner = {20, 0};
+  m.pixel_box_upper_corner = {-12, 0};  // 32 - 12 - 20 = 0 pixels along W
+  expect_broken(m, "X4",
+                "spatial dimension 1: globalDim[1] + pixelBoxUpperCorner[0] - "
+                "pixelBoxLowerCorner[0] = 32 + -12 - 20 leaves no pixel; raise "
+                "pixelBoxUpperCorner[0], lower pixelBoxLowerCorner[0]");
+  m.pixel_box_upper_corner = {-11, 0};
+  EXPECT_FALSE(find_violation(m).has_value());
+  // globalDim + upper wraps to 32-bit signed: 2^31 + 5 is negative there.
+  m = im2col();
+  m.global_dim[1] = std::uint64_t{1} << 31;
+  m.pixel_box_lower_corner = {0, 0};
+  m.pixel_box_upper_corner = {5, 0};
+  expect_broken(m, "X4",
+                "spatial dimension 1: globalDim[1] + pixelBoxUpperCorner[0] - "
+                "pixelBoxLowerCorner[0] = 2147483648 + 5 - 0 leaves no pixel (the driver wraps "
+                "globalDim + upper to 32-bit signed: -2147483643); raise "
+                "pixelBoxUpperCorner[0], lower pixelBoxLowerCorner[0], or keep the dimension "
+                "below 2^31");
+  m.pixel_box_upper_corner = {-5, 0};
+  EXPECT_FALSE(find_violation(m).has_value());
+}
+
+TEST(Rules, X4InterleavedPairsCornerWithPreviousDim) {
+  auto m = im2col();
+  m.interleave = Interleave::bytes16;
+  m.channels_per_pixel = 8;
+  m.global_dim = {4, 32, 32, 8};  // corner 0 is checked against globalDim[0] = 4
+  m.global_strides_bytes = {64, 64 * 32, 64 * 32 * 32};
+  m.pixel_box_lower_corner = {4, 0};
+  m.pixel_box_upper_corner = {0, 0};
+  expect_broken(m, "X4",
+                "spatial dimension 1: globalDim[0] + pixelBoxUpperCorner[0] - "
+                "pixelBoxLowerCorner[0] = 4 + 0 - 4 leaves no pixel; raise "
+                "pixelBoxUpperCorner[0], lower pixelBoxLowerCorner[0]");
+}
+
+}  // namespace
+}  // namespace tmakit
