@@ -524,21 +524,59 @@ std::vector<ByteRange> prefetch_tiled(const TensorMapSpec& spec, const Coords& c
   return ranges;
 }
 
+namespace {
+
+// Where a store or reduce writes an element, or nullopt where it drops it.
+// NOTE: measured on H200: stores and reduces work on whole 16-byte chunks of dimension 0, so
+// the elements past globalDim[0] that share the last chunk with in-bounds data are written
+// too (into the row's padding; 2 of 2 cases); other dimensions drop exactly (D3).
+std::optional<std::uint64_t> store_target(const TensorMapSpec& spec, const Element& e) {
+  if (e.in_bounds) return e.global_offset;
+  const std::uint64_t esize = element_bytes(spec.data_type);
+  const std::uint64_t dim0_chunk_end = (spec.global_dim[0] * esize + 15) / 16 * 16;
+  if (e.coord[0] < 0 || static_cast<std::uint64_t>(e.coord[0]) * esize >= dim0_chunk_end) {
+    return std::nullopt;
+  }
+  for (std::uint32_t d = 1; d < spec.rank; ++d) {
+    if (e.coord[d] < 0 || static_cast<std::uint64_t>(e.coord[d]) >= spec.global_dim[d]) {
+      return std::nullopt;
+    }
+  }
+  std::uint64_t off = 0;
+  if (!global_offset_of(spec, e.coord, &off)) throw ModelError("global offset past 2^64");
+  return off;
+}
+
+// NOTE: measured on H200: a store or reduce whose box lies wholly outside the tensor kills the
+// kernel with "illegal instruction" (6 of 6 cases); the model refuses it instead of guessing.
+void check_store_reaches_tensor(const TensorMapSpec& spec, const Coords& coords) {
+  bool any = false;
+  walk_tiled(spec, coords, [&](const Element& e) { any = any || store_target(spec, e); });
+  if (!any) {
+    throw ModelError(
+        "the box lies wholly outside the tensor: on H200 such a store or reduce "
+        "ends the kernel with 'illegal instruction'; skip it instead");
+  }
+}
+
+}  // namespace
+
 void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address) {
   if (spec.kind != EncodeKind::tiled) throw ModelError("store_tiled needs a tiled spec");
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  check_store_reaches_tensor(spec, coords);
   walk_tiled(spec, coords, [&](const Element& e) {
-    if (!e.in_bounds) return;  // D3: the out-of-bounds part of a store is dropped
+    const auto target = store_target(spec, e);
+    if (!target) return;  // D3: the out-of-bounds part of a store is dropped
     std::array<std::uint8_t, 8> value{};
     for (std::uint32_t j = 0; j < esize; ++j) {
       value[j] = smem[physical(spec, smem_address, e.smem_offset + j)];
     }
     convert_element(spec.data_type, value.data());
-    for (std::uint32_t j = 0; j < esize; ++j)
-      global_byte(global, spec, e.global_offset + j) = value[j];
+    for (std::uint32_t j = 0; j < esize; ++j) global_byte(global, spec, *target + j) = value[j];
   });
 }
 
@@ -557,9 +595,11 @@ std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
   bool ok = false;
   switch (op) {
     case ReduceOp::add:
-      ok = type == DataType::uint8 || type == DataType::uint32 || type == DataType::int32 ||
-           type == DataType::uint64 || type == DataType::int64 || type == DataType::float16 ||
-           type == DataType::bfloat16 || type == DataType::float32 || type == DataType::float32_ftz;
+      // NOTE: add on UINT8 (fp8's carrier) killed the kernel with "illegal instruction" on
+      // H200 (2 of 2 cases), as the PTX ISA's table (no u8) suggests
+      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
+           type == DataType::int64 || type == DataType::float16 || type == DataType::bfloat16 ||
+           type == DataType::float32 || type == DataType::float32_ftz;
       break;
     case ReduceOp::min:
     case ReduceOp::max:
@@ -571,14 +611,16 @@ std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
     case ReduceOp::bit_and:
     case ReduceOp::bit_or:
     case ReduceOp::bit_xor:
-      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
-           type == DataType::int64;
+      // NOTE: and on INT64 killed the kernel with "illegal instruction" on H200 (2 of 2 cases);
+      // UINT64 (the PTX .b64) is kept but not yet confirmed
+      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64;
       break;
   }
   if (ok) return {};
   return "reduce " + std::string(name(op)) + " is not defined on " + std::string(name(type)) +
          " (PTX ISA cp.reduce.async.bulk.tensor: add u32/s32/u64/f32/f16/bf16, min/max "
-         "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; u8 add for fp8 data)";
+         "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; add on UINT8 and and/or/xor "
+         "on INT64 end the kernel with 'illegal instruction' on H200)";
 }
 
 void reduce_element(ReduceOp op, DataType type, std::uint8_t* dst, const std::uint8_t* src) {
@@ -589,7 +631,6 @@ void reduce_element(ReduceOp op, DataType type, std::uint8_t* dst, const std::ui
     return;
   }
   switch (type) {
-    case DataType::uint8: reduce_integer<std::uint8_t>(op, dst, src); break;
     case DataType::uint32: reduce_integer<std::uint32_t>(op, dst, src); break;
     case DataType::int32: reduce_integer<std::int32_t>(op, dst, src); break;
     case DataType::uint64: reduce_integer<std::uint64_t>(op, dst, src); break;
@@ -606,17 +647,19 @@ void reduce_tiled(const TensorMapSpec& spec, ReduceOp op, std::span<std::uint8_t
   if (!why.empty()) throw ModelError(why);
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
+  check_store_reaches_tensor(spec, coords);
   walk_tiled(spec, coords, [&](const Element& e) {
-    if (!e.in_bounds) return;
+    const auto target = store_target(spec, e);
+    if (!target) return;
     std::array<std::uint8_t, 8> src{};
     std::array<std::uint8_t, 8> dst{};
     for (std::uint32_t j = 0; j < esize; ++j) {
       src[j] = smem[physical(spec, smem_address, e.smem_offset + j)];
-      dst[j] = global_byte(global, spec, e.global_offset + j);
+      dst[j] = global_byte(global, spec, *target + j);
     }
     reduce_element(op, spec.data_type, dst.data(), src.data());
     for (std::uint32_t j = 0; j < esize; ++j) {
-      global_byte(global, spec, e.global_offset + j) = dst[j];
+      global_byte(global, spec, *target + j) = dst[j];
     }
   });
 }

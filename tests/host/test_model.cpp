@@ -371,16 +371,25 @@ TEST(ModelPrefetch, ReportsInBoundsRangesWithoutGlobalBytes) {
 
 // --- stores --------------------------------------------------------------------------------
 
-TEST(ModelStore, OutOfBoundsPartIsDropped) {
-  const auto s = tiled(DataType::uint8, 1, {20}, {}, {16});
-  std::vector<std::uint8_t> g(20, 0xAA);
+TEST(ModelStore, OutOfBoundsPartIsDroppedPerChunk) {
+  // 20 bytes in a row padded to 32; box of 16 at 16: the chunk [16, 32) holds in-bounds bytes
+  // 16..19, and the hardware writes the whole chunk (measured on H200)
+  const auto s = tiled(DataType::uint8, 2, {20, 2}, {32}, {16, 1});
+  std::vector<std::uint8_t> g(64, 0xAA);
   const auto smem = iota_bytes(100, 16);
-  store_tiled(s, g, smem, {16});
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(g[i], 0xAA) << i;
-  EXPECT_EQ(slice(g, 16, 4), iota_bytes(100, 4));
-  // a store wholly outside changes nothing and reads no global byte
+  store_tiled(s, g, smem, {16, 1});
+  for (int i = 0; i < 48; ++i) EXPECT_EQ(g[i], 0xAA) << i;
+  EXPECT_EQ(slice(g, 48, 16), iota_bytes(100, 16));
+  // past the chunk, and in other dimensions, the box is dropped exactly
+  std::vector<std::uint8_t> h(64, 0xAA);
+  const auto wide = tiled(DataType::uint8, 2, {20, 2}, {32}, {32, 2});
+  store_tiled(wide, h, counting_bytes(64), {16, 1});
+  EXPECT_EQ(slice(h, 32, 16), std::vector<std::uint8_t>(16, 0xAA));
+  EXPECT_EQ(slice(h, 48, 16), iota_bytes(0, 16));  // row 1, x 16..31
+  // a box wholly outside kills the kernel on H200: the model refuses it
   std::vector<std::uint8_t> none;
-  EXPECT_NO_THROW(store_tiled(s, none, smem, {-16}));
+  EXPECT_THROW(store_tiled(s, none, smem, {-16, 0}), ModelError);
+  EXPECT_THROW(store_tiled(s, g, smem, {32, 0}), ModelError);
 }
 
 TEST(ModelStore, ReadsSharedMemoryThroughTheSwizzle) {
@@ -427,11 +436,12 @@ TEST(ModelReduce, IntegerOps) {
   EXPECT_EQ(reduce1<std::uint32_t>(ReduceOp::dec, DataType::uint32, 3u, 7u), 2u);
   EXPECT_EQ(reduce1<std::uint64_t>(ReduceOp::bit_and, DataType::uint64, 0xF0F0ull, 0xFF00ull),
             0xF000ull);
-  EXPECT_EQ(reduce1<std::uint64_t>(ReduceOp::bit_or, DataType::int64, 0xF0F0ull, 0xFF00ull),
+  EXPECT_EQ(reduce1<std::uint64_t>(ReduceOp::bit_or, DataType::uint64, 0xF0F0ull, 0xFF00ull),
             0xFFF0ull);
+  EXPECT_THROW(reduce1<std::uint64_t>(ReduceOp::bit_and, DataType::int64, 1, 1), ModelError);
   EXPECT_EQ(reduce1<std::uint32_t>(ReduceOp::bit_xor, DataType::int32, 0xF0F0u, 0xFF00u), 0x0FF0u);
-  // fp8 carried as UINT8: an integer add that wraps
-  EXPECT_EQ(reduce1<std::uint8_t>(ReduceOp::add, DataType::uint8, 200, 100), 44);
+  // fp8 carried as UINT8: add killed the kernel on H200, so the model refuses it
+  EXPECT_THROW(reduce1<std::uint8_t>(ReduceOp::add, DataType::uint8, 200, 100), ModelError);
 }
 
 TEST(ModelReduce, FloatAddRoundsToNearestEven) {

@@ -85,7 +85,10 @@ std::vector<ByteRange> prefetch_tiled(const TensorMapSpec& spec, const Coords& c
 
 // cp.async.bulk.tensor.Nd.global.shared::cta.tile: writes the in-bounds part of the box from
 // `smem` (a buffer at `smem_address`, at least footprint(spec).total_bytes long) into
-// `global`; the out-of-bounds part is dropped (D3).
+// `global`; the out-of-bounds part is dropped (D3), except that dimension 0 is written in whole
+// 16-byte chunks: elements past globalDim[0] sharing the last chunk are written into the row's
+// padding (measured on H200). A box wholly outside the tensor throws ModelError: on H200 it
+// kills the kernel ("illegal instruction").
 void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address = 0);
@@ -95,13 +98,13 @@ std::string_view name(ReduceOp op);                           // "add", "and", .
 std::optional<ReduceOp> parse_reduce_op(std::string_view s);  // inverse of name()
 
 // Whether the model (and the hardware, per the PTX ISA table of cp.reduce.async.bulk.tensor)
-// defines `op` on `type`: add on u32/s32/u64/s64/f32/f16/bf16 (and u8, fp8's carrier, as an
-// integer add), min/max on u32/s32/u64/s64/f16/bf16, inc/dec on u32, and/or/xor on 32- and
-// 64-bit integers. Empty when supported, else the reason.
+// defines `op` on `type`: add on u32/s32/u64/s64/f32/f16/bf16, min/max on
+// u32/s32/u64/s64/f16/bf16, inc/dec on u32, and/or/xor on u32/s32/u64. Add on UINT8 (fp8's
+// carrier) and and/or/xor on INT64 kill the kernel on H200. Empty when supported, else why.
 std::string reduce_unsupported_reason(ReduceOp op, DataType type);
 
 // cp.reduce.async.bulk.tensor.Nd.global.shared::cta.OP.tile: global = global OP smem for
-// every in-bounds element (out-of-bounds dropped). Throws ModelError for unsupported pairs.
+// every element store_tiled would write. Throws ModelError for unsupported pairs.
 void reduce_tiled(const TensorMapSpec& spec, ReduceOp op, std::span<std::uint8_t> global,
                   std::span<const std::uint8_t> smem, const Coords& coords,
                   std::uint32_t smem_address = 0);

@@ -1,0 +1,103 @@
+// `tmakit swizzle`: the picture's content for hand-worked layouts, and clear errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#ifndef TMAKIT_CLI
+#error "TMAKIT_CLI (path of the tmakit binary) must be defined by the build"
+#endif
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run(const std::string& args, bool with_stderr = false) {
+  const std::string cmd =
+      std::string(TMAKIT_CLI) + " swizzle " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r;
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string line_starting(const std::string& text, const std::string& prefix, int nth) {
+  std::istringstream in(text);
+  std::string line;
+  int seen = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0 && seen++ == nth) return line;
+  }
+  return {};
+}
+
+TEST(SwizzleCli, NarrowRowsOffTheRepeat) {
+  // FLOAT32 8 x 4, 64B swizzle, buffer at 128: rows 64 bytes apart. Row 0 sits in 128-byte
+  // line 1 (chunks swap), row 2 in line 2 (chunks 0,1 -> 2,3). Banks: address / 4 mod 32.
+  const Result r = run("--type FLOAT32 --swizzle 64B --box 8x4 --base 128 --text");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("NOT on the 512-byte repeat"), std::string::npos);
+  EXPECT_EQ(
+      line_starting(r.out, "row   0", 0),
+      "row   0 | c  0-3    b00-03 | c  4-7    b04-07 | (unused)  b08-11 | (unused)  b12-15 |");
+  EXPECT_EQ(
+      line_starting(r.out, "row   0", 1),
+      "row   0 | c  4-7    b00-03 | c  0-3    b04-07 | (unused)  b08-11 | (unused)  b12-15 |");
+  EXPECT_EQ(
+      line_starting(r.out, "row   2", 1),
+      "row   2 | (unused)  b00-03 | (unused)  b04-07 | c  0-3    b08-11 | c  4-7    b12-15 |");
+}
+
+TEST(SwizzleCli, Full128ByteRowsShowTheXorOfTheRow) {
+  // FLOAT16 64 x 8 with 128B: row 5's chunk j holds columns of chunk j ^ 5
+  const Result r = run("--type FLOAT16 --swizzle 128B --box 64x8");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("stored = off ^ (((base + off) >> 7) & 7) << 4"), std::string::npos);
+  const std::string row5 = line_starting(r.out, "row   5", 1);
+  EXPECT_EQ(row5.rfind("row   5 | c 40-47   b00-03 | c 32-39   b04-07 | c 56-63   b08-11 |", 0), 0u)
+      << row5;
+}
+
+TEST(SwizzleCli, WritesAnSvg) {
+  const auto path = std::filesystem::temp_directory_path() / "tmakit_swizzle_test.svg";
+  const Result r = run("--type UINT8 --swizzle 32B --box 32x8 --svg " + path.string());
+  ASSERT_EQ(r.code, 0);
+  std::ifstream f(path);
+  const std::string svg((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  // row 4 (line 1 of the 32B pattern): column 0 is stored in chunk 1, at byte 4 * 32 + 16
+  EXPECT_NE(svg.find("<title>row 4 col 0 at byte 144 bank 4</title>"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(SwizzleCli, BadInputGivesClearErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--type FLOAT8", "not a tensor-map data type"},
+      {"--swizzle 16B", "is not NONE, 32B, 64B or 128B"},
+      {"--box 8", "is not COLSxROWS"},
+      {"--type FLOAT32 --box 7x2", "28 bytes, not a multiple of 16 (rule T7); use 8 columns"},
+      {"--type FLOAT32 --swizzle 128B --box 64x2", "wider than the 128B span (rule T9)"},
+      {"--base 100", "not 128-byte aligned (rule D1)"},
+      {"--box 300x1", "1..256 (rule T7)"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = run(args, true);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+}  // namespace

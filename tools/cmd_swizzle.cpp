@@ -1,0 +1,289 @@
+// tmakit swizzle --type T --swizzle S --box COLSxROWS [--base ADDR] [--text] [--svg F] [--png F]
+// Pictures of a box in shared memory: which element lands where, and in which bank, before
+// and after the swizzle, with the index formula. The layout comes from the model's footprint
+// rule (rows span bytes apart, TMA_FACTS O2) and the shared swizzle function (swizzle.hpp).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "tmakit/core/dtype.hpp"
+#include "tmakit/core/error.hpp"
+#include "tmakit/host/tensor_map_spec.hpp"
+#include "tmakit/swizzle.hpp"
+
+namespace {
+
+struct Options {
+  std::string type = "FLOAT16";
+  std::string swizzle = "128B";
+  std::string box = "64x8";
+  std::uint32_t base = 0;
+  bool text = false;
+  std::string svg;
+  std::string png;
+};
+
+// The picture's geometry, checked.
+struct Layout {
+  tmakit::DataType type{};
+  tmakit::Swizzle swizzle{};
+  std::uint32_t esize = 0, cols = 0, rows = 0, row_bytes = 0, pitch = 0, base = 0;
+
+  // Buffer offset where element (row, col) is stored; before: without the swizzle.
+  std::uint32_t offset(std::uint32_t row, std::uint32_t col, bool after) const {
+    const std::uint32_t logical = row * pitch + col * esize;
+    if (!after) return logical;
+    return tmakit::swizzle_address(swizzle, base + logical) - base;
+  }
+  // Shared-memory bank (32 banks of 4 bytes) of buffer offset `off`.
+  std::uint32_t bank(std::uint32_t off) const { return ((base + off) / 4) % 32; }
+};
+
+// Throws tmakit::ParseError with a message naming the option and the fix.
+Layout make_layout(const Options& o) {
+  Layout l;
+  const auto t = tmakit::parse_data_type(o.type);
+  if (!t) {
+    throw tmakit::ParseError("--type " + o.type +
+                             " is not a tensor-map data type (UINT8, UINT16, UINT32, INT32, "
+                             "UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, "
+                             "TFLOAT32, TFLOAT32_FTZ)");
+  }
+  const auto s = tmakit::parse_swizzle(o.swizzle);
+  if (!s) throw tmakit::ParseError("--swizzle " + o.swizzle + " is not NONE, 32B, 64B or 128B");
+  l.type = *t;
+  l.swizzle = *s;
+  l.esize = static_cast<std::uint32_t>(tmakit::element_bytes(*t));
+  unsigned long cols = 0, rows = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(o.box.c_str(), "%lu%c%lu%c", &cols, &x, &rows, &extra) != 3 || x != 'x' ||
+      cols < 1 || rows < 1) {
+    throw tmakit::ParseError("--box " + o.box +
+                             " is not COLSxROWS (elements of dimension 0 x rows), e.g. 64x8");
+  }
+  if (cols > 256 || rows > 256) {
+    throw tmakit::ParseError("--box " + o.box + ": each box dimension is 1..256 (rule T7)");
+  }
+  l.cols = static_cast<std::uint32_t>(cols);
+  l.rows = static_cast<std::uint32_t>(rows);
+  l.row_bytes = l.cols * l.esize;
+  const std::uint32_t span = static_cast<std::uint32_t>(tmakit::swizzle_span_bytes(l.swizzle));
+  if (l.row_bytes % 16 != 0) {
+    throw tmakit::ParseError("--box " + o.box + ": a row is " + std::to_string(l.row_bytes) +
+                             " bytes, not a multiple of 16 (rule T7); use " +
+                             std::to_string((l.row_bytes / 16 + 1) * 16 / l.esize) + " columns");
+  }
+  if (span != 0 && l.row_bytes > span) {
+    throw tmakit::ParseError("--box " + o.box + ": a row is " + std::to_string(l.row_bytes) +
+                             " bytes, wider than the " + o.swizzle +
+                             " span (rule T9); use at "
+                             "most " +
+                             std::to_string(span / l.esize) + " columns");
+  }
+  if (o.base % 128 != 0) {
+    throw tmakit::ParseError("--base " + std::to_string(o.base) +
+                             " is not 128-byte aligned (rule D1)");
+  }
+  l.base = o.base;
+  // NOTE: O2: a swizzled row narrower than the span still takes the whole span
+  l.pitch = span != 0 ? span : l.row_bytes;
+  return l;
+}
+
+std::string formula(const Layout& l) {
+  const std::uint32_t mask = tmakit::swizzle_chunk_mask(l.swizzle);
+  std::ostringstream os;
+  os << "off = row * " << l.pitch << " + col * " << l.esize;
+  if (mask == 0) {
+    os << "; stored = off (no swizzle)";
+  } else {
+    os << "; stored = off ^ (((base + off) >> 7) & " << mask << ") << 4"
+       << "  (16-byte chunk j of 128-byte line r goes to chunk j ^ (r & " << mask << "))";
+  }
+  os << "; bank = ((base + stored) / 4) % 32";
+  return os.str();
+}
+
+std::string header(const Layout& l) {
+  std::ostringstream os;
+  os << tmakit::name(l.type) << " box " << l.cols << " x " << l.rows << ", swizzle "
+     << tmakit::name(l.swizzle) << ", rows " << l.pitch << " bytes apart (" << l.row_bytes
+     << " bytes of data), buffer at shared address " << l.base;
+  if (l.base % tmakit::swizzle_repeat_bytes(l.swizzle) != 0) {
+    os << " -- NOT on the " << tmakit::swizzle_repeat_bytes(l.swizzle)
+       << "-byte repeat: the pattern shifts (D2)";
+  }
+  return os.str();
+}
+
+// Terminal grid, one cell per 16-byte chunk: the columns it holds and their banks.
+std::string text_picture(const Layout& l) {
+  std::ostringstream os;
+  os << header(l) << "\n" << formula(l) << "\n";
+  const std::uint32_t per_chunk = 16 / l.esize;
+  const std::uint32_t chunks = l.pitch / 16;
+  for (int pass = 0; pass < 2; ++pass) {
+    os << (pass == 0 ? "\nbefore the swizzle" : "\nafter the swizzle (as stored)")
+       << ": each cell is one 16-byte chunk, columns cF-L, banks bF-L\n";
+    for (std::uint32_t r = 0; r < l.rows; ++r) {
+      // which columns sit in each stored chunk of this row
+      std::vector<long> first(chunks, -1);
+      for (std::uint32_t c = 0; c < l.cols; c += per_chunk) {
+        const std::uint32_t at = l.offset(r, c, pass == 1) - r * l.pitch;
+        first[at / 16] = c;
+      }
+      char head[16];
+      std::snprintf(head, sizeof head, "row %3u |", r);
+      os << head;
+      for (std::uint32_t j = 0; j < chunks; ++j) {
+        const std::uint32_t b0 = l.bank(r * l.pitch + j * 16);
+        char cell[96];
+        if (first[j] < 0) {
+          std::snprintf(cell, sizeof cell, " %-9s b%02u-%02u |", "(unused)", b0, b0 + 3);
+        } else {
+          const long c0 = first[j];
+          const long c1 = c0 + per_chunk - 1;
+          std::snprintf(cell, sizeof cell, " c%3ld-%-4ld b%02u-%02u |", c0, c1, b0, b0 + 3);
+        }
+        os << cell;
+      }
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// SVG: two panels of one cell per element, coloured by the element's original 16-byte chunk so
+// the permutation shows; bank numbers over each 4-byte column.
+std::string svg_picture(const Layout& l) {
+  const int cell_w = static_cast<int>(std::max<std::uint32_t>(10, 6 * l.esize));
+  const int cell_h = 18;
+  const std::uint32_t slots = l.pitch / l.esize;  // element slots per row, data or not
+  const int grid_w = static_cast<int>(slots) * cell_w;
+  const int left = 60, top = 70, gap = 50;
+  const int panel_h = 20 + static_cast<int>(l.rows) * cell_h;
+  const int width = left + grid_w + 20;
+  const int height = top + 2 * panel_h + gap + 40;
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+     << "\" font-family=\"monospace\" font-size=\"10\">\n"
+     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+     << "<text x=\"10\" y=\"20\" font-size=\"13\">" << xml_escape(header(l)) << "</text>\n"
+     << "<text x=\"10\" y=\"40\">" << xml_escape(formula(l)) << "</text>\n";
+  for (int pass = 0; pass < 2; ++pass) {
+    const int y0 = top + pass * (panel_h + gap);
+    os << "<text x=\"10\" y=\"" << y0 - 6 << "\" font-size=\"12\">"
+       << (pass == 0 ? "before the swizzle" : "after the swizzle (as stored)")
+       << " -- cell: column; colour: source 16-byte chunk; top: bank</text>\n";
+    // bank of each 4-byte word of row 0's positions
+    for (std::uint32_t w = 0; w < l.pitch / 4; ++w) {
+      const int x = left + static_cast<int>(w * 4 / l.esize) * cell_w;
+      if (l.esize < 4 || w * 4 % l.esize == 0) {
+        os << "<text x=\"" << x + 1 << "\" y=\"" << y0 + 12 << "\" fill=\"#555\">b" << l.bank(w * 4)
+           << "</text>\n";
+      }
+    }
+    for (std::uint32_t r = 0; r < l.rows; ++r) {
+      const int y = y0 + 20 + static_cast<int>(r) * cell_h;
+      os << "<text x=\"10\" y=\"" << y + 13 << "\">row " << r << "</text>\n";
+      for (std::uint32_t c = 0; c < l.cols; ++c) {
+        const std::uint32_t at = l.offset(r, c, pass == 1) - r * l.pitch;
+        const int x = left + static_cast<int>(at / l.esize) * cell_w;
+        const std::uint32_t chunk = c * l.esize / 16;
+        const int hue = static_cast<int>(chunk * 45 % 360);
+        os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell_w << "\" height=\""
+           << cell_h << "\" fill=\"hsl(" << hue << ",70%,80%)\" stroke=\"#333\" "
+           << "stroke-width=\"0.5\"><title>row " << r << " col " << c << " at byte "
+           << r * l.pitch + at << " bank " << l.bank(r * l.pitch + at) << "</title></rect>\n";
+        if (cell_w >= 18) {
+          os << "<text x=\"" << x + 2 << "\" y=\"" << y + 13 << "\">" << c << "</text>\n";
+        }
+      }
+    }
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+int run_swizzle(const Options& o) {
+  Layout l;
+  try {
+    l = make_layout(o);
+  } catch (const tmakit::Error& e) {
+    std::cerr << "tmakit swizzle: " << e.what() << "\n";
+    return 2;
+  }
+  const bool any_file = !o.svg.empty() || !o.png.empty();
+  if (o.text || !any_file) std::cout << text_picture(l);
+  std::string svg_path = o.svg;
+  if (!o.png.empty() && svg_path.empty()) svg_path = o.png + ".svg";
+  if (!svg_path.empty()) {
+    std::ofstream f(svg_path, std::ios::binary);
+    f << svg_picture(l);
+    if (!f) {
+      std::cerr << "tmakit swizzle: cannot write " << svg_path << "\n";
+      return 2;
+    }
+  }
+  if (!o.png.empty()) {
+    // NOTE: PNG needs an external converter; rsvg-convert or ImageMagick, whichever exists
+    const std::string quoted_svg = "'" + svg_path + "'", quoted_png = "'" + o.png + "'";
+    if (svg_path.find('\'') != std::string::npos || o.png.find('\'') != std::string::npos) {
+      std::cerr << "tmakit swizzle: file names with a single quote are not supported\n";
+      return 2;
+    }
+    const bool rsvg = std::system("command -v rsvg-convert >/dev/null 2>&1") == 0;
+    const bool magick = !rsvg && std::system("command -v convert >/dev/null 2>&1") == 0;
+    if (!rsvg && !magick) {
+      std::cerr << "tmakit swizzle: no SVG-to-PNG converter (rsvg-convert or ImageMagick "
+                   "convert) found; the SVG is at "
+                << svg_path << "\n";
+      return 2;
+    }
+    const std::string cmd = rsvg ? "rsvg-convert -o " + quoted_png + " " + quoted_svg
+                                 : "convert " + quoted_svg + " " + quoted_png;
+    if (std::system(cmd.c_str()) != 0) {
+      std::cerr << "tmakit swizzle: the converter failed: " << cmd << "\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
+const tmakit::cli::Registrar kSwizzle(
+    "swizzle", "Draw where each element of a box lands in shared memory, before/after swizzle",
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("--type", o->type, "Tensor-map data type (FLOAT16, UINT8, ...)");
+      app.add_option("--swizzle", o->swizzle, "NONE, 32B, 64B or 128B");
+      app.add_option("--box", o->box, "COLSxROWS: elements of dimension 0 x rows, e.g. 64x8");
+      app.add_option("--base", o->base, "Shared address of the buffer (128-aligned; default 0)");
+      app.add_flag("--text", o->text, "Terminal grid (the default when no file is asked for)");
+      app.add_option("--svg", o->svg, "Write the picture as SVG to this file");
+      app.add_option("--png", o->png, "Also convert it to PNG (needs rsvg-convert or convert)");
+      return [o] { return run_swizzle(*o); };
+    });
+
+}  // namespace
