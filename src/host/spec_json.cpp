@@ -18,7 +18,8 @@ using nlohmann::json;
 
 std::string type_name(const json& v) {
   if (v.is_number_float()) return "a fractional or out-of-range number";
-  return std::string("a ") + v.type_name();
+  const std::string t = v.type_name();
+  return (t[0] == 'a' || t[0] == 'o' ? "an " : "a ") + t;
 }
 
 // An integer in [lo, hi]. nlohmann stores integers that fit as int64/uint64 and anything

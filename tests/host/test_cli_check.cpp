@@ -1,0 +1,159 @@
+// `tmakit check` end to end: one verdict line per input line, exit codes 0 / 1 / 2, and no
+// crash or hang on truncated, garbage, random-byte, huge or negative input.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../cli_runner.hpp"
+
+namespace tmakit {
+namespace {
+
+using testing::run_cli;
+using testing::ScratchDir;
+
+const std::string kGood =
+    R"({"encode":"tiled","dataType":"FLOAT32","rank":2,"globalAddress":4096,)"
+    R"("globalDim":[1024,512],"globalStrides":[4096],"boxDim":[32,32],)"
+    R"("elementStrides":[1,1],"interleave":"NONE","swizzle":"128B","l2Promotion":"256B",)"
+    R"("oobFill":"NONE"})";
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::string with(const std::string& key_and_value, const std::string& replacing) {
+  std::string s = kGood;
+  const auto at = s.find(replacing);
+  EXPECT_NE(at, std::string::npos) << replacing;
+  return s.replace(at, replacing.size(), key_and_value);
+}
+
+TEST(CheckCli, GoodSpecIsOkAndExitsZero) {
+  ScratchDir dir("check_good");
+  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "ok\n");
+}
+
+TEST(CheckCli, OneVerdictPerLineInOrder) {
+  ScratchDir dir("check_mixed");
+  const std::string input = kGood + "\n" + with(R"("boxDim":[25,32])", R"("boxDim":[32,32])") +
+                            "\n" + "not json\n" + "\n" + kGood;  // last line: no newline
+  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", input));
+  EXPECT_EQ(r.code, 1);
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 5u) << r.out;
+  EXPECT_EQ(out[0], "ok");
+  EXPECT_EQ(out[1], "rejected T7: boxDim[0]*4 = 100 bytes is not a multiple of 16; use 24 or 28");
+  EXPECT_EQ(out[2].rfind("error: invalid JSON: ", 0), 0u) << out[2];
+  EXPECT_EQ(out[3].rfind("error: invalid JSON: ", 0), 0u) << out[3];
+  EXPECT_EQ(out[4], "ok");
+}
+
+TEST(CheckCli, ValueErrorsNameTheKey) {
+  ScratchDir dir("check_values");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with(R"("globalAddress":-16)", R"("globalAddress":4096)"),
+       "error: globalAddress: -16 is negative (expected an integer in 0..18446744073709551615)"},
+      {with(R"("globalDim":[1024,18446744073709551616])", R"("globalDim":[1024,512])"),
+       "error: globalDim[1]: 1.8446744073709552e+19 is not an integer or is out of range "
+       "(expected an integer in 0..18446744073709551615)"},
+      {with(R"("boxDim":[32,4294967296])", R"("boxDim":[32,32])"),
+       "error: boxDim[1]: 4294967296 is out of range (expected an integer in 0..4294967295)"},
+      {with(R"("boxDim":[32])", R"("boxDim":[32,32])"), "error: boxDim: has 1 entries; expected 2"},
+      {with(R"("boxDim":"32")", R"("boxDim":[32,32])"),
+       "error: boxDim: expected an array, got a string"},
+      {with(R"("boxDim":[32,3.5])", R"("boxDim":[32,32])"),
+       "error: boxDim[1]: 3.5 is not an integer or is out of range (expected an integer in "
+       "0..4294967295)"},
+      {with(R"("swizzle":"256B")", R"("swizzle":"128B")"),
+       "error: swizzle: unknown value \"256B\" (expected one of NONE, 32B, 64B, 128B)"},
+      {with(R"("dataType":7)", R"("dataType":"FLOAT32")"),
+       "error: dataType: expected a string (UINT8, UINT16, UINT32, INT32, UINT64, INT64, FLOAT16, "
+       "FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ), got a number"},
+      {R"({"dataType":"FLOAT32","globalDim":[16],"boxDim":[4]})", "error: globalAddress: missing"},
+      {"[1,2,3]", "error: expected a JSON object, got an array"},
+  };
+  std::string input;
+  for (const auto& c : cases) input += c.first + "\n";
+  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", input));
+  EXPECT_EQ(r.code, 1);
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), cases.size()) << r.out;
+  for (std::size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(out[i], cases[i].second) << i;
+}
+
+TEST(CheckCli, BigNumbersAreFull64Bit) {
+  ScratchDir dir("check_big");
+  // A 2^56-byte stride fits the type (and breaks T6); 2^64-16 as an address breaks X2.
+  const auto a = with(R"("globalStrides":[72057594037927936])", R"("globalStrides":[4096])");
+  const auto b = with(R"("globalAddress":18446744073709551600)", R"("globalAddress":4096)");
+  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", a + "\n" + b + "\n"));
+  EXPECT_EQ(r.code, 1);
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].rfind("rejected T6: globalStrides[0] = 72057594037927936 bytes", 0), 0u)
+      << out[0];
+  EXPECT_EQ(out[1].rfind("rejected X2: globalAddress = 0xfffffffffffffff0", 0), 0u) << out[1];
+}
+
+TEST(CheckCli, RandomBytesGiveOneErrorLinePerLine) {
+  ScratchDir dir("check_random");
+  std::mt19937 rng(7);
+  std::string input;
+  std::size_t newlines = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const char c = static_cast<char>(rng() & 0xff);
+    input += c;
+    newlines += c == '\n';
+  }
+  input += '\n';
+  ++newlines;
+  const auto r = run_cli("check --jsonl " + dir.write("a.bin", input));
+  EXPECT_EQ(r.code, 1);
+  const auto out = lines(r.out);
+  EXPECT_EQ(out.size(), newlines);
+  for (const auto& l : out) {
+    EXPECT_EQ(l.rfind("error: ", 0), 0u) << l;
+    for (unsigned char ch : l) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << "unprintable byte";
+  }
+}
+
+TEST(CheckCli, TruncatedLinesAreErrors) {
+  ScratchDir dir("check_trunc");
+  std::string input;
+  for (std::size_t n = 1; n < kGood.size(); n += 7) input += kGood.substr(0, n) + "\n";
+  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", input));
+  EXPECT_EQ(r.code, 1);
+  for (const auto& l : lines(r.out)) EXPECT_EQ(l.rfind("error: ", 0), 0u) << l;
+}
+
+TEST(CheckCli, StdinAndJsonOutput) {
+  ScratchDir dir("check_stdin");
+  const auto file = dir.write("a.jsonl", with(R"("rank":7)", R"("rank":2)") + "\n");
+  // rank 7 disagrees with the arrays' length 2
+  auto r = run_cli("check --jsonl - < " + file);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "error: globalDim: has 2 entries; expected 7\n");
+  r = run_cli("check --json --jsonl " + dir.write("b.jsonl", kGood + "\n"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "{\"line\":1,\"verdict\":\"ok\"}\n");
+}
+
+TEST(CheckCli, UsageAndUnreadableFilesExitTwo) {
+  EXPECT_EQ(run_cli("check").code, 2);
+  EXPECT_EQ(run_cli("check --jsonl /nonexistent/specs.jsonl").code, 2);
+  EXPECT_EQ(run_cli("check --jsonl /").code, 2);  // a directory
+  EXPECT_EQ(run_cli("nonsense").code, 2);
+  EXPECT_EQ(run_cli("").code, 2);
+}
+
+}  // namespace
+}  // namespace tmakit
