@@ -49,6 +49,10 @@ std::uint64_t box_elements(const TensorMapSpec& spec, int d) {
     if (d == 1) return spec.pixels_per_column;
     return 1;
   }
+  // NOTE: without interleave the hardware ignores elementStrides[0] and delivers boxDim[0]
+  // consecutive elements (measured on H200: a barrier armed with ceil(boxDim[0] / stride)
+  // never completes). Other dimensions deliver ceil(boxDim / elementStride).
+  if (d == 0 && spec.interleave == Interleave::none) return spec.box_dim[0];
   const std::uint64_t stride = std::max<std::uint32_t>(spec.element_strides[d], 1);
   return (spec.box_dim[d] + stride - 1) / stride;
 }

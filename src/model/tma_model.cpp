@@ -55,14 +55,10 @@ bool in_tensor(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRan
   return true;
 }
 
-// Elements dimension 0 delivers. NOTE: measured on H200 (driver 580): without interleave the
-// hardware ignores elementStrides[0] and delivers boxDim[0] consecutive elements, as the driver
-// documentation says ("the first element of this array is ignored"); box_bytes() counts
-// ceil(boxDim[0] / elementStrides[0]), so an expect_tx of box_bytes() then never completes.
-std::uint64_t dim0_elements(const TensorMapSpec& spec) {
-  if (spec.kind == EncodeKind::tiled && spec.interleave == Interleave::none) return spec.box_dim[0];
-  return box_elements(spec, 0);
-}
+// Elements dimension 0 delivers: box_elements() already ignores elementStrides[0] without
+// interleave, as the hardware does (measured on H200; the driver documentation says "the
+// first element of this array is ignored").
+std::uint64_t dim0_elements(const TensorMapSpec& spec) { return box_elements(spec, 0); }
 std::uint32_t dim0_stride(const TensorMapSpec& spec) {
   return spec.interleave == Interleave::none ? 1u : spec.element_strides[0];
 }

@@ -39,5 +39,17 @@ TEST(TensorMapSpec, BoxBytesCountsElementStrides) {
   EXPECT_EQ(box_bytes(s), 4u * 32u * 4u);
 }
 
+TEST(TensorMapSpec, BoxBytesIgnoresDimensionZeroStrideWithoutInterleave) {
+  TensorMapSpec s;
+  s.data_type = DataType::uint16;
+  s.rank = 2;
+  s.box_dim = {16, 4};
+  s.element_strides = {4, 2, 1, 1, 1};
+  EXPECT_EQ(box_elements(s, 0), 16u);  // not ceil(16 / 4)
+  EXPECT_EQ(box_bytes(s), 2u * 16u * 2u);
+  s.interleave = Interleave::bytes16;
+  EXPECT_EQ(box_elements(s, 0), 4u);
+}
+
 }  // namespace
 }  // namespace tmakit

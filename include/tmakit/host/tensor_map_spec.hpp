@@ -74,7 +74,8 @@ std::optional<Swizzle> parse_swizzle(std::string_view s);
 std::optional<L2Promotion> parse_l2_promotion(std::string_view s);
 std::optional<OobFill> parse_oob_fill(std::string_view s);
 
-// Elements one box delivers along dimension d: ceil(boxDim / elementStride) (T8).
+// Elements one box delivers along dimension d: ceil(boxDim / elementStride) (T8), except
+// dimension 0 without interleave, where the hardware ignores the element stride.
 // For im2col, dimension 0 delivers channelsPerPixel and dimension 1 pixelsPerColumn.
 std::uint64_t box_elements(const TensorMapSpec& spec, int d);
 // Bytes one copy delivers (O3): element size x product of box_elements.
