@@ -12,6 +12,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "text.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/spec_json.hpp"
@@ -31,21 +32,7 @@ struct Verdict {
   std::string message;
 };
 
-// Messages may quote bytes of a garbage line: keep the output one printable ASCII line.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char* digits = "0123456789abcdef";
-      out += "\\x";
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out;
-}
+using tmakit::cli::printable;
 
 Verdict judge(const std::string& line, tmakit::TensorMapSpec* spec) {
   try {

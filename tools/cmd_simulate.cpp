@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "text.hpp"
 #include "tmakit/host/spec_json.hpp"
 #include "tmakit/host/validate.hpp"
 #include "tmakit/model/tma_model.hpp"
@@ -48,21 +49,7 @@ std::optional<std::vector<std::uint8_t>> read_all(const std::string& path) {
   return bytes;
 }
 
-// Messages may quote bytes of a garbage line: keep each output line printable ASCII.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char* digits = "0123456789abcdef";
-      out += "\\x";
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out;
-}
+using tmakit::cli::printable;
 
 // The "coords" key: exactly `rank` signed 32-bit integers.
 model::Coords parse_coords(const std::string& line, std::uint32_t rank) {
