@@ -58,12 +58,20 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   std::vector<std::string> st = {"tmakit", "cudnn"};
   std::vector<std::string> st64 = {"tmakit", "seed-padded-tma", "cudnn"};
   if (o.tune) {
-    for (const char* v : {"tmakit:c1", "tmakit:p4"}) {
+    // layouts selectable at run time (each kernel's README names them), one run compares all
+    // NOTE: "tmakit:v0" is the default measured again last: the spread between the two says
+    // how much of a difference between layouts is drift within the run.
+    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
+                          "tmakit:v0:p2", "tmakit:v0:p4", "tmakit:v0"}) {
       tr.push_back(v);
       tr32.push_back(v);
     }
-    for (const char* v : {"tmakit:c1"}) add.push_back(v);
-    for (const char* v : {"tmakit:c1"}) {
+    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
+                          "tmakit:v6", "tmakit:v0"}) {
+      add.push_back(v);
+    }
+    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:c3",
+                          "tmakit:v4:c3", "tmakit:v0"}) {
       st.push_back(v);
       st64.push_back(v);
     }
@@ -85,7 +93,7 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   };
 }
 
-// "tmakit:c1" -> ctas_per_sm 1; "tmakit:p16" -> panel 16 tile rows.
+// "tmakit:c1" -> ctas_per_sm 1; "tmakit:p16" -> panel 16 tile rows; "tmakit:v2" -> layout 2.
 int knob(const std::string& impl, char key) {
   const auto pos = impl.find(std::string(":") + key);
   return pos == std::string::npos ? 0 : std::stoi(impl.substr(pos + 2));
@@ -233,7 +241,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
   for (const auto& impl : impls) {
     if (impl == "memcpy") continue;
     if (w.op == Op::add) {
-      const ElementwiseTuning tuning{knob(impl, 'c')};
+      const ElementwiseTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
       if (impl == "tmakit-inplace") {
         // NOTE: in place turns the input into its own output; the check then compares with a
         // copy taken first.
@@ -262,7 +270,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
         return errors_text(count_transpose_errors(in.get(), out.get(), w.rows, w.cols, esize, st));
       };
       if (impl.rfind("tmakit", 0) == 0) {
-        const TransposeTuning tuning{knob(impl, 'c'), knob(impl, 'p')};
+        const TransposeTuning tuning{knob(impl, 'c'), knob(impl, 'p'), knob(impl, 'v')};
         s.measure(
             w, impl, "", out.get(),
             [&](cudaStream_t stream) { transpose(vin, vout, stream, tuning); }, check);
@@ -297,7 +305,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
                                                 w.type, laplacian, tol, st));
       };
       if (impl.rfind("tmakit", 0) == 0) {
-        const StencilTuning tuning{knob(impl, 'c')};
+        const StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
         s.measure(
             w, impl, "zero padding from TMA out-of-bounds fill", out.get(),
             [&](cudaStream_t stream) { stencil3x3(vin, vout, laplacian, stream, tuning); },

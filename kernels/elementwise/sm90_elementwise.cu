@@ -19,10 +19,29 @@ using stream::run_tile_stream;
 using stream::StreamBarriers;
 using stream::TileOrder;
 
-constexpr int kStages = 6;
 constexpr int kConsumerWarps = 4;
-constexpr std::uint32_t kStageBytes = 16 * 1024;  // one box: box_cols x box_rows elements
-constexpr int kDefaultCtasPerSm = 2;
+
+// A pipeline shape, selectable at run time through ElementwiseTuning::variant so shapes
+// compare in one benchmark run. Boxes are rows of up to 1 KB, StageKB KB in all.
+template <int Stages, int StageKB, int Lag, int CtasPerSm, bool EvictFirst>
+struct Layout {
+  static constexpr int kStages = Stages;
+  static constexpr std::uint32_t kStageBytes = StageKB * 1024u;
+  static constexpr int kReleaseLag = Lag;  // a stage is freed once the store this many tiles
+                                           // later has been issued and its own was read
+  static constexpr int kCtasPerSm = CtasPerSm;
+  static constexpr bool kEvictFirst = EvictFirst;  // L2 evict-first hint on loads and stores
+};
+// NOTE: on H200 every shape below measured 0.91-0.93 of memcpy for int32 (README): neither
+// depth, stores in flight nor one CTA per SM moved it; 32 KB boxes were the best by ~1%.
+using Layout0 = Layout<3, 32, 1, 2, false>;   // the default: 32 KB boxes
+using Layout1 = Layout<6, 16, 1, 2, false>;   // the earlier default
+using Layout2 = Layout<6, 16, 2, 2, false>;   // two stores in flight per CTA
+using Layout3 = Layout<6, 32, 2, 1, false>;   // one CTA, 32 KB boxes, two stores in flight
+using Layout4 = Layout<12, 16, 3, 1, false>;  // one CTA, 16 KB boxes, three stores in flight
+using Layout5 = Layout<3, 32, 1, 2, true>;    // variant 0 with evict-first hints
+using Layout6 = Layout<3, 64, 1, 1, false>;   // one CTA, 64 KB boxes
+constexpr int kVariants = 7;
 
 // The constant in the element type's bits, widened so one parameter serves every type.
 struct Params {
@@ -90,12 +109,13 @@ __device__ __forceinline__ uint4 add16<__half>(uint4 v, const Params& p) {
                     add_pair<__half>(v.w, c));
 }
 
-template <class T>
+template <class T, class L>
 struct AddOp {
   using Params = elementwise::Params;
-  static constexpr int kStages = elementwise::kStages;
+  static constexpr int kStages = L::kStages;
+  static constexpr int kReleaseLag = L::kReleaseLag;
   static constexpr int kConsumerWarps = elementwise::kConsumerWarps;
-  static constexpr std::uint32_t kInBytes = kStageBytes;
+  static constexpr std::uint32_t kInBytes = L::kStageBytes;
   static constexpr std::uint32_t kOutBytes = 0;  // in place in shared memory
   static constexpr int kOutStages = 0;
 
@@ -112,7 +132,13 @@ struct AddOp {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
     const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
-    ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
+    if constexpr (L::kEvictFirst) {
+      // NOTE: every byte is read once: evict-first keeps streamed data from crowding L2
+      ptx::cp_async_bulk_tensor_shared_global_tile_hint<2>(
+          dst, &p.in_map, c, bar, ptx::createpolicy_fractional_l2_evict_first());
+    } else {
+      ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
+    }
   }
   __device__ static void compute(const Params& p, std::int64_t, std::uint8_t* in, std::uint8_t*,
                                  std::uint32_t tid) {
@@ -128,7 +154,12 @@ struct AddOp {
     p.order.coords(tile, tx, ty, image);
     if (p.tail.main_cols == 0) return;  // rows under 16 bytes: all of it is tail
     const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
-    ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src);
+    if constexpr (L::kEvictFirst) {
+      ptx::cp_async_bulk_tensor_global_shared_tile_hint<2>(
+          &p.out_map, c, src, ptx::createpolicy_fractional_l2_evict_first());
+    } else {
+      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src);
+    }
   }
   __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,
                                     std::uint32_t tid, std::uint32_t threads) {
@@ -145,22 +176,28 @@ struct AddOp {
   }
 };
 
+template <class L>
 struct alignas(1024) SharedStorage {
-  std::uint8_t stages[kStages][kStageBytes];  // boxes, 1024-aligned (rule D1)
-  StreamBarriers<kStages> bars;
+  std::uint8_t stages[L::kStages][L::kStageBytes];  // boxes, 1024-aligned (rule D1)
+  StreamBarriers<L::kStages> bars;
 };
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
+template <class L>
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage<L>) + 1024;  // + alignment slack
+// CTAs of this layout that fit in one SM's 228 KB (1 KB of it reserved per CTA)
+template <class L>
+constexpr int kMaxCtasPerSm = static_cast<int>(228 * 1024 / (kSmemBytes<L> + 1024));
 
-template <class T>
+template <class T, class L>
 __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
     sm90_add_constant_kernel(const __grid_constant__ Params p) {
-  static_assert(kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
-  static_assert(kStages >= 2, "the stream releases a stage one store later: 2 stages minimum");
+  static_assert(L::kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
+  static_assert(L::kStages > L::kReleaseLag, "the stream frees a stage kReleaseLag stores later");
+  static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];
-  auto* storage = reinterpret_cast<SharedStorage*>(
+  auto* storage = reinterpret_cast<SharedStorage<L>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  run_tile_stream<AddOp<T>>(p, &storage->stages[0][0], storage->bars);
+  run_tile_stream<AddOp<T, L>>(p, &storage->stages[0][0], storage->bars);
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
   if (threadIdx.x == 0) printf("sm90_add_constant_kernel needs sm_90a\n");
@@ -168,14 +205,39 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 #endif
 }
 
-template <class T>
+template <class T, class L>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_add_constant_kernel<T>,
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_add_constant_kernel<T, L>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes)));
-  sm90_add_constant_kernel<T><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes, stream>>>(p);
+                                         static_cast<int>(kSmemBytes<L>)));
+  sm90_add_constant_kernel<T, L><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<L>, stream>>>(p);
   check_launch("sm90_add_constant_kernel");
 }
+
+template <class L>
+void launch_type(DataType t, const Params& p, unsigned grid, cudaStream_t stream) {
+  switch (t) {
+    case DataType::int32: launch<std::int32_t, L>(p, grid, stream); break;
+    case DataType::float32: launch<float, L>(p, grid, stream); break;
+    case DataType::bfloat16: launch<__nv_bfloat16, L>(p, grid, stream); break;
+    default: launch<__half, L>(p, grid, stream); break;
+  }
+}
+
+// What the launcher needs of a layout at run time.
+struct LayoutFacts {
+  std::uint32_t stage_bytes;
+  int ctas_per_sm;
+  int max_ctas_per_sm;
+  void (*launch)(DataType, const Params&, unsigned, cudaStream_t);
+};
+template <class L>
+constexpr LayoutFacts facts() {
+  return {L::kStageBytes, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_type<L>};
+}
+constexpr LayoutFacts kLayouts[kVariants] = {facts<Layout0>(), facts<Layout1>(), facts<Layout2>(),
+                                             facts<Layout3>(), facts<Layout4>(), facts<Layout5>(),
+                                             facts<Layout6>()};
 
 }  // namespace tmakit::detail::elementwise
 
@@ -208,12 +270,21 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
     throw ArgumentError("out.data", "overlaps in without being the same tensor; pass the "
                                     "same pointer and stride for in place, or disjoint memory");
   }
+  if (tuning.variant < 0 || tuning.variant >= kVariants) {
+    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
+                                              " is not a layout; use 0.." +
+                                              std::to_string(kVariants - 1));
+  }
+  const LayoutFacts& layout = kLayouts[tuning.variant];
   Params p{};
   p.value = make_constant(t, value);
-  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : kDefaultCtasPerSm;
-  if (ctas_per_sm > 2) throw ArgumentError("tuning.ctas_per_sm", "at most 2 fit in shared memory");
+  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
+  if (ctas_per_sm > layout.max_ctas_per_sm) {
+    throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
+                                                  " fit in shared memory");
+  }
 
-  // step 2: box shape: rows of up to 1 KB (256 elements at most), 16 KB in all.
+  // step 2: box shape: rows of up to 1 KB (256 elements at most), the stage's bytes in all.
   // NOTE: walking a dense tensor as one run of 16 KB boxes measured slower on H200 than
   // boxes of 16 rows x 1 KB (0.90 vs 0.93 of memcpy), so the matrix keeps its own shape.
   const std::uint32_t esize = element_bytes(t);
@@ -222,7 +293,8 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   const TensorRef& dst = out;
   const std::uint64_t aligned_cols = (src.cols * esize + 15) / 16 * 16 / esize;
   const auto box_cols = static_cast<std::uint32_t>(std::min<std::uint64_t>(aligned_cols, run));
-  const std::uint32_t box_rows = std::min<std::uint32_t>(kStageBytes / (box_cols * esize), 256);
+  const std::uint32_t box_rows =
+      std::min<std::uint32_t>(layout.stage_bytes / (box_cols * esize), 256);
   p.box_cols = static_cast<std::int32_t>(box_cols);
   p.box_rows = static_cast<std::int32_t>(box_rows);
   p.box_bytes = box_cols * box_rows * esize;
@@ -245,12 +317,7 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   // step 4: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
   const unsigned grid = detail::persistent_grid(tiles, ctas_per_sm);
-  switch (t) {
-    case DataType::int32: launch<std::int32_t>(p, grid, stream); break;
-    case DataType::float32: launch<float>(p, grid, stream); break;
-    case DataType::bfloat16: launch<__nv_bfloat16>(p, grid, stream); break;
-    default: launch<__half>(p, grid, stream); break;
-  }
+  layout.launch(t, p, grid, stream);
 }
 
 }  // namespace tmakit

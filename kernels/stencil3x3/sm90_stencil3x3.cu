@@ -18,18 +18,33 @@ using stream::run_tile_stream;
 using stream::StreamBarriers;
 using stream::TileOrder;
 
-constexpr int kStages = 6;     // input boxes in flight
-// NOTE: three output buffers let a store finish reading shared memory while the next tile is
-// computed; with two, consumers waited on each store's read (measured slower on H200).
-constexpr int kOutStages = 3;
 constexpr int kConsumerWarps = 4;
-constexpr int kTileRows = 32;
 constexpr int kDefaultCtasPerSm = 2;
 
+// A buffer layout of the tile stream (sm90_tile_stream.cuh), selectable at run time through
+// StencilTuning::variant so layouts compare in one benchmark run.
+template <int Stages, int OutStages, int Lag, int TileRows>
+struct Layout {
+  static constexpr int kStages = Stages;        // input boxes in flight
+  static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
+  static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
+  static constexpr int kTileRows = TileRows;
+};
+// NOTE: variant 0 is the layout measured fastest on H200 (README): 4 paired stages freed one
+// tile late, 2 CTAs per SM. Separate input/output buffers freed inputs early but measured
+// slower (fp32 0.80 vs 0.89-0.98 of memcpy, fp64 0.64 vs 0.85), as did deeper rings.
+using Layout0 = Layout<4, 0, 1, 32>;
+using Layout1 = Layout<6, 0, 2, 32>;  // deeper paired ring, two stores in flight
+using Layout2 = Layout<6, 3, 1, 32>;  // separate: 6 input boxes, 3 output buffers
+using Layout3 = Layout<3, 0, 1, 64>;  // taller tiles: less halo re-read per output row
+using Layout4 = Layout<3, 0, 1, 32>;  // shallower paired ring
+constexpr int kVariants = 5;
+
 // Tile geometry for element type T: 256-byte output rows.
-template <class T>
+template <class T, int TileRows>
 struct Geometry {
   static constexpr int kE = sizeof(T);
+  static constexpr int kTileRows = TileRows;
   static constexpr int kTileCols = 256 / kE;  // 64 fp32, 32 fp64
   // NOTE: the box's inner coordinate times the element size must be a multiple of 16 bytes
   // (TMA_FACTS O1), so the left halo is 16 bytes wide although the filter needs one element.
@@ -39,7 +54,7 @@ struct Geometry {
   static constexpr std::uint32_t kInBytes = (kInCols * kInRows * kE + 127) / 128 * 128;
   static constexpr std::uint32_t kOutBytes = kTileCols * kTileRows * kE;
   static constexpr int kStrips = 32 * kConsumerWarps / kTileCols;  // thread rows per tile
-  static constexpr int kStripRows = kTileRows / kStrips;           // 16 fp32, 8 fp64
+  static constexpr int kStripRows = kTileRows / kStrips;
   static_assert(kStrips * kTileCols == 32 * kConsumerWarps, "one column per consumer thread");
 };
 
@@ -53,12 +68,14 @@ struct Params {
   T taps[9];
 };
 
-template <class T>
+template <class T, class L>
 struct StencilOp {
   using Params = stencil3x3::Params<T>;
-  using G = Geometry<T>;
-  static constexpr int kStages = stencil3x3::kStages;
-  static constexpr int kOutStages = stencil3x3::kOutStages;
+  using G = Geometry<T, L::kTileRows>;
+  static constexpr int kTileRows = L::kTileRows;
+  static constexpr int kStages = L::kStages;
+  static constexpr int kOutStages = L::kOutStages;
+  static constexpr int kReleaseLag = L::kReleaseLag;
   static constexpr int kConsumerWarps = stencil3x3::kConsumerWarps;
   static constexpr std::uint32_t kInBytes = G::kInBytes;
   static constexpr std::uint32_t kOutBytes = G::kOutBytes;
@@ -136,36 +153,44 @@ struct StencilOp {
   }
 };
 
-template <class T>
+// The ring of stages as the tile stream lays it out (paired: box then tile in each stage;
+// separate: boxes, then output buffers), then the barriers.
+template <class T, class L>
 struct alignas(128) SharedStorage {
-  std::uint8_t in[kStages][Geometry<T>::kInBytes];  // 128-aligned boxes (rule D1)
-  std::uint8_t out[kOutStages][Geometry<T>::kOutBytes];
-  StreamBarriers<kStages> bars;
+  using G = Geometry<T, L::kTileRows>;
+  static constexpr std::uint32_t kRingBytes =
+      L::kOutStages == 0 ? L::kStages * (G::kInBytes + G::kOutBytes)
+                         : L::kStages * G::kInBytes + L::kOutStages * G::kOutBytes;
+  std::uint8_t ring[kRingBytes];  // 128-aligned boxes (rule D1)
+  StreamBarriers<L::kStages> bars;
 };
-template <class T>
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage<T>) + 128;  // + alignment slack
+template <class T, class L>
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage<T, L>) + 128;  // + alignment slack
 
-template <class T>
+template <class T, class L>
 __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
     sm90_stencil3x3_kernel(const __grid_constant__ Params<T> p) {
-  static_assert(Geometry<T>::kInBytes % 128 == 0 && Geometry<T>::kOutBytes % 128 == 0,
+  using G = Geometry<T, L::kTileRows>;
+  static_assert(G::kInBytes % 128 == 0 && G::kOutBytes % 128 == 0,
                 "TMA shared-memory boxes need 128-byte alignment (rule D1)");
-  static_assert(Geometry<T>::kInCols * Geometry<T>::kE % 16 == 0, "box rows of 16-byte units");
+  static_assert(G::kInCols * G::kE % 16 == 0, "box rows of 16-byte units");
+  static_assert(2 * (kSmemBytes<T, L> + 1024) <= 228 * 1024, "two CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];
-  auto* storage = reinterpret_cast<SharedStorage<T>*>(
+  auto* storage = reinterpret_cast<SharedStorage<T, L>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 127) & ~std::uintptr_t{127});
-  run_tile_stream<StencilOp<T>>(p, &storage->in[0][0], storage->bars);
+  run_tile_stream<StencilOp<T, L>>(p, storage->ring, storage->bars);
 #else
   if (threadIdx.x == 0) printf("sm90_stencil3x3_kernel needs sm_90a\n");
   __trap();
 #endif
 }
 
-template <class T>
+template <class T, class L>
 void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
             int ctas_per_sm, cudaStream_t stream) {
-  using G = Geometry<T>;
+  using G = Geometry<T, L::kTileRows>;
+  constexpr int kTileRows = L::kTileRows;
   const DataType t = in.type;
   // step 2: maps, always rank 3 (cols, rows, images) so one kernel serves a batch of one
   auto in_spec = view_spec(in, t, {G::kInCols, G::kInRows, 1}, Swizzle::none);
@@ -191,11 +216,37 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   const std::int64_t tiles =
       static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
   const unsigned grid = persistent_grid(tiles, ctas_per_sm);
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_stencil3x3_kernel<T>,
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_stencil3x3_kernel<T, L>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes<T>)));
-  sm90_stencil3x3_kernel<T><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<T>, stream>>>(p);
+                                         static_cast<int>(kSmemBytes<T, L>)));
+  sm90_stencil3x3_kernel<T, L>
+      <<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<T, L>, stream>>>(p);
   check_launch("sm90_stencil3x3_kernel");
+}
+
+// CTAs of each layout that fit in one SM's 228 KB (1 KB of it reserved per CTA): [variant][fp64]
+template <class T, class L>
+constexpr int max_ctas() {
+  return static_cast<int>(228 * 1024 / (kSmemBytes<T, L> + 1024));
+}
+constexpr int kMaxCtasPerSm[kVariants][2] = {
+    {max_ctas<float, Layout0>(), max_ctas<double, Layout0>()},
+    {max_ctas<float, Layout1>(), max_ctas<double, Layout1>()},
+    {max_ctas<float, Layout2>(), max_ctas<double, Layout2>()},
+    {max_ctas<float, Layout3>(), max_ctas<double, Layout3>()},
+    {max_ctas<float, Layout4>(), max_ctas<double, Layout4>()}};
+
+template <class T>
+void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                    int ctas_per_sm, cudaStream_t stream) {
+  Params<T> p{};
+  switch (variant) {
+    case 1: launch<T, Layout1>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 2: launch<T, Layout2>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 3: launch<T, Layout3>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 4: launch<T, Layout4>(p, in, out, filter, ctas_per_sm, stream); break;
+    default: launch<T, Layout0>(p, in, out, filter, ctas_per_sm, stream); break;
+  }
 }
 
 }  // namespace tmakit::detail::stencil3x3
@@ -232,14 +283,22 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
     }
   }
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : kDefaultCtasPerSm;
-  if (ctas_per_sm > 2) throw ArgumentError("tuning.ctas_per_sm", "at most 2 fit in shared memory");
+  if (tuning.variant < 0 || tuning.variant >= kVariants) {
+    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
+                                              " is not a layout; use 0.." +
+                                              std::to_string(kVariants - 1));
+  }
+  const int max_ctas = kMaxCtasPerSm[tuning.variant][in.type == DataType::float64 ? 1 : 0];
+  if (ctas_per_sm > max_ctas) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "at most " + std::to_string(max_ctas) + " fit in shared memory");
+  }
+
 
   if (in.type == DataType::float32) {
-    Params<float> p{};
-    launch<float>(p, in, out, filter, ctas_per_sm, stream);
+    launch_variant<float>(tuning.variant, in, out, filter, ctas_per_sm, stream);
   } else {
-    Params<double> p{};
-    launch<double>(p, in, out, filter, ctas_per_sm, stream);
+    launch_variant<double>(tuning.variant, in, out, filter, ctas_per_sm, stream);
   }
 }
 

@@ -18,14 +18,28 @@ using stream::StreamBarriers;
 using stream::TileOrder;
 using Swz = Swizzled<Swizzle::bytes128>;
 
-constexpr int kStages = 3;     // input boxes in flight
-// NOTE: three output buffers let a store finish reading shared memory while the next tile is
-// computed; with two, consumers waited on each store's read (measured slower on H200).
-constexpr int kOutStages = 3;
-constexpr std::uint32_t kBoxRows = 128;      // input rows per tile
-constexpr std::uint32_t kRowBytes = 128;     // one swizzle span per tile row
-constexpr std::uint32_t kTileBytes = kBoxRows * kRowBytes;  // 16 KB in, 16 KB out
-constexpr int kDefaultCtasPerSm = 2;
+// A buffer layout of the tile stream, selectable at run time through
+// TransposeTuning::variant so layouts compare in one benchmark run.
+template <int Stages, int OutStages, int Lag, int CtasPerSm, int TileRows>
+struct Layout {
+  static constexpr int kStages = Stages;        // input boxes in flight
+  static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
+  static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
+  static constexpr int kCtasPerSm = CtasPerSm;
+  static constexpr std::uint32_t kBoxRows = TileRows;  // input rows per tile (128 or 256)
+  // NOTE: an output row gets kBoxRows elements from one tile: 256 rows make each output row's
+  // piece twice as long in DRAM (1 KB for fp32) for the same 128-byte input rows.
+  static constexpr std::uint32_t kTileBytes = kBoxRows * 128;  // one swizzle span per row
+};
+// NOTE: on H200 256-row tiles in paired stages at one CTA per SM measured best (README):
+// longer pieces of each output row (1 KB fp32, 512 B bf16, 256 B u8) per tile.
+using Layout0 = Layout<3, 0, 1, 1, 256>;  // the default: paired 32 KB + 32 KB stages
+using Layout1 = Layout<3, 3, 1, 2, 128>;  // the earlier default (fp32 0.79-0.80)
+using Layout2 = Layout<4, 2, 1, 1, 128>;  // one CTA, 4 input boxes, 2 output buffers (0.83)
+using Layout3 = Layout<3, 2, 1, 1, 256>;  // one CTA, 256-row tiles, separate outputs
+using Layout4 = Layout<2, 0, 1, 1, 256>;  // one CTA, two paired 256-row stages
+using Layout5 = Layout<6, 0, 2, 1, 128>;  // one CTA, paired stages, two stores in flight
+constexpr int kVariants = 6;
 constexpr int kDefaultPanelTiles = 1;  // measured best on H200 (README)
 
 struct Params {
@@ -92,13 +106,16 @@ __device__ __forceinline__ void transpose_block<1>(const uint4 (&in)[16], uint4 
   }
 }
 
-template <int E>
+template <int E, class L>
 struct TransposeOp {
   using Params = transpose::Params;
-  using Map = BlockMapping<E>;
+  using Map = BlockMapping<E, static_cast<int>(L::kBoxRows)>;
+  static constexpr std::uint32_t kBoxRows = L::kBoxRows;
+  static constexpr std::uint32_t kTileBytes = L::kTileBytes;
   static constexpr int V = Map::kV;
-  static constexpr int kStages = transpose::kStages;
-  static constexpr int kOutStages = transpose::kOutStages;
+  static constexpr int kStages = L::kStages;
+  static constexpr int kOutStages = L::kOutStages;
+  static constexpr int kReleaseLag = L::kReleaseLag;
   static constexpr int kConsumerWarps = E == 1 ? 2 : 4;
   static constexpr std::uint32_t kInBytes = kTileBytes;
   static constexpr std::uint32_t kOutBytes = kTileBytes;
@@ -171,38 +188,70 @@ struct TransposeOp {
   }
 };
 
+// The ring as the tile stream lays it out (separate: input boxes, then output buffers;
+// paired: box then output tile in each stage), then the barriers.
+template <class L>
 struct alignas(1024) SharedStorage {
-  std::uint8_t in[kStages][kTileBytes];      // each 1024-aligned (rule D2)
-  std::uint8_t out[kOutStages][kTileBytes];  // follows in[] (run_tile_stream's layout)
-  StreamBarriers<kStages> bars;
+  static constexpr int kBuffers = L::kOutStages == 0 ? 2 * L::kStages : L::kStages + L::kOutStages;
+  std::uint8_t ring[kBuffers][L::kTileBytes];  // each 1024-aligned (rule D2)
+  StreamBarriers<L::kStages> bars;
 };
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage) + 1024;  // + alignment slack
+template <class L>
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage<L>) + 1024;  // + alignment slack
+// CTAs of this layout that fit in one SM's 228 KB (1 KB of it reserved per CTA)
+template <class L>
+constexpr int kMaxCtasPerSm = static_cast<int>(228 * 1024 / (kSmemBytes<L> + 1024));
 
-template <int E>
-__global__ void __launch_bounds__(32 * (1 + TransposeOp<E>::kConsumerWarps))
+template <int E, class L>
+__global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps))
     sm90_transpose_kernel(const __grid_constant__ Params p) {
   static_assert(E == 1 || E == 2 || E == 4 || E == 8, "elements of 1, 2, 4 or 8 bytes");
-  static_assert(kTileBytes % Swz::repeat_bytes == 0, "tiles must sit on the swizzle repeat");
+  static_assert(L::kTileBytes % Swz::repeat_bytes == 0, "tiles must sit on the swizzle repeat");
+  static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];
-  auto* storage = reinterpret_cast<SharedStorage*>(
+  auto* storage = reinterpret_cast<SharedStorage<L>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  run_tile_stream<TransposeOp<E>>(p, &storage->in[0][0], storage->bars);
+  run_tile_stream<TransposeOp<E, L>>(p, &storage->ring[0][0], storage->bars);
 #else
   if (threadIdx.x == 0) printf("sm90_transpose_kernel needs sm_90a\n");
   __trap();
 #endif
 }
 
-template <int E>
+template <int E, class L>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_transpose_kernel<E>,
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_transpose_kernel<E, L>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes)));
-  sm90_transpose_kernel<E>
-      <<<grid, 32 * (1 + TransposeOp<E>::kConsumerWarps), kSmemBytes, stream>>>(p);
+                                         static_cast<int>(kSmemBytes<L>)));
+  sm90_transpose_kernel<E, L>
+      <<<grid, 32 * (1 + TransposeOp<E, L>::kConsumerWarps), kSmemBytes<L>, stream>>>(p);
   check_launch("sm90_transpose_kernel");
 }
+
+template <class L>
+void launch_size(std::uint32_t esize, const Params& p, unsigned grid, cudaStream_t stream) {
+  switch (esize) {
+    case 1: launch<1, L>(p, grid, stream); break;
+    case 2: launch<2, L>(p, grid, stream); break;
+    case 4: launch<4, L>(p, grid, stream); break;
+    default: launch<8, L>(p, grid, stream); break;
+  }
+}
+
+// What the launcher needs of a layout at run time.
+struct LayoutFacts {
+  std::uint32_t box_rows;
+  int ctas_per_sm;
+  int max_ctas_per_sm;
+  void (*launch)(std::uint32_t, const Params&, unsigned, cudaStream_t);
+};
+template <class L>
+constexpr LayoutFacts facts() {
+  return {L::kBoxRows, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_size<L>};
+}
+constexpr LayoutFacts kLayouts[kVariants] = {facts<Layout0>(), facts<Layout1>(), facts<Layout2>(),
+                                             facts<Layout3>(), facts<Layout4>(), facts<Layout5>()};
 
 DataType transport_type(std::uint32_t esize) {
   return esize == 1 ? DataType::uint8
@@ -236,8 +285,17 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   if (detail::overlaps(in, out)) {
     throw ArgumentError("out.data", "overlaps in; a transpose cannot run in place");
   }
-  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : kDefaultCtasPerSm;
-  if (ctas_per_sm > 2) throw ArgumentError("tuning.ctas_per_sm", "at most 2 fit in shared memory");
+  if (tuning.variant < 0 || tuning.variant >= kVariants) {
+    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
+                                              " is not a layout; use 0.." +
+                                              std::to_string(kVariants - 1));
+  }
+  const LayoutFacts& layout = kLayouts[tuning.variant];
+  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
+  if (ctas_per_sm > layout.max_ctas_per_sm) {
+    throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
+                                                  " fit in shared memory");
+  }
   const int panel = tuning.panel_tiles > 0 ? tuning.panel_tiles : kDefaultPanelTiles;
 
   // step 2: tensor maps: input boxes of 128 B x 128 rows, output boxes of 128 B x 8V rows
@@ -245,7 +303,7 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   const std::uint32_t group = 128 / esize;  // elements in one 128-byte row = 8V
   Params p{};
   p.in_map = detail::cached_tensor_map(
-      detail::view_spec(in, t, {group, kBoxRows, 1}, Swizzle::bytes128));
+      detail::view_spec(in, t, {group, layout.box_rows, 1}, Swizzle::bytes128));
   // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
   const std::uint64_t main_cols = detail::tma_store_cols(out.cols, esize);
   if (main_cols > 0) {
@@ -256,19 +314,15 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), 0,
             static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
             static_cast<std::int32_t>(main_cols)};
-  const auto tiles_y = static_cast<std::int32_t>((in.rows + kBoxRows - 1) / kBoxRows);
+  const auto tiles_y =
+      static_cast<std::int32_t>((in.rows + layout.box_rows - 1) / layout.box_rows);
   p.order = {static_cast<std::int32_t>((in.cols + group - 1) / group), tiles_y,
              std::min(panel, tiles_y)};
 
   // step 3: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
   const unsigned grid = detail::persistent_grid(tiles, ctas_per_sm);
-  switch (esize) {
-    case 1: launch<1>(p, grid, stream); break;
-    case 2: launch<2>(p, grid, stream); break;
-    case 4: launch<4>(p, grid, stream); break;
-    default: launch<8>(p, grid, stream); break;
-  }
+  layout.launch(esize, p, grid, stream);
 }
 
 }  // namespace tmakit

@@ -2,7 +2,7 @@
 // sit in the input and output tiles (unswizzled offsets; the kernel passes them through the
 // swizzle function). Host and device, so host tests check coverage and bank conflicts.
 //
-// A tile is 128 input rows x 128 bytes. Groups of 8V rows (V = 16 / element size) form one
+// A tile is TileRows (128 or 256) input rows x 128 bytes. Groups of 8V rows (V = 16 / element size) form one
 // output box: 8V output rows x 128 bytes. Within a group, block (a, j) covers input rows
 // a*V .. a*V+V-1 and 16-byte chunk j. Threads t = 0..7 of quarter-warp d take a = t and
 // j = t ^ d: with the 128B swizzle (chunk ^= row % 8) the eight 16-byte accesses of every
@@ -21,11 +21,11 @@ struct BlockCoord {
   std::uint32_t j;      // 16-byte chunk of the input row (input columns j*V ..)
 };
 
-template <int E>
+template <int E, int TileRows = 128>
 struct BlockMapping {
   static constexpr int kV = 16 / E;                   // elements per 16 bytes
   static constexpr int kGroupElems = 8 * kV;          // rows of a group = elements in 128 B
-  static constexpr int kGroups = 128 / kGroupElems;   // groups in a 128-row tile
+  static constexpr int kGroups = TileRows / kGroupElems;  // groups in a tile
   static constexpr std::uint32_t kGroupBytes = static_cast<std::uint32_t>(kGroupElems) * 128u;
   static constexpr int kBlocksPerTile = 64 * kGroups;
 

@@ -53,6 +53,51 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AddConstant,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
 
+// Every layout (ElementwiseTuning::variant) on a shape large enough that each CTA's ring of
+// stages wraps several times, with row tails, out of place and in place.
+class AddConstantLayouts : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(AddConstantLayouts, EveryVariantMatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const DataType type = GetParam();
+  constexpr std::uint64_t kRows = 6151, kCols = 4099;
+  Image in(type, 1, kRows, kCols, 16);
+  in.randomize(static_cast<std::uint32_t>(kRows + kCols));
+  const double value = type == DataType::int32 ? 999.0 : 0.375;
+  Image expect(type, 1, kRows, kCols, 48);
+  reference::add_constant(in.host_ref(), expect.host_ref(), value);
+  for (int variant = 0; variant < 7; ++variant) {
+    for (int ctas : {0, 1}) {
+      const ElementwiseTuning tuning{ctas, variant};
+      Image out(type, 1, kRows, kCols, 48);  // poisoned, padding included
+      add_constant(in.ref(), out.ref(), value, nullptr, tuning);
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
+          << "variant " << variant << " ctas_per_sm " << ctas;
+    }
+    Image self(type, 1, kRows, kCols, 16);
+    self.host = in.host;
+    self.upload();
+    add_constant(self.ref(), self.ref(), value, nullptr, ElementwiseTuning{0, variant});
+    reference::add_constant(self.host_ref(), self.host_ref(), value);
+    EXPECT_EQ(count_mismatches(self, self.host, self.download()), 0u)
+        << "in place, variant " << variant;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, AddConstantLayouts, ::testing::ValuesIn(kTypes));
+
+TEST(AddConstantGpu, UnknownVariantThrows) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::int32, 1, 8, 8);
+  Image out(DataType::int32, 1, 8, 8);
+  EXPECT_THROW(add_constant(in.ref(), out.ref(), 1.0, nullptr, ElementwiseTuning{0, 99}),
+               ArgumentError);
+  EXPECT_THROW(add_constant(in.ref(), out.ref(), 1.0, nullptr, ElementwiseTuning{2, 3}),
+               ArgumentError);  // variant 3 fits one CTA per SM
+  for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
+}
+
 TEST(AddConstantGpu, SingleRowNeedsNoStride) {
   TMAKIT_SKIP_WITHOUT_GPU();
   Image in(DataType::int32, 1, 1, 13);

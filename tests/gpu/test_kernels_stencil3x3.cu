@@ -44,6 +44,40 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Stencil,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
 
+// Every layout (StencilTuning::variant) on a batch large enough that each CTA's ring wraps
+// several times, with row tails and image padding.
+class StencilLayouts : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(StencilLayouts, EveryVariantMatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const DataType type = GetParam();
+  Image in(type, 3, 1031, 2053, 16);
+  in.randomize(77);
+  Image expect(type, 3, 1031, 2053, 48);
+  reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
+  for (int variant = 0; variant < 5; ++variant) {
+    for (int ctas : {0, 1, variant == 0 ? 3 : 1}) {
+      Image out(type, 3, 1031, 2053, 48);  // poisoned, padding included
+      stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{ctas, variant});
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
+          << "variant " << variant << " ctas_per_sm " << ctas;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
+
+TEST(StencilGpu, UnknownVariantThrows) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 1, 8, 8);
+  Image out(DataType::float32, 1, 8, 8);
+  EXPECT_THROW(stencil3x3(in.ref(), out.ref(), Filter3x3::laplacian(), nullptr,
+                          StencilTuning{0, 5}),
+               ArgumentError);
+  for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
+}
+
 TEST(StencilGpu, EdgesSeeZeroPadding) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // all ones: the Laplacian gives 0 inside, 3 on edges, 5 in corners

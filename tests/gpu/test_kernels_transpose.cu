@@ -55,7 +55,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Transpose,
 
 TEST(TransposeGpu, TuningKnobsKeepResults) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  for (const TransposeTuning tuning : {TransposeTuning{1, 1}, TransposeTuning{2, 3},
+  // NOTE: the default layout fits one CTA per SM; two CTAs need layout 1
+  for (const TransposeTuning tuning : {TransposeTuning{1, 1}, TransposeTuning{2, 3, 1},
                                        TransposeTuning{1, 64}}) {
     Image in(DataType::float32, 1, 1000, 777);
     Image out(DataType::float32, 1, 777, 1000);
@@ -65,6 +66,37 @@ TEST(TransposeGpu, TuningKnobsKeepResults) {
     EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u)
         << "ctas_per_sm " << tuning.ctas_per_sm << " panel " << tuning.panel_tiles;
   }
+}
+
+// Every layout (TransposeTuning::variant) on a shape large enough that each CTA's ring wraps
+// several times, with user strides and output row tails.
+class TransposeLayouts : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(TransposeLayouts, EveryVariantMatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const DataType type = GetParam();
+  constexpr std::uint64_t kRows = 8195, kCols = 4099;
+  Image in(type, 1, kRows, kCols, 16);
+  in.randomize(static_cast<std::uint32_t>(kRows * 3 + kCols));
+  Image expect(type, 1, kCols, kRows, 48);
+  reference::transpose(in.host_ref(), expect.host_ref());
+  for (int variant = 0; variant < 6; ++variant) {
+    Image out(type, 1, kCols, kRows, 48);  // poisoned, padding included
+    transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u) << "variant " << variant;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, TransposeLayouts, ::testing::ValuesIn(kTypes));
+
+TEST(TransposeGpu, UnknownVariantThrows) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 1, 8, 12);
+  Image out(DataType::float32, 1, 12, 8);
+  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, 6}), ArgumentError);
+  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{2, 0, 0}), ArgumentError);
+  for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }
 
 TEST(TransposeGpu, BadInputWritesNothing) {

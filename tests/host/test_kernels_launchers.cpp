@@ -84,6 +84,8 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
   EXPECT_EQ(refused([&] { add_constant(batched, batched, 1); }), "in.batch");
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{3}); }),
             "tuning.ctas_per_sm");
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{0, 7}); }),
+            "tuning.variant");
 }
 
 TEST(KernelLaunchers, TransposeNamesTheArgument) {
@@ -109,6 +111,8 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
                         TransposeTuning{5, 0});
             }),
             "tuning.ctas_per_sm");
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, 0, -1}); }),
+            "tuning.variant");
 }
 
 TEST(KernelLaunchers, StencilNamesTheArgument) {

@@ -11,6 +11,7 @@ namespace tmakit {
 
 struct ElementwiseTuning {
   int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
+  int variant = 0;      // box and pipeline shape (0: the default; kernels/elementwise/README.md)
 };
 
 // out = in + value for every element. `in` and `out` have the same type and shape; they are

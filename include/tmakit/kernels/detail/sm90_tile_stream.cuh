@@ -11,19 +11,24 @@
 //                                        all: Op::store_tail (the last partial 16 bytes of
 //                                        each row, with ordinary stores)
 //
-// With separate output buffers (kOutStages >= 2) an input stage is free as soon as every
-// consumer has read it, so loads run kStages - 1 tiles ahead. In place (kOutBytes == 0) a
-// stage is free once its store has read it, checked one tile later.
+// Three buffer layouts, chosen by the Op:
+// - in place (kOutBytes == 0): the output overwrites the input stage;
+// - paired (kOutBytes > 0, kOutStages == 0): each stage holds an input box and its output
+//   tile side by side;
+// - separate (kOutStages >= 2): kStages input boxes and kOutStages output buffers; an input
+//   stage is free as soon as every consumer has read it, so loads run kStages - 1 tiles ahead.
+// In place and paired, a stage is free once its store has read shared memory, checked
+// kReleaseLag tiles later (wait_group.read<kReleaseLag>), so that many stores stay in flight.
 //
 // NOTE: a TMA store writes whole 16-byte chunks: when a row's bytes are not a multiple of 16,
 // the chunk holding its end is written past the tensor's last column (seen on H200; Triton's
 // documentation warns of it too). Output maps therefore end at the last full 16 bytes of a
 // row and store_tail writes the rest element by element.
 //
-// An Op supplies: Params; kStages, kOutStages, kConsumerWarps, kInBytes, kOutBytes (0: the
-// output is written over the input stage); tile_count(p), tx_bytes(p), prefetch(p), load(...),
-// compute(...), store(...), store_tail(...). The kernels keep the anatomy (static checks,
-// shared storage, arch guard) and call run_tile_stream<Op>.
+// An Op supplies: Params; kStages, kOutStages, kReleaseLag, kConsumerWarps, kInBytes,
+// kOutBytes; tile_count(p), tx_bytes(p), prefetch(p), load(...), compute(...), store(...),
+// store_tail(...). The kernels keep the anatomy (static checks, shared storage, arch guard)
+// and call run_tile_stream<Op>.
 #pragma once
 
 #include <cstdint>
@@ -120,10 +125,19 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
                                                 StreamBarriers<Op::kStages>& bars) {
   constexpr int kStages = Op::kStages;
   constexpr bool kInPlace = Op::kOutBytes == 0;
-  constexpr int kOutStages = kInPlace ? 1 : Op::kOutStages;
-  static_assert(kInPlace || kOutStages >= 2, "separate outputs need two buffers or more");
+  constexpr bool kPaired = !kInPlace && Op::kOutStages == 0;
+  constexpr bool kLateRelease = kInPlace || kPaired;  // a stage waits for its store's read
+  constexpr int kOutStages = kLateRelease ? 1 : Op::kOutStages;
+  constexpr int kLag = Op::kReleaseLag;
+  // a paired stage is input box then output tile; otherwise stages are input boxes only
+  constexpr std::uint32_t kStageBytes = Op::kInBytes + (kPaired ? Op::kOutBytes : 0u);
+  static_assert(kLateRelease || kOutStages >= 2, "separate outputs need two buffers or more");
+  static_assert(!kLateRelease || (kLag >= 1 && kLag < kStages),
+                "a stage freed kReleaseLag tiles late needs kStages > kReleaseLag >= 1");
+  static_assert(kStageBytes % 128 == 0 && Op::kInBytes % 128 == 0,
+                "TMA shared-memory boxes need 128-byte alignment (rule D1)");
   constexpr std::uint32_t kConsumerThreads = 32u * Op::kConsumerWarps;
-  std::uint8_t* const out_smem = stages_smem + kStages * Op::kInBytes;
+  std::uint8_t* const out_smem = stages_smem + kStages * kStageBytes;
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t tiles = Op::tile_count(p);
@@ -149,7 +163,7 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
         // NOTE: parity ^ 1 passes at once on a fresh barrier: every stage starts free.
         bars.empty[s].wait(((k / kStages) & 1) ^ 1);
         bars.full[s].arrive_expect_tx(tx_bytes);
-        Op::load(p, tile, ptx::smem_u32(stages_smem + s * Op::kInBytes), bars.full[s].smem());
+        Op::load(p, tile, ptx::smem_u32(stages_smem + s * kStageBytes), bars.full[s].smem());
       }
     }
     return;
@@ -160,15 +174,17 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
   int k = 0;
   for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++k) {
     const int s = k % kStages;
-    std::uint8_t* in = stages_smem + s * Op::kInBytes;
-    std::uint8_t* out = kInPlace ? in : out_smem + (k % kOutStages) * Op::kOutBytes;
+    std::uint8_t* in = stages_smem + s * kStageBytes;
+    std::uint8_t* out = kInPlace  ? in
+                        : kPaired ? in + Op::kInBytes
+                                  : out_smem + (k % kOutStages) * Op::kOutBytes;
     bars.full[s].wait((k / kStages) & 1);
     Op::compute(p, tile, in, out, tid);
 
     // NOTE: generic-proxy writes must be fenced by each writer before the async proxy (the
     // TMA store) reads them; the named barrier then orders all writers before the store.
     ptx::fence_proxy_async_shared_cta();
-    if constexpr (!kInPlace) {
+    if constexpr (!kLateRelease) {
       // the next tile's output buffer is free once the store that last used it has read it
       if (tid == 0) ptx::cp_async_bulk_wait_group_read<kOutStages - 2>();
     }
@@ -176,12 +192,12 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
     if (tid == 0) {
       Op::store(p, tile, ptx::smem_u32(out));
       ptx::cp_async_bulk_commit_group();
-      if constexpr (kInPlace) {
-        // release the previous stage once its store has read shared memory (one store in
-        // flight keeps the write stream busy while this thread goes on)
-        if (k > 0) {
-          ptx::cp_async_bulk_wait_group_read<1>();
-          bars.empty[(k - 1) % kStages].arrive();
+      if constexpr (kLateRelease) {
+        // release the stage of tile k - kLag once its store has read shared memory (kLag
+        // stores stay in flight, keeping the write stream busy while this thread goes on)
+        if (k >= kLag) {
+          ptx::cp_async_bulk_wait_group_read<kLag>();
+          bars.empty[(k - kLag) % kStages].arrive();
         }
       } else {
         bars.empty[s].arrive();  // every consumer has read in[s]
