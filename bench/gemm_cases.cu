@@ -1,0 +1,482 @@
+// FP8 GEMM benchmark cases: tmakit, cuBLASLt FP8 and cuBLAS FP16 side by side in one run,
+// each checked before it is timed (see gemm_cases.hpp).
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <regex>
+
+#include "gemm_cases.hpp"
+#include "tmakit/core/cuda_check.hpp"
+#include "tmakit/kernels/gemm.hpp"
+
+namespace tmakit::bench {
+namespace {
+
+struct Shape {
+  std::uint64_t m, n, k;
+};
+
+std::vector<Shape> shapes(const SuiteOptions& o) {
+  if (o.quick) return {{1, 4096, 4096}, {128, 4096, 4096}, {1024, 1024, 1024}};
+  std::vector<Shape> s;
+  for (std::uint64_t m : {1, 16, 32, 64, 128, 256, 512, 1024, 4096}) s.push_back({m, 4096, 4096});
+  s.push_back({8192, 8192, 8192});
+  s.push_back({4096, 7168, 2048});
+  s.push_back({128, 7168, 2048});
+  s.push_back({128, 2112, 7168});
+  return s;
+}
+
+std::string workload_id(const Shape& s) {
+  return "gemm/fp8/m" + std::to_string(s.m) + "n" + std::to_string(s.n) + "k" +
+         std::to_string(s.k);
+}
+
+const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16"};
+
+bool selected(const SuiteOptions& o, const std::string& id) {
+  return o.filter.empty() || std::regex_search(id, std::regex(o.filter));
+}
+
+// ---- device data and checks ------------------------------------------------------------
+
+__device__ __host__ inline float e4m3_value(std::uint8_t bits) {
+  const int e = (bits >> 3) & 0xF;
+  const int m = bits & 7;
+  const float mag = e == 0 ? ldexpf(static_cast<float>(m) / 8.0f, -6)
+                           : ldexpf(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+  return (bits & 0x80) ? -mag : mag;
+}
+
+__device__ inline std::uint32_t hash32(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return static_cast<std::uint32_t>(x);
+}
+
+// Random e4m3 with |v| <= 4 (never NaN, rarely zero); fp16 twin with the same values.
+__global__ void fill_e4m3_kernel(std::uint8_t* out, __half* twin, std::uint64_t n,
+                                 std::uint64_t seed) {
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    const std::uint32_t h = hash32(i * 0x9E3779B97F4A7C15ull + seed);
+    // exponent 1..8 (|v| in [2^-6, 4)), any mantissa, any sign
+    const std::uint8_t bits = static_cast<std::uint8_t>(((h & 1) << 7) | ((1 + (h >> 1) % 8) << 3) |
+                                                        ((h >> 8) & 7));
+    out[i] = bits;
+    if (twin != nullptr) twin[i] = __float2half(e4m3_value(bits));
+  }
+}
+
+// Sampled elements of D against a double dot product; counts those off by more than bf16
+// rounding plus accumulation slack.
+template <class In, class Out>
+__global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64_t m,
+                             std::uint64_t n, std::uint64_t k, float scale, int samples,
+                             unsigned long long* wrong) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= samples) return;
+  const std::uint32_t h = hash32(static_cast<std::uint64_t>(s) * 7919u + 17u);
+  // corners first, then random elements
+  std::uint64_t i = s == 0 ? 0 : s == 1 ? m - 1 : h % m;
+  std::uint64_t j = s == 0 ? 0 : s == 1 ? n - 1 : hash32(h) % n;
+  double sum = 0, abs_sum = 0;
+  for (std::uint64_t q = 0; q < k; ++q) {
+    double x, y;
+    if constexpr (sizeof(In) == 1) {
+      x = e4m3_value(a[i * k + q]);
+      y = e4m3_value(b[j * k + q]);
+    } else {
+      x = __half2float(a[i * k + q]);
+      y = __half2float(b[j * k + q]);
+    }
+    sum += x * y;
+    abs_sum += fabs(x * y);
+  }
+  const double ref = sum * scale;
+  double got;
+  if constexpr (sizeof(Out) == 2 && std::is_same_v<Out, __half>) {
+    got = __half2float(d[i * n + j]);
+  } else {
+    got = __bfloat162float(d[i * n + j]);
+  }
+  const double tol = fabs(ref) / 128.0 + 1e-5 * abs_sum * scale + 1e-20;
+  if (!(fabs(got - ref) <= tol)) atomicAdd(wrong, 1ull);
+}
+
+template <class In, class Out>
+std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s, float scale) {
+  unsigned long long* dev = nullptr;
+  TMAKIT_CUDA_CHECK(cudaMalloc(&dev, sizeof(unsigned long long)));
+  TMAKIT_CUDA_CHECK(cudaMemset(dev, 0, sizeof(unsigned long long)));
+  const int samples = 2048;
+  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale, samples, dev);
+  TMAKIT_CUDA_CHECK(cudaGetLastError());
+  unsigned long long wrong = 0;
+  TMAKIT_CUDA_CHECK(cudaMemcpy(&wrong, dev, sizeof wrong, cudaMemcpyDeviceToHost));
+  TMAKIT_CUDA_CHECK(cudaFree(dev));
+  return wrong;
+}
+
+// ---- vendor libraries through dlopen ----------------------------------------------------
+
+void* open_library(const char* env, const char* soname, std::string& path, std::string& why) {
+  std::vector<std::string> c;
+  if (const char* e = std::getenv(env); e != nullptr && *e != '\0') c.emplace_back(e);
+  c.emplace_back(soname);
+  c.push_back(std::string("/usr/local/cuda/lib64/") + soname);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const char* root : {"/opt/torch/.venv/lib", "/usr/local/lib", "/usr/lib"}) {
+    if (!fs::is_directory(root, ec)) continue;
+    for (const auto& py : fs::directory_iterator(root, ec)) {
+      if (py.path().filename().string().rfind("python3", 0) != 0) continue;
+      for (const char* dir : {"cu13", "cublas"}) {
+        const fs::path p = py.path() / "site-packages" / "nvidia" / dir / "lib" / soname;
+        if (fs::exists(p, ec)) c.push_back(p.string());
+      }
+    }
+  }
+  for (const auto& p : c) {
+    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      path = p;
+      return h;
+    }
+    if (why.size() < 300) why += (why.empty() ? "" : "; ") + std::string(dlerror());
+  }
+  return nullptr;
+}
+
+template <class F>
+bool bind(void* h, const char* name, F& fn, std::string& why) {
+  fn = reinterpret_cast<F>(dlsym(h, name));
+  if (fn == nullptr) why = std::string("symbol ") + name + " missing";
+  return fn != nullptr;
+}
+
+struct Vendor {
+  std::string lt_why, blas_why, lt_path, blas_path;
+  void* lt_lib = nullptr;
+  void* blas_lib = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cublasHandle_t blas = nullptr;
+  decltype(&cublasLtCreate) lt_create = nullptr;
+  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+  decltype(static_cast<cublasStatus_t (*)(cublasHandle_t*)>(&cublasCreate_v2)) blas_create = nullptr;
+  decltype(&cublasSetStream_v2) blas_set_stream = nullptr;
+  // cublasGemmEx (cublas_api.h; the header overloads it in C++, so spelled out)
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const void*, const void*, cudaDataType, int, const void*,
+                            cudaDataType, int, const void*, void*, cudaDataType, int,
+                            cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+
+  Vendor() {
+    std::string miss;
+    lt_lib = open_library("TMAKIT_CUBLASLT_LIBRARY", "libcublasLt.so.13", lt_path, lt_why);
+    if (lt_lib == nullptr) {
+      lt_lib = open_library("TMAKIT_CUBLASLT_LIBRARY", "libcublasLt.so.12", lt_path, lt_why);
+    }
+    if (lt_lib == nullptr) {
+      lt_why = "baseline unavailable: libcublasLt not found (" + lt_why + ")";
+    } else if (!bind(lt_lib, "cublasLtCreate", lt_create, miss) ||
+               !bind(lt_lib, "cublasLtMatmulDescCreate", desc_create, miss) ||
+               !bind(lt_lib, "cublasLtMatmulDescDestroy", desc_destroy, miss) ||
+               !bind(lt_lib, "cublasLtMatmulDescSetAttribute", desc_set, miss) ||
+               !bind(lt_lib, "cublasLtMatrixLayoutCreate", layout_create, miss) ||
+               !bind(lt_lib, "cublasLtMatrixLayoutDestroy", layout_destroy, miss) ||
+               !bind(lt_lib, "cublasLtMatmulPreferenceCreate", pref_create, miss) ||
+               !bind(lt_lib, "cublasLtMatmulPreferenceDestroy", pref_destroy, miss) ||
+               !bind(lt_lib, "cublasLtMatmulPreferenceSetAttribute", pref_set, miss) ||
+               !bind(lt_lib, "cublasLtMatmulAlgoGetHeuristic", heuristic, miss) ||
+               !bind(lt_lib, "cublasLtMatmul", matmul, miss)) {
+      lt_why = "baseline unavailable: " + lt_path + ": " + miss;
+    } else if (lt_create(&lt) != CUBLAS_STATUS_SUCCESS) {
+      lt_why = "baseline unavailable: cublasLtCreate failed";
+    } else {
+      lt_why.clear();
+    }
+    blas_lib = open_library("TMAKIT_CUBLAS_LIBRARY", "libcublas.so.13", blas_path, blas_why);
+    if (blas_lib == nullptr) {
+      blas_lib = open_library("TMAKIT_CUBLAS_LIBRARY", "libcublas.so.12", blas_path, blas_why);
+    }
+    miss.clear();
+    if (blas_lib == nullptr) {
+      blas_why = "baseline unavailable: libcublas not found (" + blas_why + ")";
+    } else if (!bind(blas_lib, "cublasCreate_v2", blas_create, miss) ||
+               !bind(blas_lib, "cublasSetStream_v2", blas_set_stream, miss) ||
+               !bind(blas_lib, "cublasGemmEx", gemm_ex, miss)) {
+      blas_why = "baseline unavailable: " + blas_path + ": " + miss;
+    } else if (blas_create(&blas) != CUBLAS_STATUS_SUCCESS) {
+      blas_why = "baseline unavailable: cublasCreate failed";
+    } else {
+      blas_why.clear();
+    }
+  }
+};
+
+// One cuBLASLt FP8 plan: row-major D (M x N) = A (M x K) * B^T is column-major
+// D^T (N x M) = op(B)^T... i.e. the TN form FP8 requires: "A" = our B transposed (K x N, ld K),
+// "B" = our A (K x M, ld K), D column-major N x M (ld N).
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 32u << 20;
+  std::string error;
+};
+
+std::string make_lt_plan(Vendor& v, LtPlan& p, const Shape& s, const float* d_scale_a,
+                         const float* d_scale_b) {
+  if (v.desc_create(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) {
+    return "baseline unavailable: cublasLtMatmulDescCreate failed";
+  }
+  const cublasOperation_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
+  v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+  v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &nop, sizeof nop);
+  // cuBLASLt's A is our B: its scale is scale_b; its B is our A
+  v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &d_scale_b, sizeof d_scale_b);
+  v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d_scale_a, sizeof d_scale_a);
+  v.layout_create(&p.la, CUDA_R_8F_E4M3, s.k, s.n, s.k);
+  v.layout_create(&p.lb, CUDA_R_8F_E4M3, s.k, s.m, s.k);
+  v.layout_create(&p.ld, CUDA_R_16BF, s.n, s.m, s.n);
+  cublasLtMatmulPreference_t pref = nullptr;
+  v.pref_create(&pref);
+  v.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &p.workspace_bytes,
+             sizeof p.workspace_bytes);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st =
+      v.heuristic(v.lt, p.desc, p.la, p.lb, p.ld, p.ld, pref, 1, &result, &found);
+  v.pref_destroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+    return "baseline unavailable: cuBLASLt has no FP8 algorithm for this shape (status " +
+           std::to_string(static_cast<int>(st)) + ")";
+  }
+  p.algo = result.algo;
+  TMAKIT_CUDA_CHECK(cudaMalloc(&p.workspace, p.workspace_bytes));
+  return "";
+}
+
+void free_lt_plan(Vendor& v, LtPlan& p) {
+  if (p.la) v.layout_destroy(p.la);
+  if (p.lb) v.layout_destroy(p.lb);
+  if (p.ld) v.layout_destroy(p.ld);
+  if (p.desc) v.desc_destroy(p.desc);
+  if (p.workspace) cudaFree(p.workspace);
+}
+
+Vendor& vendor() {
+  static Vendor v;
+  return v;
+}
+
+void finish(Result& r, const Shape& s, double flops_note) {
+  (void)flops_note;
+  if (!r.ok()) return;
+  const double sec = r.timing.median_ms * 1e-3;
+  r.gbps = static_cast<double>(r.bytes) / sec * 1e-9;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.1f TFLOP/s",
+                2.0 * static_cast<double>(s.m) * s.n * s.k / sec * 1e-12);
+  r.note = buf + (r.note.empty() ? std::string() : "; " + r.note);
+}
+
+}  // namespace
+
+std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
+  std::vector<std::string> ids;
+  for (const Shape& s : shapes(options)) {
+    for (const char* impl : kImpls) {
+      const std::string id = workload_id(s) + "/" + impl;
+      if (selected(options, id)) ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
+  std::vector<Result> out;
+  cudaStream_t stream = nullptr;
+  TMAKIT_CUDA_CHECK(cudaStreamCreate(&stream));
+  Timer timer(options.timing, stream);
+  Vendor& v = vendor();
+  float* scales = nullptr;  // device: scale_a, scale_b (cuBLASLt reads them from there)
+  const GemmScales sc{0.75f, 1.5f, 0.5f};
+  TMAKIT_CUDA_CHECK(cudaMalloc(&scales, 2 * sizeof(float)));
+  TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
+  TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 1, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
+  const float scale = sc.alpha * sc.scale_a * sc.scale_b;
+
+  for (const Shape& s : shapes(options)) {
+    const std::string w = workload_id(s);
+    bool want[3];
+    bool any = false;
+    for (int i = 0; i < 3; ++i) any |= want[i] = selected(options, w + "/" + kImpls[i]);
+    if (!any) continue;
+    if (options.progress) *options.progress << w << "\n";
+    const bool fp16 = want[2] && v.blas_why.empty();
+    DeviceBuffer a(s.m * s.k), b(s.n * s.k), d(s.m * s.n * 2);
+    std::unique_ptr<DeviceBuffer> a16, b16, d16;
+    if (fp16) {
+      a16 = std::make_unique<DeviceBuffer>(s.m * s.k * 2);
+      b16 = std::make_unique<DeviceBuffer>(s.n * s.k * 2);
+      d16 = std::make_unique<DeviceBuffer>(s.m * s.n * 2);
+    }
+    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(a.get()),
+                                               fp16 ? static_cast<__half*>(a16->get()) : nullptr,
+                                               s.m * s.k, 1);
+    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(b.get()),
+                                               fp16 ? static_cast<__half*>(b16->get()) : nullptr,
+                                               s.n * s.k, 2);
+    TMAKIT_CUDA_CHECK(cudaGetLastError());
+    TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto* pa = static_cast<const std::uint8_t*>(a.get());
+    const auto* pb = static_cast<const std::uint8_t*>(b.get());
+    auto* pd = static_cast<__nv_bfloat16*>(d.get());
+    const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
+
+    Result rt, rl, rh;
+    for (int i = 0; i < 3; ++i) {
+      Result& r = i == 0 ? rt : i == 1 ? rl : rh;
+      r.workload = w;
+      r.impl = kImpls[i];
+      r.id = w + "/" + kImpls[i];
+      r.kind = i == 0 ? "tmakit" : "vendor";
+      r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
+    }
+    // cuBLASLt FP8 first: tmakit's note carries the ratio to it
+    if (want[1]) {
+      if (!v.lt_why.empty()) {
+        rl.status = v.lt_why;
+      } else {
+        LtPlan plan;
+        rl.status = make_lt_plan(v, plan, s, scales, scales + 1);
+        if (rl.status.empty()) {
+          const float beta = 0.0f;
+          auto run = [&](cudaStream_t st) {
+            const cublasStatus_t e = v.matmul(v.lt, plan.desc, &sc.alpha, pb, plan.la, pa, plan.lb,
+                                              &beta, pd, plan.ld, pd, plan.ld, &plan.algo,
+                                              plan.workspace, plan.workspace_bytes, st);
+            if (e != CUBLAS_STATUS_SUCCESS) {
+              throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
+            }
+          };
+          try {
+            poison(pd, s.m * s.n * 2, stream);
+            run(stream);
+            TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+            const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
+            if (wrong != 0) {
+              rl.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
+            } else {
+              rl.timing = timer.time(run);
+              rl.status = "ok";
+              rl.note = v.lt_path;
+            }
+          } catch (const Error& e) {
+            rl.status = std::string("error: ") + e.what();
+          }
+        }
+        free_lt_plan(v, plan);
+      }
+      finish(rl, s, 0);
+      out.push_back(rl);
+    }
+    if (want[0]) {
+      const ConstTensorRef ra(pa, DataType::uint8, s.m, s.k);
+      const ConstTensorRef rb(pb, DataType::uint8, s.n, s.k);
+      const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
+      auto run = [&](cudaStream_t st) { gemm_fp8(ra, rb, rd, sc, st); };
+      try {
+        poison(pd, s.m * s.n * 2, stream);
+        run(stream);
+        TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
+        if (wrong != 0) {
+          rt.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
+        } else {
+          rt.timing = timer.time(run);
+          rt.status = "ok";
+          int sms = 0;
+          TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+          const GemmPlan plan = gemm_fp8_plan(s.m, s.n, s.k, sms);
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(plan.config),
+                        plan.splits, plan.grid);
+          rt.note = buf;
+          if (rl.ok()) {
+            std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
+                          rl.timing.median_ms / rt.timing.median_ms);
+            rt.note += buf;
+          }
+        }
+      } catch (const Error& e) {
+        rt.status = std::string("error: ") + e.what();
+      }
+      finish(rt, s, 0);
+      out.push_back(rt);
+    }
+    if (want[2]) {
+      if (!v.blas_why.empty()) {
+        rh.status = v.blas_why;
+      } else {
+        const auto* ha = static_cast<const __half*>(a16->get());
+        const auto* hb = static_cast<const __half*>(b16->get());
+        auto* hd = static_cast<__half*>(d16->get());
+        const float beta = 0.0f;
+        const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
+        auto run = [&](cudaStream_t st) {
+          v.blas_set_stream(v.blas, st);
+          const cublasStatus_t e =
+              v.gemm_ex(v.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &scale, hb, CUDA_R_16F, k, ha,
+                        CUDA_R_16F, k, &beta, hd, CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
+                        CUBLAS_GEMM_DEFAULT);
+          if (e != CUBLAS_STATUS_SUCCESS) {
+            throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
+          }
+        };
+        try {
+          poison(hd, s.m * s.n * 2, stream);
+          run(stream);
+          TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+          const std::uint64_t wrong = count_wrong(ha, hb, hd, s, scale);
+          if (wrong != 0) {
+            rh.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
+          } else {
+            rh.timing = timer.time(run);
+            rh.status = "ok";
+            rh.note = v.blas_path;
+          }
+        } catch (const Error& e) {
+          rh.status = std::string("error: ") + e.what();
+        }
+      }
+      finish(rh, s, 0);
+      out.push_back(rh);
+    }
+  }
+  cudaFree(scales);
+  cudaStreamDestroy(stream);
+  return out;
+}
+
+}  // namespace tmakit::bench

@@ -1,0 +1,64 @@
+// FP8 GEMM on TMA + wgmma: D = alpha * scale_a * scale_b * (A * B^T), A M x K and B N x K
+// e4m3 (both K-major: rows of K bytes), fp32 accumulation, D M x N bf16 or fp16, rounded to
+// nearest even once. Design, configurations and measured figures: kernels/gemm/README.md.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit {
+
+// Per-tensor scales as cuBLASLt applies them (CUBLASLT_MATMUL_DESC_A/B_SCALE_POINTER), here
+// as host values: D = alpha * scale_a * scale_b * (A * B^T).
+struct GemmScales {
+  float alpha = 1.0f;
+  float scale_a = 1.0f;
+  float scale_b = 1.0f;
+};
+
+struct GemmTuning {
+  int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
+  int splits = 0;   // K splits per output tile; 0: chosen per shape, 1: no split
+};
+
+// Tile configurations a caller may force through GemmTuning::config.
+inline constexpr int kGemmConfigs = 2;
+// "m64n128" (0), "m128n128" (1); "?" for anything else.
+const char* gemm_config_name(int config);
+
+// What the launcher would run for this shape (no GPU needed beyond the SM count given).
+struct GemmPlan {
+  int config = 0;
+  int splits = 1;
+  std::int64_t tiles = 0;  // output tiles
+  unsigned grid = 0;       // persistent CTAs
+};
+GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
+                       const GemmTuning& tuning = {});
+
+// D = alpha * scale_a * scale_b * (A * B^T).
+//   a: M x K, type UINT8 holding e4m3 bits (fp8 travels as UINT8, TMA_FACTS T2), K-major;
+//   b: N x K, the same; d: M x N, BFLOAT16 or FLOAT16.
+// M, N >= 1; K a multiple of 16 (TMA's 16-byte rows). A and B: 16-byte aligned data and
+// row strides (0: dense); D: 16-byte aligned data, any row stride of whole elements. D must
+// not overlap A or B. Throws ArgumentError naming the argument before anything is written;
+// CudaError if the launch fails. Asynchronous on `stream`.
+// NOTE: split-K shapes use a workspace the library keeps per device (grown, never shrunk);
+// calls that split K must be ordered (one stream, or synchronised), as they share it.
+void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
+              cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
+
+namespace reference {
+// The e4m3 value of a byte (NaN for 0x7F and 0xFF; no infinities), exact in float.
+float e4m3_to_float(std::uint8_t bits);
+// CPU reference over host memory: fp32 products of the dequantised inputs summed in fp64,
+// scaled, written to `d_out` as float (M x N, dense, row-major). Same argument layout as
+// gemm_fp8 (a, b host views; strides honoured).
+void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales& scales);
+}  // namespace reference
+
+}  // namespace tmakit

@@ -1,0 +1,53 @@
+// CPU reference of the FP8 GEMM: inputs dequantised exactly (e4m3 -> float), products
+// summed in double, scaled once. The tests compare the kernel's bf16/fp16 output with it.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "tmakit/kernels/gemm.hpp"
+
+namespace tmakit::reference {
+
+float e4m3_to_float(std::uint8_t bits) {
+  // e4m3 (OCP FP8): 1 sign, 4 exponent (bias 7), 3 mantissa bits; S.1111.111 is NaN, no
+  // infinities; exponent 0 is subnormal (m / 8 * 2^-6).
+  const int sign = bits >> 7;
+  const int exponent = (bits >> 3) & 0xF;
+  const int mantissa = bits & 0x7;
+  if (exponent == 0xF && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  const float magnitude = exponent == 0
+                              ? std::ldexp(static_cast<float>(mantissa) / 8.0f, -6)
+                              : std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f,
+                                           exponent - 7);
+  return sign ? -magnitude : magnitude;
+}
+
+void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales& scales) {
+  float table[256];
+  for (int i = 0; i < 256; ++i) table[i] = e4m3_to_float(static_cast<std::uint8_t>(i));
+  const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
+  // dequantise once: rows of K floats
+  std::vector<float> af(m * k), bf(n * k);
+  for (std::uint64_t r = 0; r < m; ++r) {
+    const auto* row = static_cast<const std::uint8_t*>(a.data) + r * a.row_pitch();
+    for (std::uint64_t c = 0; c < k; ++c) af[r * k + c] = table[row[c]];
+  }
+  for (std::uint64_t r = 0; r < n; ++r) {
+    const auto* row = static_cast<const std::uint8_t*>(b.data) + r * b.row_pitch();
+    for (std::uint64_t c = 0; c < k; ++c) bf[r * k + c] = table[row[c]];
+  }
+  const double scale = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  for (std::uint64_t i = 0; i < m; ++i) {
+    for (std::uint64_t j = 0; j < n; ++j) {
+      const float* x = &af[i * k];
+      const float* y = &bf[j * k];
+      double sum = 0.0;
+      // NOTE: an e4m3 x e4m3 product is exact in float (8 significant bits at most)
+      for (std::uint64_t c = 0; c < k; ++c) sum += static_cast<double>(x[c] * y[c]);
+      d_out[i * n + j] = static_cast<float>(sum * scale);
+    }
+  }
+}
+
+}  // namespace tmakit::reference

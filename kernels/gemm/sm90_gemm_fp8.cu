@@ -1,0 +1,489 @@
+// FP8 GEMM, D = alpha * scale_a * scale_b * (A * B^T), on TMA + wgmma (sm_90a).
+// One persistent kernel: a producer warp streams 128B-swizzled K-major tiles of A and B into
+// a ring of shared-memory stages (full/empty mbarriers); one or two consumer warpgroups run
+// wgmma m64nNk32 e4m3 on them, promote each 128-deep partial product into fp32 registers,
+// and store D with ordinary stores (any N, any row stride). Shapes with too few output
+// tiles to fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
+// See README.md beside this file.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "sm90_wgmma.cuh"
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/pipeline.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
+#include "tmakit/kernels/gemm.hpp"
+#include "tmakit/ptx/tma.hpp"
+
+namespace tmakit::detail::gemm {
+
+constexpr int kBlockK = 128;  // K bytes per stage: one 128B swizzle span of e4m3
+constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+
+// A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep.
+template <int ConsumerWGs, int BlockN, int Stages>
+struct Config {
+  static constexpr int kConsumerWGs = ConsumerWGs;
+  static constexpr int kBlockM = 64 * ConsumerWGs;
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kStages = Stages;
+  static constexpr int kConsumerThreads = 128 * ConsumerWGs;
+  static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
+  static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
+  static constexpr std::uint32_t kStageABytes = kBlockM * kBlockK;
+  static constexpr std::uint32_t kStageBBytes = kBlockN * kBlockK;
+  static constexpr std::uint32_t kStageTxBytes = kStageABytes + kStageBBytes;
+  // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
+  // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kConsumerRegs = ConsumerWGs == 1 ? 240 : 232;
+};
+using Config0 = Config<1, 128, 8>;  // m64n128:  small M, 24 KB per stage
+using Config1 = Config<2, 128, 6>;  // m128n128: 32 KB per stage
+
+struct Params {
+  CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
+  CUtensorMap b_map;  // N x K bytes, box 128 x BlockN, 128B swizzle
+  void* d;
+  std::uint64_t d_row_elems;  // D's row pitch in elements
+  std::int32_t m, n;
+  std::int32_t k_blocks;
+  std::int32_t tiles_m, tiles_n;
+  std::int32_t splits;
+  std::int64_t units;         // tiles * splits
+  float scale;                // alpha * scale_a * scale_b
+  float* workspace;           // split-K partial tiles (splits > 1)
+  std::uint32_t* counters;    // per tile: splits finished (reset to 0 by the last)
+};
+
+template <class Cfg>
+struct alignas(1024) SharedStorage {
+  std::uint8_t a[Cfg::kStages][Cfg::kStageABytes];  // 1024-aligned: swizzle repeat (D2)
+  std::uint8_t b[Cfg::kStages][Cfg::kStageBBytes];
+  PipelineBarriers<Cfg::kStages> bars;
+  int last_split;  // split-K: this CTA finishes the current tile
+};
+template <class Cfg>
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage<Cfg>) + 1024;  // + alignment slack
+
+// Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
+// at the same time share A rows and B rows in L2.
+constexpr int kGroupM = 8;
+struct Unit {
+  std::int32_t tm, tn, tile, split;
+  std::int32_t kb_begin, kb_end;
+};
+__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
+  Unit r;
+  r.tile = static_cast<std::int32_t>(u / p.splits);
+  r.split = static_cast<std::int32_t>(u % p.splits);
+  const std::int32_t per_group = kGroupM * p.tiles_n;
+  const std::int32_t group = r.tile / per_group;
+  const std::int32_t first_m = group * kGroupM;
+  const std::int32_t rows = min(kGroupM, p.tiles_m - first_m);
+  const std::int32_t in_group = r.tile % per_group;
+  r.tm = first_m + in_group % rows;
+  r.tn = in_group / rows;
+  // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
+  r.kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks /
+                                         p.splits);
+  r.kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks /
+                                       p.splits);
+  return r;
+}
+
+template <class T>
+__device__ __forceinline__ T to_out(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <class T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+template <>
+__device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 r = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+
+// Stores one warpgroup's 64 x BlockN accumulators (wgmma's fragment layout, PTX ISA
+// "Matrix Fragments for wgmma .m64nNk32": register 4j + 2h + e of lane l in warp w holds
+// row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled, rounded once, clipped to M x N.
+template <class Cfg, class T>
+__device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[Cfg::kAccum],
+                                           std::int32_t row0, std::int32_t col0,
+                                           std::uint32_t wg_tid) {
+  const std::int32_t warp = static_cast<std::int32_t>(wg_tid / 32);
+  const std::int32_t lane = static_cast<std::int32_t>(wg_tid % 32);
+  auto* d = static_cast<T*>(p.d);
+  // NOTE: two elements as one 4-byte store when rows keep 4-byte alignment (even pitch)
+  const bool paired = (p.d_row_elems % 2) == 0;
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int32_t row = row0 + 16 * warp + lane / 4 + 8 * h;
+      const std::int32_t col = col0 + 8 * j + 2 * (lane % 4);
+      if (row >= p.m || col >= p.n) continue;
+      const float v0 = acc[4 * j + 2 * h] * p.scale;
+      const float v1 = acc[4 * j + 2 * h + 1] * p.scale;
+      T* dst = d + static_cast<std::uint64_t>(row) * p.d_row_elems + col;
+      if (paired && col + 1 < p.n) {
+        *reinterpret_cast<std::uint32_t*>(dst) = pack2<T>(v0, v1);
+      } else {
+        dst[0] = to_out<T>(v0);
+        if (col + 1 < p.n) dst[1] = to_out<T>(v1);
+      }
+    }
+  }
+}
+
+template <class Cfg, class T>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    sm90_gemm_fp8_kernel(const __grid_constant__ Params p) {
+  static_assert(Cfg::kBlockN % 8 == 0 && Cfg::kBlockN <= 256, "wgmma N: 8..256, step 8");
+  static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
+  static_assert(Cfg::kStageABytes % 1024 == 0 && Cfg::kStageBBytes % 1024 == 0,
+                "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
+  static_assert(kSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+  static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
+                "register budget after setmaxnreg exceeds the SM's 64 K registers");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ std::uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  Pipeline<Cfg::kStages> pipe(s.bars);
+  using State = typename Pipeline<Cfg::kStages>::State;
+
+  // barrier init: empty[s] is freed by one arrival per consumer warp
+  if (threadIdx.x == 0) {
+    pipe.init(4 * Cfg::kConsumerWGs);
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  const std::uint32_t wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ---- producer warpgroup: one thread issues every TMA load ---------------------------
+    setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (threadIdx.x == 0) {
+      ptx::prefetch_tensormap(&p.a_map);
+      ptx::prefetch_tensormap(&p.b_map);
+      State st;
+      for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+        const Unit w = decode_unit(p, u);
+        for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+          // wait for the stage to be free, arm it for both boxes (OOB fill counts too)
+          Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
+          const std::int32_t ca[2] = {kb * kBlockK, w.tm * Cfg::kBlockM};
+          const std::int32_t cb[2] = {kb * kBlockK, w.tn * Cfg::kBlockN};
+          ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.a[st.stage]),
+                                                          &p.a_map, ca, full.smem());
+          ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.b[st.stage]),
+                                                          &p.b_map, cb, full.smem());
+          st.advance();
+        }
+      }
+    }
+  } else {
+    // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
+    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    const std::uint32_t cw = wg - 1;                   // consumer warpgroup 0..C-1
+    const std::uint32_t wg_tid = threadIdx.x % 128;
+    const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
+    const bool warp_leader = (threadIdx.x % 32) == 0;
+    State st;
+    float acc[Cfg::kAccum];
+    float part[Cfg::kAccum];
+#pragma unroll
+    for (int i = 0; i < Cfg::kAccum; ++i) part[i] = 0.0f;
+
+    for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+      const Unit w = decode_unit(p, u);
+#pragma unroll
+      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
+
+      for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+        // wait for the stage's data, then 4 wgmmas of K = 32 into a fresh partial
+        pipe.consumer_wait(st);
+        const std::uint32_t a_base =
+            ptx::smem_u32(s.a[st.stage]) + cw * 64 * kBlockK;  // this warpgroup's 64 rows
+        const std::uint32_t b_base = ptx::smem_u32(s.b[st.stage]);
+        fence_registers(part);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+          // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row
+          // selects the next K slice; the hardware applies the swizzle to the full address.
+          wgmma_m64k32_e4m3<Cfg::kBlockN>(part,
+                                          smem_desc_k_major_sw128(a_base + kk * kWgmmaK),
+                                          smem_desc_k_major_sw128(b_base + kk * kWgmmaK),
+                                          kk > 0 ? 1u : 0u);
+        }
+        wgmma_commit_group();
+        wgmma_wait_group<0>();
+        fence_registers(part);
+        // the stage is read: free it for the producer
+        if (warp_leader) pipe.consumer_release(st);
+        st.advance();
+        // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
+        // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
+#pragma unroll
+        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+      }
+
+      const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
+      const std::int32_t col0 = w.tn * Cfg::kBlockN;
+      if (p.splits > 1) {
+        // split-K: publish this split's partial tile (thread-major, coalesced, L2 only)
+        constexpr int kTileFloats = Cfg::kBlockM * Cfg::kBlockN;
+        float* tile_ws = p.workspace + static_cast<std::int64_t>(w.tile) * p.splits * kTileFloats;
+        float* mine = tile_ws + static_cast<std::int64_t>(w.split) * kTileFloats;
+#pragma unroll
+        for (int i = 0; i < Cfg::kAccum; ++i) __stcg(mine + i * Cfg::kConsumerThreads + ctid, acc[i]);
+        __threadfence();
+        named_barrier_sync(1, Cfg::kConsumerThreads);
+        if (ctid == 0) {
+          const std::uint32_t done = atomicAdd(&p.counters[w.tile], 1u);
+          s.last_split = done == static_cast<std::uint32_t>(p.splits - 1) ? 1 : 0;
+        }
+        named_barrier_sync(1, Cfg::kConsumerThreads);
+        if (!s.last_split) continue;
+        // the last split of the tile: sum every split's partial in split order (the same
+        // order whichever CTA is last, so results do not depend on timing)
+        __threadfence();
+#pragma unroll
+        for (int i = 0; i < Cfg::kAccum; ++i) {
+          float v = 0.0f;
+          for (std::int32_t sp = 0; sp < p.splits; ++sp) {
+            v += sp == w.split ? acc[i]
+                               : __ldcg(tile_ws + static_cast<std::int64_t>(sp) * kTileFloats +
+                                        i * Cfg::kConsumerThreads + ctid);
+          }
+          acc[i] = v;
+        }
+        if (ctid == 0) p.counters[w.tile] = 0;  // ready for the next call
+      }
+      store_tile<Cfg, T>(p, acc, row0, col0, wg_tid);
+    }
+  }
+#else
+  // NOTE: built for another target; fail loudly rather than return garbage.
+  if (threadIdx.x == 0) printf("sm90_gemm_fp8_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+template <class Cfg, class T>
+void launch(const Params& p, unsigned grid, cudaStream_t stream) {
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_gemm_fp8_kernel<Cfg, T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kSmemBytes<Cfg>)));
+  sm90_gemm_fp8_kernel<Cfg, T><<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(p);
+  check_launch("sm90_gemm_fp8_kernel");
+}
+
+struct ConfigFacts {
+  const char* name;
+  int block_m;
+  int block_n;
+  void (*launch_bf16)(const Params&, unsigned, cudaStream_t);
+  void (*launch_fp16)(const Params&, unsigned, cudaStream_t);
+};
+template <class Cfg>
+constexpr ConfigFacts facts(const char* name) {
+  return {name, Cfg::kBlockM, Cfg::kBlockN, &launch<Cfg, __nv_bfloat16>, &launch<Cfg, __half>};
+}
+const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"), facts<Config1>("m128n128")};
+static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
+              "gemm.hpp's kGemmConfigs counts the configurations here");
+
+// Split-K workspace and tile counters, per device: grown when a call needs more, never shrunk.
+struct Workspace {
+  float* partials = nullptr;
+  std::size_t partial_bytes = 0;
+  std::uint32_t* counters = nullptr;
+  std::size_t counter_count = 0;
+};
+Workspace& workspace_for(std::size_t partial_bytes, std::size_t counters) {
+  static std::mutex mutex;
+  static Workspace per_device[64];
+  int device = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  Workspace& w = per_device[device % 64];
+  if (w.partial_bytes < partial_bytes) {
+    // NOTE: cudaFree waits for the device, so no earlier call still uses the old buffer
+    if (w.partials != nullptr) TMAKIT_CUDA_CHECK(cudaFree(w.partials));
+    w.partials = nullptr;
+    w.partial_bytes = 0;
+    TMAKIT_CUDA_CHECK(cudaMalloc(&w.partials, partial_bytes));
+    w.partial_bytes = partial_bytes;
+  }
+  if (w.counter_count < counters) {
+    if (w.counters != nullptr) TMAKIT_CUDA_CHECK(cudaFree(w.counters));
+    w.counters = nullptr;
+    w.counter_count = 0;
+    TMAKIT_CUDA_CHECK(cudaMalloc(&w.counters, counters * sizeof(std::uint32_t)));
+    TMAKIT_CUDA_CHECK(cudaMemset(w.counters, 0, counters * sizeof(std::uint32_t)));
+    TMAKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    w.counter_count = counters;
+  }
+  return w;
+}
+
+void check_operand(const char* arg, const ConstTensorRef& v) {
+  const std::string n(arg);
+  check_view(arg, v, false);
+  if (v.type != DataType::uint8) {
+    throw ArgumentError(n + ".type", std::string(name(v.type)) +
+                                         " is not UINT8; pass e4m3 bits as UINT8 (fp8 "
+                                         "travels as UINT8 through TMA)");
+  }
+}
+
+}  // namespace tmakit::detail::gemm
+
+namespace tmakit {
+
+const char* gemm_config_name(int config) {
+  if (config < 0 || config >= kGemmConfigs) return "?";
+  return detail::gemm::kConfigs[config].name;
+}
+
+GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
+                       const GemmTuning& tuning) {
+  using namespace detail::gemm;
+  GemmPlan plan;
+  plan.config = tuning.config >= 0 ? tuning.config : (m <= 64 ? 0 : 1);
+  if (plan.config >= kGemmConfigs) {
+    throw ArgumentError("tuning.config", std::to_string(tuning.config) +
+                                             " is not a configuration; use -1 or 0.." +
+                                             std::to_string(kGemmConfigs - 1));
+  }
+  const ConfigFacts& c = kConfigs[plan.config];
+  const std::int64_t tiles_m = static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m);
+  const std::int64_t tiles_n = static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
+  plan.tiles = tiles_m * tiles_n;
+  const std::int64_t k_blocks = static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK);
+  if (tuning.splits > 0) {
+    if (tuning.splits > k_blocks) {
+      throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " splits of " +
+                                               std::to_string(k_blocks) +
+                                               " k-blocks of 128; use at most that many");
+    }
+    plan.splits = tuning.splits;
+  } else {
+    // NOTE: too few tiles to give every SM one: split K so every SM streams a share of B,
+    // keeping at least 4 k-blocks (512 of K) per split.
+    std::int64_t splits = 1;
+    if (plan.tiles * 2 <= sm_count) {
+      splits = std::min<std::int64_t>(sm_count / plan.tiles, std::max<std::int64_t>(1, k_blocks / 4));
+      splits = std::min<std::int64_t>(splits, 32);
+    }
+    plan.splits = static_cast<int>(std::max<std::int64_t>(splits, 1));
+  }
+  const std::int64_t units = plan.tiles * plan.splits;
+  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
+  return plan;
+}
+
+void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales,
+              cudaStream_t stream, const GemmTuning& tuning) {
+  using namespace detail::gemm;
+  // step 1: validate every argument before anything is written
+  check_operand("a", a);
+  check_operand("b", b);
+  if (b.cols != a.cols) {
+    throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
+                                      std::to_string(a.cols) + " (K of A); both are K-major");
+  }
+  const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
+  if (k % 16 != 0) {
+    throw ArgumentError("a.cols", "K = " + std::to_string(k) +
+                                      " is not a multiple of 16 (TMA's 16-byte rows); pad K "
+                                      "with zeros to " + std::to_string((k + 15) / 16 * 16));
+  }
+  if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
+  if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
+    throw ArgumentError("d.data", detail::hex_address(d.data) + " is not 16-byte aligned");
+  }
+  if (d.type != DataType::bfloat16 && d.type != DataType::float16) {
+    throw ArgumentError("d.type", std::string(name(d.type)) + " is not supported; use "
+                                                              "BFLOAT16 or FLOAT16");
+  }
+  if (d.rows != m || d.cols != n) {
+    throw ArgumentError("d", "shape " + std::to_string(d.rows) + "x" + std::to_string(d.cols) +
+                                 " is not M x N = " + std::to_string(m) + "x" +
+                                 std::to_string(n));
+  }
+  if (d.batch != 1) throw ArgumentError("d.batch", "must be 1: one matrix");
+  if (d.row_stride_bytes != 0 && (d.row_stride_bytes < n * 2 || d.row_stride_bytes % 2 != 0)) {
+    throw ArgumentError("d.row_stride_bytes", std::to_string(d.row_stride_bytes) +
+                                                  " is under a row's " + std::to_string(n * 2) +
+                                                  " bytes or not whole elements");
+  }
+  if (detail::overlaps(d, a) || detail::overlaps(d, b)) {
+    throw ArgumentError("d.data", "overlaps a or b; D must be separate memory");
+  }
+  if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
+    throw ArgumentError("tuning.config", std::to_string(tuning.config) +
+                                             " is not a configuration; use -1 or 0.." +
+                                             std::to_string(kGemmConfigs - 1));
+  }
+  const std::uint64_t k_blocks = (k + kBlockK - 1) / kBlockK;
+  if (tuning.splits < 0 || static_cast<std::uint64_t>(tuning.splits) > k_blocks) {
+    throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " is not 0 (chosen) "
+                                             "or 1.." + std::to_string(k_blocks) +
+                                             " (K's k-blocks of 128)");
+  }
+  const GemmPlan plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning);
+  const ConfigFacts& c = kConfigs[plan.config];
+
+  // step 2: parameters and cached tensor maps (box: 128 bytes of K x the tile's rows)
+  Params p{};
+  p.a_map = detail::cached_tensor_map(detail::view_spec(
+      a, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
+                           static_cast<std::uint32_t>(c.block_m), 1}, Swizzle::bytes128));
+  p.b_map = detail::cached_tensor_map(detail::view_spec(
+      b, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
+                           static_cast<std::uint32_t>(c.block_n), 1}, Swizzle::bytes128));
+  p.d = d.data;
+  p.d_row_elems = d.row_pitch() / 2;
+  p.m = static_cast<std::int32_t>(m);
+  p.n = static_cast<std::int32_t>(n);
+  p.k_blocks = static_cast<std::int32_t>((k + kBlockK - 1) / kBlockK);
+  p.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
+  p.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
+  p.splits = plan.splits;
+  p.units = plan.tiles * plan.splits;
+  p.scale = scales.alpha * scales.scale_a * scales.scale_b;
+  if (plan.splits > 1) {
+    const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
+    Workspace& w = workspace_for(tile_bytes * static_cast<std::size_t>(p.units),
+                                 static_cast<std::size_t>(plan.tiles));
+    p.workspace = w.partials;
+    p.counters = w.counters;
+  }
+
+  // step 3: launch
+  if (d.type == DataType::bfloat16) {
+    c.launch_bf16(p, plan.grid, stream);
+  } else {
+    c.launch_fp16(p, plan.grid, stream);
+  }
+}
+
+}  // namespace tmakit

@@ -1,0 +1,126 @@
+// FP8 GEMM without a GPU: the launcher refuses bad input naming the argument (before any CUDA
+// call; the pointers are never dereferenced), the e4m3 decoder, the CPU reference on a
+// hand-checked case, and the per-shape plan.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tmakit/kernels/gemm.hpp"
+
+namespace tmakit {
+namespace {
+
+void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
+  try {
+    call();
+  } catch (const ArgumentError& e) {
+    if (message != nullptr) *message = e.what();
+    return e.argument();
+  } catch (...) {
+    return "<other exception>";
+  }
+  return "";
+}
+
+constexpr std::uintptr_t kA = 0x10000000, kB = 0x20000000, kD = 0x30000000;
+
+struct Operands {
+  TensorRef a{fake(kA), DataType::uint8, 64, 256};
+  TensorRef b{fake(kB), DataType::uint8, 96, 256};
+  TensorRef d{fake(kD), DataType::bfloat16, 64, 96};
+};
+
+TEST(GemmLauncher, NamesTheArgument) {
+  Operands o;
+  std::string msg;
+  EXPECT_EQ(refused([&] { auto a = o.a; a.data = nullptr; gemm_fp8(a, o.b, o.d); }), "a.data");
+  EXPECT_EQ(refused([&] { auto b = o.b; b.data = nullptr; gemm_fp8(o.a, b, o.d); }), "b.data");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.data = nullptr; gemm_fp8(o.a, o.b, d); }), "d.data");
+  EXPECT_EQ(refused([&] { auto a = o.a; a.data = fake(kA + 8); gemm_fp8(a, o.b, o.d); }),
+            "a.data");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.data = fake(kD + 2); gemm_fp8(o.a, o.b, d); }),
+            "d.data");
+  EXPECT_EQ(refused([&] { auto a = o.a; a.type = DataType::float16; gemm_fp8(a, o.b, o.d); }),
+            "a.type");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.type = DataType::float32; gemm_fp8(o.a, o.b, d); }),
+            "d.type");
+  EXPECT_EQ(refused([&] { auto b = o.b; b.cols = 128; gemm_fp8(o.a, b, o.d); }), "b.cols");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.cols = 95; gemm_fp8(o.a, o.b, d); }), "d");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.rows = 0; gemm_fp8(o.a, o.b, d); }), "d");
+  EXPECT_EQ(refused([&] { auto a = o.a; a.rows = 0; gemm_fp8(a, o.b, o.d); }), "a.rows");
+  EXPECT_EQ(refused([&] { auto b = o.b; b.rows = 0; gemm_fp8(o.a, b, o.d); }), "b.rows");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.row_stride_bytes = 100; gemm_fp8(o.a, o.b, d); }),
+            "d.row_stride_bytes");
+  EXPECT_EQ(refused([&] { auto d = o.d; d.data = fake(kB); gemm_fp8(o.a, o.b, d); }), "d.data");
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {5, 0}); }), "tuning.config");
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {-1, 3}); }), "tuning.splits");
+}
+
+TEST(GemmLauncher, KMustBeAMultipleOf16) {
+  Operands o;
+  for (std::uint64_t k : {1u, 8u, 15u, 17u, 40u, 4095u}) {
+    auto a = o.a;
+    auto b = o.b;
+    a.cols = b.cols = k;
+    a.row_stride_bytes = b.row_stride_bytes = (k + 15) / 16 * 16;  // legal pitch
+    std::string msg;
+    EXPECT_EQ(refused([&] { gemm_fp8(a, b, o.d); }, &msg), "a.cols") << "K = " << k;
+    EXPECT_NE(msg.find("multiple of 16"), std::string::npos) << msg;
+  }
+}
+
+TEST(GemmReference, E4m3Decode) {
+  EXPECT_EQ(reference::e4m3_to_float(0x00), 0.0f);
+  EXPECT_EQ(reference::e4m3_to_float(0x38), 1.0f);          // exponent 7 = bias
+  EXPECT_EQ(reference::e4m3_to_float(0xB8), -1.0f);
+  EXPECT_EQ(reference::e4m3_to_float(0x7E), 448.0f);        // largest finite
+  EXPECT_EQ(reference::e4m3_to_float(0x01), 0.001953125f);  // smallest subnormal 2^-9
+  EXPECT_EQ(reference::e4m3_to_float(0x08), 0.015625f);     // smallest normal 2^-6
+  EXPECT_TRUE(std::isnan(reference::e4m3_to_float(0x7F)));
+  EXPECT_TRUE(std::isnan(reference::e4m3_to_float(0xFF)));
+}
+
+TEST(GemmReference, HandCheckedProduct) {
+  // A = [[1, 2], [-0.5, 448]] (2 x 16, rest zeros), B = [[1, 1], [2, -1]] -> D = A B^T
+  std::vector<std::uint8_t> a(2 * 16, 0), b(2 * 16, 0);
+  a[0] = 0x38; a[1] = 0x40;      // 1, 2
+  a[16] = 0xB0; a[17] = 0x7E;    // -0.5, 448
+  b[0] = 0x38; b[1] = 0x38;      // 1, 1
+  b[16] = 0x40; b[17] = 0xB8;    // 2, -1
+  float d[4];
+  reference::gemm_fp8(ConstTensorRef(a.data(), DataType::uint8, 2, 16),
+                      ConstTensorRef(b.data(), DataType::uint8, 2, 16), d, {2.0f, 0.5f, 1.0f});
+  EXPECT_EQ(d[0], 3.0f);
+  EXPECT_EQ(d[1], 0.0f);
+  EXPECT_EQ(d[2], 447.5f);
+  EXPECT_EQ(d[3], -449.0f);
+}
+
+TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
+  // M <= 128, N = K = 4096 on 132 SMs: every SM gets a share of B
+  const GemmPlan p1 = gemm_fp8_plan(1, 4096, 4096, 132);
+  EXPECT_EQ(p1.config, 0);
+  EXPECT_EQ(p1.tiles, 32);
+  EXPECT_EQ(p1.splits, 4);
+  EXPECT_EQ(p1.grid, 128u);
+  const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);
+  EXPECT_EQ(p128.config, 1);
+  EXPECT_EQ(p128.splits, 4);
+  // large shapes: one split, a persistent grid of one CTA per SM
+  const GemmPlan big = gemm_fp8_plan(8192, 8192, 8192, 132);
+  EXPECT_EQ(big.splits, 1);
+  EXPECT_EQ(big.grid, 132u);
+  // K = 16: one k-block, nothing to split
+  EXPECT_EQ(gemm_fp8_plan(7, 200, 16, 132).splits, 1);
+  // forced
+  EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).splits, 3);
+  EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).config, 1);
+}
+
+}  // namespace
+}  // namespace tmakit
