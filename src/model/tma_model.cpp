@@ -170,16 +170,17 @@ bool is_tf32(DataType t) {
   return t == DataType::tfloat32 || t == DataType::tfloat32_ftz;
 }
 
-// NOTE: measured on H200: TFLOAT32 / TFLOAT32_FTZ copies round each element to tf32 (10
+// NOTE: measured on H200: TFLOAT32 / TFLOAT32_FTZ loads round each element to tf32 (10
 // mantissa bits, nearest even, the PTX ISA's rounding for tensor element types), subnormals
 // kept, and turn every NaN into the canonical 0x7FFFE000. Out-of-bounds fill is not rounded.
+// Stores write the shared-memory bits unchanged (a TFLOAT32 store matched only that way).
 std::uint32_t to_tf32(std::uint32_t v) {
   const bool nan = (v & 0x7F800000u) == 0x7F800000u && (v & 0x007FFFFFu) != 0;
   if (nan) return 0x7FFFE000u;
   return (v + 0xFFFu + ((v >> 13) & 1u)) & ~0x1FFFu;  // a carry into the exponent is right
 }
 
-// One element's bytes as the copy delivers them (little-endian).
+// One element's bytes as a load delivers them (little-endian).
 void convert_element(DataType t, std::uint8_t* p) {
   if (!is_tf32(t)) return;
   std::uint32_t v = 0;
@@ -544,8 +545,17 @@ std::optional<std::uint64_t> store_target(const TensorMapSpec& spec, const Eleme
 }
 
 // NOTE: measured on H200: a store or reduce whose box lies wholly outside the tensor kills the
-// kernel with "illegal instruction" (6 of 6 cases); the model refuses it instead of guessing.
+// kernel with "illegal instruction" (6 of 6 cases), and so does one that starts at a negative
+// coordinate (device tests; which dimensions matter is not pinned down, so any counts); the
+// model refuses both instead of guessing.
 void check_store_reaches_tensor(const TensorMapSpec& spec, const Coords& coords) {
+  for (std::uint32_t d = 0; d < spec.rank; ++d) {
+    if (coords[d] < 0) {
+      throw ModelError("coordinate " + std::to_string(d) + " is " + std::to_string(coords[d]) +
+                       ": on H200 a store or reduce starting at a negative coordinate ends the "
+                       "kernel with 'illegal instruction'; start at 0 and shrink the box");
+    }
+  }
   bool any = false;
   walk_tiled(spec, coords, [&](const Element& e) { any = any || store_target(spec, e); });
   if (!any) {
@@ -571,7 +581,6 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
     for (std::uint32_t j = 0; j < esize; ++j) {
       value[j] = smem[physical(spec, smem_address, e.smem_offset + j)];
     }
-    convert_element(spec.data_type, value.data());
     for (std::uint32_t j = 0; j < esize; ++j) global_byte(global, spec, *target + j) = value[j];
   });
 }

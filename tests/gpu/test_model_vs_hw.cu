@@ -627,7 +627,8 @@ void run_store_sweep(const char* name, int cases, bool reduce, const SweepOption
         model::store_tiled(c.spec, want, src, c.coords, c.smem_offset);
       }
     } catch (const model::ModelError&) {
-      // NOTE: a box wholly outside the tensor kills the kernel on H200: never launched
+      // NOTE: what the model refuses (a box wholly outside, a negative start) kills the kernel
+      // on H200: never launched
       ++t.model_refused;
       --t.run;
       continue;

@@ -392,6 +392,27 @@ TEST(ModelStore, OutOfBoundsPartIsDroppedPerChunk) {
   EXPECT_THROW(store_tiled(s, g, smem, {32, 0}), ModelError);
 }
 
+TEST(ModelStore, NegativeStartIsRefused) {
+  // partly inside, but starting at a negative coordinate: kills the kernel on H200
+  const auto s = tiled(DataType::uint8, 2, {32, 4}, {32}, {16, 2});
+  std::vector<std::uint8_t> g(128, 0xAA);
+  const auto smem = iota_bytes(0, 32);
+  EXPECT_THROW(store_tiled(s, g, smem, {0, -1}), ModelError);
+  EXPECT_THROW(store_tiled(s, g, smem, {-16, 1}), ModelError);
+  EXPECT_EQ(g, std::vector<std::uint8_t>(128, 0xAA));  // nothing written
+}
+
+TEST(ModelStore, Tf32StoreWritesTheBitsUnchanged) {
+  // loads round to tf32; a store writes the shared-memory bits as they are (measured on H200)
+  const auto s = tiled(DataType::tfloat32, 1, {4}, {}, {4});
+  const std::uint32_t bits[4] = {0x3F800FFFu, 0x7FC00001u, 0x00000001u, 0xBF801234u};
+  std::vector<std::uint8_t> smem(16);
+  std::memcpy(smem.data(), bits, 16);
+  std::vector<std::uint8_t> g(16, 0);
+  store_tiled(s, g, smem, {0});
+  EXPECT_EQ(g, smem);
+}
+
 TEST(ModelStore, ReadsSharedMemoryThroughTheSwizzle) {
   // uint8 32 x 8 with the 32B swizzle: global row 4 comes from line 1 with chunks swapped
   auto s = tiled(DataType::uint8, 2, {32, 8}, {32}, {32, 8});
