@@ -600,10 +600,10 @@ std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
   bool ok = false;
   switch (op) {
     case ReduceOp::add:
-      // NOTE: add on UINT8 (fp8's carrier) killed the kernel with "illegal instruction" on
-      // H200 (2 of 2 cases), as the PTX ISA's table (no u8) suggests
+      // NOTE: add on UINT8 (fp8's carrier) and on INT64 killed the kernel with "illegal
+      // instruction" on H200, as the PTX ISA's table (no u8, no s64 for add) says
       ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
-           type == DataType::int64 || type == DataType::float16 || type == DataType::bfloat16 ||
+           type == DataType::float16 || type == DataType::bfloat16 ||
            type == DataType::float32 || type == DataType::float32_ftz;
       break;
     case ReduceOp::min:
@@ -624,8 +624,8 @@ std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
   if (ok) return {};
   return "reduce " + std::string(name(op)) + " is not defined on " + std::string(name(type)) +
          " (PTX ISA cp.reduce.async.bulk.tensor: add u32/s32/u64/f32/f16/bf16, min/max "
-         "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; add on UINT8 and and/or/xor "
-         "on INT64 end the kernel with 'illegal instruction' on H200)";
+         "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; add on UINT8 or INT64 and "
+         "and/or/xor on INT64 end the kernel with 'illegal instruction' on H200)";
 }
 
 void reduce_element(ReduceOp op, DataType type, std::uint8_t* dst, const std::uint8_t* src) {

@@ -407,7 +407,7 @@ struct Tally {
     os << what << ": " << run << " run, " << matched << " matched byte for byte, " << mismatched
        << " mismatched (" << timeouts << " barrier timeouts); skipped: " << rule_rejected
        << " broke a tmakit rule, " << driver_refused << " refused by the driver, " << model_refused
-       << " refused by the model (box wholly outside: kills the kernel)";
+       << " refused by the model (would kill the kernel)";
     return os.str();
   }
 };
@@ -572,6 +572,11 @@ void run_store_sweep(const char* name, int cases, bool reduce, const SweepOption
   std::vector<std::uint8_t> before, after;
   for (int i = 0; i < cases; ++i) {
     Case c = random_case(rng, o, reinterpret_cast<std::uint64_t>(g.device));
+    // NOTE: a store or reduce starting at a negative coordinate kills the kernel (the model
+    // refuses it); keep one case in ten so, and start the rest at 0 in that dimension.
+    for (std::uint32_t d = 0; d < c.spec.rank; ++d) {
+      if (c.coords[d] < 0 && !chance(rng, 0.1)) c.coords[d] = 0;
+    }
     model::ReduceOp op = model::ReduceOp::add;
     if (reduce) {
       // a defined (op, type) pair
@@ -723,7 +728,10 @@ TEST(ModelVsHardware, ReducesElementStrides) {
 
 // Interleaved layouts are not modelled yet: this records what the hardware writes (dumped
 // with TMAKIT_MODEL_DUMP_DIR) so the layout can be worked out. Run it on its own.
-TEST(ModelVsHardwareProbe, InterleavedLoads) {
+// NOTE: interleaved layouts are not modelled (the model refuses them), and this probe of what
+// the hardware writes for them still ends in "illegal memory access" on H200 (2026-11-22): it
+// is a tool for that investigation, not a check. Run it with --gtest_also_run_disabled_tests.
+TEST(ModelVsHardwareProbe, DISABLED_InterleavedLoads) {
   SKIP_WITHOUT_HOPPER();
   SweepOptions o;
   o.interleave = true;
