@@ -333,9 +333,10 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   Vendor& v = vendor();
   float* scales = nullptr;  // device: scale_a, scale_b (cuBLASLt reads them from there)
   const GemmScales sc{0.75f, 1.5f, 0.5f};
-  TMAKIT_CUDA_CHECK(cudaMalloc(&scales, 2 * sizeof(float)));
+  // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
+  TMAKIT_CUDA_CHECK(cudaMalloc(&scales, 8 * sizeof(float)));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
-  TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 1, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
+  TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
   const float scale = sc.alpha * sc.scale_a * sc.scale_b;
 
   for (const Shape& s : shapes(options)) {
@@ -381,7 +382,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
         rl.status = v.lt_why;
       } else {
         LtPlan plan;
-        rl.status = make_lt_plan(v, plan, s, scales, scales + 1);
+        rl.status = make_lt_plan(v, plan, s, scales, scales + 4);
         if (rl.status.empty()) {
           const float beta = 0.0f;
           auto run = [&](cudaStream_t st) {

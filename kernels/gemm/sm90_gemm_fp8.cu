@@ -264,16 +264,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // the last split of the tile: sum every split's partial in split order (the same
         // order whichever CTA is last, so results do not depend on timing)
         __threadfence();
+        // NOTE: split outer, elements inner: a split's kAccum loads are independent and in
+        // flight together (element outer made a chain of dependent L2 loads). `part` is free
+        // here (the next tile's first wgmma overwrites it); the sum order is unchanged.
 #pragma unroll
-        for (int i = 0; i < Cfg::kAccum; ++i) {
-          float v = 0.0f;
-          for (std::int32_t sp = 0; sp < p.splits; ++sp) {
-            v += sp == w.split ? acc[i]
-                               : __ldcg(tile_ws + static_cast<std::int64_t>(sp) * kTileFloats +
-                                        i * Cfg::kConsumerThreads + ctid);
+        for (int i = 0; i < Cfg::kAccum; ++i) part[i] = 0.0f;
+        for (std::int32_t sp = 0; sp < p.splits; ++sp) {
+          if (sp == w.split) {
+#pragma unroll
+            for (int i = 0; i < Cfg::kAccum; ++i) part[i] += acc[i];
+          } else {
+            const float* src = tile_ws + static_cast<std::int64_t>(sp) * kTileFloats + ctid;
+#pragma unroll
+            for (int i = 0; i < Cfg::kAccum; ++i) part[i] += __ldcg(src + i * Cfg::kConsumerThreads);
           }
-          acc[i] = v;
         }
+#pragma unroll
+        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = part[i];
         if (ctid == 0) p.counters[w.tile] = 0;  // ready for the next call
       }
       store_tile<Cfg, T>(p, acc, row0, col0, wg_tid);
