@@ -31,7 +31,10 @@ std::string versus(const Result& r, const std::vector<Result>& all) {
   std::string out;
   for (const auto& b : all) {
     if (b.workload != r.workload || !b.ok() || (b.kind != "seed" && b.kind != "vendor")) continue;
-    out += (out.empty() ? "" : ", ") + b.impl + " " + fixed(r.gbps / b.gbps, 2) + "x";
+    // NOTE: a ratio of times, not of GB/s: implementations of one workload may move
+    // different bytes (fp8 against fp16 GEMM operands).
+    out += (out.empty() ? "" : ", ") + b.impl + " " +
+           fixed(b.timing.median_ms / r.timing.median_ms, 2) + "x";
   }
   return out;
 }
@@ -70,7 +73,7 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
       os << std::setw(10) << fixed(static_cast<double>(r.bytes) / 1e9, 2) << std::setw(11)
          << fixed(r.timing.median_ms, 3) << std::setw(9) << fixed(r.gbps, 0) << std::setw(10)
          << (r.memcpy_gbps > 0 ? fixed(r.gbps / r.memcpy_gbps, 3) : "-") << "  "
-         << versus(r, results) << "\n";
+         << versus(r, results) << (r.note.empty() ? "" : "  [" + r.note + "]") << "\n";
     } else {
       os << std::setw(40) << "" << "  " << r.status << "\n";
     }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "baselines.hpp"
+#include "gemm_cases.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
@@ -351,6 +352,8 @@ std::vector<std::string> list_cases(const SuiteOptions& options) {
       if (options.filter.empty() || std::regex_search(id, filter)) ids.push_back(id);
     }
   }
+  const auto gemm = list_gemm_cases(options);
+  ids.insert(ids.end(), gemm.begin(), gemm.end());
   return ids;
 }
 
@@ -369,7 +372,12 @@ std::vector<Result> run_suite(const SuiteOptions& options) {
   }
   s.set_total(total);
   for (const auto& [w, impls] : plan) run_workload(s, w, impls);
-  return std::move(s.results());
+  std::vector<Result> results = std::move(s.results());
+  // The FP8 GEMM cases (bench/gemm_cases.cu) after the memory-bound ones.
+  auto gemm = run_gemm_cases(options);
+  results.insert(results.end(), std::make_move_iterator(gemm.begin()),
+                 std::make_move_iterator(gemm.end()));
+  return results;
 }
 
 }  // namespace tmakit::bench
