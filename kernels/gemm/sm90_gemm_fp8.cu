@@ -11,11 +11,12 @@
 #include <algorithm>
 #include <mutex>
 
-#include "sm90_wgmma.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
+#include "tmakit/ptx/barrier.hpp"
+#include "tmakit/ptx/sm90_wgmma.hpp"
 #include "tmakit/ptx/tma.hpp"
 
 namespace tmakit::detail::gemm {
@@ -177,7 +178,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer warpgroup: one thread issues every TMA load ---------------------------
-    setmaxnreg_dec<Cfg::kProducerRegs>();
+    ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
       ptx::prefetch_tensormap(&p.a_map);
       ptx::prefetch_tensormap(&p.b_map);
@@ -199,7 +200,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
   } else {
     // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
-    setmaxnreg_inc<Cfg::kConsumerRegs>();
+    ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kConsumerRegs>();
     const std::uint32_t cw = wg - 1;                   // consumer warpgroup 0..C-1
     const std::uint32_t wg_tid = threadIdx.x % 128;
     const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
@@ -221,20 +222,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const std::uint32_t a_base =
             ptx::smem_u32(s.a[st.stage]) + cw * 64 * kBlockK;  // this warpgroup's 64 rows
         const std::uint32_t b_base = ptx::smem_u32(s.b[st.stage]);
-        fence_registers(part);
-        wgmma_fence();
+        ptx::wgmma_fence_operands(part);
+        ptx::wgmma_fence_sync_aligned();
 #pragma unroll
         for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
           // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row
           // selects the next K slice; the hardware applies the swizzle to the full address.
-          wgmma_m64k32_e4m3<Cfg::kBlockN>(part,
-                                          smem_desc_k_major_sw128(a_base + kk * kWgmmaK),
-                                          smem_desc_k_major_sw128(b_base + kk * kWgmmaK),
-                                          kk > 0 ? 1u : 0u);
+          const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base + kk * kWgmmaK);
+          const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base + kk * kWgmmaK);
+          ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(part, desc_a, desc_b,
+                                                             kk > 0 ? 1u : 0u);
         }
-        wgmma_commit_group();
-        wgmma_wait_group<0>();
-        fence_registers(part);
+        ptx::wgmma_commit_group_sync_aligned();
+        ptx::wgmma_wait_group_sync_aligned<0>();
+        ptx::wgmma_fence_operands(part);
         // the stage is read: free it for the producer
         if (warp_leader) pipe.consumer_release(st);
         st.advance();
@@ -254,12 +255,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) __stcg(mine + i * Cfg::kConsumerThreads + ctid, acc[i]);
         __threadfence();
-        named_barrier_sync(1, Cfg::kConsumerThreads);
+        ptx::bar_sync(1, Cfg::kConsumerThreads);
         if (ctid == 0) {
           const std::uint32_t done = atomicAdd(&p.counters[w.tile], 1u);
           s.last_split = done == static_cast<std::uint32_t>(p.splits - 1) ? 1 : 0;
         }
-        named_barrier_sync(1, Cfg::kConsumerThreads);
+        ptx::bar_sync(1, Cfg::kConsumerThreads);
         if (!s.last_split) continue;
         // the last split of the tile: sum every split's partial in split order (the same
         // order whichever CTA is last, so results do not depend on timing)

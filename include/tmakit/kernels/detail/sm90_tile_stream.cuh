@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "tmakit/device/barrier.hpp"
+#include "tmakit/ptx/barrier.hpp"
 #include "tmakit/ptx/fence.hpp"
 #include "tmakit/ptx/tma.hpp"
 
@@ -42,10 +43,6 @@ namespace tmakit::detail::stream {
 
 // ---- a local primitive the ptx/ and device/ layers do not provide (yet) ----------------
 
-// bar.sync id, threads;  a named barrier among `threads` threads (a multiple of 32).
-__device__ __forceinline__ void named_barrier_sync(std::uint32_t id, std::uint32_t threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
 
 // ---- tile order -------------------------------------------------------------------------
 
@@ -188,7 +185,7 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
       // the next tile's output buffer is free once the store that last used it has read it
       if (tid == 0) ptx::cp_async_bulk_wait_group_read<kOutStages - 2>();
     }
-    named_barrier_sync(1, kConsumerThreads);
+    ptx::bar_sync(1, kConsumerThreads);
     if (tid == 0) {
       Op::store(p, tile, ptx::smem_u32(out));
       ptx::cp_async_bulk_commit_group();

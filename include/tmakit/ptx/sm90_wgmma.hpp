@@ -1,13 +1,18 @@
-// PTX wrappers the FP8 GEMM needs that include/tmakit/ptx/ does not have yet: wgmma (fp8
-// e4m3, K-major operands from shared memory), its fences, setmaxnreg and named barriers.
-// Kept here, one inline function per instruction in the ptx/ style, until they move to
-// include/tmakit/ptx/ (PTX ISA 8.0+, "Asynchronous Warpgroup Level Matrix Instructions",
-// "setmaxnreg", "bar.sync"). All need the sm_90a target (TMA_FACTS D6).
+// wgmma and setmaxnreg (sm_90a only, TMA_FACTS D6): one inline function per instruction, the
+// PTX form in a comment above it (PTX ISA 8.0+, "Asynchronous Warpgroup Level Matrix
+// Instructions", "setmaxnreg"), plus the shared-memory matrix descriptor wgmma reads.
 #pragma once
 
 #include <cstdint>
 
-namespace tmakit::detail::gemm {
+#include "tmakit/ptx/common.hpp"
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "wgmma and setmaxnreg need the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
+#endif
+
+namespace tmakit::ptx {
+
 
 // ---------------------------------------------------------------------------------------
 // shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format", 64 bits)
@@ -19,7 +24,7 @@ namespace tmakit::detail::gemm {
 //   bits 62-63  swizzle: 1 = 128B, 2 = 64B, 3 = 32B
 // A K-major tile loaded by TMA with the 128B swizzle is rows of 128 bytes, 8 rows (1024
 // bytes) per swizzle pattern, so the stride-dimension offset is 1024 bytes.
-__device__ __forceinline__ std::uint64_t smem_desc_k_major_sw128(std::uint32_t smem_addr) {
+__device__ __forceinline__ std::uint64_t wgmma_smem_desc_k_major_sw128(std::uint32_t smem_addr) {
   std::uint64_t d = 0;
   d |= static_cast<std::uint64_t>((smem_addr & 0x3FFFFu) >> 4);
   d |= static_cast<std::uint64_t>(1) << 16;
@@ -29,51 +34,47 @@ __device__ __forceinline__ std::uint64_t smem_desc_k_major_sw128(std::uint32_t s
 }
 
 // wgmma.fence.sync.aligned;  (before the first wgmma that reads registers written otherwise)
-__device__ __forceinline__ void wgmma_fence() {
+__device__ __forceinline__ void wgmma_fence_sync_aligned() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 }
 
 // wgmma.commit_group.sync.aligned;
-__device__ __forceinline__ void wgmma_commit_group() {
+__device__ __forceinline__ void wgmma_commit_group_sync_aligned() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
 // wgmma.wait_group.sync.aligned N;  (at most N committed groups still pending)
 template <int N>
-__device__ __forceinline__ void wgmma_wait_group() {
+__device__ __forceinline__ void wgmma_wait_group_sync_aligned() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
 // Keeps the compiler from moving accumulator reads/writes across wgmma fences.
 template <int R>
-__device__ __forceinline__ void fence_registers(float (&d)[R]) {
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
 #pragma unroll
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // setmaxnreg.inc.sync.aligned.u32 N; / setmaxnreg.dec.sync.aligned.u32 N;
 template <int N>
-__device__ __forceinline__ void setmaxnreg_inc() {
+__device__ __forceinline__ void setmaxnreg_inc_sync_aligned_u32() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
 template <int N>
-__device__ __forceinline__ void setmaxnreg_dec() {
+__device__ __forceinline__ void setmaxnreg_dec_sync_aligned_u32() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 }
 
-// bar.sync id, threads;  (named barrier over a subset of the CTA's warps)
-__device__ __forceinline__ void named_barrier_sync(std::uint32_t id, std::uint32_t threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
 
 template <int N>
-__device__ __forceinline__ void wgmma_m64k32_e4m3(float (&d)[N / 2], std::uint64_t desc_a,
+__device__ __forceinline__ void wgmma_mma_async_m64k32_f32_e4m3(float (&d)[N / 2], std::uint64_t desc_a,
                                                   std::uint64_t desc_b, std::uint32_t scale_d);
 
 // wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 d, descA, descB, scaleD, 1, 1;
 // 64 fp32 accumulators per thread; scale_d 0 overwrites d, 1 accumulates.
 template <>
-__device__ __forceinline__ void wgmma_m64k32_e4m3<128>(float (&d)[64], std::uint64_t desc_a,
+__device__ __forceinline__ void wgmma_mma_async_m64k32_f32_e4m3<128>(float (&d)[64], std::uint64_t desc_a,
                                                      std::uint64_t desc_b, std::uint32_t scale_d) {
   asm volatile(
       "{\n"
@@ -100,7 +101,7 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3<128>(float (&d)[64], std::uint
 // wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 d, descA, descB, scaleD, 1, 1;
 // 128 fp32 accumulators per thread; scale_d 0 overwrites d, 1 accumulates.
 template <>
-__device__ __forceinline__ void wgmma_m64k32_e4m3<256>(float (&d)[128], std::uint64_t desc_a,
+__device__ __forceinline__ void wgmma_mma_async_m64k32_f32_e4m3<256>(float (&d)[128], std::uint64_t desc_a,
                                                      std::uint64_t desc_b, std::uint32_t scale_d) {
   asm volatile(
       "{\n"
@@ -136,4 +137,4 @@ __device__ __forceinline__ void wgmma_m64k32_e4m3<256>(float (&d)[128], std::uin
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
-}  // namespace tmakit::detail::gemm
+}  // namespace tmakit::ptx

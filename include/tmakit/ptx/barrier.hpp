@@ -1,0 +1,16 @@
+// Named barriers: synchronise a subset of a CTA's warps (PTX ISA, "bar.sync").
+#pragma once
+
+#include <cstdint>
+
+#include "tmakit/ptx/common.hpp"
+
+namespace tmakit::ptx {
+
+// bar.sync id, threads;  a named barrier among `threads` threads (a multiple of 32), id 1..15
+// (0 is __syncthreads').
+__device__ __forceinline__ void bar_sync(std::uint32_t id, std::uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace tmakit::ptx
