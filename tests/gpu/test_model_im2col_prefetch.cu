@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "model_sweep_common.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/spec_json.hpp"
@@ -42,6 +43,8 @@
 #include "tmakit/swizzle.hpp"
 
 namespace {
+
+using namespace tmakit::testing;  // NOLINT: the shared sweep helpers
 
 using tmakit::DataType;
 using tmakit::EncodeKind;
@@ -232,31 +235,8 @@ __global__ void multicast_kernel(const __grid_constant__ CUtensorMap map, LoadAr
 
 // --- host helpers --------------------------------------------------------------------------
 
-std::string gpu_missing_reason() {
-  if (!tmakit::driver_available()) return "no usable CUDA driver (libcuda.so.1 / cuInit)";
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return "no CUDA device";
-  cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cannot query device 0";
-  if (p.major < 9) return std::string("device 0 (") + p.name + ") is not sm_90+: no TMA";
-  return {};
-}
 
-#define SKIP_WITHOUT_HOPPER()                                                   \
-  do {                                                                          \
-    const std::string why = gpu_missing_reason();                               \
-    if (!why.empty()) GTEST_SKIP() << "needs a Hopper GPU and driver: " << why; \
-  } while (0)
 
-#define CK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
-
-using Rng = std::mt19937_64;
-int uniform(Rng& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
-bool chance(Rng& rng, double p) {
-  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
-}
 
 // The random global bytes every case reads; the same on every machine (replay needs no GPU).
 const std::vector<std::uint8_t>& host_global() {
@@ -282,16 +262,7 @@ std::uint8_t* device_global() {
   return d;
 }
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t m) {
-  return (v + m - 1) / m * m;
-}
 
-std::uint64_t tensor_extent(const TensorMapSpec& s) {
-  std::uint64_t e = s.global_dim[0] * static_cast<std::uint64_t>(element_bytes(s.data_type));
-  for (std::uint32_t d = 1; d < s.rank; ++d)
-    e += (s.global_dim[d] - 1) * s.global_strides_bytes[d - 1];
-  return e;
-}
 
 struct Case {
   TensorMapSpec spec;
@@ -469,19 +440,6 @@ bool encode_case(const Case& c, CUtensorMap* map, Tally& t) {
   return true;
 }
 
-std::string hex_dump(const std::vector<std::uint8_t>& v, const std::vector<std::uint8_t>& w) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!w[i]) {
-      s += "..";
-    } else {
-      s += digits[v[i] >> 4];
-      s += digits[v[i] & 15];
-    }
-  }
-  return s;
-}
 
 // One element of the box at buffer byte `at`, in words.
 std::string where(const Case& c, std::uint32_t at) {
@@ -634,12 +592,6 @@ struct Dumper {
   }
 };
 
-// TMAKIT_MODEL_TRACE=1 prints each case before it runs, so a case that kills the context is
-// named in the log.
-bool trace() {
-  const char* v = std::getenv("TMAKIT_MODEL_TRACE");
-  return v != nullptr && *v == '1';
-}
 
 enum class Form { im2col, im2col_edge, im2col_plain, prefetch, hint };
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "model_sweep_common.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/spec_json.hpp"
@@ -33,6 +34,8 @@
 #include "tmakit/swizzle.hpp"
 
 namespace {
+
+using namespace tmakit::testing;  // NOLINT: the shared sweep helpers
 
 using tmakit::DataType;
 using tmakit::Interleave;
@@ -171,31 +174,8 @@ __global__ void store_kernel(const __grid_constant__ CUtensorMap map, StoreArgs 
 
 // --- host helpers --------------------------------------------------------------------------
 
-std::string gpu_missing_reason() {
-  if (!tmakit::driver_available()) return "no usable CUDA driver (libcuda.so.1 / cuInit)";
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return "no CUDA device";
-  cudaDeviceProp p{};
-  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "cannot query device 0";
-  if (p.major < 9) return std::string("device 0 (") + p.name + ") is not sm_90+: no TMA";
-  return {};
-}
 
-#define SKIP_WITHOUT_HOPPER()                                                   \
-  do {                                                                          \
-    const std::string why = gpu_missing_reason();                               \
-    if (!why.empty()) GTEST_SKIP() << "needs a Hopper GPU and driver: " << why; \
-  } while (0)
 
-#define CK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
-
-using Rng = std::mt19937_64;
-int uniform(Rng& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
-bool chance(Rng& rng, double p) {
-  return std::uniform_real_distribution<double>(0, 1)(rng) < p;
-}
 
 // Global buffer shared by every case: random bytes, on the device and on the host.
 struct Global {
@@ -224,17 +204,8 @@ struct Case {
   std::uint32_t smem_offset = 0;
 };
 
-std::uint64_t round_up(std::uint64_t v, std::uint64_t m) {
-  return (v + m - 1) / m * m;
-}
 
 // One past the last byte of the tensor (offset from the global address).
-std::uint64_t tensor_extent(const TensorMapSpec& s) {
-  std::uint64_t e = s.global_dim[0] * static_cast<std::uint64_t>(element_bytes(s.data_type));
-  for (std::uint32_t d = 1; d < s.rank; ++d)
-    e += (s.global_dim[d] - 1) * s.global_strides_bytes[d - 1];
-  return e;
-}
 
 struct SweepOptions {
   bool interleave = false;    // interleaved layouts (rank 3..5)
@@ -242,12 +213,8 @@ struct SweepOptions {
   bool unit_strides = false;  // every elementStride 1
 };
 
-// TMAKIT_MODEL_TRACE=1 prints each case before it runs, so a case that kills the context is
-// named in the log; TMAKIT_MODEL_SEED_OFFSET varies the seed to collect more such cases.
-bool trace() {
-  const char* v = std::getenv("TMAKIT_MODEL_TRACE");
-  return v != nullptr && *v == '1';
-}
+// TMAKIT_MODEL_SEED_OFFSET varies the seed to collect more cases (with TMAKIT_MODEL_TRACE=1,
+// see model_sweep_common.hpp, each is named before it runs).
 std::uint64_t seed_offset() {
   const char* v = std::getenv("TMAKIT_MODEL_SEED_OFFSET");
   return v != nullptr ? std::strtoull(v, nullptr, 10) * 1000 : 0;
@@ -361,19 +328,6 @@ std::string where(const Case& c, std::uint32_t at) {
   return os.str();
 }
 
-std::string hex_dump(const std::vector<std::uint8_t>& v, const std::vector<std::uint8_t>& w) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!w[i]) {
-      s += "..";
-    } else {
-      s += digits[v[i] >> 4];
-      s += digits[v[i] & 15];
-    }
-  }
-  return s;
-}
 
 struct Dumper {
   std::string dir;
