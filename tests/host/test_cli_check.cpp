@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../cli_runner.hpp"
+#include "tmakit/host/validate.hpp"
 
 namespace tmakit {
 namespace {
@@ -153,6 +154,19 @@ TEST(CheckCli, UsageAndUnreadableFilesExitTwo) {
   EXPECT_EQ(run_cli("check --jsonl /").code, 2);  // a directory
   EXPECT_EQ(run_cli("nonsense").code, 2);
   EXPECT_EQ(run_cli("").code, 2);
+}
+
+TEST(RulesCli, ListsEveryRuleInOrder) {
+  const auto r = run_cli("rules");
+  EXPECT_EQ(r.code, 0);
+  const auto out = lines(r.out);
+  ASSERT_GT(out.size(), rules().size());
+  for (std::size_t i = 0; i < rules().size(); ++i) {
+    EXPECT_EQ(out[i], std::string(rules()[i].id) + "\t" + std::string(rules()[i].summary));
+  }
+  const auto j = run_cli("rules --json");
+  EXPECT_EQ(j.code, 0);
+  EXPECT_NE(j.out.find("\"id\": \"X4\""), std::string::npos) << j.out;
 }
 
 }  // namespace
