@@ -20,9 +20,10 @@ struct CliResult {
   std::string out;
 };
 
-// `args` is appended to the binary's path; stderr is dropped unless args redirect it.
-inline CliResult run_cli(const std::string& args) {
-  const std::string cmd = std::string(TMAKIT_CLI) + " " + args + " 2>/dev/null";
+// `args` is appended to the binary's path; stderr is dropped, or captured with stdout.
+inline CliResult run_cli(const std::string& args, bool with_stderr = false) {
+  const std::string cmd =
+      std::string(TMAKIT_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -1,7 +1,6 @@
 // `tmakit simulate` end to end: output format, error lines, exit codes. Expected outputs are
 // written out by hand.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -9,31 +8,15 @@
 #include <string>
 #include <vector>
 
-#ifndef TMAKIT_CLI
-#error "TMAKIT_CLI (path of the tmakit binary) must be defined by the build"
-#endif
+#include "../cli_runner.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = tmakit::testing::CliResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(TMAKIT_CLI) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r;
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run(const std::string& args) { return tmakit::testing::run_cli(args); }
 
 class SimulateCli : public ::testing::Test {
  protected:

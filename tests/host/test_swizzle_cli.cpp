@@ -1,36 +1,17 @@
 // `tmakit swizzle`: the picture's content for hand-worked layouts, and clear errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
-#ifndef TMAKIT_CLI
-#error "TMAKIT_CLI (path of the tmakit binary) must be defined by the build"
-#endif
+#include "../cli_runner.hpp"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = tmakit::testing::CliResult;
 
 Result run(const std::string& args, bool with_stderr = false) {
-  const std::string cmd =
-      std::string(TMAKIT_CLI) + " swizzle " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r;
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return tmakit::testing::run_cli("swizzle " + args, with_stderr);
 }
 
 std::string line_starting(const std::string& text, const std::string& prefix, int nth) {
