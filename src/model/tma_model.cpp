@@ -106,8 +106,9 @@ void walk_tiled(const TensorMapSpec& spec, const Coords& coords, F&& visit) {
 // Im2col walk (PTX ISA "im2col mode"): pixelsPerColumn pixels, each channelsPerPixel elements
 // of dimension 0. The pixel position starts at the filter base given by the coordinates and
 // steps through the pixel box (lower corner .. dim - 1 + upper corner) W first, each spatial
-// dimension by its traversal stride; past the box's last row it moves to the next image (N).
-// The element read is at the pixel position plus the im2col offsets.
+// dimension by its traversal stride; past the box's last row it moves on by the N dimension's
+// traversal stride to a later image. The element read is at the pixel position plus the im2col
+// offsets.
 template <class F>
 void walk_im2col(const TensorMapSpec& spec, const Coords& coords,
                  const std::array<std::uint16_t, 3>& offsets, F&& visit) {
@@ -135,7 +136,8 @@ void walk_im2col(const TensorMapSpec& spec, const Coords& coords,
       carry = pos[d] > hi;
       if (carry) pos[d] = spec.pixel_box_lower_corner[i];
     }
-    if (carry) ++pos[n_dim];
+    // NOTE: measured on H200: the image steps by elementStrides[N] too, not by one
+    if (carry) pos[n_dim] += spec.element_strides[n_dim];
   }
 }
 
@@ -475,11 +477,39 @@ SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> 
                    [&](auto&& visit) { walk_tiled(spec, coords, visit); });
 }
 
+std::string im2col_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords) {
+  static constexpr const char* kNames[3] = {"W", "H", "D"};
+  // a rank outside 3..5 is check_walkable's to report
+  if (spec.rank < 3 || spec.rank > static_cast<std::uint32_t>(kMaxRank)) return {};
+  const std::uint32_t spatial = spec.rank - 2;
+  for (std::uint32_t i = 0; i < spatial; ++i) {
+    const std::uint32_t d = 1 + i;
+    const std::int64_t lo = spec.pixel_box_lower_corner[i];
+    const std::int64_t hi =
+        static_cast<std::int64_t>(spec.global_dim[d]) - 1 + spec.pixel_box_upper_corner[i];
+    const std::int64_t c = coords[d];
+    if (c >= lo && c <= hi) continue;
+    // W, H, D count from dimension 1 whatever the rank: rank 3 has W, rank 4 W and H
+    std::ostringstream os;
+    os << "im2col pixel coordinate " << kNames[i] << " (coords[" << d << "]) = " << c
+       << " is outside the pixel box " << lo << ".." << hi << " (pixelBoxLowerCorner[" << i
+       << "] .. globalDim[" << d << "] - 1 + pixelBoxUpperCorner[" << i
+       << "]): on H200 such a load kills the kernel (docs/hardware.md H10); start the column "
+          "at a pixel inside the box";
+    return os.str();
+  }
+  return {};
+}
+
 SharedBytes load_im2col(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                         const Coords& coords, const std::array<std::uint16_t, 3>& offsets,
                         std::uint32_t smem_address) {
   if (spec.kind != EncodeKind::im2col) throw ModelError("load_im2col needs an im2col spec");
   check_walkable(spec);
+  // NOTE: H10: a pixel coordinate outside the pixel box kills the kernel on H200; refuse
+  // rather than answer with bytes no hardware delivers.
+  if (const std::string why = im2col_coords_refused_reason(spec, coords); !why.empty())
+    throw ModelError(why);
   return load_with(spec, global, smem_address,
                    [&](auto&& visit) { walk_im2col(spec, coords, offsets, visit); });
 }

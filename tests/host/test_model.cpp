@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "tmakit/model/tma_model.hpp"
@@ -342,6 +343,64 @@ TEST(ModelIm2col, TraversalStrideStepsThePixels) {
   EXPECT_EQ(slice(r.bytes, 0, 16), iota_bytes(16, 16));    // w 1
   EXPECT_EQ(slice(r.bytes, 16, 16), iota_bytes(64, 16));   // w 4
   EXPECT_EQ(slice(r.bytes, 32, 16), iota_bytes(112, 16));  // w 7
+}
+
+TEST(ModelIm2col, ImageStepsByItsTraversalStride) {
+  // NWC float32: C = 4, W = 2, N = 4 (pixel 16 bytes, image 32); elementStrides[N] = 2
+  TensorMapSpec s;
+  s.kind = EncodeKind::im2col;
+  s.data_type = DataType::float32;
+  s.rank = 3;
+  s.global_dim = {4, 2, 4};
+  s.global_strides_bytes = {16, 32};
+  s.channels_per_pixel = 4;
+  s.pixels_per_column = 6;
+  s.element_strides = {1, 1, 2, 1, 1};
+  const SharedBytes r = load_im2col(s, counting_bytes(128), {0, 1, 0}, {0, 0, 0});
+  EXPECT_EQ(slice(r.bytes, 0, 16), iota_bytes(16, 16));   // w 1, n 0
+  EXPECT_EQ(slice(r.bytes, 16, 16), iota_bytes(64, 16));  // w 0, n 2 (not n 1)
+  EXPECT_EQ(slice(r.bytes, 32, 16), iota_bytes(80, 16));  // w 1, n 2
+  // n 4 and 6 lie past N = 4: zero filled, and written
+  EXPECT_EQ(slice(r.bytes, 48, 48), std::vector<std::uint8_t>(48, 0));
+  EXPECT_EQ(slice(r.written, 48, 48), std::vector<std::uint8_t>(48, 1));
+}
+
+TEST(ModelIm2col, PixelOutsideThePixelBoxIsRefusedH10) {
+  // NHWC uint8: C = 16, W = 5, H = 4, N = 1; box W -1 .. 5-1+1 = 5, H 1 .. 4-1-2 = 1
+  TensorMapSpec s;
+  s.kind = EncodeKind::im2col;
+  s.data_type = DataType::uint8;
+  s.rank = 4;
+  s.global_dim = {16, 5, 4, 1};
+  s.global_strides_bytes = {16, 80, 320};
+  s.pixel_box_lower_corner = {-1, 1};
+  s.pixel_box_upper_corner = {1, -2};
+  s.channels_per_pixel = 16;
+  s.pixels_per_column = 4;
+  const auto g = counting_bytes(320);
+  // both ends of the box are inside; channel and image coordinates may lie anywhere
+  for (const Coords& c : {Coords{0, -1, 1, 0}, Coords{0, 5, 1, 0}, Coords{-16, 0, 1, 3}}) {
+    EXPECT_EQ(im2col_coords_refused_reason(s, c), "");
+    EXPECT_NO_THROW(load_im2col(s, g, c, {0, 0, 0}));
+  }
+  // one step past either end of either box dimension kills the kernel on H200
+  for (const Coords& c :
+       {Coords{0, -2, 1, 0}, Coords{0, 6, 1, 0}, Coords{0, 0, 0, 0}, Coords{0, 0, 2, 0}}) {
+    EXPECT_THROW(load_im2col(s, g, c, {0, 0, 0}), ModelError);
+  }
+  EXPECT_EQ(im2col_coords_refused_reason(s, {0, 0, 2, 0}),
+            "im2col pixel coordinate H (coords[2]) = 2 is outside the pixel box 1..1 "
+            "(pixelBoxLowerCorner[1] .. globalDim[2] - 1 + pixelBoxUpperCorner[1]): on H200 such "
+            "a load kills the kernel (docs/hardware.md H10); start the column at a pixel inside "
+            "the box");
+  try {
+    load_im2col(s, g, {0, -2, 1, 0}, {0, 0, 0});
+    ADD_FAILURE() << "no ModelError for W = -2";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("W (coords[1]) = -2 is outside the pixel box -1..5"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // --- multicast and prefetch ----------------------------------------------------------------

@@ -58,10 +58,18 @@ SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> 
 
 // cp.async.bulk.tensor.Nd.shared.global.im2col: `coords` are (c, w, h, d, n) in dimension
 // order, `offsets` the rank-2 im2col offsets (w first). The result covers pixelsPerColumn
-// rows of channelsPerPixel elements (footprint(spec)).
+// rows of channelsPerPixel elements (footprint(spec)). Pixels step by the traversal strides
+// (elementStrides[1..rank-1], the image dimension's included). A pixel coordinate outside the
+// pixel box throws ModelError: on H200 that load kills the kernel (docs/hardware.md H10).
 SharedBytes load_im2col(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                         const Coords& coords, const std::array<std::uint16_t, 3>& offsets,
                         std::uint32_t smem_address = 0);
+
+// Why an im2col load at `coords` kills the kernel, or empty: each pixel coordinate
+// (coords[1..rank-2], W H D) must lie in its pixel box, lowerCorner[i] ..
+// globalDim[i+1] - 1 + upperCorner[i], both ends included (H10). The channel and image
+// coordinates may lie anywhere (their out-of-bounds elements are filled).
+std::string im2col_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords);
 
 // .multicast::cluster: every CTA whose bit is set in `cta_mask` receives the same box at the
 // same shared-memory offset (and the complete_tx on its own barrier). Entry i of the result
