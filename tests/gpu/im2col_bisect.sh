@@ -57,13 +57,17 @@ for l in Loads Edges; do
   done
 done
 
-# plain loads with one feature each
-for f in Strides StridesOnGrid BelowBox AboveBox Offsets Prefetch Hint Swizzle128Offset \
-  ChannelOutside ImageOutside; do
-  probe "feature_$f" "*Im2colFeature.DISABLED_PlainPlusOne/$f" 4
+# plain loads with one feature each: pixel coordinates outside the box (H10, killed) ...
+for f in BelowBox AboveBox; do
+  probe "feature_$f" "*Im2colKillProbe.DISABLED_PlainPlusOne/$f" 4
+done
+# ... and the features that run (regular tests)
+for f in Strides StridesOnGrid Offsets Prefetch Hint Swizzle128Offset ChannelOutside \
+  ImageOutside; do
+  probe "feature_$f" "*Im2colFeature.PlainPlusOne/$f" 4
 done
 
-# the recorded sweeps themselves
-probe sweep_Loads "ModelVsHardwareIm2colProbe.DISABLED_Loads" 3
-probe sweep_LoadsEdges "ModelVsHardwareIm2colProbe.DISABLED_LoadsEdges" 3
+# the im2col sweeps (pixel coordinates inside the box since H10)
+probe sweep_Loads "ModelVsHardwareIm2col.Loads" 3
+probe sweep_LoadsEdges "ModelVsHardwareIm2col.LoadsEdges" 3
 exit 0

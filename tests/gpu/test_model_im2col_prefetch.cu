@@ -1,7 +1,8 @@
 // The CPU model against the hardware, byte for byte, for the TMA forms no other GPU test
 // covers: cp.async.bulk.prefetch.tensor + prefetch.tensormap followed by a load of the same
 // box, the .L2::cache_hint load forms, .multicast::cluster loads in a cluster of 2, and im2col
-// loads (ranks 3-5; disabled probes for now: on H200 they ended the kernel, see below).
+// loads (ranks 3-5; a pixel coordinate outside the pixel box kills the kernel, H10, so the
+// sweeps keep inside it and a death test checks the rule; bisect probes at the end).
 //
 // Every load runs twice into shared memory poisoned with two different bytes: a byte the copy
 // writes reads the same both times, a byte it leaves alone reads the poison, so the
@@ -296,11 +297,21 @@ void set_strides(Rng& rng, TensorMapSpec& s) {
   }
 }
 
-// A random im2col case. `edge`: also negative channel coordinates, images outside 0..N-1,
-// pixels far outside the pixel box, larger offsets.
+// The pixel box of spatial dimension i (dimension 1 + i): lower corner .. dim - 1 + upper.
+int pixel_lo(const TensorMapSpec& s, std::uint32_t i) { return s.pixel_box_lower_corner[i]; }
+int pixel_hi(const TensorMapSpec& s, std::uint32_t i) {
+  return static_cast<int>(s.global_dim[1 + i]) - 1 + s.pixel_box_upper_corner[i];
+}
+
+// A random im2col case: pixel coordinates inside the pixel box (H10), often at its ends,
+// traversal strides, offsets 0..3. `edge`: also negative channel coordinates, images outside
+// 0..N-1, offsets up to 7.
 // `plain`: unit traversal strides, pixels inside the pixel box, images in 0..N-1, offsets 0,
 // channel coordinate inside the tensor.
-Case random_im2col_case(Rng& rng, bool edge, std::uint64_t base, bool plain = false) {
+// `as_recorded`: pixel coordinates as the first sweeps drew them, around the box (some kill
+// the kernel: for the bisect probes only).
+Case random_im2col_case(Rng& rng, bool edge, std::uint64_t base, bool plain = false,
+                        bool as_recorded = false) {
   for (;;) {
     Case c;
     TensorMapSpec& s = c.spec;
@@ -347,8 +358,11 @@ Case random_im2col_case(Rng& rng, bool edge, std::uint64_t base, bool plain = fa
     for (std::uint32_t i = 0; i < spatial; ++i) {
       const int lo = s.pixel_box_lower_corner[i];
       const int hi = static_cast<int>(s.global_dim[1 + i]) - 1 + s.pixel_box_upper_corner[i];
+      // H10: a pixel coordinate outside the pixel box kills the kernel. Drawn around the box as
+      // before (the same random numbers), then clamped into it: its two ends come up often.
       c.coords[1 + i] = edge && chance(rng, 0.3) ? uniform(rng, lo - 12, hi + 12)
                                                   : uniform(rng, lo - 1, std::max(lo, hi) + 1);
+      if (!as_recorded) c.coords[1 + i] = std::clamp(c.coords[1 + i], lo, std::max(lo, hi));
       c.offsets[i] = static_cast<std::uint16_t>(uniform(rng, 0, edge ? 7 : 3));
       if (plain) {
         c.coords[1 + i] = uniform(rng, lo, std::max(lo, hi));
@@ -598,6 +612,45 @@ struct Dumper {
 
 enum class Form { im2col, im2col_edge, im2col_plain, prefetch, hint };
 
+// Runs one load twice, into shared memory poisoned with kPoisonA, then kPoisonB; the dumps
+// (args.dump_bytes + the timeout flag) land in a and b. Empty, or the failing CUDA call and
+// its error ("cudaDeviceSynchronize(): an illegal instruction was encountered").
+std::string launch_twice(const CUtensorMap& map, LoadArgs args, std::uint8_t* d_out,
+                         std::vector<std::uint8_t>& a, std::vector<std::uint8_t>& b,
+                         bool* timeout) {
+  const std::size_t smem = args.dump_bytes + args.offset + 1024;
+  for (int pass = 0; pass < 2; ++pass) {
+    args.poison = pass == 0 ? kPoisonA : kPoisonB;
+    load_kernel<<<1, kThreads, smem>>>(map, args, d_out);
+    auto& dst = pass == 0 ? a : b;
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return std::string("launch: ") + cudaGetErrorString(e);
+    e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return std::string("cudaDeviceSynchronize(): ") + cudaGetErrorString(e);
+    e = cudaMemcpy(dst.data(), d_out, args.dump_bytes + 1, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return std::string("cudaMemcpy(): ") + cudaGetErrorString(e);
+    *timeout = *timeout || dst[args.dump_bytes] != 0;
+  }
+  return {};
+}
+
+// The kernel arguments of one load (model bytes `want` give the size and transaction count).
+LoadArgs load_args(const Case& c, const model::SharedBytes& want, int prefetch, int hint,
+                   int policy) {
+  LoadArgs args{};
+  args.im2col = c.spec.kind == EncodeKind::im2col ? 1 : 0;
+  args.prefetch = prefetch;
+  args.hint = hint;
+  args.policy = policy;
+  args.rank = static_cast<std::int32_t>(c.spec.rank);
+  for (int d = 0; d < 5; ++d) args.c[d] = c.coords[d];
+  for (int d = 0; d < 3; ++d) args.off[d] = c.offsets[d];
+  args.offset = c.smem_offset;
+  args.dump_bytes = static_cast<std::uint32_t>(want.bytes.size()) + kDumpSlackBytes;
+  args.tx_bytes = static_cast<std::uint32_t>(want.tx_bytes);
+  return args;
+}
+
 bool is_im2col(Form form) {
   return form == Form::im2col || form == Form::im2col_edge || form == Form::im2col_plain;
 }
@@ -613,11 +666,11 @@ struct Drawn {
 
 // NOTE: the draw order is that of the recorded sweeps (case, prefetch, hint, policy), so a seed
 // names the same loads as before.
-Drawn draw_load(Rng& rng, Form form, std::uint64_t base) {
+Drawn draw_load(Rng& rng, Form form, std::uint64_t base, bool as_recorded = false) {
   Drawn d;
   const bool im2col = is_im2col(form);
   d.c = im2col ? random_im2col_case(rng, form == Form::im2col_edge, base,
-                                    form == Form::im2col_plain)
+                                    form == Form::im2col_plain, as_recorded)
                : random_tiled_case(rng, base);
   d.prefetch = form == Form::prefetch || (form == Form::hint && chance(rng, 0.3)) ||
                        (im2col && chance(rng, 0.2) && form != Form::im2col_plain)
@@ -632,6 +685,11 @@ Drawn draw_load(Rng& rng, Form form, std::uint64_t base) {
 struct SweepOptions {
   std::function<void(Rng&, Drawn&)> mutate;  // changes every drawn load (bisect probes)
   int max_run = 0;  // stop once this many loads reached the hardware (0: all cases)
+  // Probes only: launch an im2col load the model refuses under H10 (pixel coordinate outside
+  // the pixel box), sized as the same load with its pixel coordinates moved into the box. It
+  // is expected to kill the kernel; one that runs is reported as a mismatch.
+  bool launch_refused = false;
+  bool as_recorded = false;  // pixel coordinates as first drawn (random_im2col_case)
 };
 
 // TMAKIT_IM2COL_FIRST=<i>: cases before index i are drawn but not launched, so a sweep can
@@ -658,23 +716,33 @@ void run_load_sweep(const char* name, Form form, int cases, std::uint64_t seed,
   int printed = 0, dumped = 0;
   const bool im2col = is_im2col(form);
   const int first = first_case_index();
+  int considered = 0;  // draws past `first` that no mutator skipped
   for (int i = 0; i < cases && (opt.max_run == 0 || t.run < opt.max_run); ++i) {
     const auto base = reinterpret_cast<std::uint64_t>(gdev);
-    Drawn drawn = draw_load(rng, form, base);
+    Drawn drawn = draw_load(rng, form, base, opt.as_recorded);
     if (opt.mutate) opt.mutate(rng, drawn);
     if (drawn.skip || i < first) continue;
+    ++considered;
     const Case& c = drawn.c;
-    LoadArgs args{};
-    args.im2col = im2col ? 1 : 0;
-    args.prefetch = drawn.prefetch;
-    args.hint = drawn.hint;
-    args.policy = drawn.policy;
     CUtensorMap map{};
     if (!encode_case(c, &map, t)) continue;
     model::SharedBytes want;
+    bool expect_kill = false;
     try {
-      want = im2col ? model::load_im2col(c.spec, g, c.coords, c.offsets, c.smem_offset)
-                    : model::load_tiled(c.spec, g, c.coords, c.smem_offset);
+      if (im2col && opt.launch_refused &&
+          !model::im2col_coords_refused_reason(c.spec, c.coords).empty()) {
+        Case inside = c;
+        for (std::uint32_t k = 0; k + 2 < c.spec.rank; ++k) {
+          const int lo = pixel_lo(c.spec, k);
+          inside.coords[1 + k] = std::clamp(c.coords[1 + k], lo, std::max(lo, pixel_hi(c.spec, k)));
+        }
+        want = model::load_im2col(c.spec, g, inside.coords, c.offsets, c.smem_offset);
+        expect_kill = true;
+      } else
+      {
+        want = im2col ? model::load_im2col(c.spec, g, c.coords, c.offsets, c.smem_offset)
+                      : model::load_tiled(c.spec, g, c.coords, c.smem_offset);
+      }
       if (form == Form::prefetch) {
         // the model's view of the prefetch: in-bounds byte ranges inside the tensor
         for (const auto& r : model::prefetch_tiled(c.spec, c.coords)) {
@@ -689,30 +757,21 @@ void run_load_sweep(const char* name, Form form, int cases, std::uint64_t seed,
       continue;
     }
     ++t.run;
+    const LoadArgs args = load_args(c, want, drawn.prefetch, drawn.hint, drawn.policy);
     if (trace()) {
-      std::printf("[%s] case %d: %s coords %s smem offset %u prefetch %d hint %d\n", name, i,
+      std::printf("[%s] case %d: %s coords %s smem offset %u prefetch %d hint %d%s\n", name, i,
                   tmakit::describe(c.spec).c_str(), coords_text(c).c_str(), c.smem_offset,
-                  args.prefetch, args.hint);
+                  args.prefetch, args.hint, expect_kill ? " (H10: expected to kill)" : "");
       std::fflush(stdout);
     }
-    args.rank = static_cast<std::int32_t>(c.spec.rank);
-    for (int d = 0; d < 5; ++d) args.c[d] = c.coords[d];
-    for (int d = 0; d < 3; ++d) args.off[d] = c.offsets[d];
-    args.offset = c.smem_offset;
-    args.dump_bytes = static_cast<std::uint32_t>(want.bytes.size()) + kDumpSlackBytes;
-    args.tx_bytes = static_cast<std::uint32_t>(want.tx_bytes);
-    const std::size_t smem = args.dump_bytes + args.offset + 1024;
     bool timeout = false;
-    for (int pass = 0; pass < 2; ++pass) {
-      args.poison = pass == 0 ? kPoisonA : kPoisonB;
-      load_kernel<<<1, kThreads, smem>>>(map, args, d_out);
-      CK(cudaGetLastError());
-      CK(cudaDeviceSynchronize());
-      auto& dst = pass == 0 ? a : b;
-      CK(cudaMemcpy(dst.data(), d_out, args.dump_bytes + 1, cudaMemcpyDeviceToHost));
-      timeout = timeout || dst[args.dump_bytes] != 0;
-    }
-    const Compared r = compare(c, want, a.data(), b.data(), args.dump_bytes, &hw, &hw_written);
+    // NOTE: a killed load ends this process's CUDA context: nothing more can run
+    const std::string failed = launch_twice(map, args, d_out, a, b, &timeout);
+    ASSERT_EQ(failed, "") << "case " << i << ": " << tmakit::describe(c.spec) << " coords "
+                          << coords_text(c) << (expect_kill ? " (H10: expected to kill)" : "");
+    const Compared r = expect_kill ? Compared{1, "\n    H10 load ran to completion"}
+                                   : compare(c, want, a.data(), b.data(), args.dump_bytes, &hw,
+                                             &hw_written);
     const bool mismatch = r.bad > 0 || timeout;
     if (mismatch) {
       ++t.mismatched;
@@ -723,12 +782,13 @@ void run_load_sweep(const char* name, Form form, int cases, std::uint64_t seed,
                     name, i, tmakit::describe(c.spec).c_str(), coords_text(c).c_str(),
                     c.smem_offset, args.prefetch, args.hint, r.bad,
                     timeout ? " (barrier timeout)" : "", r.detail.c_str(),
-                    im2col ? pixel_story(c, want, hw, hw_written).c_str() : "");
+                    im2col && !expect_kill ? pixel_story(c, want, hw, hw_written).c_str() : "");
       }
     } else {
       ++t.matched;
     }
-    if (im2col && ((mismatch && dumped++ < 120) || i < 20)) dump.write(c, hex_dump(hw, hw_written));
+    if (im2col && !expect_kill && ((mismatch && dumped++ < 120) || i < 20))
+      dump.write(c, hex_dump(hw, hw_written));
   }
   cudaFree(d_out);
   std::printf("%s\n", t.summary(name).c_str());
@@ -736,8 +796,8 @@ void run_load_sweep(const char* name, Form form, int cases, std::uint64_t seed,
   if (opt.max_run > 0) {
     EXPECT_EQ(t.run, opt.max_run) << "too few cases reached the hardware: " << t.summary(name);
   } else {
-    EXPECT_GT(t.run, (cases - first) / 4) << "too few cases reached the hardware: "
-                                          << t.summary(name);
+    EXPECT_GT(t.run, considered / 4) << "too few cases reached the hardware: " << t.summary(name)
+                                     << " of " << considered << " drawn";
   }
 }
 
@@ -861,42 +921,119 @@ TEST(ModelVsHardwareMulticast, ClusterOf2) {
   run_multicast_sweep("multicast_loads", kMulticastCases, kSeed + 4);
 }
 
-// --- im2col: disabled probes -----------------------------------------------------------------
-// NOTE: on H200 (driver 580.159.04, 2026-11-22) the first im2col load of both sweeps below
-// ended the kernel with "illegal instruction" (cudaDeviceSynchronize 715), so no byte was
-// compared and load_im2col stays unchecked on hardware. The two loads were
-//   UINT8 rank 5 dim [35,7,3,1,1] corners [-2,-2,-2]..[3,-1,2] channels 48 pixels 242
-//     elementStrides [1,1,3,1,1] swizzle 128B coords [16,-2,2,-2,0] offsets [1,0,2]
-//     buffer offset 128, after prefetch.tensormap + im2col prefetch;
-//   FLOAT64 rank 5 dim [27,2,8,4,1] corners [-3,2,1]..[-1,1,0] channels 14 pixels 223
-//     elementStrides [1,1,1,3,1] swizzle none coords [6,1,14,-1,2] offsets [1,4,6].
-// Both have a traversal stride > 1 and pixel coordinates outside the pixel box; which of these
-// (or something else) kills the kernel is not yet known. Until it is, these run only on
-// request (--gtest_also_run_disabled_tests, one test per process, TMAKIT_MODEL_TRACE=1 to
-// name each case before it runs); DISABLED_LoadsPlain keeps to unit strides, pixels inside
-// the pixel box, images in range and zero offsets, to split the question.
-// Im2col: ranks 3-5, channels on 16-byte rows within the swizzle span, pixel-box corners,
-// traversal strides, offsets 0..3, pixels around the pixel box, zero and NaN fill.
-TEST(ModelVsHardwareIm2colProbe, DISABLED_Loads) {
+// --- im2col ----------------------------------------------------------------------------------
+// NOTE: the first im2col sweeps (H200, driver 580.159.04, 2026-11-22) drew pixel coordinates
+// around the pixel box, and their first loads killed the kernel ("illegal instruction"). The
+// bisect probes at the end of this section found why: a pixel coordinate outside the pixel box
+// kills the load, nothing else does (docs/hardware.md H10: 34 of 34 such loads killed, 880 of
+// 880 others ran); the same run showed the image stepping by its own traversal stride (H11).
+// The sweeps now draw pixel coordinates inside the box, often at its ends; everything else
+// (traversal strides, offsets, channels and images outside the tensor, prefetch, cache hint,
+// swizzle into offset buffers) is compared byte for byte with the model.
+
+// Ranks 3-5, channels on 16-byte rows within the swizzle span, pixel-box corners, traversal
+// strides (N too), offsets 0..3, zero and NaN fill, 20 % after an im2col prefetch, 20 % with
+// a cache hint, buffers 0..896 bytes past the swizzle repeat.
+TEST(ModelVsHardwareIm2col, Loads) {
   SKIP_WITHOUT_HOPPER();
   run_load_sweep("im2col_loads", Form::im2col, kIm2colCases, kSeed);
 }
 
-// The same with negative channel coordinates (16-byte multiples), images outside 0..N-1,
-// pixels far outside the pixel box and offsets up to 7.
-TEST(ModelVsHardwareIm2colProbe, DISABLED_LoadsEdges) {
+// The same with negative channel coordinates (16-byte multiples), images outside 0..N-1, pixel
+// coordinates at the ends of the box more often and offsets up to 7.
+TEST(ModelVsHardwareIm2col, LoadsEdges) {
   SKIP_WITHOUT_HOPPER();
   run_load_sweep("im2col_edges", Form::im2col_edge, kIm2colEdgeCases, kSeed + 1);
 }
 
-// --- im2col: bisect probes --------------------------------------------------------------------
-// Which feature of the two killed loads kills an im2col load. Two kinds of probe, each meant
-// to run in a process of its own (a killed load ends the process's context):
-//  - Im2colFeature/<F>: plain loads (as LoadsPlain draws them) with exactly one feature F
-//    forced onto every load;
-//  - Im2colAblate/<L>_<F>: the first load of the Loads (L = Loads) or LoadsEdges (L = Edges)
-//    sweep, exactly as drawn, with feature F taken away (F = None: the load itself).
-// tests/gpu/im2col_bisect.sh runs them all, one process each, resuming past killed loads.
+// Unit traversal strides, pixels inside the pixel box, offsets 0, no prefetch or hint.
+TEST(ModelVsHardwareIm2col, LoadsPlain) {
+  SKIP_WITHOUT_HOPPER();
+  run_load_sweep("im2col_plain", Form::im2col_plain, kIm2colCases, kSeed + 5);
+}
+
+// One NHWC load for H10: UINT8, C = 32, W = 6, H = 5, N = 2, pixel box W -1..3, H -1..2 (a
+// 3x3 filter with padding 1), 16 pixels; pixel coordinates (w, h).
+Case h10_case(std::uint64_t base, int w, int h) {
+  Case c;
+  TensorMapSpec& s = c.spec;
+  s.kind = EncodeKind::im2col;
+  s.data_type = DataType::uint8;
+  s.rank = 4;
+  s.global_address = base;
+  s.global_dim = {32, 6, 5, 2, 1};
+  s.global_strides_bytes = {32, 192, 960, 0};
+  s.pixel_box_lower_corner = {-1, -1, 0};
+  s.pixel_box_upper_corner = {-2, -2, 0};
+  s.channels_per_pixel = 32;
+  s.pixels_per_column = 16;
+  c.coords = {0, w, h, 0, 0};
+  c.offsets = {2, 1, 0};
+  return c;
+}
+
+// Runs the H10 load at (w, h) and leaves the process: exit code 0 when the kernel completed,
+// 3 with the CUDA error on stderr when it did not. For a death test: a killed kernel ends its
+// process's CUDA context, so the load runs in a child process.
+[[noreturn]] void h10_load_and_exit(int w, int h) {
+  std::string failed = "no global buffer";
+  if (std::uint8_t* gdev = device_global()) {
+    const Case c = h10_case(reinterpret_cast<std::uint64_t>(gdev), w, h);
+    CUtensorMap map{};
+    std::uint8_t* d_out = nullptr;
+    if (tmakit::encode_unchecked(c.spec, &map) != CUDA_SUCCESS) {
+      failed = "encode refused";
+    } else if (cudaFuncSetAttribute(load_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kMaxFootprintBytes + 2048 + kDumpSlackBytes) != cudaSuccess ||
+               cudaMalloc(&d_out, kMaxFootprintBytes + kDumpSlackBytes + 1) != cudaSuccess) {
+      failed = "setup failed";
+    } else {
+      // sized as the same load at the box's corner, which the model answers
+      const model::SharedBytes want =
+          model::load_im2col(h10_case(0, -1, -1).spec, host_global(), {0, -1, -1, 0, 0},
+                             c.offsets, 0);
+      std::vector<std::uint8_t> a(want.bytes.size() + kDumpSlackBytes + 1), b(a.size());
+      bool timeout = false;
+      failed = launch_twice(map, load_args(c, want, 0, 0, 0), d_out, a, b, &timeout);
+    }
+  }
+  std::fprintf(stderr, "h10 load at w %d h %d: %s\n", w, h, failed.empty() ? "ran" : failed.c_str());
+  std::fflush(stderr);
+  std::_Exit(failed.empty() ? 0 : 3);
+}
+
+// H10 on the hardware: the load runs with its pixel coordinates at the box's four corners and
+// is killed one step outside the box on either side of W or H (the sweeps compare the bytes).
+TEST(ModelVsHardwareIm2col, H10PixelOutsideTheBoxKillsTheKernel) {
+  SKIP_WITHOUT_HOPPER();
+  // NOTE: "threadsafe" re-executes this binary for each death test, so the child starts with
+  // a fresh CUDA context whatever this process did before
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const auto& [w, h] : {std::pair{-1, -1}, std::pair{3, -1}, std::pair{-1, 2},
+                             std::pair{3, 2}}) {
+    EXPECT_EXIT(h10_load_and_exit(w, h), ::testing::ExitedWithCode(0), "ran")
+        << "inside the box at w " << w << " h " << h;
+  }
+  for (const auto& [w, h] : {std::pair{-2, 0}, std::pair{4, 0}, std::pair{0, -2},
+                             std::pair{0, 3}}) {
+    EXPECT_EXIT(h10_load_and_exit(w, h), ::testing::ExitedWithCode(3), "illegal instruction")
+        << "outside the box at w " << w << " h " << h;
+  }
+  // the model refuses exactly the loads the hardware kills
+  const TensorMapSpec s = h10_case(0, 0, 0).spec;
+  EXPECT_EQ(model::im2col_coords_refused_reason(s, {0, 3, 2, 0, 0}), "");
+  EXPECT_NE(model::im2col_coords_refused_reason(s, {0, 4, 0, 0, 0}), "");
+  EXPECT_NE(model::im2col_coords_refused_reason(s, {0, 0, -2, 0, 0}), "");
+}
+
+// --- im2col: features one at a time, and the bisect probes ----------------------------------
+// Im2colFeature/<F>: plain loads (as LoadsPlain draws them) with exactly one feature F forced
+// onto every load, compared byte for byte. The probes, run on request only (they kill the
+// kernel by design: --gtest_also_run_disabled_tests, one process each, as
+// tests/gpu/im2col_bisect.sh runs them, resuming past killed loads):
+//  - Im2colKillProbe/<F>: the same for F = BelowBox, AboveBox (pixel coordinate outside);
+//  - Im2colAblate/<L>_without_<F>: the first load of the first Loads (L = Loads) or LoadsEdges
+//    (L = Edges) sweep, as recorded, with feature F taken away (F = None: the load itself).
 
 // The features of an im2col load that LoadsPlain leaves out.
 enum class Feature {
@@ -930,11 +1067,6 @@ const char* feature_name(Feature f) {
     case Feature::image_outside: return "ImageOutside";
   }
   return "?";
-}
-
-int pixel_lo(const TensorMapSpec& s, std::uint32_t i) { return s.pixel_box_lower_corner[i]; }
-int pixel_hi(const TensorMapSpec& s, std::uint32_t i) {
-  return static_cast<int>(s.global_dim[1 + i]) - 1 + s.pixel_box_upper_corner[i];
 }
 
 // Forces feature `f` onto a plain load.
@@ -1025,27 +1157,48 @@ void remove_feature(Feature f, Drawn& d) {
   }
 }
 
-constexpr int kBisectCases = 150;
+constexpr int kFeatureCases = 150;
+// NOTE: 3 draws in 4 are not 128B-swizzled and skipped
+constexpr int kSwizzle128OffsetCases = 600;
 
-class Im2colFeature : public ::testing::TestWithParam<Feature> {};
-
-TEST_P(Im2colFeature, DISABLED_PlainPlusOne) {
-  SKIP_WITHOUT_HOPPER();
-  const Feature f = GetParam();
+void run_feature_sweep(Feature f, bool launch_refused) {
   const std::string name = std::string("feature_") + feature_name(f);
   SweepOptions opt;
   opt.mutate = [f](Rng& rng, Drawn& d) { add_feature(rng, f, d); };
-  run_load_sweep(name.c_str(), Form::im2col_plain, kBisectCases,
+  opt.launch_refused = launch_refused;
+  const int cases = f == Feature::swizzle128_offset ? kSwizzle128OffsetCases : kFeatureCases;
+  run_load_sweep(name.c_str(), Form::im2col_plain, cases,
                  kSeed + 100 + static_cast<std::uint64_t>(f), opt);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ModelVsHardwareIm2colBisect, Im2colFeature,
-    ::testing::Values(Feature::strides, Feature::strides_on_grid, Feature::below_box,
-                      Feature::above_box, Feature::offsets, Feature::prefetch, Feature::hint,
-                      Feature::swizzle128_offset, Feature::channel_outside,
-                      Feature::image_outside),
-    [](const ::testing::TestParamInfo<Feature>& i) { return std::string(feature_name(i.param)); });
+class Im2colFeature : public ::testing::TestWithParam<Feature> {};
+
+TEST_P(Im2colFeature, PlainPlusOne) {
+  SKIP_WITHOUT_HOPPER();
+  run_feature_sweep(GetParam(), false);
+}
+
+std::string feature_param_name(const ::testing::TestParamInfo<Feature>& i) {
+  return feature_name(i.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelVsHardwareIm2col, Im2colFeature,
+                         ::testing::Values(Feature::strides, Feature::strides_on_grid,
+                                           Feature::offsets, Feature::prefetch, Feature::hint,
+                                           Feature::swizzle128_offset, Feature::channel_outside,
+                                           Feature::image_outside),
+                         feature_param_name);
+
+class Im2colKillProbe : public ::testing::TestWithParam<Feature> {};
+
+TEST_P(Im2colKillProbe, DISABLED_PlainPlusOne) {
+  SKIP_WITHOUT_HOPPER();
+  run_feature_sweep(GetParam(), true);
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelVsHardwareIm2colBisect, Im2colKillProbe,
+                         ::testing::Values(Feature::below_box, Feature::above_box),
+                         feature_param_name);
 
 struct Ablation {
   Form form;
@@ -1058,11 +1211,13 @@ TEST_P(Im2colAblate, DISABLED_FirstLoad) {
   SKIP_WITHOUT_HOPPER();
   const Ablation a = GetParam();
   const bool edges = a.form == Form::im2col_edge;
-  const std::string name =
-      std::string(edges ? "ablate_edges_without_" : "ablate_loads_without_") + feature_name(a.without);
+  const std::string name = std::string(edges ? "ablate_edges_without_" : "ablate_loads_without_") +
+                           feature_name(a.without);
   SweepOptions opt;
   opt.mutate = [a](Rng&, Drawn& d) { remove_feature(a.without, d); };
   opt.max_run = 1;
+  opt.as_recorded = true;
+  opt.launch_refused = true;
   run_load_sweep(name.c_str(), a.form, kIm2colCases, edges ? kSeed + 1 : kSeed, opt);
 }
 
@@ -1078,19 +1233,13 @@ std::vector<Ablation> ablations() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(ModelVsHardwareIm2colBisect, Im2colAblate, ::testing::ValuesIn(ablations()),
+INSTANTIATE_TEST_SUITE_P(ModelVsHardwareIm2colBisect, Im2colAblate,
+                         ::testing::ValuesIn(ablations()),
                          [](const ::testing::TestParamInfo<Ablation>& i) {
-                           return std::string(i.param.form == Form::im2col_edge ? "Edges" : "Loads") +
+                           return std::string(i.param.form == Form::im2col_edge ? "Edges"
+                                                                                : "Loads") +
                                   "_without_" + feature_name(i.param.without);
                          });
-
-// Unit traversal strides, pixels inside the pixel box, offsets 0, no prefetch or hint.
-// NOTE: this subset passed on H200 (2026-11-22: 935 loads, all byte-for-byte matches), so it
-// runs as a check; it sits after the probes in the file but never shares their process.
-TEST(ModelVsHardwareIm2col, LoadsPlain) {
-  SKIP_WITHOUT_HOPPER();
-  run_load_sweep("im2col_plain", Form::im2col_plain, kIm2colCases, kSeed + 5);
-}
 
 // Replays a dump (TMAKIT_IM2COL_REPLAY=<dir>/im2col_loads.jsonl) against the model, no GPU
 // needed: for checking a model change against what the hardware wrote.
