@@ -997,7 +997,8 @@ Case h10_case(std::uint64_t base, int w, int h) {
       failed = launch_twice(map, load_args(c, want, 0, 0, 0), d_out, a, b, &timeout);
     }
   }
-  std::fprintf(stderr, "h10 load at w %d h %d: %s\n", w, h, failed.empty() ? "ran" : failed.c_str());
+  std::fprintf(stderr, "h10 load at w %d h %d: %s\n", w, h,
+               failed.empty() ? "ran" : failed.c_str());
   std::fflush(stderr);
   std::_Exit(failed.empty() ? 0 : 3);
 }
@@ -1101,7 +1102,8 @@ void add_feature(Rng& rng, Feature f, Drawn& d) {
       break;
     case Feature::offsets:
       for (std::uint32_t i = 0; i < spatial; ++i)
-        d.c.offsets[i] = static_cast<std::uint16_t>(i == pick ? uniform(rng, 1, 3) : uniform(rng, 0, 3));
+        d.c.offsets[i] =
+            static_cast<std::uint16_t>(i == pick ? uniform(rng, 1, 3) : uniform(rng, 0, 3));
       break;
     case Feature::prefetch: d.prefetch = 1; break;
     case Feature::hint: d.hint = 1; break;
@@ -1111,7 +1113,8 @@ void add_feature(Rng& rng, Feature f, Drawn& d) {
       break;
     case Feature::channel_outside: {
       const int past = (static_cast<int>(s.global_dim[0]) + unit - 1) / unit;
-      d.c.coords[0] = unit * (chance(rng, 0.5) ? uniform(rng, -2, -1) : uniform(rng, past, past + 1));
+      d.c.coords[0] =
+          unit * (chance(rng, 0.5) ? uniform(rng, -2, -1) : uniform(rng, past, past + 1));
       break;
     }
     case Feature::image_outside: {
