@@ -45,7 +45,8 @@ struct Timing {
 };
 
 // Times `fn` on `stream` with CUDA events: warm-up calls, then `runs` timed calls, each after
-// an L2 flush (a write over a buffer twice the L2's size, outside the timed region).
+// an L2 flush (a read of a buffer twice the L2's size, outside the timed region, leaving
+// L2 clean: see read_flush_kernel).
 class Timer {
  public:
   Timer(TimingOptions options, cudaStream_t stream);
