@@ -32,6 +32,11 @@ void seed_conv3x3_padded(const double* padded, double* out, std::uint64_t rows,
 void make_padded_copy(const double* in, double* padded, std::uint64_t rows, std::uint64_t cols,
                       cudaStream_t stream);
 
+// The plain CUDA add-constant: 16-byte loads and stores through registers, no TMA (dense,
+// 16-byte aligned, a whole number of 16-byte vectors; Error otherwise).
+void plain_add_int32(const std::int32_t* in, std::int32_t* out, std::uint64_t count,
+                     std::int32_t value, cudaStream_t stream);
+
 // cuBLAS ?geam as a transpose: out (cols x rows) = in^T, float32 or float64, dense.
 class CublasGeam {
  public:

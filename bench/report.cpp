@@ -30,7 +30,7 @@ std::string versus(const Result& r, const std::vector<Result>& all) {
   if (r.kind != "tmakit" || !r.ok()) return "";
   std::string out;
   for (const auto& b : all) {
-    if (b.workload != r.workload || !b.ok() || (b.kind != "seed" && b.kind != "vendor")) continue;
+    if (b.workload != r.workload || !b.ok() || (b.kind != "seed" && b.kind != "vendor" && b.kind != "baseline")) continue;
     // NOTE: a ratio of times, not of GB/s: implementations of one workload may move
     // different bytes (fp8 against fp16 GEMM operands).
     out += (out.empty() ? "" : ", ") + b.impl + " " +

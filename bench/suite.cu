@@ -79,6 +79,7 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   }
   std::vector<std::string> add32 = add;
   add32.insert(add32.begin() + 1, "tmakit-inplace");
+  add32.insert(add32.begin() + 2, "plain-ldg");
   return {
       {Op::add, DataType::int32, 1, big, big, add32},
       {Op::add, DataType::float32, 1, big, big, add},
@@ -104,6 +105,7 @@ std::string kind_of(const std::string& impl) {
   if (impl == "memcpy") return "ceiling";
   if (impl.rfind("tmakit", 0) == 0) return "tmakit";
   if (impl.rfind("seed", 0) == 0) return "seed";
+  if (impl.rfind("plain", 0) == 0) return "baseline";
   return "vendor";
 }
 
@@ -256,6 +258,20 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
             [&] {
               return errors_text(
                   count_add_errors(copy.get(), in.get(), w.elements(), w.type, kAddValue, st));
+            });
+        continue;
+      }
+      if (impl == "plain-ldg") {
+        s.measure(
+            w, impl, "16-byte loads and stores, no TMA", out.get(),
+            [&](cudaStream_t stream) {
+              plain_add_int32(static_cast<const std::int32_t*>(in.get()),
+                              static_cast<std::int32_t*>(out.get()), w.elements(),
+                              static_cast<std::int32_t>(kAddValue), stream);
+            },
+            [&] {
+              return errors_text(
+                  count_add_errors(in.get(), out.get(), w.elements(), w.type, kAddValue, st));
             });
         continue;
       }

@@ -42,6 +42,7 @@ using Layout4 = Layout<12, 16, 3, 1, false>;  // one CTA, 16 KB boxes, three sto
 using Layout5 = Layout<3, 32, 1, 2, true>;    // variant 0 with evict-first hints
 using Layout6 = Layout<3, 64, 1, 1, false>;   // one CTA, 64 KB boxes
 constexpr int kVariants = 7;
+static_assert(kVariants == kElementwiseVariants, "elementwise.hpp counts the layouts here");
 
 // The constant in the element type's bits, widened so one parameter serves every type.
 struct Params {

@@ -66,7 +66,7 @@ TEST_P(AddConstantLayouts, EveryVariantMatchesReference) {
   const double value = type == DataType::int32 ? 999.0 : 0.375;
   Image expect(type, 1, kRows, kCols, 48);
   reference::add_constant(in.host_ref(), expect.host_ref(), value);
-  for (int variant = 0; variant < 7; ++variant) {
+  for (int variant = 0; variant < kElementwiseVariants; ++variant) {
     for (int ctas : {0, 1}) {
       const ElementwiseTuning tuning{ctas, variant};
       Image out(type, 1, kRows, kCols, 48);  // poisoned, padding included

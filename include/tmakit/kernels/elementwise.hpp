@@ -14,6 +14,9 @@ struct ElementwiseTuning {
   int variant = 0;      // box and pipeline shape (0: the default; kernels/elementwise/README.md)
 };
 
+// Layouts ElementwiseTuning::variant may name: 0 .. kElementwiseVariants - 1.
+inline constexpr int kElementwiseVariants = 7;
+
 // out = in + value for every element. `in` and `out` have the same type and shape; they are
 // either the same tensor (same data and strides: in place) or disjoint. `value` is converted
 // to the element type first (int32: must be an integer in range). Rows must be 16-byte
