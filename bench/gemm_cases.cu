@@ -40,6 +40,22 @@ std::string workload_id(const Shape& s) {
 
 const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16"};
 
+// With --tune: "tmakit:c<config>" and "tmakit:s<splits>" variants, each a forced GemmTuning
+// (configurations that do not split K only with splits chosen).
+std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOptions& o,
+                                                               const Shape& s) {
+  std::vector<std::pair<std::string, GemmTuning>> v;
+  if (!o.tune) return v;
+  for (int c = 0; c < kGemmConfigs; ++c) v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
+  const std::uint64_t k_blocks = (s.k + 127) / 128;
+  for (int splits : {1, 2, 8, 16}) {
+    if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
+    v.push_back({"tmakit:c1:s" + std::to_string(splits), {1, splits}});
+    if (s.m <= 64) v.push_back({"tmakit:c0:s" + std::to_string(splits), {0, splits}});
+  }
+  return v;
+}
+
 bool selected(const SuiteOptions& o, const std::string& id) {
   return o.filter.empty() || std::regex_search(id, std::regex(o.filter));
 }
@@ -321,6 +337,10 @@ std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
       const std::string id = workload_id(s) + "/" + impl;
       if (selected(options, id)) ids.push_back(id);
     }
+    for (const auto& variant : tuned_variants(options, s)) {
+      const std::string id = workload_id(s) + "/" + variant.first;
+      if (selected(options, id)) ids.push_back(id);
+    }
   }
   return ids;
 }
@@ -344,6 +364,9 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     bool want[3];
     bool any = false;
     for (int i = 0; i < 3; ++i) any |= want[i] = selected(options, w + "/" + kImpls[i]);
+    for (const auto& variant : tuned_variants(options, s)) {
+      any |= selected(options, w + "/" + variant.first);
+    }
     if (!any) continue;
     if (options.progress) *options.progress << w << "\n";
     const bool fp16 = want[2] && v.blas_why.empty();
@@ -429,39 +452,51 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       finish(rl, s, 0);
       out.push_back(rl);
     }
-    if (want[0]) {
-      const ConstTensorRef ra(pa, DataType::uint8, s.m, s.k);
-      const ConstTensorRef rb(pb, DataType::uint8, s.n, s.k);
-      const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
-      auto run = [&](cudaStream_t st) { gemm_fp8(ra, rb, rd, sc, st); };
+    // tmakit: the chosen plan, then (with --tune) forced configurations and splits
+    const ConstTensorRef ra(pa, DataType::uint8, s.m, s.k);
+    const ConstTensorRef rb(pb, DataType::uint8, s.n, s.k);
+    const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
+    auto run_tmakit = [&](Result& r, const GemmTuning& tuning) {
+      auto run = [&](cudaStream_t st) { gemm_fp8(ra, rb, rd, sc, st, tuning); };
       try {
         poison(pd, s.m * s.n * 2, stream);
         run(stream);
         TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
         const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
         if (wrong != 0) {
-          rt.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
+          r.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
         } else {
-          rt.timing = timer.time(run);
-          rt.status = "ok";
+          r.timing = timer.time(run);
+          r.status = "ok";
           int sms = 0;
           TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-          const GemmPlan plan = gemm_fp8_plan(s.m, s.n, s.k, sms);
+          const GemmPlan plan = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
           char buf[160];
           std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(plan.config),
                         plan.splits, plan.grid);
-          rt.note = buf;
+          r.note = buf;
           if (rl.ok()) {
             std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
-                          rl.timing.median_ms / rt.timing.median_ms);
-            rt.note += buf;
+                          rl.timing.median_ms / r.timing.median_ms);
+            r.note += buf;
           }
         }
       } catch (const Error& e) {
-        rt.status = std::string("error: ") + e.what();
+        r.status = std::string("error: ") + e.what();
       }
-      finish(rt, s, 0);
-      out.push_back(rt);
+      finish(r, s, 0);
+      out.push_back(r);
+    };
+    if (want[0]) run_tmakit(rt, GemmTuning{});
+    for (const auto& [name, tuning] : tuned_variants(options, s)) {
+      const std::string id = w + "/" + name;
+      if (!selected(options, id)) continue;
+      Result r = rt;
+      r.impl = name;
+      r.id = id;
+      r.status.clear();
+      r.note.clear();
+      run_tmakit(r, tuning);
     }
     if (want[2]) {
       if (!v.blas_why.empty()) {

@@ -24,37 +24,43 @@ namespace tmakit::detail::gemm {
 constexpr int kBlockK = 128;  // K bytes per stage: one 128B swizzle span of e4m3
 constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
 
-// A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep.
-template <int ConsumerWGs, int BlockN, int Stages>
+// A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep, and
+// ClusterM CTAs (consecutive tile rows of one tile column) sharing each B tile: each CTA of
+// the cluster loads 1/ClusterM of it and TMA multicasts that part to all of them.
+template <int ConsumerWGs, int BlockN, int Stages, int ClusterM>
 struct Config {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kBlockM = 64 * ConsumerWGs;
   static constexpr int kBlockN = BlockN;
   static constexpr int kStages = Stages;
+  static constexpr int kClusterM = ClusterM;
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
   static constexpr std::uint32_t kStageABytes = kBlockM * kBlockK;
   static constexpr std::uint32_t kStageBBytes = kBlockN * kBlockK;
   static constexpr std::uint32_t kStageTxBytes = kStageABytes + kStageBBytes;
+  static constexpr int kBSliceRows = BlockN / ClusterM;  // rows of B each CTA loads
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
   static constexpr int kProducerRegs = 40;
   static constexpr int kConsumerRegs = ConsumerWGs == 1 ? 240 : 232;
 };
-using Config0 = Config<1, 128, 8>;  // m64n128:  small M, 24 KB per stage
-using Config1 = Config<2, 128, 6>;  // m128n128: 32 KB per stage
+using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
+using Config1 = Config<2, 128, 6, 1>;  // m128n128: 32 KB per stage
+using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
-  CUtensorMap b_map;  // N x K bytes, box 128 x BlockN, 128B swizzle
+  CUtensorMap b_map;  // N x K bytes, box 128 x (BlockN / ClusterM), 128B swizzle
   void* d;
   std::uint64_t d_row_elems;  // D's row pitch in elements
   std::int32_t m, n;
   std::int32_t k_blocks;
   std::int32_t tiles_m, tiles_n;
+  std::int32_t cluster_rows;  // ceil(tiles_m / ClusterM): rows of cluster tiles
   std::int32_t splits;
-  std::int64_t units;         // tiles * splits
+  std::int64_t units;         // cluster tiles * splits (each CTA of a cluster: one tile)
   float scale;                // alpha * scale_a * scale_b
   float* workspace;           // split-K partial tiles (splits > 1)
   std::uint32_t* counters;    // per tile: splits finished (reset to 0 by the last)
@@ -71,23 +77,28 @@ template <class Cfg>
 constexpr std::size_t kSmemBytes = sizeof(SharedStorage<Cfg>) + 1024;  // + alignment slack
 
 // Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
-// at the same time share A rows and B rows in L2.
+// at the same time share A rows and B rows in L2. With clusters, a unit is a column of
+// ClusterM tiles (one per CTA of the cluster, by rank), and groups count cluster rows.
+// A CTA whose tile row is past the last (tiles_m not a multiple of ClusterM) still takes
+// part in the cluster's loads; its A box is all out of bounds and it stores nothing.
 constexpr int kGroupM = 8;
 struct Unit {
-  std::int32_t tm, tn, tile, split;
+  std::int32_t tm, tn, tile, split;  // tile: tm * tiles_n + tn (indexes split-K state)
   std::int32_t kb_begin, kb_end;
 };
-__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
+template <int ClusterM>
+__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u, std::uint32_t rank) {
   Unit r;
-  r.tile = static_cast<std::int32_t>(u / p.splits);
+  const auto cluster_tile = static_cast<std::int32_t>(u / p.splits);
   r.split = static_cast<std::int32_t>(u % p.splits);
   const std::int32_t per_group = kGroupM * p.tiles_n;
-  const std::int32_t group = r.tile / per_group;
+  const std::int32_t group = cluster_tile / per_group;
   const std::int32_t first_m = group * kGroupM;
-  const std::int32_t rows = min(kGroupM, p.tiles_m - first_m);
-  const std::int32_t in_group = r.tile % per_group;
-  r.tm = first_m + in_group % rows;
+  const std::int32_t rows = min(kGroupM, p.cluster_rows - first_m);
+  const std::int32_t in_group = cluster_tile % per_group;
+  r.tm = (first_m + in_group % rows) * ClusterM + static_cast<std::int32_t>(rank);
   r.tn = in_group / rows;
+  r.tile = r.tm * p.tiles_n + r.tn;
   // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
   r.kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks /
                                          p.splits);
@@ -151,6 +162,24 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
   }
 }
 
+// One k-block of a consumer warpgroup: wait for the stage's data, then 4 wgmmas of K = 32
+// into a fresh partial product, committed as one group (not waited for here).
+template <class Cfg>
+__device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::uint32_t a_base,
+                                              std::uint32_t b_base) {
+  ptx::wgmma_fence_operands(part);
+  ptx::wgmma_fence_sync_aligned();
+#pragma unroll
+  for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+    // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row selects
+    // the next K slice; the hardware applies the swizzle to the full address.
+    const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base + kk * kWgmmaK);
+    const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base + kk * kWgmmaK);
+    ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(part, desc_a, desc_b, kk > 0 ? 1u : 0u);
+  }
+  ptx::wgmma_commit_group_sync_aligned();
+}
+
 template <class Cfg, class T>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_kernel(const __grid_constant__ Params p) {
@@ -158,22 +187,38 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
   static_assert(Cfg::kStageABytes % 1024 == 0 && Cfg::kStageBBytes % 1024 == 0,
                 "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
+  static_assert((Cfg::kBSliceRows * kBlockK) % 1024 == 0,
+                "a CTA's slice of B must keep the 1024-byte swizzle alignment (rule D2)");
   static_assert(kSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
   static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kCluster = Cfg::kClusterM > 1;
   extern __shared__ std::uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  Pipeline<Cfg::kStages> pipe(s.bars);
-  using State = typename Pipeline<Cfg::kStages>::State;
+  using State = PipelineState<Cfg::kStages>;
+  const std::uint32_t rank = kCluster ? ptx::cluster_ctarank() : 0u;
+  const std::int64_t first_unit = kCluster ? blockIdx.x / Cfg::kClusterM : blockIdx.x;
+  const std::int64_t unit_step = kCluster ? gridDim.x / Cfg::kClusterM : gridDim.x;
 
-  // barrier init: empty[s] is freed by one arrival per consumer warp
+  // barrier init: full[s] takes the producer's arm; empty[s] is freed by one arrival per
+  // consumer warp of every CTA that writes into this CTA's stage (the whole cluster)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kConsumerWGs);
+#pragma unroll 1
+    for (int i = 0; i < Cfg::kStages; ++i) {
+      s.bars.full[i].init(1);
+      s.bars.empty[i].init(4 * Cfg::kConsumerWGs * Cfg::kClusterM);
+    }
     fence_barrier_init();
   }
-  __syncthreads();
+  // NOTE: in a cluster, peers multicast into this CTA's stages and arrive on its barriers:
+  // every CTA's barriers must be initialised before any CTA goes on.
+  if constexpr (kCluster) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -183,17 +228,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       ptx::prefetch_tensormap(&p.a_map);
       ptx::prefetch_tensormap(&p.b_map);
       State st;
-      for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-        const Unit w = decode_unit(p, u);
+      for (std::int64_t u = first_unit; u < p.units; u += unit_step) {
+        const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
         for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-          // wait for the stage to be free, arm it for both boxes (OOB fill counts too)
-          Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
+          // wait until every CTA that receives this stage has freed it, then arm it for A
+          // and the whole of B (OOB fill counts too); the peers' slices may land first:
+          // the tx-count may dip below zero until this arm, never completing the phase.
+          Barrier& full = s.bars.full[st.stage];
+          s.bars.empty[st.stage].wait(st.parity ^ 1u);
+          full.arrive_expect_tx(Cfg::kStageTxBytes);
           const std::int32_t ca[2] = {kb * kBlockK, w.tm * Cfg::kBlockM};
-          const std::int32_t cb[2] = {kb * kBlockK, w.tn * Cfg::kBlockN};
           ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.a[st.stage]),
                                                           &p.a_map, ca, full.smem());
-          ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.b[st.stage]),
-                                                          &p.b_map, cb, full.smem());
+          const std::int32_t cb[2] = {
+              kb * kBlockK, w.tn * Cfg::kBlockN + static_cast<std::int32_t>(rank) * Cfg::kBSliceRows};
+          const std::uint32_t b_dst =
+              ptx::smem_u32(s.b[st.stage]) + rank * (Cfg::kBSliceRows * kBlockK);
+          if constexpr (kCluster) {
+            ptx::cp_async_bulk_tensor_shared_global_tile_multicast<2>(
+                b_dst, &p.b_map, cb, full.smem(),
+                static_cast<std::uint16_t>((1u << Cfg::kClusterM) - 1u));
+          } else {
+            ptx::cp_async_bulk_tensor_shared_global_tile<2>(b_dst, &p.b_map, cb, full.smem());
+          }
           st.advance();
         }
       }
@@ -206,43 +263,74 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
     const bool warp_leader = (threadIdx.x % 32) == 0;
     State st;
+    // acc: the fp32 sums; part0/part1: partial products of alternate k-blocks, so that one
+    // k-block's wgmmas run while the previous one's partial is added into acc
     float acc[Cfg::kAccum];
-    float part[Cfg::kAccum];
-#pragma unroll
-    for (int i = 0; i < Cfg::kAccum; ++i) part[i] = 0.0f;
+    float part0[Cfg::kAccum];
+    float part1[Cfg::kAccum];
+    const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
 
-    for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-      const Unit w = decode_unit(p, u);
+    // the stage is read: free it in every CTA whose producer writes into it
+    auto release = [&](const State& done) {
+      if (!warp_leader) return;
+      if constexpr (kCluster) {
+#pragma unroll
+        for (std::uint32_t r = 0; r < Cfg::kClusterM; ++r) {
+          s.bars.empty[done.stage].arrive_remote_cta_scope(r);
+        }
+      } else {
+        s.bars.empty[done.stage].arrive();
+      }
+    };
+    auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
+      s.bars.full[at.stage].wait(at.parity);
+      issue_k_block<Cfg>(part, ptx::smem_u32(s.a[at.stage]) + a_off, ptx::smem_u32(s.b[at.stage]));
+    };
+    // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
+    // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
+    auto promote = [&](float (&part)[Cfg::kAccum]) {
+      ptx::wgmma_fence_operands(part);
+#pragma unroll
+      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+    };
+
+    for (std::int64_t u = first_unit; u < p.units; u += unit_step) {
+      const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
 
-      for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-        // wait for the stage's data, then 4 wgmmas of K = 32 into a fresh partial
-        pipe.consumer_wait(st);
-        const std::uint32_t a_base =
-            ptx::smem_u32(s.a[st.stage]) + cw * 64 * kBlockK;  // this warpgroup's 64 rows
-        const std::uint32_t b_base = ptx::smem_u32(s.b[st.stage]);
-        ptx::wgmma_fence_operands(part);
-        ptx::wgmma_fence_sync_aligned();
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-          // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row
-          // selects the next K slice; the hardware applies the swizzle to the full address.
-          const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base + kk * kWgmmaK);
-          const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base + kk * kWgmmaK);
-          ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(part, desc_a, desc_b,
-                                                             kk > 0 ? 1u : 0u);
+      // software pipeline over k-blocks, two at a time (part0, part1 by name, so both stay
+      // in registers): issue k + 1, wait until only it is pending, release and promote k
+      State prev = st;
+      issue(part0, st);
+      st.advance();
+      for (std::int32_t kb = w.kb_begin + 1;; kb += 2) {
+        if (kb >= w.kb_end) {
+          ptx::wgmma_wait_group_sync_aligned<0>();
+          release(prev);
+          promote(part0);
+          break;
         }
-        ptx::wgmma_commit_group_sync_aligned();
-        ptx::wgmma_wait_group_sync_aligned<0>();
-        ptx::wgmma_fence_operands(part);
-        // the stage is read: free it for the producer
-        if (warp_leader) pipe.consumer_release(st);
+        State cur = st;
+        issue(part1, st);
         st.advance();
-        // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
-        // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
-#pragma unroll
-        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+        ptx::wgmma_wait_group_sync_aligned<1>();
+        release(prev);
+        promote(part0);
+        prev = cur;
+        if (kb + 1 >= w.kb_end) {
+          ptx::wgmma_wait_group_sync_aligned<0>();
+          release(prev);
+          promote(part1);
+          break;
+        }
+        cur = st;
+        issue(part0, st);
+        st.advance();
+        ptx::wgmma_wait_group_sync_aligned<1>();
+        release(prev);
+        promote(part1);
+        prev = cur;
       }
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
@@ -266,27 +354,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // order whichever CTA is last, so results do not depend on timing)
         __threadfence();
         // NOTE: split outer, elements inner: a split's kAccum loads are independent and in
-        // flight together (element outer made a chain of dependent L2 loads). `part` is free
-        // here (the next tile's first wgmma overwrites it); the sum order is unchanged.
+        // flight together (element outer made a chain of dependent L2 loads). `part0` is
+        // free here (the next tile's first wgmma overwrites it); the sum order is unchanged.
 #pragma unroll
-        for (int i = 0; i < Cfg::kAccum; ++i) part[i] = 0.0f;
+        for (int i = 0; i < Cfg::kAccum; ++i) part0[i] = 0.0f;
         for (std::int32_t sp = 0; sp < p.splits; ++sp) {
           if (sp == w.split) {
 #pragma unroll
-            for (int i = 0; i < Cfg::kAccum; ++i) part[i] += acc[i];
+            for (int i = 0; i < Cfg::kAccum; ++i) part0[i] += acc[i];
           } else {
             const float* src = tile_ws + static_cast<std::int64_t>(sp) * kTileFloats + ctid;
 #pragma unroll
-            for (int i = 0; i < Cfg::kAccum; ++i) part[i] += __ldcg(src + i * Cfg::kConsumerThreads);
+            for (int i = 0; i < Cfg::kAccum; ++i) part0[i] += __ldcg(src + i * Cfg::kConsumerThreads);
           }
         }
 #pragma unroll
-        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = part[i];
+        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = part0[i];
         if (ctid == 0) p.counters[w.tile] = 0;  // ready for the next call
       }
       store_tile<Cfg, T>(p, acc, row0, col0, wg_tid);
     }
   }
+  // NOTE: a CTA may not exit while a peer may still multicast into it or arrive on its
+  // barriers: the cluster leaves together.
+  if constexpr (kCluster) cluster_sync();
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
   if (threadIdx.x == 0) printf("sm90_gemm_fp8_kernel needs sm_90a\n");
@@ -294,27 +385,91 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
+// The kernel of a configuration, set up once per process (shared-memory size), so that a
+// call costs one launch on the host.
+template <class Cfg, class T>
+auto* prepared_kernel() {
+  static const auto kernel = [] {
+    auto* k = &sm90_gemm_fp8_kernel<Cfg, T>;
+    TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kSmemBytes<Cfg>)));
+    return k;
+  }();
+  return kernel;
+}
+
 template <class Cfg, class T>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_gemm_fp8_kernel<Cfg, T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes<Cfg>)));
-  sm90_gemm_fp8_kernel<Cfg, T><<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(p);
+  auto* kernel = prepared_kernel<Cfg, T>();
+  if constexpr (Cfg::kClusterM == 1) {
+    kernel<<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(p);
+  } else {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(Cfg::kThreads);
+    config.dynamicSmemBytes = kSmemBytes<Cfg>;
+    config.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = Cfg::kClusterM;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  }
   check_launch("sm90_gemm_fp8_kernel");
+}
+
+// Clusters of this configuration that can be resident at once on the current device (the
+// persistent grid's size); SMs / ClusterM when the query is not answered.
+template <class Cfg>
+int max_resident_clusters() {
+  if constexpr (Cfg::kClusterM == 1) {
+    return multiprocessor_count();
+  } else {
+    static const int clusters = [] {
+      auto* kernel = prepared_kernel<Cfg, __nv_bfloat16>();
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned>(Cfg::kClusterM * 64));
+      config.blockDim = dim3(Cfg::kThreads);
+      config.dynamicSmemBytes = kSmemBytes<Cfg>;
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = Cfg::kClusterM;
+      attr.val.clusterDim.y = 1;
+      attr.val.clusterDim.z = 1;
+      config.attrs = &attr;
+      config.numAttrs = 1;
+      int n = 0;
+      if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess || n <= 0) {
+        (void)cudaGetLastError();
+        n = multiprocessor_count() / Cfg::kClusterM;
+      }
+      return n;
+    }();
+    return clusters;
+  }
 }
 
 struct ConfigFacts {
   const char* name;
   int block_m;
   int block_n;
+  int cluster_m;
+  int (*resident_clusters)();
   void (*launch_bf16)(const Params&, unsigned, cudaStream_t);
   void (*launch_fp16)(const Params&, unsigned, cudaStream_t);
 };
 template <class Cfg>
 constexpr ConfigFacts facts(const char* name) {
-  return {name, Cfg::kBlockM, Cfg::kBlockN, &launch<Cfg, __nv_bfloat16>, &launch<Cfg, __half>};
+  return {name,         Cfg::kBlockM,
+          Cfg::kBlockN, Cfg::kClusterM,
+          &max_resident_clusters<Cfg>, &launch<Cfg, __nv_bfloat16>,
+          &launch<Cfg, __half>};
 }
-const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"), facts<Config1>("m128n128")};
+const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"), facts<Config1>("m128n128"),
+                                facts<Config2>("m128n128c2")};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -374,26 +529,36 @@ const char* gemm_config_name(int config) {
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
                        const GemmTuning& tuning) {
   using namespace detail::gemm;
-  GemmPlan plan;
-  plan.config = tuning.config >= 0 ? tuning.config : (m <= 64 ? 0 : 1);
-  if (plan.config >= kGemmConfigs) {
+  if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
     throw ArgumentError("tuning.config", std::to_string(tuning.config) +
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
-  const ConfigFacts& c = kConfigs[plan.config];
-  const std::int64_t tiles_m = static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m);
-  const std::int64_t tiles_n = static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
-  plan.tiles = tiles_m * tiles_n;
   const std::int64_t k_blocks = static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK);
+  auto tiles_of = [&](int config) {
+    const ConfigFacts& c = kConfigs[config];
+    return static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m) *
+           static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
+  };
+  GemmPlan plan;
+  // NOTE: measured on H200 (kernels/gemm/README.md): 64-row tiles win up to M = 256 (fewer K
+  // splits, more tiles), 128-row tiles above; clusters sharing B (config 2) measured slower
+  // than config 1 at every shape, so they run only when asked for.
+  plan.config = tuning.config >= 0 ? tuning.config : (m <= 256 ? 0 : 1);
+  const ConfigFacts& c = kConfigs[plan.config];
+  plan.tiles = tiles_of(plan.config);
   if (tuning.splits > 0) {
     if (tuning.splits > k_blocks) {
       throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " splits of " +
                                                std::to_string(k_blocks) +
                                                " k-blocks of 128; use at most that many");
     }
+    if (tuning.splits > 1 && c.cluster_m > 1) {
+      throw ArgumentError("tuning.splits", std::string("configuration ") + c.name +
+                                               " does not split K; use splits 0 or 1");
+    }
     plan.splits = tuning.splits;
-  } else {
+  } else if (c.cluster_m == 1) {
     // NOTE: too few tiles to give every SM one: split K so every SM streams a share of B,
     // keeping at least 4 k-blocks (512 of K) per split.
     std::int64_t splits = 1;
@@ -403,8 +568,12 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     }
     plan.splits = static_cast<int>(std::max<std::int64_t>(splits, 1));
   }
-  const std::int64_t units = plan.tiles * plan.splits;
-  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
+  // a unit: one tile (or a column of cluster_m tiles) and one split of K
+  const std::int64_t tiles_m = static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m);
+  const std::int64_t tiles_n = static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
+  const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n * plan.splits;
+  const std::int64_t clusters = std::max(1, sm_count / c.cluster_m);
+  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, clusters) * c.cluster_m);
   return plan;
 }
 
@@ -451,14 +620,22 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
+  if (tuning.config >= 0 && kConfigs[tuning.config].cluster_m > 1 && tuning.splits > 1) {
+    throw ArgumentError("tuning.splits", std::string("configuration ") +
+                                             kConfigs[tuning.config].name +
+                                             " does not split K; use splits 0 or 1");
+  }
   const std::uint64_t k_blocks = (k + kBlockK - 1) / kBlockK;
   if (tuning.splits < 0 || static_cast<std::uint64_t>(tuning.splits) > k_blocks) {
     throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " is not 0 (chosen) "
                                              "or 1.." + std::to_string(k_blocks) +
                                              " (K's k-blocks of 128)");
   }
-  const GemmPlan plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning);
+  GemmPlan plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning);
   const ConfigFacts& c = kConfigs[plan.config];
+  // the grid as many clusters as are resident at once (cluster shapes can leave SMs idle)
+  plan.grid = std::min<unsigned>(plan.grid, static_cast<unsigned>(c.resident_clusters() *
+                                                                  c.cluster_m));
 
   // step 2: parameters and cached tensor maps (box: 128 bytes of K x the tile's rows)
   Params p{};
@@ -467,7 +644,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                            static_cast<std::uint32_t>(c.block_m), 1}, Swizzle::bytes128));
   p.b_map = detail::cached_tensor_map(detail::view_spec(
       b, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
-                           static_cast<std::uint32_t>(c.block_n), 1}, Swizzle::bytes128));
+                           static_cast<std::uint32_t>(c.block_n / c.cluster_m), 1},
+      Swizzle::bytes128));
   p.d = d.data;
   p.d_row_elems = d.row_pitch() / 2;
   p.m = static_cast<std::int32_t>(m);
@@ -475,8 +653,9 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   p.k_blocks = static_cast<std::int32_t>((k + kBlockK - 1) / kBlockK);
   p.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
   p.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
+  p.cluster_rows = (p.tiles_m + c.cluster_m - 1) / c.cluster_m;
   p.splits = plan.splits;
-  p.units = plan.tiles * plan.splits;
+  p.units = static_cast<std::int64_t>(p.cluster_rows) * p.tiles_n * plan.splits;
   p.scale = scales.alpha * scales.scale_a * scales.scale_b;
   if (plan.splits > 1) {
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;

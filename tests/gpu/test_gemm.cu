@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "test_kernels_common.hpp"
@@ -160,11 +161,22 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmOddShapes,
 TEST(Gemm, EveryConfigurationAndSplit) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (int config = 0; config < kGemmConfigs; ++config) {
+    const bool cluster = std::string(gemm_config_name(config)).find('c') != std::string::npos;
     for (int splits : {1, 3, 0, 32}) {
+      if (cluster && splits > 1) continue;  // cluster configurations do not split K
       run_case({129, 300, 4096, config, splits}, 7u + config * 10 + splits);
       run_case({200, 520, 1024, config, splits == 32 ? 8 : splits}, 99u + config + splits);
     }
   }
+}
+
+TEST(Gemm, ClustersWithAnOddNumberOfTileRows) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  // 3 and 9 tile rows of 128: the last cluster's second CTA has no rows of its own but still
+  // loads its half of B for its partner
+  run_case({333, 1000, 4096, 2, 0}, 31);
+  run_case({1100, 260, 384, 2, 1}, 32);
+  run_case({1, 8, 16, 2, 0}, 33);
 }
 
 TEST(Gemm, Fp16OutputAndPaddedStrides) {

@@ -109,17 +109,25 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p1.splits, 4);
   EXPECT_EQ(p1.grid, 128u);
   const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);
-  EXPECT_EQ(p128.config, 1);
-  EXPECT_EQ(p128.splits, 4);
+  EXPECT_EQ(p128.config, 0);
+  EXPECT_EQ(p128.splits, 2);
+  EXPECT_EQ(p128.grid, 128u);
+  EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132).config, 1);
   // large shapes: one split, a persistent grid of one CTA per SM
   const GemmPlan big = gemm_fp8_plan(8192, 8192, 8192, 132);
   EXPECT_EQ(big.splits, 1);
   EXPECT_EQ(big.grid, 132u);
+  EXPECT_STREQ(gemm_config_name(big.config), "m128n128");
+  // 3 tile rows of 128: 2 cluster rows x 8 tile columns = 16 units, 2 CTAs each
+  const GemmPlan odd = gemm_fp8_plan(333, 1000, 4096, 132, {2, 0});
+  EXPECT_EQ(odd.splits, 1);
+  EXPECT_EQ(odd.grid, 32u);
   // K = 16: one k-block, nothing to split
   EXPECT_EQ(gemm_fp8_plan(7, 200, 16, 132).splits, 1);
   // forced
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).splits, 3);
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).config, 1);
+  EXPECT_THROW(gemm_fp8_plan(7, 200, 4096, 132, {2, 3}), ArgumentError);
 }
 
 }  // namespace

@@ -54,6 +54,12 @@ class alignas(8) Barrier {
     ptx::mbarrier_arrive_release_cluster_remote(ptx::mapa_shared_cluster(smem(), cta_rank));
   }
 
+  // As arrive_remote, releasing at CTA scope only: for a consumer freeing a stage it read
+  // (and waited for) in its own shared memory, so a peer's multicast may overwrite it.
+  __device__ void arrive_remote_cta_scope(std::uint32_t cta_rank) {
+    ptx::mbarrier_arrive_remote(ptx::mapa_shared_cluster(smem(), cta_rank));
+  }
+
   __device__ bool try_wait(std::uint32_t parity) {
     return ptx::mbarrier_try_wait_parity(smem(), parity);
   }

@@ -26,8 +26,8 @@ struct GemmTuning {
 };
 
 // Tile configurations a caller may force through GemmTuning::config.
-inline constexpr int kGemmConfigs = 2;
-// "m64n128" (0), "m128n128" (1); "?" for anything else.
+inline constexpr int kGemmConfigs = 3;
+// "m64n128" (0), "m128n128" (1), "m128n128c2" (2: clusters of 2 sharing B); "?" otherwise.
 const char* gemm_config_name(int config);
 
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).

@@ -1,5 +1,6 @@
 // bench_gemm: the FP8 GEMM cases of bench/gemm_cases.hpp on their own, one table.
-//   bench_gemm [--quick] [--filter REGEX] [--runs N]
+//   bench_gemm [--quick] [--tune] [--filter REGEX] [--runs N]
+// --tune adds forced configurations and K splits ("tmakit:c1:s8").
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   o.timing.runs = 50;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) o.quick = true;
+    else if (!std::strcmp(argv[i], "--tune")) o.tune = true;
     else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) o.filter = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) o.timing.runs = std::atoi(argv[++i]);
   }
