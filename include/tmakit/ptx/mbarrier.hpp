@@ -64,6 +64,16 @@ __device__ __forceinline__ void mbarrier_expect_tx(std::uint32_t bar_smem,
                : "memory");
 }
 
+// mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [addr], txCount;
+// Counts `tx_bytes` as delivered, as a copy's completion does (PTX ISA 8.0, sm_90). Tests
+// use it to measure how many bytes a copy really delivered.
+__device__ __forceinline__ void mbarrier_complete_tx(std::uint32_t bar_smem,
+                                                     std::uint32_t tx_bytes) {
+  asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar_smem),
+               "r"(tx_bytes)
+               : "memory");
+}
+
 // mbarrier.try_wait.parity.shared::cta.b64 waitComplete, [addr], phaseParity;
 // True once the phase with this parity has completed (acquire.cta). The instruction may
 // suspend the thread for a system-dependent time before answering false.
