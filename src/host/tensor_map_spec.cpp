@@ -53,12 +53,21 @@ std::uint64_t box_elements(const TensorMapSpec& spec, int d) {
   // consecutive elements (measured on H200: a barrier armed with ceil(boxDim[0] / stride)
   // never completes). Other dimensions deliver ceil(boxDim / elementStride).
   if (d == 0 && spec.interleave == Interleave::none) return spec.box_dim[0];
+  // NOTE: measured on H200 (docs/hardware.md H12): with interleave the copy does not walk
+  // dimension rank-2; it reads only the coordinate's own index there, whatever its boxDim.
+  if (spec.interleave != Interleave::none && spec.rank >= 3 &&
+      static_cast<std::uint32_t>(d) == spec.rank - 2) {
+    return 1;
+  }
   const std::uint64_t stride = std::max<std::uint32_t>(spec.element_strides[d], 1);
   return (spec.box_dim[d] + stride - 1) / stride;
 }
 
 std::uint64_t box_bytes(const TensorMapSpec& spec) {
-  std::uint64_t n = static_cast<std::uint64_t>(element_bytes(spec.data_type));
+  // NOTE: H12: with interleave each dimension-0 step is one whole 16- or 32-byte slice
+  std::uint64_t n = spec.kind == EncodeKind::tiled && spec.interleave != Interleave::none
+                        ? static_cast<std::uint64_t>(interleave_bytes(spec.interleave))
+                        : static_cast<std::uint64_t>(element_bytes(spec.data_type));
   const int dims = spec.kind == EncodeKind::im2col ? 2 : static_cast<int>(spec.rank);
   for (int d = 0; d < dims && d < kMaxRank; ++d) n *= box_elements(spec, d);
   return n;

@@ -31,11 +31,19 @@ struct Element {
   std::array<std::int64_t, kMaxRank> coord{};
 };
 
-// Byte offset of an in-bounds element; false on 64-bit overflow (strides < 2^40 times
-// coordinates < 2^32 can exceed it).
+// Bytes one step of dimension 0 moves: an element, or with interleave one whole 16- or 32-byte
+// slice (measured on H200, docs/hardware.md H12).
+std::uint32_t dim0_unit_bytes(const TensorMapSpec& spec) {
+  return spec.interleave == Interleave::none
+             ? static_cast<std::uint32_t>(element_bytes(spec.data_type))
+             : static_cast<std::uint32_t>(interleave_bytes(spec.interleave));
+}
+
+// Byte offset of an in-bounds element (or slice); false on 64-bit overflow (strides < 2^40
+// times coordinates < 2^32 can exceed it).
 bool global_offset_of(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRank>& x,
                       std::uint64_t* out) {
-  std::uint64_t off = static_cast<std::uint64_t>(x[0]) * element_bytes(spec.data_type);
+  std::uint64_t off = static_cast<std::uint64_t>(x[0]) * dim0_unit_bytes(spec);
   for (std::uint32_t d = 1; d < spec.rank; ++d) {
     std::uint64_t term = 0;
     if (__builtin_mul_overflow(static_cast<std::uint64_t>(x[d]), spec.global_strides_bytes[d - 1],
@@ -63,13 +71,15 @@ std::uint32_t dim0_stride(const TensorMapSpec& spec) {
   return spec.interleave == Interleave::none ? 1u : spec.element_strides[0];
 }
 
+// `byte_in_unit`: with interleave, the element's byte offset inside its dimension-0 slice.
 Element make_element(const TensorMapSpec& spec, const std::array<std::int64_t, kMaxRank>& x,
-                     std::uint64_t smem_offset) {
+                     std::uint64_t smem_offset, std::uint32_t byte_in_unit = 0) {
   Element e;
   e.smem_offset = smem_offset;
   e.coord = x;
   e.in_bounds = in_tensor(spec, x);
-  if (e.in_bounds && !global_offset_of(spec, x, &e.global_offset)) {
+  if (e.in_bounds && (!global_offset_of(spec, x, &e.global_offset) ||
+                      __builtin_add_overflow(e.global_offset, byte_in_unit, &e.global_offset))) {
     throw ModelError("element at dimension-0 coordinate " + std::to_string(x[0]) +
                      " has a global byte offset past 2^64");
   }
@@ -78,6 +88,10 @@ Element make_element(const TensorMapSpec& spec, const std::array<std::int64_t, k
 
 // Tiled box walk: dimension 0 fastest; row r holds the elements of one combination of the outer
 // indices (dimension 1 fastest). Element k of a dimension sits at coordinate c + k * stride.
+// NOTE: measured on H200 (docs/hardware.md H12): with interleave, step k of dimension 0 is the
+// whole slice at global byte (c[0] + k * elementStrides[0]) * slice bytes, bounded by
+// globalDim[0] slices, filled or read whole; dimension rank-2 stays at c[rank-2]
+// (box_elements() = 1 there).
 template <class F>
 void walk_tiled(const TensorMapSpec& spec, const Coords& coords, F&& visit) {
   const Footprint fp = footprint(spec);
@@ -93,7 +107,15 @@ void walk_tiled(const TensorMapSpec& spec, const Coords& coords, F&& visit) {
     }
     for (std::uint64_t k = 0; k < n[0]; ++k) {
       x[0] = std::int64_t{coords[0]} + static_cast<std::int64_t>(k * dim0_stride(spec));
-      visit(make_element(spec, x, row * fp.pitch_bytes + k * esize));
+      if (spec.interleave == Interleave::none) {
+        visit(make_element(spec, x, row * fp.pitch_bytes + k * esize));
+        continue;
+      }
+      // one slice: its elements, in order
+      const std::uint32_t unit = dim0_unit_bytes(spec);
+      for (std::uint32_t j = 0; j < unit; j += esize) {
+        visit(make_element(spec, x, row * fp.pitch_bytes + k * unit + j, j));
+      }
     }
     // next outer index, dimension 1 fastest
     for (std::uint32_t d = 1; d < spec.rank; ++d) {
@@ -393,11 +415,10 @@ void check_walkable(const TensorMapSpec& spec) {
                      std::to_string(min_rank) + ".." + std::to_string(kMaxRank));
   }
   if (element_bytes(spec.data_type) == 0) throw ModelError("unknown data type");
-  // NOTE: H200 loads with interleave 16B/32B write neither the documented layout nor the dense
-  // rows the model assumed (docs/model.md); refuse rather than guess.
-  if (spec.interleave != Interleave::none) {
-    throw ModelError(std::string("interleave ") + std::string(name(spec.interleave)) +
-                     " is not modelled: its shared-memory layout is not yet confirmed on hardware");
+  // NOTE: tiled interleaved copies are measured (docs/hardware.md H12); im2col ones are not.
+  if (im2col && spec.interleave != Interleave::none) {
+    throw ModelError(std::string("im2col with interleave ") + std::string(name(spec.interleave)) +
+                     " is not modelled: its layout is not yet measured on hardware");
   }
   for (std::uint32_t d = 0; d < spec.rank; ++d) {
     std::string at = "[";
@@ -420,7 +441,7 @@ void check_walkable(const TensorMapSpec& spec) {
   std::uint64_t rows = 1;
   const int outer = im2col ? 2 : static_cast<int>(spec.rank);
   for (int d = 1; d < outer; ++d) rows *= box_elements(spec, d);
-  const std::uint64_t row = dim0_elements(spec) * element_bytes(spec.data_type);
+  const std::uint64_t row = dim0_elements(spec) * dim0_unit_bytes(spec);
   const std::uint64_t pitch = std::max<std::uint64_t>(row, swizzle_span_bytes(spec.swizzle));
   if (rows * pitch > kMaxFootprintBytes) {
     throw ModelError("the box's shared-memory footprint (" + std::to_string(rows * pitch) +
@@ -431,22 +452,21 @@ void check_walkable(const TensorMapSpec& spec) {
 Footprint footprint(const TensorMapSpec& spec) {
   check_walkable(spec);
   Footprint fp;
-  fp.row_bytes = static_cast<std::uint32_t>(dim0_elements(spec) * element_bytes(spec.data_type));
+  fp.row_bytes = static_cast<std::uint32_t>(dim0_elements(spec) * dim0_unit_bytes(spec));
   std::uint64_t rows = 1;
   const int outer = spec.kind == EncodeKind::im2col ? 2 : static_cast<int>(spec.rank);
   for (int d = 1; d < outer; ++d) rows *= box_elements(spec, d);
   fp.rows = static_cast<std::uint32_t>(rows);
   // NOTE: O2: with a swizzle a row narrower than the span still takes the whole span.
-  // With an interleaved layout the rows are taken as dense (row_bytes apart); the GPU sweep
-  // checks both.
+  // With interleave the rows are dense (row_bytes apart) whatever the swizzle (H12).
   const bool span_rows = spec.swizzle != Swizzle::none && spec.interleave == Interleave::none;
   fp.pitch_bytes =
       span_rows ? std::max<std::uint32_t>(
                       fp.row_bytes, static_cast<std::uint32_t>(swizzle_span_bytes(spec.swizzle)))
                 : fp.row_bytes;
   fp.total_bytes = fp.rows * fp.pitch_bytes;
-  // NOTE: dense interleaved rows may be narrower than the span; the swizzle then moves chunks
-  // anywhere inside their 128-byte line, so the buffer covers whole lines.
+  // NOTE: dense interleaved rows may be narrower than the span; the swizzle then moves 16-byte
+  // chunks anywhere inside their 128-byte line, so the buffer covers whole lines.
   if (!span_rows && spec.swizzle != Swizzle::none)
     fp.total_bytes = (fp.total_bytes + 127) / 128 * 128;
   return fp;
@@ -559,6 +579,8 @@ namespace {
 // too (into the row's padding; 2 of 2 cases); other dimensions drop exactly (D3).
 std::optional<std::uint64_t> store_target(const TensorMapSpec& spec, const Element& e) {
   if (e.in_bounds) return e.global_offset;
+  // with interleave, dimension 0 steps by whole slices: nothing shares a slice with the tensor
+  if (spec.interleave != Interleave::none) return std::nullopt;
   const std::uint64_t esize = element_bytes(spec.data_type);
   const std::uint64_t dim0_chunk_end = (spec.global_dim[0] * esize + 15) / 16 * 16;
   if (e.coord[0] < 0 || static_cast<std::uint64_t>(e.coord[0]) * esize >= dim0_chunk_end) {

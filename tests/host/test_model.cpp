@@ -292,10 +292,100 @@ TEST(ModelLoad, DimZeroElementStrideIsIgnoredWithoutInterleave) {
   EXPECT_EQ(r.tx_bytes, 32u);  // more than box_bytes() = 16: a barrier armed with that hangs
 }
 
-TEST(ModelLoad, InterleavedLayoutsAreRefused) {
-  auto s = tiled(DataType::float16, 3, {8, 4, 2}, {16, 64}, {8, 4, 2});
+// --- interleave (measured on H200, docs/hardware.md H12) ------------------------------------
+// Dimension 0 steps by whole 16/32-byte slices (boxDim[0], elementStrides[0], globalDim[0] and
+// the coordinate count slices); dimension rank-2 is not walked; rows are dense.
+
+TEST(ModelInterleave, Dim0CountsSlicesAndDim1IsNotWalked) {
+  // UINT8 [12, 4, 3], interleave 16B, box [16, 2, 2]: slices 0..11 are in bounds (globalDim[0]
+  // counts slices), 12..15 filled; box[1] = 2 is not walked; rows step dimension 2 (64 bytes)
+  auto s = tiled(DataType::uint8, 3, {12, 4, 3}, {16, 64}, {16, 2, 2});
   s.interleave = Interleave::bytes16;
-  EXPECT_THROW(load_tiled(s, counting_bytes(128), {0, 0, 0}), ModelError);
+  const SharedBytes r = load_tiled(s, counting_bytes(512), {0, 0, 0});
+  ASSERT_EQ(r.bytes.size(), 512u);
+  EXPECT_EQ(slice(r.bytes, 0, 192), iota_bytes(0, 192));      // row 0: global 0..191
+  EXPECT_EQ(slice(r.bytes, 192, 64), std::vector<std::uint8_t>(64, 0));
+  EXPECT_EQ(slice(r.bytes, 256, 192), iota_bytes(64, 192));   // row 1: global 64..255
+  EXPECT_EQ(slice(r.bytes, 448, 64), std::vector<std::uint8_t>(64, 0));
+  EXPECT_TRUE(all_written(r, 0, 512));
+  EXPECT_EQ(r.tx_bytes, 512u);
+  EXPECT_EQ(box_bytes(s), 512u);
+}
+
+TEST(ModelInterleave, CoordinateZeroIsInSlices) {
+  // UINT8 [64, 4, 3] strides [64, 256], box [16, 2, 2] at (16, 0, 0): starts at byte 16 * 16
+  auto s = tiled(DataType::uint8, 3, {64, 4, 3}, {64, 256}, {16, 2, 2});
+  s.interleave = Interleave::bytes16;
+  const SharedBytes r = load_tiled(s, counting_bytes(1024), {16, 0, 0});
+  ASSERT_EQ(r.bytes.size(), 512u);
+  EXPECT_EQ(slice(r.bytes, 0, 256), iota_bytes(0, 256));  // global 256..511 (mod 256)
+  EXPECT_EQ(r.bytes[256], 0);                             // global 512: row 1 = 256 + 256
+  EXPECT_EQ(r.bytes[257], 1);
+}
+
+TEST(ModelInterleave, Dim0ElementStrideSkipsSlices) {
+  // FLOAT16 [8, 4, 3], box [8, 2, 2], elementStrides [2, 1, 1]: slices 0, 2, 4, 6 of each row
+  auto s = tiled(DataType::float16, 3, {8, 4, 3}, {16, 64}, {8, 2, 2});
+  s.interleave = Interleave::bytes16;
+  s.element_strides = {2, 1, 1, 1, 1};
+  const SharedBytes r = load_tiled(s, counting_bytes(256), {0, 0, 0});
+  ASSERT_EQ(r.bytes.size(), 128u);
+  EXPECT_EQ(slice(r.bytes, 0, 16), iota_bytes(0, 16));
+  EXPECT_EQ(slice(r.bytes, 16, 16), iota_bytes(32, 16));
+  EXPECT_EQ(slice(r.bytes, 48, 16), iota_bytes(96, 16));
+  EXPECT_EQ(slice(r.bytes, 64, 16), iota_bytes(64, 16));   // row 1 starts at 64
+  EXPECT_EQ(slice(r.bytes, 112, 16), iota_bytes(160, 16));
+  EXPECT_EQ(r.tx_bytes, 128u);
+}
+
+TEST(ModelInterleave, Rank4SkipsDimension2AndSwizzleFollowsTheAddress) {
+  // FLOAT16 [8, 3, 2, 2] strides [16, 48, 96], box [8, 2, 2, 2]: rows (d1, d3) = (0,0) (1,0)
+  // (0,1) (1,1) start at 0, 16, 96, 112; box[2] = 2 is not walked
+  auto s = tiled(DataType::float16, 4, {8, 3, 2, 2}, {16, 48, 96}, {8, 2, 2, 2});
+  s.interleave = Interleave::bytes16;
+  const SharedBytes r = load_tiled(s, counting_bytes(256), {0, 0, 0, 0});
+  ASSERT_EQ(r.bytes.size(), 512u);
+  EXPECT_EQ(slice(r.bytes, 0, 128), iota_bytes(0, 128));
+  EXPECT_EQ(slice(r.bytes, 128, 128), iota_bytes(16, 128));
+  EXPECT_EQ(slice(r.bytes, 256, 128), iota_bytes(96, 128));
+  EXPECT_EQ(slice(r.bytes, 384, 128), iota_bytes(112, 128));
+  EXPECT_EQ(r.tx_bytes, 512u);
+  // 32B swizzle at a 1024-aligned buffer: the two 16-byte halves of each 32 bytes swap in
+  // odd 128-byte lines (O5), rows stay dense
+  s.swizzle = Swizzle::bytes32;
+  const SharedBytes w = load_tiled(s, counting_bytes(256), {0, 0, 0, 0});
+  ASSERT_EQ(w.bytes.size(), 512u);
+  EXPECT_EQ(slice(w.bytes, 0, 128), iota_bytes(0, 128));
+  EXPECT_EQ(slice(w.bytes, 128, 16), iota_bytes(32, 16));  // row 1 bytes 16..31 <- global 32..
+  EXPECT_EQ(slice(w.bytes, 144, 16), iota_bytes(16, 16));
+}
+
+TEST(ModelInterleave, OutsideDimensionRankMinus2FillsTheWholeBox) {
+  // FLOAT32 [4, 4, 3], box [4, 4, 3] at (0, -1, -1), NaN fill: dimension 1 sits at -1 for every
+  // row, so all 3 rows x 4 slices are filled with 0x7FF7
+  auto s = tiled(DataType::float32, 3, {4, 4, 3}, {16, 64}, {4, 4, 3});
+  s.interleave = Interleave::bytes16;
+  s.oob_fill = OobFill::nan_request_zero_fma;
+  const SharedBytes r = load_tiled(s, counting_bytes(256), {0, -1, -1});
+  ASSERT_EQ(r.bytes.size(), 192u);
+  for (std::size_t i = 0; i < r.bytes.size(); i += 2) {
+    ASSERT_EQ(r.bytes[i], 0xF7) << i;
+    ASSERT_EQ(r.bytes[i + 1], 0x7F) << i;
+  }
+  EXPECT_EQ(r.tx_bytes, 192u);
+}
+
+TEST(ModelInterleave, Im2colWithInterleaveIsRefused) {
+  TensorMapSpec s;
+  s.kind = EncodeKind::im2col;
+  s.data_type = DataType::float16;
+  s.rank = 3;
+  s.global_dim = {8, 4, 2};
+  s.global_strides_bytes = {16, 64};
+  s.channels_per_pixel = 8;
+  s.pixels_per_column = 4;
+  s.interleave = Interleave::bytes16;
+  EXPECT_THROW(load_im2col(s, counting_bytes(128), {0, 0, 0}, {0, 0, 0}), ModelError);
 }
 
 // --- im2col ------------------------------------------------------------------------------

@@ -51,5 +51,18 @@ TEST(TensorMapSpec, BoxBytesIgnoresDimensionZeroStrideWithoutInterleave) {
   EXPECT_EQ(box_elements(s, 0), 4u);
 }
 
+TEST(TensorMapSpec, BoxBytesWithInterleaveCountsSlicesAndSkipsDimensionRankMinus2) {
+  // measured on H200 (docs/hardware.md H12)
+  TensorMapSpec s;
+  s.data_type = DataType::float32;
+  s.rank = 4;
+  s.box_dim = {8, 5, 6, 2};
+  s.element_strides = {2, 1, 1, 1, 1};
+  s.interleave = Interleave::bytes32;
+  EXPECT_EQ(box_elements(s, 0), 4u);  // slices
+  EXPECT_EQ(box_elements(s, 2), 1u);  // rank - 2: not walked
+  EXPECT_EQ(box_bytes(s), 32u * 4u * 5u * 2u);
+}
+
 }  // namespace
 }  // namespace tmakit

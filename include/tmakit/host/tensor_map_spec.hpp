@@ -76,9 +76,12 @@ std::optional<OobFill> parse_oob_fill(std::string_view s);
 
 // Elements one box delivers along dimension d: ceil(boxDim / elementStride) (T8), except
 // dimension 0 without interleave, where the hardware ignores the element stride.
+// With interleave 16B/32B (tiled, measured on H200, docs/hardware.md H12) dimension 0 counts
+// slices of 16/32 bytes, not elements, and dimension rank-2 delivers 1 whatever its box.
 // For im2col, dimension 0 delivers channelsPerPixel and dimension 1 pixelsPerColumn.
 std::uint64_t box_elements(const TensorMapSpec& spec, int d);
-// Bytes one copy delivers (O3): element size x product of box_elements.
+// Bytes one copy delivers (O3): element size (the slice size with interleave) x product of
+// box_elements.
 std::uint64_t box_bytes(const TensorMapSpec& spec);
 
 }  // namespace tmakit
