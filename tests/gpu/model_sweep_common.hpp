@@ -49,8 +49,12 @@ inline std::uint64_t round_up(std::uint64_t v, std::uint64_t m) {
   return (v + m - 1) / m * m;
 }
 
+// NOTE: with interleave (tiled) dimension 0 counts 16/32-byte slices (docs/hardware.md H12).
 inline std::uint64_t tensor_extent(const TensorMapSpec& s) {
-  std::uint64_t e = s.global_dim[0] * static_cast<std::uint64_t>(element_bytes(s.data_type));
+  const int unit = s.kind == EncodeKind::tiled && s.interleave != Interleave::none
+                       ? interleave_bytes(s.interleave)
+                       : element_bytes(s.data_type);
+  std::uint64_t e = s.global_dim[0] * static_cast<std::uint64_t>(unit);
   for (std::uint32_t d = 1; d < s.rank; ++d)
     e += (s.global_dim[d] - 1) * s.global_strides_bytes[d - 1];
   return e;
