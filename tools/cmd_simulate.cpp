@@ -97,8 +97,8 @@ struct Picture {
 Picture simulate_load(const tmakit::TensorMapSpec& spec, const std::vector<std::uint8_t>& global,
                       const model::Coords& coords) {
   const model::SharedBytes s = model::load_tiled(spec, global, coords, 0);
-  const std::uint64_t inner =
-      tmakit::box_elements(spec, 0) * static_cast<std::uint64_t>(element_bytes(spec.data_type));
+  // NOTE: a row's data bytes; with interleave dimension 0 counts 16/32-byte slices (H12)
+  const std::uint64_t inner = model::footprint(spec).row_bytes;
   const std::uint64_t rows = tmakit::box_bytes(spec) / inner;
   const std::uint64_t width =
       std::max<std::uint64_t>(inner, tmakit::swizzle_span_bytes(spec.swizzle));

@@ -73,6 +73,24 @@ TEST_F(SimulateCli, PlainLoadPrintsTheBoxBytes) {
   EXPECT_EQ(r.out, hex_run(48, 16) + hex_run(80, 16) + "\n");
 }
 
+TEST_F(SimulateCli, InterleavedLoadCountsSlices) {
+  // FLOAT16, interleave 16B, globalDim [4, 2, 2] (4 slices of 16 bytes), strides [16, 48], box
+  // [8, 2, 2], elementStrides [2, 1, 1] (docs/hardware.md H12): each row reads slices 0, 2 and
+  // fills slices 4, 6 (past globalDim[0]); dimension 1 is not walked; row 1 is dimension 2 = 1
+  // (byte 48). Rows are 64 bytes: 16 + 16 + 32 zero bytes.
+  const std::string il =
+      R"({"encode":"tiled","dataType":"FLOAT16","rank":3,"globalAddress":4096,)"
+      R"("globalDim":[4,2,2],"globalStrides":[16,48],"boxDim":[8,2,2],)"
+      R"("elementStrides":[2,1,1],"interleave":"16B","swizzle":"NONE","l2Promotion":"NONE",)"
+      R"("oobFill":"NONE","coords":[0,0,0]})";
+  const auto specs = write("s.jsonl", il + "\n");
+  const Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string zeros = repeat("00", 32);
+  EXPECT_EQ(r.out, hex_run(0, 16) + hex_run(32, 16) + zeros + hex_run(48, 16) + hex_run(80, 16) +
+                       zeros + "\n");
+}
+
 TEST_F(SimulateCli, SwizzledNarrowRowsShowUnwrittenBytes) {
   // 64B swizzle, 32-byte rows: rows 64 apart, rows 2 and 3 with their chunks swapped (O2, O5)
   const auto specs = write("s.jsonl", spec("[8,4]", "64B", "[0,0]") + "\n");
