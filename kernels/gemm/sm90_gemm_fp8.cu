@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "gemm_small_m.hpp"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -470,8 +471,10 @@ constexpr ConfigFacts facts(const char* name) {
 }
 const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"), facts<Config1>("m128n128"),
                                 facts<Config2>("m128n128c2")};
-static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
-              "gemm.hpp's kGemmConfigs counts the configurations here");
+// Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu), outside this table.
+constexpr int kSmallMConfig = 3;
+static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) + 1 == kGemmConfigs,
+              "gemm.hpp's kGemmConfigs counts the configurations here and the small-M one");
 
 // Split-K workspace and tile counters, per device: grown when a call needs more, never shrunk.
 struct Workspace {
@@ -522,6 +525,7 @@ void check_operand(const char* arg, const ConstTensorRef& v) {
 namespace tmakit {
 
 const char* gemm_config_name(int config) {
+  if (config == detail::gemm::kSmallMConfig) return "smallm";
   if (config < 0 || config >= kGemmConfigs) return "?";
   return detail::gemm::kConfigs[config].name;
 }
@@ -541,10 +545,36 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
            static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
   };
   GemmPlan plan;
-  // NOTE: measured on H200 (kernels/gemm/README.md): 64-row tiles win up to M = 256 (fewer K
-  // splits, more tiles), 128-row tiles above; clusters sharing B (config 2) measured slower
-  // than config 1 at every shape, so they run only when asked for.
-  plan.config = tuning.config >= 0 ? tuning.config : (m <= 256 ? 0 : 1);
+  // NOTE: measured on H200 (kernels/gemm/README.md): the small-M kernel up to M = 64, and up
+  // to M = 128 when its 64-row tiles of B occupy half the SMs; 64-row tiles up to M = 256 (fewer K splits, more tiles), 128-row tiles above; clusters
+  // sharing B (config 2) measured slower than config 1 at every shape, so they run only when
+  // asked for.
+  const bool small_m_fills = (n + 63) / 64 * 2 >= static_cast<std::uint64_t>(sm_count);
+  plan.config = tuning.config >= 0                    ? tuning.config
+                : m <= 64 || (m <= 128 && small_m_fills) ? kSmallMConfig
+                : m <= 256                              ? 0
+                                                        : 1;
+  if (plan.config == kSmallMConfig) {
+    if (m > 128) {
+      throw ArgumentError("tuning.config", "configuration smallm takes M <= 128; M is " +
+                                               std::to_string(m));
+    }
+    if (tuning.splits > 0) {
+      if ((tuning.splits & (tuning.splits - 1)) != 0 || tuning.splits > 8 ||
+          tuning.splits > k_blocks) {
+        throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
+                                                 ": configuration smallm splits K over a "
+                                                 "cluster of 1, 2, 4 or 8 CTAs, at most " +
+                                                 std::to_string(k_blocks) + " (K's k-blocks)");
+      }
+      plan.splits = tuning.splits;
+    } else {
+      plan.splits = detail::small_m_splits(n, static_cast<std::uint64_t>(k_blocks), sm_count);
+    }
+    plan.tiles = static_cast<std::int64_t>((n + 63) / 64);
+    plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
+    return plan;
+  }
   const ConfigFacts& c = kConfigs[plan.config];
   plan.tiles = tiles_of(plan.config);
   if (tuning.splits > 0) {
@@ -620,7 +650,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
-  if (tuning.config >= 0 && kConfigs[tuning.config].cluster_m > 1 && tuning.splits > 1) {
+  if (tuning.config >= 0 && tuning.config < kSmallMConfig &&
+      kConfigs[tuning.config].cluster_m > 1 && tuning.splits > 1) {
     throw ArgumentError("tuning.splits", std::string("configuration ") +
                                              kConfigs[tuning.config].name +
                                              " does not split K; use splits 0 or 1");
@@ -632,6 +663,11 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " (K's k-blocks of 128)");
   }
   GemmPlan plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning);
+  const float scale = scales.alpha * scales.scale_a * scales.scale_b;
+  if (plan.config == kSmallMConfig) {
+    detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream);
+    return;
+  }
   const ConfigFacts& c = kConfigs[plan.config];
   // the grid as many clusters as are resident at once (cluster shapes can leave SMs idle)
   plan.grid = std::min<unsigned>(plan.grid, static_cast<unsigned>(c.resident_clusters() *
@@ -656,7 +692,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   p.cluster_rows = (p.tiles_m + c.cluster_m - 1) / c.cluster_m;
   p.splits = plan.splits;
   p.units = static_cast<std::int64_t>(p.cluster_rows) * p.tiles_n * plan.splits;
-  p.scale = scales.alpha * scales.scale_a * scales.scale_b;
+  p.scale = scale;
   if (plan.splits > 1) {
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
     Workspace& w = workspace_for(tile_bytes * static_cast<std::size_t>(p.units),

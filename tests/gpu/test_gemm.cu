@@ -6,12 +6,14 @@
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_kernels_common.hpp"
@@ -107,15 +109,40 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   // K = 48 as at K = 4096), so the slack is 2^-11 of sum |a b|; a wrong product or tile is
   // of the order of sum |a b| / sqrt(K) or more, and the aggregate check below stays tight.
   const double rounding = c.out == DataType::bfloat16 ? 1.0 / 128 : 1.0 / 1024;
+  // sum |a b| per element, rows spread over the host's cores (the GPU tests' slowest part)
+  std::vector<float> abs_a(c.m * c.k), abs_b(c.n * c.k);
+  for (std::uint64_t i = 0; i < c.m; ++i) {
+    for (std::uint64_t q = 0; q < c.k; ++q) {
+      abs_a[i * c.k + q] = std::fabs(reference::e4m3_to_float(a[i * ap + q]));
+    }
+  }
+  for (std::uint64_t j = 0; j < c.n; ++j) {
+    for (std::uint64_t q = 0; q < c.k; ++q) {
+      abs_b[j * c.k + q] = std::fabs(reference::e4m3_to_float(b[j * bp + q]));
+    }
+  }
+  std::vector<double> abs_sums(c.m * c.n);
+  {
+    const unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w) {
+      pool.emplace_back([&, w] {
+        for (std::uint64_t i = w; i < c.m; i += workers) {
+          for (std::uint64_t j = 0; j < c.n; ++j) {
+            double sum = 0;  // products of e4m3 magnitudes are exact in float
+            for (std::uint64_t q = 0; q < c.k; ++q) sum += abs_a[i * c.k + q] * abs_b[j * c.k + q];
+            abs_sums[i * c.n + j] = sum;
+          }
+        }
+      });
+    }
+    for (auto& t : pool) t.join();
+  }
   double err2 = 0, ref2 = 0;
   std::uint64_t wrong = 0, padding_written = 0;
   for (std::uint64_t i = 0; i < c.m; ++i) {
     for (std::uint64_t j = 0; j < c.n; ++j) {
-      double abs_sum = 0;
-      for (std::uint64_t q = 0; q < c.k; ++q) {
-        abs_sum += std::fabs(reference::e4m3_to_float(a[i * ap + q]) *
-                             reference::e4m3_to_float(b[j * bp + q]));
-      }
+      const double abs_sum = abs_sums[i * c.n + j];
       const double r = ref[i * c.n + j];
       const double g = out_to_float(c.out, &got[i * dp + j * 2]);
       const double tol = rounding * std::fabs(r) + abs_sum * scale / 2048 + 1e-30;
@@ -161,13 +188,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmOddShapes,
 TEST(Gemm, EveryConfigurationAndSplit) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (int config = 0; config < kGemmConfigs; ++config) {
-    const bool cluster = std::string(gemm_config_name(config)).find('c') != std::string::npos;
+    const std::string name = gemm_config_name(config);
+    if (name == "smallm") continue;  // M <= 128 only: GemmSmallM below
+    const bool cluster = name.find('c') != std::string::npos;
     for (int splits : {1, 3, 0, 32}) {
       if (cluster && splits > 1) continue;  // cluster configurations do not split K
       run_case({129, 300, 4096, config, splits}, 7u + config * 10 + splits);
       run_case({200, 520, 1024, config, splits == 32 ? 8 : splits}, 99u + config + splits);
     }
   }
+}
+
+// The small-M kernel: every width (M up to 8, 16, 32, 64, 128), every cluster size along K,
+// N not a multiple of its 64-row tiles, K not a multiple of 128.
+TEST(GemmSmallM, EveryWidthAndClusterSize) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  std::uint32_t seed = 40;
+  for (std::uint64_t m : {1, 8, 13, 16, 31, 64, 100, 128}) {
+    for (int splits : {1, 2, 4, 8}) {
+      run_case({m, 333, 1040, 3, splits}, ++seed);
+    }
+  }
+  run_case({128, 1024, 4096, 3, 0}, ++seed);  // cluster size chosen
+  run_case({5, 64, 16, 3, 0}, ++seed);        // one k-block, one tile
+  run_case({77, 1, 4096, 3, 0, DataType::float16, 32}, ++seed);  // N = 1, padded D rows
 }
 
 TEST(Gemm, ClustersWithAnOddNumberOfTileRows) {

@@ -103,15 +103,28 @@ TEST(GemmReference, HandCheckedProduct) {
 
 TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   // M <= 128, N = K = 4096 on 132 SMs: every SM gets a share of B
+  // M <= 64: the small-M kernel, 64 rows of B per CTA (64 tiles: half the SMs, no split)
   const GemmPlan p1 = gemm_fp8_plan(1, 4096, 4096, 132);
-  EXPECT_EQ(p1.config, 0);
-  EXPECT_EQ(p1.tiles, 32);
-  EXPECT_EQ(p1.splits, 4);
-  EXPECT_EQ(p1.grid, 128u);
-  const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);
-  EXPECT_EQ(p128.config, 0);
-  EXPECT_EQ(p128.splits, 2);
-  EXPECT_EQ(p128.grid, 128u);
+  EXPECT_STREQ(gemm_config_name(p1.config), "smallm");
+  EXPECT_EQ(p1.tiles, 64);
+  EXPECT_EQ(p1.splits, 1);
+  EXPECT_EQ(p1.grid, 64u);
+  // fewer tiles: K split over a cluster, the CTAs kept to half the SMs
+  const GemmPlan p64 = gemm_fp8_plan(64, 2112, 7168, 132);
+  EXPECT_EQ(p64.tiles, 33);
+  EXPECT_EQ(p64.splits, 2);
+  EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132).splits, 4);
+  // M <= 128: small-M when N alone fills half the SMs, 64-row tiles with split-K otherwise
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, 7168, 2048, 132).config), "smallm");
+  EXPECT_EQ(gemm_fp8_plan(128, 2112, 7168, 132).config, 0);
+  EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
+  EXPECT_THROW(gemm_fp8_plan(64, 64, 4096, 132, {3, 3}), ArgumentError);
+  EXPECT_THROW(gemm_fp8_plan(64, 64, 256, 132, {3, 4}), ArgumentError);  // 2 k-blocks
+  // M <= 256: 64-row tiles, K split to fill the GPU
+  const GemmPlan p256 = gemm_fp8_plan(256, 4096, 4096, 132);
+  EXPECT_EQ(p256.config, 0);
+  EXPECT_EQ(p256.splits, 1);
+  EXPECT_EQ(p256.grid, 128u);
   EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132).config, 1);
   // large shapes: one split, a persistent grid of one CTA per SM
   const GemmPlan big = gemm_fp8_plan(8192, 8192, 8192, 132);
@@ -124,6 +137,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(odd.grid, 32u);
   // K = 16: one k-block, nothing to split
   EXPECT_EQ(gemm_fp8_plan(7, 200, 16, 132).splits, 1);
+  EXPECT_EQ(gemm_fp8_plan(300, 200, 16, 132).splits, 1);
   // forced
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).splits, 3);
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).config, 1);

@@ -48,6 +48,11 @@ __device__ __forceinline__ std::uint32_t ld_shared_cluster_u32(std::uint32_t clu
   return v;
 }
 
+// st.shared::cluster.u32 [addr], v;  (write another CTA's shared memory; no reply awaited)
+__device__ __forceinline__ void st_shared_cluster_u32(std::uint32_t cluster_addr, std::uint32_t v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(cluster_addr), "r"(v) : "memory");
+}
+
 // elect.sync _|p, membermask;  (one lane of the warp answers true)
 __device__ __forceinline__ bool elect_sync(std::uint32_t member_mask = 0xffffffffu) {
   std::uint32_t elected;

@@ -1,0 +1,332 @@
+// FP8 GEMM for small M (M <= 128), where the problem is one stream of B: the operands trade
+// places. wgmma's 64-row side takes 64 rows of B and its N side the whole of A (M rounded up
+// to 8, 16, 32, 64 or 128), so A costs a few registers and B streams through a deep ring.
+// K is split over a cluster of S CTAs (S in 1, 2, 4, 8); the partial tiles are summed
+// through distributed shared memory, in rank order, with no trip through global memory.
+// See README.md beside this file ("small M").
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "gemm_small_m.hpp"
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/pipeline.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
+#include "tmakit/ptx/barrier.hpp"
+#include "tmakit/ptx/cluster.hpp"
+#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/ptx/tma.hpp"
+
+namespace tmakit::detail::gemm_small_m {
+
+constexpr int kBlockK = 128;  // K bytes per stage: one 128B swizzle span of e4m3
+constexpr int kWgmmaK = 32;
+constexpr int kRowsB = 64;    // rows of B per CTA: wgmma's M
+constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 1: wgmma
+
+template <int MP>
+struct Config {
+  static constexpr int kAccum = MP / 2;  // fp32 accumulators per thread (64 x MP tile)
+  static constexpr std::uint32_t kStageBBytes = kRowsB * kBlockK;
+  static constexpr std::uint32_t kStageABytes = MP * kBlockK;
+  static constexpr std::uint32_t kStageBytes = kStageABytes + kStageBBytes;
+  // the reduction's slots: a partial tile of fp32 plus up to 7 rows of rounding (S slices)
+  static constexpr std::uint32_t kReduceBytes = (kAccum + 8) * 128 * 4;
+  // as deep as 200 KB allows (16 at most): a CTA's whole share of B is often in flight
+  static constexpr int kStages =
+      std::min<int>(16, static_cast<int>((200u * 1024u - kReduceBytes) / kStageBytes));
+};
+
+struct Params {
+  CUtensorMap a_map;  // M x K bytes, box 128 x MP, 128B swizzle (rows past M read as zeros)
+  CUtensorMap b_map;  // N x K bytes, box 128 x 64, 128B swizzle
+  void* d;
+  std::uint64_t d_row_elems;
+  std::int32_t m, n;
+  std::int32_t k_blocks;
+  float scale;
+};
+
+template <int MP>
+struct alignas(1024) SharedStorage {
+  using C = Config<MP>;
+  std::uint8_t b[C::kStages][C::kStageBBytes];  // 1024-aligned: swizzle repeat (rule D2)
+  std::uint8_t a[C::kStages][C::kStageABytes];
+  // the reduction: slot q of this CTA's slice of registers, written by cluster rank q
+  float partial[C::kReduceBytes / 4];
+  PipelineBarriers<C::kStages> bars;
+};
+template <int MP>
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP>) + 1024;  // + alignment slack
+
+template <class T>
+__device__ __forceinline__ T to_out(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+// Register i of thread t holds D^T(row, col) of this CTA's 64 x MP tile (PTX ISA, wgmma
+// .m64nNk32 fragments): row = 16 * warp + lane / 4 + 8 * h (a row of B: n), col = 8 * j +
+// 2 * (lane % 4) + e (a row of A: m), with i = 4j + 2h + e.
+template <class T>
+__device__ __forceinline__ void store_element(const Params& p, int i, std::uint32_t tid,
+                                              std::int32_t n0, float v) {
+  const auto warp = static_cast<std::int32_t>(tid / 32), lane = static_cast<std::int32_t>(tid % 32);
+  const std::int32_t n = n0 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+  const std::int32_t m = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+  if (m < p.m && n < p.n) {
+    static_cast<T*>(p.d)[static_cast<std::uint64_t>(m) * p.d_row_elems + n] = to_out<T>(v * p.scale);
+  }
+}
+
+template <int MP, class T>
+__global__ void __launch_bounds__(kThreads, 1)
+    sm90_gemm_fp8_small_m_kernel(const __grid_constant__ Params p) {
+  using C = Config<MP>;
+  static_assert(MP % 8 == 0 && MP <= 256, "wgmma N: 8..256, step 8");
+  static_assert(C::kStageABytes % 1024 == 0 && C::kStageBBytes % 1024 == 0,
+                "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
+  static_assert(C::kStages >= 4, "the ring needs depth");
+  static_assert(kSmemBytes<MP> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ std::uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<SharedStorage<MP>*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  using State = PipelineState<C::kStages>;
+  // a cluster of S CTAs shares one tile of 64 rows of B; rank r takes the r-th share of K
+  const std::uint32_t rank = ptx::cluster_ctarank();
+  const std::uint32_t ranks = ptx::cluster_nctarank();
+  const std::int32_t n0 = static_cast<std::int32_t>(blockIdx.x / ranks) * kRowsB;
+  const auto kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(rank) * p.k_blocks / ranks);
+  const auto kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(rank + 1) * p.k_blocks / ranks);
+
+  if (threadIdx.x == 0) {
+#pragma unroll 1
+    for (int i = 0; i < C::kStages; ++i) {
+      s.bars.full[i].init(1);
+      s.bars.empty[i].init(4);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  float acc[C::kAccum];
+#pragma unroll
+  for (int i = 0; i < C::kAccum; ++i) acc[i] = 0.0f;
+  const std::uint32_t tid = threadIdx.x % 128;
+
+  if (threadIdx.x < 128) {
+    // ---- producer: one thread streams this CTA's share of B, and A beside it -----------
+    if (threadIdx.x == 0) {
+      ptx::prefetch_tensormap(&p.a_map);
+      ptx::prefetch_tensormap(&p.b_map);
+      State st;
+      for (std::int32_t kb = kb_begin; kb < kb_end; ++kb) {
+        s.bars.empty[st.stage].wait(st.parity ^ 1u);
+        Barrier& full = s.bars.full[st.stage];
+        full.arrive_expect_tx(C::kStageBytes);  // OOB rows of A (past M) count too
+        const std::int32_t cb[2] = {kb * kBlockK, n0};
+        ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.b[st.stage]), &p.b_map,
+                                                        cb, full.smem());
+        const std::int32_t ca[2] = {kb * kBlockK, 0};
+        ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.a[st.stage]), &p.a_map,
+                                                        ca, full.smem());
+        st.advance();
+      }
+    }
+  } else {
+    // ---- consumer warpgroup: 64 x MP partial products, promoted into fp32 ---------------
+    float part0[C::kAccum];
+    float part1[C::kAccum];
+    const bool warp_leader = (threadIdx.x % 32) == 0;
+    State st;
+    auto issue = [&](float (&part)[C::kAccum], const State& at) {
+      s.bars.full[at.stage].wait(at.parity);
+      ptx::wgmma_fence_operands(part);
+      ptx::wgmma_fence_sync_aligned();
+      const std::uint32_t b_base = ptx::smem_u32(s.b[at.stage]);
+      const std::uint32_t a_base = ptx::smem_u32(s.a[at.stage]);
+#pragma unroll
+      for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+        // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
+        // swizzle, the K slice selected by the start address as in the main kernel
+        ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
+            part, ptx::wgmma_smem_desc_k_major_sw128(b_base + kk * kWgmmaK),
+            ptx::wgmma_smem_desc_k_major_sw128(a_base + kk * kWgmmaK), kk > 0 ? 1u : 0u);
+      }
+      ptx::wgmma_commit_group_sync_aligned();
+    };
+    auto retire = [&](float (&part)[C::kAccum], const State& done) {
+      if (warp_leader) s.bars.empty[done.stage].arrive();
+      ptx::wgmma_fence_operands(part);
+#pragma unroll
+      for (int i = 0; i < C::kAccum; ++i) acc[i] += part[i];
+    };
+    // two k-blocks at a time, as in the main kernel: issue k + 1, then promote k
+    State prev = st;
+    issue(part0, st);
+    st.advance();
+    for (std::int32_t kb = kb_begin + 1;; kb += 2) {
+      if (kb >= kb_end) {
+        ptx::wgmma_wait_group_sync_aligned<0>();
+        retire(part0, prev);
+        break;
+      }
+      State cur = st;
+      issue(part1, st);
+      st.advance();
+      ptx::wgmma_wait_group_sync_aligned<1>();
+      retire(part0, prev);
+      prev = cur;
+      if (kb + 1 >= kb_end) {
+        ptx::wgmma_wait_group_sync_aligned<0>();
+        retire(part1, prev);
+        break;
+      }
+      cur = st;
+      issue(part0, st);
+      st.advance();
+      ptx::wgmma_wait_group_sync_aligned<1>();
+      retire(part1, prev);
+      prev = cur;
+    }
+    if (ranks == 1) {
+#pragma unroll
+      for (int i = 0; i < C::kAccum; ++i) store_element<T>(p, i, tid, n0, acc[i]);
+    } else {
+      // push each slice of registers to the rank that owns it, into slot `rank` there
+      // NOTE: remote stores need no reply, so they stream. A first version read the peers'
+      // partials with remote loads, a round trip each, and a cluster made it slower (H200).
+      const std::uint32_t slot_rows = (C::kAccum + ranks - 1) / ranks;
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        const int ib = static_cast<int>(r * C::kAccum / ranks);
+        const int ie = static_cast<int>((r + 1) * C::kAccum / ranks);
+#pragma unroll
+        for (int i = 0; i < C::kAccum; ++i) {
+          if (i < ib || i >= ie) continue;
+          const std::uint32_t slot =
+              ptx::smem_u32(&s.partial[((rank * slot_rows) + (i - ib)) * 128 + tid]);
+          ptx::st_shared_cluster_u32(ptx::mapa_shared_cluster(slot, r), __float_as_uint(acc[i]));
+        }
+      }
+    }
+  }
+  if (ranks == 1) return;
+
+  // ---- the cluster's reduction: rank r owns registers [r * A / S, (r + 1) * A / S) of the
+  // tile and sums the S partials of them in rank order (the same sum whatever the timing)
+  cluster_sync();  // every slice has arrived and is visible; no remote access after this
+  if (threadIdx.x >= 128) {
+    const std::uint32_t slot_rows = (C::kAccum + ranks - 1) / ranks;
+    const int ib = static_cast<int>(rank * C::kAccum / ranks);
+    const int ie = static_cast<int>((rank + 1) * C::kAccum / ranks);
+    for (int i = ib; i < ie; ++i) {
+      float sum = 0.0f;
+      for (std::uint32_t q = 0; q < ranks; ++q) {
+        sum += s.partial[(q * slot_rows + (i - ib)) * 128 + tid];
+      }
+      store_element<T>(p, i, tid, n0, sum);
+    }
+  }
+#else
+  // NOTE: built for another target; fail loudly rather than return garbage.
+  if (threadIdx.x == 0) printf("sm90_gemm_fp8_small_m_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+template <int MP, class T>
+void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream) {
+  auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, T>;
+  static const bool prepared = [kernel] {
+    TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kSmemBytes<MP>)));
+    // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
+    return true;
+  }();
+  (void)prepared;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(tiles * ranks);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kSmemBytes<MP>;
+  config.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = ranks;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  check_launch("sm90_gemm_fp8_small_m_kernel");
+}
+
+template <class T>
+void launch_type(int mp, const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream) {
+  switch (mp) {
+    case 8: launch_mp<8, T>(p, tiles, ranks, stream); break;
+    case 16: launch_mp<16, T>(p, tiles, ranks, stream); break;
+    case 32: launch_mp<32, T>(p, tiles, ranks, stream); break;
+    case 64: launch_mp<64, T>(p, tiles, ranks, stream); break;
+    default: launch_mp<128, T>(p, tiles, ranks, stream); break;
+  }
+}
+
+}  // namespace tmakit::detail::gemm_small_m
+
+namespace tmakit::detail {
+
+int small_m_padded(std::uint64_t m) {
+  for (int mp : {8, 16, 32, 64, 128}) {
+    if (m <= static_cast<std::uint64_t>(mp)) return mp;
+  }
+  return 0;
+}
+
+int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
+  // NOTE: measured on H200 (README): clusters only pay when the tiles alone would leave most
+  // SMs idle; with half of them busy, one CTA per tile was as fast or faster.
+  const std::uint64_t tiles = (n + gemm_small_m::kRowsB - 1) / gemm_small_m::kRowsB;
+  for (int s : {8, 4, 2}) {
+    if (static_cast<std::uint64_t>(s) <= k_blocks &&
+        tiles * s <= static_cast<std::uint64_t>(sm_count) / 2) {
+      return s;
+    }
+  }
+  return 1;
+}
+
+void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
+                             int splits, cudaStream_t stream) {
+  using namespace gemm_small_m;
+  const int mp = small_m_padded(a.rows);
+  Params p{};
+  p.a_map = cached_tensor_map(view_spec(a, DataType::uint8,
+                                        {static_cast<std::uint32_t>(kBlockK),
+                                         static_cast<std::uint32_t>(mp), 1},
+                                        Swizzle::bytes128));
+  p.b_map = cached_tensor_map(view_spec(b, DataType::uint8,
+                                        {static_cast<std::uint32_t>(kBlockK),
+                                         static_cast<std::uint32_t>(kRowsB), 1},
+                                        Swizzle::bytes128));
+  p.d = d.data;
+  p.d_row_elems = d.row_pitch() / 2;
+  p.m = static_cast<std::int32_t>(a.rows);
+  p.n = static_cast<std::int32_t>(b.rows);
+  p.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
+  p.scale = scale;
+  const auto tiles = static_cast<unsigned>((b.rows + kRowsB - 1) / kRowsB);
+  if (d.type == DataType::bfloat16) {
+    launch_type<__nv_bfloat16>(mp, p, tiles, static_cast<unsigned>(splits), stream);
+  } else {
+    launch_type<__half>(mp, p, tiles, static_cast<unsigned>(splits), stream);
+  }
+}
+
+}  // namespace tmakit::detail
