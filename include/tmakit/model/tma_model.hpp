@@ -33,7 +33,9 @@ using Coords = std::array<std::int32_t, kMaxRank>;
 
 // Shared-memory layout of one box (TMA_FACTS O2): `rows` rows of `row_bytes` data bytes each,
 // `pitch_bytes` apart. With a swizzle (and no interleave) a row narrower than the span still
-// takes a full span; the bytes past the data are never written.
+// takes a full span; the bytes past the data are never written. With interleave 16B/32B a row
+// is ceil(boxDim[0] / elementStrides[0]) slices of 16/32 bytes and dimension rank-2 adds no
+// rows (docs/hardware.md H12).
 struct Footprint {
   std::uint32_t rows = 0;
   std::uint32_t row_bytes = 0;    // elements of dimension 0 x element size
