@@ -251,6 +251,12 @@ void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t str
     return true;
   }();
   (void)prepared;
+  if (ranks == 1) {
+    // NOTE: no cluster: a plain launch (the kernel reads rank 0 of a cluster of one)
+    kernel<<<tiles, kThreads, kSmemBytes<MP>, stream>>>(p);
+    check_launch("sm90_gemm_fp8_small_m_kernel");
+    return;
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(tiles * ranks);
   config.blockDim = dim3(kThreads);
