@@ -3,6 +3,7 @@
 // binary starts on a machine without them and says why a baseline is missing.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,6 +32,13 @@ void seed_conv3x3_padded(const double* padded, double* out, std::uint64_t rows,
 // The padded copy that kernel needs (made once, outside the timed region).
 void make_padded_copy(const double* in, double* padded, std::uint64_t rows, std::uint64_t cols,
                       cudaStream_t stream);
+
+// The FP8 GEMM write-up's kernel written its way (the GEMM table's floor): D = scale A B^T,
+// A M x K and B N x K e4m3 (dense, K a multiple of 16), D M x N bf16 (dense); one CTA per
+// 64 x 128 tile, two TMA stages, no warp specialisation.
+void seed_gemm_fp8(const std::uint8_t* a, const std::uint8_t* b, __nv_bfloat16* d,
+                   std::uint64_t m, std::uint64_t n, std::uint64_t k, float scale,
+                   cudaStream_t stream);
 
 // The plain CUDA add-constant: 16-byte loads and stores through registers, no TMA (dense,
 // 16-byte aligned, a whole number of 16-byte vectors; Error otherwise).

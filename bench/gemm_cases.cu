@@ -12,6 +12,8 @@
 #include <regex>
 
 #include "gemm_cases.hpp"
+
+#include "baselines.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
@@ -38,7 +40,8 @@ std::string workload_id(const Shape& s) {
          std::to_string(s.k);
 }
 
-const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16"};
+const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16", "seed-tma"};
+constexpr int kImplCount = 4;
 const char* kFloorId = "gemm/empty-kernel";
 
 // With --tune: "tmakit:c<config>" and "tmakit:s<splits>" variants, each a forced GemmTuning
@@ -388,9 +391,9 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
 
   for (const Shape& s : shapes(options)) {
     const std::string w = workload_id(s);
-    bool want[3];
+    bool want[kImplCount];
     bool any = false;
-    for (int i = 0; i < 3; ++i) any |= want[i] = selected(options, w + "/" + kImpls[i]);
+    for (int i = 0; i < kImplCount; ++i) any |= want[i] = selected(options, w + "/" + kImpls[i]);
     for (const auto& variant : tuned_variants(options, s)) {
       any |= selected(options, w + "/" + variant.first);
     }
@@ -417,13 +420,13 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     auto* pd = static_cast<__nv_bfloat16*>(d.get());
     const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
 
-    Result rt, rl, rh;
-    for (int i = 0; i < 3; ++i) {
-      Result& r = i == 0 ? rt : i == 1 ? rl : rh;
+    Result rt, rl, rh, rs;
+    for (int i = 0; i < kImplCount; ++i) {
+      Result& r = i == 0 ? rt : i == 1 ? rl : i == 2 ? rh : rs;
       r.workload = w;
       r.impl = kImpls[i];
       r.id = w + "/" + kImpls[i];
-      r.kind = i == 0 ? "tmakit" : "vendor";
+      r.kind = i == 0 ? "tmakit" : i == 3 ? "seed" : "vendor";
       r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
     }
     // cuBLASLt FP8 first: tmakit's note carries the ratio to it
@@ -562,6 +565,26 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       }
       finish(rh, s, 0);
       out.push_back(rh);
+    }
+    if (want[3]) {
+      auto run = [&](cudaStream_t st) { seed_gemm_fp8(pa, pb, pd, s.m, s.n, s.k, scale, st); };
+      try {
+        poison(pd, s.m * s.n * 2, stream);
+        run(stream);
+        TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
+        if (wrong != 0) {
+          rs.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
+        } else {
+          rs.timing = timer.time(run);
+          rs.status = "ok";
+          rs.note = "64 x 128 tile per CTA, 2 TMA stages";
+        }
+      } catch (const Error& e) {
+        rs.status = std::string("error: ") + e.what();
+      }
+      finish(rs, s, 0);
+      out.push_back(rs);
     }
   }
   cudaFree(scales);
