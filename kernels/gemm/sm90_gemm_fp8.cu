@@ -18,7 +18,9 @@
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/ptx/barrier.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/ptx/fence.hpp"
 #include "tmakit/ptx/tma.hpp"
+#include "tmakit/swizzle.hpp"
 
 namespace tmakit::detail::gemm {
 
@@ -54,8 +56,10 @@ using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharin
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
   CUtensorMap b_map;  // N x K bytes, box 128 x (BlockN / ClusterM), 128B swizzle
+  CUtensorMap d_map;  // D (N x M elements), box 64 x 64, 128B swizzle; when d_tma_store
   void* d;
   std::uint64_t d_row_elems;  // D's row pitch in elements
+  std::int32_t d_tma_store;   // 1: the epilogue stores D through shared memory and TMA
   std::int32_t m, n;
   std::int32_t k_blocks;
   std::int32_t tiles_m, tiles_n;
@@ -71,6 +75,9 @@ template <class Cfg>
 struct alignas(1024) SharedStorage {
   std::uint8_t a[Cfg::kStages][Cfg::kStageABytes];  // 1024-aligned: swizzle repeat (D2)
   std::uint8_t b[Cfg::kStages][Cfg::kStageBBytes];
+  // the epilogue's staging: per consumer warpgroup, its 64 x BlockN tile of D as boxes of
+  // 64 x 64 elements (128-byte rows, 128B swizzle), stored by TMA
+  std::uint8_t d[Cfg::kConsumerWGs][Cfg::kBlockN / 64][64 * 128];
   PipelineBarriers<Cfg::kStages> bars;
   int last_split;  // split-K: this CTA finishes the current tile
 };
@@ -160,6 +167,46 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
         if (col + 1 < p.n) dst[1] = to_out<T>(v1);
       }
     }
+  }
+}
+
+// The same tile through shared memory and TMA stores: the warpgroup writes its 64 x BlockN
+// tile, scaled and rounded, into 64 x 64 boxes with the 128B swizzle (a quarter-warp's eight
+// rows land on eight distinct 16-byte chunks: no bank conflicts), then one thread stores the
+// boxes; TMA clips rows past M and columns past N (N * 2 is a multiple of 16 here, so no
+// 16-byte chunk spills past a row). The buffer is reused once the previous stores read it.
+template <class Cfg, class T>
+__device__ __forceinline__ void store_tile_tma(const Params& p, const float (&acc)[Cfg::kAccum],
+                                               std::uint8_t (*boxes)[64 * 128], std::int32_t row0,
+                                               std::int32_t col0, std::uint32_t wg_tid,
+                                               std::uint32_t barrier_id) {
+  // NOTE: a TMA store wholly outside the tensor kills the kernel (docs/hardware.md H5): rows of
+  // a tile past M (a cluster's spare CTA, the second warpgroup of a short tile) store nothing
+  if (row0 >= p.m) return;
+  const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
+  if (wg_tid == 0) ptx::cp_async_bulk_wait_group_read<0>();  // the last tile's stores read it
+  ptx::bar_sync(barrier_id, 128);
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::uint32_t row = 16 * warp + lane / 4 + 8 * h;
+      const std::uint32_t col = 8 * j + 2 * (lane % 4);  // within the tile
+      const std::uint32_t offset = swizzled_offset(Swizzle::bytes128, row, col % 64, 128, 2);
+      *reinterpret_cast<std::uint32_t*>(&boxes[col / 64][offset]) =
+          pack2<T>(acc[4 * j + 2 * h] * p.scale, acc[4 * j + 2 * h + 1] * p.scale);
+    }
+  }
+  ptx::fence_proxy_async_shared_cta();  // each writer, before the async proxy reads
+  ptx::bar_sync(barrier_id, 128);
+  if (wg_tid == 0) {
+#pragma unroll
+    for (int b = 0; b < Cfg::kBlockN / 64; ++b) {
+      if (col0 + 64 * b >= p.n) break;  // a box wholly past N (see above)
+      const std::int32_t c[2] = {col0 + 64 * b, row0};
+      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.d_map, c, ptx::smem_u32(boxes[b]));
+    }
+    ptx::cp_async_bulk_commit_group();
   }
 }
 
@@ -373,8 +420,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = part0[i];
         if (ctid == 0) p.counters[w.tile] = 0;  // ready for the next call
       }
-      store_tile<Cfg, T>(p, acc, row0, col0, wg_tid);
+      if (p.d_tma_store) {
+        store_tile_tma<Cfg, T>(p, acc, s.d[cw], row0, col0, wg_tid, 2 + cw);
+      } else {
+        store_tile<Cfg, T>(p, acc, row0, col0, wg_tid);
+      }
     }
+    // a CTA may not exit while its stores still read shared memory
+    if (p.d_tma_store && wg_tid == 0) ptx::cp_async_bulk_wait_group<0>();
   }
   // NOTE: a CTA may not exit while a peer may still multicast into it or arrive on its
   // barriers: the cluster leaves together.
@@ -684,6 +737,13 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
       Swizzle::bytes128));
   p.d = d.data;
   p.d_row_elems = d.row_pitch() / 2;
+  // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
+  // the pitch multiples of 16) for the stores to stop exactly at column N; else plain stores.
+  p.d_tma_store = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0 ? 1 : 0;
+  if (p.d_tma_store) {
+    p.d_map = detail::cached_tensor_map(detail::view_spec(d, d.type, {64, 64, 1},
+                                                          Swizzle::bytes128));
+  }
   p.m = static_cast<std::int32_t>(m);
   p.n = static_cast<std::int32_t>(n);
   p.k_blocks = static_cast<std::int32_t>((k + kBlockK - 1) / kBlockK);

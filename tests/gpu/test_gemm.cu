@@ -235,6 +235,10 @@ TEST(Gemm, LargerShapeSeveralTilesPerCta) {
   // more tiles than SMs: the persistent loop and the producer's ring wrap many times
   run_case({1100, 1500, 256}, 11);
   run_case({300, 4100, 512, 0, 1}, 12);
+  // rows of whole 16-byte chunks: the epilogue stores through TMA, here with padded rows
+  // (never written), a last tile 8 columns wide and row tiles past M
+  run_case({1000, 1032, 512, 1, 0, DataType::float16, 32}, 13);
+  run_case({72, 2056, 256, 1, 1}, 14);
 }
 
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {
