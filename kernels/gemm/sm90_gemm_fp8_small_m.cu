@@ -115,6 +115,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_barrier_init();
   }
   __syncthreads();
+  // NOTE: a CTA may write a peer's shared memory only once the peer has started: every
+  // thread arrives here and waits before the reduction's first remote store (the wait is
+  // long satisfied by then; compute-sanitizer's racecheck flags the stores otherwise)
+  if (ranks > 1) ptx::barrier_cluster_arrive_relaxed();
 
   float acc[C::kAccum];
 #pragma unroll
@@ -200,6 +204,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) store_element<T>(p, i, tid, n0, acc[i]);
     } else {
+      ptx::barrier_cluster_wait_acquire();  // every peer has started (the arrive above)
       // push each slice of registers to the rank that owns it, into slot `rank` there
       // NOTE: remote stores need no reply, so they stream. A first version read the peers'
       // partials with remote loads, a round trip each, and a cluster made it slower (H200).
@@ -218,6 +223,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   if (ranks == 1) return;
+  if (threadIdx.x < 128) ptx::barrier_cluster_wait_acquire();  // the producer side's wait
 
   // ---- the cluster's reduction: rank r owns registers [r * A / S, (r + 1) * A / S) of the
   // tile and sums the S partials of them in rank order (the same sum whatever the timing)

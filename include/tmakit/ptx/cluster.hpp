@@ -36,6 +36,11 @@ __device__ __forceinline__ void barrier_cluster_arrive_release() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
 
+// barrier.cluster.arrive.relaxed.aligned;  (orders nothing: "this CTA has started")
+__device__ __forceinline__ void barrier_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
 // barrier.cluster.wait.acquire.aligned;
 __device__ __forceinline__ void barrier_cluster_wait_acquire() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
