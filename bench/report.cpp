@@ -64,14 +64,18 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
      << " runs, L2 flushed before each; x memcpy = ratio to the device copy of the same "
         "buffers in this run\n\n";
   os << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(10)
-     << "GB" << std::setw(11) << "median ms" << std::setw(9) << "GB/s" << std::setw(10)
+     << "GB" << std::setw(11) << "median" << std::setw(9) << "GB/s" << std::setw(10)
      << "x memcpy"
      << "  vs baselines / status\n";
   for (const auto& r : results) {
     os << std::left << std::setw(static_cast<int>(width)) << r.id << std::right;
     if (r.ok()) {
-      os << std::setw(10) << fixed(static_cast<double>(r.bytes) / 1e9, 2) << std::setw(11)
-         << fixed(r.timing.median_ms, 3) << std::setw(9) << fixed(r.gbps, 0) << std::setw(10)
+      // NOTE: times under 1 ms (the GEMMs) in microseconds, so they keep their digits
+      const std::string median = r.timing.median_ms < 1.0
+                                     ? fixed(r.timing.median_ms * 1e3, 1) + " us"
+                                     : fixed(r.timing.median_ms, 3) + " ms";
+      os << std::setw(10) << fixed(static_cast<double>(r.bytes) / 1e9, 3) << std::setw(11)
+         << median << std::setw(9) << fixed(r.gbps, 0) << std::setw(10)
          << (r.memcpy_gbps > 0 ? fixed(r.gbps / r.memcpy_gbps, 3) : "-") << "  "
          << versus(r, results) << (r.note.empty() ? "" : "  [" + r.note + "]") << "\n";
     } else {
