@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "gemm_small_m.hpp"
+#include "sm90_gemm_common.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -24,8 +25,10 @@
 
 namespace tmakit::detail::gemm {
 
-constexpr int kBlockK = 128;  // K bytes per stage: one 128B swizzle span of e4m3
-constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+using gemm_common::kBlockK;
+using gemm_common::kWgmmaK;
+using gemm_common::pack2;
+using gemm_common::to_out;
 
 // A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep, and
 // ClusterM CTAs (consecutive tile rows of one tile column) sharing each B tile: each CTA of
@@ -113,29 +116,6 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u, std
   r.kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks /
                                        p.splits);
   return r;
-}
-
-template <class T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <class T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-template <>
-__device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
-  const __half2 r = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
 }
 
 // Stores one warpgroup's 64 x BlockN accumulators (wgmma's fragment layout, PTX ISA
@@ -336,7 +316,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
     // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
-    auto promote = [&](float (&part)[Cfg::kAccum]) {
+    auto retire = [&](float (&part)[Cfg::kAccum], const State& done) {
+      release(done);
       ptx::wgmma_fence_operands(part);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
@@ -346,40 +327,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
-
-      // software pipeline over k-blocks, two at a time (part0, part1 by name, so both stay
-      // in registers): issue k + 1, wait until only it is pending, release and promote k
-      State prev = st;
-      issue(part0, st);
-      st.advance();
-      for (std::int32_t kb = w.kb_begin + 1;; kb += 2) {
-        if (kb >= w.kb_end) {
-          ptx::wgmma_wait_group_sync_aligned<0>();
-          release(prev);
-          promote(part0);
-          break;
-        }
-        State cur = st;
-        issue(part1, st);
-        st.advance();
-        ptx::wgmma_wait_group_sync_aligned<1>();
-        release(prev);
-        promote(part0);
-        prev = cur;
-        if (kb + 1 >= w.kb_end) {
-          ptx::wgmma_wait_group_sync_aligned<0>();
-          release(prev);
-          promote(part1);
-          break;
-        }
-        cur = st;
-        issue(part0, st);
-        st.advance();
-        ptx::wgmma_wait_group_sync_aligned<1>();
-        release(prev);
-        promote(part1);
-        prev = cur;
-      }
+      gemm_common::pipelined_k_blocks(w.kb_end - w.kb_begin, st, part0, part1, issue, retire);
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
       const std::int32_t col0 = w.tn * Cfg::kBlockN;
@@ -458,19 +406,8 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream) {
   if constexpr (Cfg::kClusterM == 1) {
     kernel<<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(p);
   } else {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(Cfg::kThreads);
-    config.dynamicSmemBytes = kSmemBytes<Cfg>;
-    config.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = Cfg::kClusterM;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+    ClusterLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream, Cfg::kClusterM);
+    TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
   }
   check_launch("sm90_gemm_fp8_kernel");
 }
@@ -484,19 +421,10 @@ int max_resident_clusters() {
   } else {
     static const int clusters = [] {
       auto* kernel = prepared_kernel<Cfg, __nv_bfloat16>();
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned>(Cfg::kClusterM * 64));
-      config.blockDim = dim3(Cfg::kThreads);
-      config.dynamicSmemBytes = kSmemBytes<Cfg>;
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = Cfg::kClusterM;
-      attr.val.clusterDim.y = 1;
-      attr.val.clusterDim.z = 1;
-      config.attrs = &attr;
-      config.numAttrs = 1;
+      ClusterLaunch l(Cfg::kClusterM * 64, Cfg::kThreads, kSmemBytes<Cfg>, nullptr,
+                      Cfg::kClusterM);
       int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess || n <= 0) {
+      if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.config) != cudaSuccess || n <= 0) {
         (void)cudaGetLastError();
         n = multiprocessor_count() / Cfg::kClusterM;
       }

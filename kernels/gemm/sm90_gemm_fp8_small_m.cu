@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "gemm_small_m.hpp"
+#include "sm90_gemm_common.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -20,8 +21,9 @@
 
 namespace tmakit::detail::gemm_small_m {
 
-constexpr int kBlockK = 128;  // K bytes per stage: one 128B swizzle span of e4m3
-constexpr int kWgmmaK = 32;
+using gemm_common::kBlockK;
+using gemm_common::kWgmmaK;
+using gemm_common::to_out;
 constexpr int kRowsB = 64;    // rows of B per CTA: wgmma's M
 constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 1: wgmma
 
@@ -59,17 +61,6 @@ struct alignas(1024) SharedStorage {
 };
 template <int MP>
 constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP>) + 1024;  // + alignment slack
-
-template <class T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) {
-  return __float2half_rn(v);
-}
 
 // Register i of thread t holds D^T(row, col) of this CTA's 64 x MP tile (PTX ISA, wgmma
 // .m64nNk32 fragments): row = 16 * warp + lane / 4 + 8 * h (a row of B: n), col = 8 * j +
@@ -172,34 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) acc[i] += part[i];
     };
-    // two k-blocks at a time, as in the main kernel: issue k + 1, then promote k
-    State prev = st;
-    issue(part0, st);
-    st.advance();
-    for (std::int32_t kb = kb_begin + 1;; kb += 2) {
-      if (kb >= kb_end) {
-        ptx::wgmma_wait_group_sync_aligned<0>();
-        retire(part0, prev);
-        break;
-      }
-      State cur = st;
-      issue(part1, st);
-      st.advance();
-      ptx::wgmma_wait_group_sync_aligned<1>();
-      retire(part0, prev);
-      prev = cur;
-      if (kb + 1 >= kb_end) {
-        ptx::wgmma_wait_group_sync_aligned<0>();
-        retire(part1, prev);
-        break;
-      }
-      cur = st;
-      issue(part0, st);
-      st.advance();
-      ptx::wgmma_wait_group_sync_aligned<1>();
-      retire(part1, prev);
-      prev = cur;
-    }
+    gemm_common::pipelined_k_blocks(kb_end - kb_begin, st, part0, part1, issue, retire);
     if (ranks == 1) {
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) store_element<T>(p, i, tid, n0, acc[i]);
@@ -263,19 +227,8 @@ void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t str
     check_launch("sm90_gemm_fp8_small_m_kernel");
     return;
   }
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(tiles * ranks);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSmemBytes<MP>;
-  config.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = ranks;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+  ClusterLaunch l(tiles * ranks, kThreads, kSmemBytes<MP>, stream, ranks);
+  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
   check_launch("sm90_gemm_fp8_small_m_kernel");
 }
 

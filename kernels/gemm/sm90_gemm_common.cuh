@@ -1,0 +1,82 @@
+// What the two FP8 GEMM kernels (sm90_gemm_fp8.cu, sm90_gemm_fp8_small_m.cu) share: the
+// k-block size, output rounding, and the software pipeline that overlaps one k-block's
+// wgmmas with the promotion of the previous one.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "tmakit/ptx/sm90_wgmma.hpp"
+
+namespace tmakit::detail::gemm_common {
+
+constexpr int kBlockK = 128;  // K bytes per k-block: one 128B swizzle span of e4m3
+constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+
+// One value of D, rounded to nearest even once.
+template <class T>
+__device__ __forceinline__ T to_out(float v);
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half to_out<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+// Two values of D as one 32-bit word (lo in the low half).
+template <class T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+template <>
+__device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 r = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&r);
+}
+
+// A consumer warpgroup's walk over `count` (>= 1) k-blocks of the ring, from `st`:
+// issue(part, state) waits for the stage and commits its wgmmas into `part` (a fresh partial
+// product); retire(part, state) runs once they are done (free the stage, add the partial
+// into the fp32 sums). Two partials alternate by name, so both stay in registers, and
+// k-block k + 1's wgmmas run while k-block k's partial is added (wgmma.wait_group 1).
+template <class State, int N, class Issue, class Retire>
+__device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st,
+                                                   float (&part0)[N], float (&part1)[N],
+                                                   Issue&& issue, Retire&& retire) {
+  State prev = st;
+  issue(part0, st);
+  st.advance();
+  for (std::int32_t j = 1;; j += 2) {
+    if (j >= count) {
+      ptx::wgmma_wait_group_sync_aligned<0>();
+      retire(part0, prev);
+      return;
+    }
+    State cur = st;
+    issue(part1, st);
+    st.advance();
+    ptx::wgmma_wait_group_sync_aligned<1>();
+    retire(part0, prev);
+    prev = cur;
+    if (j + 1 >= count) {
+      ptx::wgmma_wait_group_sync_aligned<0>();
+      retire(part1, prev);
+      return;
+    }
+    cur = st;
+    issue(part0, st);
+    st.advance();
+    ptx::wgmma_wait_group_sync_aligned<1>();
+    retire(part1, prev);
+    prev = cur;
+  }
+}
+
+}  // namespace tmakit::detail::gemm_common
