@@ -483,6 +483,28 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       r.kind = i == 0 ? "tmakit" : i == 3 ? "seed" : "vendor";
       r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
     }
+    // Poisons D, runs `first` once, checks 2048 sampled elements of D, then times `run`; the
+    // status says what went wrong. `first` may differ from `run` (cuBLASLt picks its
+    // algorithm there).
+    using Run = std::function<void(cudaStream_t)>;
+    auto check_then_time = [&](Result& r, void* out, const Run& first, const Run& run,
+                               const std::function<std::uint64_t()>& wrong) {
+      try {
+        poison(out, s.m * s.n * 2, stream);
+        first(stream);
+        TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const std::uint64_t n_wrong = wrong();
+        if (n_wrong != 0) {
+          r.status = "FAILED: " + std::to_string(n_wrong) + " of 2048 sampled elements wrong";
+        } else {
+          r.timing = timer.time(run);
+          r.status = "ok";
+        }
+      } catch (const Error& e) {
+        r.status = std::string("error: ") + e.what();
+      }
+    };
+    auto fp8_wrong = [&] { return count_wrong(pa, pb, pd, s, scale); };
     // cuBLASLt FP8 first: tmakit's note carries the ratio to it
     if (want[1]) {
       if (!v.lt_why.empty()) {
@@ -500,36 +522,24 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
               throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
             }
           };
-          try {
-            poison(pd, s.m * s.n * 2, stream);
-            // NOTE: the first algorithm the heuristic offers is not always accepted by
-            // cublasLtMatmul; take the first that runs, and say which failed
+          // NOTE: the first algorithm the heuristic offers is not always accepted by
+          // cublasLtMatmul; take the first that runs, and say which failed
+          auto first = [&](cudaStream_t st) {
             std::string refused;
             for (int c = 0; c < plan.candidate_count; ++c) {
               plan.algo = plan.candidates[c];
               const cublasStatus_t e = v.matmul(v.lt, plan.desc, &sc.alpha, pb, plan.la, pa,
                                                 plan.lb, &beta, pd, plan.ld, pd, plan.ld,
                                                 &plan.algo, plan.workspace, plan.workspace_bytes,
-                                                stream);
-              if (e == CUBLAS_STATUS_SUCCESS) break;
+                                                st);
+              if (e == CUBLAS_STATUS_SUCCESS) return;
               refused += (refused.empty() ? "" : ",") + std::to_string(static_cast<int>(e));
-              if (c + 1 == plan.candidate_count) {
-                throw Error("cublasLtMatmul refused all " + std::to_string(c + 1) +
-                            " heuristic algorithms (statuses " + refused + ")");
-              }
             }
-            TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-            const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
-            if (wrong != 0) {
-              rl.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
-            } else {
-              rl.timing = timer.time(run);
-              rl.status = "ok";
-              rl.note = v.lt_path;
-            }
-          } catch (const Error& e) {
-            rl.status = std::string("error: ") + e.what();
-          }
+            throw Error("cublasLtMatmul refused all " + std::to_string(plan.candidate_count) +
+                        " heuristic algorithms (statuses " + refused + ")");
+          };
+          check_then_time(rl, pd, first, run, fp8_wrong);
+          if (rl.ok()) rl.note = v.lt_path;
         }
         free_lt_plan(v, plan);
       }
@@ -542,31 +552,20 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
     auto run_tmakit = [&](Result& r, const GemmTuning& tuning) {
       auto run = [&](cudaStream_t st) { gemm_fp8(ra, rb, rd, sc, st, tuning); };
-      try {
-        poison(pd, s.m * s.n * 2, stream);
-        run(stream);
-        TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
-        if (wrong != 0) {
-          r.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
-        } else {
-          r.timing = timer.time(run);
-          r.status = "ok";
-          int sms = 0;
-          TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-          const GemmPlan plan = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
-          char buf[160];
-          std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(plan.config),
-                        plan.splits, plan.grid);
-          r.note = buf;
-          if (rl.ok()) {
-            std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
-                          rl.timing.median_ms / r.timing.median_ms);
-            r.note += buf;
-          }
+      check_then_time(r, pd, run, run, fp8_wrong);
+      if (r.ok()) {
+        int sms = 0;
+        TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        const GemmPlan plan = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(plan.config),
+                      plan.splits, plan.grid);
+        r.note = buf;
+        if (rl.ok()) {
+          std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
+                        rl.timing.median_ms / r.timing.median_ms);
+          r.note += buf;
         }
-      } catch (const Error& e) {
-        r.status = std::string("error: ") + e.what();
       }
       finish(r, s, 0);
       out.push_back(r);
@@ -601,42 +600,16 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
             throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
           }
         };
-        try {
-          poison(hd, s.m * s.n * 2, stream);
-          run(stream);
-          TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-          const std::uint64_t wrong = count_wrong(ha, hb, hd, s, scale);
-          if (wrong != 0) {
-            rh.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
-          } else {
-            rh.timing = timer.time(run);
-            rh.status = "ok";
-            rh.note = v.blas_path;
-          }
-        } catch (const Error& e) {
-          rh.status = std::string("error: ") + e.what();
-        }
+        check_then_time(rh, hd, run, run, [&] { return count_wrong(ha, hb, hd, s, scale); });
+        if (rh.ok()) rh.note = v.blas_path;
       }
       finish(rh, s, 0);
       out.push_back(rh);
     }
     if (want[3]) {
       auto run = [&](cudaStream_t st) { seed_gemm_fp8(pa, pb, pd, s.m, s.n, s.k, scale, st); };
-      try {
-        poison(pd, s.m * s.n * 2, stream);
-        run(stream);
-        TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale);
-        if (wrong != 0) {
-          rs.status = "FAILED: " + std::to_string(wrong) + " of 2048 sampled elements wrong";
-        } else {
-          rs.timing = timer.time(run);
-          rs.status = "ok";
-          rs.note = "64 x 128 tile per CTA, 2 TMA stages";
-        }
-      } catch (const Error& e) {
-        rs.status = std::string("error: ") + e.what();
-      }
+      check_then_time(rs, pd, run, run, fp8_wrong);
+      if (rs.ok()) rs.note = "64 x 128 tile per CTA, 2 TMA stages";
       finish(rs, s, 0);
       out.push_back(rs);
     }
