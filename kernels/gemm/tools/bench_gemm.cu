@@ -14,15 +14,30 @@ int main(int argc, char** argv) {
   SuiteOptions o;
   o.timing.warmup = 5;
   o.timing.runs = 50;
+  constexpr const char* kUsage = "usage: bench_gemm [--quick] [--tune] [--filter REGEX] [--runs N]\n";
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) o.quick = true;
-    else if (!std::strcmp(argv[i], "--tune")) o.tune = true;
-    else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) o.filter = argv[++i];
-    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) o.timing.runs = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--quick")) {
+      o.quick = true;
+    } else if (!std::strcmp(argv[i], "--tune")) {
+      o.tune = true;
+    } else if (!std::strcmp(argv[i], "--filter") && i + 1 < argc) {
+      o.filter = argv[++i];
+    } else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) {
+      char* end = nullptr;
+      const long runs = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || runs < 1 || runs > 100000) {
+        std::fprintf(stderr, "bench_gemm: --runs %s is not a count in 1..100000\n%s", argv[i], kUsage);
+        return 2;
+      }
+      o.timing.runs = static_cast<int>(runs);
+    } else {
+      std::fprintf(stderr, "bench_gemm: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
   }
   if (const auto why = gpu_unavailable_reason()) {
     std::printf("bench_gemm: %s\n", why->c_str());
-    return 0;
+    return 1;
   }
   const DeviceInfo dev = device_info();
   std::printf("device %s, driver %s, runtime %s, %s\n", dev.name.c_str(), dev.driver.c_str(),
