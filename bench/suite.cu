@@ -55,17 +55,24 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   std::vector<std::string> tr = {"tmakit"};
   std::vector<std::string> tr32 = {"tmakit", "seed-naive", "seed-swizzled", "seed-batched",
                                    "cublas-geam"};
+  std::vector<std::string> tr64 = {"tmakit", "cublas-geam"};
   std::vector<std::string> add = {"tmakit"};
   std::vector<std::string> st = {"tmakit", "cudnn"};
   std::vector<std::string> st64 = {"tmakit", "seed-padded-tma", "cudnn"};
   if (o.tune) {
     // layouts selectable at run time (each kernel's README names them), one run compares all
     // NOTE: "tmakit:v0" is the default measured again last: the spread between the two says
-    // how much of a difference between layouts is drift within the run.
+    // how much of a difference between layouts is drift within the run; "tmakit:v12:p1" (the
+    // default until 2026-11-22, still the 1-byte one) is measured again beside it.
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
-                          "tmakit:v0:p2", "tmakit:v0:p4", "tmakit:v0"}) {
+                          "tmakit:v6", "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10",
+                          "tmakit:v10:c2", "tmakit:v11", "tmakit:v12", "tmakit:v0:p2",
+                          "tmakit:v12:p2", "tmakit:v12:p1", "tmakit:v0"}) {
       tr.push_back(v);
       tr32.push_back(v);
+    }
+    for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v0"}) {
+      tr64.push_back(v);
     }
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
                           "tmakit:v6", "tmakit:v0"}) {
@@ -88,7 +95,7 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
       {Op::transpose, DataType::float32, 1, big, big, tr32},
       {Op::transpose, DataType::bfloat16, 1, big, big, tr},
       {Op::transpose, DataType::uint8, 1, big, big, tr},
-      {Op::transpose, DataType::float64, 1, big, big, {"tmakit", "cublas-geam"}},
+      {Op::transpose, DataType::float64, 1, big, big, tr64},
       {Op::stencil, DataType::float32, 1, image, image, st},
       {Op::stencil, DataType::float64, 1, image, image, st64},
       {Op::stencil, DataType::float32, 16, small, small, st},

@@ -1,9 +1,9 @@
 // Matrix transpose through TMA for 1-, 2-, 4- and 8-byte elements (README.md beside this
-// file). A persistent tile stream: the producer loads a 128-row x 128-byte input box with
-// the 128B swizzle; consumer threads each move V x V blocks (V = 16 / element size) with
-// 16-byte shared-memory accesses, transposing them in registers; one thread stores the
-// output as 128-byte x (8V)-row boxes, also swizzled. Shared-memory offsets go through the
-// one swizzle function (tmakit/swizzle.hpp).
+// file). A persistent tile stream: the producer loads one or two (side by side) 128- or
+// 256-row x 128-byte input boxes per tile with the 128B swizzle; consumer threads each move
+// V x V blocks (V = 16 / element size) with 16-byte shared-memory accesses, transposing them
+// in registers; one thread stores the output as 128-byte x (slices * 8V)-row boxes, also
+// swizzled. Shared-memory offsets go through the one swizzle function (tmakit/swizzle.hpp).
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/transpose.hpp"
@@ -20,26 +20,45 @@ using Swz = Swizzled<Swizzle::bytes128>;
 
 // A buffer layout of the tile stream, selectable at run time through
 // TransposeTuning::variant so layouts compare in one benchmark run.
-template <int Stages, int OutStages, int Lag, int CtasPerSm, int TileRows>
+template <int Stages, int OutStages, int Lag, int CtasPerSm, int TileRows, int Slices = 1,
+          bool InPlace = false>
 struct Layout {
   static constexpr int kStages = Stages;        // input boxes in flight
   static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
   static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
   static constexpr int kCtasPerSm = CtasPerSm;
   static constexpr std::uint32_t kBoxRows = TileRows;  // input rows per tile (128 or 256)
-  // NOTE: an output row gets kBoxRows elements from one tile: 256 rows make each output row's
-  // piece twice as long in DRAM (1 KB for fp32) for the same 128-byte input rows.
-  static constexpr std::uint32_t kTileBytes = kBoxRows * 128;  // one swizzle span per row
+  static constexpr int kSlices = Slices;               // 128-byte input boxes side by side
+  // NOTE: in place, the output tile overwrites its own input stage (every consumer reads
+  // its blocks into registers, a named barrier, then all write): a stage is one tile, so
+  // the same shared memory holds twice the tiles of a paired layout.
+  static constexpr bool kInPlace = InPlace;
+  // NOTE: an output row gets kBoxRows elements from one tile, an input row Slices * 128
+  // bytes: the two pieces a tile moves contiguously in DRAM.
+  static constexpr std::uint32_t kTileBytes = kBoxRows * 128 * Slices;  // swizzle spans
 };
-// NOTE: on H200 256-row tiles in paired stages at one CTA per SM measured best (README):
-// longer pieces of each output row (1 KB fp32, 512 B bf16, 256 B u8) per tile.
-using Layout0 = Layout<3, 0, 1, 1, 256>;  // the default: paired 32 KB + 32 KB stages
-using Layout1 = Layout<3, 3, 1, 2, 128>;  // the earlier default (fp32 0.79-0.80)
-using Layout2 = Layout<4, 2, 1, 1, 128>;  // one CTA, 4 input boxes, 2 output buffers (0.83)
-using Layout3 = Layout<3, 2, 1, 1, 256>;  // one CTA, 256-row tiles, separate outputs
-using Layout4 = Layout<2, 0, 1, 1, 256>;  // one CTA, two paired 256-row stages
-using Layout5 = Layout<6, 0, 2, 1, 128>;  // one CTA, paired stages, two stores in flight
-constexpr int kVariants = 6;
+// NOTE: on H200 (README) 128-row x 256-byte tiles in three paired stages measured best for
+// 2-, 4- and 8-byte elements (fp32 0.88 of memcpy, 0.85 with 256 x 128 B); 1-byte elements
+// keep 256 x 128 B (0.87; 128 x 256 B gives their output rows only 128-byte pieces: 0.84).
+// Variant 0 picks one of the two per element size; more tiles in flight measured worse.
+using Layout1 = Layout<3, 3, 1, 2, 128>;     // the earlier default (fp32 0.79-0.80)
+using Layout2 = Layout<4, 2, 1, 1, 128>;     // one CTA, 4 input boxes, 2 output buffers (0.83)
+using Layout3 = Layout<3, 2, 1, 1, 256>;     // one CTA, 256-row tiles, separate outputs
+using Layout4 = Layout<2, 0, 1, 1, 256>;     // one CTA, two paired 256-row stages
+using Layout5 = Layout<6, 0, 2, 1, 128>;     // one CTA, paired stages, two stores in flight
+using Layout6 = Layout<3, 0, 1, 1, 128, 2>;  // paired 32 + 32 KB, 128 rows x 256 B (2 boxes)
+using Layout7 = Layout<3, 0, 1, 1, 256, 2, true>;   // in place, 256 rows x 256 B, 3 x 64 KB
+using Layout8 = Layout<6, 0, 2, 1, 256, 1, true>;   // in place, 256 rows x 128 B, 6 x 32 KB
+using Layout9 = Layout<6, 0, 2, 1, 128, 2, true>;   // in place, 128 rows x 256 B, 6 x 32 KB
+using Layout10 = Layout<3, 0, 1, 1, 128, 2, true>;  // in place, 128 rows x 256 B, 3 x 32 KB
+using Layout11 = Layout<4, 2, 1, 1, 128, 2>;        // separate, 128 rows x 256 B, 4 in + 2 out
+using Layout12 = Layout<3, 0, 1, 1, 256>;  // paired 32 + 32 KB, 256 rows x 128 B (variant 0
+                                           // until 2026-11-22; still 0 for 1-byte elements)
+constexpr int kVariants = 13;
+// variant 0: the measured best layout per element size (see the NOTE above)
+constexpr int default_variant(std::uint32_t esize) {
+  return esize == 1 ? 12 : 6;
+}
 constexpr int kDefaultPanelTiles = 1;  // measured best on H200 (README)
 
 struct Params {
@@ -97,7 +116,8 @@ __device__ __forceinline__ void transpose_block<1>(const uint4 (&in)[16], uint4 
     std::uint32_t w[4];
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const std::uint32_t lo = __byte_perm(word(in[4 * m], k / 4), word(in[4 * m + 1], k / 4), pair);
+      const std::uint32_t lo =
+          __byte_perm(word(in[4 * m], k / 4), word(in[4 * m + 1], k / 4), pair);
       const std::uint32_t hi =
           __byte_perm(word(in[4 * m + 2], k / 4), word(in[4 * m + 3], k / 4), pair);
       w[m] = __byte_perm(lo, hi, 0x5410u);
@@ -106,23 +126,39 @@ __device__ __forceinline__ void transpose_block<1>(const uint4 (&in)[16], uint4 
   }
 }
 
+// Consumer warps: paired and separate layouts 4 (2 for 1-byte elements in one slice; two
+// slices spill at 2); in place every thread holds all its blocks in registers across the
+// barrier, so up to 8 warps share them.
+template <int E, class L, class Map>
+constexpr int consumer_warps() {
+  if constexpr (L::kInPlace) {
+    return Map::kBlocksPerTile / 32 < 8 ? Map::kBlocksPerTile / 32 : 8;
+  } else {
+    return E == 1 && L::kSlices == 1 ? 2 : 4;
+  }
+}
+
 template <int E, class L>
 struct TransposeOp {
   using Params = transpose::Params;
-  using Map = BlockMapping<E, static_cast<int>(L::kBoxRows)>;
+  using Map = BlockMapping<E, static_cast<int>(L::kBoxRows), L::kSlices>;
   static constexpr std::uint32_t kBoxRows = L::kBoxRows;
   static constexpr std::uint32_t kTileBytes = L::kTileBytes;
   static constexpr int V = Map::kV;
   static constexpr int kStages = L::kStages;
   static constexpr int kOutStages = L::kOutStages;
   static constexpr int kReleaseLag = L::kReleaseLag;
-  static constexpr int kConsumerWarps = E == 1 ? 2 : 4;
+  static constexpr int kConsumerWarps = consumer_warps<E, L, Map>();
   static constexpr std::uint32_t kInBytes = kTileBytes;
-  static constexpr std::uint32_t kOutBytes = kTileBytes;
+  static constexpr std::uint32_t kOutBytes = L::kInPlace ? 0u : kTileBytes;  // 0: in place
+  static constexpr std::int32_t kOutRows = Map::kSlices * Map::kGroupElems;  // per tile
   static constexpr int kBlocksPerThread = Map::kBlocksPerTile / (32 * kConsumerWarps);
+  static_assert(Map::kTileBytes == kTileBytes, "the mapping and the layout agree on the tile");
   static_assert(kBlocksPerThread >= 1 &&
                     kBlocksPerThread * 32 * kConsumerWarps == Map::kBlocksPerTile,
                 "the consumer threads must split a tile's blocks evenly");
+  static_assert(!L::kInPlace || kBlocksPerThread * V <= 16,
+                "in place, a thread's blocks must fit in registers (at most 64 words)");
 
   __device__ static std::int64_t tile_count(const Params& p) {
     return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
@@ -136,25 +172,51 @@ struct TransposeOp {
                               std::uint32_t bar) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
-    const std::int32_t c[2] = {tx * Map::kGroupElems, ty * static_cast<std::int32_t>(kBoxRows)};
-    ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
+    // one box per 128-byte slice, all on the stage's barrier (a box wholly right of the
+    // tensor is zero-filled and still counts its bytes)
+#pragma unroll
+    for (int s = 0; s < Map::kSlices; ++s) {
+      const std::int32_t c[2] = {(tx * Map::kSlices + s) * Map::kGroupElems,
+                                 ty * static_cast<std::int32_t>(kBoxRows)};
+      ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst + s * Map::kSliceBytes, &p.in_map, c,
+                                                      bar);
+    }
   }
-  __device__ static void compute(const Params&, std::int64_t, std::uint8_t* in,
-                                 std::uint8_t* out, std::uint32_t tid) {
+  // Reads V rows of 16 bytes (one chunk of each) of block number b, transposed into cols.
+  __device__ static void read_block(const std::uint8_t* in, std::uint32_t b, uint4 (&cols)[V]) {
+    const BlockCoord bc = Map::block(b);
+    uint4 rows[V];
 #pragma unroll
-    for (int n = 0; n < kBlocksPerThread; ++n) {
-      const BlockCoord bc = Map::block(tid + n * 32 * kConsumerWarps);
-      // read V rows of 16 bytes (one chunk of each), transpose, write V out-rows' chunks
-      uint4 rows[V];
-      uint4 cols[V];
+    for (int i = 0; i < V; ++i) {
+      rows[i] = *reinterpret_cast<const uint4*>(in + Swz::apply(Map::in_offset(bc, i)));
+    }
+    transpose_block<E>(rows, cols);
+  }
+  // Writes the V output rows' chunks of block number b.
+  __device__ static void write_block(std::uint8_t* out, std::uint32_t b, const uint4 (&cols)[V]) {
+    const BlockCoord bc = Map::block(b);
 #pragma unroll
-      for (int i = 0; i < V; ++i) {
-        rows[i] = *reinterpret_cast<const uint4*>(in + Swz::apply(Map::in_offset(bc, i)));
-      }
-      transpose_block<E>(rows, cols);
+    for (int k = 0; k < V; ++k) {
+      *reinterpret_cast<uint4*>(out + Swz::apply(Map::out_offset(bc, k))) = cols[k];
+    }
+  }
+  __device__ static void compute(const Params&, std::int64_t, std::uint8_t* in, std::uint8_t* out,
+                                 std::uint32_t tid) {
+    constexpr std::uint32_t kThreads = 32u * kConsumerWarps;
+    if constexpr (L::kInPlace) {
+      // read every block of this thread, wait until all consumers have read theirs, write
+      uint4 cols[kBlocksPerThread][V];
 #pragma unroll
-      for (int k = 0; k < V; ++k) {
-        *reinterpret_cast<uint4*>(out + Swz::apply(Map::out_offset(bc, k))) = cols[k];
+      for (int n = 0; n < kBlocksPerThread; ++n) read_block(in, tid + n * kThreads, cols[n]);
+      ptx::bar_sync(1, kThreads);  // NOTE: the writes land on blocks other threads read
+#pragma unroll
+      for (int n = 0; n < kBlocksPerThread; ++n) write_block(out, tid + n * kThreads, cols[n]);
+    } else {
+#pragma unroll
+      for (int n = 0; n < kBlocksPerThread; ++n) {
+        uint4 cols[V];
+        read_block(in, tid + n * kThreads, cols);
+        write_block(out, tid + n * kThreads, cols);
       }
     }
   }
@@ -162,12 +224,14 @@ struct TransposeOp {
     if (p.tail.main_cols == 0) return;  // output rows under 16 bytes: all of it is tail
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
+    // one box per group: the Slices * 8V output rows of the tile x 128 bytes
 #pragma unroll
     for (int g = 0; g < Map::kGroups; ++g) {
       const std::int32_t c[2] = {ty * static_cast<std::int32_t>(kBoxRows) + g * Map::kGroupElems,
-                                 tx * Map::kGroupElems};
-      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c,
-                                                      src + g * Map::kGroupBytes);
+                                 tx * kOutRows};
+      // NOTE: a store box wholly outside the tensor kills the kernel (docs/hardware.md H5)
+      if (c[0] >= p.tail.main_cols) break;
+      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src + g * Map::kOutBoxBytes);
     }
   }
   __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,
@@ -175,24 +239,26 @@ struct TransposeOp {
     if (p.tail.main_cols == p.tail.cols) return;
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
-    // output tile: 8V rows x 128 columns, one swizzled box per 8V columns
+    // output tile: Slices * 8V rows x kBoxRows columns, one swizzled box per 8V columns
     stream::store_row_tail<E>(
-        p.tail, ty * static_cast<std::int32_t>(kBoxRows), tx * Map::kGroupElems, 0,
-        static_cast<std::int32_t>(kBoxRows), Map::kGroupElems, out,
+        p.tail, ty * static_cast<std::int32_t>(kBoxRows), tx * kOutRows, 0,
+        static_cast<std::int32_t>(kBoxRows), kOutRows, out,
         [](std::int32_t r, std::int32_t c) {
-          return Swz::apply(static_cast<std::uint32_t>(c / Map::kGroupElems) * Map::kGroupBytes +
-                            static_cast<std::uint32_t>(r) * 128u +
-                            static_cast<std::uint32_t>(c % Map::kGroupElems * E));
+          return Swz::apply(Map::out_element_offset(static_cast<std::uint32_t>(r),
+                                                    static_cast<std::uint32_t>(c)));
         },
         tid, threads);
   }
 };
 
 // The ring as the tile stream lays it out (separate: input boxes, then output buffers;
-// paired: box then output tile in each stage), then the barriers.
+// paired: box then output tile in each stage; in place: one tile per stage), then the
+// barriers.
 template <class L>
 struct alignas(1024) SharedStorage {
-  static constexpr int kBuffers = L::kOutStages == 0 ? 2 * L::kStages : L::kStages + L::kOutStages;
+  static constexpr int kBuffers = L::kInPlace          ? L::kStages
+                                  : L::kOutStages == 0 ? 2 * L::kStages
+                                                       : L::kStages + L::kOutStages;
   std::uint8_t ring[kBuffers][L::kTileBytes];  // each 1024-aligned (rule D2)
   StreamBarriers<L::kStages> bars;
 };
@@ -242,19 +308,24 @@ void launch_size(std::uint32_t esize, const Params& p, unsigned grid, cudaStream
 // What the launcher needs of a layout at run time.
 struct LayoutFacts {
   std::uint32_t box_rows;
+  std::uint32_t slices;  // 128-byte input boxes side by side per tile
   int ctas_per_sm;
   int max_ctas_per_sm;
   void (*launch)(std::uint32_t, const Params&, unsigned, cudaStream_t);
 };
 template <class L>
 constexpr LayoutFacts facts() {
-  return {L::kBoxRows, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_size<L>};
+  return {L::kBoxRows, static_cast<std::uint32_t>(L::kSlices), L::kCtasPerSm, kMaxCtasPerSm<L>,
+          &launch_size<L>};
 }
-constexpr LayoutFacts kLayouts[kVariants] = {facts<Layout0>(), facts<Layout1>(), facts<Layout2>(),
-                                             facts<Layout3>(), facts<Layout4>(), facts<Layout5>()};
+// NOTE: entry 0 is never read: variant 0 is resolved per element size first.
+constexpr LayoutFacts kLayouts[kVariants] = {
+    facts<Layout12>(), facts<Layout1>(),  facts<Layout2>(), facts<Layout3>(), facts<Layout4>(),
+    facts<Layout5>(),  facts<Layout6>(),  facts<Layout7>(), facts<Layout8>(), facts<Layout9>(),
+    facts<Layout10>(), facts<Layout11>(), facts<Layout12>()};
 
 DataType transport_type(std::uint32_t esize) {
-  return esize == 1 ? DataType::uint8
+  return esize == 1   ? DataType::uint8
          : esize == 2 ? DataType::uint16
          : esize == 4 ? DataType::uint32
                       : DataType::uint64;
@@ -272,10 +343,9 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   detail::check_view("out", out, false);
   const auto esize = static_cast<std::uint32_t>(in.element_size());
   if (out.element_size() != esize) {
-    throw ArgumentError("out.type", std::string(name(out.type)) + " (" +
-                                        std::to_string(out.element_size()) +
-                                        " bytes) differs in size from in.type " +
-                                        std::string(name(in.type)));
+    throw ArgumentError("out.type",
+                        std::string(name(out.type)) + " (" + std::to_string(out.element_size()) +
+                            " bytes) differs in size from in.type " + std::string(name(in.type)));
   }
   if (out.rows != in.cols || out.cols != in.rows) {
     throw ArgumentError("out", "shape " + std::to_string(out.rows) + "x" +
@@ -290,7 +360,8 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
                                               " is not a layout; use 0.." +
                                               std::to_string(kVariants - 1));
   }
-  const LayoutFacts& layout = kLayouts[tuning.variant];
+  const LayoutFacts& layout =
+      kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
   if (ctas_per_sm > layout.max_ctas_per_sm) {
     throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
@@ -298,7 +369,8 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   }
   const int panel = tuning.panel_tiles > 0 ? tuning.panel_tiles : kDefaultPanelTiles;
 
-  // step 2: tensor maps: input boxes of 128 B x 128 rows, output boxes of 128 B x 8V rows
+  // step 2: tensor maps: input boxes of 128 B x box_rows rows, output boxes of 128 B x
+  // slices * 8V rows
   const DataType t = transport_type(esize);
   const std::uint32_t group = 128 / esize;  // elements in one 128-byte row = 8V
   Params p{};
@@ -307,16 +379,20 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
   const std::uint64_t main_cols = detail::tma_store_cols(out.cols, esize);
   if (main_cols > 0) {
-    TensorMapSpec out_spec = detail::view_spec(out, t, {group, group, 1}, Swizzle::bytes128);
+    TensorMapSpec out_spec =
+        detail::view_spec(out, t, {group, layout.slices * group, 1}, Swizzle::bytes128);
     out_spec.global_dim[0] = main_cols;
     p.out_map = detail::cached_tensor_map(out_spec);
   }
-  p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), 0,
-            static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
+  p.tail = {static_cast<std::uint8_t*>(out.data),
+            out.row_pitch(),
+            0,
+            static_cast<std::int32_t>(out.rows),
+            static_cast<std::int32_t>(out.cols),
             static_cast<std::int32_t>(main_cols)};
-  const auto tiles_y =
-      static_cast<std::int32_t>((in.rows + layout.box_rows - 1) / layout.box_rows);
-  p.order = {static_cast<std::int32_t>((in.cols + group - 1) / group), tiles_y,
+  const auto tiles_y = static_cast<std::int32_t>((in.rows + layout.box_rows - 1) / layout.box_rows);
+  const std::uint64_t tile_cols = static_cast<std::uint64_t>(layout.slices) * group;
+  p.order = {static_cast<std::int32_t>((in.cols + tile_cols - 1) / tile_cols), tiles_y,
              std::min(panel, tiles_y)};
 
   // step 3: launch

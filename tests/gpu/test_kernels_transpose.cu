@@ -14,11 +14,11 @@ struct Shape {
   std::uint64_t rows, cols, in_pad, out_pad;
 };
 
-const Shape kShapes[] = {{1, 1, 0, 0},      {1, 37, 0, 0},      {37, 1, 0, 16},
-                         {1, 1000, 0, 0},   {97, 101, 0, 0},    {127, 131, 32, 16},
-                         {128, 128, 0, 0},  {300, 500, 16, 0},  {256, 512, 0, 0},
-                         {129, 257, 0, 48}, {1031, 263, 0, 0},  {2053, 1999, 0, 32},
-                         {4099, 517, 64, 0}};
+const Shape kShapes[] = {
+    {1, 1, 0, 0},       {1, 37, 0, 0},       {37, 1, 0, 16},    {1, 1000, 0, 0},  {97, 101, 0, 0},
+    {127, 131, 32, 16}, {128, 128, 0, 0},    {300, 500, 16, 0}, {256, 512, 0, 0}, {129, 257, 0, 48},
+    {1031, 263, 0, 0},  {2053, 1999, 0, 32}, {4099, 517, 64, 0}};
+constexpr int kVariants = 13;  // TransposeTuning::variant 0 .. 12 (kernels/transpose/README.md)
 const DataType kTypes[] = {DataType::uint8, DataType::bfloat16, DataType::float32,
                            DataType::float64};
 
@@ -56,17 +56,44 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Transpose,
 TEST(TransposeGpu, TuningKnobsKeepResults) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // NOTE: the default layout fits one CTA per SM; two CTAs need layout 1
-  for (const TransposeTuning tuning : {TransposeTuning{1, 1}, TransposeTuning{2, 3, 1},
-                                       TransposeTuning{1, 64}}) {
+  for (const TransposeTuning tuning :
+       {TransposeTuning{1, 1}, TransposeTuning{2, 3, 1}, TransposeTuning{1, 64},
+        TransposeTuning{0, 3, 6}, TransposeTuning{0, 2, 7}, TransposeTuning{1, 5, 8},
+        TransposeTuning{0, 4, 9}, TransposeTuning{2, 1, 10}, TransposeTuning{0, 3, 11},
+        TransposeTuning{1, 2, 12}}) {
     Image in(DataType::float32, 1, 1000, 777);
     Image out(DataType::float32, 1, 777, 1000);
     in.randomize(11);
     transpose(in.ref(), out.ref(), nullptr, tuning);
     reference::transpose(in.host_ref(), out.host_ref());
     EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u)
-        << "ctas_per_sm " << tuning.ctas_per_sm << " panel " << tuning.panel_tiles;
+        << "ctas_per_sm " << tuning.ctas_per_sm << " panel " << tuning.panel_tiles << " variant "
+        << tuning.variant;
   }
 }
+
+// The layouts with two 128-byte input slices per tile (6, 7, 9, 10, 11), in place (7 .. 10)
+// and the 1-byte default (12) on
+// every odd shape: tiles whose second slice lies wholly right of the input, output rows
+// shorter than 16 bytes, user strides.
+class TransposeWideLayouts : public ::testing::TestWithParam<std::tuple<DataType, Shape, int>> {};
+
+TEST_P(TransposeWideLayouts, MatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto [type, s, variant] = GetParam();
+  Image in(type, 1, s.rows, s.cols, s.in_pad);
+  Image out(type, 1, s.cols, s.rows, s.out_pad);
+  in.randomize(static_cast<std::uint32_t>(s.rows * 7 + s.cols * 3 + variant));
+  transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  reference::transpose(in.host_ref(), out.host_ref());
+  EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TransposeWideLayouts,
+                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                                            ::testing::ValuesIn(kShapes),
+                                            ::testing::Values(6, 7, 8, 9, 10, 11, 12)));
 
 // Every layout (TransposeTuning::variant) on a shape large enough that each CTA's ring wraps
 // several times, with user strides and output row tails.
@@ -80,7 +107,7 @@ TEST_P(TransposeLayouts, EveryVariantMatchesReference) {
   in.randomize(static_cast<std::uint32_t>(kRows * 3 + kCols));
   Image expect(type, 1, kCols, kRows, 48);
   reference::transpose(in.host_ref(), expect.host_ref());
-  for (int variant = 0; variant < 6; ++variant) {
+  for (int variant = 0; variant < kVariants; ++variant) {
     Image out(type, 1, kCols, kRows, 48);  // poisoned, padding included
     transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
@@ -94,7 +121,9 @@ TEST(TransposeGpu, UnknownVariantThrows) {
   TMAKIT_SKIP_WITHOUT_GPU();
   Image in(DataType::float32, 1, 8, 12);
   Image out(DataType::float32, 1, 12, 8);
-  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, 6}), ArgumentError);
+  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, kVariants}),
+               ArgumentError);
+  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, -1}), ArgumentError);
   EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{2, 0, 0}), ArgumentError);
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }

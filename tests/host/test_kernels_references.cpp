@@ -89,14 +89,16 @@ TEST(KernelReferences, StencilBatchUsesImageStride) {
 
 // ---- transpose mapping ---------------------------------------------------------------
 
-template <int E>
+template <int E, int TileRows, int Slices>
 void check_mapping() {
-  using Map = detail::transpose::BlockMapping<E>;
+  using Map = detail::transpose::BlockMapping<E, TileRows, Slices>;
   constexpr int V = Map::kV;
-  SCOPED_TRACE("element bytes " + std::to_string(E));
+  constexpr std::uint32_t kGroupElems = Map::kGroupElems;
+  SCOPED_TRACE("element bytes " + std::to_string(E) + ", " + std::to_string(TileRows) + " rows, " +
+               std::to_string(Slices) + " slices");
   // coverage: the tile's input and output bytes are each touched exactly once
-  std::vector<int> in_hits(128 * 128, 0);
-  std::vector<int> out_hits(128 * 128, 0);
+  std::vector<int> in_hits(Map::kTileBytes, 0);
+  std::vector<int> out_hits(Map::kTileBytes, 0);
   for (int b = 0; b < Map::kBlocksPerTile; ++b) {
     const auto bc = Map::block(static_cast<std::uint32_t>(b));
     for (int i = 0; i < V; ++i) {
@@ -108,15 +110,25 @@ void check_mapping() {
   }
   for (int x : in_hits) ASSERT_EQ(x, 1);
   for (int x : out_hits) ASSERT_EQ(x, 1);
-  // element (r, c) of the input lands at output row c, column r of its group
+  // every element: input (r, c) of the tile, read as element k of row i of its block, is
+  // written as element i of the block's output row k; that must be output (row c, column r),
+  // where the output boxes (and store_tail) expect it
   for (int b = 0; b < Map::kBlocksPerTile; ++b) {
     const auto bc = Map::block(static_cast<std::uint32_t>(b));
-    const std::uint32_t row = bc.group * Map::kGroupElems + bc.a * V;  // first input row
-    const std::uint32_t col = bc.j * V;                                // first input col
-    // output: row col+k of the group's box, byte offset (row - group base) * E
-    EXPECT_EQ(Map::out_offset(bc, 0) - bc.group * Map::kGroupBytes,
-              col * 128 + (row - bc.group * Map::kGroupElems) * E);
+    for (int i = 0; i < V; ++i) {
+      for (int k = 0; k < V; ++k) {
+        const std::uint32_t in = Map::in_offset(bc, i) + static_cast<std::uint32_t>(k * E);
+        const std::uint32_t slice = in / Map::kSliceBytes;
+        const std::uint32_t r = in % Map::kSliceBytes / 128;
+        const std::uint32_t c = slice * kGroupElems + in % 128 / E;
+        ASSERT_EQ(Map::out_offset(bc, k) + static_cast<std::uint32_t>(i * E),
+                  Map::out_element_offset(c, r))
+            << "block " << b << " row " << i << " element " << k;
+      }
+    }
   }
+  // output element (row, column) sits in box column / 8V, whose rows are 128 bytes
+  EXPECT_EQ(Map::out_element_offset(1, kGroupElems + 2), Map::kOutBoxBytes + 128 + 2 * E);
   // banks: each quarter-warp's eight 16-byte accesses (one per row i or k) take eight
   // distinct 16-byte positions of a 128-byte line after the 128B swizzle
   for (int warp_first = 0; warp_first < Map::kBlocksPerTile; warp_first += 32) {
@@ -136,11 +148,24 @@ void check_mapping() {
   }
 }
 
+template <int TileRows, int Slices>
+void check_mappings() {
+  check_mapping<1, TileRows, Slices>();
+  check_mapping<2, TileRows, Slices>();
+  check_mapping<4, TileRows, Slices>();
+  check_mapping<8, TileRows, Slices>();
+}
+
+// the tile shapes of the layouts (TransposeTuning::variant): 128 or 256 rows, one or two
+// 128-byte slices side by side
 TEST(TransposeMapping, CoversTileAndIsBankConflictFree) {
-  check_mapping<1>();
-  check_mapping<2>();
-  check_mapping<4>();
-  check_mapping<8>();
+  check_mappings<128, 1>();
+  check_mappings<256, 1>();
+}
+
+TEST(TransposeMapping, WideTilesCoverTileAndAreBankConflictFree) {
+  check_mappings<128, 2>();
+  check_mappings<256, 2>();
 }
 
 }  // namespace
