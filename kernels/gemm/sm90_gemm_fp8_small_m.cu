@@ -145,15 +145,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       s.bars.full[at.stage].wait(at.parity);
       ptx::wgmma_fence_operands(part);
       ptx::wgmma_fence_sync_aligned();
-      const std::uint32_t b_base = ptx::smem_u32(s.b[at.stage]);
-      const std::uint32_t a_base = ptx::smem_u32(s.a[at.stage]);
+      const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(s.b[at.stage]));
+      const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(s.a[at.stage]));
 #pragma unroll
       for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
         // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
         // swizzle, the K slice selected by the start address as in the main kernel
         ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
-            part, ptx::wgmma_smem_desc_k_major_sw128(b_base + kk * kWgmmaK),
-            ptx::wgmma_smem_desc_k_major_sw128(a_base + kk * kWgmmaK), kk > 0 ? 1u : 0u);
+            part, ptx::wgmma_smem_desc_advance(desc_b, kk * kWgmmaK),
+            ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 ? 1u : 0u);
       }
       ptx::wgmma_commit_group_sync_aligned();
     };

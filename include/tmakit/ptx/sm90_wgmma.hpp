@@ -32,6 +32,14 @@ __device__ __forceinline__ std::uint64_t wgmma_smem_desc_k_major_sw128(std::uint
   return d;
 }
 
+// The descriptor of the same layout `bytes` further on (a multiple of 16): the start address
+// field is the low 14 bits (address >> 4), and shared memory ends below 2^18 bytes, so the
+// sum never carries out of the field. One add instead of rebuilding the descriptor.
+__device__ __forceinline__ std::uint64_t wgmma_smem_desc_advance(std::uint64_t desc,
+                                                                 std::uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
+
 // wgmma.fence.sync.aligned;  (before the first wgmma that reads registers written otherwise)
 __device__ __forceinline__ void wgmma_fence_sync_aligned() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
