@@ -114,9 +114,11 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p64.tiles, 33);
   EXPECT_EQ(p64.splits, 2);
   EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132).splits, 4);
-  // M <= 128: small-M when N alone fills half the SMs, 64-row tiles with split-K otherwise
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, 7168, 2048, 132).config), "smallm");
+  // 64 < M <= 128: 64-row tiles (split K when they are too few), whatever N
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, 7168, 2048, 132).config), "m64n128");
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 2048, 132).splits, 1);
   EXPECT_EQ(gemm_fp8_plan(128, 2112, 7168, 132).config, 0);
+  EXPECT_EQ(gemm_fp8_plan(65, 8192, 4096, 132).config, 0);
   EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 4096, 132, {3, 3}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 256, 132, {3, 4}), ArgumentError);  // 2 k-blocks
