@@ -485,12 +485,16 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       r.kind = i == 0 ? "tmakit" : i == 3 ? "seed" : "vendor";
       r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
     }
-    // Poisons D, runs `first` once, checks 2048 sampled elements of D, then times `run`; the
-    // status says what went wrong. `first` may differ from `run` (cuBLASLt picks its
-    // algorithm there).
+    // Every implementation is checked first: D poisoned, `first` run once, 2048 sampled
+    // elements of D compared (the status says what went wrong; `first` may differ from `run`:
+    // cuBLASLt picks its algorithm there). Those that pass are then timed together, in
+    // rounds (Timer::time_interleaved), so that the ratios between them do not carry clock or
+    // thermal drift from one implementation's runs to the next.
     using Run = std::function<void(cudaStream_t)>;
-    auto check_then_time = [&](Result& r, void* out, const Run& first, const Run& run,
-                               const std::function<std::uint64_t()>& wrong) {
+    std::vector<Result*> timed;
+    std::vector<Run> runs;
+    auto check = [&](Result& r, void* out, const Run& first, const Run& run,
+                     const std::function<std::uint64_t()>& wrong) {
       try {
         poison(out, s.m * s.n * 2, stream);
         first(stream);
@@ -499,23 +503,25 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
         if (n_wrong != 0) {
           r.status = "FAILED: " + std::to_string(n_wrong) + " of 2048 sampled elements wrong";
         } else {
-          r.timing = timer.time(run);
           r.status = "ok";
+          timed.push_back(&r);
+          runs.push_back(run);
         }
       } catch (const Error& e) {
         r.status = std::string("error: ") + e.what();
       }
     };
     auto fp8_wrong = [&] { return count_wrong(pa, pb, pd, s, scale); };
-    // cuBLASLt FP8 first: tmakit's note carries the ratio to it
+
+    // cuBLASLt FP8 (its plan lives until the timing is done)
+    LtPlan plan;
+    const float beta = 0.0f;
     if (want[1]) {
       if (!v.lt_why.empty()) {
         rl.status = v.lt_why;
       } else {
-        LtPlan plan;
         rl.status = make_lt_plan(v, plan, s, scales, scales + 4);
         if (rl.status.empty()) {
-          const float beta = 0.0f;
           auto run = [&](cudaStream_t st) {
             const cublasStatus_t e = v.matmul(v.lt, plan.desc, &sc.alpha, pb, plan.la, pa, plan.lb,
                                               &beta, pd, plan.ld, pd, plan.ld, &plan.algo,
@@ -540,59 +546,40 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
             throw Error("cublasLtMatmul refused all " + std::to_string(plan.candidate_count) +
                         " heuristic algorithms (statuses " + refused + ")");
           };
-          check_then_time(rl, pd, first, run, fp8_wrong);
-          if (rl.ok()) rl.note = v.lt_path;
+          check(rl, pd, first, run, fp8_wrong);
         }
-        free_lt_plan(v, plan);
       }
-      finish(rl, s, 0);
-      out.push_back(rl);
     }
     // tmakit: the chosen plan, then (with --tune) forced configurations and splits
     const ConstTensorRef ra(pa, DataType::uint8, s.m, s.k);
     const ConstTensorRef rb(pb, DataType::uint8, s.n, s.k);
     const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
-    auto run_tmakit = [&](Result& r, const GemmTuning& tuning) {
-      auto run = [&](cudaStream_t st) { gemm_fp8(ra, rb, rd, sc, st, tuning); };
-      check_then_time(r, pd, run, run, fp8_wrong);
-      if (r.ok()) {
-        int sms = 0;
-        TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-        const GemmPlan plan = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(plan.config),
-                      plan.splits, plan.grid);
-        r.note = buf;
-        if (rl.ok()) {
-          std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
-                        rl.timing.median_ms / r.timing.median_ms);
-          r.note += buf;
-        }
-      }
-      finish(r, s, 0);
-      out.push_back(r);
-    };
-    if (want[0]) run_tmakit(rt, GemmTuning{});
+    std::vector<std::pair<Result, GemmTuning>> tmakit_runs;  // rt and the variants, in order
+    if (want[0]) tmakit_runs.emplace_back(rt, GemmTuning{});
     for (const auto& [name, tuning] : tuned_variants(options, s)) {
       const std::string id = w + "/" + name;
       if (!selected(options, id)) continue;
       Result r = rt;
       r.impl = name;
       r.id = id;
-      r.status.clear();
-      r.note.clear();
-      run_tmakit(r, tuning);
+      tmakit_runs.emplace_back(r, tuning);
     }
+    for (auto& [r, tuning] : tmakit_runs) {
+      auto run = [&ra, &rb, &rd, &sc, tuning = tuning](cudaStream_t st) {
+        gemm_fp8(ra, rb, rd, sc, st, tuning);
+      };
+      check(r, pd, run, run, fp8_wrong);
+    }
+    // cuBLAS FP16, the write-up's comparison
+    const __half* ha = fp16 ? static_cast<const __half*>(a16->get()) : nullptr;
+    const __half* hb = fp16 ? static_cast<const __half*>(b16->get()) : nullptr;
+    __half* hd = fp16 ? static_cast<__half*>(d16->get()) : nullptr;
     if (want[2]) {
       if (!v.blas_why.empty()) {
         rh.status = v.blas_why;
       } else {
-        const auto* ha = static_cast<const __half*>(a16->get());
-        const auto* hb = static_cast<const __half*>(b16->get());
-        auto* hd = static_cast<__half*>(d16->get());
-        const float beta = 0.0f;
         const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-        auto run = [&](cudaStream_t st) {
+        auto run = [&, m, n, k](cudaStream_t st) {
           v.blas_set_stream(v.blas, st);
           const cublasStatus_t e =
               v.gemm_ex(v.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &scale, hb, CUDA_R_16F, k, ha,
@@ -602,15 +589,54 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
             throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
           }
         };
-        check_then_time(rh, hd, run, run, [&] { return count_wrong(ha, hb, hd, s, scale); });
-        if (rh.ok()) rh.note = v.blas_path;
+        check(rh, hd, run, run, [&] { return count_wrong(ha, hb, hd, s, scale); });
       }
+    }
+    // the write-up's simple TMA GEMM, the floor
+    if (want[3]) {
+      auto run = [&](cudaStream_t st) { seed_gemm_fp8(pa, pb, pd, s.m, s.n, s.k, scale, st); };
+      check(rs, pd, run, run, fp8_wrong);
+    }
+
+    // time every checked implementation together
+    try {
+      const std::vector<Timing> t = timer.time_interleaved(runs);
+      for (std::size_t i = 0; i < timed.size(); ++i) timed[i]->timing = t[i];
+    } catch (const Error& e) {
+      for (Result* r : timed) r->status = std::string("error while timing: ") + e.what();
+    }
+    if (want[1] && v.lt_why.empty()) free_lt_plan(v, plan);
+
+    // notes, in the order of the table: cuBLASLt, tmakit (with its ratio to cuBLASLt), the
+    // variants, cuBLAS FP16, the floor
+    if (want[1]) {
+      if (rl.ok()) rl.note = v.lt_path;
+      finish(rl, s, 0);
+      out.push_back(rl);
+    }
+    int sms = 0;
+    TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (auto& [r, tuning] : tmakit_runs) {
+      if (r.ok()) {
+        const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
+                      p.splits, p.grid);
+        r.note = buf;
+        if (rl.ok()) {
+          std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt", rl.timing.median_ms / r.timing.median_ms);
+          r.note += buf;
+        }
+      }
+      finish(r, s, 0);
+      out.push_back(r);
+    }
+    if (want[2]) {
+      if (rh.ok()) rh.note = v.blas_path;
       finish(rh, s, 0);
       out.push_back(rh);
     }
     if (want[3]) {
-      auto run = [&](cudaStream_t st) { seed_gemm_fp8(pa, pb, pd, s.m, s.n, s.k, scale, st); };
-      check_then_time(rs, pd, run, run, fp8_wrong);
       if (rs.ok()) rs.note = "64 x 128 tile per CTA, 2 TMA stages";
       finish(rs, s, 0);
       out.push_back(rs);

@@ -109,33 +109,46 @@ Timer::~Timer() {
 }
 
 Timing Timer::time(const std::function<void(cudaStream_t)>& fn) {
-  for (int i = 0; i < options_.warmup; ++i) fn(stream_);
-  std::vector<double> ms;
-  ms.reserve(static_cast<std::size_t>(options_.runs));
-  for (int i = 0; i < options_.runs; ++i) {
-    if (flush_ != nullptr) {
-      auto* words = static_cast<const uint4*>(flush_);
-      read_flush_kernel<<<1024, 256, 0, stream_>>>(
-          words, flush_bytes_ / 16,
-          reinterpret_cast<unsigned*>(static_cast<char*>(flush_) + flush_bytes_));
-      TMAKIT_CUDA_CHECK(cudaGetLastError());
-    }
-    TMAKIT_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    fn(stream_);
-    TMAKIT_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    TMAKIT_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float elapsed = 0;
-    TMAKIT_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
-    ms.push_back(elapsed);
+  return time_interleaved({fn}).front();
+}
+
+std::vector<Timing> Timer::time_interleaved(
+    const std::vector<std::function<void(cudaStream_t)>>& fns) {
+  for (const auto& fn : fns) {
+    for (int i = 0; i < options_.warmup; ++i) fn(stream_);
   }
-  std::sort(ms.begin(), ms.end());
-  Timing t;
-  t.runs = options_.runs;
-  t.min_ms = ms.front();
-  t.max_ms = ms.back();
-  const std::size_t n = ms.size();
-  t.median_ms = n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  return t;
+  std::vector<std::vector<double>> ms(fns.size());
+  for (auto& v : ms) v.reserve(static_cast<std::size_t>(options_.runs));
+  for (int i = 0; i < options_.runs; ++i) {
+    for (std::size_t f = 0; f < fns.size(); ++f) {
+      if (flush_ != nullptr) {
+        auto* words = static_cast<const uint4*>(flush_);
+        read_flush_kernel<<<1024, 256, 0, stream_>>>(
+            words, flush_bytes_ / 16,
+            reinterpret_cast<unsigned*>(static_cast<char*>(flush_) + flush_bytes_));
+        TMAKIT_CUDA_CHECK(cudaGetLastError());
+      }
+      TMAKIT_CUDA_CHECK(cudaEventRecord(start_, stream_));
+      fns[f](stream_);
+      TMAKIT_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      TMAKIT_CUDA_CHECK(cudaEventSynchronize(stop_));
+      float elapsed = 0;
+      TMAKIT_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
+      ms[f].push_back(elapsed);
+    }
+  }
+  std::vector<Timing> out;
+  for (auto& v : ms) {
+    std::sort(v.begin(), v.end());
+    Timing t;
+    t.runs = options_.runs;
+    t.min_ms = v.front();
+    t.max_ms = v.back();
+    const std::size_t n = v.size();
+    t.median_ms = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    out.push_back(t);
+  }
+  return out;
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {

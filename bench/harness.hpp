@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tmakit/core/dtype.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
@@ -54,6 +55,10 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
   Timing time(const std::function<void(cudaStream_t)>& fn);
+  // Times several functions in rounds (warm-up calls of each first, then round r times fn 0,
+  // fn 1, ... once each, every call after its own L2 flush), so that clock and thermal drift
+  // over the measurement falls on all of them alike: for ratios between implementations.
+  std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaStream_t)>>& fns);
 
  private:
   TimingOptions options_;
