@@ -3,9 +3,13 @@
 // its halo in one box whose corner sits left of and above the tile, negative coordinates
 // included, so TMA's out-of-bounds fill supplies the zero padding and no padded copy of the
 // input exists. Consumer threads each slide down one column of a 16- or 8-row strip, keeping
-// three rows of the sum in registers; one thread stores the finished tile with TMA.
+// three rows of the sum in registers; one thread stores the finished tile with TMA. Variants
+// 10..13 (sm90_stencil3x3_row_kernel) load halo-free boxes and take the side columns from the
+// neighbouring tiles' boxes instead.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <type_traits>
 
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
@@ -19,43 +23,93 @@ using stream::StreamBarriers;
 using stream::TileOrder;
 
 constexpr int kConsumerWarps = 4;
-constexpr int kDefaultCtasPerSm = 2;
 
 // A buffer layout of the tile stream (sm90_tile_stream.cuh), selectable at run time through
-// StencilTuning::variant so layouts compare in one benchmark run.
-template <int Stages, int OutStages, int Lag, int TileRows>
+// StencilTuning::variant so layouts compare in one benchmark run. A tile is TileRows rows of
+// TileBytes output bytes; its input comes as Slices boxes side by side, each covering
+// TileBytes / Slices output bytes plus its own 16-byte halo on both sides.
+template <int Stages, int OutStages, int Lag, int TileRows, int TileBytes = 256, int Slices = 1,
+          int Ctas = 2, L2Promotion Promotion = L2Promotion::bytes256, bool SharedSpace = false>
 struct Layout {
   static constexpr int kStages = Stages;        // input boxes in flight
   static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
   static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
   static constexpr int kTileRows = TileRows;
+  static constexpr int kTileBytes = TileBytes;          // output bytes per tile row
+  static constexpr int kSlices = Slices;                // input boxes per tile, side by side
+  static constexpr int kCtasPerSm = Ctas;               // default persistent CTAs per SM
+  static constexpr L2Promotion kPromotion = Promotion;  // the input map's L2 fetch size
+  static constexpr bool kSharedSpace = SharedSpace;     // stage pointers kept in .shared
 };
-// NOTE: variant 0 is the layout measured fastest on H200 (README): 4 paired stages freed one
-// tile late, 2 CTAs per SM. Separate input/output buffers freed inputs early but measured
-// slower (fp32 0.80 vs 0.89-0.98 of memcpy, fp64 0.64 vs 0.85), as did deeper rings.
+// NOTE: Layout0 (the fp64 default, variant 22) measured fastest of the first five on H200
+// (README): 4 paired stages freed one tile late, 2 CTAs per SM. Separate input/output buffers
+// freed inputs early but measured slower (fp32 0.80 vs 0.89-0.98 of memcpy, fp64 0.64 vs
+// 0.85), as did deeper rings.
 using Layout0 = Layout<4, 0, 1, 32>;
 using Layout1 = Layout<6, 0, 2, 32>;  // deeper paired ring, two stores in flight
 using Layout2 = Layout<6, 3, 1, 32>;  // separate: 6 input boxes, 3 output buffers
 using Layout3 = Layout<3, 0, 1, 64>;  // taller tiles: less halo re-read per output row
 using Layout4 = Layout<3, 0, 1, 32>;  // shallower paired ring
-constexpr int kVariants = 5;
+// Wider tiles: longer runs of contiguous bytes per box row, fewer boxes per byte moved.
+// NOTE: a box row holds at most 256 elements (rule T7), so 1 KB fp32 tiles (256 columns plus
+// a halo) load as two 512-byte slices; fp64 (128 columns plus 4) fits one box.
+template <class T, int TileRows, int Stages, int Ctas>
+using Wide1K = Layout<Stages, 0, 1, TileRows, 1024, sizeof(T) == 4 ? 2 : 1, Ctas>;
+template <class T>
+using Layout5 = Layout<3, 0, 1, 32, 512>;  // 32 x 512 B
+template <class T>
+using Layout6 = Layout<4, 0, 1, 16, 512>;  // 16 x 512 B
+template <class T>
+using Layout7 = Wide1K<T, 16, 3, 2>;  // 16 x 1 KB
+template <class T>
+using Layout8 = Wide1K<T, 32, 3, 1>;  // 32 x 1 KB, 1 CTA
+template <class T>
+using Layout9 = Wide1K<T, 8, 4, 2>;  // 8 x 1 KB
+// Variant 0 with the input map's L2 promotion off / 128 bytes (the halo's 16-byte edges
+// otherwise pull 256-byte L2 fetches), a deeper ring, two stores in flight.
+using Layout14 = Layout<4, 0, 1, 32, 256, 1, 2, L2Promotion::none>;
+using Layout15 = Layout<4, 0, 1, 32, 256, 1, 2, L2Promotion::bytes128>;
+using Layout16 = Layout<5, 0, 1, 32>;
+using Layout17 = Layout<4, 0, 2, 32>;
+// NOTE: ncu's source view of variant 0 showed its stage reads and writes as generic LD/ST
+// (the aligned base went through an integer, so the compiler lost the address space): the
+// consumers' fused multiply-adds waited on the long scoreboard. These keep the pointer
+// derived from the __shared__ array, so the compiler emits LDS/STS.
+using Layout18 = Layout<4, 0, 1, 32, 256, 1, 2, L2Promotion::bytes256, true>;
+using Layout19 = Layout<3, 0, 1, 32, 256, 1, 3, L2Promotion::bytes256, true>;  // 3 CTAs/SM
+using Layout20 = Layout<4, 0, 1, 16, 512, 1, 2, L2Promotion::bytes256, true>;  // 6, .shared
+using Layout21 = Layout<3, 0, 1, 32, 512, 1, 2, L2Promotion::bytes256, true>;  // 5, .shared
+// NOTE: variant 0 (the default) is Layout19 for fp32 and Layout0 for fp64 (README, run of
+// 2026-11-22T05:15Z: fp32 0.875 / batch 0.885 of memcpy against Layout0's 0.861-0.868;
+// fp64 with .shared pointers measured slower, 0.826 against 0.854-0.857). Variant 22 keeps
+// Layout0, the default for both types until then.
+template <class T>
+using DefaultLayout = std::conditional_t<sizeof(T) == 4, Layout19, Layout0>;
+// (variants 10..13: the row walk further down)
+constexpr int kVariants = 23;
 
-// Tile geometry for element type T: 256-byte output rows.
-template <class T, int TileRows>
+// Tile geometry for element type T and layout L.
+template <class T, class L>
 struct Geometry {
   static constexpr int kE = sizeof(T);
-  static constexpr int kTileRows = TileRows;
-  static constexpr int kTileCols = 256 / kE;  // 64 fp32, 32 fp64
+  static constexpr int kTileRows = L::kTileRows;
+  static constexpr int kTileCols = L::kTileBytes / kE;  // 64 fp32, 32 fp64 at 256 bytes
+  static constexpr int kSlices = L::kSlices;
+  static constexpr int kSliceCols = kTileCols / kSlices;
   // NOTE: the box's inner coordinate times the element size must be a multiple of 16 bytes
   // (TMA_FACTS O1), so the left halo is 16 bytes wide although the filter needs one element.
   static constexpr int kHalo = 16 / kE;
-  static constexpr int kInCols = kTileCols + 2 * kHalo;
+  static constexpr int kInCols = kSliceCols + 2 * kHalo;  // one slice's box
   static constexpr int kInRows = kTileRows + 2;
-  static constexpr std::uint32_t kInBytes = (kInCols * kInRows * kE + 127) / 128 * 128;
+  static constexpr std::uint32_t kSliceInBytes = (kInCols * kInRows * kE + 127) / 128 * 128;
+  static constexpr std::uint32_t kInBytes = kSlices * kSliceInBytes;
   static constexpr std::uint32_t kOutBytes = kTileCols * kTileRows * kE;
-  static constexpr int kStrips = 32 * kConsumerWarps / kTileCols;  // thread rows per tile
+  static constexpr int kStrips = 32 * kConsumerWarps / kSliceCols;  // thread rows per slice
   static constexpr int kStripRows = kTileRows / kStrips;
-  static_assert(kStrips * kTileCols == 32 * kConsumerWarps, "one column per consumer thread");
+  static_assert(kSliceCols * kSlices == kTileCols && kInCols <= 256,
+                "a slice's box row holds at most 256 elements (rule T7)");
+  static_assert(kStrips * kSliceCols == 32 * kConsumerWarps && kStripRows * kStrips == kTileRows,
+                "one column of each slice per consumer thread, strips of equal height");
 };
 
 template <class T>
@@ -71,7 +125,7 @@ struct Params {
 template <class T, class L>
 struct StencilOp {
   using Params = stencil3x3::Params<T>;
-  using G = Geometry<T, L::kTileRows>;
+  using G = Geometry<T, L>;
   static constexpr int kTileRows = L::kTileRows;
   static constexpr int kStages = L::kStages;
   static constexpr int kOutStages = L::kOutStages;
@@ -85,7 +139,8 @@ struct StencilOp {
     return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
   }
   __device__ static std::uint32_t tx_bytes(const Params&) {
-    return G::kInCols * G::kInRows * G::kE;
+    // NOTE: out-of-bounds parts of a box count: the fill is delivered like loaded bytes.
+    return G::kSlices * G::kInCols * G::kInRows * G::kE;
   }
   __device__ static void prefetch(const Params& p) {
     ptx::prefetch_tensormap(&p.in_map);
@@ -95,47 +150,60 @@ struct StencilOp {
                               std::uint32_t bar) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
-    // the box's corner: kHalo columns left, one row up (negative at the edges: zero fill)
-    const std::int32_t c[3] = {tx * G::kTileCols - G::kHalo, ty * kTileRows - 1, image};
-    ptx::cp_async_bulk_tensor_shared_global_tile<3>(dst, &p.in_map, c, bar);
+#pragma unroll
+    for (int s = 0; s < G::kSlices; ++s) {
+      // the box's corner: kHalo columns left, one row up (negative at the edges: zero fill;
+      // a slice wholly right of the image loads zeros too)
+      const std::int32_t c[3] = {tx * G::kTileCols + s * G::kSliceCols - G::kHalo,
+                                 ty * kTileRows - 1, image};
+      ptx::cp_async_bulk_tensor_shared_global_tile<3>(dst + s * G::kSliceInBytes, &p.in_map, c,
+                                                      bar);
+    }
   }
   __device__ static void compute(const Params& p, std::int64_t, std::uint8_t* in_bytes,
                                  std::uint8_t* out_bytes, std::uint32_t tid) {
-    const T* in = reinterpret_cast<const T*>(in_bytes);
     T* out = reinterpret_cast<T*>(out_bytes);
-    const int col = static_cast<int>(tid) % G::kTileCols;
-    const int row0 = static_cast<int>(tid) / G::kTileCols * G::kStripRows;
+    const int col = static_cast<int>(tid) % G::kSliceCols;
+    const int row0 = static_cast<int>(tid) / G::kSliceCols * G::kStripRows;
     T taps[9];
 #pragma unroll
     for (int i = 0; i < 9; ++i) taps[i] = p.taps[i];
 
-    // slide down the strip: input row i feeds output rows i-2, i-1, i (filter rows 2, 1, 0)
-    T acc[G::kStripRows];
 #pragma unroll
-    for (int o = 0; o < G::kStripRows; ++o) acc[o] = T(0);
+    for (int s = 0; s < G::kSlices; ++s) {
+      const T* in = reinterpret_cast<const T*>(in_bytes + s * G::kSliceInBytes);
+      T* out_col = out + s * G::kSliceCols + col;
+      // slide down the strip: input row i feeds output rows i-2, i-1, i (filter rows 2, 1,
+      // 0); output row o is complete after input row o + 2 and is written out at once
+      T acc[G::kStripRows];
 #pragma unroll
-    for (int i = 0; i < G::kStripRows + 2; ++i) {
-      const T* row = in + (row0 + i) * G::kInCols + col + G::kHalo - 1;
-      const T left = row[0];
-      const T centre = row[1];
-      const T right = row[2];
+      for (int o = 0; o < G::kStripRows; ++o) acc[o] = T(0);
 #pragma unroll
-      for (int dy = 0; dy < 3; ++dy) {
-        const int o = i - dy;
-        if (o < 0 || o >= G::kStripRows) continue;
-        // NOTE: fused multiply-adds in the order of the taps, as the CPU reference does.
-        acc[o] = fma(taps[3 * dy + 0], left, acc[o]);
-        acc[o] = fma(taps[3 * dy + 1], centre, acc[o]);
-        acc[o] = fma(taps[3 * dy + 2], right, acc[o]);
+      for (int i = 0; i < G::kStripRows + 2; ++i) {
+        const T* row = in + (row0 + i) * G::kInCols + col + G::kHalo - 1;
+        const T left = row[0];
+        const T centre = row[1];
+        const T right = row[2];
+#pragma unroll
+        for (int dy = 0; dy < 3; ++dy) {
+          const int o = i - dy;
+          if (o < 0 || o >= G::kStripRows) continue;
+          // NOTE: fused multiply-adds in the order of the taps, as the CPU reference does.
+          acc[o] = fma(taps[3 * dy + 0], left, acc[o]);
+          acc[o] = fma(taps[3 * dy + 1], centre, acc[o]);
+          acc[o] = fma(taps[3 * dy + 2], right, acc[o]);
+        }
+        if (i >= 2) out_col[(row0 + i - 2) * G::kTileCols] = acc[i - 2];
       }
     }
-#pragma unroll
-    for (int o = 0; o < G::kStripRows; ++o) out[(row0 + o) * G::kTileCols + col] = acc[o];
   }
   __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
-    if (p.tail.main_cols == 0) return;  // rows under 16 bytes: all of it is tail
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
+    // NOTE: rows under 16 bytes are all tail, and a tile that starts at or past the map's
+    // last column has nothing for TMA: a store wholly outside the tensor kills the kernel
+    // (docs/hardware.md H5).
+    if (tx * G::kTileCols >= p.tail.main_cols) return;
     const std::int32_t c[3] = {tx * G::kTileCols, ty * kTileRows, image};
     ptx::cp_async_bulk_tensor_global_shared_tile<3>(&p.out_map, c, src);
   }
@@ -157,7 +225,7 @@ struct StencilOp {
 // separate: boxes, then output buffers), then the barriers.
 template <class T, class L>
 struct alignas(128) SharedStorage {
-  using G = Geometry<T, L::kTileRows>;
+  using G = Geometry<T, L>;
   static constexpr std::uint32_t kRingBytes =
       L::kOutStages == 0 ? L::kStages * (G::kInBytes + G::kOutBytes)
                          : L::kStages * G::kInBytes + L::kOutStages * G::kOutBytes;
@@ -170,15 +238,23 @@ constexpr std::size_t kSmemBytes = sizeof(SharedStorage<T, L>) + 128;  // + alig
 template <class T, class L>
 __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
     sm90_stencil3x3_kernel(const __grid_constant__ Params<T> p) {
-  using G = Geometry<T, L::kTileRows>;
+  using G = Geometry<T, L>;
   static_assert(G::kInBytes % 128 == 0 && G::kOutBytes % 128 == 0,
                 "TMA shared-memory boxes need 128-byte alignment (rule D1)");
   static_assert(G::kInCols * G::kE % 16 == 0, "box rows of 16-byte units");
-  static_assert(2 * (kSmemBytes<T, L> + 1024) <= 228 * 1024, "two CTAs per SM must fit");
+  static_assert(L::kCtasPerSm * (kSmemBytes<T, L> + 1024) <= 228 * 1024,
+                "the layout's default CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];
-  auto* storage = reinterpret_cast<SharedStorage<T, L>*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 127) & ~std::uintptr_t{127});
+  SharedStorage<T, L>* storage;
+  if constexpr (L::kSharedSpace) {
+    // round up by pointer arithmetic on the array itself: the result stays a .shared pointer
+    const std::uint32_t pad = (128u - (ptx::smem_u32(smem_raw) & 127u)) & 127u;
+    storage = reinterpret_cast<SharedStorage<T, L>*>(smem_raw + pad);
+  } else {
+    storage = reinterpret_cast<SharedStorage<T, L>*>(
+        (reinterpret_cast<std::uintptr_t>(smem_raw) + 127) & ~std::uintptr_t{127});
+  }
   run_tile_stream<StencilOp<T, L>>(p, storage->ring, storage->bars);
 #else
   if (threadIdx.x == 0) printf("sm90_stencil3x3_kernel needs sm_90a\n");
@@ -189,7 +265,7 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 template <class T, class L>
 void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
             int ctas_per_sm, cudaStream_t stream) {
-  using G = Geometry<T, L::kTileRows>;
+  using G = Geometry<T, L>;
   constexpr int kTileRows = L::kTileRows;
   const DataType t = in.type;
   // step 2: maps, always rank 3 (cols, rows, images) so one kernel serves a batch of one
@@ -197,6 +273,7 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   auto out_spec = view_spec(out, t, {G::kTileCols, kTileRows, 1}, Swizzle::none);
   in_spec.rank = 3;
   out_spec.rank = 3;
+  in_spec.l2_promotion = L::kPromotion;
   p.in_map = cached_tensor_map(in_spec);
   // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
   const std::uint64_t main_cols = tma_store_cols(out.cols, sizeof(T));
@@ -224,17 +301,276 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   check_launch("sm90_stencil3x3_kernel");
 }
 
+// ---- row walk: each input value crosses L2 once per tile (variants 10..13) ---------------
+//
+// NOTE: ncu on H200 (README) put the tile stream at ~90% of L2 throughput with DRAM at ~77%:
+// the 16-byte side halos cost a quarter more L2 sectors than the tile (288 of every 256 bytes,
+// in four 128-byte lines instead of two). Here boxes are exactly the tile's columns (plus the
+// row above and below), and the left/right neighbour columns come from the neighbouring
+// tiles' boxes, which the CTA holds anyway: each CTA walks one contiguous run of tiles in
+// row-major order, so tile t's neighbours are the boxes loaded just before and after it.
+// A run that starts or ends inside a tile row loads one more box at that end.
+// NOTE: measured 12-30% slower than the tile stream on H200 (README) although it cut L2
+// requests 3.5x: one run per CTA spreads the CTAs over 264 tile rows at once, and DRAM reads
+// rose 6.5%. Kept for comparison.
+//
+//   producer: boxes b0 .. bM-1 = tiles begin - L .. end - 1 + R into a ring of input stages
+//   consumers, tile at box m: wait boxes m-1 (if it has a left neighbour), m, m+1 (if right)
+//     -> compute into output buffer k % kOutStages -> one thread stores it, frees box m - 1
+template <int InStages, int OutStages, int TileRows, int TileBytes, int Ctas>
+struct RowLayout {
+  static constexpr int kStages = InStages;      // input boxes in the ring (>= 3: m-1, m, m+1)
+  static constexpr int kOutStages = OutStages;  // output buffers, kOutStages - 1 stores in flight
+  static constexpr int kTileRows = TileRows;
+  static constexpr int kTileBytes = TileBytes;
+  static constexpr int kCtasPerSm = Ctas;
+};
+using RowLayout10 = RowLayout<6, 3, 32, 256, 2>;  // 32 x 256 B
+using RowLayout11 = RowLayout<6, 3, 16, 512, 2>;  // 16 x 512 B
+using RowLayout12 = RowLayout<4, 2, 32, 256, 2>;  // shallower ring
+using RowLayout13 = RowLayout<5, 2, 32, 512, 1>;  // 32 x 512 B, one CTA
+
+template <class T, class L>
+struct RowGeometry {
+  static constexpr int kE = sizeof(T);
+  static constexpr int kTileRows = L::kTileRows;
+  static constexpr int kTileCols = L::kTileBytes / kE;
+  static constexpr int kInRows = kTileRows + 2;
+  static constexpr std::uint32_t kInBytes = kTileCols * kInRows * kE;
+  static constexpr std::uint32_t kOutBytes = kTileCols * kTileRows * kE;
+  static constexpr int kStrips = 32 * kConsumerWarps / kTileCols;
+  static constexpr int kStripRows = kTileRows / kStrips;
+  static_assert(kTileCols <= 256, "a box row holds at most 256 elements (rule T7)");
+  static_assert(kStrips * kTileCols == 32 * kConsumerWarps && kStripRows * kStrips == kTileRows,
+                "one column per consumer thread, strips of equal height");
+  static_assert(kInBytes % 128 == 0 && kOutBytes % 128 == 0,
+                "TMA shared-memory boxes need 128-byte alignment (rule D1)");
+};
+
+template <class T, class L>
+struct alignas(128) RowSharedStorage {
+  using G = RowGeometry<T, L>;
+  std::uint8_t in[L::kStages][G::kInBytes];
+  std::uint8_t out[L::kOutStages][G::kOutBytes];
+  StreamBarriers<L::kStages> bars;  // full: box landed; empty: box no longer read
+};
+template <class T, class L>
+constexpr std::size_t kRowSmemBytes = sizeof(RowSharedStorage<T, L>) + 128;
+
+template <class T, class L>
+__global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
+    sm90_stencil3x3_row_kernel(const __grid_constant__ Params<T> p) {
+  using G = RowGeometry<T, L>;
+  constexpr int kStages = L::kStages;
+  constexpr int kOutStages = L::kOutStages;
+  constexpr std::uint32_t kConsumerThreads = 32u * kConsumerWarps;
+  static_assert(kStages >= 3, "a tile needs its box and both neighbours resident");
+  static_assert(kOutStages >= 2, "one output buffer filling while the last one stores");
+  static_assert(L::kCtasPerSm * (kRowSmemBytes<T, L> + 1024) <= 228 * 1024,
+                "the layout's default CTAs per SM must fit");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
+  extern __shared__ std::uint8_t smem_raw[];
+  auto& st = *reinterpret_cast<RowSharedStorage<T, L>*>(
+      (reinterpret_cast<std::uintptr_t>(smem_raw) + 127) & ~std::uintptr_t{127});
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const std::int32_t tiles_x = p.order.tiles_x;
+
+  // this CTA's run of tiles [begin, end) and its boxes [first, last): one more box at an end
+  // that falls inside a tile row (the neighbour's columns)
+  const std::int64_t tiles = static_cast<std::int64_t>(tiles_x) * p.order.tiles_y * p.images;
+  const std::int64_t begin = tiles * blockIdx.x / gridDim.x;
+  const std::int64_t end = tiles * (blockIdx.x + 1) / gridDim.x;
+  const std::int64_t first = begin - (begin % tiles_x != 0 ? 1 : 0);
+  const std::int64_t last = end + (end % tiles_x != 0 ? 1 : 0);
+
+  // step 1: barrier init by one thread, made visible to the async proxy
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      st.bars.full[s].init(1);
+      st.bars.empty[s].init(1);
+    }
+    fence_barrier_init();
+    ptx::prefetch_tensormap(&p.in_map);
+    ptx::prefetch_tensormap(&p.out_map);
+  }
+  __syncthreads();
+
+  if (warp == 0) {
+    // step 2 (producer): box m into stage m % kStages once box m - kStages is no longer read
+    if (threadIdx.x == 0) {
+      for (std::int64_t t = first; t < last; ++t) {
+        const int m = static_cast<int>(t - first);
+        const int s = m % kStages;
+        st.bars.empty[s].wait(((m / kStages) & 1) ^ 1);  // fresh barriers pass at once
+        st.bars.full[s].arrive_expect_tx(G::kInBytes);
+        std::int32_t tx, ty, image;
+        p.order.coords(t, tx, ty, image);
+        // the tile's columns, one row up (zero fill above the first and below the last row)
+        const std::int32_t c[3] = {tx * G::kTileCols, ty * G::kTileRows - 1, image};
+        ptx::cp_async_bulk_tensor_shared_global_tile<3>(ptx::smem_u32(st.in[s]), &p.in_map, c,
+                                                        st.bars.full[s].smem());
+      }
+    }
+    return;
+  }
+
+  // step 3 (consumers): each thread one column of a strip, neighbours from adjacent boxes
+  const std::uint32_t tid = threadIdx.x - 32;
+  const int col = static_cast<int>(tid) % G::kTileCols;
+  const int row0 = static_cast<int>(tid) / G::kTileCols * G::kStripRows;
+  T taps[9];
+#pragma unroll
+  for (int i = 0; i < 9; ++i) taps[i] = p.taps[i];
+  int k = 0;
+  for (std::int64_t t = begin; t < end; ++t, ++k) {
+    const int m = static_cast<int>(t - first);
+    std::int32_t tx, ty, image;
+    p.order.coords(t, tx, ty, image);
+    const bool has_left = tx > 0;
+    const bool has_right = tx < tiles_x - 1;
+    // wait for the boxes this tile reads (a completed phase passes at once)
+    if (has_left) st.bars.full[(m - 1) % kStages].wait(((m - 1) / kStages) & 1);
+    st.bars.full[m % kStages].wait((m / kStages) & 1);
+    if (has_right) st.bars.full[(m + 1) % kStages].wait(((m + 1) / kStages) & 1);
+
+    const T* centre = reinterpret_cast<const T*>(st.in[m % kStages]);
+    // NOTE: edge threads read their outer neighbour from the adjacent box at the same row
+    // pitch; outside the image (no such box) the value is masked to +0, as TMA's fill.
+    // Masked threads point at their own column so that no read touches a box in flight.
+    const T* left = col > 0    ? centre + col - 1
+                    : has_left ? reinterpret_cast<const T*>(st.in[(m + kStages - 1) % kStages]) +
+                                     (G::kTileCols - 1)
+                               : centre + col;
+    const T* right = col < G::kTileCols - 1 ? centre + col + 1
+                     : has_right ? reinterpret_cast<const T*>(st.in[(m + 1) % kStages])
+                                 : centre + col;
+    const bool left_zero = col == 0 && !has_left;
+    const bool right_zero = col == G::kTileCols - 1 && !has_right;
+    std::uint8_t* out_bytes = st.out[k % kOutStages];
+    T* out = reinterpret_cast<T*>(out_bytes) + col;
+
+    T acc[G::kStripRows];
+#pragma unroll
+    for (int o = 0; o < G::kStripRows; ++o) acc[o] = T(0);
+#pragma unroll
+    for (int i = 0; i < G::kStripRows + 2; ++i) {
+      const int r = (row0 + i) * G::kTileCols;
+      const T l = left_zero ? T(0) : left[r];
+      const T c = centre[r + col];
+      const T rt = right_zero ? T(0) : right[r];
+#pragma unroll
+      for (int dy = 0; dy < 3; ++dy) {
+        const int o = i - dy;
+        if (o < 0 || o >= G::kStripRows) continue;
+        // NOTE: fused multiply-adds in the order of the taps, as the CPU reference does.
+        acc[o] = fma(taps[3 * dy + 0], l, acc[o]);
+        acc[o] = fma(taps[3 * dy + 1], c, acc[o]);
+        acc[o] = fma(taps[3 * dy + 2], rt, acc[o]);
+      }
+      if (i >= 2) out[(row0 + i - 2) * G::kTileCols] = acc[i - 2];
+    }
+
+    // generic-proxy writes fenced by each writer before the TMA store reads them; the next
+    // tile's output buffer is free once the store that last used it has read it
+    ptx::fence_proxy_async_shared_cta();
+    if (tid == 0) ptx::cp_async_bulk_wait_group_read<kOutStages - 2>();
+    ptx::bar_sync(1, kConsumerThreads);
+    if (tid == 0) {
+      if (tx * G::kTileCols < p.tail.main_cols) {  // a store wholly outside kills (H5)
+        const std::int32_t c[3] = {tx * G::kTileCols, ty * G::kTileRows, image};
+        ptx::cp_async_bulk_tensor_global_shared_tile<3>(&p.out_map, c, ptx::smem_u32(out_bytes));
+      }
+      ptx::cp_async_bulk_commit_group();
+      // box m - 1 was last read as this tile's left neighbour (every consumer passed bar_sync)
+      if (m >= 1) st.bars.empty[(m - 1) % kStages].arrive();
+    }
+    if (p.tail.main_cols != p.tail.cols) {
+      stream::store_row_tail<G::kE>(
+          p.tail, tx * G::kTileCols, ty * G::kTileRows, image, G::kTileCols, G::kTileRows,
+          out_bytes,
+          [](std::int32_t r, std::int32_t c) {
+            return static_cast<std::uint32_t>((r * G::kTileCols + c) * G::kE);
+          },
+          tid, kConsumerThreads);
+    }
+  }
+  // step 4: a CTA may not exit while a store still reads its shared memory
+  if (tid == 0) ptx::cp_async_bulk_wait_group<0>();
+#else
+  if (threadIdx.x == 0) printf("sm90_stencil3x3_row_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+template <class T, class L>
+void launch_row(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                int ctas_per_sm, cudaStream_t stream) {
+  using G = RowGeometry<T, L>;
+  const DataType t = in.type;
+  // step 2: maps: input boxes of the tile's columns (no side halo), rows above and below
+  auto in_spec = view_spec(in, t, {G::kTileCols, G::kInRows, 1}, Swizzle::none);
+  auto out_spec = view_spec(out, t, {G::kTileCols, G::kTileRows, 1}, Swizzle::none);
+  in_spec.rank = 3;
+  out_spec.rank = 3;
+  p.in_map = cached_tensor_map(in_spec);
+  const std::uint64_t main_cols = tma_store_cols(out.cols, sizeof(T));
+  if (main_cols > 0) {
+    out_spec.global_dim[0] = main_cols;
+    p.out_map = cached_tensor_map(out_spec);
+  }
+  p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), out.image_pitch(),
+            static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
+            static_cast<std::int32_t>(main_cols)};
+  for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
+  // NOTE: panel 1 (row-major tiles): a CTA's run of tiles walks along tile rows.
+  p.order = {static_cast<std::int32_t>((in.cols + G::kTileCols - 1) / G::kTileCols),
+             static_cast<std::int32_t>((in.rows + G::kTileRows - 1) / G::kTileRows), 1};
+  p.images = static_cast<std::int32_t>(in.batch);
+
+  // step 3: launch, one run of consecutive tiles per CTA
+  const std::int64_t tiles =
+      static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
+  const unsigned grid = persistent_grid(tiles, ctas_per_sm);
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_stencil3x3_row_kernel<T, L>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kRowSmemBytes<T, L>)));
+  sm90_stencil3x3_row_kernel<T, L>
+      <<<grid, 32 * (1 + kConsumerWarps), kRowSmemBytes<T, L>, stream>>>(p);
+  check_launch("sm90_stencil3x3_row_kernel");
+}
+
 // CTAs of each layout that fit in one SM's 228 KB (1 KB of it reserved per CTA): [variant][fp64]
 template <class T, class L>
 constexpr int max_ctas() {
   return static_cast<int>(228 * 1024 / (kSmemBytes<T, L> + 1024));
 }
-constexpr int kMaxCtasPerSm[kVariants][2] = {
-    {max_ctas<float, Layout0>(), max_ctas<double, Layout0>()},
-    {max_ctas<float, Layout1>(), max_ctas<double, Layout1>()},
-    {max_ctas<float, Layout2>(), max_ctas<double, Layout2>()},
-    {max_ctas<float, Layout3>(), max_ctas<double, Layout3>()},
-    {max_ctas<float, Layout4>(), max_ctas<double, Layout4>()}};
+template <class T, class L>
+constexpr int max_row_ctas() {
+  return static_cast<int>(228 * 1024 / (kRowSmemBytes<T, L> + 1024));
+}
+// [variant][fp64]: the most CTAs per SM that fit, and the layout's default
+struct LayoutFacts {
+  int max_ctas;
+  int default_ctas;
+};
+template <class T, class L>
+constexpr LayoutFacts facts() {
+  return {max_ctas<T, L>(), L::kCtasPerSm};
+}
+template <class T, class L>
+constexpr LayoutFacts row_facts() {
+  return {max_row_ctas<T, L>(), L::kCtasPerSm};
+}
+template <class T>
+constexpr std::array<LayoutFacts, kVariants> kLayouts = {
+    facts<T, DefaultLayout<T>>(), facts<T, Layout1>(),    facts<T, Layout2>(),
+    facts<T, Layout3>(),    facts<T, Layout4>(),    facts<T, Layout5<T>>(),
+    facts<T, Layout6<T>>(), facts<T, Layout7<T>>(), facts<T, Layout8<T>>(),
+    facts<T, Layout9<T>>(), row_facts<T, RowLayout10>(), row_facts<T, RowLayout11>(),
+    row_facts<T, RowLayout12>(), row_facts<T, RowLayout13>(), facts<T, Layout14>(),
+    facts<T, Layout15>(),        facts<T, Layout16>(),        facts<T, Layout17>(),
+    facts<T, Layout18>(),        facts<T, Layout19>(),        facts<T, Layout20>(),
+    facts<T, Layout21>(),        facts<T, Layout0>()};
 
 template <class T>
 void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
@@ -245,7 +581,25 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
     case 2: launch<T, Layout2>(p, in, out, filter, ctas_per_sm, stream); break;
     case 3: launch<T, Layout3>(p, in, out, filter, ctas_per_sm, stream); break;
     case 4: launch<T, Layout4>(p, in, out, filter, ctas_per_sm, stream); break;
-    default: launch<T, Layout0>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 5: launch<T, Layout5<T>>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 6: launch<T, Layout6<T>>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 7: launch<T, Layout7<T>>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 8: launch<T, Layout8<T>>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 9: launch<T, Layout9<T>>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 10: launch_row<T, RowLayout10>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 11: launch_row<T, RowLayout11>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 12: launch_row<T, RowLayout12>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 13: launch_row<T, RowLayout13>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 14: launch<T, Layout14>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 15: launch<T, Layout15>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 16: launch<T, Layout16>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 17: launch<T, Layout17>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 18: launch<T, Layout18>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 19: launch<T, Layout19>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 20: launch<T, Layout20>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 21: launch<T, Layout21>(p, in, out, filter, ctas_per_sm, stream); break;
+    case 22: launch<T, Layout0>(p, in, out, filter, ctas_per_sm, stream); break;
+    default: launch<T, DefaultLayout<T>>(p, in, out, filter, ctas_per_sm, stream); break;
   }
 }
 
@@ -282,13 +636,16 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
       throw ArgumentError("filter.taps[" + std::to_string(i) + "]", "is not finite");
     }
   }
-  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : kDefaultCtasPerSm;
   if (tuning.variant < 0 || tuning.variant >= kVariants) {
     throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
                                               " is not a layout; use 0.." +
                                               std::to_string(kVariants - 1));
   }
-  const int max_ctas = kMaxCtasPerSm[tuning.variant][in.type == DataType::float64 ? 1 : 0];
+  const bool fp64 = in.type == DataType::float64;
+  const LayoutFacts layout = fp64 ? kLayouts<double>[tuning.variant]
+                                  : kLayouts<float>[tuning.variant];
+  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.default_ctas;
+  const int max_ctas = layout.max_ctas;
   if (ctas_per_sm > max_ctas) {
     throw ArgumentError("tuning.ctas_per_sm",
                         "at most " + std::to_string(max_ctas) + " fit in shared memory");

@@ -14,11 +14,10 @@ struct Shape {
   std::uint64_t batch, rows, cols, pad;
 };
 
-const Shape kShapes[] = {{1, 1, 1, 0},     {1, 1, 37, 0},     {1, 37, 1, 0},
-                         {1, 2, 2, 0},     {1, 97, 101, 0},   {1, 127, 131, 32},
-                         {1, 32, 64, 0},   {1, 300, 500, 0},  {1, 256, 512, 16},
-                         {3, 33, 65, 0},   {4, 61, 59, 48},   {1, 1031, 1999, 0},
-                         {2, 513, 257, 0}};
+const Shape kShapes[] = {{1, 1, 1, 0},      {1, 1, 37, 0},     {1, 37, 1, 0},    {1, 2, 2, 0},
+                         {1, 97, 101, 0},   {1, 127, 131, 32}, {1, 32, 64, 0},   {1, 300, 500, 0},
+                         {1, 256, 512, 16}, {3, 33, 65, 0},    {4, 61, 59, 48},  {1, 1031, 1999, 0},
+                         {2, 513, 257, 0},  {1, 19, 257, 0},   {2, 35, 130, 16}, {1, 40, 1029, 0}};
 const DataType kTypes[] = {DataType::float32, DataType::float64};
 
 // Taps with no symmetry, so a flipped or shifted filter fails.
@@ -44,6 +43,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Stencil,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
 
+constexpr int kVariants = 23;  // StencilTuning::variant 0..22 (kernels/stencil3x3/README.md)
+
+// Every layout other than the default on every odd shape: tiles wider and taller than the
+// image, slices wholly right of it, row tails, padding, batches.
+class StencilVariant : public ::testing::TestWithParam<std::tuple<DataType, Shape, int>> {};
+
+TEST_P(StencilVariant, MatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto [type, s, variant] = GetParam();
+  Image in(type, s.batch, s.rows, s.cols, s.pad);
+  Image out(type, s.batch, s.rows, s.cols, s.pad + 16);  // poisoned, padding included
+  in.randomize(static_cast<std::uint32_t>(s.rows * 17 + s.cols + s.batch + variant));
+  stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{0, variant});
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  reference::stencil3x3(in.host_ref(), out.host_ref(), asymmetric());
+  EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, StencilVariant,
+                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                                            ::testing::ValuesIn(kShapes),
+                                            ::testing::Range(1, kVariants)));
+
 // Every layout (StencilTuning::variant) on a batch large enough that each CTA's ring wraps
 // several times, with row tails and image padding.
 class StencilLayouts : public ::testing::TestWithParam<DataType> {};
@@ -55,7 +77,7 @@ TEST_P(StencilLayouts, EveryVariantMatchesReference) {
   in.randomize(77);
   Image expect(type, 3, 1031, 2053, 48);
   reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
-  for (int variant = 0; variant < 5; ++variant) {
+  for (int variant = 0; variant < kVariants; ++variant) {
     for (int ctas : {0, 1, variant == 0 ? 3 : 1}) {
       Image out(type, 3, 1031, 2053, 48);  // poisoned, padding included
       stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{ctas, variant});
@@ -73,9 +95,27 @@ TEST(StencilGpu, UnknownVariantThrows) {
   Image in(DataType::float32, 1, 8, 8);
   Image out(DataType::float32, 1, 8, 8);
   EXPECT_THROW(stencil3x3(in.ref(), out.ref(), Filter3x3::laplacian(), nullptr,
-                          StencilTuning{0, 5}),
+                          StencilTuning{0, kVariants}),
                ArgumentError);
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
+}
+
+// Small enough for compute-sanitizer (scripts/gpu_check): every layout, both types, a row
+// tail, padding and two images.
+TEST(StencilGpu, EveryVariantSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const DataType type : kTypes) {
+    Image in(type, 2, 70, 301, 16);
+    in.randomize(11);
+    Image expect(type, 2, 70, 301, 32);
+    reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
+    for (int variant = 0; variant < kVariants; ++variant) {
+      Image out(type, 2, 70, 301, 32);
+      stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{1, variant});
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u) << "variant " << variant;
+    }
+  }
 }
 
 TEST(StencilGpu, EdgesSeeZeroPadding) {

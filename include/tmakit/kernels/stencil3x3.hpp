@@ -20,7 +20,7 @@ struct Filter3x3 {
 
 struct StencilTuning {
   int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
-  int variant = 0;      // shared-memory layout (0: the default; 1..3 kernels/stencil3x3/README.md)
+  int variant = 0;      // shared-memory layout (0: the default; 1..22 kernels/stencil3x3/README.md)
 };
 
 // `in` and `out`: same type (float32 or float64), shape and batch, disjoint. Data, row and
