@@ -62,7 +62,7 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
   os << "bytes = each input read once + each output written once; median of "
      << (results.empty() ? 0 : results.front().timing.runs)
      << " runs, L2 flushed before each; x memcpy = ratio to the device copy of the same "
-        "buffers in this run\n\n";
+        "buffers, timed in the same interleaved rounds (the memcpy row: timed alone)\n\n";
   os << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(10)
      << "GB" << std::setw(11) << "median" << std::setw(9) << "GB/s" << std::setw(10)
      << "x memcpy"
@@ -100,6 +100,9 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
   j["method"] = {{"warmup", options.timing.warmup},
                  {"runs", options.timing.runs},
                  {"statistic", "median of CUDA-event times"},
+                 {"pairing",
+                  "each implementation timed in interleaved rounds with the memcpy of its "
+                  "buffers (GEMM: with every implementation of its shape); ratios use those"},
                  {"l2_flush", options.timing.flush_l2},
                  {"bytes", "each input read once + each output written once"},
                  {"quick", options.quick},

@@ -30,7 +30,7 @@ struct Result {
   std::string note;      // e.g. the cuDNN algorithm, the library loaded
   Timing timing;
   double gbps = 0;
-  double memcpy_gbps = 0;  // the ceiling measured on the same buffers in the same run
+  double memcpy_gbps = 0;  // the ceiling: memcpy of the same buffers, timed in the same rounds
   bool ok() const { return status == "ok"; }
 };
 
