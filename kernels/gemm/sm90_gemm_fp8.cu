@@ -33,13 +33,17 @@ using gemm_common::to_out;
 // A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep, and
 // ClusterM CTAs (consecutive tile rows of one tile column) sharing each B tile: each CTA of
 // the cluster loads 1/ClusterM of it and TMA multicasts that part to all of them.
-template <int ConsumerWGs, int BlockN, int Stages, int ClusterM>
+template <int ConsumerWGs, int BlockN, int Stages, int ClusterM, int DBoxCols = 64>
 struct Config {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kBlockM = 64 * ConsumerWGs;
   static constexpr int kBlockN = BlockN;
   static constexpr int kStages = Stages;
   static constexpr int kClusterM = ClusterM;
+  // the TMA-store epilogue's boxes: DBoxCols columns (<= 64: one 128-byte swizzle span of
+  // bf16/fp16) x 64 rows; BlockN is a whole number of them
+  static constexpr int kDBoxCols = DBoxCols;
+  static constexpr int kDBoxes = BlockN / DBoxCols;
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
@@ -49,12 +53,15 @@ struct Config {
   static constexpr int kBSliceRows = BlockN / ClusterM;  // rows of B each CTA loads
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
-  static constexpr int kProducerRegs = 40;
-  static constexpr int kConsumerRegs = ConsumerWGs == 1 ? 240 : 232;
+  // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
+  // from the producer: 128 * 24 + 256 * 240 = 64512.
+  static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
+  static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
 };
 using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
 using Config1 = Config<2, 128, 6, 1>;  // m128n128: 32 KB per stage
 using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
+using Config4 = Config<2, 144, 5, 1, 48>;  // m128n144: 34 KB per stage, D in 48-column boxes
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
@@ -80,7 +87,7 @@ struct alignas(1024) SharedStorage {
   std::uint8_t b[Cfg::kStages][Cfg::kStageBBytes];
   // the epilogue's staging: per consumer warpgroup, its 64 x BlockN tile of D as boxes of
   // 64 x 64 elements (128-byte rows, 128B swizzle), stored by TMA
-  std::uint8_t d[Cfg::kConsumerWGs][Cfg::kBlockN / 64][64 * 128];
+  std::uint8_t d[Cfg::kConsumerWGs][Cfg::kDBoxes][64 * 128];
   PipelineBarriers<Cfg::kStages> bars;
   int last_split;  // split-K: this CTA finishes the current tile
 };
@@ -172,8 +179,9 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
     for (int h = 0; h < 2; ++h) {
       const std::uint32_t row = 16 * warp + lane / 4 + 8 * h;
       const std::uint32_t col = 8 * j + 2 * (lane % 4);  // within the tile
-      const std::uint32_t offset = swizzled_offset(Swizzle::bytes128, row, col % 64, 128, 2);
-      *reinterpret_cast<std::uint32_t*>(&boxes[col / 64][offset]) =
+      const std::uint32_t offset =
+          swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
+      *reinterpret_cast<std::uint32_t*>(&boxes[col / Cfg::kDBoxCols][offset]) =
           pack2<T>(acc[4 * j + 2 * h] * p.scale, acc[4 * j + 2 * h + 1] * p.scale);
     }
   }
@@ -181,9 +189,9 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   ptx::bar_sync(barrier_id, 128);
   if (wg_tid == 0) {
 #pragma unroll
-    for (int b = 0; b < Cfg::kBlockN / 64; ++b) {
-      if (col0 + 64 * b >= p.n) break;  // a box wholly past N (see above)
-      const std::int32_t c[2] = {col0 + 64 * b, row0};
+    for (int b = 0; b < Cfg::kDBoxes; ++b) {
+      if (col0 + Cfg::kDBoxCols * b >= p.n) break;  // a box wholly past N (see above)
+      const std::int32_t c[2] = {col0 + Cfg::kDBoxCols * b, row0};
       ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.d_map, c, ptx::smem_u32(boxes[b]));
     }
     ptx::cp_async_bulk_commit_group();
@@ -214,6 +222,8 @@ template <class Cfg, class T>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_kernel(const __grid_constant__ Params p) {
   static_assert(Cfg::kBlockN % 8 == 0 && Cfg::kBlockN <= 256, "wgmma N: 8..256, step 8");
+  static_assert(Cfg::kBlockN % Cfg::kDBoxCols == 0 && Cfg::kDBoxCols % 8 == 0 && Cfg::kDBoxCols <= 64,
+                "the epilogue's boxes: whole 8-column fragments, at most one 128-byte span");
   static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
   static_assert(Cfg::kStageABytes % 1024 == 0 && Cfg::kStageBBytes % 1024 == 0,
                 "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
@@ -445,6 +455,7 @@ struct ConfigFacts {
   int block_m;
   int block_n;
   int cluster_m;
+  int d_box_cols;  // the epilogue's TMA-store box width
   int (*resident_clusters)();
   void (*launch_bf16)(const Params&, unsigned, cudaStream_t);
   void (*launch_fp16)(const Params&, unsigned, cudaStream_t);
@@ -453,15 +464,18 @@ template <class Cfg>
 constexpr ConfigFacts facts(const char* name) {
   return {name,         Cfg::kBlockM,
           Cfg::kBlockN, Cfg::kClusterM,
-          &max_resident_clusters<Cfg>, &launch<Cfg, __nv_bfloat16>,
-          &launch<Cfg, __half>};
+          Cfg::kDBoxCols, &max_resident_clusters<Cfg>,
+          &launch<Cfg, __nv_bfloat16>, &launch<Cfg, __half>};
 }
-const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"), facts<Config1>("m128n128"),
-                                facts<Config2>("m128n128c2")};
-// Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu), outside this table.
+// Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu): its row here only names it.
 constexpr int kSmallMConfig = 3;
-static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) + 1 == kGemmConfigs,
-              "gemm.hpp's kGemmConfigs counts the configurations here and the small-M one");
+const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
+                                facts<Config1>("m128n128"),
+                                facts<Config2>("m128n128c2"),
+                                {"smallm", 0, 0, 1, 0, nullptr, nullptr, nullptr},
+                                facts<Config4>("m128n144")};
+static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
+              "gemm.hpp's kGemmConfigs counts the configurations here");
 
 // Split-K workspace and tile counters, per device: grown when a call needs more, never shrunk.
 struct Workspace {
@@ -512,7 +526,6 @@ void check_operand(const char* arg, const ConstTensorRef& v) {
 namespace tmakit {
 
 const char* gemm_config_name(int config) {
-  if (config == detail::gemm::kSmallMConfig) return "smallm";
   if (config < 0 || config >= kGemmConfigs) return "?";
   return detail::gemm::kConfigs[config].name;
 }
@@ -636,7 +649,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
-  if (tuning.config >= 0 && tuning.config < kSmallMConfig &&
+  if (tuning.config >= 0 && tuning.config != kSmallMConfig &&
       kConfigs[tuning.config].cluster_m > 1 && tuning.splits > 1) {
     throw ArgumentError("tuning.splits", std::string("configuration ") +
                                              kConfigs[tuning.config].name +
@@ -674,8 +687,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   // the pitch multiples of 16) for the stores to stop exactly at column N; else plain stores.
   p.d_tma_store = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0 ? 1 : 0;
   if (p.d_tma_store) {
-    p.d_map = detail::cached_tensor_map(detail::view_spec(d, d.type, {64, 64, 1},
-                                                          Swizzle::bytes128));
+    p.d_map = detail::cached_tensor_map(detail::view_spec(
+        d, d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1}, Swizzle::bytes128));
   }
   p.m = static_cast<std::int32_t>(m);
   p.n = static_cast<std::int32_t>(n);

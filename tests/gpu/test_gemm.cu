@@ -239,6 +239,10 @@ TEST(Gemm, LargerShapeSeveralTilesPerCta) {
   // (never written), a last tile 8 columns wide and row tiles past M
   run_case({1000, 1032, 512, 1, 0, DataType::float16, 32}, 13);
   run_case({72, 2056, 256, 1, 1}, 14);
+  // 144-wide tiles: D stored in 48-column boxes, the last tile 24 columns wide (one partial
+  // box, two skipped), padded rows; then several tiles per CTA with split K
+  run_case({1000, 1032, 512, 4, 0, DataType::float16, 32}, 15);
+  run_case({300, 4100, 1024, 4, 2}, 16);
 }
 
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {

@@ -57,7 +57,7 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(refused([&] { auto d = o.d; d.row_stride_bytes = 100; gemm_fp8(o.a, o.b, d); }),
             "d.row_stride_bytes");
   EXPECT_EQ(refused([&] { auto d = o.d; d.data = fake(kB); gemm_fp8(o.a, o.b, d); }), "d.data");
-  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {5, 0}); }), "tuning.config");
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {kGemmConfigs, 0}); }), "tuning.config");
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {-1, 3}); }), "tuning.splits");
 }
 
