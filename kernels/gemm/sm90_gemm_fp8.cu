@@ -33,7 +33,8 @@ using gemm_common::to_out;
 // A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep, and
 // ClusterM CTAs (consecutive tile rows of one tile column) sharing each B tile: each CTA of
 // the cluster loads 1/ClusterM of it and TMA multicasts that part to all of them.
-template <int ConsumerWGs, int BlockN, int Stages, int ClusterM, int DBoxCols = 64>
+template <int ConsumerWGs, int BlockN, int Stages, int ClusterM, int DBoxCols = 64,
+          int DStaged = BlockN / DBoxCols>
 struct Config {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kBlockM = 64 * ConsumerWGs;
@@ -44,6 +45,9 @@ struct Config {
   // bf16/fp16) x 64 rows; BlockN is a whole number of them
   static constexpr int kDBoxCols = DBoxCols;
   static constexpr int kDBoxes = BlockN / DBoxCols;
+  // boxes staged in shared memory at a time: fewer than kDBoxes store the tile in passes,
+  // each waiting for the previous pass's stores to have read the buffer
+  static constexpr int kDStaged = DStaged;
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
@@ -61,7 +65,7 @@ struct Config {
 using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
 using Config1 = Config<2, 128, 6, 1>;  // m128n128: 32 KB per stage
 using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
-using Config4 = Config<2, 144, 5, 1, 48>;  // m128n144: 34 KB per stage, D in 48-column boxes
+using Config4 = Config<2, 144, 6, 1, 48, 1>;  // m128n144: 34 KB per stage, D in 48-column boxes, one at a time
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
@@ -87,7 +91,7 @@ struct alignas(1024) SharedStorage {
   std::uint8_t b[Cfg::kStages][Cfg::kStageBBytes];
   // the epilogue's staging: per consumer warpgroup, its 64 x BlockN tile of D as boxes of
   // 64 x 64 elements (128-byte rows, 128B swizzle), stored by TMA
-  std::uint8_t d[Cfg::kConsumerWGs][Cfg::kDBoxes][64 * 128];
+  std::uint8_t d[Cfg::kConsumerWGs][Cfg::kDStaged][64 * 128];
   PipelineBarriers<Cfg::kStages> bars;
   int last_split;  // split-K: this CTA finishes the current tile
 };
@@ -161,7 +165,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
 // tile, scaled and rounded, into 64 x 64 boxes with the 128B swizzle (a quarter-warp's eight
 // rows land on eight distinct 16-byte chunks: no bank conflicts), then one thread stores the
 // boxes; TMA clips rows past M and columns past N (N * 2 is a multiple of 16 here, so no
-// 16-byte chunk spills past a row). The buffer is reused once the previous stores read it.
+// 16-byte chunk spills past a row). kDStaged boxes at a time (the whole tile, or passes);
+// the buffer is reused once the previous stores have read it.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&acc)[Cfg::kAccum],
                                                std::uint8_t (*boxes)[64 * 128], std::int32_t row0,
@@ -171,30 +176,36 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   // a tile past M (a cluster's spare CTA, the second warpgroup of a short tile) store nothing
   if (row0 >= p.m) return;
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
-  if (wg_tid == 0) ptx::cp_async_bulk_wait_group_read<0>();  // the last tile's stores read it
-  ptx::bar_sync(barrier_id, 128);
+  constexpr int kPassCols = Cfg::kDBoxCols * Cfg::kDStaged;
+  static_assert(Cfg::kDBoxes % Cfg::kDStaged == 0, "passes of equal box counts");
 #pragma unroll
-  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+  for (int pass = 0; pass < Cfg::kDBoxes / Cfg::kDStaged; ++pass) {
+    if (col0 + pass * kPassCols >= p.n) break;  // boxes wholly past N (see above)
+    if (wg_tid == 0) ptx::cp_async_bulk_wait_group_read<0>();  // earlier stores read it
+    ptx::bar_sync(barrier_id, 128);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const std::uint32_t row = 16 * warp + lane / 4 + 8 * h;
-      const std::uint32_t col = 8 * j + 2 * (lane % 4);  // within the tile
-      const std::uint32_t offset =
-          swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
-      *reinterpret_cast<std::uint32_t*>(&boxes[col / Cfg::kDBoxCols][offset]) =
-          pack2<T>(acc[4 * j + 2 * h] * p.scale, acc[4 * j + 2 * h + 1] * p.scale);
+    for (int j = pass * kPassCols / 8; j < (pass + 1) * kPassCols / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const std::uint32_t row = 16 * warp + lane / 4 + 8 * h;
+        const std::uint32_t col = 8 * j + 2 * (lane % 4) - pass * kPassCols;  // in the pass
+        const std::uint32_t offset =
+            swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
+        *reinterpret_cast<std::uint32_t*>(&boxes[col / Cfg::kDBoxCols][offset]) =
+            pack2<T>(acc[4 * j + 2 * h] * p.scale, acc[4 * j + 2 * h + 1] * p.scale);
+      }
     }
-  }
-  ptx::fence_proxy_async_shared_cta();  // each writer, before the async proxy reads
-  ptx::bar_sync(barrier_id, 128);
-  if (wg_tid == 0) {
+    ptx::fence_proxy_async_shared_cta();  // each writer, before the async proxy reads
+    ptx::bar_sync(barrier_id, 128);
+    if (wg_tid == 0) {
 #pragma unroll
-    for (int b = 0; b < Cfg::kDBoxes; ++b) {
-      if (col0 + Cfg::kDBoxCols * b >= p.n) break;  // a box wholly past N (see above)
-      const std::int32_t c[2] = {col0 + Cfg::kDBoxCols * b, row0};
-      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.d_map, c, ptx::smem_u32(boxes[b]));
+      for (int b = 0; b < Cfg::kDStaged; ++b) {
+        const std::int32_t c[2] = {col0 + pass * kPassCols + Cfg::kDBoxCols * b, row0};
+        if (c[0] >= p.n) break;  // a box wholly past N (see above)
+        ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.d_map, c, ptx::smem_u32(boxes[b]));
+      }
+      ptx::cp_async_bulk_commit_group();
     }
-    ptx::cp_async_bulk_commit_group();
   }
 }
 
