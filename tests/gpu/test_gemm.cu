@@ -245,6 +245,16 @@ TEST(Gemm, LargerShapeSeveralTilesPerCta) {
   run_case({300, 4100, 1024, 4, 2}, 16);
 }
 
+// Small enough for compute-sanitizer (scripts/gpu_check): the 144-wide tiles' box-by-box
+// epilogue (each pass waits for the last pass's stores to read the buffer), with a partial
+// box, a skipped box and padded rows, and the 128-wide tiles beside it.
+TEST(Gemm, WideTilesSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  run_case({130, 200, 256, 4, 0, DataType::float16, 32}, 18);
+  run_case({70, 300, 384, 4, 1}, 19);
+  run_case({130, 200, 256, 1, 0, DataType::bfloat16, 32}, 20);
+}
+
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // the tile counters reset themselves: a second call gives the same bits
