@@ -44,6 +44,16 @@ TEST(BenchReport, LongTimesInMillisecondsShortOnesInMicroseconds) {
   EXPECT_NE(t.find("runs, L2 flushed"), std::string::npos) << t;
 }
 
+// Each implementation is timed interleaved with its own memcpy rounds: its ratio is to that
+// paired memcpy, not to the memcpy row measured alone (which may have run at other clocks).
+TEST(BenchReport, EachRowsRatioIsToItsOwnPairedMemcpy) {
+  const std::string t = table({made("add/int32/8x8", "memcpy", "ceiling", 2.2, 3800, 3800),
+                               made("add/int32/8x8", "tmakit", "tmakit", 2.3, 3700, 4300)});
+  EXPECT_NE(t.find("0.860"), std::string::npos) << t;  // 3700 / 4300
+  EXPECT_EQ(t.find("0.974"), std::string::npos) << t;  // not 3700 / 3800
+  EXPECT_NE(t.find("interleaved rounds"), std::string::npos) << t;
+}
+
 TEST(BenchReport, RatiosToBaselinesAreRatiosOfTimes) {
   const std::string t = table({made("gemm/fp8/m1", "cublaslt-fp8", "vendor", 0.010, 1600, 0),
                                made("gemm/fp8/m1", "seed-tma", "seed", 0.020, 800, 0),
