@@ -54,7 +54,10 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
   std::vector<std::pair<std::string, GemmTuning>> v;
   if (!o.tune) return v;
   for (int c = 0; c < kGemmConfigs; ++c) {
-    if (c != 3) v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
+    // the small-M configuration gets its cluster sizes below
+    if (std::string(gemm_config_name(c)) != "smallm") {
+      v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
+    }
   }
   const std::uint64_t k_blocks = (s.k + 127) / 128;
   if (s.m <= 128) {  // configuration 3, small M: clusters of 1, 2, 4, 8 along K

@@ -65,7 +65,8 @@ struct Config {
 using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
 using Config1 = Config<2, 128, 6, 1>;  // m128n128: 32 KB per stage
 using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
-using Config4 = Config<2, 144, 6, 1, 48, 1>;  // m128n144: 34 KB per stage, D in 48-column boxes, one at a time
+// m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (never chosen)
+using Config4 = Config<2, 144, 6, 1, 48, 1>;
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
@@ -89,8 +90,9 @@ template <class Cfg>
 struct alignas(1024) SharedStorage {
   std::uint8_t a[Cfg::kStages][Cfg::kStageABytes];  // 1024-aligned: swizzle repeat (D2)
   std::uint8_t b[Cfg::kStages][Cfg::kStageBBytes];
-  // the epilogue's staging: per consumer warpgroup, its 64 x BlockN tile of D as boxes of
-  // 64 x 64 elements (128-byte rows, 128B swizzle), stored by TMA
+  // the epilogue's staging: per consumer warpgroup, kDStaged boxes of its 64 x BlockN tile of
+  // D, 64 rows x kDBoxCols elements each (a row takes a whole 128-byte span, 128B swizzle),
+  // stored by TMA
   std::uint8_t d[Cfg::kConsumerWGs][Cfg::kDStaged][64 * 128];
   PipelineBarriers<Cfg::kStages> bars;
   int last_split;  // split-K: this CTA finishes the current tile
@@ -162,7 +164,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
 }
 
 // The same tile through shared memory and TMA stores: the warpgroup writes its 64 x BlockN
-// tile, scaled and rounded, into 64 x 64 boxes with the 128B swizzle (a quarter-warp's eight
+// tile, scaled and rounded, into 64 x kDBoxCols boxes with the 128B swizzle (a quarter-warp's eight
 // rows land on eight distinct 16-byte chunks: no bank conflicts), then one thread stores the
 // boxes; TMA clips rows past M and columns past N (N * 2 is a multiple of 16 here, so no
 // 16-byte chunk spills past a row). kDStaged boxes at a time (the whole tile, or passes);
