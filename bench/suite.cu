@@ -79,8 +79,9 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
                           "tmakit:v6", "tmakit:v0"}) {
       add.push_back(v);
     }
-    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:c3",
-                          "tmakit:v4:c3", "tmakit:v5", "tmakit:v6", "tmakit:v7",
+    // NOTE: CTAs per SM are forced only on named layouts: variant 0's layout (and how many
+    // of it fit) depends on the device
+    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v4:c3", "tmakit:v5", "tmakit:v6", "tmakit:v7",
                           "tmakit:v7:c1", "tmakit:v8", "tmakit:v9", "tmakit:v10",
                           "tmakit:v11", "tmakit:v12", "tmakit:v13", "tmakit:v14",
                           "tmakit:v15", "tmakit:v16", "tmakit:v17", "tmakit:v18",
@@ -368,8 +369,10 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
       };
       if (impl.rfind("tmakit", 0) == 0) {
         const StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
+        const int layout = tuning.variant != 0 ? tuning.variant : stencil3x3_default_variant(w.type);
         s.measure(
-            w, impl, "zero padding from TMA out-of-bounds fill", out.get(),
+            w, impl, "zero padding from TMA out-of-bounds fill, layout " + std::to_string(layout),
+            out.get(),
             [&](cudaStream_t stream) { stencil3x3(vin, vout, laplacian, stream, tuning); },
             check);
       } else if (impl == "seed-padded-tma") {

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -41,7 +43,7 @@ struct Layout {
   static constexpr L2Promotion kPromotion = Promotion;  // the input map's L2 fetch size
   static constexpr bool kSharedSpace = SharedSpace;     // stage pointers kept in .shared
 };
-// NOTE: Layout0 (the fp64 default, variant 22) measured fastest of the first five on H200
+// NOTE: Layout0 (variant 22, the fp64 default on H200) measured fastest of the first five on H200
 // (README): 4 paired stages freed one tile late, 2 CTAs per SM. Separate input/output buffers
 // freed inputs early but measured slower (fp32 0.80 vs 0.89-0.98 of memcpy, fp64 0.64 vs
 // 0.85), as did deeper rings.
@@ -79,12 +81,10 @@ using Layout18 = Layout<4, 0, 1, 32, 256, 1, 2, L2Promotion::bytes256, true>;
 using Layout19 = Layout<3, 0, 1, 32, 256, 1, 3, L2Promotion::bytes256, true>;  // 3 CTAs/SM
 using Layout20 = Layout<4, 0, 1, 16, 512, 1, 2, L2Promotion::bytes256, true>;  // 6, .shared
 using Layout21 = Layout<3, 0, 1, 32, 512, 1, 2, L2Promotion::bytes256, true>;  // 5, .shared
-// NOTE: variant 0 (the default) is Layout19 for fp32 and Layout0 for fp64 (README, run of
-// 2026-11-22T05:15Z: fp32 0.875 / batch 0.885 of memcpy against Layout0's 0.861-0.868;
-// fp64 with .shared pointers measured slower, 0.826 against 0.854-0.857). Variant 22 keeps
-// Layout0, the default for both types until then.
-template <class T>
-using DefaultLayout = std::conditional_t<sizeof(T) == 4, Layout19, Layout0>;
+// NOTE: variant 0 (the default) names no layout of its own: default_variant() picks the one
+// measured fastest on the device's memory system (README): on H200 (6144-bit bus) Layout19
+// for fp32 and Layout0 (variant 22) for fp64; on H100 (5120-bit) the 1 KB tiles of Layout8
+// for fp32 and the row walk of RowLayout13 for fp64, which were among the slowest on H200.
 // (variants 10..13: the row walk further down)
 constexpr int kVariants = 23;
 
@@ -312,7 +312,7 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
 // A run that starts or ends inside a tile row loads one more box at that end.
 // NOTE: measured 12-30% slower than the tile stream on H200 (README) although it cut L2
 // requests 3.5x: one run per CTA spreads the CTAs over 264 tile rows at once, and DRAM reads
-// rose 6.5%. Kept for comparison.
+// rose 6.5%. On H100 it is the fastest fp64 layout (RowLayout13, the default there).
 //
 //   producer: boxes b0 .. bM-1 = tiles begin - L .. end - 1 + R into a ring of input stages
 //   consumers, tile at box m: wait boxes m-1 (if it has a left neighbour), m, m+1 (if right)
@@ -561,9 +561,10 @@ template <class T, class L>
 constexpr LayoutFacts row_facts() {
   return {max_row_ctas<T, L>(), L::kCtasPerSm};
 }
+// (index 0 is never looked up: variant 0 is resolved to a layout first)
 template <class T>
 constexpr std::array<LayoutFacts, kVariants> kLayouts = {
-    facts<T, DefaultLayout<T>>(), facts<T, Layout1>(),    facts<T, Layout2>(),
+    LayoutFacts{0, 0},      facts<T, Layout1>(),    facts<T, Layout2>(),
     facts<T, Layout3>(),    facts<T, Layout4>(),    facts<T, Layout5<T>>(),
     facts<T, Layout6<T>>(), facts<T, Layout7<T>>(), facts<T, Layout8<T>>(),
     facts<T, Layout9<T>>(), row_facts<T, RowLayout10>(), row_facts<T, RowLayout11>(),
@@ -599,8 +600,20 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
     case 20: launch<T, Layout20>(p, in, out, filter, ctas_per_sm, stream); break;
     case 21: launch<T, Layout21>(p, in, out, filter, ctas_per_sm, stream); break;
     case 22: launch<T, Layout0>(p, in, out, filter, ctas_per_sm, stream); break;
-    default: launch<T, DefaultLayout<T>>(p, in, out, filter, ctas_per_sm, stream); break;
+    default: throw std::logic_error("stencil3x3: variant " + std::to_string(variant) +
+                                    " reached the launch unresolved");
   }
+}
+
+// Variant 0 on the current device. H200 and H100 disagree on the layout (README, runs of
+// 2026-11-22): on H200 the small tiles at 2-3 CTAs per SM led (fp32 variant 19 0.875 of
+// memcpy, variant 8 0.821), on H100 the 1 KB tiles at one CTA (fp32 variant 8 0.918-0.920,
+// variant 19 0.784-0.793; fp64 row walk 13 0.903, variant 22 0.738). Parts with a bus as
+// wide as the H200's take its choice, narrower ones the H100's.
+int default_variant(bool fp64) {
+  const bool h200_class = memory_bus_width_bits() >= 6144;
+  if (h200_class) return fp64 ? 22 : 19;
+  return fp64 ? 13 : 8;
 }
 
 }  // namespace tmakit::detail::stencil3x3
@@ -642,8 +655,8 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
                                               std::to_string(kVariants - 1));
   }
   const bool fp64 = in.type == DataType::float64;
-  const LayoutFacts layout = fp64 ? kLayouts<double>[tuning.variant]
-                                  : kLayouts<float>[tuning.variant];
+  const int variant = tuning.variant != 0 ? tuning.variant : default_variant(fp64);
+  const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.default_ctas;
   const int max_ctas = layout.max_ctas;
   if (ctas_per_sm > max_ctas) {
@@ -653,10 +666,18 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
 
 
   if (in.type == DataType::float32) {
-    launch_variant<float>(tuning.variant, in, out, filter, ctas_per_sm, stream);
+    launch_variant<float>(variant, in, out, filter, ctas_per_sm, stream);
   } else {
-    launch_variant<double>(tuning.variant, in, out, filter, ctas_per_sm, stream);
+    launch_variant<double>(variant, in, out, filter, ctas_per_sm, stream);
   }
+}
+
+int stencil3x3_default_variant(DataType type) {
+  if (type != DataType::float32 && type != DataType::float64) {
+    throw ArgumentError("type", std::string(name(type)) + " is not supported; use FLOAT32 or "
+                                                          "FLOAT64");
+  }
+  return detail::stencil3x3::default_variant(type == DataType::float64);
 }
 
 }  // namespace tmakit

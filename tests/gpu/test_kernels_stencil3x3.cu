@@ -78,7 +78,7 @@ TEST_P(StencilLayouts, EveryVariantMatchesReference) {
   Image expect(type, 3, 1031, 2053, 48);
   reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
   for (int variant = 0; variant < kVariants; ++variant) {
-    for (int ctas : {0, 1, variant == 0 ? 3 : 1}) {
+    for (int ctas : {0, 1, variant == 19 ? 3 : 1}) {  // variant 19's default is 3 per SM
       Image out(type, 3, 1031, 2053, 48);  // poisoned, padding included
       stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{ctas, variant});
       ASSERT_EQ(cudaGetLastError(), cudaSuccess);
@@ -89,6 +89,25 @@ TEST_P(StencilLayouts, EveryVariantMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
+
+// Variant 0 stands for a concrete layout of this device, and runs exactly as that layout.
+TEST(StencilGpu, DefaultVariantIsAConcreteLayout) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const DataType type : kTypes) {
+    const int chosen = stencil3x3_default_variant(type);
+    ASSERT_GE(chosen, 1);
+    ASSERT_LT(chosen, kVariants);
+    Image in(type, 1, 97, 203, 16);
+    in.randomize(5);
+    Image by_default(type, 1, 97, 203, 16);
+    Image by_name(type, 1, 97, 203, 16);
+    stencil3x3(in.ref(), by_default.ref(), asymmetric(), nullptr, StencilTuning{0, 0});
+    stencil3x3(in.ref(), by_name.ref(), asymmetric(), nullptr, StencilTuning{0, chosen});
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    EXPECT_EQ(by_default.download(), by_name.download()) << "variant " << chosen;
+  }
+  EXPECT_THROW(stencil3x3_default_variant(DataType::int32), ArgumentError);
+}
 
 TEST(StencilGpu, UnknownVariantThrows) {
   TMAKIT_SKIP_WITHOUT_GPU();

@@ -143,6 +143,13 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
                          TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
             }),
             "in.image_stride_bytes");
+  // layouts are 1..22 plus 0 (the device's default); checked before any device query
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 23}); }),
+            "tuning.variant");
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, -1}); }),
+            "tuning.variant");
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{2, 8}); }),
+            "tuning.ctas_per_sm");
 }
 
 }  // namespace

@@ -23,6 +23,11 @@ struct StencilTuning {
   int variant = 0;      // shared-memory layout (0: the default; 1..22 kernels/stencil3x3/README.md)
 };
 
+// The layout variant 0 stands for on the current device for float32 or float64 input: the
+// one measured fastest on that memory system (kernels/stencil3x3/README.md). Throws
+// ArgumentError for other types.
+int stencil3x3_default_variant(DataType type);
+
 // `in` and `out`: same type (float32 or float64), shape and batch, disjoint. Data, row and
 // image strides 16-byte aligned (a single row needs no row stride). The taps are rounded to
 // the element type. Throws ArgumentError naming the argument before anything is written.

@@ -133,6 +133,16 @@ inline int multiprocessor_count() {
   return count;
 }
 
+// Width of the current device's DRAM interface in bits (H100 SXM: 5120, H200: 6144): what
+// tells the memory systems apart where the measured best layout differs between them.
+inline int memory_bus_width_bits() {
+  int device = 0;
+  int bits = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  return bits;
+}
+
 // Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
 inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
   const std::int64_t ctas = static_cast<std::int64_t>(multiprocessor_count()) * ctas_per_sm;
