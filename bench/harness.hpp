@@ -55,9 +55,12 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
   Timing time(const std::function<void(cudaStream_t)>& fn);
-  // Times several functions in rounds (warm-up calls of each first, then round r times fn 0,
-  // fn 1, ... once each, every call after its own L2 flush), so that clock and thermal drift
-  // over the measurement falls on all of them alike: for ratios between implementations.
+  // Times several functions in rounds (warm-up calls of each first, then each round times
+  // every fn once, each call after its own L2 flush), so that clock and thermal drift over
+  // the measurement falls on all of them alike: for ratios between implementations. Each
+  // round takes the fns in its own shuffled order (fixed seed), so each fn follows each
+  // other one about equally often: what one call leaves behind does not always fall on the
+  // same neighbour.
   std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaStream_t)>>& fns);
 
  private:
