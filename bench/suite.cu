@@ -81,12 +81,11 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
     }
     // NOTE: CTAs per SM are forced only on named layouts: variant 0's layout (and how many
     // of it fit) depends on the device
-    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v4:c3", "tmakit:v5", "tmakit:v6", "tmakit:v7",
-                          "tmakit:v7:c1", "tmakit:v8", "tmakit:v9", "tmakit:v10",
-                          "tmakit:v11", "tmakit:v12", "tmakit:v13", "tmakit:v14",
-                          "tmakit:v15", "tmakit:v16", "tmakit:v17", "tmakit:v18",
-                          "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22",
-                          "tmakit:v0"}) {
+    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v4:c3",
+                          "tmakit:v5", "tmakit:v6", "tmakit:v7", "tmakit:v7:c1", "tmakit:v8",
+                          "tmakit:v9", "tmakit:v10", "tmakit:v11", "tmakit:v12", "tmakit:v13",
+                          "tmakit:v14", "tmakit:v15", "tmakit:v16", "tmakit:v17", "tmakit:v18",
+                          "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22", "tmakit:v0"}) {
       st.push_back(v);
       st64.push_back(v);
     }
