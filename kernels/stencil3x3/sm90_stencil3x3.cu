@@ -82,9 +82,9 @@ using Layout19 = Layout<3, 0, 1, 32, 256, 1, 3, L2Promotion::bytes256, true>;  /
 using Layout20 = Layout<4, 0, 1, 16, 512, 1, 2, L2Promotion::bytes256, true>;  // 6, .shared
 using Layout21 = Layout<3, 0, 1, 32, 512, 1, 2, L2Promotion::bytes256, true>;  // 5, .shared
 // NOTE: variant 0 (the default) names no layout of its own: default_variant() picks the one
-// measured fastest on the device's memory system (README): on H200 (6144-bit bus) Layout19
-// for fp32 and Layout0 (variant 22) for fp64; on H100 (5120-bit) the 1 KB tiles of Layout8
-// for fp32 and the row walk of RowLayout13 for fp64, which were among the slowest on H200.
+// measured fastest on the device's memory system (README): on H200 (4.8 TB/s) Layout19 for
+// fp32 and Layout0 (variant 22) for fp64; on H100 (3.35 TB/s) the 1 KB tiles of Layout8 for
+// fp32 and the row walk of RowLayout13 for fp64, which were among the slowest on H200.
 // (variants 10..13: the row walk further down)
 constexpr int kVariants = 23;
 
@@ -605,13 +605,13 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
   }
 }
 
-// Variant 0 on the current device. H200 and H100 disagree on the layout (README, runs of
-// 2026-11-22): on H200 the small tiles at 2-3 CTAs per SM led (fp32 variant 19 0.875 of
-// memcpy, variant 8 0.821), on H100 the 1 KB tiles at one CTA (fp32 variant 8 0.918-0.920,
-// variant 19 0.784-0.793; fp64 row walk 13 0.903, variant 22 0.738). Parts with a bus as
-// wide as the H200's take its choice, narrower ones the H100's.
-int default_variant(bool fp64) {
-  const bool h200_class = memory_bus_width_bits() >= 6144;
+// Variant 0 on a device of this peak DRAM bandwidth. H200 and H100 disagree on the layout
+// (README, runs of 2026-11-22): on H200 the small tiles at 2-3 CTAs per SM lead (fp32
+// variant 19 0.875 of memcpy, variant 8 0.819), on H100 the 1 KB tiles at one CTA (fp32
+// variant 8 0.91-0.92, variant 19 0.77-0.79; fp64 row walk 13 0.90, variant 22 0.72-0.74).
+// Memory systems of 4 TB/s and more take the H200's choice, slower ones the H100's.
+int default_variant(bool fp64, double dram_bytes_per_second) {
+  const bool h200_class = dram_bytes_per_second >= 4e12;
   if (h200_class) return fp64 ? 22 : 19;
   return fp64 ? 13 : 8;
 }
@@ -655,7 +655,9 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
                                               std::to_string(kVariants - 1));
   }
   const bool fp64 = in.type == DataType::float64;
-  const int variant = tuning.variant != 0 ? tuning.variant : default_variant(fp64);
+  const int variant =
+      tuning.variant != 0 ? tuning.variant
+                          : default_variant(fp64, detail::peak_dram_bytes_per_second());
   const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.default_ctas;
   const int max_ctas = layout.max_ctas;
@@ -672,12 +674,19 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
   }
 }
 
-int stencil3x3_default_variant(DataType type) {
+int stencil3x3_default_variant(DataType type, double dram_bytes_per_second) {
   if (type != DataType::float32 && type != DataType::float64) {
     throw ArgumentError("type", std::string(name(type)) + " is not supported; use FLOAT32 or "
                                                           "FLOAT64");
   }
-  return detail::stencil3x3::default_variant(type == DataType::float64);
+  return detail::stencil3x3::default_variant(type == DataType::float64, dram_bytes_per_second);
+}
+
+int stencil3x3_default_variant(DataType type) {
+  if (type != DataType::float32 && type != DataType::float64) {
+    return stencil3x3_default_variant(type, 0.0);  // throws, naming the type
+  }
+  return stencil3x3_default_variant(type, detail::peak_dram_bytes_per_second());
 }
 
 }  // namespace tmakit

@@ -115,6 +115,15 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
             "tuning.variant");
 }
 
+// Variant 0's layout by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured.
+TEST(KernelLaunchers, StencilDefaultLayoutFollowsTheMemorySystem) {
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 3.35e12), 8);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 3.35e12), 13);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 4.8e12), 19);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 4.8e12), 22);
+  EXPECT_THROW(stencil3x3_default_variant(DataType::int32, 4.8e12), ArgumentError);
+}
+
 TEST(KernelLaunchers, StencilNamesTheArgument) {
   const TensorRef in(fake(kA), DataType::float64, 64, 64);
   const TensorRef out(fake(kB), DataType::float64, 64, 64);

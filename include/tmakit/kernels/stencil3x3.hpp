@@ -27,6 +27,9 @@ struct StencilTuning {
 // one measured fastest on that memory system (kernels/stencil3x3/README.md). Throws
 // ArgumentError for other types.
 int stencil3x3_default_variant(DataType type);
+// The same for a device of this peak DRAM bandwidth (bytes per second): H200-class (4 TB/s
+// and more) or H100-class. No GPU needed.
+int stencil3x3_default_variant(DataType type, double dram_bytes_per_second);
 
 // `in` and `out`: same type (float32 or float64), shape and batch, disjoint. Data, row and
 // image strides 16-byte aligned (a single row needs no row stride). The taps are rounded to

@@ -133,14 +133,18 @@ inline int multiprocessor_count() {
   return count;
 }
 
-// Width of the current device's DRAM interface in bits (H100 SXM: 5120, H200: 6144): what
-// tells the memory systems apart where the measured best layout differs between them.
-inline int memory_bus_width_bits() {
+// Peak DRAM bandwidth of the current device in bytes per second, from its memory clock and
+// bus width (double data rate): H100 SXM 3.35e12 (5120 bits at 2.6 GHz), H200 4.8e12 (6016
+// bits at 3.2 GHz). What tells the memory systems apart where the measured best layout
+// differs between them.
+inline double peak_dram_bytes_per_second() {
   int device = 0;
   int bits = 0;
+  int khz = 0;
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
   TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
-  return bits;
+  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
+  return 2.0 * static_cast<double>(khz) * 1e3 * static_cast<double>(bits) / 8.0;
 }
 
 // Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
