@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -136,15 +137,26 @@ inline int multiprocessor_count() {
 // Peak DRAM bandwidth of the current device in bytes per second, from its memory clock and
 // bus width (double data rate): H100 SXM 3.35e12 (5120 bits at 2.6 GHz), H200 4.8e12 (6016
 // bits at 3.2 GHz). What tells the memory systems apart where the measured best layout
-// differs between them.
+// differs between them. Queried once per device, then remembered.
+// NOTE: the memory clock attribute is not a cached value: asked on every stencil call, it
+// cost ~0.6 ms of host time per call (the H200 suite run of 2026-11-22 measured the stencil
+// at half speed, the GPU idle while the host asked).
 inline double peak_dram_bytes_per_second() {
+  static std::atomic<double> known[64] = {};
   int device = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  std::atomic<double>* slot = device >= 0 && device < 64 ? &known[device] : nullptr;
+  if (slot != nullptr) {
+    const double v = slot->load(std::memory_order_relaxed);
+    if (v > 0.0) return v;
+  }
   int bits = 0;
   int khz = 0;
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
   TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
   TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
-  return 2.0 * static_cast<double>(khz) * 1e3 * static_cast<double>(bits) / 8.0;
+  const double v = 2.0 * static_cast<double>(khz) * 1e3 * static_cast<double>(bits) / 8.0;
+  if (slot != nullptr) slot->store(v, std::memory_order_relaxed);
+  return v;
 }
 
 // Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
