@@ -65,7 +65,8 @@ struct Config {
 using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
 using Config1 = Config<2, 128, 6, 1>;  // m128n128: 32 KB per stage
 using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
-// m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (never chosen)
+// m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (chosen where it
+// needs fewer rounds of tiles per SM, gemm_fp8_plan)
 using Config4 = Config<2, 144, 6, 1, 48, 1>;
 
 struct Params {
