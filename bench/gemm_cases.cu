@@ -28,8 +28,12 @@ struct Shape {
 };
 
 std::vector<Shape> shapes(const SuiteOptions& o) {
-  if (o.quick) return {{1, 4096, 4096}, {128, 4096, 4096}, {1024, 1024, 1024}};
   std::vector<Shape> s;
+  if (!o.gemm_shapes.empty()) {
+    for (const auto& [m, n, k] : o.gemm_shapes) s.push_back({m, n, k});
+    return s;
+  }
+  if (o.quick) return {{1, 4096, 4096}, {128, 4096, 4096}, {1024, 1024, 1024}};
   for (std::uint64_t m : {1, 16, 32, 64, 128, 256, 512, 1024, 4096}) s.push_back({m, 4096, 4096});
   s.push_back({8192, 8192, 8192});
   s.push_back({4096, 7168, 2048});

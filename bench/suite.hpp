@@ -3,6 +3,7 @@
 // SVG plot of the ratios).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -17,6 +18,8 @@ struct SuiteOptions {
   TimingOptions timing;
   bool quick = false;     // small shapes: a smoke run, not figures to quote
   bool tune = false;      // add tuning variants of tmakit's kernels (ids "...tmakit:<knob>")
+  // GEMM shapes (M, N, K) to run instead of the list; empty: the list
+  std::vector<std::array<std::uint64_t, 3>> gemm_shapes;
   std::ostream* progress = nullptr;
 };
 

@@ -1,8 +1,13 @@
 // tmakit bench: the memory-bound kernels against the memcpy ceiling and the baselines, side
 // by side in one process (bench/suite.hpp). Thin: options, GPU check, reports.
+#include <array>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "suite.hpp"
@@ -14,7 +19,32 @@ struct Options {
   bool list = false;
   std::string json;
   std::string svg;
+  std::vector<std::string> gemm_shapes;  // "MxNxK"
 };
+
+// "MxNxK" with M, N >= 1 and K a positive multiple of 16 (the GEMM's rule), each < 2^31;
+// nothing on a bad shape, which the caller reports.
+std::optional<std::array<std::uint64_t, 3>> parse_shape(const std::string& text) {
+  std::array<std::uint64_t, 3> v{};
+  std::size_t pos = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (pos >= text.size() || text[pos] < '0' || text[pos] > '9') return std::nullopt;
+    std::uint64_t x = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      x = x * 10 + static_cast<std::uint64_t>(text[pos++] - '0');
+      if (x >= (1ull << 31)) return std::nullopt;
+    }
+    v[i] = x;
+    if (i < 2) {
+      if (pos >= text.size() || (text[pos] != 'x' && text[pos] != 'X')) return std::nullopt;
+      ++pos;
+    }
+  }
+  if (pos != text.size() || v[0] == 0 || v[1] == 0 || v[2] == 0 || v[2] % 16 != 0) {
+    return std::nullopt;
+  }
+  return v;
+}
 
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
@@ -24,6 +54,16 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 int run_bench(Options& o) {
+  for (const auto& text : o.gemm_shapes) {
+    const auto shape = parse_shape(text);
+    if (!shape) {
+      std::cerr << "tmakit bench: --gemm-shape '" << text
+                << "' is not MxNxK with M, N >= 1 and K a multiple of 16 (each below 2^31), "
+                   "e.g. 4096x4096x8192\n";
+      return 2;
+    }
+    o.suite.gemm_shapes.push_back(*shape);
+  }
   if (o.list) {
     for (const auto& id : tmakit::bench::list_cases(o.suite)) std::cout << id << "\n";
     return 0;
@@ -67,6 +107,9 @@ const tmakit::cli::Registrar reg(
                    "Do not flush L2 before each timed run");
       app.add_flag("--quick", o->suite.quick, "Small shapes: a smoke run, not figures to quote");
       app.add_flag("--tune", o->suite.tune, "Add tuning variants of tmakit's kernels");
+      app.add_option("--gemm-shape", o->gemm_shapes,
+                     "GEMM shape MxNxK to run instead of the built-in list (repeatable), "
+                     "e.g. --gemm-shape 4096x4096x8192 --filter gemm");
       return [o] { return run_bench(*o); };
     });
 

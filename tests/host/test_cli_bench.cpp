@@ -1,0 +1,42 @@
+// `tmakit bench` without a GPU: --list names the cases (the GEMM shapes, or the ones
+// given with --gemm-shape), and a malformed shape is refused with exit code 2 before anything
+// runs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../cli_runner.hpp"
+
+namespace tmakit {
+namespace {
+
+using testing::run_cli;
+
+TEST(BenchCli, ListNamesTheBuiltInCases) {
+  const auto r = run_cli("bench --list");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("add/int32/32768x32768/tmakit\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gemm/fp8/m4096n4096k4096/cublaslt-fp8\n"), std::string::npos);
+  EXPECT_NE(r.out.find("gemm/fp8/m128n2112k7168/tmakit\n"), std::string::npos);
+}
+
+TEST(BenchCli, GemmShapesReplaceTheList) {
+  const auto r =
+      run_cli("bench --gemm-shape 4096x4096x16384 --gemm-shape 3X5x16 --filter gemm/fp8 --list");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("gemm/fp8/m4096n4096k16384/tmakit\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gemm/fp8/m3n5k16/cublaslt-fp8\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("gemm/fp8/m4096n4096k4096/"), std::string::npos) << r.out;
+}
+
+TEST(BenchCli, MalformedGemmShapeIsRefused) {
+  for (const char* bad : {"64x64x100", "0x64x64", "64x64", "64x64x64x64", "axbxc", "64x64x-16",
+                          "4294967296x16x16", "64x64x16 "}) {
+    const auto r = run_cli(std::string("bench --gemm-shape '") + bad + "' --list", true);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.out.find("is not MxNxK"), std::string::npos) << bad << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace tmakit
