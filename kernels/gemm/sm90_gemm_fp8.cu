@@ -34,7 +34,7 @@ using gemm_common::to_out;
 // ClusterM CTAs (consecutive tile rows of one tile column) sharing each B tile: each CTA of
 // the cluster loads 1/ClusterM of it and TMA multicasts that part to all of them.
 template <int ConsumerWGs, int BlockN, int Stages, int ClusterM, int DBoxCols = 64,
-          int DStaged = BlockN / DBoxCols>
+          int DStaged = BlockN / DBoxCols, int PromoteEvery = 1>
 struct Config {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kBlockM = 64 * ConsumerWGs;
@@ -48,6 +48,9 @@ struct Config {
   // boxes staged in shared memory at a time: fewer than kDBoxes store the tile in passes,
   // each waiting for the previous pass's stores to have read the buffer
   static constexpr int kDStaged = DStaged;
+  // k-blocks of 128 the tensor cores sum before each promotion into fp32 registers (1 or 2;
+  // tiles with an odd number of k-blocks promote every k-block)
+  static constexpr int kPromoteEvery = PromoteEvery;
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
@@ -63,11 +66,16 @@ struct Config {
   static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
 };
 using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
-using Config1 = Config<2, 128, 6, 1>;  // m128n128: 32 KB per stage
+// m128n128: 32 KB per stage; promotion every second k-block
+// NOTE: promoting every second k-block (256-deep partials, half the FADDs) measured
+// 0.92-0.93x cuBLASLt against 0.90-0.91x at 1024-4096^3, 0.93 against 0.88 at 4096x4096x16384
+// and 0.90 against 0.85-0.87 at 4096x7168x2048 (H100, two A/B runs); at M <= 256 (config 0,
+// memory-bound) it changed nothing, so config 0 keeps one.
+using Config1 = Config<2, 128, 6, 1, 64, 2, 2>;
 using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
 // m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (chosen where it
 // needs fewer rounds of tiles per SM, gemm_fp8_plan)
-using Config4 = Config<2, 144, 6, 1, 48, 1>;
+using Config4 = Config<2, 144, 6, 1, 48, 1, 2>;  // promotion every second k-block
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
@@ -232,6 +240,41 @@ __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::u
   ptx::wgmma_commit_group_sync_aligned();
 }
 
+// Two k-blocks (both stages' data already waited for) into one fresh partial product: 8
+// wgmmas, one group. No run-time control flow between the wgmmas (docs/device.md: it makes
+// ptxas serialise them).
+template <class Cfg>
+__device__ __forceinline__ void issue_k_block_pair(float (&part)[Cfg::kAccum],
+                                                   std::uint32_t a0, std::uint32_t b0,
+                                                   std::uint32_t a1, std::uint32_t b1) {
+  ptx::wgmma_fence_operands(part);
+  ptx::wgmma_fence_sync_aligned();
+  const std::uint64_t da[2] = {ptx::wgmma_smem_desc_k_major_sw128(a0),
+                               ptx::wgmma_smem_desc_k_major_sw128(a1)};
+  const std::uint64_t db[2] = {ptx::wgmma_smem_desc_k_major_sw128(b0),
+                               ptx::wgmma_smem_desc_k_major_sw128(b1)};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+      ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(
+          part, ptx::wgmma_smem_desc_advance(da[h], kk * kWgmmaK),
+          ptx::wgmma_smem_desc_advance(db[h], kk * kWgmmaK), h > 0 || kk > 0 ? 1u : 0u);
+    }
+  }
+  ptx::wgmma_commit_group_sync_aligned();
+}
+
+// Two ring positions as one step (promotion every second k-block).
+template <class State>
+struct PairState {
+  State s;
+  __device__ void advance() {
+    s.advance();
+    s.advance();
+  }
+};
+
 template <class Cfg, class T>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_kernel(const __grid_constant__ Params p) {
@@ -349,6 +392,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
     };
 
+    // promotion every second k-block: a unit is two stages, waited for before either's wgmmas
+    using Pair = PairState<State>;
+    auto issue_pair = [&](float (&part)[Cfg::kAccum], const Pair& at) {
+      State next = at.s;
+      next.advance();
+      s.bars.full[at.s.stage].wait(at.s.parity);
+      s.bars.full[next.stage].wait(next.parity);
+      issue_k_block_pair<Cfg>(part, ptx::smem_u32(s.a[at.s.stage]) + a_off,
+                              ptx::smem_u32(s.b[at.s.stage]),
+                              ptx::smem_u32(s.a[next.stage]) + a_off,
+                              ptx::smem_u32(s.b[next.stage]));
+    };
+    auto retire_pair = [&](float (&part)[Cfg::kAccum], const Pair& done) {
+      State next = done.s;
+      next.advance();
+      release(done.s);
+      release(next);
+      ptx::wgmma_fence_operands(part);
+#pragma unroll
+      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+    };
+
     for (std::int64_t u = first_unit; u < p.units; u += unit_step) {
       const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
 #pragma unroll
@@ -357,7 +422,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // all of a CTA's tiles, storing each tile while the next tile's first k-block ran,
       // measured 0-10% slower at 4096^3, 8192^3 and 4096x7168x2048; storing one step later
       // (two k-blocks in flight) spilled acc. Each tile drains before its epilogue.
-      gemm_common::pipelined_k_blocks(w.kb_end - w.kb_begin, st, part0, part1, issue, retire);
+      const std::int32_t kbs = w.kb_end - w.kb_begin;
+      if (Cfg::kPromoteEvery == 2 && kbs % 2 == 0) {
+        Pair ps{st};
+        gemm_common::pipelined_k_blocks(kbs / 2, ps, part0, part1, issue_pair, retire_pair);
+        st = ps.s;
+      } else {
+        gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
+      }
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
       const std::int32_t col0 = w.tn * Cfg::kBlockN;
