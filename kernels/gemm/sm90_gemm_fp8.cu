@@ -73,8 +73,8 @@ using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
 // memory-bound) it changed nothing, so config 0 keeps one.
 using Config1 = Config<2, 128, 6, 1, 64, 2, 2>;
 using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
-// m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (chosen where it
-// needs fewer rounds of tiles per SM, gemm_fp8_plan)
+// m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (not chosen by the
+// plan; see gemm_fp8_plan)
 using Config4 = Config<2, 144, 6, 1, 48, 1, 2>;  // promotion every second k-block
 
 struct Params {
@@ -639,15 +639,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
                 : m <= 64          ? kSmallMConfig
                 : m <= 256         ? 0
                                    : 1;
-  if (tuning.config < 0 && plan.config == 1 && sm_count > 0) {
-    // NOTE: wave quantization. 128 x 144 tiles (configuration 4) are 12.5% more work each
-    // but may need fewer rounds of tiles per SM; take them when rounds x width is smaller.
-    // 8192^3: 28 x 144 against 32 x 128 rounds; measured 0.96-0.98x configuration 1's time
-    // (two runs, H100) and 0.89-0.90 against 0.88 of cuBLASLt (H200); slower at every
-    // shape where the rounds do not favour it (4096^3: 126 against 113 us, H100).
-    auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
-    if (rounds(4) * kConfigs[4].block_n < rounds(1) * kConfigs[1].block_n) plan.config = 4;
-  }
+  // NOTE: 128 x 144 tiles (config 4) were chosen for a while where they need fewer rounds of
+  // tiles per SM (8192^3: 28 x 144 against 32 x 128; 0.96-0.98x config 1's time with 128-deep
+  // partials). With 256-deep partials config 1 is faster there too (848 against 869-871 us,
+  // two runs, H100), so the plan no longer picks config 4.
   if (plan.config == kSmallMConfig) {
     if (m > 128) {
       throw ArgumentError("tuning.config", "configuration smallm takes M <= 128; M is " +
