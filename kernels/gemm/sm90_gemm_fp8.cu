@@ -220,13 +220,11 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   }
 }
 
-// One k-block of a consumer warpgroup: wait for the stage's data, then 4 wgmmas of K = 32
-// into a fresh partial product, committed as one group (not waited for here).
-template <class Cfg>
-__device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::uint32_t a_base,
-                                              std::uint32_t b_base) {
-  ptx::wgmma_fence_operands(part);
-  ptx::wgmma_fence_sync_aligned();
+// The 4 wgmmas of K = 32 of one k-block into `part`; with Fresh, the first overwrites it (a new
+// partial product). No fence, no commit: the callers put these around whole groups.
+template <class Cfg, bool Fresh>
+__device__ __forceinline__ void k_block_wgmmas(float (&part)[Cfg::kAccum], std::uint32_t a_base,
+                                               std::uint32_t b_base) {
   const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base);
   const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base);
 #pragma unroll
@@ -235,8 +233,18 @@ __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::u
     // the next K slice; the hardware applies the swizzle to the full address.
     ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(
         part, ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK),
-        ptx::wgmma_smem_desc_advance(desc_b, kk * kWgmmaK), kk > 0 ? 1u : 0u);
+        ptx::wgmma_smem_desc_advance(desc_b, kk * kWgmmaK), kk > 0 || !Fresh ? 1u : 0u);
   }
+}
+
+// One k-block of a consumer warpgroup (its stage's data already waited for) into a fresh
+// partial product, committed as one group (not waited for here).
+template <class Cfg>
+__device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::uint32_t a_base,
+                                              std::uint32_t b_base) {
+  ptx::wgmma_fence_operands(part);
+  ptx::wgmma_fence_sync_aligned();
+  k_block_wgmmas<Cfg, true>(part, a_base, b_base);
   ptx::wgmma_commit_group_sync_aligned();
 }
 
@@ -249,19 +257,8 @@ __device__ __forceinline__ void issue_k_block_pair(float (&part)[Cfg::kAccum],
                                                    std::uint32_t a1, std::uint32_t b1) {
   ptx::wgmma_fence_operands(part);
   ptx::wgmma_fence_sync_aligned();
-  const std::uint64_t da[2] = {ptx::wgmma_smem_desc_k_major_sw128(a0),
-                               ptx::wgmma_smem_desc_k_major_sw128(a1)};
-  const std::uint64_t db[2] = {ptx::wgmma_smem_desc_k_major_sw128(b0),
-                               ptx::wgmma_smem_desc_k_major_sw128(b1)};
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-#pragma unroll
-    for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-      ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(
-          part, ptx::wgmma_smem_desc_advance(da[h], kk * kWgmmaK),
-          ptx::wgmma_smem_desc_advance(db[h], kk * kWgmmaK), h > 0 || kk > 0 ? 1u : 0u);
-    }
-  }
+  k_block_wgmmas<Cfg, true>(part, a0, b0);
+  k_block_wgmmas<Cfg, false>(part, a1, b1);
   ptx::wgmma_commit_group_sync_aligned();
 }
 

@@ -122,6 +122,35 @@ struct Params {
   T taps[9];
 };
 
+// What both launchers (tile stream and row walk) set up alike: the input map for `in_box`
+// (always rank 3: cols, rows, images, so one kernel serves a batch of one), the output map
+// for tiles of `tile_cols` x `tile_rows`, the row tails, the taps and the tile order.
+template <class T>
+void set_up(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+            std::array<std::uint32_t, 3> in_box, L2Promotion in_promotion,
+            std::uint32_t tile_cols, std::uint32_t tile_rows) {
+  const DataType t = in.type;
+  auto in_spec = view_spec(in, t, in_box, Swizzle::none);
+  auto out_spec = view_spec(out, t, {tile_cols, tile_rows, 1}, Swizzle::none);
+  in_spec.rank = 3;
+  out_spec.rank = 3;
+  in_spec.l2_promotion = in_promotion;
+  p.in_map = cached_tensor_map(in_spec);
+  // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
+  const std::uint64_t main_cols = tma_store_cols(out.cols, sizeof(T));
+  if (main_cols > 0) {
+    out_spec.global_dim[0] = main_cols;
+    p.out_map = cached_tensor_map(out_spec);
+  }
+  p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), out.image_pitch(),
+            static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
+            static_cast<std::int32_t>(main_cols)};
+  for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
+  p.order = {static_cast<std::int32_t>((in.cols + tile_cols - 1) / tile_cols),
+             static_cast<std::int32_t>((in.rows + tile_rows - 1) / tile_rows), 1};
+  p.images = static_cast<std::int32_t>(in.batch);
+}
+
 template <class T, class L>
 struct StencilOp {
   using Params = stencil3x3::Params<T>;
@@ -266,28 +295,9 @@ template <class T, class L>
 void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
             int ctas_per_sm, cudaStream_t stream) {
   using G = Geometry<T, L>;
-  constexpr int kTileRows = L::kTileRows;
-  const DataType t = in.type;
-  // step 2: maps, always rank 3 (cols, rows, images) so one kernel serves a batch of one
-  auto in_spec = view_spec(in, t, {G::kInCols, G::kInRows, 1}, Swizzle::none);
-  auto out_spec = view_spec(out, t, {G::kTileCols, kTileRows, 1}, Swizzle::none);
-  in_spec.rank = 3;
-  out_spec.rank = 3;
-  in_spec.l2_promotion = L::kPromotion;
-  p.in_map = cached_tensor_map(in_spec);
-  // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
-  const std::uint64_t main_cols = tma_store_cols(out.cols, sizeof(T));
-  if (main_cols > 0) {
-    out_spec.global_dim[0] = main_cols;
-    p.out_map = cached_tensor_map(out_spec);
-  }
-  p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), out.image_pitch(),
-            static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
-            static_cast<std::int32_t>(main_cols)};
-  for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  p.order = {static_cast<std::int32_t>((in.cols + G::kTileCols - 1) / G::kTileCols),
-             static_cast<std::int32_t>((in.rows + kTileRows - 1) / kTileRows), 1};
-  p.images = static_cast<std::int32_t>(in.batch);
+  // step 2: maps (the input box: the tile plus its halo), tails, taps, tile order
+  set_up(p, in, out, filter, {G::kInCols, G::kInRows, 1}, L::kPromotion, G::kTileCols,
+         L::kTileRows);
 
   // step 3: launch
   const std::int64_t tiles =
@@ -506,26 +516,11 @@ template <class T, class L>
 void launch_row(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                 int ctas_per_sm, cudaStream_t stream) {
   using G = RowGeometry<T, L>;
-  const DataType t = in.type;
-  // step 2: maps: input boxes of the tile's columns (no side halo), rows above and below
-  auto in_spec = view_spec(in, t, {G::kTileCols, G::kInRows, 1}, Swizzle::none);
-  auto out_spec = view_spec(out, t, {G::kTileCols, G::kTileRows, 1}, Swizzle::none);
-  in_spec.rank = 3;
-  out_spec.rank = 3;
-  p.in_map = cached_tensor_map(in_spec);
-  const std::uint64_t main_cols = tma_store_cols(out.cols, sizeof(T));
-  if (main_cols > 0) {
-    out_spec.global_dim[0] = main_cols;
-    p.out_map = cached_tensor_map(out_spec);
-  }
-  p.tail = {static_cast<std::uint8_t*>(out.data), out.row_pitch(), out.image_pitch(),
-            static_cast<std::int32_t>(out.rows), static_cast<std::int32_t>(out.cols),
-            static_cast<std::int32_t>(main_cols)};
-  for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
+  // step 2: maps (input boxes of the tile's columns, no side halo, the rows above and below;
+  // the default 256-byte L2 promotion), tails, taps, tile order
   // NOTE: panel 1 (row-major tiles): a CTA's run of tiles walks along tile rows.
-  p.order = {static_cast<std::int32_t>((in.cols + G::kTileCols - 1) / G::kTileCols),
-             static_cast<std::int32_t>((in.rows + G::kTileRows - 1) / G::kTileRows), 1};
-  p.images = static_cast<std::int32_t>(in.batch);
+  set_up(p, in, out, filter, {G::kTileCols, G::kInRows, 1}, L2Promotion::bytes256, G::kTileCols,
+         G::kTileRows);
 
   // step 3: launch, one run of consecutive tiles per CTA
   const std::int64_t tiles =

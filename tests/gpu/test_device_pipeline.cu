@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
@@ -211,17 +212,8 @@ __global__ void multicast_kernel(const __grid_constant__ CUtensorMap map, float*
 template <class Kernel, class... Args>
 void launch_clustered(Kernel kernel, std::uint32_t ctas, std::uint32_t threads,
                       std::uint32_t cluster_size, Args... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(ctas);
-  config.blockDim = dim3(threads);
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = cluster_size;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  ClusterLaunch l(ctas, threads, 0, nullptr, cluster_size);
+  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, args...));
   TMAKIT_CHECK_LAUNCH();
 }
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "model_sweep_common.hpp"
+#include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/spec_json.hpp"
@@ -48,6 +49,7 @@ namespace {
 
 using namespace tmakit::testing;  // NOLINT: the shared sweep helpers
 
+using tmakit::ClusterLaunch;
 using tmakit::DataType;
 using tmakit::EncodeKind;
 using tmakit::Swizzle;
@@ -846,21 +848,12 @@ void run_multicast_sweep(const char* name, int cases, std::uint64_t seed) {
     args.offset = c.smem_offset;
     args.dump_bytes = static_cast<std::uint32_t>(box.bytes.size()) + kDumpSlackBytes;
     args.tx_bytes = static_cast<std::uint32_t>(box.tx_bytes);
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(kCluster);
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = args.dump_bytes + args.offset + 1024;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = kCluster;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    const ClusterLaunch launch(kCluster, kThreads, args.dump_bytes + args.offset + 1024, nullptr,
+                              kCluster);
     bool timeout = false;
     for (int pass = 0; pass < 2; ++pass) {
       args.poison = pass == 0 ? kPoisonA : kPoisonB;
-      CK(cudaLaunchKernelEx(&config, multicast_kernel, map, args, d_out));
+      CK(cudaLaunchKernelEx(&launch.config, multicast_kernel, map, args, d_out));
       CK(cudaDeviceSynchronize());
       auto& dst = pass == 0 ? a : b;
       CK(cudaMemcpy(dst.data(), d_out, (args.dump_bytes + 1) * kCluster, cudaMemcpyDeviceToHost));

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/tensor_map_cache.hpp"
@@ -165,27 +166,7 @@ inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
   return static_cast<unsigned>(tiles < ctas ? tiles : ctas);
 }
 
-// A launch configuration with a 1-D cluster of `cluster_x` CTAs, for cudaLaunchKernelEx and
-// cudaOccupancyMaxActiveClusters. Not copyable: `config.attrs` points at `attr`.
-struct ClusterLaunch {
-  cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attr{};
-  ClusterLaunch(unsigned grid, unsigned threads, std::size_t smem_bytes, cudaStream_t stream,
-                unsigned cluster_x) {
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = smem_bytes;
-    config.stream = stream;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster_x;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-  }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
-};
+// (ClusterLaunch, the launch configuration with a cluster: tmakit/core/cluster_launch.hpp)
 
 // Throws CudaError for a failed launch (configuration errors surface here, not later).
 inline void check_launch(const char* kernel) {
