@@ -51,7 +51,8 @@ const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16", "seed-tma"};
 constexpr int kImplCount = 4;
 const char* kFloorId = "gemm/empty-kernel";
 
-// With --tune: "tmakit:c<config>" and "tmakit:s<splits>" variants, each a forced GemmTuning
+// With --tune: "tmakit:c<config>" and "tmakit:c<config>:s<splits>" variants, each a forced
+// GemmTuning
 // (configurations that do not split K only with splits chosen).
 std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOptions& o,
                                                                const Shape& s) {
@@ -73,7 +74,14 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
   for (int splits : {1, 2, 8, 16}) {
     if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
     v.push_back({"tmakit:c1:s" + std::to_string(splits), {1, splits}});
-    if (s.m <= 64) v.push_back({"tmakit:c0:s" + std::to_string(splits), {0, splits}});
+  }
+  if (s.m <= 256) {  // the 64-row tiles (configurations 0 and 5) with few splits
+    for (int splits : {1, 2, 3, 4}) {
+      if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
+      for (int c : {0, 5}) {
+        v.push_back({"tmakit:c" + std::to_string(c) + ":s" + std::to_string(splits), {c, splits}});
+      }
+    }
   }
   return v;
 }

@@ -76,6 +76,9 @@ using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharin
 // m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (not chosen by the
 // plan; see gemm_fp8_plan)
 using Config4 = Config<2, 144, 6, 1, 48, 1, 2>;  // promotion every second k-block
+// m64n64: 16 KB per stage, 12 deep: twice the tiles of config 0, for shapes whose 64 x 128
+// tiles would leave SMs idle (M = 128, N = 4096: 64 of them on 132 SMs)
+using Config5 = Config<1, 64, 12, 1>;
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
@@ -552,11 +555,14 @@ constexpr ConfigFacts facts(const char* name) {
 }
 // Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu): its row here only names it.
 constexpr int kSmallMConfig = 3;
+// Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few.
+constexpr int kSmallTileConfig = 5;
 const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
                                 facts<Config1>("m128n128"),
                                 facts<Config2>("m128n128c2"),
                                 {"smallm", 0, 0, 1, 0, nullptr, nullptr, nullptr},
-                                facts<Config4>("m128n144")};
+                                facts<Config4>("m128n144"),
+                                facts<Config5>("m64n64")};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -632,9 +638,16 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // 64-row tiles up to M = 256 (at M = 128 they beat the small-M kernel at every measured N:
   // 10.2 against 11.7 us at N = 7168, K = 2048), 128-row tiles above; clusters sharing B
   // (config 2) measured slower than config 1 at every shape, so they run only when asked.
+  // 64 x 64 tiles (config 5) where 64 x 128 tiles would fill under 3/4 of the SMs: at M =
+  // 128, N = 4096 (64 tiles of 64 x 128) 12.4 against 14.8 us with 2 splits and 13.7 without
+  // (cuBLASLt 12.0); at N = 2112, K = 7168 13.9 (2 splits) against 15.0 (H100, two runs).
+  // Where 64 x 128 tiles fill the GPU they stay ahead (N = 7168, K = 2048: 11.4-11.9
+  // against 13.1; M = 256: 14.0 against 17.9).
   plan.config = tuning.config >= 0 ? tuning.config
                 : m <= 64          ? kSmallMConfig
-                : m <= 256         ? 0
+                : m <= 256         ? (tiles_of(0) * 4 >= static_cast<std::int64_t>(sm_count) * 3
+                                          ? 0
+                                          : kSmallTileConfig)
                                    : 1;
   // NOTE: 128 x 144 tiles (config 4) were chosen for a while where they need fewer rounds of
   // tiles per SM (8192^3: 28 x 144 against 32 x 128; 0.96-0.98x config 1's time with 128-deep

@@ -230,6 +230,8 @@ TEST(Gemm, Fp16OutputAndPaddedStrides) {
   run_case({65, 333, 4096, -1, 0, DataType::float16}, 5);
   run_case({130, 131, 272, -1, 0, DataType::float16, 48}, 6);
   run_case({7, 1000, 4096, -1, 0, DataType::bfloat16, 32}, 8);
+  // 64 x 64 tiles: a last tile 8 columns wide, rows past M, padded rows, split K
+  run_case({100, 200, 272, 5, 2, DataType::float16, 48}, 9);
 }
 
 TEST(Gemm, LargerShapeSeveralTilesPerCta) {

@@ -114,11 +114,24 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p64.tiles, 33);
   EXPECT_EQ(p64.splits, 2);
   EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132).splits, 4);
-  // 64 < M <= 128: 64-row tiles (split K when they are too few), whatever N
+  // 64 < M <= 256: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64 tiles (split
+  // K when those are still too few)
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, 7168, 2048, 132).config), "m64n128");
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 2048, 132).splits, 1);
-  EXPECT_EQ(gemm_fp8_plan(128, 2112, 7168, 132).config, 0);
-  EXPECT_EQ(gemm_fp8_plan(65, 8192, 4096, 132).config, 0);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 2048, 132).splits, 1);  // 112 tiles
+  const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);  // 64 tiles of 64 x 128
+  EXPECT_STREQ(gemm_config_name(p128.config), "m64n64");
+  EXPECT_EQ(p128.tiles, 128);
+  EXPECT_EQ(p128.splits, 1);
+  EXPECT_EQ(p128.grid, 128u);
+  const GemmPlan p2112 = gemm_fp8_plan(128, 2112, 7168, 132);
+  EXPECT_STREQ(gemm_config_name(p2112.config), "m64n64");
+  EXPECT_EQ(p2112.tiles, 66);
+  EXPECT_EQ(p2112.splits, 2);
+  EXPECT_EQ(p2112.grid, 132u);
+  EXPECT_EQ(gemm_fp8_plan(65, 8192, 4096, 132).config, 0);   // 128 tiles of 64 x 128
+  EXPECT_EQ(gemm_fp8_plan(65, 6400, 4096, 132).config, 0);   // 100 >= 3/4 of 132
+  EXPECT_EQ(gemm_fp8_plan(65, 6272, 4096, 132).config, 5);   // 98 < 99
+  EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
   EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 4096, 132, {3, 3}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 256, 132, {3, 4}), ArgumentError);  // 2 k-blocks

@@ -26,9 +26,10 @@ struct GemmTuning {
 };
 
 // Tile configurations a caller may force through GemmTuning::config.
-inline constexpr int kGemmConfigs = 5;
+inline constexpr int kGemmConfigs = 6;
 // "m64n128" (0), "m128n128" (1), "m128n128c2" (2: clusters of 2 sharing B), "smallm" (3:
-// M <= 128, operands swapped, K split over a cluster), "m128n144" (4); "?" otherwise.
+// M <= 128, operands swapped, K split over a cluster), "m128n144" (4), "m64n64" (5); "?"
+// otherwise.
 const char* gemm_config_name(int config);
 
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).
