@@ -41,7 +41,7 @@ struct Layout {
 // 2-, 4- and 8-byte elements (fp32 0.88 of memcpy, 0.85 with 256 x 128 B); 1-byte elements
 // keep 256-byte output pieces (0.87; 128 x 256 B gives their output rows only 128-byte
 // pieces: 0.84), now from 256 x 256 B tiles in place (layout 7): on H100 0.902-0.905 of
-// memcpy against 0.896-0.899 for 256 x 128 B (three runs, 2026-11-22 07:5xZ), the same on
+// memcpy against 0.896-0.899 for 256 x 128 B (three runs, 2026-11-22 07:36Z), the same on
 // H200 (0.870 against 0.868). Variant 0 picks per element size; more tiles in flight
 // measured worse.
 using Layout1 = Layout<3, 3, 1, 2, 128>;     // the earlier default (fp32 0.79-0.80)
@@ -56,7 +56,7 @@ using Layout9 = Layout<6, 0, 2, 1, 128, 2, true>;   // in place, 128 rows x 256 
 using Layout10 = Layout<3, 0, 1, 1, 128, 2, true>;  // in place, 128 rows x 256 B, 3 x 32 KB
 using Layout11 = Layout<4, 2, 1, 1, 128, 2>;        // separate, 128 rows x 256 B, 4 in + 2 out
 using Layout12 = Layout<3, 0, 1, 1, 256>;  // paired 32 + 32 KB, 256 rows x 128 B (variant 0
-                                           // until 2026-11-22, for 1-byte elements until 08:00Z)
+                                           // until 2026-11-22, for 1-byte elements until 07:40Z)
 constexpr int kVariants = 13;
 // variant 0: the measured best layout per element size (see the NOTE above)
 constexpr int default_variant(std::uint32_t esize) {
