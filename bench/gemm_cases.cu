@@ -52,8 +52,7 @@ constexpr int kImplCount = 4;
 const char* kFloorId = "gemm/empty-kernel";
 
 // With --tune: "tmakit:c<config>" and "tmakit:c<config>:s<splits>" variants, each a forced
-// GemmTuning
-// (configurations that do not split K only with splits chosen).
+// GemmTuning (configurations that do not split K only with splits chosen).
 std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOptions& o,
                                                                const Shape& s) {
   std::vector<std::pair<std::string, GemmTuning>> v;
