@@ -208,9 +208,8 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 
 template <class T, class L>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_add_constant_kernel<T, L>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes<L>)));
+  static const bool ready = allow_dynamic_smem(sm90_add_constant_kernel<T, L>, kSmemBytes<L>);
+  (void)ready;
   sm90_add_constant_kernel<T, L><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<L>, stream>>>(p);
   check_launch("sm90_add_constant_kernel");
 }

@@ -151,6 +151,17 @@ void set_up(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   p.images = static_cast<std::int32_t>(in.batch);
 }
 
+// What both launchers do last: a persistent grid (ctas_per_sm per SM, at most one per tile)
+// of `kernel` with `smem` bytes of dynamic shared memory (its limit already raised).
+template <class T>
+void launch_persistent(void (*kernel)(Params<T>), std::size_t smem, const Params<T>& p,
+                       int ctas_per_sm, cudaStream_t stream, const char* name) {
+  const std::int64_t tiles =
+      static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
+  kernel<<<persistent_grid(tiles, ctas_per_sm), 32 * (1 + kConsumerWarps), smem, stream>>>(p);
+  check_launch(name);
+}
+
 template <class T, class L>
 struct StencilOp {
   using Params = stencil3x3::Params<T>;
@@ -298,17 +309,11 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   // step 2: maps (the input box: the tile plus its halo), tails, taps, tile order
   set_up(p, in, out, filter, {G::kInCols, G::kInRows, 1}, L::kPromotion, G::kTileCols,
          L::kTileRows);
-
   // step 3: launch
-  const std::int64_t tiles =
-      static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
-  const unsigned grid = persistent_grid(tiles, ctas_per_sm);
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_stencil3x3_kernel<T, L>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes<T, L>)));
-  sm90_stencil3x3_kernel<T, L>
-      <<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<T, L>, stream>>>(p);
-  check_launch("sm90_stencil3x3_kernel");
+  static const bool ready = allow_dynamic_smem(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>);
+  (void)ready;
+  launch_persistent(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>, p, ctas_per_sm, stream,
+                    "sm90_stencil3x3_kernel");
 }
 
 // ---- row walk: each input value crosses L2 once per tile (variants 10..13) ---------------
@@ -521,17 +526,12 @@ void launch_row(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3&
   // NOTE: panel 1 (row-major tiles): a CTA's run of tiles walks along tile rows.
   set_up(p, in, out, filter, {G::kTileCols, G::kInRows, 1}, L2Promotion::bytes256, G::kTileCols,
          G::kTileRows);
-
   // step 3: launch, one run of consecutive tiles per CTA
-  const std::int64_t tiles =
-      static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
-  const unsigned grid = persistent_grid(tiles, ctas_per_sm);
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_stencil3x3_row_kernel<T, L>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kRowSmemBytes<T, L>)));
-  sm90_stencil3x3_row_kernel<T, L>
-      <<<grid, 32 * (1 + kConsumerWarps), kRowSmemBytes<T, L>, stream>>>(p);
-  check_launch("sm90_stencil3x3_row_kernel");
+  static const bool ready =
+      allow_dynamic_smem(sm90_stencil3x3_row_kernel<T, L>, kRowSmemBytes<T, L>);
+  (void)ready;
+  launch_persistent(sm90_stencil3x3_row_kernel<T, L>, kRowSmemBytes<T, L>, p, ctas_per_sm,
+                    stream, "sm90_stencil3x3_row_kernel");
 }
 
 // CTAs of each layout that fit in one SM's 228 KB (1 KB of it reserved per CTA): [variant][fp64]

@@ -290,9 +290,8 @@ __global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps))
 
 template <int E, class L>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(sm90_transpose_kernel<E, L>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmemBytes<L>)));
+  static const bool ready = allow_dynamic_smem(sm90_transpose_kernel<E, L>, kSmemBytes<L>);
+  (void)ready;
   sm90_transpose_kernel<E, L>
       <<<grid, 32 * (1 + TransposeOp<E, L>::kConsumerWarps), kSmemBytes<L>, stream>>>(p);
   check_launch("sm90_transpose_kernel");

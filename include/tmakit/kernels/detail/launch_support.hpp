@@ -168,6 +168,17 @@ inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
 
 // (ClusterLaunch, the launch configuration with a cluster: tmakit/core/cluster_launch.hpp)
 
+// Raises a kernel's dynamic shared-memory limit to `bytes`. Launchers call it once per
+// kernel and process, from a function-local static (as the GEMM's prepared_kernel does), so
+// that a launch costs no attribute call:
+//   static const bool ready = allow_dynamic_smem(my_kernel<T>, kSmemBytes);
+template <class Kernel>
+bool allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
+  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes)));
+  return true;
+}
+
 // Throws CudaError for a failed launch (configuration errors surface here, not later).
 inline void check_launch(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
