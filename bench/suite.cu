@@ -63,16 +63,17 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   if (o.tune) {
     // layouts selectable at run time (each kernel's README names them), one run compares all
     // NOTE: "tmakit:v0" is the default measured again last: the spread between the two says
-    // how much of a difference between layouts is drift within the run; "tmakit:v12:p1" (the
-    // default until 2026-11-22, still the 1-byte one) is measured again beside it.
+    // how much of a difference between layouts is drift within the run. Layouts walk their
+    // tiles down the columns unless ":p" says otherwise; "tmakit:v0:p1" is the row-major walk
+    // (the default until 2026-11-22 08:35Z) and "tmakit:v7:p1" the 1-byte default before it.
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
-                          "tmakit:v6", "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10",
-                          "tmakit:v10:c2", "tmakit:v11", "tmakit:v12", "tmakit:v0:p2",
-                          "tmakit:v12:p2", "tmakit:v12:p1", "tmakit:v0"}) {
+                          "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10", "tmakit:v10:c2",
+                          "tmakit:v11", "tmakit:v12", "tmakit:v0:p1", "tmakit:v7:p1",
+                          "tmakit:v0:p32", "tmakit:v0"}) {
       tr.push_back(v);
       tr32.push_back(v);
     }
-    for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v0"}) {
+    for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v0:p1", "tmakit:v0"}) {
       tr64.push_back(v);
     }
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",

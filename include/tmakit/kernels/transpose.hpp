@@ -11,9 +11,10 @@ namespace tmakit {
 
 struct TransposeTuning {
   int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
-  int panel_tiles = 0;  // tile rows walked together (locality of both sides); 0: default
-  int variant = 0;      // shared-memory layout: 0 the measured best for the element size, 1..12
-                        // fixed layouts (kernels/transpose/README.md)
+  int panel_tiles = 0;  // tile rows walked together, down each column of tiles, then the next
+                        // column; 0: all of them (column by column), 1: row-major order
+  int variant = 0;      // shared-memory layout: 0 the measured best (layout 6), 1..12 fixed
+                        // layouts (kernels/transpose/README.md)
 };
 
 // out[c][r] = in[r][c]. `in` and `out` have the same element size (any type of 1, 2, 4 or 8
