@@ -86,7 +86,8 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
                           "tmakit:v5", "tmakit:v6", "tmakit:v7", "tmakit:v7:c1", "tmakit:v8",
                           "tmakit:v9", "tmakit:v10", "tmakit:v11", "tmakit:v12", "tmakit:v13",
                           "tmakit:v14", "tmakit:v15", "tmakit:v16", "tmakit:v17", "tmakit:v18",
-                          "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22", "tmakit:v0"}) {
+                          "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22", "tmakit:v8:p3",
+                          "tmakit:v19:p1", "tmakit:v22:p1", "tmakit:v0"}) {
       st.push_back(v);
       st64.push_back(v);
     }
@@ -368,7 +369,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
                                                 w.type, laplacian, tol, st));
       };
       if (impl.rfind("tmakit", 0) == 0) {
-        const StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
+        const StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v'), knob(impl, 'p')};
         const int layout = tuning.variant != 0 ? tuning.variant : stencil3x3_default_variant(w.type);
         s.measure(
             w, impl, "zero padding from TMA out-of-bounds fill, layout " + std::to_string(layout),

@@ -90,6 +90,27 @@ TEST_P(StencilLayouts, EveryVariantMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
 
+// Panels of tile rows (StencilTuning::panel_tiles) on the tile-stream layouts: panels that
+// do not divide the tile rows, a panel taller than the image, and the row walk's panel 1.
+TEST(StencilGpu, PanelsMatchReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const DataType type : kTypes) {
+    Image in(type, 2, 203, 517, 16);
+    in.randomize(31);
+    Image expect(type, 2, 203, 517, 32);
+    reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
+    for (const StencilTuning tuning :
+         {StencilTuning{0, 0, 1}, StencilTuning{0, 19, 3}, StencilTuning{0, 22, 2},
+          StencilTuning{0, 8, 4}, StencilTuning{0, 4, 1000}, StencilTuning{0, 13, 1}}) {
+      Image out(type, 2, 203, 517, 32);  // poisoned, padding included
+      stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, tuning);
+      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
+          << "variant " << tuning.variant << " panel " << tuning.panel_tiles;
+    }
+  }
+}
+
 // Variant 0 stands for a concrete layout of this device, and runs exactly as that layout.
 TEST(StencilGpu, DefaultVariantIsAConcreteLayout) {
   TMAKIT_SKIP_WITHOUT_GPU();

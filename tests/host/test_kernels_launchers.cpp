@@ -159,6 +159,11 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
             "tuning.variant");
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{2, 8}); }),
             "tuning.ctas_per_sm");
+  // panels: not negative, and the row walks (10-13) take their tiles row by row
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 8, -1}); }),
+            "tuning.panel_tiles");
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 13, 2}); }),
+            "tuning.panel_tiles");
 }
 
 }  // namespace

@@ -21,6 +21,10 @@ struct Filter3x3 {
 struct StencilTuning {
   int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
   int variant = 0;      // shared-memory layout (0: the default; 1..22 kernels/stencil3x3/README.md)
+  int panel_tiles = 0;  // tile rows walked together (down a panel's column of tiles, then the
+                        // next column); 0: the device's default (3 on memory systems of 4 TB/s
+                        // and more, else 1 = row-major). The row walks (10-13) take only 0 or
+                        // 1, and walk rows whatever it says when variant 0 names one.
 };
 
 // The layout variant 0 stands for on the current device for float32 or float64 input: the
