@@ -428,8 +428,11 @@ std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
       if (selected(options, id)) ids.push_back(id);
     }
   }
-  // the empty kernel and the host overhead run whenever any GEMM case does
-  if (!ids.empty()) ids.insert(ids.begin(), {kFloorId, "gemm/host-overhead"});
+  // the empty kernel and the host overhead run whenever any GEMM case does, or when the
+  // filter names them alone (e.g. --filter host-overhead)
+  if (!ids.empty() || selected(options, kFloorId) || selected(options, "gemm/host-overhead")) {
+    ids.insert(ids.begin(), {kFloorId, "gemm/host-overhead"});
+  }
   return ids;
 }
 
