@@ -192,22 +192,27 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
   constexpr int kPassCols = Cfg::kDBoxCols * Cfg::kDStaged;
   static_assert(Cfg::kDBoxes % Cfg::kDStaged == 0, "passes of equal box counts");
+  static_assert(kPassCols % 16 == 0, "a pass is whole pairs of 8-column groups (stmatrix.x4)");
 #pragma unroll
   for (int pass = 0; pass < Cfg::kDBoxes / Cfg::kDStaged; ++pass) {
     if (col0 + pass * kPassCols >= p.n) break;  // boxes wholly past N (see above)
     if (wg_tid == 0) ptx::cp_async_bulk_wait_group_read<0>();  // earlier stores read it
     ptx::bar_sync(barrier_id, 128);
+    // two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15, j),
+    // (0-7, j + 1), (8-15, j + 1) of this warp's 16 rows; lane l gives the address of row
+    // l % 8 of matrix l / 8
+    const std::uint32_t mat = lane / 8;
+    const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
 #pragma unroll
-    for (int j = pass * kPassCols / 8; j < (pass + 1) * kPassCols / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const std::uint32_t row = 16 * warp + lane / 4 + 8 * h;
-        const std::uint32_t col = 8 * j + 2 * (lane % 4) - pass * kPassCols;  // in the pass
-        const std::uint32_t offset =
-            swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
-        *reinterpret_cast<std::uint32_t*>(&boxes[col / Cfg::kDBoxCols][offset]) =
-            pack2<T>(acc[4 * j + 2 * h] * p.scale, acc[4 * j + 2 * h + 1] * p.scale);
-      }
+    for (int j = pass * kPassCols / 8; j < (pass + 1) * kPassCols / 8; j += 2) {
+      const std::uint32_t col = 8 * (j + mat / 2) - pass * kPassCols;  // in the pass
+      const std::uint32_t offset =
+          swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
+      ptx::stmatrix_x4(ptx::smem_u32(&boxes[col / Cfg::kDBoxCols][offset]),
+                       pack2<T>(acc[4 * j] * p.scale, acc[4 * j + 1] * p.scale),
+                       pack2<T>(acc[4 * j + 2] * p.scale, acc[4 * j + 3] * p.scale),
+                       pack2<T>(acc[4 * j + 4] * p.scale, acc[4 * j + 5] * p.scale),
+                       pack2<T>(acc[4 * j + 6] * p.scale, acc[4 * j + 7] * p.scale));
     }
     ptx::fence_proxy_async_shared_cta();  // each writer, before the async proxy reads
     ptx::bar_sync(barrier_id, 128);

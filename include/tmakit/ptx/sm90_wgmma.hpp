@@ -40,6 +40,21 @@ __device__ __forceinline__ std::uint64_t wgmma_smem_desc_advance(std::uint64_t d
   return desc + (bytes >> 4);
 }
 
+// stmatrix.sync.aligned.m8n8.x4.shared.b16 [addr], {r0, r1, r2, r3};
+// Four 8 x 8 matrices of 16-bit elements from a warp to shared memory. Register i of lane t
+// holds row t / 4, columns 2 (t % 4) and 2 (t % 4) + 1 of matrix i (the layout of a wgmma
+// accumulator's 8-column group once packed in pairs); lanes 8i .. 8i + 7 give the addresses
+// of matrix i's eight rows, 16 contiguous bytes each (any 16-byte chunk order: a swizzled
+// layout works).
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t smem_addr, std::uint32_t r0,
+                                            std::uint32_t r1, std::uint32_t r2,
+                                            std::uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   smem_addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 // wgmma.fence.sync.aligned;  (before the first wgmma that reads registers written otherwise)
 __device__ __forceinline__ void wgmma_fence_sync_aligned() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
