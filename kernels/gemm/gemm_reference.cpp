@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tmakit/kernels/gemm.hpp"
@@ -23,7 +24,43 @@ float e4m3_to_float(std::uint8_t bits) {
   return sign ? -magnitude : magnitude;
 }
 
+namespace {
+
+void check_host_operand(const char* name, const ConstTensorRef& v) {
+  const std::string n(name);
+  if (v.data == nullptr) throw ArgumentError(n + ".data", "is null; pass a host pointer");
+  if (v.type != DataType::uint8) {
+    throw ArgumentError(n + ".type", std::string(tmakit::name(v.type)) +
+                                         " is not UINT8 (e4m3 bits travel as UINT8)");
+  }
+  if (v.rows == 0 || v.cols == 0) {
+    throw ArgumentError(n + (v.rows == 0 ? ".rows" : ".cols"), "is 0; extents must be >= 1");
+  }
+  if (v.batch != 1) throw ArgumentError(n + ".batch", "must be 1: one matrix");
+  if (v.row_stride_bytes != 0 && v.row_stride_bytes < v.cols) {
+    throw ArgumentError(n + ".row_stride_bytes", std::to_string(v.row_stride_bytes) +
+                                                     " is less than a row's " +
+                                                     std::to_string(v.cols) + " bytes");
+  }
+}
+
+}  // namespace
+
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales& scales) {
+  check_host_operand("a", a);
+  check_host_operand("b", b);
+  if (b.cols != a.cols) {
+    throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
+                                      std::to_string(a.cols) + " (K of A)");
+  }
+  if (d_out == nullptr) throw ArgumentError("d_out", "is null; pass M x N floats");
+  // the kernel's scale: the product in double, rounded once to float
+  const double scale_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  const auto scale_float = static_cast<float>(scale_wide);
+  if (!std::isfinite(scale_float) || (scale_float == 0.0f && scale_wide != 0.0)) {
+    throw ArgumentError("scales", "alpha * scale_a * scale_b = " + std::to_string(scale_wide) +
+                                      " is not a finite, representable float");
+  }
   float table[256];
   for (int i = 0; i < 256; ++i) table[i] = e4m3_to_float(static_cast<std::uint8_t>(i));
   const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
@@ -37,7 +74,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales
     const auto* row = static_cast<const std::uint8_t*>(b.data) + r * b.row_pitch();
     for (std::uint64_t c = 0; c < k; ++c) bf[r * k + c] = table[row[c]];
   }
-  const double scale = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  const double scale = scale_float;
   for (std::uint64_t i = 0; i < m; ++i) {
     for (std::uint64_t j = 0; j < n; ++j) {
       const float* x = &af[i * k];

@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "gemm_small_m.hpp"
@@ -494,17 +495,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-// The kernel of a configuration, set up once per process (shared-memory size), so that a
-// call costs one launch on the host.
+// The kernel of a configuration, its shared-memory limit raised on the current device (once
+// per device), so that a call costs one launch on the host.
 template <class Cfg, class T>
 auto* prepared_kernel() {
-  static const auto kernel = [] {
-    auto* k = &sm90_gemm_fp8_kernel<Cfg, T>;
-    TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kSmemBytes<Cfg>)));
-    return k;
-  }();
-  return kernel;
+  allow_dynamic_smem<sm90_gemm_fp8_kernel<Cfg, T>>(kSmemBytes<Cfg>);
+  return &sm90_gemm_fp8_kernel<Cfg, T>;
 }
 
 template <class Cfg, class T>
@@ -526,18 +522,18 @@ int max_resident_clusters() {
   if constexpr (Cfg::kClusterM == 1) {
     return multiprocessor_count();
   } else {
-    static const int clusters = [] {
+    static PerDevice<int> clusters;
+    return clusters.get([](int) {
       auto* kernel = prepared_kernel<Cfg, __nv_bfloat16>();
       ClusterLaunch l(Cfg::kClusterM * 64, Cfg::kThreads, kSmemBytes<Cfg>, nullptr,
                       Cfg::kClusterM);
       int n = 0;
       if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.config) != cudaSuccess || n <= 0) {
         (void)cudaGetLastError();
-        n = multiprocessor_count() / Cfg::kClusterM;
+        n = std::max(1, multiprocessor_count() / Cfg::kClusterM);
       }
       return n;
-    }();
-    return clusters;
+    });
   }
 }
 
@@ -571,6 +567,9 @@ const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
+// The largest M or N: tile coordinates (32-bit) plus a tile's width stay below 2^31.
+inline constexpr std::uint64_t kMaxGemmExtent = (1ull << 31) - 4096;
+
 // Split-K workspace and tile counters, per device: grown when a call needs more, never shrunk.
 struct Workspace {
   float* partials = nullptr;
@@ -578,7 +577,12 @@ struct Workspace {
   std::uint32_t* counters = nullptr;
   std::size_t counter_count = 0;
 };
-Workspace& workspace_for(std::size_t partial_bytes, std::size_t counters) {
+// Runs launch(workspace) with a workspace of at least these sizes on the current device.
+// NOTE: the lock is held until the launch is enqueued: another thread growing the workspace
+// frees the old buffers, and must not do so between this call reading them and its launch
+// (cudaFree then waits for the device, so the launched kernel finishes first).
+template <class Launch>
+void with_workspace(std::size_t partial_bytes, std::size_t counters, Launch&& launch) {
   static std::mutex mutex;
   static Workspace per_device[64];
   int device = 0;
@@ -586,7 +590,6 @@ Workspace& workspace_for(std::size_t partial_bytes, std::size_t counters) {
   std::lock_guard<std::mutex> lock(mutex);
   Workspace& w = per_device[device % 64];
   if (w.partial_bytes < partial_bytes) {
-    // NOTE: cudaFree waits for the device, so no earlier call still uses the old buffer
     if (w.partials != nullptr) TMAKIT_CUDA_CHECK(cudaFree(w.partials));
     w.partials = nullptr;
     w.partial_bytes = 0;
@@ -602,7 +605,16 @@ Workspace& workspace_for(std::size_t partial_bytes, std::size_t counters) {
     TMAKIT_CUDA_CHECK(cudaDeviceSynchronize());
     w.counter_count = counters;
   }
-  return w;
+  launch(static_cast<const Workspace&>(w));
+}
+
+void check_splits(const GemmTuning& tuning, std::uint64_t k) {
+  const std::uint64_t k_blocks = (k + kBlockK - 1) / kBlockK;
+  if (tuning.splits < 0 || static_cast<std::uint64_t>(tuning.splits) > k_blocks) {
+    throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " is not 0 (chosen) "
+                                             "or 1.." + std::to_string(k_blocks) +
+                                             " (K's k-blocks of 128)");
+  }
 }
 
 void check_operand(const char* arg, const ConstTensorRef& v) {
@@ -627,12 +639,19 @@ const char* gemm_config_name(int config) {
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
                        const GemmTuning& tuning) {
   using namespace detail::gemm;
+  if (m == 0 || n == 0 || k == 0) {
+    throw ArgumentError(m == 0 ? "m" : n == 0 ? "n" : "k", "is 0; a GEMM needs M, N, K >= 1");
+  }
+  if (sm_count < 1) {
+    throw ArgumentError("sm_count", std::to_string(sm_count) + " is not a multiprocessor count");
+  }
   if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
     throw ArgumentError("tuning.config", std::to_string(tuning.config) +
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
   const std::int64_t k_blocks = static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK);
+  check_splits(tuning, k);
   auto tiles_of = [&](int config) {
     const ConfigFacts& c = kConfigs[config];
     return static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m) *
@@ -715,17 +734,35 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
               cudaStream_t stream, const GemmTuning& tuning) {
   using namespace detail::gemm;
   // step 1: validate every argument before anything is written
-  check_operand("a", a);
-  check_operand("b", b);
-  if (b.cols != a.cols) {
-    throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
-                                      std::to_string(a.cols) + " (K of A); both are K-major");
-  }
+  // NOTE: K first: a K that is not a multiple of 16 also gives rows no TMA stride can step,
+  // and the fix is to pad K, not the stride
   const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
   if (k % 16 != 0) {
     throw ArgumentError("a.cols", "K = " + std::to_string(k) +
                                       " is not a multiple of 16 (TMA's 16-byte rows); pad K "
                                       "with zeros to " + std::to_string((k + 15) / 16 * 16));
+  }
+  if (b.cols != a.cols) {
+    throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
+                                      std::to_string(a.cols) + " (K of A); both are K-major");
+  }
+  check_operand("a", a);
+  check_operand("b", b);
+  // NOTE: the kernels walk rows and columns of D in 32-bit tile coordinates
+  if (m > kMaxGemmExtent || n > kMaxGemmExtent) {
+    throw ArgumentError(m > kMaxGemmExtent ? "a.rows" : "b.rows",
+                        std::to_string(std::max(m, n)) + " exceeds " +
+                            std::to_string(kMaxGemmExtent) +
+                            ", the reach of the kernels' 32-bit tile coordinates");
+  }
+  const double scale_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  const auto scale = static_cast<float>(scale_wide);
+  if (!std::isfinite(scale) || (scale == 0.0f && scale_wide != 0.0)) {
+    throw ArgumentError("scales", "alpha * scale_a * scale_b = " + std::to_string(scale_wide) +
+                                      " is not a finite, representable float (" +
+                                      (std::isfinite(scale_wide) ? "out of float's range"
+                                                                 : "not finite") +
+                                      ")");
   }
   if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
@@ -760,14 +797,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              kConfigs[tuning.config].name +
                                              " does not split K; use splits 0 or 1");
   }
-  const std::uint64_t k_blocks = (k + kBlockK - 1) / kBlockK;
-  if (tuning.splits < 0 || static_cast<std::uint64_t>(tuning.splits) > k_blocks) {
-    throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " is not 0 (chosen) "
-                                             "or 1.." + std::to_string(k_blocks) +
-                                             " (K's k-blocks of 128)");
-  }
+  check_splits(tuning, k);  // before the device is asked for its SM count
   GemmPlan plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning);
-  const float scale = scales.alpha * scales.scale_a * scales.scale_b;
   if (plan.config == kSmallMConfig) {
     detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream);
     return;
@@ -804,19 +835,25 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   p.splits = plan.splits;
   p.units = static_cast<std::int64_t>(p.cluster_rows) * p.tiles_n * plan.splits;
   p.scale = scale;
+
+  // step 3: launch (split K: with the workspace, under its lock)
+  const auto launch = [&](const Params& q) {
+    if (d.type == DataType::bfloat16) {
+      c.launch_bf16(q, plan.grid, stream);
+    } else {
+      c.launch_fp16(q, plan.grid, stream);
+    }
+  };
   if (plan.splits > 1) {
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
-    Workspace& w = workspace_for(tile_bytes * static_cast<std::size_t>(p.units),
-                                 static_cast<std::size_t>(plan.tiles));
-    p.workspace = w.partials;
-    p.counters = w.counters;
-  }
-
-  // step 3: launch
-  if (d.type == DataType::bfloat16) {
-    c.launch_bf16(p, plan.grid, stream);
+    with_workspace(tile_bytes * static_cast<std::size_t>(p.units),
+                   static_cast<std::size_t>(plan.tiles), [&](const Workspace& w) {
+                     p.workspace = w.partials;
+                     p.counters = w.counters;
+                     launch(p);
+                   });
   } else {
-    c.launch_fp16(p, plan.grid, stream);
+    launch(p);
   }
 }
 

@@ -216,6 +216,23 @@ TEST(GemmSmallM, EveryWidthAndClusterSize) {
   run_case({77, 1, 4096, 3, 0, DataType::float16, 32}, ++seed);  // N = 1, padded D rows
 }
 
+// Launch set-up is per device (shared-memory limits, resident clusters, the split-K
+// workspace): after device 0, the tiled kernel with split K, the cluster configuration and
+// the small-M kernel still run, and match, on device 1.
+TEST(Gemm, SecondDeviceAfterTheFirst) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < 2) GTEST_SKIP() << "needs two GPUs";
+  for (int device : {0, 1, 0}) {
+    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    run_case({129, 300, 4096, 1, 3}, 61u + device);
+    run_case({333, 1000, 4096, 2, 0}, 63u + device);
+    run_case({13, 333, 1040, 3, 2}, 65u + device);
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
 TEST(Gemm, ClustersWithAnOddNumberOfTileRows) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // 3 and 9 tile rows of 128: the last cluster's second CTA has no rows of its own but still

@@ -74,6 +74,91 @@ TEST(GemmLauncher, KMustBeAMultipleOf16) {
   }
 }
 
+// A dense K of 24 also gives rows of 24 bytes, which TMA cannot stride: the error must be
+// about K (padding K is the fix), not the stride, and likewise with M = 1.
+TEST(GemmLauncher, UnalignedKIsNamedBeforeTheStride) {
+  Operands o;
+  for (std::uint64_t m : {64u, 1u}) {
+    auto a = o.a;
+    auto b = o.b;
+    auto d = o.d;
+    a.rows = d.rows = m;
+    a.cols = b.cols = 24;
+    std::string msg;
+    EXPECT_EQ(refused([&] { gemm_fp8(a, b, d); }, &msg), "a.cols") << "M = " << m;
+    EXPECT_NE(msg.find("pad K"), std::string::npos) << msg;
+  }
+  // K of B differing is named before B's own stride is judged
+  auto b = o.b;
+  b.cols = 40;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, b, o.d); }), "b.cols");
+}
+
+TEST(GemmLauncher, ScalesMustGiveAFiniteFloat) {
+  Operands o;
+  std::string msg;
+  // 1e30 * 1e30 overflows float on its way; the product is formed in double, and it is the
+  // result, 1e60, that no float holds
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1e30f, 1e30f, 1.0f}); }, &msg), "scales");
+  EXPECT_NE(msg.find("float"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1e-30f, 1e-30f, 1e-30f}); }), "scales");
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {std::nanf(""), 1.0f, 1.0f}); }), "scales");
+  // a zero alpha is a legitimate request (D = 0), and 1e30 * 1e30 * 1e-30 is 1e30 in float:
+  // both get past validation, to the first CUDA call (no GPU here)
+  EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {0.0f, 1.0f, 1.0f}); }), "scales");
+  EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {1e30f, 1e30f, 1e-30f}); }), "scales");
+}
+
+TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
+  Operands o;
+  auto a = o.a;
+  auto d = o.d;
+  a.rows = d.rows = (1ull << 31) - 1;  // a legal TMA extent, past the kernels' tile walk
+  std::string msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(a, o.b, d); }, &msg), "a.rows");
+  EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
+}
+
+TEST(GemmPlan, RefusesEmptyShapesAndBadKnobs) {
+  EXPECT_EQ(refused([] { gemm_fp8_plan(0, 4096, 4096, 132); }), "m");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, 0, 4096, 132); }), "n");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, 4096, 0, 132); }), "k");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, 4096, 4096, 0); }), "sm_count");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, 4096, 4096, 132, {-1, -7}); }), "tuning.splits");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, 4096, 4096, 132, {-1, 33}); }), "tuning.splits");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(1024, 4096, 4096, 132, {1, 32}); }), "");
+}
+
+TEST(GemmReference, RefusesWhatTheKernelRefuses) {
+  std::vector<std::uint8_t> a(4 * 32, 0x38), b(4 * 32, 0x38);
+  std::vector<float> d(16);
+  const ConstTensorRef ra(a.data(), DataType::uint8, 4, 32);
+  const ConstTensorRef rb16(b.data(), DataType::uint8, 4, 16);
+  const ConstTensorRef rb(b.data(), DataType::uint8, 4, 32);
+  EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb16, d.data(), {}); }), "b.cols");
+  EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb, nullptr, {}); }), "d_out");
+  EXPECT_EQ(refused([&] {
+              reference::gemm_fp8(ConstTensorRef(nullptr, DataType::uint8, 4, 32), rb, d.data(),
+                                  {});
+            }),
+            "a.data");
+  EXPECT_EQ(refused([&] {
+              reference::gemm_fp8(ConstTensorRef(a.data(), DataType::float16, 4, 16), rb,
+                                  d.data(), {});
+            }),
+            "a.type");
+  EXPECT_EQ(refused([&] {
+              reference::gemm_fp8(ConstTensorRef(a.data(), DataType::uint8, 4, 32, 16), rb,
+                                  d.data(), {});
+            }),
+            "a.row_stride_bytes");
+  EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb, d.data(), {1e30f, 1e30f, 1.0f}); }),
+            "scales");
+  // and computes when all is well: 32 products of 1 x 1
+  EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb, d.data(), {}); }), "");
+  EXPECT_EQ(d[0], 32.0f);
+}
+
 TEST(GemmReference, E4m3Decode) {
   EXPECT_EQ(reference::e4m3_to_float(0x00), 0.0f);
   EXPECT_EQ(reference::e4m3_to_float(0x38), 1.0f);          // exponent 7 = bias

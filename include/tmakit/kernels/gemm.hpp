@@ -39,18 +39,22 @@ struct GemmPlan {
   std::int64_t tiles = 0;  // output tiles
   unsigned grid = 0;       // persistent CTAs
 };
+// Throws ArgumentError for M, N or K of 0, sm_count < 1, or tuning out of range.
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
                        const GemmTuning& tuning = {});
 
 // D = alpha * scale_a * scale_b * (A * B^T).
 //   a: M x K, type UINT8 holding e4m3 bits (fp8 travels as UINT8, TMA_FACTS T2), K-major;
 //   b: N x K, the same; d: M x N, BFLOAT16 or FLOAT16.
-// M, N >= 1; K a multiple of 16 (TMA's 16-byte rows). A and B: 16-byte aligned data and
-// row strides (0: dense); D: 16-byte aligned data, any row stride of whole elements. D must
-// not overlap A or B. Throws ArgumentError naming the argument before anything is written;
-// CudaError if the launch fails. Asynchronous on `stream`.
+// M, N >= 1 (and below 2^31 - 4096); K a multiple of 16 (TMA's 16-byte rows). A and B:
+// 16-byte aligned data and row strides (0: dense); D: 16-byte aligned data, any row stride
+// of whole elements. D must not overlap A or B. alpha * scale_a * scale_b, formed in double,
+// must round to a finite float that is 0 only when the product is (the kernel scales by that
+// float). Throws ArgumentError naming the argument before anything is written; CudaError if
+// the launch fails. Asynchronous on `stream`.
 // NOTE: split-K shapes use a workspace the library keeps per device (grown, never shrunk);
-// calls that split K must be ordered (one stream, or synchronised), as they share it.
+// calls that split K must be ordered on the GPU (one stream, or synchronised), as they share
+// it. Host threads may call concurrently.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 
@@ -58,8 +62,10 @@ namespace reference {
 // The e4m3 value of a byte (NaN for 0x7F and 0xFF; no infinities), exact in float.
 float e4m3_to_float(std::uint8_t bits);
 // CPU reference over host memory: fp32 products of the dequantised inputs summed in fp64,
-// scaled, written to `d_out` as float (M x N, dense, row-major). Same argument layout as
-// gemm_fp8 (a, b host views; strides honoured).
+// scaled by the same float scale as gemm_fp8, written to `d_out` as float (M x N, dense,
+// row-major). Same argument layout as gemm_fp8 (a, b host views; strides honoured, any K);
+// throws ArgumentError for null pointers, types other than UINT8, a.cols != b.cols, empty
+// extents, row strides shorter than a row, or scales gemm_fp8 refuses.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales& scales);
 }  // namespace reference
 
