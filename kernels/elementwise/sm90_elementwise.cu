@@ -208,8 +208,7 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 
 template <class T, class L>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  static const bool ready = allow_dynamic_smem(sm90_add_constant_kernel<T, L>, kSmemBytes<L>);
-  (void)ready;
+  allow_dynamic_smem<sm90_add_constant_kernel<T, L>>(kSmemBytes<L>);
   sm90_add_constant_kernel<T, L><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<L>, stream>>>(p);
   check_launch("sm90_add_constant_kernel");
 }
@@ -275,6 +274,7 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
                                               " is not a layout; use 0.." +
                                               std::to_string(kVariants - 1));
   }
+  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
   const LayoutFacts& layout = kLayouts[tuning.variant];
   Params p{};
   p.value = make_constant(t, value);

@@ -214,13 +214,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <int MP, class T>
 void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream) {
   auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, T>;
-  static const bool prepared = [kernel] {
-    TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kSmemBytes<MP>)));
-    // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
-    return true;
-  }();
-  (void)prepared;
+  // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
+  allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, T>>(kSmemBytes<MP>);
   if (ranks == 1) {
     // NOTE: no cluster: a plain launch (the kernel reads rank 0 of a cluster of one)
     kernel<<<tiles, kThreads, kSmemBytes<MP>, stream>>>(p);

@@ -311,8 +311,7 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   set_up(p, in, out, filter, {G::kInCols, G::kInRows, 1}, L::kPromotion, G::kTileCols,
          L::kTileRows, panel);
   // step 3: launch
-  static const bool ready = allow_dynamic_smem(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>);
-  (void)ready;
+  allow_dynamic_smem<sm90_stencil3x3_kernel<T, L>>(kSmemBytes<T, L>);
   launch_persistent(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>, p, ctas_per_sm, stream,
                     "sm90_stencil3x3_kernel");
 }
@@ -528,9 +527,7 @@ void launch_row(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3&
   set_up(p, in, out, filter, {G::kTileCols, G::kInRows, 1}, L2Promotion::bytes256, G::kTileCols,
          G::kTileRows, 1);
   // step 3: launch, one run of consecutive tiles per CTA
-  static const bool ready =
-      allow_dynamic_smem(sm90_stencil3x3_row_kernel<T, L>, kRowSmemBytes<T, L>);
-  (void)ready;
+  allow_dynamic_smem<sm90_stencil3x3_row_kernel<T, L>>(kRowSmemBytes<T, L>);
   launch_persistent(sm90_stencil3x3_row_kernel<T, L>, kRowSmemBytes<T, L>, p, ctas_per_sm,
                     stream, "sm90_stencil3x3_row_kernel");
 }
@@ -651,16 +648,19 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
     if (!std::isfinite(filter.taps[i])) {
       throw ArgumentError("filter.taps[" + std::to_string(i) + "]", "is not finite");
     }
+    // NOTE: the kernel computes in the image's type: a tap past float's range would be inf
+    if (in.type == DataType::float32 && !std::isfinite(static_cast<float>(filter.taps[i]))) {
+      throw ArgumentError("filter.taps[" + std::to_string(i) + "]",
+                          std::to_string(filter.taps[i]) + " overflows FLOAT32, the image's type");
+    }
   }
   if (tuning.variant < 0 || tuning.variant >= kVariants) {
     throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
                                               " is not a layout; use 0.." +
                                               std::to_string(kVariants - 1));
   }
-  if (tuning.panel_tiles < 0) {
-    throw ArgumentError("tuning.panel_tiles", std::to_string(tuning.panel_tiles) +
-                                                  " is negative; use 0 (the default) or more");
-  }
+  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
+  detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   if (tuning.panel_tiles > 1 && is_row_walk(tuning.variant)) {
     throw ArgumentError("tuning.panel_tiles",
                         std::to_string(tuning.panel_tiles) + " with the row walk (variant " +

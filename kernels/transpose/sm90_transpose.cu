@@ -286,8 +286,7 @@ __global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps))
 
 template <int E, class L>
 void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  static const bool ready = allow_dynamic_smem(sm90_transpose_kernel<E, L>, kSmemBytes<L>);
-  (void)ready;
+  allow_dynamic_smem<sm90_transpose_kernel<E, L>>(kSmemBytes<L>);
   sm90_transpose_kernel<E, L>
       <<<grid, 32 * (1 + TransposeOp<E, L>::kConsumerWarps), kSmemBytes<L>, stream>>>(p);
   check_launch("sm90_transpose_kernel");
@@ -358,6 +357,8 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
                                               " is not a layout; use 0.." +
                                               std::to_string(kVariants - 1));
   }
+  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
+  detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   const LayoutFacts& layout =
       kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;

@@ -6,6 +6,8 @@
 
 #include "test_kernels_common.hpp"
 #include "tmakit/kernels/elementwise.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+#include "tmakit/kernels/transpose.hpp"
 
 namespace tmakit::test {
 namespace {
@@ -131,6 +133,64 @@ TEST(AddConstantGpu, BadInputWritesNothing) {
   EXPECT_THROW(add_constant(in.ref(), out.ref(), 1.0), ArgumentError);
   const auto got = out.download();
   for (std::uint8_t b : got) ASSERT_EQ(b, kPoison);
+}
+
+// A row of 2^31 - 1 bf16 elements (4 GB): the last tile's column bounds are taken in 64 bits,
+// so nothing past the row is written (in 32 bits, x0 + the tile's width wrapped and the
+// row-tail stores ran on to the tile's end).
+TEST(AddConstantGpu, LongestRowStopsAtItsEnd) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const std::uint64_t cols = (1ull << 31) - 1;
+  const std::uint64_t row_bytes = cols * 2;
+  std::size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  if (free_bytes < row_bytes + (1ull << 30)) GTEST_SKIP() << "needs 5 GB of device memory";
+  std::uint8_t* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, row_bytes + 64), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf, 0, row_bytes), cudaSuccess);           // bf16 zeros
+  ASSERT_EQ(cudaMemset(buf + row_bytes, kPoison, 64), cudaSuccess);  // guard
+  const TensorRef row(buf, DataType::bfloat16, 1, cols);
+  add_constant(row, row, 1.0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<std::uint8_t> tail(128 + 64), head(64);
+  ASSERT_EQ(cudaMemcpy(tail.data(), buf + row_bytes - 128, tail.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(head.data(), buf, head.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(buf);
+  for (int i = 0; i < 64; ++i) {  // bf16 1.0 = 0x3F80, little-endian
+    EXPECT_EQ(tail[2 * i] | tail[2 * i + 1] << 8, 0x3F80) << "element cols - " << 64 - i;
+    EXPECT_EQ(head[i], i % 2 == 0 ? 0x80 : 0x3F) << "byte " << i;
+  }
+  for (int i = 128; i < 192; ++i) EXPECT_EQ(tail[i], kPoison) << "guard byte " << i - 128;
+}
+
+// Launch set-up (shared-memory limits, SM counts) is per device: after device 0, every
+// memory-bound kernel still runs, and matches its reference, on device 1.
+TEST(KernelsGpu, SecondDeviceAfterTheFirst) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < 2) GTEST_SKIP() << "needs two GPUs";
+  for (int device : {0, 1, 0}) {
+    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    Image in(DataType::float32, 1, 67, 301, 16);
+    in.randomize(17 + device);
+    Image added(DataType::float32, 1, 67, 301, 16);
+    add_constant(in.ref(), added.ref(), 2.5);
+    reference::add_constant(in.host_ref(), added.host_ref(), 2.5);
+    EXPECT_EQ(count_mismatches(added, added.host, added.download()), 0u) << "device " << device;
+    Image flipped(DataType::float32, 1, 301, 67, 16);
+    transpose(in.ref(), flipped.ref());
+    reference::transpose(in.host_ref(), flipped.host_ref());
+    EXPECT_EQ(count_mismatches(flipped, flipped.host, flipped.download()), 0u)
+        << "device " << device;
+    Image filtered(DataType::float32, 1, 67, 301, 16);
+    stencil3x3(in.ref(), filtered.ref(), Filter3x3::laplacian());
+    reference::stencil3x3(in.host_ref(), filtered.host_ref(), Filter3x3::laplacian());
+    EXPECT_EQ(count_mismatches(filtered, filtered.host, filtered.download()), 0u)
+        << "device " << device;
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
 }
 
 }  // namespace

@@ -86,6 +86,26 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
             "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{0, 7}); }),
             "tuning.variant");
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{-1, 0}); }),
+            "tuning.ctas_per_sm");
+}
+
+// Sizes whose byte span would wrap 64 bits (2^25 + 1 images 2^39 bytes apart) are refused
+// before any product of them is taken; otherwise the overlap check could miss real overlap.
+TEST(KernelLaunchers, ViewsLargerThanAnyMemoryAreRefused) {
+  const std::uint64_t images = (1ull << 25) + 1, image_stride = 1ull << 39;
+  const TensorRef in(fake(kA), DataType::float32, 4, 4, 16, images, image_stride);
+  const TensorRef out(fake(kA + image_stride), DataType::float32, 4, 4, 16, images,
+                      image_stride);
+  std::string msg;
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, Filter3x3::laplacian()); }, &msg), "in");
+  EXPECT_NE(msg.find("2^48"), std::string::npos) << msg;
+  // 2^31 - 1 rows of a 2^20-byte stride (2^51 bytes) as well
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::int32, (1ull << 31) - 1, 4, 1ull << 20),
+                           TensorRef(fake(kB), DataType::int32, (1ull << 31) - 1, 4), 1);
+            }),
+            "in");
 }
 
 TEST(KernelLaunchers, TransposeNamesTheArgument) {
@@ -113,6 +133,10 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
             "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, 0, -1}); }),
             "tuning.variant");
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{-5, 0}); }),
+            "tuning.ctas_per_sm");
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, -3}); }),
+            "tuning.panel_tiles");
 }
 
 // Variant 0's layout by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured.
@@ -159,6 +183,16 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
             "tuning.variant");
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{2, 8}); }),
             "tuning.ctas_per_sm");
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{-1, 8}); }),
+            "tuning.ctas_per_sm");
+  // a tap past float's range would be inf in a float32 image (fine for float64)
+  Filter3x3 huge = f;
+  huge.taps[0] = 1e39;
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::float32, 8, 8),
+                         TensorRef(fake(kB), DataType::float32, 8, 8), huge);
+            }),
+            "filter.taps[0]");
   // panels: not negative, and the row walks (10-13) take their tiles row by row
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 8, -1}); }),
             "tuning.panel_tiles");

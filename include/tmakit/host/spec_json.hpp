@@ -21,7 +21,9 @@ namespace tmakit {
 TensorMapSpec parse_spec_json(std::string_view line);
 TensorMapSpec spec_from_json(const nlohmann::json& object);
 
-// One line, keys in the order above; parse_spec_json(spec_to_json(s)) == s.
+// One line, keys in the order above. Only the entries the rank (and the encode kind) uses
+// are written, so parse_spec_json(spec_to_json(s)) equals s in every field the driver reads
+// (rank 1-5); entries past the rank come back at their defaults.
 std::string spec_to_json(const TensorMapSpec& spec);
 
 }  // namespace tmakit

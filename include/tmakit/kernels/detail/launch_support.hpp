@@ -28,6 +28,33 @@ inline std::string hex_address(const void* p) {
 // The largest extent a TMA coordinate (signed 32-bit, rule D3) can walk.
 inline constexpr std::uint64_t kMaxExtent = 0x7fffffffull;
 
+// A value per device (ids 0..63), computed by `compute(device)` the first time the current
+// device asks and remembered; devices past 63 compute it every time. T{} means "not yet
+// known", so `compute` must not return it. Thread-safe: two threads may both compute a
+// value the first time; both get a correct one.
+// NOTE: per device, not per process: attributes and limits belong to a device's context,
+// and a process may use several GPUs (one set-up per process made every kernel fail on the
+// second device).
+template <class T>
+class PerDevice {
+ public:
+  template <class F>
+  T get(F&& compute) {
+    int device = 0;
+    TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+    if (device < 0 || device >= kSlots) return compute(device);
+    T v = slots_[device].load(std::memory_order_acquire);
+    if (v != T{}) return v;
+    v = compute(device);
+    slots_[device].store(v, std::memory_order_release);
+    return v;
+  }
+
+ private:
+  static constexpr int kSlots = 64;
+  std::atomic<T> slots_[kSlots] = {};
+};
+
 // Checks one view: pointer, alignment, extents, strides. `name` is "in" or "out".
 template <class P>
 void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed) {
@@ -71,6 +98,18 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
   if (v.row_pitch() >= (1ull << 40)) {
     throw ArgumentError(n + ".row_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
   }
+  // NOTE: in 128 bits, before any 64-bit product of the view's sizes: up to 2^31 rows of up
+  // to 2^40 bytes would wrap (and an overlap check on a wrapped span would miss real overlap)
+  using Wide = unsigned __int128;
+  const Wide image_bytes = v.image_stride_bytes != 0
+                               ? static_cast<Wide>(v.image_stride_bytes)
+                               : static_cast<Wide>(v.rows) * v.row_pitch();
+  const Wide span = static_cast<Wide>(v.batch - 1) * image_bytes +
+                    static_cast<Wide>(v.rows - 1) * v.row_pitch() + row_bytes;
+  if (span > (static_cast<Wide>(1) << 48)) {
+    throw ArgumentError(n, "spans more than 2^48 bytes (rows, strides and batch together); no "
+                           "device memory is that large");
+  }
   if (v.image_stride_bytes != 0 && v.image_stride_bytes < v.rows * v.row_pitch()) {
     throw ArgumentError(n + ".image_stride_bytes",
                         std::to_string(v.image_stride_bytes) + " is less than an image's " +
@@ -86,7 +125,16 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
   }
 }
 
+// A tuning knob where 0 means "the default" (CTAs per SM, panel heights): refuses negatives.
+inline void check_knob(const char* name, int value) {
+  if (value < 0) {
+    throw ArgumentError(name, std::to_string(value) + " is negative; use 0 (the default) or more");
+  }
+}
+
 // True when the byte ranges [data, data + span) of the two views intersect.
+// NOTE: conservative for interleaved views (rows of one between rows of the other): those
+// share no byte yet count as overlapping.
 template <class A, class B>
 bool overlaps(const BasicTensorRef<A>& a, const BasicTensorRef<B>& b) {
   const auto a0 = reinterpret_cast<std::uintptr_t>(a.data);
@@ -128,11 +176,12 @@ inline std::uint64_t tma_store_cols(std::uint64_t cols, std::uint64_t element_by
 }
 
 inline int multiprocessor_count() {
-  int device = 0;
-  int count = 0;
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
+  static PerDevice<int> known;
+  return known.get([](int device) {
+    int count = 0;
+    TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+  });
 }
 
 // Peak DRAM bandwidth of the current device in bytes per second, from its memory clock and
@@ -143,21 +192,14 @@ inline int multiprocessor_count() {
 // cost ~0.6 ms of host time per call (the H200 suite run of 2026-11-22 measured the stencil
 // at half speed, the GPU idle while the host asked).
 inline double peak_dram_bytes_per_second() {
-  static std::atomic<double> known[64] = {};
-  int device = 0;
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  std::atomic<double>* slot = device >= 0 && device < 64 ? &known[device] : nullptr;
-  if (slot != nullptr) {
-    const double v = slot->load(std::memory_order_relaxed);
-    if (v > 0.0) return v;
-  }
-  int bits = 0;
-  int khz = 0;
-  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
-  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
-  const double v = 2.0 * static_cast<double>(khz) * 1e3 * static_cast<double>(bits) / 8.0;
-  if (slot != nullptr) slot->store(v, std::memory_order_relaxed);
-  return v;
+  static PerDevice<double> known;
+  return known.get([](int device) {
+    int bits = 0;
+    int khz = 0;
+    TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device));
+    TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device));
+    return 2.0 * static_cast<double>(khz) * 1e3 * static_cast<double>(bits) / 8.0;
+  });
 }
 
 // Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
@@ -168,15 +210,18 @@ inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
 
 // (ClusterLaunch, the launch configuration with a cluster: tmakit/core/cluster_launch.hpp)
 
-// Raises a kernel's dynamic shared-memory limit to `bytes`. Launchers call it once per
-// kernel and process, from a function-local static (as the GEMM's prepared_kernel does), so
-// that a launch costs no attribute call:
-//   static const bool ready = allow_dynamic_smem(my_kernel<T>, kSmemBytes);
-template <class Kernel>
-bool allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
-  TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
-  return true;
+// Raises `Kernel`'s dynamic shared-memory limit to `bytes` on the current device, once per
+// device (see PerDevice). Launchers call it before every launch; after the first on a
+// device it costs one cudaGetDevice:
+//   allow_dynamic_smem<my_kernel<T>>(kSmemBytes);
+template <auto Kernel>
+void allow_dynamic_smem(std::size_t bytes) {
+  static PerDevice<bool> ready;
+  ready.get([bytes](int) {
+    TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
+    return true;
+  });
 }
 
 // Throws CudaError for a failed launch (configuration errors surface here, not later).
