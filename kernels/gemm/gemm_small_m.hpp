@@ -14,9 +14,44 @@ namespace tmakit::detail {
 int small_m_padded(std::uint64_t m);
 // The cluster size (K splits: 8, 4, 2 or 1): the largest that keeps CTAs to half the SMs.
 int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count);
+// What a gemm_fp8 call's launch depends on besides the scale and the stream (the operands'
+// addresses, shapes and pitches, D's type, the tuning, the device).
+struct GemmCallKey {
+  const void* a;
+  const void* b;
+  const void* d;
+  std::uint64_t m, n, k;
+  std::uint64_t a_pitch, b_pitch, d_pitch;
+  DataType d_type;
+  int config, splits, device;
+  bool operator==(const GemmCallKey&) const = default;
+};
+
+// The launch prepared for the last call on this thread (one entry per use, thread_local):
+// a call with an equal key reuses its plan and tensor maps instead of building them again
+// (the host time per call). A map stays right for as long as memory at its address has its
+// shape, as in the descriptor cache. Nothing is remembered when `make` throws.
+template <class Prepared>
+struct LastCall {
+  bool valid = false;
+  GemmCallKey key{};
+  Prepared prepared{};
+
+  template <class Make>
+  const Prepared& get(const GemmCallKey& k, Make&& make) {
+    if (!valid || !(key == k)) {
+      valid = false;
+      prepared = make();
+      key = k;
+      valid = true;
+    }
+    return prepared;
+  }
+};
+
 // D = scale * A B^T for M <= 128, K split over clusters of `splits` (1, 2, 4 or 8, at most
-// the k-blocks of 128). Arguments already validated.
+// the k-blocks of 128). Arguments already validated; `key` describes them (LastCall).
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
-                             int splits, cudaStream_t stream);
+                             int splits, cudaStream_t stream, const GemmCallKey& key);
 
 }  // namespace tmakit::detail

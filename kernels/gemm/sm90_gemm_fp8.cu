@@ -798,42 +798,61 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " does not split K; use splits 0 or 1");
   }
   check_splits(tuning, k);  // before the device is asked for its SM count
-  GemmPlan plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning);
+
+  // step 2: the plan, parameters and cached tensor maps (box: 128 bytes of K x the tile's
+  // rows), or those of the last call on this thread when its operands were the same
+  int device = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  const detail::GemmCallKey key{a.data,       b.data,       d.data,       m, n, k,
+                                a.row_pitch(), b.row_pitch(), d.row_pitch(), d.type,
+                                tuning.config, tuning.splits, device};
+  struct Prepared {
+    GemmPlan plan;
+    Params p;
+  };
+  thread_local detail::LastCall<Prepared> last;
+  const Prepared& prepared = last.get(key, [&] {
+    Prepared r{gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning), Params{}};
+    if (r.plan.config == kSmallMConfig) return r;
+    const ConfigFacts& c = kConfigs[r.plan.config];
+    // the grid as many clusters as are resident at once (cluster shapes can leave SMs idle)
+    r.plan.grid = std::min<unsigned>(r.plan.grid, static_cast<unsigned>(c.resident_clusters() *
+                                                                        c.cluster_m));
+    Params& q = r.p;
+    q.a_map = detail::cached_tensor_map(detail::view_spec(
+        a, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
+                             static_cast<std::uint32_t>(c.block_m), 1}, Swizzle::bytes128));
+    q.b_map = detail::cached_tensor_map(detail::view_spec(
+        b, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
+                             static_cast<std::uint32_t>(c.block_n / c.cluster_m), 1},
+        Swizzle::bytes128));
+    q.d = d.data;
+    q.d_row_elems = d.row_pitch() / 2;
+    // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
+    // the pitch multiples of 16) for the stores to stop exactly at column N; else plain
+    // stores.
+    q.d_tma_store = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0 ? 1 : 0;
+    if (q.d_tma_store) {
+      q.d_map = detail::cached_tensor_map(detail::view_spec(
+          d, d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1}, Swizzle::bytes128));
+    }
+    q.m = static_cast<std::int32_t>(m);
+    q.n = static_cast<std::int32_t>(n);
+    q.k_blocks = static_cast<std::int32_t>((k + kBlockK - 1) / kBlockK);
+    q.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
+    q.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
+    q.cluster_rows = (q.tiles_m + c.cluster_m - 1) / c.cluster_m;
+    q.splits = r.plan.splits;
+    q.units = static_cast<std::int64_t>(q.cluster_rows) * q.tiles_n * r.plan.splits;
+    return r;
+  });
+  const GemmPlan& plan = prepared.plan;
   if (plan.config == kSmallMConfig) {
-    detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream);
+    detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream, key);
     return;
   }
   const ConfigFacts& c = kConfigs[plan.config];
-  // the grid as many clusters as are resident at once (cluster shapes can leave SMs idle)
-  plan.grid = std::min<unsigned>(plan.grid, static_cast<unsigned>(c.resident_clusters() *
-                                                                  c.cluster_m));
-
-  // step 2: parameters and cached tensor maps (box: 128 bytes of K x the tile's rows)
-  Params p{};
-  p.a_map = detail::cached_tensor_map(detail::view_spec(
-      a, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
-                           static_cast<std::uint32_t>(c.block_m), 1}, Swizzle::bytes128));
-  p.b_map = detail::cached_tensor_map(detail::view_spec(
-      b, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
-                           static_cast<std::uint32_t>(c.block_n / c.cluster_m), 1},
-      Swizzle::bytes128));
-  p.d = d.data;
-  p.d_row_elems = d.row_pitch() / 2;
-  // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
-  // the pitch multiples of 16) for the stores to stop exactly at column N; else plain stores.
-  p.d_tma_store = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0 ? 1 : 0;
-  if (p.d_tma_store) {
-    p.d_map = detail::cached_tensor_map(detail::view_spec(
-        d, d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1}, Swizzle::bytes128));
-  }
-  p.m = static_cast<std::int32_t>(m);
-  p.n = static_cast<std::int32_t>(n);
-  p.k_blocks = static_cast<std::int32_t>((k + kBlockK - 1) / kBlockK);
-  p.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
-  p.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
-  p.cluster_rows = (p.tiles_m + c.cluster_m - 1) / c.cluster_m;
-  p.splits = plan.splits;
-  p.units = static_cast<std::int64_t>(p.cluster_rows) * p.tiles_n * plan.splits;
+  Params p = prepared.p;
   p.scale = scale;
 
   // step 3: launch (split K: with the workspace, under its lock)

@@ -263,23 +263,27 @@ int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
 }
 
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
-                             int splits, cudaStream_t stream) {
+                             int splits, cudaStream_t stream, const GemmCallKey& key) {
   using namespace gemm_small_m;
   const int mp = small_m_padded(a.rows);
-  Params p{};
-  p.a_map = cached_tensor_map(view_spec(a, DataType::uint8,
-                                        {static_cast<std::uint32_t>(kBlockK),
-                                         static_cast<std::uint32_t>(mp), 1},
-                                        Swizzle::bytes128));
-  p.b_map = cached_tensor_map(view_spec(b, DataType::uint8,
-                                        {static_cast<std::uint32_t>(kBlockK),
-                                         static_cast<std::uint32_t>(kRowsB), 1},
-                                        Swizzle::bytes128));
-  p.d = d.data;
-  p.d_row_elems = d.row_pitch() / 2;
-  p.m = static_cast<std::int32_t>(a.rows);
-  p.n = static_cast<std::int32_t>(b.rows);
-  p.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
+  thread_local LastCall<Params> last;
+  Params p = last.get(key, [&] {
+    Params q{};
+    q.a_map = cached_tensor_map(view_spec(a, DataType::uint8,
+                                          {static_cast<std::uint32_t>(kBlockK),
+                                           static_cast<std::uint32_t>(mp), 1},
+                                          Swizzle::bytes128));
+    q.b_map = cached_tensor_map(view_spec(b, DataType::uint8,
+                                          {static_cast<std::uint32_t>(kBlockK),
+                                           static_cast<std::uint32_t>(kRowsB), 1},
+                                          Swizzle::bytes128));
+    q.d = d.data;
+    q.d_row_elems = d.row_pitch() / 2;
+    q.m = static_cast<std::int32_t>(a.rows);
+    q.n = static_cast<std::int32_t>(b.rows);
+    q.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
+    return q;
+  });
   p.scale = scale;
   const auto tiles = static_cast<unsigned>((b.rows + kRowsB - 1) / kRowsB);
   if (d.type == DataType::bfloat16) {

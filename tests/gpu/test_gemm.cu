@@ -233,6 +233,60 @@ TEST(Gemm, SecondDeviceAfterTheFirst) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
 }
 
+// gemm_fp8 reuses the last call's plan and tensor maps when the operands are the same: the
+// scale, the rows, the tuning and the operands of each call must still be its own.
+TEST(Gemm, RepeatedCallsFollowTheirArguments) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (std::uint64_t m : {37u, 200u}) {  // the small-M kernel and the tiled one
+    SCOPED_TRACE("M = " + std::to_string(m));
+    const std::uint64_t n = 96, k = 256;
+    void *da = nullptr, *db = nullptr, *da2 = nullptr, *dd = nullptr;
+    ASSERT_EQ(cudaMalloc(&da, m * k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&da2, m * k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&db, n * k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dd, m * n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(da, 0x38, m * k), cudaSuccess);   // e4m3 1.0
+    ASSERT_EQ(cudaMemset(da2, 0x40, m * k), cudaSuccess);  // e4m3 2.0
+    ASSERT_EQ(cudaMemset(db, 0x38, n * k), cudaSuccess);
+    const ConstTensorRef a(da, DataType::uint8, m, k), a2(da2, DataType::uint8, m, k);
+    const ConstTensorRef b(db, DataType::uint8, n, k);
+    // every element of D (bf16, exact here) or kPoison bytes where nothing may be written
+    const auto expect_all = [&](float value, std::uint64_t rows, const char* what) {
+      std::vector<std::uint8_t> got(m * n * 2);
+      ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      std::uint64_t wrong = 0;
+      for (std::uint64_t i = 0; i < m * n; ++i) {
+        const bool written = i / n < rows;
+        const float g = out_to_float(DataType::bfloat16, &got[2 * i]);
+        wrong += written ? g != value : (got[2 * i] != kPoison || got[2 * i + 1] != kPoison);
+      }
+      EXPECT_EQ(wrong, 0u) << what;
+    };
+    const TensorRef d(dd, DataType::bfloat16, m, n);
+    gemm_fp8(a, b, d, {1.0f, 1.0f, 1.0f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_all(256.0f, m, "first call");
+    gemm_fp8(a, b, d, {0.5f, 1.0f, 0.25f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_all(32.0f, m, "same operands, another scale");
+    gemm_fp8(a2, b, d, {0.5f, 1.0f, 0.25f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_all(64.0f, m, "another A");
+    ASSERT_EQ(cudaMemset(dd, kPoison, m * n * 2), cudaSuccess);
+    gemm_fp8(ConstTensorRef(da, DataType::uint8, m - 1, k), b,
+             TensorRef(dd, DataType::bfloat16, m - 1, n), {1.0f, 1.0f, 1.0f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_all(256.0f, m - 1, "one row fewer, same pointers");
+    gemm_fp8(a, b, d, {1.0f, 1.0f, 2.0f}, nullptr, {0, 2});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_all(512.0f, m, "another configuration and split");
+    cudaFree(da);
+    cudaFree(da2);
+    cudaFree(db);
+    cudaFree(dd);
+  }
+}
+
 TEST(Gemm, ClustersWithAnOddNumberOfTileRows) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // 3 and 9 tile rows of 128: the last cluster's second CTA has no rows of its own but still
