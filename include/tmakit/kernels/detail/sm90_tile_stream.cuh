@@ -91,10 +91,10 @@ __device__ __forceinline__ void store_row_tail(const RowTail& t, std::int32_t x0
                                                std::int32_t tile_rows, const std::uint8_t* smem,
                                                SmemOffset smem_offset, std::uint32_t tid,
                                                std::uint32_t threads) {
-  // NOTE: in 64 bits: for the last tile of a row near 2^31 columns, x0 + tile_cols overflows
+  // NOTE: not min(cols, x0 + tile_cols) - x0: for the last tile of a row near 2^31 columns
+  // x0 + tile_cols overflows (x0 < cols, so cols - x0 cannot)
   const std::int32_t c_begin = max(t.main_cols, x0) - x0;
-  const auto c_end = static_cast<std::int32_t>(
-      min(static_cast<std::int64_t>(t.cols), static_cast<std::int64_t>(x0) + tile_cols) - x0);
+  const std::int32_t c_end = min(t.cols - x0, tile_cols);
   if (c_begin >= c_end) return;
   const std::int32_t width = c_end - c_begin;
   const std::int32_t height = min(t.rows - y0, tile_rows);
