@@ -567,9 +567,6 @@ const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
-// The largest M or N: tile coordinates (32-bit) plus a tile's width stay below 2^31.
-inline constexpr std::uint64_t kMaxGemmExtent = (1ull << 31) - 4096;
-
 // Split-K workspace and tile counters, per device: grown when a call needs more, never shrunk.
 struct Workspace {
   float* partials = nullptr;
@@ -748,13 +745,6 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   }
   check_operand("a", a);
   check_operand("b", b);
-  // NOTE: the kernels walk rows and columns of D in 32-bit tile coordinates
-  if (m > kMaxGemmExtent || n > kMaxGemmExtent) {
-    throw ArgumentError(m > kMaxGemmExtent ? "a.rows" : "b.rows",
-                        std::to_string(std::max(m, n)) + " exceeds " +
-                            std::to_string(kMaxGemmExtent) +
-                            ", the reach of the kernels' 32-bit tile coordinates");
-  }
   const double scale_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
   const auto scale = static_cast<float>(scale_wide);
   if (!std::isfinite(scale) || (scale == 0.0f && scale_wide != 0.0)) {

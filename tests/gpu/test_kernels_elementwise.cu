@@ -135,12 +135,12 @@ TEST(AddConstantGpu, BadInputWritesNothing) {
   for (std::uint8_t b : got) ASSERT_EQ(b, kPoison);
 }
 
-// A row of 2^31 - 1 bf16 elements (4 GB): the last tile's column bounds are taken in 64 bits,
-// so nothing past the row is written (in 32 bits, x0 + the tile's width wrapped and the
-// row-tail stores ran on to the tile's end).
+// The longest row a view may have, 2^31 - 4096 bf16 elements (4 GB), odd-sized tiles at its
+// end: nothing past the row is written. (With up to 2^31 - 1 columns allowed, x0 + the
+// tile's width wrapped in 32 bits and the row-tail stores ran on past the row.)
 TEST(AddConstantGpu, LongestRowStopsAtItsEnd) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  const std::uint64_t cols = (1ull << 31) - 1;
+  const std::uint64_t cols = (1ull << 31) - 4096 - 3;  // a row tail of 10 bytes
   const std::uint64_t row_bytes = cols * 2;
   std::size_t free_bytes = 0, total = 0;
   ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);

@@ -100,12 +100,22 @@ TEST(KernelLaunchers, ViewsLargerThanAnyMemoryAreRefused) {
   std::string msg;
   EXPECT_EQ(refused([&] { stencil3x3(in, out, Filter3x3::laplacian()); }, &msg), "in");
   EXPECT_NE(msg.find("2^48"), std::string::npos) << msg;
-  // 2^31 - 1 rows of a 2^20-byte stride (2^51 bytes) as well
+  // 2^31 - 4096 rows (the most a view may have) of a 2^20-byte stride: 2^51 bytes
+  const std::uint64_t most = (1ull << 31) - 4096;
   EXPECT_EQ(refused([&] {
-              add_constant(TensorRef(fake(kA), DataType::int32, (1ull << 31) - 1, 4, 1ull << 20),
-                           TensorRef(fake(kB), DataType::int32, (1ull << 31) - 1, 4), 1);
+              add_constant(TensorRef(fake(kA), DataType::int32, most, 4, 1ull << 20),
+                           TensorRef(fake(kB), DataType::int32, most, 4), 1);
             }),
             "in");
+  // one row or column more than that is refused for itself: the kernels add a tile's width
+  // to a 32-bit tile coordinate
+  std::string why;
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::bfloat16, 1, most + 1),
+                           TensorRef(fake(kB), DataType::bfloat16, 1, most + 1), 1);
+            }, &why),
+            "in.cols");
+  EXPECT_NE(why.find("2^31 - 4096"), std::string::npos) << why;
 }
 
 TEST(KernelLaunchers, TransposeNamesTheArgument) {

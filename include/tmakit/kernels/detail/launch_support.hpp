@@ -25,8 +25,9 @@ inline std::string hex_address(const void* p) {
   return buf;
 }
 
-// The largest extent a TMA coordinate (signed 32-bit, rule D3) can walk.
-inline constexpr std::uint64_t kMaxExtent = 0x7fffffffull;
+// The largest extent the kernels take: TMA's coordinates are signed 32-bit (rule D3), and the
+// kernels add a tile's width (at most 256 elements) to a tile's coordinate in 32 bits.
+inline constexpr std::uint64_t kMaxExtent = (1ull << 31) - 4096;
 
 // A value per device (ids 0..63), computed by `compute(device)` the first time the current
 // device asks and remembered; devices past 63 compute it every time. T{} means "not yet
@@ -71,8 +72,9 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
     if (value == 0) throw ArgumentError(n + "." + field, "is 0; every extent must be >= 1");
     if (value > kMaxExtent) {
       throw ArgumentError(n + "." + field, std::to_string(value) +
-                                               " exceeds 2^31 - 1, the reach of TMA's "
-                                               "signed 32-bit coordinates");
+                                               " exceeds 2^31 - 4096: TMA's coordinates are "
+                                               "signed 32-bit, and the kernels' tile arithmetic "
+                                               "needs a tile's width to spare");
     }
   };
   extent("rows", v.rows);
