@@ -614,13 +614,12 @@ void check_splits(const GemmTuning& tuning, std::uint64_t k) {
   }
 }
 
-void check_operand(const char* arg, const ConstTensorRef& v) {
-  const std::string n(arg);
-  check_view(arg, v, false);
+void check_operand_type(const char* arg, const ConstTensorRef& v) {
   if (v.type != DataType::uint8) {
-    throw ArgumentError(n + ".type", std::string(name(v.type)) +
-                                         " is not UINT8; pass e4m3 bits as UINT8 (fp8 "
-                                         "travels as UINT8 through TMA)");
+    throw ArgumentError(std::string(arg) + ".type",
+                        std::string(name(v.type)) +
+                            " is not UINT8; pass e4m3 bits as UINT8 (fp8 travels as UINT8 "
+                            "through TMA)");
   }
 }
 
@@ -734,6 +733,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   // NOTE: K first: a K that is not a multiple of 16 also gives rows no TMA stride can step,
   // and the fix is to pad K, not the stride
   const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
+  check_operand_type("a", a);
+  check_operand_type("b", b);
   if (k % 16 != 0) {
     throw ArgumentError("a.cols", "K = " + std::to_string(k) +
                                       " is not a multiple of 16 (TMA's 16-byte rows); pad K "
@@ -743,8 +744,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
                                       std::to_string(a.cols) + " (K of A); both are K-major");
   }
-  check_operand("a", a);
-  check_operand("b", b);
+  detail::check_view("a", a, false);
+  detail::check_view("b", b, false);
   const double scale_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
   const auto scale = static_cast<float>(scale_wide);
   if (!std::isfinite(scale) || (scale == 0.0f && scale_wide != 0.0)) {
@@ -773,6 +774,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                                   " is under a row's " + std::to_string(n * 2) +
                                                   " bytes or not whole elements");
   }
+  detail::check_span("d", d);  // before the overlap test: a wrapped span would miss overlap
   if (detail::overlaps(d, a) || detail::overlaps(d, b)) {
     throw ArgumentError("d.data", "overlaps a or b; D must be separate memory");
   }

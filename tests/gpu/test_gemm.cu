@@ -280,6 +280,32 @@ TEST(Gemm, RepeatedCallsFollowTheirArguments) {
     gemm_fp8(a, b, d, {1.0f, 1.0f, 2.0f}, nullptr, {0, 2});
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     expect_all(512.0f, m, "another configuration and split");
+    // the tuning is part of what is reused: a split the small-M kernel cannot take, or its
+    // configuration past M = 128, must still be refused after a good call on these operands
+    gemm_fp8(a, b, d);
+    EXPECT_THROW(gemm_fp8(a, b, d, {}, nullptr, {-1, 3}), ArgumentError);
+    if (m > 128) EXPECT_THROW(gemm_fp8(a, b, d, {}, nullptr, {3, 0}), ArgumentError);
+    // so is D's pitch: after a call with dense rows, the same pointers and shape with padded
+    // rows of D (2n elements: n of D, n of padding) leave the padding alone
+    const std::uint64_t half_rows = m / 2;
+    const ConstTensorRef a_half(da, DataType::uint8, half_rows, k);
+    gemm_fp8(a_half, b, TensorRef(dd, DataType::bfloat16, half_rows, n), {1.0f, 1.0f, 1.0f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dd, kPoison, m * n * 2), cudaSuccess);
+    gemm_fp8(a_half, b, TensorRef(dd, DataType::bfloat16, half_rows, n, 4 * n),
+             {1.0f, 1.0f, 1.0f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::uint8_t> got(m * n * 2);
+    ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::uint64_t wrong = 0;
+    for (std::uint64_t r = 0; r < half_rows; ++r) {
+      for (std::uint64_t c = 0; c < 2 * n; ++c) {
+        const std::uint8_t* e = &got[(r * 2 * n + c) * 2];
+        wrong += c < n ? out_to_float(DataType::bfloat16, e) != 256.0f
+                       : (e[0] != kPoison || e[1] != kPoison);
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << "same pointers and shape, D rows padded";
     cudaFree(da);
     cudaFree(da2);
     cudaFree(db);

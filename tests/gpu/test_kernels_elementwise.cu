@@ -135,9 +135,10 @@ TEST(AddConstantGpu, BadInputWritesNothing) {
   for (std::uint8_t b : got) ASSERT_EQ(b, kPoison);
 }
 
-// The longest row a view may have, 2^31 - 4096 bf16 elements (4 GB), odd-sized tiles at its
-// end: nothing past the row is written. (With up to 2^31 - 1 columns allowed, x0 + the
-// tile's width wrapped in 32 bits and the row-tail stores ran on past the row.)
+// Near the longest row a view may have (2^31 - 4096 elements; bf16, 4 GB), ending in a row
+// tail of 5 elements: every element is added to, nothing past the row is written. A
+// boundary test of the tile walk at its largest coordinates; the cap itself is a host test
+// (KernelLaunchers.ViewsLargerThanAnyMemoryAreRefused).
 TEST(AddConstantGpu, LongestRowStopsAtItsEnd) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const std::uint64_t cols = (1ull << 31) - 4096 - 3;  // a row tail of 10 bytes

@@ -94,6 +94,33 @@ TEST(GemmLauncher, UnalignedKIsNamedBeforeTheStride) {
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, b, o.d); }), "b.cols");
 }
 
+// D is not a TMA operand of every call, but its stride and span are still bounded: a stride
+// of 2^40 or more is refused by name, and a span that would wrap 64 bits cannot hide an
+// overlap with A.
+TEST(GemmLauncher, DStrideAndSpanAreBounded) {
+  Operands o;
+  for (std::uint64_t stride : {1ull << 40, 1ull << 62}) {
+    auto d = o.d;
+    d.row_stride_bytes = stride;
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, d); }), "d.row_stride_bytes") << stride;
+  }
+  // 5 rows of D 2^39 bytes apart span 2^41 bytes: fine alone, but A sits inside row 1
+  auto d = o.d;
+  d.rows = 5;
+  d.row_stride_bytes = 1ull << 39;
+  auto a = o.a;
+  a.rows = 5;
+  a.data = fake(kD + (1ull << 39) + 4096);
+  EXPECT_EQ(refused([&] { gemm_fp8(a, o.b, d); }), "d.data");
+  // a type is named as such, before K's rule (FLOAT16 with 8 columns is 16 bytes a row)
+  auto f16 = o.a;
+  f16.type = DataType::float16;
+  f16.cols = 8;
+  auto b8 = o.b;
+  b8.cols = 8;
+  EXPECT_EQ(refused([&] { gemm_fp8(f16, b8, o.d); }), "a.type");
+}
+
 TEST(GemmLauncher, ScalesMustGiveAFiniteFloat) {
   Operands o;
   std::string msg;

@@ -56,6 +56,30 @@ class PerDevice {
   std::atomic<T> slots_[kSlots] = {};
 };
 
+// The strides and the whole span of a view with extents >= 1: a row stride under 2^40 bytes
+// (TMA rule T6), and at most 2^48 bytes from the first element to the last. Also for views
+// that are not TMA operands (the GEMM's D), before any overlap check.
+// NOTE: in 128 bits, before any 64-bit product of the view's sizes: up to 2^31 rows of up to
+// 2^40 bytes would wrap (and an overlap check on a wrapped span would miss real overlap)
+template <class P>
+void check_span(const char* name, const BasicTensorRef<P>& v) {
+  const std::string n(name);
+  if (v.row_pitch() >= (1ull << 40)) {
+    throw ArgumentError(n + ".row_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+  }
+  using Wide = unsigned __int128;
+  const Wide image_bytes = v.image_stride_bytes != 0
+                               ? static_cast<Wide>(v.image_stride_bytes)
+                               : static_cast<Wide>(v.rows) * v.row_pitch();
+  const Wide span = static_cast<Wide>(v.batch - 1) * image_bytes +
+                    static_cast<Wide>(v.rows - 1) * v.row_pitch() +
+                    static_cast<Wide>(v.cols) * v.element_size();
+  if (span > (static_cast<Wide>(1) << 48)) {
+    throw ArgumentError(n, "spans more than 2^48 bytes (rows, strides and batch together); no "
+                           "device memory is that large");
+  }
+}
+
 // Checks one view: pointer, alignment, extents, strides. `name` is "in" or "out".
 template <class P>
 void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed) {
@@ -97,21 +121,7 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
                             "rows to " + std::to_string((v.row_pitch() + 15) / 16 * 16) +
                             " bytes and pass that stride");
   }
-  if (v.row_pitch() >= (1ull << 40)) {
-    throw ArgumentError(n + ".row_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
-  }
-  // NOTE: in 128 bits, before any 64-bit product of the view's sizes: up to 2^31 rows of up
-  // to 2^40 bytes would wrap (and an overlap check on a wrapped span would miss real overlap)
-  using Wide = unsigned __int128;
-  const Wide image_bytes = v.image_stride_bytes != 0
-                               ? static_cast<Wide>(v.image_stride_bytes)
-                               : static_cast<Wide>(v.rows) * v.row_pitch();
-  const Wide span = static_cast<Wide>(v.batch - 1) * image_bytes +
-                    static_cast<Wide>(v.rows - 1) * v.row_pitch() + row_bytes;
-  if (span > (static_cast<Wide>(1) << 48)) {
-    throw ArgumentError(n, "spans more than 2^48 bytes (rows, strides and batch together); no "
-                           "device memory is that large");
-  }
+  check_span(name, v);
   if (v.image_stride_bytes != 0 && v.image_stride_bytes < v.rows * v.row_pitch()) {
     throw ArgumentError(n + ".image_stride_bytes",
                         std::to_string(v.image_stride_bytes) + " is less than an image's " +
