@@ -1,5 +1,7 @@
-// The small-M FP8 GEMM (sm90_gemm_fp8_small_m.cu), called by gemm_fp8 once it has checked
-// every argument: configuration 3 of kernels/gemm/README.md.
+// What the two GEMM translation units share: the small-M FP8 GEMM (sm90_gemm_fp8_small_m.cu,
+// configuration 3 of kernels/gemm/README.md), called by gemm_fp8 once it has checked every
+// argument, and the per-thread memo of the last call's launch (GemmCallKey, LastCall) both
+// launchers keep.
 #pragma once
 
 #include <cuda_runtime.h>
