@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <mutex>
 
 #include "gemm_small_m.hpp"
@@ -581,11 +582,11 @@ struct Workspace {
 template <class Launch>
 void with_workspace(std::size_t partial_bytes, std::size_t counters, Launch&& launch) {
   static std::mutex mutex;
-  static Workspace per_device[64];
+  static std::map<int, Workspace> per_device;
   int device = 0;
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
-  Workspace& w = per_device[device % 64];
+  Workspace& w = per_device[device];
   if (w.partial_bytes < partial_bytes) {
     if (w.partials != nullptr) TMAKIT_CUDA_CHECK(cudaFree(w.partials));
     w.partials = nullptr;

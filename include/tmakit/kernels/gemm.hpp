@@ -54,7 +54,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // the launch fails. Asynchronous on `stream`.
 // NOTE: split-K shapes use a workspace the library keeps per device (grown, never shrunk);
 // calls that split K must be ordered on the GPU (one stream, or synchronised), as they share
-// it. Host threads may call concurrently.
+// it. The host side is thread-safe; that ordering is still the caller's.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 

@@ -35,7 +35,8 @@ inline constexpr std::uint64_t kMaxExtent = (1ull << 31) - 4096;
 // value the first time; both get a correct one.
 // NOTE: per device, not per process: attributes and limits belong to a device's context,
 // and a process may use several GPUs (one set-up per process made every kernel fail on the
-// second device).
+// second device). A cudaDeviceReset discards them while these stay: launches after a reset
+// then fail with a CudaError (nothing is written).
 template <class T>
 class PerDevice {
  public:
