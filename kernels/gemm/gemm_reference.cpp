@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_small_m.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
 namespace tmakit::reference {
@@ -54,13 +55,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales
                                       std::to_string(a.cols) + " (K of A)");
   }
   if (d_out == nullptr) throw ArgumentError("d_out", "is null; pass M x N floats");
-  // the kernel's scale: the product in double, rounded once to float
-  const double scale_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
-  const auto scale_float = static_cast<float>(scale_wide);
-  if (!std::isfinite(scale_float) || (scale_float == 0.0f && scale_wide != 0.0)) {
-    throw ArgumentError("scales", "alpha * scale_a * scale_b = " + std::to_string(scale_wide) +
-                                      " is not a finite, representable float");
-  }
+  const float scale_float = detail::gemm_scale(scales);  // the kernel's scale
   float table[256];
   for (int i = 0; i < 256; ++i) table[i] = e4m3_to_float(static_cast<std::uint8_t>(i));
   const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
@@ -88,3 +83,20 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales
 }
 
 }  // namespace tmakit::reference
+
+namespace tmakit::detail {
+
+float gemm_scale(const GemmScales& scales) {
+  const double wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  const auto scale = static_cast<float>(wide);
+  if (!std::isfinite(scale) || (scale == 0.0f && wide != 0.0)) {
+    throw ArgumentError("scales", "alpha * scale_a * scale_b = " + std::to_string(wide) +
+                                      " is not a finite, representable float (" +
+                                      (std::isfinite(wide) ? "out of float's range"
+                                                           : "not finite") +
+                                      ")");
+  }
+  return scale;
+}
+
+}  // namespace tmakit::detail

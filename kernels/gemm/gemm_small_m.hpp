@@ -1,13 +1,14 @@
 // What the two GEMM translation units share: the small-M FP8 GEMM (sm90_gemm_fp8_small_m.cu,
 // configuration 3 of kernels/gemm/README.md), called by gemm_fp8 once it has checked every
-// argument, and the per-thread memo of the last call's launch (GemmCallKey, LastCall) both
-// launchers keep.
+// argument, the scale both the kernels and the CPU reference apply, and the per-thread memo
+// of the last call's launch (GemmCallKey, LastCall) both launchers keep.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "tmakit/kernels/gemm.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 
 namespace tmakit::detail {
@@ -16,6 +17,11 @@ namespace tmakit::detail {
 int small_m_padded(std::uint64_t m);
 // The cluster size (K splits: 8, 4, 2 or 1): the largest that keeps CTAs to half the SMs.
 int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count);
+// alpha * scale_a * scale_b formed in double and rounded once to float: the scale the kernel
+// and the CPU reference apply. Throws ArgumentError("scales") when no float holds it (not
+// finite, or a nonzero product that rounds to 0).
+float gemm_scale(const GemmScales& scales);
+
 // What a gemm_fp8 call's launch depends on besides the scale and the stream (the operands'
 // addresses, shapes and pitches, D's type, the tuning, the device).
 struct GemmCallKey {

@@ -747,15 +747,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   }
   detail::check_view("a", a, false);
   detail::check_view("b", b, false);
-  const double scale_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
-  const auto scale = static_cast<float>(scale_wide);
-  if (!std::isfinite(scale) || (scale == 0.0f && scale_wide != 0.0)) {
-    throw ArgumentError("scales", "alpha * scale_a * scale_b = " + std::to_string(scale_wide) +
-                                      " is not a finite, representable float (" +
-                                      (std::isfinite(scale_wide) ? "out of float's range"
-                                                                 : "not finite") +
-                                      ")");
-  }
+  const float scale = detail::gemm_scale(scales);
   if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
     throw ArgumentError("d.data", detail::hex_address(d.data) + " is not 16-byte aligned");

@@ -220,17 +220,12 @@ TEST(GemmSmallM, EveryWidthAndClusterSize) {
 // workspace): after device 0, the tiled kernel with split K, the cluster configuration and
 // the small-M kernel still run, and match, on device 1.
 TEST(Gemm, SecondDeviceAfterTheFirst) {
-  TMAKIT_SKIP_WITHOUT_GPU();
-  int devices = 0;
-  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
-  if (devices < 2) GTEST_SKIP() << "needs two GPUs";
-  for (int device : {0, 1, 0}) {
-    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  TMAKIT_SKIP_WITHOUT_TWO_GPUS();
+  on_devices_0_1_0([](int device) {
     run_case({129, 300, 4096, 1, 3}, 61u + device);
     run_case({333, 1000, 4096, 2, 0}, 63u + device);
     run_case({13, 333, 1040, 3, 2}, 65u + device);
-  }
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  });
 }
 
 // gemm_fp8 reuses the last call's plan and tensor maps when the operands are the same: the

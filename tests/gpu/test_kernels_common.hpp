@@ -34,6 +34,31 @@ inline std::string no_gpu_reason() {
     if (!why_.empty()) GTEST_SKIP() << "kernel GPU test skipped: " << why_;    \
   } while (0)
 
+// Two-GPU tests: runs body(device) on devices 0, 1 and 0 again (what is set up per device
+// must hold after switching back), device 0 current afterwards. The caller skips first
+// when fewer than two GPUs are present (two_gpus_missing).
+inline std::string two_gpus_missing() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 2) return "needs two GPUs";
+  return "";
+}
+template <class Body>
+void on_devices_0_1_0(Body&& body) {
+  for (int device : {0, 1, 0}) {
+    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    body(device);
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+#define TMAKIT_SKIP_WITHOUT_TWO_GPUS()                                          \
+  do {                                                                         \
+    TMAKIT_SKIP_WITHOUT_GPU();                                                 \
+    const std::string why2_ = ::tmakit::test::two_gpus_missing();              \
+    if (!why2_.empty()) GTEST_SKIP() << why2_;                                 \
+  } while (0)
+
 constexpr std::uint8_t kPoison = 0xA5;
 
 // A host image and its device twin with the same byte layout (batch x rows x row stride).

@@ -168,12 +168,8 @@ TEST(AddConstantGpu, LongestRowStopsAtItsEnd) {
 // Launch set-up (shared-memory limits, SM counts) is per device: after device 0, every
 // memory-bound kernel still runs, and matches its reference, on device 1.
 TEST(KernelsGpu, SecondDeviceAfterTheFirst) {
-  TMAKIT_SKIP_WITHOUT_GPU();
-  int devices = 0;
-  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
-  if (devices < 2) GTEST_SKIP() << "needs two GPUs";
-  for (int device : {0, 1, 0}) {
-    ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  TMAKIT_SKIP_WITHOUT_TWO_GPUS();
+  on_devices_0_1_0([](int device) {
     Image in(DataType::float32, 1, 67, 301, 16);
     in.randomize(17 + device);
     Image added(DataType::float32, 1, 67, 301, 16);
@@ -190,8 +186,7 @@ TEST(KernelsGpu, SecondDeviceAfterTheFirst) {
     reference::stencil3x3(in.host_ref(), filtered.host_ref(), Filter3x3::laplacian());
     EXPECT_EQ(count_mismatches(filtered, filtered.host, filtered.download()), 0u)
         << "device " << device;
-  }
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  });
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // order) on odd shapes and batches, fp32 and fp64, outputs (padding included) poisoned first.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <tuple>
 
 #include "test_kernels_common.hpp"
@@ -66,26 +68,38 @@ INSTANTIATE_TEST_SUITE_P(Shapes, StencilVariant,
                                             ::testing::ValuesIn(kShapes),
                                             ::testing::Range(1, kVariants)));
 
+// Each tuning in turn on one random batch of `images` x `rows` x `cols` (16 bytes of row
+// padding in, `out_pad` out), every output poisoned first, against the CPU reference.
+void expect_tunings_match(DataType type, std::uint64_t images, std::uint64_t rows,
+                          std::uint64_t cols, std::uint64_t out_pad, std::uint32_t seed,
+                          const std::vector<StencilTuning>& tunings) {
+  Image in(type, images, rows, cols, 16);
+  in.randomize(seed);
+  Image expect(type, images, rows, cols, out_pad);
+  reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
+  for (const StencilTuning& tuning : tunings) {
+    Image out(type, images, rows, cols, out_pad);  // poisoned, padding included
+    stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, tuning);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
+        << name(type) << " variant " << tuning.variant << " ctas_per_sm " << tuning.ctas_per_sm
+        << " panel " << tuning.panel_tiles;
+  }
+}
+
 // Every layout (StencilTuning::variant) on a batch large enough that each CTA's ring wraps
 // several times, with row tails and image padding.
 class StencilLayouts : public ::testing::TestWithParam<DataType> {};
 
 TEST_P(StencilLayouts, EveryVariantMatchesReference) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  const DataType type = GetParam();
-  Image in(type, 3, 1031, 2053, 16);
-  in.randomize(77);
-  Image expect(type, 3, 1031, 2053, 48);
-  reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
+  std::vector<StencilTuning> tunings;
   for (int variant = 0; variant < kVariants; ++variant) {
     for (int ctas : {0, 1, variant == 19 ? 3 : 1}) {  // variant 19's default is 3 per SM
-      Image out(type, 3, 1031, 2053, 48);  // poisoned, padding included
-      stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{ctas, variant});
-      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
-          << "variant " << variant << " ctas_per_sm " << ctas;
+      tunings.push_back(StencilTuning{ctas, variant});
     }
   }
+  expect_tunings_match(GetParam(), 3, 1031, 2053, 48, 77, tunings);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
@@ -95,19 +109,10 @@ INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
 TEST(StencilGpu, PanelsMatchReference) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (const DataType type : kTypes) {
-    Image in(type, 2, 203, 517, 16);
-    in.randomize(31);
-    Image expect(type, 2, 203, 517, 32);
-    reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
-    for (const StencilTuning tuning :
-         {StencilTuning{0, 0, 1}, StencilTuning{0, 19, 3}, StencilTuning{0, 22, 2},
-          StencilTuning{0, 8, 4}, StencilTuning{0, 4, 1000}, StencilTuning{0, 13, 1}}) {
-      Image out(type, 2, 203, 517, 32);  // poisoned, padding included
-      stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, tuning);
-      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
-          << "variant " << tuning.variant << " panel " << tuning.panel_tiles;
-    }
+    expect_tunings_match(type, 2, 203, 517, 32, 31,
+                         {StencilTuning{0, 0, 1}, StencilTuning{0, 19, 3}, StencilTuning{0, 22, 2},
+                          StencilTuning{0, 8, 4}, StencilTuning{0, 4, 1000},
+                          StencilTuning{0, 13, 1}});
   }
 }
 
@@ -144,18 +149,9 @@ TEST(StencilGpu, UnknownVariantThrows) {
 // tail, padding and two images.
 TEST(StencilGpu, EveryVariantSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  for (const DataType type : kTypes) {
-    Image in(type, 2, 70, 301, 16);
-    in.randomize(11);
-    Image expect(type, 2, 70, 301, 32);
-    reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
-    for (int variant = 0; variant < kVariants; ++variant) {
-      Image out(type, 2, 70, 301, 32);
-      stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{1, variant});
-      ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-      EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u) << "variant " << variant;
-    }
-  }
+  std::vector<StencilTuning> tunings;
+  for (int variant = 0; variant < kVariants; ++variant) tunings.push_back({1, variant});
+  for (const DataType type : kTypes) expect_tunings_match(type, 2, 70, 301, 32, 11, tunings);
 }
 
 TEST(StencilGpu, EdgesSeeZeroPadding) {
