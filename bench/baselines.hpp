@@ -44,6 +44,13 @@ void seed_gemm_fp8(const std::uint8_t* a, const std::uint8_t* b, __nv_bfloat16* 
 // 16-byte aligned, a whole number of 16-byte vectors; Error otherwise).
 void plain_add_int32(const std::int32_t* in, std::int32_t* out, std::uint64_t count,
                      std::int32_t value, cudaStream_t stream);
+// The same with one block per 16 KB chunk instead of a grid-stride loop.
+void plain_add_int32_chunks(const std::int32_t* in, std::int32_t* out, std::uint64_t count,
+                            std::int32_t value, cudaStream_t stream);
+// The classic shared-memory transpose (4-byte accesses through registers), one block of 32 x 8
+// threads per tile x tile tile, tile 32 or 64; rows and cols multiples of the tile, dense.
+void plain_transpose_f32(int tile, const float* in, float* out, std::uint64_t rows,
+                         std::uint64_t cols, cudaStream_t stream);
 
 // cuBLAS ?geam as a transpose: out (cols x rows) = in^T, float32 or float64, dense.
 class CublasGeam {

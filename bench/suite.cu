@@ -69,15 +69,18 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
                           "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10", "tmakit:v10:c2",
                           "tmakit:v11", "tmakit:v12", "tmakit:v0:p1", "tmakit:v7:p1",
-                          "tmakit:v0:p32", "tmakit:v0"}) {
+                          "tmakit:v0:p32", "tmakit:v13", "tmakit:v14", "tmakit:v15",
+                          "tmakit:v16", "tmakit:v13:p1", "tmakit:v14:p1", "tmakit:v0"}) {
       tr.push_back(v);
       tr32.push_back(v);
     }
-    for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v0:p1", "tmakit:v0"}) {
+    tr32.insert(tr32.begin() + 5, {"plain:t32", "plain:t64"});
+    for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v13", "tmakit:v14",
+                          "tmakit:v0:p1", "tmakit:v0"}) {
       tr64.push_back(v);
     }
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
-                          "tmakit:v6", "tmakit:v0"}) {
+                          "tmakit:v6", "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v0"}) {
       add.push_back(v);
     }
     // NOTE: CTAs per SM are forced only on named layouts: variant 0's layout (and how many
@@ -87,7 +90,9 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
                           "tmakit:v9", "tmakit:v10", "tmakit:v11", "tmakit:v12", "tmakit:v13",
                           "tmakit:v14", "tmakit:v15", "tmakit:v16", "tmakit:v17", "tmakit:v18",
                           "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22", "tmakit:v8:p3",
-                          "tmakit:v19:p1", "tmakit:v22:p1", "tmakit:v0"}) {
+                          "tmakit:v19:p1", "tmakit:v22:p1", "tmakit:v23", "tmakit:v24",
+                          "tmakit:v25", "tmakit:v26", "tmakit:v27", "tmakit:v28",
+                          "tmakit:v23:p3", "tmakit:v24:p3", "tmakit:v0"}) {
       st.push_back(v);
       st64.push_back(v);
     }
@@ -95,6 +100,7 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   std::vector<std::string> add32 = add;
   add32.insert(add32.begin() + 1, "tmakit-inplace");
   add32.insert(add32.begin() + 2, "plain-ldg");
+  add32.insert(add32.begin() + 3, "plain-chunk");
   return {
       {Op::add, DataType::int32, 1, big, big, add32},
       {Op::add, DataType::float32, 1, big, big, add},
@@ -308,13 +314,18 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
             });
         continue;
       }
-      if (impl == "plain-ldg") {
+      if (impl.rfind("plain-", 0) == 0) {
+        const bool chunks = impl == "plain-chunk";
         s.measure(
-            w, impl, "16-byte loads and stores, no TMA", out.get(),
+            w, impl,
+            chunks ? "16-byte loads and stores, no TMA, a block per 16 KB"
+                   : "16-byte loads and stores, no TMA",
+            out.get(),
             [&](cudaStream_t stream) {
-              plain_add_int32(static_cast<const std::int32_t*>(in.get()),
-                              static_cast<std::int32_t*>(out.get()), w.elements(),
-                              static_cast<std::int32_t>(kAddValue), stream);
+              (chunks ? plain_add_int32_chunks : plain_add_int32)(
+                  static_cast<const std::int32_t*>(in.get()),
+                  static_cast<std::int32_t*>(out.get()), w.elements(),
+                  static_cast<std::int32_t>(kAddValue), stream);
             },
             [&] {
               return errors_text(
@@ -347,6 +358,15 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
             [&](cudaStream_t stream) {
               seed_transpose(v, static_cast<const float*>(in.get()),
                              static_cast<float*>(out.get()), w.rows, w.cols, stream);
+            },
+            check);
+      } else if (impl.rfind("plain:t", 0) == 0) {
+        const int tile = knob(impl, 't');
+        s.measure(
+            w, impl, "4-byte loads and stores through shared memory, no TMA", out.get(),
+            [&](cudaStream_t stream) {
+              plain_transpose_f32(tile, static_cast<const float*>(in.get()),
+                                  static_cast<float*>(out.get()), w.rows, w.cols, stream);
             },
             check);
       } else if (impl == "cublas-geam") {

@@ -32,16 +32,24 @@ struct Layout {
   static constexpr int kCtasPerSm = CtasPerSm;
   static constexpr bool kEvictFirst = EvictFirst;  // L2 evict-first hint on loads and stores
 };
-// NOTE: on H200 every shape below measured 0.91-0.93 of memcpy for int32 (README): neither
-// depth, stores in flight nor one CTA per SM moved it; 32 KB boxes were the best by ~1%.
-using Layout0 = Layout<3, 32, 1, 2, false>;   // the default: 32 KB boxes
-using Layout1 = Layout<6, 16, 1, 2, false>;   // the earlier default
+// NOTE: one 8 KB tile per CTA (Layout9, variant 0) measured 0.994-0.996 of memcpy for every
+// type on H100 and H200 (README, 2026-11-22 ~10:00-10:10Z), against 0.93-0.96 for every
+// persistent ring below: with one tile per CTA the hardware hands tiles out in order as CTAs
+// finish, so all SMs work on one narrow band of the tensor at a time, while persistent CTAs
+// drift apart. Twelve CTAs of 5 warps fill an SM's warps; the overlap of one tile's load with
+// another's store comes from the CTAs sharing the SM.
+using Layout1 = Layout<6, 16, 1, 2, false>;   // the default until 2026-11-22 ~01:00Z
 using Layout2 = Layout<6, 16, 2, 2, false>;   // two stores in flight per CTA
 using Layout3 = Layout<6, 32, 2, 1, false>;   // one CTA, 32 KB boxes, two stores in flight
 using Layout4 = Layout<12, 16, 3, 1, false>;  // one CTA, 16 KB boxes, three stores in flight
-using Layout5 = Layout<3, 32, 1, 2, true>;    // variant 0 with evict-first hints
+using Layout5 = Layout<3, 32, 1, 2, true>;    // variant 10 with evict-first hints
 using Layout6 = Layout<3, 64, 1, 1, false>;   // one CTA, 64 KB boxes
-constexpr int kVariants = 7;
+// One tile per CTA (a single stage, grid = tiles): as many CTAs per SM as fit.
+using Layout7 = Layout<1, 32, 0, 1, false>;   // 32 KB
+using Layout8 = Layout<1, 16, 0, 1, false>;   // 16 KB
+using Layout9 = Layout<1, 8, 0, 1, false>;    // 8 KB (variant 0)
+using Layout10 = Layout<3, 32, 1, 2, false>;  // 3 x 32 KB, the default until 2026-11-22 10:xxZ
+constexpr int kVariants = 11;
 static_assert(kVariants == kElementwiseVariants, "elementwise.hpp counts the layouts here");
 
 // The constant in the element type's bits, widened so one parameter serves every type.
@@ -193,6 +201,7 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
     sm90_add_constant_kernel(const __grid_constant__ Params p) {
   static_assert(L::kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
   static_assert(L::kStages > L::kReleaseLag, "the stream frees a stage kReleaseLag stores later");
+  static_assert(L::kStages > 1 || L::kReleaseLag == 0, "one stage: one tile per CTA");
   static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];
@@ -226,17 +235,19 @@ void launch_type(DataType t, const Params& p, unsigned grid, cudaStream_t stream
 // What the launcher needs of a layout at run time.
 struct LayoutFacts {
   std::uint32_t stage_bytes;
+  bool tile_per_cta;  // one stage: grid = tiles
   int ctas_per_sm;
   int max_ctas_per_sm;
   void (*launch)(DataType, const Params&, unsigned, cudaStream_t);
 };
 template <class L>
 constexpr LayoutFacts facts() {
-  return {L::kStageBytes, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_type<L>};
+  return {L::kStageBytes, L::kStages == 1, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_type<L>};
 }
-constexpr LayoutFacts kLayouts[kVariants] = {facts<Layout0>(), facts<Layout1>(), facts<Layout2>(),
-                                             facts<Layout3>(), facts<Layout4>(), facts<Layout5>(),
-                                             facts<Layout6>()};
+constexpr LayoutFacts kLayouts[kVariants] = {
+    facts<Layout9>(), facts<Layout1>(), facts<Layout2>(), facts<Layout3>(),
+    facts<Layout4>(), facts<Layout5>(), facts<Layout6>(), facts<Layout7>(),
+    facts<Layout8>(), facts<Layout9>(), facts<Layout10>()};
 
 }  // namespace tmakit::detail::elementwise
 
@@ -279,6 +290,11 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   Params p{};
   p.value = make_constant(t, value);
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
+  if (layout.tile_per_cta && tuning.ctas_per_sm > 0) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "variant " + std::to_string(tuning.variant) +
+                            " runs one tile per CTA and the SMs take as many as fit; use 0");
+  }
   if (ctas_per_sm > layout.max_ctas_per_sm) {
     throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
                                                   " fit in shared memory");
@@ -316,7 +332,8 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
 
   // step 4: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid = detail::persistent_grid(tiles, ctas_per_sm);
+  const unsigned grid = layout.tile_per_cta ? detail::tile_grid(tiles)
+                                            : detail::persistent_grid(tiles, ctas_per_sm);
   layout.launch(t, p, grid, stream);
 }
 

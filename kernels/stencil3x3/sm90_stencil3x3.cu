@@ -81,12 +81,24 @@ using Layout18 = Layout<4, 0, 1, 32, 256, 1, 2, L2Promotion::bytes256, true>;
 using Layout19 = Layout<3, 0, 1, 32, 256, 1, 3, L2Promotion::bytes256, true>;  // 3 CTAs/SM
 using Layout20 = Layout<4, 0, 1, 16, 512, 1, 2, L2Promotion::bytes256, true>;  // 6, .shared
 using Layout21 = Layout<3, 0, 1, 32, 512, 1, 2, L2Promotion::bytes256, true>;  // 5, .shared
-// NOTE: variant 0 (the default) names no layout of its own: default_variant() picks the one
-// measured fastest on the device's memory system (README): on H200 (4.8 TB/s) Layout19 for
-// fp32 and Layout0 (variant 22) for fp64; on H100 (3.35 TB/s) the 1 KB tiles of Layout8 for
-// fp32 and the row walk of RowLayout13 for fp64, which were among the slowest on H200.
+// One tile per CTA (a single paired stage, grid = tiles): as many CTAs per SM as fit, the
+// hardware handing tiles out in order. (Ctas is only the static check's floor here.)
+template <int TileRows, int TileBytes, int Slices = 1, bool SharedSpace = false>
+using OneTile = Layout<1, 0, 0, TileRows, TileBytes, Slices, 1, L2Promotion::bytes256, SharedSpace>;
+using Layout23 = OneTile<32, 256>;
+using Layout24 = OneTile<32, 512>;
+template <class T>
+using Layout25 = OneTile<32, 1024, sizeof(T) == 4 ? 2 : 1>;
+using Layout26 = OneTile<64, 256>;
+using Layout27 = OneTile<32, 256, 1, true>;
+using Layout28 = OneTile<16, 512>;
+// NOTE: variant 0 (the default) names no layout of its own: default_variant() picks one,
+// Layout24 since 2026-11-22. Before, the persistent rings split the two parts measured: on
+// H200 (4.8 TB/s) Layout19 for fp32 and Layout0 (variant 22) for fp64; on H100 (3.35 TB/s)
+// the 1 KB tiles of Layout8 for fp32 and the row walk of RowLayout13 for fp64.
 // (variants 10..13: the row walk further down)
-constexpr int kVariants = 23;
+constexpr int kVariants = 29;
+static_assert(kVariants == kStencilVariants, "stencil3x3.hpp counts the layouts here");
 
 // Tile geometry for element type T and layout L.
 template <class T, class L>
@@ -154,12 +166,15 @@ void set_up(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
 
 // What both launchers do last: a persistent grid (ctas_per_sm per SM, at most one per tile)
 // of `kernel` with `smem` bytes of dynamic shared memory (its limit already raised).
+// Layouts of one stage take one tile per CTA instead (tile_per_cta).
 template <class T>
 void launch_persistent(void (*kernel)(Params<T>), std::size_t smem, const Params<T>& p,
-                       int ctas_per_sm, cudaStream_t stream, const char* name) {
+                       int ctas_per_sm, cudaStream_t stream, const char* name,
+                       bool tile_per_cta = false) {
   const std::int64_t tiles =
       static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
-  kernel<<<persistent_grid(tiles, ctas_per_sm), 32 * (1 + kConsumerWarps), smem, stream>>>(p);
+  const unsigned grid = tile_per_cta ? tile_grid(tiles) : persistent_grid(tiles, ctas_per_sm);
+  kernel<<<grid, 32 * (1 + kConsumerWarps), smem, stream>>>(p);
   check_launch(name);
 }
 
@@ -313,7 +328,7 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   // step 3: launch
   allow_dynamic_smem<sm90_stencil3x3_kernel<T, L>>(kSmemBytes<T, L>);
   launch_persistent(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>, p, ctas_per_sm, stream,
-                    "sm90_stencil3x3_kernel");
+                    "sm90_stencil3x3_kernel", L::kStages == 1);
 }
 
 // ---- row walk: each input value crosses L2 once per tile (variants 10..13) ---------------
@@ -545,26 +560,29 @@ constexpr int max_row_ctas() {
 struct LayoutFacts {
   int max_ctas;
   int default_ctas;
+  bool tile_per_cta;  // one stage: grid = tiles
 };
 template <class T, class L>
 constexpr LayoutFacts facts() {
-  return {max_ctas<T, L>(), L::kCtasPerSm};
+  return {max_ctas<T, L>(), L::kCtasPerSm, L::kStages == 1};
 }
 template <class T, class L>
 constexpr LayoutFacts row_facts() {
-  return {max_row_ctas<T, L>(), L::kCtasPerSm};
+  return {max_row_ctas<T, L>(), L::kCtasPerSm, false};
 }
 // (index 0 is never looked up: variant 0 is resolved to a layout first)
 template <class T>
 constexpr std::array<LayoutFacts, kVariants> kLayouts = {
-    LayoutFacts{0, 0},      facts<T, Layout1>(),    facts<T, Layout2>(),
+    LayoutFacts{0, 0, false}, facts<T, Layout1>(),    facts<T, Layout2>(),
     facts<T, Layout3>(),    facts<T, Layout4>(),    facts<T, Layout5<T>>(),
     facts<T, Layout6<T>>(), facts<T, Layout7<T>>(), facts<T, Layout8<T>>(),
     facts<T, Layout9<T>>(), row_facts<T, RowLayout10>(), row_facts<T, RowLayout11>(),
     row_facts<T, RowLayout12>(), row_facts<T, RowLayout13>(), facts<T, Layout14>(),
     facts<T, Layout15>(),        facts<T, Layout16>(),        facts<T, Layout17>(),
     facts<T, Layout18>(),        facts<T, Layout19>(),        facts<T, Layout20>(),
-    facts<T, Layout21>(),        facts<T, Layout0>()};
+    facts<T, Layout21>(),        facts<T, Layout0>(),         facts<T, Layout23>(),
+    facts<T, Layout24>(),        facts<T, Layout25<T>>(),     facts<T, Layout26>(),
+    facts<T, Layout27>(),        facts<T, Layout28>()};
 
 template <class T>
 void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
@@ -593,21 +611,23 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
     case 20: launch<T, Layout20>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     case 21: launch<T, Layout21>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     case 22: launch<T, Layout0>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 23: launch<T, Layout23>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 24: launch<T, Layout24>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 25: launch<T, Layout25<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 26: launch<T, Layout26>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 27: launch<T, Layout27>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 28: launch<T, Layout28>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     default: throw std::logic_error("stencil3x3: variant " + std::to_string(variant) +
                                     " reached the launch unresolved");
   }
 }
 
-// Variant 0 on a device of this peak DRAM bandwidth. H200 and H100 disagree on the layout
-// (README, runs of 2026-11-22): on H200 the small tiles at 2-3 CTAs per SM lead (fp32
-// variant 19 0.875 of memcpy, variant 8 0.819), on H100 the 1 KB tiles at one CTA (fp32
-// variant 8 0.91-0.92, variant 19 0.77-0.79; fp64 row walk 13 0.90, variant 22 0.72-0.74).
-// Memory systems of 4 TB/s and more take the H200's choice, slower ones the H100's.
-int default_variant(bool fp64, double dram_bytes_per_second) {
-  const bool h200_class = dram_bytes_per_second >= 4e12;
-  if (h200_class) return fp64 ? 22 : 19;
-  return fp64 ? 13 : 8;
-}
+// Variant 0. One tile of 32 rows x 512 B per CTA (layout 24) measured fastest of every layout
+// for both types on H100 and on H200 (README, 2026-11-22 ~10:05Z: H100 fp32 0.969, fp64 0.965
+// of memcpy; H200 0.908 / 0.898), where the persistent rings had split the two parts (H200:
+// small tiles at 2-3 CTAs per SM, 19 and 22; H100: 1 KB tiles at one CTA, 8, and the row
+// walk, 13). The memory system's bandwidth is kept as an argument for parts not yet measured.
+int default_variant(bool /*fp64*/, double /*dram_bytes_per_second*/) { return 24; }
 
 // Panels of tile rows (TileOrder) on a device of this peak DRAM bandwidth. On H200, panels
 // of 3 tile rows measured 0.5-1.5% faster than the row-major walk for variants 19 and 22
@@ -674,6 +694,11 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
                           : default_variant(fp64, detail::peak_dram_bytes_per_second());
   const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.default_ctas;
+  if (layout.tile_per_cta && tuning.ctas_per_sm > 0) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "variant " + std::to_string(tuning.variant) +
+                            " runs one tile per CTA and the SMs take as many as fit; use 0");
+  }
   const int max_ctas = layout.max_ctas;
   if (ctas_per_sm > max_ctas) {
     throw ArgumentError("tuning.ctas_per_sm",

@@ -56,9 +56,20 @@ using Layout10 = Layout<3, 0, 1, 1, 128, 2, true>;  // in place, 128 rows x 256 
 using Layout11 = Layout<4, 2, 1, 1, 128, 2>;        // separate, 128 rows x 256 B, 4 in + 2 out
 using Layout12 = Layout<3, 0, 1, 1, 256>;  // paired 32 + 32 KB, 256 rows x 128 B (variant 0
                                            // until 2026-11-22, for 1-byte elements until 07:40Z)
-constexpr int kVariants = 13;
+// One tile per CTA (a single stage, grid = tiles): as many CTAs per SM as fit; CtasPerSm
+// is then the residency the registers must allow (__launch_bounds__'s minimum).
+using Layout13 = Layout<1, 0, 0, 3, 128, 2>;        // paired 32 + 32 KB
+using Layout14 = Layout<1, 0, 0, 3, 128, 2, true>;  // in place, 32 KB
+using Layout15 = Layout<1, 0, 0, 4, 128, 1>;        // paired 16 + 16 KB, 128 rows x 128 B
+using Layout16 = Layout<1, 0, 0, 4, 128, 1, true>;  // in place, 16 KB
+constexpr int kVariants = 17;
+static_assert(kVariants == kTransposeVariants, "transpose.hpp counts the layouts here");
 // variant 0: the measured best layout per element size (see the NOTE above)
-constexpr int default_variant(std::uint32_t /*esize*/) { return 6; }
+// NOTE: one tile per CTA (layouts 13-16) measured 2-5% faster than every persistent ring on
+// H100 and H200 (README, 2026-11-22 ~10:10Z): the hardware hands tiles out in order as CTAs
+// finish, so the tiles in flight stay in one narrow band. In place (14, 16) the registers of
+// three (four) CTAs per SM are reserved through __launch_bounds__.
+constexpr int default_variant(std::uint32_t esize) { return esize == 1 ? 16 : 14; }
 
 struct Params {
   CUtensorMap in_map;
@@ -268,7 +279,8 @@ template <class L>
 constexpr int kMaxCtasPerSm = static_cast<int>(228 * 1024 / (kSmemBytes<L> + 1024));
 
 template <int E, class L>
-__global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps))
+__global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps),
+                                  L::kStages == 1 ? L::kCtasPerSm : 1)
     sm90_transpose_kernel(const __grid_constant__ Params p) {
   static_assert(E == 1 || E == 2 || E == 4 || E == 8, "elements of 1, 2, 4 or 8 bytes");
   static_assert(L::kTileBytes % Swz::repeat_bytes == 0, "tiles must sit on the swizzle repeat");
@@ -304,6 +316,7 @@ void launch_size(std::uint32_t esize, const Params& p, unsigned grid, cudaStream
 
 // What the launcher needs of a layout at run time.
 struct LayoutFacts {
+  bool tile_per_cta;  // one stage: grid = tiles
   std::uint32_t box_rows;
   std::uint32_t slices;  // 128-byte input boxes side by side per tile
   int ctas_per_sm;
@@ -312,14 +325,15 @@ struct LayoutFacts {
 };
 template <class L>
 constexpr LayoutFacts facts() {
-  return {L::kBoxRows, static_cast<std::uint32_t>(L::kSlices), L::kCtasPerSm, kMaxCtasPerSm<L>,
+  return {L::kStages == 1, L::kBoxRows, static_cast<std::uint32_t>(L::kSlices), L::kCtasPerSm, kMaxCtasPerSm<L>,
           &launch_size<L>};
 }
 // NOTE: entry 0 is never read: variant 0 is resolved per element size first.
 constexpr LayoutFacts kLayouts[kVariants] = {
     facts<Layout12>(), facts<Layout1>(),  facts<Layout2>(), facts<Layout3>(), facts<Layout4>(),
     facts<Layout5>(),  facts<Layout6>(),  facts<Layout7>(), facts<Layout8>(), facts<Layout9>(),
-    facts<Layout10>(), facts<Layout11>(), facts<Layout12>()};
+    facts<Layout10>(), facts<Layout11>(), facts<Layout12>(), facts<Layout13>(), facts<Layout14>(),
+    facts<Layout15>(), facts<Layout16>()};
 
 DataType transport_type(std::uint32_t esize) {
   return esize == 1   ? DataType::uint8
@@ -362,6 +376,11 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   const LayoutFacts& layout =
       kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
+  if (layout.tile_per_cta && tuning.ctas_per_sm > 0) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "variant " + std::to_string(tuning.variant) +
+                            " runs one tile per CTA and the SMs take as many as fit; use 0");
+  }
   if (ctas_per_sm > layout.max_ctas_per_sm) {
     throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
                                                   " fit in shared memory");
@@ -398,7 +417,8 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
 
   // step 3: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid = detail::persistent_grid(tiles, ctas_per_sm);
+  const unsigned grid = layout.tile_per_cta ? detail::tile_grid(tiles)
+                                            : detail::persistent_grid(tiles, ctas_per_sm);
   layout.launch(esize, p, grid, stream);
 }
 

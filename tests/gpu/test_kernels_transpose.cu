@@ -18,7 +18,7 @@ const Shape kShapes[] = {
     {1, 1, 0, 0},       {1, 37, 0, 0},       {37, 1, 0, 16},    {1, 1000, 0, 0},  {97, 101, 0, 0},
     {127, 131, 32, 16}, {128, 128, 0, 0},    {300, 500, 16, 0}, {256, 512, 0, 0}, {129, 257, 0, 48},
     {1031, 263, 0, 0},  {2053, 1999, 0, 32}, {4099, 517, 64, 0}};
-constexpr int kVariants = 13;  // TransposeTuning::variant 0 .. 12 (kernels/transpose/README.md)
+constexpr int kVariants = kTransposeVariants;  // kernels/transpose/README.md
 const DataType kTypes[] = {DataType::uint8, DataType::bfloat16, DataType::float32,
                            DataType::float64};
 
@@ -55,9 +55,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Transpose,
 
 TEST(TransposeGpu, TuningKnobsKeepResults) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  // NOTE: the default layout fits one CTA per SM; two CTAs need layout 1
+  // NOTE: the default layout runs one tile per CTA (no CTA count); two CTAs need layout 1
   for (const TransposeTuning tuning :
-       {TransposeTuning{1, 1}, TransposeTuning{2, 3, 1}, TransposeTuning{1, 64},
+       {TransposeTuning{0, 1}, TransposeTuning{2, 3, 1}, TransposeTuning{0, 64},
         TransposeTuning{0, 3, 6}, TransposeTuning{0, 2, 7}, TransposeTuning{1, 5, 8},
         TransposeTuning{0, 4, 9}, TransposeTuning{2, 1, 10}, TransposeTuning{0, 3, 11},
         TransposeTuning{1, 2, 12}}) {

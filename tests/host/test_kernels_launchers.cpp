@@ -84,8 +84,13 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
   EXPECT_EQ(refused([&] { add_constant(batched, batched, 1); }), "in.batch");
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{3}); }),
             "tuning.ctas_per_sm");
-  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{0, 7}); }),
+  EXPECT_EQ(refused([&] {
+              add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{0, kElementwiseVariants});
+            }),
             "tuning.variant");
+  // persistent CTAs per SM mean nothing to a layout of one tile per CTA (variant 0, 9)
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{1, 9}); }),
+            "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{-1, 0}); }),
             "tuning.ctas_per_sm");
 }
@@ -147,14 +152,17 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
             "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, -3}); }),
             "tuning.panel_tiles");
+  // one tile per CTA (variant 0 = 14 here, 13) takes no persistent CTA count
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{1, 0, 13}); }),
+            "tuning.ctas_per_sm");
 }
 
 // Variant 0's layout by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured.
 TEST(KernelLaunchers, StencilDefaultLayoutFollowsTheMemorySystem) {
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 3.35e12), 8);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 3.35e12), 13);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 4.8e12), 19);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 4.8e12), 22);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 3.35e12), 24);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 3.35e12), 24);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 4.8e12), 24);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 4.8e12), 24);
   EXPECT_THROW(stencil3x3_default_variant(DataType::int32, 4.8e12), ArgumentError);
 }
 
@@ -186,9 +194,11 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
                          TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
             }),
             "in.image_stride_bytes");
-  // layouts are 1..22 plus 0 (the device's default); checked before any device query
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 23}); }),
+  // layouts are 1..28 plus 0 (the default); checked before any device query
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, kStencilVariants}); }),
             "tuning.variant");
+  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{1, 24}); }),
+            "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, -1}); }),
             "tuning.variant");
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{2, 8}); }),

@@ -10,12 +10,13 @@
 namespace tmakit {
 
 struct ElementwiseTuning {
-  int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
+  int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the layout's default (the
+                        // layouts of one tile per CTA, variant 0 among them, take only 0)
   int variant = 0;      // box and pipeline shape (0: the default; kernels/elementwise/README.md)
 };
 
 // Layouts ElementwiseTuning::variant may name: 0 .. kElementwiseVariants - 1.
-inline constexpr int kElementwiseVariants = 7;
+inline constexpr int kElementwiseVariants = 11;
 
 // out = in + value for every element. `in` and `out` have the same type and shape; they are
 // either the same tensor (same data and strides: in place) or disjoint. `value` is converted

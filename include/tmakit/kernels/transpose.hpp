@@ -10,12 +10,15 @@
 namespace tmakit {
 
 struct TransposeTuning {
-  int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the kernel's default
+  int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the layout's default (the
+                        // layouts of one tile per CTA, variant 0 among them, take only 0)
   int panel_tiles = 0;  // tile rows walked together, down each column of tiles, then the next
                         // column; 0: all of them (column by column), 1: row-major order
-  int variant = 0;      // shared-memory layout: 0 the measured best (layout 6), 1..12 fixed
-                        // layouts (kernels/transpose/README.md)
+  int variant = 0;      // shared-memory layout: 0 the measured best (14; 16 for 1-byte), 1 ..
+                        // kTransposeVariants - 1 fixed layouts (kernels/transpose/README.md)
 };
+// Layouts TransposeTuning::variant may name: 0 .. kTransposeVariants - 1.
+inline constexpr int kTransposeVariants = 17;
 
 // out[c][r] = in[r][c]. `in` and `out` have the same element size (any type of 1, 2, 4 or 8
 // bytes; the bits are moved, not converted), out.rows == in.cols, out.cols == in.rows, and

@@ -216,6 +216,13 @@ inline double peak_dram_bytes_per_second() {
 }
 
 // Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
+// One CTA per tile (layouts with a single stage): the hardware hands tiles out in order as
+// CTAs finish. Past 2^31 - 1 tiles the kernels' stride walk gives some CTAs more than one.
+inline unsigned tile_grid(std::int64_t tiles) {
+  constexpr std::int64_t kMaxGrid = 0x7fffffff;
+  return static_cast<unsigned>(tiles < kMaxGrid ? tiles : kMaxGrid);
+}
+
 inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
   const std::int64_t ctas = static_cast<std::int64_t>(multiprocessor_count()) * ctas_per_sm;
   return static_cast<unsigned>(tiles < ctas ? tiles : ctas);

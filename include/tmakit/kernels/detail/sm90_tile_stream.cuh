@@ -134,8 +134,10 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
   // a paired stage is input box then output tile; otherwise stages are input boxes only
   constexpr std::uint32_t kStageBytes = Op::kInBytes + (kPaired ? Op::kOutBytes : 0u);
   static_assert(kLateRelease || kOutStages >= 2, "separate outputs need two buffers or more");
-  static_assert(!kLateRelease || (kLag >= 1 && kLag < kStages),
-                "a stage freed kReleaseLag tiles late needs kStages > kReleaseLag >= 1");
+  // NOTE: kLag 0 frees a stage once its own store has read it (a ring of one stage, for
+  // layouts that run one tile per CTA and leave the overlap to the CTAs sharing an SM).
+  static_assert(!kLateRelease || (kLag >= 0 && kLag < kStages),
+                "a stage freed kReleaseLag tiles late needs kStages > kReleaseLag >= 0");
   static_assert(kStageBytes % 128 == 0 && Op::kInBytes % 128 == 0,
                 "TMA shared-memory boxes need 128-byte alignment (rule D1)");
   constexpr std::uint32_t kConsumerThreads = 32u * Op::kConsumerWarps;
