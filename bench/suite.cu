@@ -92,7 +92,8 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
                           "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22", "tmakit:v8:p3",
                           "tmakit:v19:p1", "tmakit:v22:p1", "tmakit:v23", "tmakit:v24",
                           "tmakit:v25", "tmakit:v26", "tmakit:v27", "tmakit:v28",
-                          "tmakit:v23:p3", "tmakit:v24:p3", "tmakit:v0"}) {
+                          "tmakit:v23:p3", "tmakit:v24:p3", "tmakit:v24:p1", "tmakit:v29",
+                          "tmakit:v30", "tmakit:v31", "tmakit:v0"}) {
       st.push_back(v);
       st64.push_back(v);
     }

@@ -92,12 +92,17 @@ using Layout25 = OneTile<32, 1024, sizeof(T) == 4 ? 2 : 1>;
 using Layout26 = OneTile<64, 256>;
 using Layout27 = OneTile<32, 256, 1, true>;
 using Layout28 = OneTile<16, 512>;
+using Layout29 = OneTile<64, 512>;
+template <class T>
+using Layout30 = OneTile<16, 1024, sizeof(T) == 4 ? 2 : 1>;
+template <class T>
+using Layout31 = OneTile<8, 1024, sizeof(T) == 4 ? 2 : 1>;
 // NOTE: variant 0 (the default) names no layout of its own: default_variant() picks one,
 // Layout24 since 2026-11-22. Before, the persistent rings split the two parts measured: on
 // H200 (4.8 TB/s) Layout19 for fp32 and Layout0 (variant 22) for fp64; on H100 (3.35 TB/s)
 // the 1 KB tiles of Layout8 for fp32 and the row walk of RowLayout13 for fp64.
 // (variants 10..13: the row walk further down)
-constexpr int kVariants = 29;
+constexpr int kVariants = 32;
 static_assert(kVariants == kStencilVariants, "stencil3x3.hpp counts the layouts here");
 
 // Tile geometry for element type T and layout L.
@@ -582,7 +587,8 @@ constexpr std::array<LayoutFacts, kVariants> kLayouts = {
     facts<T, Layout18>(),        facts<T, Layout19>(),        facts<T, Layout20>(),
     facts<T, Layout21>(),        facts<T, Layout0>(),         facts<T, Layout23>(),
     facts<T, Layout24>(),        facts<T, Layout25<T>>(),     facts<T, Layout26>(),
-    facts<T, Layout27>(),        facts<T, Layout28>()};
+    facts<T, Layout27>(),        facts<T, Layout28>(),        facts<T, Layout29>(),
+    facts<T, Layout30<T>>(),     facts<T, Layout31<T>>()};
 
 template <class T>
 void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
@@ -617,6 +623,9 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
     case 26: launch<T, Layout26>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     case 27: launch<T, Layout27>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     case 28: launch<T, Layout28>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 29: launch<T, Layout29>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 30: launch<T, Layout30<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 31: launch<T, Layout31<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     default: throw std::logic_error("stencil3x3: variant " + std::to_string(variant) +
                                     " reached the launch unresolved");
   }
@@ -631,7 +640,8 @@ int default_variant(bool /*fp64*/, double /*dram_bytes_per_second*/) { return 24
 
 // Panels of tile rows (TileOrder) on a device of this peak DRAM bandwidth. On H200, panels
 // of 3 tile rows measured 0.5-1.5% faster than the row-major walk for variants 19 and 22
-// (README, 2026-11-22 08:34Z); on H100 panels of 2-4 made variant 8 2% slower.
+// (README, 2026-11-22 08:34Z); on H100 panels of 2-4 made variant 8 2% slower. (Layouts of
+// one tile per CTA walk row-major on both: see the launcher.)
 int default_panel(double dram_bytes_per_second) { return dram_bytes_per_second >= 4e12 ? 3 : 1; }
 
 constexpr bool is_row_walk(int variant) { return variant >= 10 && variant <= 13; }
@@ -704,9 +714,17 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
     throw ArgumentError("tuning.ctas_per_sm",
                         "at most " + std::to_string(max_ctas) + " fit in shared memory");
   }
-  const int panel = is_row_walk(variant)      ? 1
-                    : tuning.panel_tiles > 0 ? tuning.panel_tiles
-                                             : default_panel(detail::peak_dram_bytes_per_second());
+  // NOTE: layouts of one tile per CTA walk row-major by default on every part (H200: layout 24
+  // 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3, 2026-11-22
+  // ~10:25Z; H100 the same either way)
+  int panel = 1;  // the row walks' order, and the default of one tile per CTA
+  if (!is_row_walk(variant)) {
+    if (tuning.panel_tiles > 0) {
+      panel = tuning.panel_tiles;
+    } else if (!layout.tile_per_cta) {
+      panel = default_panel(detail::peak_dram_bytes_per_second());
+    }
+  }
 
   if (in.type == DataType::float32) {
     launch_variant<float>(variant, in, out, filter, ctas_per_sm, panel, stream);

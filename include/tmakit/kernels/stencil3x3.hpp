@@ -24,12 +24,13 @@ struct StencilTuning {
   int variant = 0;      // shared-memory layout (0: the default; 1 .. kStencilVariants - 1
                         // fixed layouts, kernels/stencil3x3/README.md)
   int panel_tiles = 0;  // tile rows walked together (down a panel's column of tiles, then the
-                        // next column); 0: the device's default (3 on memory systems of 4 TB/s
-                        // and more, else 1 = row-major). The row walks (10-13) take only 0 or
-                        // 1, and walk rows whatever it says when variant 0 names one.
+                        // next column); 0: the default (1 = row-major for the layouts of one
+                        // tile per CTA, variant 0 among them; for the persistent layouts 3 on
+                        // memory systems of 4 TB/s and more, else 1). The row walks (10-13)
+                        // take only 0 or 1.
 };
 // Layouts StencilTuning::variant may name: 0 .. kStencilVariants - 1.
-inline constexpr int kStencilVariants = 29;
+inline constexpr int kStencilVariants = 32;
 
 // The layout variant 0 stands for on the current device for float32 or float64 input: the
 // one measured fastest on that memory system (kernels/stencil3x3/README.md). Throws
