@@ -33,7 +33,7 @@ struct Layout {
   static constexpr bool kEvictFirst = EvictFirst;  // L2 evict-first hint on loads and stores
 };
 // NOTE: one 8 KB tile per CTA (Layout9, variant 0) measured 0.994-0.996 of memcpy for every
-// type on H100 and H200 (README, 2026-11-22 ~10:00-10:10Z), against 0.93-0.96 for every
+// type on H100 and H200 (README, 2026-11-22 10:03Z and 10:05Z), against 0.93-0.96 for every
 // persistent ring below: with one tile per CTA the hardware hands tiles out in order as CTAs
 // finish, so all SMs work on one narrow band of the tensor at a time, while persistent CTAs
 // drift apart. Twelve CTAs of 5 warps fill an SM's warps; the overlap of one tile's load with
@@ -48,7 +48,7 @@ using Layout6 = Layout<3, 64, 1, 1, false>;   // one CTA, 64 KB boxes
 using Layout7 = Layout<1, 32, 0, 1, false>;   // 32 KB
 using Layout8 = Layout<1, 16, 0, 1, false>;   // 16 KB
 using Layout9 = Layout<1, 8, 0, 1, false>;    // 8 KB (variant 0)
-using Layout10 = Layout<3, 32, 1, 2, false>;  // 3 x 32 KB, the default until 2026-11-22 10:xxZ
+using Layout10 = Layout<3, 32, 1, 2, false>;  // 3 x 32 KB, the default until 2026-11-22 10:13Z
 constexpr int kVariants = 11;
 static_assert(kVariants == kElementwiseVariants, "elementwise.hpp counts the layouts here");
 

@@ -632,10 +632,10 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
 }
 
 // Variant 0. One tile of 32 rows x 512 B per CTA (layout 24) measured fastest of every layout
-// for both types on H100 and on H200 (README, 2026-11-22 ~10:05Z: H100 fp32 0.969, fp64 0.965
-// of memcpy; H200 0.908 / 0.898), where the persistent rings had split the two parts (H200:
-// small tiles at 2-3 CTAs per SM, 19 and 22; H100: 1 KB tiles at one CTA, 8, and the row
-// walk, 13). The memory system's bandwidth is kept as an argument for parts not yet measured.
+// for both types on H100 and H200 (README, 2026-11-22 10:03Z-10:17Z: H100 fp32 0.969, fp64
+// 0.963-0.965 of memcpy; H200 0.919 / 0.907 row-major), where the persistent rings had split
+// the two parts (H200: small tiles at 2-3 CTAs per SM, 19 and 22; H100: 1 KB tiles at one
+// CTA, 8, and the row walk, 13). The bandwidth stays an argument for parts not yet measured.
 int default_variant(bool /*fp64*/, double /*dram_bytes_per_second*/) { return 24; }
 
 // Panels of tile rows (TileOrder) on a device of this peak DRAM bandwidth. On H200, panels
@@ -716,7 +716,7 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
   }
   // NOTE: layouts of one tile per CTA walk row-major by default on every part (H200: layout 24
   // 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3, 2026-11-22
-  // ~10:25Z; H100 the same either way)
+  // 10:15Z; H100 the same either way)
   int panel = 1;  // the row walks' order, and the default of one tile per CTA
   if (!is_row_walk(variant)) {
     if (tuning.panel_tiles > 0) {
