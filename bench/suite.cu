@@ -80,7 +80,8 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
       tr64.push_back(v);
     }
     for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
-                          "tmakit:v6", "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v0"}) {
+                          "tmakit:v6", "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10",
+                          "tmakit:v0"}) {
       add.push_back(v);
     }
     // NOTE: CTAs per SM are forced only on named layouts: variant 0's layout (and how many
@@ -93,7 +94,8 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
                           "tmakit:v19:p1", "tmakit:v22:p1", "tmakit:v23", "tmakit:v24",
                           "tmakit:v25", "tmakit:v26", "tmakit:v27", "tmakit:v28",
                           "tmakit:v23:p3", "tmakit:v24:p3", "tmakit:v24:p1", "tmakit:v29",
-                          "tmakit:v30", "tmakit:v31", "tmakit:v0"}) {
+                          "tmakit:v30", "tmakit:v31", "tmakit:v32", "tmakit:v33", "tmakit:v34",
+                          "tmakit:v35", "tmakit:v36", "tmakit:v0"}) {
       st.push_back(v);
       st64.push_back(v);
     }

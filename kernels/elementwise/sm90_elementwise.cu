@@ -23,9 +23,12 @@ constexpr int kConsumerWarps = 4;
 
 // A pipeline shape, selectable at run time through ElementwiseTuning::variant so shapes
 // compare in one benchmark run. Boxes are rows of up to 1 KB, StageKB KB in all.
-template <int Stages, int StageKB, int Lag, int CtasPerSm, bool EvictFirst>
+template <int Stages, int StageKB, int Lag, int CtasPerSm, bool EvictFirst, int Run = 0>
 struct Layout {
   static constexpr int kStages = Stages;
+  // tiles per CTA, in one run (grid = runs); 0: persistent (grid = CTAs that fit). A single
+  // stage always means one tile per CTA.
+  static constexpr int kRun = Stages == 1 ? 1 : Run;
   static constexpr std::uint32_t kStageBytes = StageKB * 1024u;
   static constexpr int kReleaseLag = Lag;  // a stage is freed once the store this many tiles
                                            // later has been issued and its own was read
@@ -123,6 +126,7 @@ struct AddOp {
   using Params = elementwise::Params;
   static constexpr int kStages = L::kStages;
   static constexpr int kReleaseLag = L::kReleaseLag;
+  static constexpr int kRun = L::kRun;
   static constexpr int kConsumerWarps = elementwise::kConsumerWarps;
   static constexpr std::uint32_t kInBytes = L::kStageBytes;
   static constexpr std::uint32_t kOutBytes = 0;  // in place in shared memory
@@ -202,6 +206,8 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
   static_assert(L::kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
   static_assert(L::kStages > L::kReleaseLag, "the stream frees a stage kReleaseLag stores later");
   static_assert(L::kStages > 1 || L::kReleaseLag == 0, "one stage: one tile per CTA");
+  static_assert(L::kRun == 0 || L::kStages == 1 || L::kReleaseLag >= 1,
+                "a run of tiles through a ring frees a stage a tile late");
   static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];
@@ -235,14 +241,14 @@ void launch_type(DataType t, const Params& p, unsigned grid, cudaStream_t stream
 // What the launcher needs of a layout at run time.
 struct LayoutFacts {
   std::uint32_t stage_bytes;
-  bool tile_per_cta;  // one stage: grid = tiles
+  int run;  // tiles per CTA (grid = runs); 0: persistent
   int ctas_per_sm;
   int max_ctas_per_sm;
   void (*launch)(DataType, const Params&, unsigned, cudaStream_t);
 };
 template <class L>
 constexpr LayoutFacts facts() {
-  return {L::kStageBytes, L::kStages == 1, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_type<L>};
+  return {L::kStageBytes, L::kRun, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_type<L>};
 }
 constexpr LayoutFacts kLayouts[kVariants] = {
     facts<Layout9>(), facts<Layout1>(), facts<Layout2>(), facts<Layout3>(),
@@ -290,10 +296,11 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   Params p{};
   p.value = make_constant(t, value);
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
-  if (layout.tile_per_cta && tuning.ctas_per_sm > 0) {
+  if (layout.run > 0 && tuning.ctas_per_sm > 0) {
     throw ArgumentError("tuning.ctas_per_sm",
                         "variant " + std::to_string(tuning.variant) +
-                            " runs one tile per CTA and the SMs take as many as fit; use 0");
+                            " gives each CTA its own tiles and the SMs take as many as fit; "
+                            "use 0");
   }
   if (ctas_per_sm > layout.max_ctas_per_sm) {
     throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
@@ -332,7 +339,7 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
 
   // step 4: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid = layout.tile_per_cta ? detail::tile_grid(tiles)
+  const unsigned grid = layout.run > 0 ? detail::tile_grid(tiles, layout.run)
                                             : detail::persistent_grid(tiles, ctas_per_sm);
   layout.launch(t, p, grid, stream);
 }

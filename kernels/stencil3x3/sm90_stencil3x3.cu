@@ -31,9 +31,13 @@ constexpr int kConsumerWarps = 4;
 // TileBytes output bytes; its input comes as Slices boxes side by side, each covering
 // TileBytes / Slices output bytes plus its own 16-byte halo on both sides.
 template <int Stages, int OutStages, int Lag, int TileRows, int TileBytes = 256, int Slices = 1,
-          int Ctas = 2, L2Promotion Promotion = L2Promotion::bytes256, bool SharedSpace = false>
+          int Ctas = 2, L2Promotion Promotion = L2Promotion::bytes256, bool SharedSpace = false,
+          int Run = 0>
 struct Layout {
   static constexpr int kStages = Stages;        // input boxes in flight
+  // tiles per CTA, in one run (grid = runs); 0: persistent (grid = CTAs that fit). A single
+  // stage always means one tile per CTA.
+  static constexpr int kRun = Stages == 1 ? 1 : Run;
   static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
   static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
   static constexpr int kTileRows = TileRows;
@@ -97,12 +101,23 @@ template <class T>
 using Layout30 = OneTile<16, 1024, sizeof(T) == 4 ? 2 : 1>;
 template <class T>
 using Layout31 = OneTile<8, 1024, sizeof(T) == 4 ? 2 : 1>;
-// NOTE: variant 0 (the default) names no layout of its own: default_variant() picks one,
-// Layout24 since 2026-11-22. Before, the persistent rings split the two parts measured: on
-// H200 (4.8 TB/s) Layout19 for fp32 and Layout0 (variant 22) for fp64; on H100 (3.35 TB/s)
-// the 1 KB tiles of Layout8 for fp32 and the row walk of RowLayout13 for fp64.
+// Runs of consecutive tiles per CTA through a ring of two paired stages (grid = runs)
+template <int Run, int TileRows = 32, int TileBytes = 512, int Slices = 1>
+using TwoStageRun =
+    Layout<2, 0, 1, TileRows, TileBytes, Slices, 1, L2Promotion::bytes256, false, Run>;
+using Layout32 = TwoStageRun<2>;
+using Layout33 = TwoStageRun<4>;
+using Layout34 = TwoStageRun<2, 16>;  // 16 x 512 B
+using Layout35 = TwoStageRun<3>;
+template <class T>
+using Layout36 = TwoStageRun<2, 16, 1024, sizeof(T) == 4 ? 2 : 1>;  // 16 x 1 KB
+// NOTE: variant 0 (the default) names no layout of its own: default_variant() picks one per
+// memory system, Layout32 or Layout34 since 2026-11-22. Before, the persistent rings split
+// the two parts measured: on H200 (4.8 TB/s) Layout19 for fp32 and Layout0 (variant 22) for
+// fp64; on H100 (3.35 TB/s) the 1 KB tiles of Layout8 for fp32 and the row walk of
+// RowLayout13 for fp64.
 // (variants 10..13: the row walk further down)
-constexpr int kVariants = 32;
+constexpr int kVariants = 37;
 static_assert(kVariants == kStencilVariants, "stencil3x3.hpp counts the layouts here");
 
 // Tile geometry for element type T and layout L.
@@ -171,14 +186,13 @@ void set_up(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
 
 // What both launchers do last: a persistent grid (ctas_per_sm per SM, at most one per tile)
 // of `kernel` with `smem` bytes of dynamic shared memory (its limit already raised).
-// Layouts of one stage take one tile per CTA instead (tile_per_cta).
+// Layouts with runs of tiles take one CTA per run instead (`run` tiles; 0: persistent).
 template <class T>
 void launch_persistent(void (*kernel)(Params<T>), std::size_t smem, const Params<T>& p,
-                       int ctas_per_sm, cudaStream_t stream, const char* name,
-                       bool tile_per_cta = false) {
+                       int ctas_per_sm, cudaStream_t stream, const char* name, int run = 0) {
   const std::int64_t tiles =
       static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
-  const unsigned grid = tile_per_cta ? tile_grid(tiles) : persistent_grid(tiles, ctas_per_sm);
+  const unsigned grid = run > 0 ? tile_grid(tiles, run) : persistent_grid(tiles, ctas_per_sm);
   kernel<<<grid, 32 * (1 + kConsumerWarps), smem, stream>>>(p);
   check_launch(name);
 }
@@ -191,6 +205,7 @@ struct StencilOp {
   static constexpr int kStages = L::kStages;
   static constexpr int kOutStages = L::kOutStages;
   static constexpr int kReleaseLag = L::kReleaseLag;
+  static constexpr int kRun = L::kRun;
   static constexpr int kConsumerWarps = stencil3x3::kConsumerWarps;
   static constexpr std::uint32_t kInBytes = G::kInBytes;
   static constexpr std::uint32_t kOutBytes = G::kOutBytes;
@@ -333,7 +348,7 @@ void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& fil
   // step 3: launch
   allow_dynamic_smem<sm90_stencil3x3_kernel<T, L>>(kSmemBytes<T, L>);
   launch_persistent(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>, p, ctas_per_sm, stream,
-                    "sm90_stencil3x3_kernel", L::kStages == 1);
+                    "sm90_stencil3x3_kernel", L::kRun);
 }
 
 // ---- row walk: each input value crosses L2 once per tile (variants 10..13) ---------------
@@ -565,20 +580,20 @@ constexpr int max_row_ctas() {
 struct LayoutFacts {
   int max_ctas;
   int default_ctas;
-  bool tile_per_cta;  // one stage: grid = tiles
+  int run;  // tiles per CTA (grid = runs); 0: persistent
 };
 template <class T, class L>
 constexpr LayoutFacts facts() {
-  return {max_ctas<T, L>(), L::kCtasPerSm, L::kStages == 1};
+  return {max_ctas<T, L>(), L::kCtasPerSm, L::kRun};
 }
 template <class T, class L>
 constexpr LayoutFacts row_facts() {
-  return {max_row_ctas<T, L>(), L::kCtasPerSm, false};
+  return {max_row_ctas<T, L>(), L::kCtasPerSm, 0};
 }
 // (index 0 is never looked up: variant 0 is resolved to a layout first)
 template <class T>
 constexpr std::array<LayoutFacts, kVariants> kLayouts = {
-    LayoutFacts{0, 0, false}, facts<T, Layout1>(),    facts<T, Layout2>(),
+    LayoutFacts{0, 0, 0},   facts<T, Layout1>(),    facts<T, Layout2>(),
     facts<T, Layout3>(),    facts<T, Layout4>(),    facts<T, Layout5<T>>(),
     facts<T, Layout6<T>>(), facts<T, Layout7<T>>(), facts<T, Layout8<T>>(),
     facts<T, Layout9<T>>(), row_facts<T, RowLayout10>(), row_facts<T, RowLayout11>(),
@@ -588,7 +603,9 @@ constexpr std::array<LayoutFacts, kVariants> kLayouts = {
     facts<T, Layout21>(),        facts<T, Layout0>(),         facts<T, Layout23>(),
     facts<T, Layout24>(),        facts<T, Layout25<T>>(),     facts<T, Layout26>(),
     facts<T, Layout27>(),        facts<T, Layout28>(),        facts<T, Layout29>(),
-    facts<T, Layout30<T>>(),     facts<T, Layout31<T>>()};
+    facts<T, Layout30<T>>(),     facts<T, Layout31<T>>(),     facts<T, Layout32>(),
+    facts<T, Layout33>(),        facts<T, Layout34>(),        facts<T, Layout35>(),
+    facts<T, Layout36<T>>()};
 
 template <class T>
 void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
@@ -626,17 +643,26 @@ void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3
     case 29: launch<T, Layout29>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     case 30: launch<T, Layout30<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     case 31: launch<T, Layout31<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 32: launch<T, Layout32>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 33: launch<T, Layout33>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 34: launch<T, Layout34>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 35: launch<T, Layout35>(p, in, out, filter, ctas_per_sm, panel, stream); break;
+    case 36: launch<T, Layout36<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
     default: throw std::logic_error("stencil3x3: variant " + std::to_string(variant) +
                                     " reached the launch unresolved");
   }
 }
 
-// Variant 0. One tile of 32 rows x 512 B per CTA (layout 24) measured fastest of every layout
-// for both types on H100 and H200 (README, 2026-11-22 10:03Z-10:17Z: H100 fp32 0.969, fp64
-// 0.963-0.965 of memcpy; H200 0.919 / 0.907 row-major), where the persistent rings had split
-// the two parts (H200: small tiles at 2-3 CTAs per SM, 19 and 22; H100: 1 KB tiles at one
-// CTA, 8, and the row walk, 13). The bandwidth stays an argument for parts not yet measured.
-int default_variant(bool /*fp64*/, double /*dram_bytes_per_second*/) { return 24; }
+// Variant 0. Each CTA takes its own tiles (grid = tiles or runs), which measured 5-7% faster
+// than every persistent layout on both parts (README, 2026-11-22 10:03Z-10:17Z), where the
+// persistent rings had split the two parts (H200: small tiles at 2-3 CTAs per SM, 19 and 22;
+// H100: 1 KB tiles at one CTA, 8, and the row walk, 13). Runs of two tiles through two stages
+// lead (10:28Z-10:35Z): 32 x 512 B (layout 32) on H100 (fp32 0.970, fp64 0.971-0.973 of
+// memcpy; one tile per CTA, 24: 0.968 / 0.964), 16 x 512 B (layout 34) on H200 (0.928 / 0.930
+// against 0.923-0.926 for 32 and 0.917 / 0.907 for 24). Told apart by the memory system.
+int default_variant(bool /*fp64*/, double dram_bytes_per_second) {
+  return dram_bytes_per_second >= 4e12 ? 34 : 32;
+}
 
 // Panels of tile rows (TileOrder) on a device of this peak DRAM bandwidth. On H200, panels
 // of 3 tile rows measured 0.5-1.5% faster than the row-major walk for variants 19 and 22
@@ -704,24 +730,25 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
                           : default_variant(fp64, detail::peak_dram_bytes_per_second());
   const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.default_ctas;
-  if (layout.tile_per_cta && tuning.ctas_per_sm > 0) {
+  if (layout.run > 0 && tuning.ctas_per_sm > 0) {
     throw ArgumentError("tuning.ctas_per_sm",
                         "variant " + std::to_string(tuning.variant) +
-                            " runs one tile per CTA and the SMs take as many as fit; use 0");
+                            " gives each CTA its own tiles and the SMs take as many as fit; "
+                            "use 0");
   }
   const int max_ctas = layout.max_ctas;
   if (ctas_per_sm > max_ctas) {
     throw ArgumentError("tuning.ctas_per_sm",
                         "at most " + std::to_string(max_ctas) + " fit in shared memory");
   }
-  // NOTE: layouts of one tile per CTA walk row-major by default on every part (H200: layout 24
-  // 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3, 2026-11-22
-  // 10:15Z; H100 the same either way)
-  int panel = 1;  // the row walks' order, and the default of one tile per CTA
+  // NOTE: layouts that give each CTA its own tiles walk row-major by default on every part
+  // (H200: layout 24 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3,
+  // 2026-11-22 10:15Z; H100 the same either way)
+  int panel = 1;  // the row walks' order, and the default when each CTA takes its own tiles
   if (!is_row_walk(variant)) {
     if (tuning.panel_tiles > 0) {
       panel = tuning.panel_tiles;
-    } else if (!layout.tile_per_cta) {
+    } else if (layout.run == 0) {
       panel = default_panel(detail::peak_dram_bytes_per_second());
     }
   }

@@ -21,9 +21,13 @@ using Swz = Swizzled<Swizzle::bytes128>;
 // A buffer layout of the tile stream, selectable at run time through
 // TransposeTuning::variant so layouts compare in one benchmark run.
 template <int Stages, int OutStages, int Lag, int CtasPerSm, int TileRows, int Slices = 1,
-          bool InPlace = false>
+          bool InPlace = false, int Run = 0>
 struct Layout {
   static constexpr int kStages = Stages;        // input boxes in flight
+  // tiles per CTA, in one run (grid = runs); 0: persistent (grid = CTAs that fit). A single
+  // stage always means one tile per CTA. With a run, CtasPerSm is the residency the
+  // registers must allow (__launch_bounds__'s minimum).
+  static constexpr int kRun = Stages == 1 ? 1 : Run;
   static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
   static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
   static constexpr int kCtasPerSm = CtasPerSm;
@@ -158,6 +162,7 @@ struct TransposeOp {
   static constexpr int kStages = L::kStages;
   static constexpr int kOutStages = L::kOutStages;
   static constexpr int kReleaseLag = L::kReleaseLag;
+  static constexpr int kRun = L::kRun;
   static constexpr int kConsumerWarps = consumer_warps<E, L, Map>();
   static constexpr std::uint32_t kInBytes = kTileBytes;
   static constexpr std::uint32_t kOutBytes = L::kInPlace ? 0u : kTileBytes;  // 0: in place
@@ -280,7 +285,7 @@ constexpr int kMaxCtasPerSm = static_cast<int>(228 * 1024 / (kSmemBytes<L> + 102
 
 template <int E, class L>
 __global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps),
-                                  L::kStages == 1 ? L::kCtasPerSm : 1)
+                                  L::kRun > 0 ? L::kCtasPerSm : 1)
     sm90_transpose_kernel(const __grid_constant__ Params p) {
   static_assert(E == 1 || E == 2 || E == 4 || E == 8, "elements of 1, 2, 4 or 8 bytes");
   static_assert(L::kTileBytes % Swz::repeat_bytes == 0, "tiles must sit on the swizzle repeat");
@@ -316,7 +321,7 @@ void launch_size(std::uint32_t esize, const Params& p, unsigned grid, cudaStream
 
 // What the launcher needs of a layout at run time.
 struct LayoutFacts {
-  bool tile_per_cta;  // one stage: grid = tiles
+  int run;  // tiles per CTA (grid = runs); 0: persistent
   std::uint32_t box_rows;
   std::uint32_t slices;  // 128-byte input boxes side by side per tile
   int ctas_per_sm;
@@ -325,7 +330,7 @@ struct LayoutFacts {
 };
 template <class L>
 constexpr LayoutFacts facts() {
-  return {L::kStages == 1, L::kBoxRows, static_cast<std::uint32_t>(L::kSlices), L::kCtasPerSm, kMaxCtasPerSm<L>,
+  return {L::kRun, L::kBoxRows, static_cast<std::uint32_t>(L::kSlices), L::kCtasPerSm, kMaxCtasPerSm<L>,
           &launch_size<L>};
 }
 // NOTE: entry 0 is never read: variant 0 is resolved per element size first.
@@ -376,10 +381,11 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   const LayoutFacts& layout =
       kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
   const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
-  if (layout.tile_per_cta && tuning.ctas_per_sm > 0) {
+  if (layout.run > 0 && tuning.ctas_per_sm > 0) {
     throw ArgumentError("tuning.ctas_per_sm",
                         "variant " + std::to_string(tuning.variant) +
-                            " runs one tile per CTA and the SMs take as many as fit; use 0");
+                            " gives each CTA its own tiles and the SMs take as many as fit; "
+                            "use 0");
   }
   if (ctas_per_sm > layout.max_ctas_per_sm) {
     throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
@@ -417,7 +423,7 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
 
   // step 3: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid = layout.tile_per_cta ? detail::tile_grid(tiles)
+  const unsigned grid = layout.run > 0 ? detail::tile_grid(tiles, layout.run)
                                             : detail::persistent_grid(tiles, ctas_per_sm);
   layout.launch(esize, p, grid, stream);
 }

@@ -22,8 +22,11 @@ const Shape kShapes[] = {{1, 1, 0},     {1, 37, 0},    {1, 1000, 0},  {5, 1, 0},
 const DataType kTypes[] = {DataType::int32, DataType::float32, DataType::bfloat16,
                            DataType::float16};
 
-// The layouts of one tile per CTA (kernels/elementwise/README.md) take no CTA count.
-bool refuses_ctas_per_sm(int variant) { return variant == 0 || (variant >= 7 && variant <= 9); }
+// The layouts that give each CTA its own tiles (kernels/elementwise/README.md) take no CTA
+// count.
+bool refuses_ctas_per_sm(int variant) {
+  return variant == 0 || (variant >= 7 && variant <= 9);
+}
 
 class AddConstant : public ::testing::TestWithParam<std::tuple<DataType, Shape>> {};
 

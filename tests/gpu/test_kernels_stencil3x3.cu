@@ -87,7 +87,8 @@ void expect_tunings_match(DataType type, std::uint64_t images, std::uint64_t row
   }
 }
 
-// The layouts of one tile per CTA (kernels/stencil3x3/README.md) take no CTA count.
+// The layouts that give each CTA its own tiles (kernels/stencil3x3/README.md) take no CTA
+// count.
 bool refuses_ctas_per_sm(int variant) { return variant == 0 || variant >= 23; }
 
 // Every layout (StencilTuning::variant) on a batch large enough that each CTA's ring wraps

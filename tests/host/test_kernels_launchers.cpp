@@ -159,10 +159,10 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
 
 // Variant 0's layout by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured.
 TEST(KernelLaunchers, StencilDefaultLayoutFollowsTheMemorySystem) {
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 3.35e12), 24);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 3.35e12), 24);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 4.8e12), 24);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 4.8e12), 24);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 3.35e12), 32);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 3.35e12), 32);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 4.8e12), 34);
+  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 4.8e12), 34);
   EXPECT_THROW(stencil3x3_default_variant(DataType::int32, 4.8e12), ArgumentError);
 }
 
@@ -194,7 +194,7 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
                          TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
             }),
             "in.image_stride_bytes");
-  // layouts are 1..28 plus 0 (the default); checked before any device query
+  // layouts are 1..36 plus 0 (the default); checked before any device query
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, kStencilVariants}); }),
             "tuning.variant");
   EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{1, 24}); }),

@@ -216,11 +216,13 @@ inline double peak_dram_bytes_per_second() {
 }
 
 // Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
-// One CTA per tile (layouts with a single stage): the hardware hands tiles out in order as
-// CTAs finish. Past 2^31 - 1 tiles the kernels' stride walk gives some CTAs more than one.
-inline unsigned tile_grid(std::int64_t tiles) {
+// One CTA per run of `run` consecutive tiles (one tile for layouts of a single stage): the
+// hardware hands runs out in order as CTAs finish. Past 2^31 - 1 runs the kernels' walk
+// (for_each_tile) gives some CTAs more than one.
+inline unsigned tile_grid(std::int64_t tiles, int run = 1) {
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
-  return static_cast<unsigned>(tiles < kMaxGrid ? tiles : kMaxGrid);
+  const std::int64_t runs = (tiles + run - 1) / run;
+  return static_cast<unsigned>(runs < kMaxGrid ? runs : kMaxGrid);
 }
 
 inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {

@@ -1,7 +1,8 @@
-// The persistent tile stream shared by the memory-bound kernels (elementwise, transpose,
-// stencil3x3): one producer warp loads tiles with TMA into a ring of shared-memory stages,
-// consumer warps turn each input stage into an output stage, one consumer thread stores it
-// with TMA. Each CTA walks tiles blockIdx.x, blockIdx.x + gridDim.x, ...
+// The tile stream shared by the memory-bound kernels (elementwise, transpose, stencil3x3):
+// one producer warp loads tiles with TMA into a ring of shared-memory stages, consumer warps
+// turn each input stage into an output stage, one consumer thread stores it with TMA. A CTA
+// takes one tile (grid = tiles: the defaults, measured fastest), a run of kRun consecutive
+// tiles (grid = runs), or, persistent, tiles blockIdx.x, blockIdx.x + gridDim.x, ...
 //
 //   producer (warp 0, lane 0)            consumers (warps 1..C)
 //   wait empty[s]                        wait full[s]
@@ -25,7 +26,7 @@
 // documentation warns of it too). Output maps therefore end at the last full 16 bytes of a
 // row and store_tail writes the rest element by element.
 //
-// An Op supplies: Params; kStages, kOutStages, kReleaseLag, kConsumerWarps, kInBytes,
+// An Op supplies: Params; kStages, kOutStages, kReleaseLag, kConsumerWarps, kInBytes, (kRun,)
 // kOutBytes; tile_count(p), tx_bytes(p), prefetch(p), load(...), compute(...), store(...),
 // store_tail(...). The kernels keep the anatomy (static checks, shared storage, arch guard)
 // and call run_tile_stream<Op>.
@@ -113,6 +114,34 @@ __device__ __forceinline__ void store_row_tail(const RowTail& t, std::int32_t x0
   }
 }
 
+// ---- which tiles a CTA takes -----------------------------------------------------------
+
+// Runs of kRun consecutive tiles, the grid's runs in turn; body(tile, k) for the CTA's k-th
+// tile. kRun 0 or 1 is the stride walk blockIdx.x, blockIdx.x + gridDim.x, ...: persistent
+// layouts (grid = CTAs that fit) and one tile per CTA (grid = tiles) alike.
+template <int kRun, class Body>
+__device__ __forceinline__ void for_each_tile(std::int64_t tiles, Body&& body) {
+  int k = 0;
+  if constexpr (kRun <= 1) {
+    for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++k) body(tile, k);
+  } else {
+    for (std::int64_t run = blockIdx.x; run * kRun < tiles; run += gridDim.x) {
+      const std::int64_t end = min(tiles, (run + 1) * kRun);
+      for (std::int64_t tile = run * kRun; tile < end; ++tile, ++k) body(tile, k);
+    }
+  }
+}
+
+// An Op's run of tiles per CTA (kRun, 0 when it names none).
+template <class Op>
+constexpr int run_of() {
+  if constexpr (requires { Op::kRun; }) {
+    return Op::kRun;
+  } else {
+    return 0;
+  }
+}
+
 // ---- the stream -------------------------------------------------------------------------
 
 template <int Stages>
@@ -161,22 +190,20 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
     // step 2 (producer): fill stages as soon as their previous store has read them
     if (lane == 0) {
       const std::uint32_t tx_bytes = Op::tx_bytes(p);
-      int k = 0;
-      for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++k) {
+      for_each_tile<run_of<Op>()>(tiles, [&](std::int64_t tile, int k) {
         const int s = k % kStages;
         // NOTE: parity ^ 1 passes at once on a fresh barrier: every stage starts free.
         bars.empty[s].wait(((k / kStages) & 1) ^ 1);
         bars.full[s].arrive_expect_tx(tx_bytes);
         Op::load(p, tile, ptx::smem_u32(stages_smem + s * kStageBytes), bars.full[s].smem());
-      }
+      });
     }
     return;
   }
 
   // step 3 (consumers): transform each stage, then one thread stores it
   const std::uint32_t tid = threadIdx.x - 32;
-  int k = 0;
-  for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++k) {
+  for_each_tile<run_of<Op>()>(tiles, [&](std::int64_t tile, int k) {
     const int s = k % kStages;
     std::uint8_t* in = stages_smem + s * kStageBytes;
     std::uint8_t* out = kInPlace  ? in
@@ -208,7 +235,7 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
       }
     }
     Op::store_tail(p, tile, out, tid, kConsumerThreads);
-  }
+  });
   // step 4: a CTA may not exit while a store still reads its shared memory
   if (tid == 0) ptx::cp_async_bulk_wait_group<0>();
 }
