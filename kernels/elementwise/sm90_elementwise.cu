@@ -39,8 +39,8 @@ struct Layout {
 // type on H100 and H200 (README, 2026-11-22 10:03Z and 10:05Z), against 0.93-0.96 for every
 // persistent ring below: with one tile per CTA the hardware hands tiles out in order as CTAs
 // finish, so all SMs work on one narrow band of the tensor at a time, while persistent CTAs
-// drift apart. Twelve CTAs of 5 warps fill an SM's warps; the overlap of one tile's load with
-// another's store comes from the CTAs sharing the SM.
+// drift apart. Nine CTAs share an SM (40 registers per thread; shared memory would take
+// twelve); the overlap of one tile's load with another's store comes from those CTAs.
 using Layout1 = Layout<6, 16, 1, 2, false>;   // the default until 2026-11-22 ~01:00Z
 using Layout2 = Layout<6, 16, 2, 2, false>;   // two stores in flight per CTA
 using Layout3 = Layout<6, 32, 2, 1, false>;   // one CTA, 32 KB boxes, two stores in flight
@@ -206,8 +206,6 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
   static_assert(L::kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
   static_assert(L::kStages > L::kReleaseLag, "the stream frees a stage kReleaseLag stores later");
   static_assert(L::kStages > 1 || L::kReleaseLag == 0, "one stage: one tile per CTA");
-  static_assert(L::kRun == 0 || L::kStages == 1 || L::kReleaseLag >= 1,
-                "a run of tiles through a ring frees a stage a tile late");
   static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   extern __shared__ std::uint8_t smem_raw[];

@@ -71,8 +71,9 @@ static_assert(kVariants == kTransposeVariants, "transpose.hpp counts the layouts
 // variant 0: the measured best layout per element size (see the NOTE above)
 // NOTE: one tile per CTA (layouts 13-16) measured 2-5% faster than every persistent ring on
 // H100 and H200 (README, 2026-11-22 10:07Z-10:08Z): the hardware hands tiles out in order as CTAs
-// finish, so the tiles in flight stay in one narrow band. In place (14, 16) the registers of
-// three (four) CTAs per SM are reserved through __launch_bounds__.
+// finish, so the tiles in flight stay in one narrow band. Layouts 13-16 reserve registers for
+// three (13, 14) or four (15, 16) CTAs per SM through __launch_bounds__; the registers, not
+// shared memory, then set how many share an SM (fp32 layout 14: 64 registers, three CTAs).
 constexpr int default_variant(std::uint32_t esize) { return esize == 1 ? 16 : 14; }
 
 struct Params {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 
 namespace tmakit::test {
@@ -154,5 +155,15 @@ inline std::uint64_t count_mismatches(const Image& img, const std::vector<std::u
   }
   return wrong;
 }
+
+// Caps the grids of the layouts that give each CTA its own tiles for its lifetime, so that a
+// small tensor walks the path that grids past 2^31 - 1 CTAs need (CTAs taking several tiles).
+class GridCap {
+ public:
+  explicit GridCap(std::int64_t ctas) { detail::grid_cap_for_tests().store(ctas); }
+  ~GridCap() { detail::grid_cap_for_tests().store(0); }
+  GridCap(const GridCap&) = delete;
+  GridCap& operator=(const GridCap&) = delete;
+};
 
 }  // namespace tmakit::test

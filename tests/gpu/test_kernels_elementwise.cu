@@ -96,6 +96,30 @@ TEST_P(AddConstantLayouts, EveryVariantMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, AddConstantLayouts, ::testing::ValuesIn(kTypes));
 
+// Grids capped at a few CTAs: each CTA of a one-tile layout then takes many tiles through its
+// single stage, whose row tails must be read before the next tile loads into it.
+TEST(AddConstantGpu, CappedGridWalksEveryTile) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const DataType type : {DataType::int32, DataType::bfloat16}) {
+    constexpr std::uint64_t kRows = 301, kCols = 1001;
+    Image in(type, 1, kRows, kCols, 16);
+    in.randomize(7);
+    const double value = type == DataType::int32 ? 5.0 : 0.25;
+    Image expect(type, 1, kRows, kCols, 48);
+    reference::add_constant(in.host_ref(), expect.host_ref(), value);
+    for (const std::int64_t cap : {1, 3, 7}) {
+      const GridCap capped(cap);
+      for (const int variant : {0, 7, 8, 9}) {
+        Image out(type, 1, kRows, kCols, 48);  // poisoned, padding included
+        add_constant(in.ref(), out.ref(), value, nullptr, ElementwiseTuning{0, variant});
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
+            << name(type) << " variant " << variant << " grid capped at " << cap;
+      }
+    }
+  }
+}
+
 TEST(AddConstantGpu, UnknownVariantThrows) {
   TMAKIT_SKIP_WITHOUT_GPU();
   Image in(DataType::int32, 1, 8, 8);

@@ -109,6 +109,20 @@ TEST_P(StencilLayouts, EveryVariantMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
 
+// Grids capped at a few CTAs: each CTA then takes many tiles (one-tile layouts through their
+// single stage, runs through their ring), row tails and image edges included.
+TEST(StencilGpu, CappedGridWalksEveryTile) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  std::vector<StencilTuning> tunings;
+  for (int variant = 0; variant < kVariants; ++variant) {
+    if (refuses_ctas_per_sm(variant)) tunings.push_back(StencilTuning{0, variant});
+  }
+  for (const std::int64_t cap : {1, 3}) {
+    const GridCap capped(cap);
+    for (const DataType type : kTypes) expect_tunings_match(type, 2, 99, 301, 32, 13, tunings);
+  }
+}
+
 // Panels of tile rows (StencilTuning::panel_tiles) on the tile-stream layouts: panels that
 // do not divide the tile rows, a panel taller than the image, and the row walk's panel 1.
 TEST(StencilGpu, PanelsMatchReference) {

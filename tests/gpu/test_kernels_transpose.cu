@@ -72,10 +72,10 @@ TEST(TransposeGpu, TuningKnobsKeepResults) {
   }
 }
 
-// The layouts with two 128-byte input slices per tile (6, 7, 9, 10, 11), in place (7 .. 10)
-// and the 1-byte default (12) on
-// every odd shape: tiles whose second slice lies wholly right of the input, output rows
-// shorter than 16 bytes, user strides.
+// The layouts with two 128-byte input slices per tile (6, 7, 9, 10, 11, 13, 14), in place
+// (7 .. 10, 14, 16), 256-row tiles (7, 8, 12) and one tile per CTA (13 .. 16; 14 and 16 are
+// the defaults) on every odd shape: tiles whose second slice lies wholly right of the input,
+// output rows shorter than 16 bytes, user strides.
 class TransposeWideLayouts : public ::testing::TestWithParam<std::tuple<DataType, Shape, int>> {};
 
 TEST_P(TransposeWideLayouts, MatchesReference) {
@@ -93,7 +93,8 @@ TEST_P(TransposeWideLayouts, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, TransposeWideLayouts,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes),
-                                            ::testing::Values(6, 7, 8, 9, 10, 11, 12)));
+                                            ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                                              15, 16)));
 
 // Every layout (TransposeTuning::variant) on a shape large enough that each CTA's ring wraps
 // several times, with user strides and output row tails.
@@ -116,6 +117,29 @@ TEST_P(TransposeLayouts, EveryVariantMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, TransposeLayouts, ::testing::ValuesIn(kTypes));
+
+// Grids capped at a few CTAs: each CTA of a one-tile layout then takes many tiles through its
+// single stage, whose row tails must be read before the next tile loads into it.
+TEST(TransposeGpu, CappedGridWalksEveryTile) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const DataType type : kTypes) {
+    constexpr std::uint64_t kRows = 515, kCols = 1001;
+    Image in(type, 1, kRows, kCols, 16);
+    in.randomize(9);
+    Image expect(type, 1, kCols, kRows, 48);
+    reference::transpose(in.host_ref(), expect.host_ref());
+    for (const std::int64_t cap : {1, 3, 7}) {
+      const GridCap capped(cap);
+      for (const int variant : {0, 13, 14, 15, 16}) {
+        Image out(type, 1, kCols, kRows, 48);  // poisoned, padding included
+        transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
+            << name(type) << " variant " << variant << " grid capped at " << cap;
+      }
+    }
+  }
+}
 
 TEST(TransposeGpu, UnknownVariantThrows) {
   TMAKIT_SKIP_WITHOUT_GPU();

@@ -89,8 +89,16 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
             }),
             "tuning.variant");
   // persistent CTAs per SM mean nothing to a layout of one tile per CTA (variant 0, 9)
-  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{1, 9}); }),
+  std::string msg;
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{1, 9}); },
+                    &msg),
             "tuning.ctas_per_sm");
+  EXPECT_NE(msg.find("its own tiles"), std::string::npos) << msg;
+  // a persistent layout takes only as many CTAs as its shared memory allows (10: two)
+  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{3, 10}); },
+                    &msg),
+            "tuning.ctas_per_sm");
+  EXPECT_NE(msg.find("at most 2 fit in shared memory"), std::string::npos) << msg;
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{-1, 0}); }),
             "tuning.ctas_per_sm");
 }
@@ -152,9 +160,15 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
             "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, -3}); }),
             "tuning.panel_tiles");
-  // one tile per CTA (variant 0 = 14 here, 13) takes no persistent CTA count
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{1, 0, 13}); }),
+  // one tile per CTA (variant 0 = 14 here, 13) takes no persistent CTA count; a persistent
+  // layout only as many as its shared memory allows (6: one)
+  std::string why;
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{1, 0, 13}); }, &why),
             "tuning.ctas_per_sm");
+  EXPECT_NE(why.find("its own tiles"), std::string::npos) << why;
+  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{2, 0, 6}); }, &why),
+            "tuning.ctas_per_sm");
+  EXPECT_NE(why.find("at most 1 fit in shared memory"), std::string::npos) << why;
 }
 
 // Variant 0's layout by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured.

@@ -215,16 +215,25 @@ inline double peak_dram_bytes_per_second() {
   });
 }
 
-// Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
+// Tests only: a cap on tile_grid's grids (0: none), so that small tensors exercise the walk
+// that grids past 2^31 - 1 CTAs need (tests/gpu: CappedGrid*). Not for production use.
+inline std::atomic<std::int64_t>& grid_cap_for_tests() {
+  static std::atomic<std::int64_t> cap{0};
+  return cap;
+}
+
 // One CTA per run of `run` consecutive tiles (one tile for layouts of a single stage): the
 // hardware hands runs out in order as CTAs finish. Past 2^31 - 1 runs the kernels' walk
 // (for_each_tile) gives some CTAs more than one.
 inline unsigned tile_grid(std::int64_t tiles, int run = 1) {
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
+  const std::int64_t cap = grid_cap_for_tests().load(std::memory_order_relaxed);
+  const std::int64_t max_grid = cap > 0 && cap < kMaxGrid ? cap : kMaxGrid;
   const std::int64_t runs = (tiles + run - 1) / run;
-  return static_cast<unsigned>(runs < kMaxGrid ? runs : kMaxGrid);
+  return static_cast<unsigned>(runs < max_grid ? runs : max_grid);
 }
 
+// Persistent grid: enough CTAs for `ctas_per_sm` per multiprocessor, never more than tiles.
 inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
   const std::int64_t ctas = static_cast<std::int64_t>(multiprocessor_count()) * ctas_per_sm;
   return static_cast<unsigned>(tiles < ctas ? tiles : ctas);

@@ -19,7 +19,9 @@
 // - separate (kOutStages >= 2): kStages input boxes and kOutStages output buffers; an input
 //   stage is free as soon as every consumer has read it, so loads run kStages - 1 tiles ahead.
 // In place and paired, a stage is free once its store has read shared memory, checked
-// kReleaseLag tiles later (wait_group.read<kReleaseLag>), so that many stores stay in flight.
+// kReleaseLag tiles later (wait_group.read<kReleaseLag>), so that many stores stay in flight;
+// with kReleaseLag 0 (a ring of one stage) once the store and every consumer's store_tail
+// have read it, and only when the CTA has another tile to load into it.
 //
 // NOTE: a TMA store writes whole 16-byte chunks: when a row's bytes are not a multiple of 16,
 // the chunk holding its end is written past the tensor's last column (seen on H200; Triton's
@@ -163,10 +165,12 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
   // a paired stage is input box then output tile; otherwise stages are input boxes only
   constexpr std::uint32_t kStageBytes = Op::kInBytes + (kPaired ? Op::kOutBytes : 0u);
   static_assert(kLateRelease || kOutStages >= 2, "separate outputs need two buffers or more");
-  // NOTE: kLag 0 frees a stage once its own store has read it (a ring of one stage, for
-  // layouts that run one tile per CTA and leave the overlap to the CTAs sharing an SM).
+  // NOTE: kLag 0 frees a stage once its own store and tail have read it: a ring of one stage,
+  // for layouts that run one tile per CTA and leave the overlap to the CTAs sharing an SM.
   static_assert(!kLateRelease || (kLag >= 0 && kLag < kStages),
                 "a stage freed kReleaseLag tiles late needs kStages > kReleaseLag >= 0");
+  static_assert(!kLateRelease || kLag >= 1 || kStages == 1,
+                "kReleaseLag 0 needs a single stage (its release waits for the row tails)");
   static_assert(kStageBytes % 128 == 0 && Op::kInBytes % 128 == 0,
                 "TMA shared-memory boxes need 128-byte alignment (rule D1)");
   constexpr std::uint32_t kConsumerThreads = 32u * Op::kConsumerWarps;
@@ -223,18 +227,30 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
     if (tid == 0) {
       Op::store(p, tile, ptx::smem_u32(out));
       ptx::cp_async_bulk_commit_group();
-      if constexpr (kLateRelease) {
+      if constexpr (kLateRelease && kLag > 0) {
         // release the stage of tile k - kLag once its store has read shared memory (kLag
-        // stores stay in flight, keeping the write stream busy while this thread goes on)
+        // stores stay in flight, keeping the write stream busy while this thread goes on;
+        // every consumer finished that tile's store_tail before this tile's bar_sync)
         if (k >= kLag) {
           ptx::cp_async_bulk_wait_group_read<kLag>();
           bars.empty[(k - kLag) % kStages].arrive();
         }
-      } else {
+      } else if constexpr (!kLateRelease) {
         bars.empty[s].arrive();  // every consumer has read in[s]
       }
     }
     Op::store_tail(p, tile, out, tid, kConsumerThreads);
+    if constexpr (kLateRelease && kLag == 0) {
+      // one stage, one tile per CTA: a next tile (only when the grid was capped) may load
+      // into the stage once the store and every consumer's store_tail have read it
+      if (tile + gridDim.x < tiles) {
+        ptx::bar_sync(1, kConsumerThreads);
+        if (tid == 0) {
+          ptx::cp_async_bulk_wait_group_read<0>();
+          bars.empty[s].arrive();
+        }
+      }
+    }
   });
   // step 4: a CTA may not exit while a store still reads its shared memory
   if (tid == 0) ptx::cp_async_bulk_wait_group<0>();
