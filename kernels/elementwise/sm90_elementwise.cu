@@ -293,17 +293,8 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   const LayoutFacts& layout = kLayouts[tuning.variant];
   Params p{};
   p.value = make_constant(t, value);
-  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
-  if (layout.run > 0 && tuning.ctas_per_sm > 0) {
-    throw ArgumentError("tuning.ctas_per_sm",
-                        "variant " + std::to_string(tuning.variant) +
-                            " gives each CTA its own tiles and the SMs take as many as fit; "
-                            "use 0");
-  }
-  if (ctas_per_sm > layout.max_ctas_per_sm) {
-    throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
-                                                  " fit in shared memory");
-  }
+  const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
+                                                  layout.ctas_per_sm, layout.max_ctas_per_sm);
 
   // step 2: box shape: rows of up to 1 KB (256 elements at most), the stage's bytes in all.
   // NOTE: walking a dense tensor as one run of 16 KB boxes measured slower on H200 than

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -339,9 +338,10 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 }
 
 template <class T, class L>
-void launch(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
-            int ctas_per_sm, int panel, cudaStream_t stream) {
+void launch(ConstTensorRef in, TensorRef out, const Filter3x3& filter, int ctas_per_sm,
+            int panel, cudaStream_t stream) {
   using G = Geometry<T, L>;
+  Params<T> p{};
   // step 2: maps (the input box: the tile plus its halo), tails, taps, tile order
   set_up(p, in, out, filter, {G::kInCols, G::kInRows, 1}, L::kPromotion, G::kTileCols,
          L::kTileRows, panel);
@@ -552,10 +552,12 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 #endif
 }
 
+// (`panel` is ignored: the row walk's tiles go in order)
 template <class T, class L>
-void launch_row(Params<T>& p, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
-                int ctas_per_sm, cudaStream_t stream) {
+void launch_row(ConstTensorRef in, TensorRef out, const Filter3x3& filter, int ctas_per_sm,
+                int /*panel*/, cudaStream_t stream) {
   using G = RowGeometry<T, L>;
+  Params<T> p{};
   // step 2: maps (input boxes of the tile's columns, no side halo, the rows above and below;
   // the default 256-byte L2 promotion), tails, taps, tile order
   // NOTE: panel 1 (row-major tiles): a CTA's run of tiles walks along tile rows.
@@ -576,24 +578,26 @@ template <class T, class L>
 constexpr int max_row_ctas() {
   return static_cast<int>(228 * 1024 / (kRowSmemBytes<T, L> + 1024));
 }
-// [variant][fp64]: the most CTAs per SM that fit, and the layout's default
+// What the launcher needs of a layout at run time, per element type (kLayouts<T>[variant]).
 struct LayoutFacts {
-  int max_ctas;
+  int max_ctas;  // the most CTAs per SM that fit
   int default_ctas;
   int run;  // tiles per CTA (grid = runs); 0: persistent
+  void (*launch)(ConstTensorRef, TensorRef, const Filter3x3&, int ctas_per_sm, int panel,
+                 cudaStream_t);
 };
 template <class T, class L>
 constexpr LayoutFacts facts() {
-  return {max_ctas<T, L>(), L::kCtasPerSm, L::kRun};
+  return {max_ctas<T, L>(), L::kCtasPerSm, L::kRun, &launch<T, L>};
 }
 template <class T, class L>
 constexpr LayoutFacts row_facts() {
-  return {max_row_ctas<T, L>(), L::kCtasPerSm, 0};
+  return {max_row_ctas<T, L>(), L::kCtasPerSm, 0, &launch_row<T, L>};
 }
 // (index 0 is never looked up: variant 0 is resolved to a layout first)
 template <class T>
 constexpr std::array<LayoutFacts, kVariants> kLayouts = {
-    LayoutFacts{0, 0, 0},   facts<T, Layout1>(),    facts<T, Layout2>(),
+    LayoutFacts{0, 0, 0, nullptr}, facts<T, Layout1>(),    facts<T, Layout2>(),
     facts<T, Layout3>(),    facts<T, Layout4>(),    facts<T, Layout5<T>>(),
     facts<T, Layout6<T>>(), facts<T, Layout7<T>>(), facts<T, Layout8<T>>(),
     facts<T, Layout9<T>>(), row_facts<T, RowLayout10>(), row_facts<T, RowLayout11>(),
@@ -606,52 +610,6 @@ constexpr std::array<LayoutFacts, kVariants> kLayouts = {
     facts<T, Layout30<T>>(),     facts<T, Layout31<T>>(),     facts<T, Layout32>(),
     facts<T, Layout33>(),        facts<T, Layout34>(),        facts<T, Layout35>(),
     facts<T, Layout36<T>>()};
-
-template <class T>
-void launch_variant(int variant, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
-                    int ctas_per_sm, int panel, cudaStream_t stream) {
-  Params<T> p{};
-  switch (variant) {
-    case 1: launch<T, Layout1>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 2: launch<T, Layout2>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 3: launch<T, Layout3>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 4: launch<T, Layout4>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 5: launch<T, Layout5<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 6: launch<T, Layout6<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 7: launch<T, Layout7<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 8: launch<T, Layout8<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 9: launch<T, Layout9<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 10: launch_row<T, RowLayout10>(p, in, out, filter, ctas_per_sm, stream); break;
-    case 11: launch_row<T, RowLayout11>(p, in, out, filter, ctas_per_sm, stream); break;
-    case 12: launch_row<T, RowLayout12>(p, in, out, filter, ctas_per_sm, stream); break;
-    case 13: launch_row<T, RowLayout13>(p, in, out, filter, ctas_per_sm, stream); break;
-    case 14: launch<T, Layout14>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 15: launch<T, Layout15>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 16: launch<T, Layout16>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 17: launch<T, Layout17>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 18: launch<T, Layout18>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 19: launch<T, Layout19>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 20: launch<T, Layout20>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 21: launch<T, Layout21>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 22: launch<T, Layout0>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 23: launch<T, Layout23>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 24: launch<T, Layout24>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 25: launch<T, Layout25<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 26: launch<T, Layout26>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 27: launch<T, Layout27>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 28: launch<T, Layout28>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 29: launch<T, Layout29>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 30: launch<T, Layout30<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 31: launch<T, Layout31<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 32: launch<T, Layout32>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 33: launch<T, Layout33>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 34: launch<T, Layout34>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 35: launch<T, Layout35>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    case 36: launch<T, Layout36<T>>(p, in, out, filter, ctas_per_sm, panel, stream); break;
-    default: throw std::logic_error("stencil3x3: variant " + std::to_string(variant) +
-                                    " reached the launch unresolved");
-  }
-}
 
 // Variant 0. Each CTA takes its own tiles (grid = tiles or runs), which measured 5-7% faster
 // than every persistent layout on both parts (README, 2026-11-22 10:03Z-10:17Z), where the
@@ -729,18 +687,8 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
                           ? tuning.variant
                           : default_variant(fp64, detail::peak_dram_bytes_per_second());
   const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
-  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.default_ctas;
-  if (layout.run > 0 && tuning.ctas_per_sm > 0) {
-    throw ArgumentError("tuning.ctas_per_sm",
-                        "variant " + std::to_string(tuning.variant) +
-                            " gives each CTA its own tiles and the SMs take as many as fit; "
-                            "use 0");
-  }
-  const int max_ctas = layout.max_ctas;
-  if (ctas_per_sm > max_ctas) {
-    throw ArgumentError("tuning.ctas_per_sm",
-                        "at most " + std::to_string(max_ctas) + " fit in shared memory");
-  }
+  const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
+                                                  layout.default_ctas, layout.max_ctas);
   // NOTE: layouts that give each CTA its own tiles walk row-major by default on every part
   // (H200: layout 24 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3,
   // 2026-11-22 10:15Z; H100 the same either way)
@@ -753,11 +701,7 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
     }
   }
 
-  if (in.type == DataType::float32) {
-    launch_variant<float>(variant, in, out, filter, ctas_per_sm, panel, stream);
-  } else {
-    launch_variant<double>(variant, in, out, filter, ctas_per_sm, panel, stream);
-  }
+  layout.launch(in, out, filter, ctas_per_sm, panel, stream);
 }
 
 int stencil3x3_default_variant(DataType type, double dram_bytes_per_second) {

@@ -381,17 +381,8 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   const LayoutFacts& layout =
       kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
-  const int ctas_per_sm = tuning.ctas_per_sm > 0 ? tuning.ctas_per_sm : layout.ctas_per_sm;
-  if (layout.run > 0 && tuning.ctas_per_sm > 0) {
-    throw ArgumentError("tuning.ctas_per_sm",
-                        "variant " + std::to_string(tuning.variant) +
-                            " gives each CTA its own tiles and the SMs take as many as fit; "
-                            "use 0");
-  }
-  if (ctas_per_sm > layout.max_ctas_per_sm) {
-    throw ArgumentError("tuning.ctas_per_sm", "at most " + std::to_string(layout.max_ctas_per_sm) +
-                                                  " fit in shared memory");
-  }
+  const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
+                                                  layout.ctas_per_sm, layout.max_ctas_per_sm);
 
   // step 2: tensor maps: input boxes of 128 B x box_rows rows, output boxes of 128 B x
   // slices * 8V rows

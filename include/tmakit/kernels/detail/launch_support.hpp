@@ -145,6 +145,25 @@ inline void check_knob(const char* name, int value) {
   }
 }
 
+// The CTAs per SM a launch takes: `requested` (tuning.ctas_per_sm, already checked by
+// check_knob; 0: the layout's `fallback`). Refused when the layout gives each CTA its own
+// tiles (`run` > 0: the SMs then take as many as fit) or when more than `max` fit in shared
+// memory.
+inline int ctas_per_sm_for(int requested, int variant, int run, int fallback, int max) {
+  if (run > 0 && requested > 0) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "variant " + std::to_string(variant) +
+                            " gives each CTA its own tiles and the SMs take as many as fit; "
+                            "use 0");
+  }
+  const int ctas = requested > 0 ? requested : fallback;
+  if (ctas > max) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "at most " + std::to_string(max) + " fit in shared memory");
+  }
+  return ctas;
+}
+
 // True when the byte ranges [data, data + span) of the two views intersect.
 // NOTE: conservative for interleaved views (rows of one between rows of the other): those
 // share no byte yet count as overlapping.
