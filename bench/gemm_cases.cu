@@ -50,6 +50,50 @@ std::string workload_id(const Shape& s) {
 const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16", "seed-tma"};
 constexpr int kImplCount = 4;
 const char* kFloorId = "gemm/empty-kernel";
+const char* kMemcpyId = "gemm/memcpy";
+
+// The stream timing (Timer::time_streams_interleaved): about this many calls per graph, over
+// operand sets that together hold at least twice the L2.
+constexpr int kStreamCalls = 24;
+int stream_sets(std::uint64_t set_bytes, std::size_t l2_bytes) {
+  const std::uint64_t want = 2 * static_cast<std::uint64_t>(l2_bytes);
+  return static_cast<int>(std::clamp<std::uint64_t>((want + set_bytes - 1) / set_bytes, 1, 16));
+}
+
+// Shapes whose time is bound by memory (the larger operand streams once, little reuse): their
+// rows carry the ratio to the memcpy ceiling (the issue's target for M <= 128).
+bool memory_bound(const Shape& s) { return std::min(s.m, s.n) <= 128; }
+
+// One shape's operands: `sets` copies of A and B (e4m3) and D (bf16), and the fp16 twins
+// for cuBLAS FP16 when `fp16`. Set 0 is filled; copy_set0 copies it to the others.
+struct Operands {
+  std::vector<std::unique_ptr<DeviceBuffer>> a, b, d, a16, b16, d16;
+  Operands(const Shape& s, int sets, bool fp16) {
+    for (int i = 0; i < sets; ++i) {
+      a.push_back(std::make_unique<DeviceBuffer>(s.m * s.k));
+      b.push_back(std::make_unique<DeviceBuffer>(s.n * s.k));
+      d.push_back(std::make_unique<DeviceBuffer>(s.m * s.n * 2));
+      if (!fp16) continue;
+      a16.push_back(std::make_unique<DeviceBuffer>(s.m * s.k * 2));
+      b16.push_back(std::make_unique<DeviceBuffer>(s.n * s.k * 2));
+      d16.push_back(std::make_unique<DeviceBuffer>(s.m * s.n * 2));
+    }
+  }
+  void copy_set0(cudaStream_t stream) const {
+    for (const auto* v : {&a, &b, &a16, &b16}) {
+      for (std::size_t i = 1; i < v->size(); ++i) {
+        TMAKIT_CUDA_CHECK(cudaMemcpyAsync((*v)[i]->get(), (*v)[0]->get(), (*v)[0]->bytes(),
+                                          cudaMemcpyDeviceToDevice, stream));
+      }
+    }
+  }
+  const std::uint8_t* fp8_a(int set) const { return static_cast<const std::uint8_t*>(a[set]->get()); }
+  const std::uint8_t* fp8_b(int set) const { return static_cast<const std::uint8_t*>(b[set]->get()); }
+  __nv_bfloat16* fp8_d(int set) const { return static_cast<__nv_bfloat16*>(d[set]->get()); }
+  const __half* fp16_a(int set) const { return static_cast<const __half*>(a16[set]->get()); }
+  const __half* fp16_b(int set) const { return static_cast<const __half*>(b16[set]->get()); }
+  __half* fp16_d(int set) const { return static_cast<__half*>(d16[set]->get()); }
+};
 
 // With --tune: "tmakit:c<config>" and "tmakit:c<config>:s<splits>" variants, each a forced
 // GemmTuning (configurations that do not split K only with splits chosen).
@@ -57,6 +101,10 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
                                                                const Shape& s) {
   std::vector<std::pair<std::string, GemmTuning>> v;
   if (!o.tune) return v;
+  // the chosen plan launched the ordinary way (no overlap with the kernel before it)
+  GemmTuning serial;
+  serial.overlap_launch = false;
+  v.push_back({"tmakit:no-overlap", serial});
   for (int c = 0; c < kGemmConfigs; ++c) {
     // the small-M configuration gets its cluster sizes below
     if (std::string(gemm_config_name(c)) != "smallm") {
@@ -87,6 +135,10 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
 
 bool selected(const SuiteOptions& o, const std::string& id) {
   return o.filter.empty() || std::regex_search(id, std::regex(o.filter));
+}
+// An implementation of a workload runs when the filter selects either of its rows.
+bool case_selected(const SuiteOptions& o, const std::string& workload, const std::string& impl) {
+  return selected(o, workload + "/" + impl) || selected(o, workload + "/stream/" + impl);
 }
 
 // ---- device data and checks ------------------------------------------------------------
@@ -163,6 +215,28 @@ Result host_overhead(cudaStream_t stream) {
                 "%.2f us above (best of %d alternating blocks of %d calls, maps cached)",
                 gemm_us, launch_us, gemm_us - launch_us, kTrials, kCalls);
   r.note = buf;
+  return r;
+}
+
+// The memory ceiling for the memory-bound shapes: a device-to-device copy of 512 MiB (far
+// past the L2), bytes read plus bytes written, timed like the GEMMs.
+Result memcpy_ceiling(Timer& timer, cudaStream_t stream) {
+  constexpr std::size_t kBytes = std::size_t{512} << 20;
+  DeviceBuffer src(kBytes), dst(kBytes);
+  TMAKIT_CUDA_CHECK(cudaMemsetAsync(src.get(), 0x5a, kBytes, stream));
+  Result r;
+  r.id = kMemcpyId;
+  r.workload = "gemm";
+  r.impl = "memcpy";
+  r.kind = "ceiling";
+  r.bytes = 2 * kBytes;
+  r.timing = timer.time([&](cudaStream_t st) {
+    TMAKIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kBytes, cudaMemcpyDeviceToDevice, st));
+  });
+  r.status = "ok";
+  r.gbps = static_cast<double>(r.bytes) / (r.timing.median_ms * 1e-3) * 1e-9;
+  r.note = "cudaMemcpyAsync of 512 MiB device to device: the ceiling of the 'x memcpy' column "
+           "for shapes with M or N <= 128";
   return r;
 }
 
@@ -419,19 +493,20 @@ void finish(Result& r, const Shape& s, double flops_note) {
 std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
   std::vector<std::string> ids;
   for (const Shape& s : shapes(options)) {
-    for (const char* impl : kImpls) {
-      const std::string id = workload_id(s) + "/" + impl;
-      if (selected(options, id)) ids.push_back(id);
-    }
-    for (const auto& variant : tuned_variants(options, s)) {
-      const std::string id = workload_id(s) + "/" + variant.first;
-      if (selected(options, id)) ids.push_back(id);
+    std::vector<std::string> impls(std::begin(kImpls), std::end(kImpls));
+    for (const auto& variant : tuned_variants(options, s)) impls.push_back(variant.first);
+    // each implementation is timed call by call and as a stream of calls
+    for (const char* mode : {"/", "/stream/"}) {
+      for (const std::string& impl : impls) {
+        if (case_selected(options, workload_id(s), impl)) ids.push_back(workload_id(s) + mode + impl);
+      }
     }
   }
-  // the empty kernel and the host overhead run whenever any GEMM case does, or when the
-  // filter names them alone (e.g. --filter host-overhead)
-  if (!ids.empty() || selected(options, kFloorId) || selected(options, "gemm/host-overhead")) {
-    ids.insert(ids.begin(), {kFloorId, "gemm/host-overhead"});
+  // the empty kernel, the host overhead and the memcpy ceiling run whenever any GEMM case
+  // does, or when the filter names them alone (e.g. --filter host-overhead)
+  if (!ids.empty() || selected(options, kFloorId) || selected(options, "gemm/host-overhead") ||
+      selected(options, kMemcpyId)) {
+    ids.insert(ids.begin(), {kFloorId, "gemm/host-overhead", kMemcpyId});
   }
   return ids;
 }
@@ -441,6 +516,12 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   cudaStream_t stream = nullptr;
   TMAKIT_CUDA_CHECK(cudaStreamCreate(&stream));
   Timer timer(options.timing, stream);
+  double memcpy_gbps = 0;  // the device's copy rate: the ceiling of memory-bound shapes
+  int device = 0;
+  int l2 = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  const auto l2_bytes = static_cast<std::size_t>(l2);
   if (!list_gemm_cases(options).empty()) {
     Result floor;
     floor.id = kFloorId;
@@ -455,6 +536,8 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     floor.note = "an empty kernel timed the same way: the floor under every time below";
     out.push_back(floor);
     out.push_back(host_overhead(stream));
+    out.push_back(memcpy_ceiling(timer, stream));
+    memcpy_gbps = out.back().gbps;
   }
   Vendor& v = vendor();
   float* scales = nullptr;  // device: scale_a, scale_b (cuBLASLt reads them from there)
@@ -469,32 +552,31 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     const std::string w = workload_id(s);
     bool want[kImplCount];
     bool any = false;
-    for (int i = 0; i < kImplCount; ++i) any |= want[i] = selected(options, w + "/" + kImpls[i]);
+    for (int i = 0; i < kImplCount; ++i) any |= want[i] = case_selected(options, w, kImpls[i]);
     for (const auto& variant : tuned_variants(options, s)) {
-      any |= selected(options, w + "/" + variant.first);
+      any |= case_selected(options, w, variant.first);
     }
     if (!any) continue;
     if (options.progress) *options.progress << w << "\n";
     const bool fp16 = want[2] && v.blas_why.empty();
-    DeviceBuffer a(s.m * s.k), b(s.n * s.k), d(s.m * s.n * 2);
-    std::unique_ptr<DeviceBuffer> a16, b16, d16;
-    if (fp16) {
-      a16 = std::make_unique<DeviceBuffer>(s.m * s.k * 2);
-      b16 = std::make_unique<DeviceBuffer>(s.n * s.k * 2);
-      d16 = std::make_unique<DeviceBuffer>(s.m * s.n * 2);
-    }
-    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(a.get()),
-                                               fp16 ? static_cast<__half*>(a16->get()) : nullptr,
+    const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
+    // operand sets for the stream timing: together at least twice the L2 (set 0 is the one
+    // checked and timed call by call; the others are copies of it)
+    const int sets = stream_sets(fp8_bytes, l2_bytes);
+    const int calls = sets * ((kStreamCalls + sets - 1) / sets);
+    Operands ops(s, sets, fp16);
+    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(ops.a[0]->get()),
+                                               fp16 ? static_cast<__half*>(ops.a16[0]->get()) : nullptr,
                                                s.m * s.k, 1);
-    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(b.get()),
-                                               fp16 ? static_cast<__half*>(b16->get()) : nullptr,
+    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(ops.b[0]->get()),
+                                               fp16 ? static_cast<__half*>(ops.b16[0]->get()) : nullptr,
                                                s.n * s.k, 2);
     TMAKIT_CUDA_CHECK(cudaGetLastError());
+    ops.copy_set0(stream);
     TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const auto* pa = static_cast<const std::uint8_t*>(a.get());
-    const auto* pb = static_cast<const std::uint8_t*>(b.get());
-    auto* pd = static_cast<__nv_bfloat16*>(d.get());
-    const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
+    const auto* pa = ops.fp8_a(0);
+    const auto* pb = ops.fp8_b(0);
+    auto* pd = ops.fp8_d(0);
 
     Result rt, rl, rh, rs;
     for (int i = 0; i < kImplCount; ++i) {
@@ -510,11 +592,12 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     // cuBLASLt picks its algorithm there). Those that pass are then timed together, in
     // rounds (Timer::time_interleaved), so that the ratios between them do not carry clock or
     // thermal drift from one implementation's runs to the next.
-    using Run = std::function<void(cudaStream_t)>;
+    // `run` takes the operand set (0 for the check and the call-by-call timing).
+    using Run = Timer::SetCall;
     std::vector<Result*> timed;
     std::vector<Run> runs;
-    auto check = [&](Result& r, void* out, const Run& first, const Run& run,
-                     const std::function<std::uint64_t()>& wrong) {
+    auto check = [&](Result& r, void* out, const std::function<void(cudaStream_t)>& first,
+                     const Run& run, const std::function<std::uint64_t()>& wrong) {
       try {
         poison(out, s.m * s.n * 2, stream);
         first(stream);
@@ -542,10 +625,11 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       } else {
         rl.status = make_lt_plan(v, plan, s, scales, scales + 4);
         if (rl.status.empty()) {
-          auto run = [&](cudaStream_t st) {
-            const cublasStatus_t e = v.matmul(v.lt, plan.desc, &sc.alpha, pb, plan.la, pa, plan.lb,
-                                              &beta, pd, plan.ld, pd, plan.ld, &plan.algo,
-                                              plan.workspace, plan.workspace_bytes, st);
+          auto run = [&](cudaStream_t st, int set) {
+            const cublasStatus_t e =
+                v.matmul(v.lt, plan.desc, &sc.alpha, ops.fp8_b(set), plan.la, ops.fp8_a(set),
+                         plan.lb, &beta, ops.fp8_d(set), plan.ld, ops.fp8_d(set), plan.ld,
+                         &plan.algo, plan.workspace, plan.workspace_bytes, st);
             if (e != CUBLAS_STATUS_SUCCESS) {
               throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
             }
@@ -578,88 +662,138 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     if (want[0]) tmakit_runs.emplace_back(rt, GemmTuning{});
     for (const auto& [name, tuning] : tuned_variants(options, s)) {
       const std::string id = w + "/" + name;
-      if (!selected(options, id)) continue;
+      if (!case_selected(options, w, name)) continue;
       Result r = rt;
       r.impl = name;
       r.id = id;
       tmakit_runs.emplace_back(r, tuning);
     }
     for (auto& [r, tuning] : tmakit_runs) {
-      auto run = [&ra, &rb, &rd, &sc, tuning = tuning](cudaStream_t st) {
-        gemm_fp8(ra, rb, rd, sc, st, tuning);
+      auto run = [&ops, &s, &sc, tuning = tuning](cudaStream_t st, int set) {
+        gemm_fp8(ConstTensorRef(ops.fp8_a(set), DataType::uint8, s.m, s.k),
+                 ConstTensorRef(ops.fp8_b(set), DataType::uint8, s.n, s.k),
+                 TensorRef(ops.fp8_d(set), DataType::bfloat16, s.m, s.n), sc, st, tuning);
       };
-      check(r, pd, run, run, fp8_wrong);
+      check(r, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong);
     }
     // cuBLAS FP16, the write-up's comparison
-    const __half* ha = fp16 ? static_cast<const __half*>(a16->get()) : nullptr;
-    const __half* hb = fp16 ? static_cast<const __half*>(b16->get()) : nullptr;
-    __half* hd = fp16 ? static_cast<__half*>(d16->get()) : nullptr;
+    const __half* ha = fp16 ? ops.fp16_a(0) : nullptr;
+    const __half* hb = fp16 ? ops.fp16_b(0) : nullptr;
+    __half* hd = fp16 ? ops.fp16_d(0) : nullptr;
     if (want[2]) {
       if (!v.blas_why.empty()) {
         rh.status = v.blas_why;
       } else {
         const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-        auto run = [&, m, n, k](cudaStream_t st) {
+        auto run = [&, m, n, k](cudaStream_t st, int set) {
           v.blas_set_stream(v.blas, st);
-          const cublasStatus_t e =
-              v.gemm_ex(v.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &scale, hb, CUDA_R_16F, k, ha,
-                        CUDA_R_16F, k, &beta, hd, CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
-                        CUBLAS_GEMM_DEFAULT);
+          const cublasStatus_t e = v.gemm_ex(
+              v.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &scale, ops.fp16_b(set), CUDA_R_16F, k,
+              ops.fp16_a(set), CUDA_R_16F, k, &beta, ops.fp16_d(set), CUDA_R_16F, n,
+              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
           if (e != CUBLAS_STATUS_SUCCESS) {
             throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
           }
         };
-        check(rh, hd, run, run, [&] { return count_wrong(ha, hb, hd, s, scale); });
+        check(rh, hd, [&run](cudaStream_t st) { run(st, 0); }, run,
+              [&] { return count_wrong(ha, hb, hd, s, scale); });
       }
     }
     // the write-up's simple TMA GEMM, the floor
     if (want[3]) {
-      auto run = [&](cudaStream_t st) { seed_gemm_fp8(pa, pb, pd, s.m, s.n, s.k, scale, st); };
-      check(rs, pd, run, run, fp8_wrong);
+      auto run = [&](cudaStream_t st, int set) {
+        seed_gemm_fp8(ops.fp8_a(set), ops.fp8_b(set), ops.fp8_d(set), s.m, s.n, s.k, scale, st);
+      };
+      check(rs, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong);
     }
 
-    // time every checked implementation together
+    // time every checked implementation together: call by call, then as streams of calls
+    // (the same implementations, rows under the workload's "/stream" twin)
+    std::vector<Result> streamed;
+    for (Result* r : timed) {
+      Result t = *r;
+      t.workload = w + "/stream";
+      t.id = t.workload + "/" + r->impl;
+      streamed.push_back(t);
+    }
     try {
-      const std::vector<Timing> t = timer.time_interleaved(runs);
+      std::vector<std::function<void(cudaStream_t)>> single;
+      for (const Run& run : runs) single.push_back([run](cudaStream_t st) { run(st, 0); });
+      const std::vector<Timing> t = timer.time_interleaved(single);
       for (std::size_t i = 0; i < timed.size(); ++i) timed[i]->timing = t[i];
+      const std::vector<Timer::StreamTiming> st = timer.time_streams_interleaved(runs, sets, calls);
+      for (std::size_t i = 0; i < streamed.size(); ++i) {
+        if (st[i].error.empty()) {
+          streamed[i].timing = st[i].per_call;
+        } else {
+          streamed[i].status = "error while capturing: " + st[i].error;
+        }
+      }
     } catch (const Error& e) {
       for (Result* r : timed) r->status = std::string("error while timing: ") + e.what();
+      for (Result& r : streamed) r.status = std::string("error while timing: ") + e.what();
     }
+    const double mem_gbps = memory_bound(s) ? memcpy_gbps : 0.0;
+    for (Result* r : timed) r->memcpy_gbps = mem_gbps;
+    for (Result& r : streamed) r.memcpy_gbps = mem_gbps;
     if (want[1] && v.lt_why.empty()) free_lt_plan(v, plan);
 
     // notes, in the order of the table: cuBLASLt, tmakit (with its ratio to cuBLASLt), the
-    // variants, cuBLAS FP16, the floor
-    if (want[1]) {
-      if (rl.ok()) rl.note = v.lt_path;
-      finish(rl, s, 0);
-      out.push_back(rl);
-    }
+    // variants, cuBLAS FP16, the floor; then the same for the stream rows
     int sms = 0;
     TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    for (auto& [r, tuning] : tmakit_runs) {
+    auto annotate = [&](Result& r, const Result* lt) {
       if (r.ok()) {
-        const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
-                      p.splits, p.grid);
-        r.note = buf;
-        if (rl.ok()) {
-          std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt", rl.timing.median_ms / r.timing.median_ms);
-          r.note += buf;
+        if (r.impl == "cublaslt-fp8") {
+          r.note = v.lt_path;
+        } else if (r.impl == "cublas-fp16") {
+          r.note = v.blas_path;
+        } else if (r.impl == "seed-tma") {
+          r.note = "64 x 128 tile per CTA, 2 TMA stages";
+        } else {
+          for (const auto& [tr, tuning] : tmakit_runs) {
+            if (tr.impl != r.impl) continue;
+            const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
+                          p.splits, p.grid);
+            r.note = buf;
+            if (lt != nullptr && lt->ok()) {
+              std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
+                            lt->timing.median_ms / r.timing.median_ms);
+              r.note += buf;
+            }
+          }
         }
       }
       finish(r, s, 0);
+    };
+    if (want[1]) {
+      annotate(rl, nullptr);
+      out.push_back(rl);
+    }
+    for (auto& [r, tuning] : tmakit_runs) {
+      annotate(r, &rl);
       out.push_back(r);
     }
     if (want[2]) {
-      if (rh.ok()) rh.note = v.blas_path;
-      finish(rh, s, 0);
+      annotate(rh, nullptr);
       out.push_back(rh);
     }
     if (want[3]) {
-      if (rs.ok()) rs.note = "64 x 128 tile per CTA, 2 TMA stages";
-      finish(rs, s, 0);
+      annotate(rs, nullptr);
       out.push_back(rs);
+    }
+    const Result* stream_lt = nullptr;
+    for (const Result& r : streamed) {
+      if (r.impl == "cublaslt-fp8") stream_lt = &r;
+    }
+    for (Result& r : streamed) {
+      annotate(r, r.impl == "cublaslt-fp8" ? nullptr : stream_lt);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "; graph of %d calls over %d operand sets", calls, sets);
+      if (r.ok()) r.note += buf;
+      out.push_back(r);
     }
   }
   cudaFree(scales);

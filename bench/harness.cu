@@ -160,6 +160,73 @@ std::vector<Timing> Timer::time_interleaved(
   return out;
 }
 
+namespace {
+// An instantiated graph, destroyed with its owner.
+struct GraphExec {
+  cudaGraphExec_t exec = nullptr;
+  GraphExec() = default;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  ~GraphExec() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+  }
+};
+
+// Captures `calls` calls of fn on `stream` into `out`; returns why not, or "".
+std::string capture_calls(const Timer::SetCall& fn, int sets, int calls, cudaStream_t stream,
+                          GraphExec& out) {
+  // NOTE: relaxed mode: a library may allocate (its first call on a handle) while another
+  // thread's stream is being captured; every call here ran uncaptured before (its check)
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    return "cudaStreamBeginCapture: " + std::string(cudaGetErrorString(cudaGetLastError()));
+  }
+  std::string why;
+  try {
+    for (int i = 0; i < calls; ++i) fn(stream, i % sets);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  if (why.empty() && end != cudaSuccess) why = "capture failed: " + std::string(cudaGetErrorString(end));
+  if (why.empty() && cudaGraphInstantiate(&out.exec, graph, 0) != cudaSuccess) {
+    why = "cudaGraphInstantiate: " + std::string(cudaGetErrorString(cudaGetLastError()));
+    out.exec = nullptr;
+  }
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  (void)cudaGetLastError();  // a failed capture's error is reported through `why`
+  return why;
+}
+}  // namespace
+
+std::vector<Timer::StreamTiming> Timer::time_streams_interleaved(const std::vector<SetCall>& fns,
+                                                                 int sets, int calls) {
+  if (sets < 1 || calls < sets || calls % sets != 0) {
+    throw Error("time_streams_interleaved: calls (" + std::to_string(calls) +
+                ") must be a positive multiple of sets (" + std::to_string(sets) + ")");
+  }
+  std::vector<StreamTiming> out(fns.size());
+  std::vector<GraphExec> graphs(fns.size());
+  std::vector<std::function<void(cudaStream_t)>> replays;
+  std::vector<std::size_t> replayed;  // which fn each replay times
+  for (std::size_t f = 0; f < fns.size(); ++f) {
+    out[f].error = capture_calls(fns[f], sets, calls, stream_, graphs[f]);
+    if (!out[f].error.empty()) continue;
+    cudaGraphExec_t exec = graphs[f].exec;
+    replays.push_back([exec](cudaStream_t st) { TMAKIT_CUDA_CHECK(cudaGraphLaunch(exec, st)); });
+    replayed.push_back(f);
+  }
+  const std::vector<Timing> t = time_interleaved(replays);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    Timing& pc = out[replayed[i]].per_call;
+    pc = t[i];
+    pc.median_ms /= calls;
+    pc.min_ms /= calls;
+    pc.max_ms /= calls;
+  }
+  return out;
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   TMAKIT_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
 }

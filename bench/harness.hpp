@@ -63,6 +63,21 @@ class Timer {
   // same neighbour.
   std::vector<Timing> time_interleaved(const std::vector<std::function<void(cudaStream_t)>>& fns);
 
+  // A stream of calls: fn(stream, set) on operand set `set` (0 .. sets - 1).
+  using SetCall = std::function<void(cudaStream_t, int)>;
+  struct StreamTiming {
+    Timing per_call;    // a replay's times divided by `calls`
+    std::string error;  // why this fn could not be captured; empty when timed
+  };
+  // Times each fn as a stream of `calls` back-to-back calls, call i on set i % sets (`calls`
+  // a multiple of `sets`): each fn's calls are captured into one CUDA graph, and the graphs
+  // are replayed in interleaved rounds as time_interleaved times fns (L2 flushed before each
+  // replay). Graph replays leave out the launch gaps between calls that timing one call
+  // includes (METHOD: "for many small launches, capture a graph and time its replays"); the
+  // rotation over sets that together exceed the L2 keeps each call's operands out of it.
+  std::vector<StreamTiming> time_streams_interleaved(const std::vector<SetCall>& fns, int sets,
+                                                     int calls);
+
  private:
   TimingOptions options_;
   cudaStream_t stream_;

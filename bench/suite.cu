@@ -104,7 +104,13 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
   add32.insert(add32.begin() + 1, "tmakit-inplace");
   add32.insert(add32.begin() + 2, "plain-ldg");
   add32.insert(add32.begin() + 3, "plain-chunk");
-  return {
+  std::vector<Workload> tuned;
+  if (o.tune) {
+    // rows 64 elements short of 2^15: the same work without power-of-two row pitches, to
+    // tell DRAM channel conflicts of the 32768-wide rows from the kernel's own limits
+    tuned.push_back({Op::transpose, DataType::float32, 1, big - 64, big - 64, tr32});
+  }
+  std::vector<Workload> all = {
       {Op::add, DataType::int32, 1, big, big, add32},
       {Op::add, DataType::float32, 1, big, big, add},
       {Op::add, DataType::bfloat16, 1, big, big, add},
@@ -117,6 +123,8 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
       {Op::stencil, DataType::float64, 1, image, image, st64},
       {Op::stencil, DataType::float32, 16, small, small, st},
   };
+  all.insert(all.end(), tuned.begin(), tuned.end());
+  return all;
 }
 
 // "tmakit:c1" -> ctas_per_sm 1; "tmakit:p16" -> panel 16 tile rows; "tmakit:v2" -> layout 2.

@@ -58,8 +58,10 @@ struct LastCall {
 };
 
 // D = scale * A B^T for M <= 128, K split over clusters of `splits` (1, 2, 4 or 8, at most
-// the k-blocks of 128). Arguments already validated; `key` describes them (LastCall).
+// the k-blocks of 128). Arguments already validated; `key` describes them (LastCall);
+// `overlap`: GemmTuning::overlap_launch.
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
-                             int splits, cudaStream_t stream, const GemmCallKey& key);
+                             int splits, cudaStream_t stream, const GemmCallKey& key,
+                             bool overlap);
 
 }  // namespace tmakit::detail

@@ -22,6 +22,7 @@
 #include "tmakit/ptx/barrier.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 #include "tmakit/ptx/fence.hpp"
+#include "tmakit/ptx/grid_dependency.hpp"
 #include "tmakit/ptx/tma.hpp"
 #include "tmakit/swizzle.hpp"
 
@@ -323,14 +324,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   } else {
     __syncthreads();
   }
+  // NOTE: launched to overlap the kernel before it (GemmTuning::overlap_launch), everything
+  // above touched shared memory only: warm the descriptors (kernel parameters, not written
+  // by that kernel), wait for that kernel's writes before any global access, then let the
+  // next kernel start setting up (it waits for ours the same way). Asking the L2 to
+  // prefetch the first unit's k-blocks before the wait was slower at every shape
+  // (kernels/gemm/EXPERIMENTS.md).
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(&p.a_map);
+    ptx::prefetch_tensormap(&p.b_map);
+  }
+  ptx::griddepcontrol_wait();
+  ptx::griddepcontrol_launch_dependents();
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer warpgroup: one thread issues every TMA load ---------------------------
     ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
-      ptx::prefetch_tensormap(&p.a_map);
-      ptx::prefetch_tensormap(&p.b_map);
       State st;
       for (std::int64_t u = first_unit; u < p.units; u += unit_step) {
         const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
@@ -505,14 +516,12 @@ auto* prepared_kernel() {
 }
 
 template <class Cfg, class T>
-void launch(const Params& p, unsigned grid, cudaStream_t stream) {
+void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap) {
   auto* kernel = prepared_kernel<Cfg, T>();
-  if constexpr (Cfg::kClusterM == 1) {
-    kernel<<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(p);
-  } else {
-    ClusterLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream, Cfg::kClusterM);
-    TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
-  }
+  KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
+  if constexpr (Cfg::kClusterM > 1) l.cluster(Cfg::kClusterM);
+  if (overlap) l.overlap_previous_kernel();
+  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
   check_launch("sm90_gemm_fp8_kernel");
 }
 
@@ -545,8 +554,8 @@ struct ConfigFacts {
   int cluster_m;
   int d_box_cols;  // the epilogue's TMA-store box width
   int (*resident_clusters)();
-  void (*launch_bf16)(const Params&, unsigned, cudaStream_t);
-  void (*launch_fp16)(const Params&, unsigned, cudaStream_t);
+  void (*launch_bf16)(const Params&, unsigned, cudaStream_t, bool);
+  void (*launch_fp16)(const Params&, unsigned, cudaStream_t, bool);
 };
 template <class Cfg>
 constexpr ConfigFacts facts(const char* name) {
@@ -833,7 +842,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   });
   const GemmPlan& plan = prepared.plan;
   if (plan.config == kSmallMConfig) {
-    detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream, key);
+    detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream, key,
+                                      tuning.overlap_launch);
     return;
   }
   const ConfigFacts& c = kConfigs[plan.config];
@@ -843,9 +853,9 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   // step 3: launch (split K: with the workspace, under its lock)
   const auto launch = [&](const Params& q) {
     if (d.type == DataType::bfloat16) {
-      c.launch_bf16(q, plan.grid, stream);
+      c.launch_bf16(q, plan.grid, stream, tuning.overlap_launch);
     } else {
-      c.launch_fp16(q, plan.grid, stream);
+      c.launch_fp16(q, plan.grid, stream, tuning.overlap_launch);
     }
   };
   if (plan.splits > 1) {

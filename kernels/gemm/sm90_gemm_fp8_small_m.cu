@@ -16,6 +16,7 @@
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/ptx/barrier.hpp"
 #include "tmakit/ptx/cluster.hpp"
+#include "tmakit/ptx/grid_dependency.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 #include "tmakit/ptx/tma.hpp"
 
@@ -106,6 +107,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_barrier_init();
   }
   __syncthreads();
+  // NOTE: launched to overlap the kernel before it (GemmTuning::overlap_launch), everything
+  // above touched shared memory only: warm the descriptors (kernel parameters, not written
+  // by that kernel), wait for that kernel's writes before any global access, then let the
+  // next kernel start setting up (it waits for ours the same way). Asking the L2 to
+  // prefetch this CTA's first k-blocks of B before the wait was slower at every shape
+  // (kernels/gemm/EXPERIMENTS.md).
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(&p.a_map);
+    ptx::prefetch_tensormap(&p.b_map);
+  }
+  ptx::griddepcontrol_wait();
+  ptx::griddepcontrol_launch_dependents();
   // NOTE: a CTA may write a peer's shared memory only once the peer has started: every
   // thread arrives here and waits before the reduction's first remote store (the wait is
   // long satisfied by then; compute-sanitizer's racecheck flags the stores otherwise)
@@ -119,8 +132,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x < 128) {
     // ---- producer: one thread streams this CTA's share of B, and A beside it -----------
     if (threadIdx.x == 0) {
-      ptx::prefetch_tensormap(&p.a_map);
-      ptx::prefetch_tensormap(&p.b_map);
       State st;
       for (std::int32_t kb = kb_begin; kb < kb_end; ++kb) {
         s.bars.empty[st.stage].wait(st.parity ^ 1u);
@@ -212,29 +223,29 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int MP, class T>
-void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream) {
+void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream,
+               bool overlap) {
   auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, T>;
   // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
   allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, T>>(kSmemBytes<MP>);
-  if (ranks == 1) {
-    // NOTE: no cluster: a plain launch (the kernel reads rank 0 of a cluster of one)
-    kernel<<<tiles, kThreads, kSmemBytes<MP>, stream>>>(p);
-    check_launch("sm90_gemm_fp8_small_m_kernel");
-    return;
-  }
-  ClusterLaunch l(tiles * ranks, kThreads, kSmemBytes<MP>, stream, ranks);
+  // NOTE: no cluster attribute for one CTA per tile (the kernel reads rank 0 of a cluster
+  // of one): a cluster launch places CTAs differently (kernels/gemm/EXPERIMENTS.md)
+  KernelLaunch l(tiles * ranks, kThreads, kSmemBytes<MP>, stream);
+  if (ranks > 1) l.cluster(ranks);
+  if (overlap) l.overlap_previous_kernel();
   TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
   check_launch("sm90_gemm_fp8_small_m_kernel");
 }
 
 template <class T>
-void launch_type(int mp, const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream) {
+void launch_type(int mp, const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream,
+                 bool overlap) {
   switch (mp) {
-    case 8: launch_mp<8, T>(p, tiles, ranks, stream); break;
-    case 16: launch_mp<16, T>(p, tiles, ranks, stream); break;
-    case 32: launch_mp<32, T>(p, tiles, ranks, stream); break;
-    case 64: launch_mp<64, T>(p, tiles, ranks, stream); break;
-    default: launch_mp<128, T>(p, tiles, ranks, stream); break;
+    case 8: launch_mp<8, T>(p, tiles, ranks, stream, overlap); break;
+    case 16: launch_mp<16, T>(p, tiles, ranks, stream, overlap); break;
+    case 32: launch_mp<32, T>(p, tiles, ranks, stream, overlap); break;
+    case 64: launch_mp<64, T>(p, tiles, ranks, stream, overlap); break;
+    default: launch_mp<128, T>(p, tiles, ranks, stream, overlap); break;
   }
 }
 
@@ -263,7 +274,8 @@ int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
 }
 
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
-                             int splits, cudaStream_t stream, const GemmCallKey& key) {
+                             int splits, cudaStream_t stream, const GemmCallKey& key,
+                             bool overlap) {
   using namespace gemm_small_m;
   const int mp = small_m_padded(a.rows);
   thread_local LastCall<Params> last;
@@ -287,9 +299,9 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, fl
   p.scale = scale;
   const auto tiles = static_cast<unsigned>((b.rows + kRowsB - 1) / kRowsB);
   if (d.type == DataType::bfloat16) {
-    launch_type<__nv_bfloat16>(mp, p, tiles, static_cast<unsigned>(splits), stream);
+    launch_type<__nv_bfloat16>(mp, p, tiles, static_cast<unsigned>(splits), stream, overlap);
   } else {
-    launch_type<__half>(mp, p, tiles, static_cast<unsigned>(splits), stream);
+    launch_type<__half>(mp, p, tiles, static_cast<unsigned>(splits), stream, overlap);
   }
 }
 

@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "test_kernels_common.hpp"
+#include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
+#include "tmakit/ptx/grid_dependency.hpp"
+#include "tmakit/ptx/sreg.hpp"
 
 namespace tmakit::test {
 namespace {
@@ -28,12 +31,14 @@ struct Case {
   int splits = 0;
   DataType out = DataType::bfloat16;
   std::uint64_t pad = 0;  // extra bytes per row of A, B and D
+  bool overlap = true;    // GemmTuning::overlap_launch
 };
 
 std::string describe(const Case& c) {
   std::ostringstream os;
   os << "M=" << c.m << " N=" << c.n << " K=" << c.k << " config=" << c.config
-     << " splits=" << c.splits << " out=" << name(c.out) << " pad=" << c.pad;
+     << " splits=" << c.splits << " out=" << name(c.out) << " pad=" << c.pad
+     << " overlap=" << c.overlap;
   return os.str();
 }
 
@@ -89,7 +94,7 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   const ConstTensorRef ra(da, DataType::uint8, c.m, c.k, ap);
   const ConstTensorRef rb(db, DataType::uint8, c.n, c.k, bp);
   const TensorRef rd(dd, c.out, c.m, c.n, dp);
-  gemm_fp8(ra, rb, rd, scales, nullptr, {c.config, c.splits});
+  gemm_fp8(ra, rb, rd, scales, nullptr, {c.config, c.splits, c.overlap});
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint8_t> got(c.m * dp);
   ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -198,6 +203,8 @@ TEST(Gemm, EveryConfigurationAndSplit) {
       run_case({129, 300, 4096, config, splits}, 7u + config * 10 + splits);
       run_case({200, 520, 1024, config, splits == 32 ? 8 : splits}, 99u + config + splits);
     }
+    // an ordinary launch (no overlap with the kernel before)
+    run_case({129, 300, 4096, config, 0, DataType::bfloat16, 0, false}, 5u + config);
   }
 }
 
@@ -214,6 +221,8 @@ TEST(GemmSmallM, EveryWidthAndClusterSize) {
   run_case({128, 1024, 4096, 3, 0}, ++seed);  // cluster size chosen
   run_case({5, 64, 16, 3, 0}, ++seed);        // one k-block, one tile
   run_case({77, 1, 4096, 3, 0, DataType::float16, 32}, ++seed);  // N = 1, padded D rows
+  run_case({13, 333, 1040, 3, 2, DataType::bfloat16, 0, false}, ++seed);  // ordinary launch
+  run_case({64, 333, 1040, 3, 1, DataType::bfloat16, 0, false}, ++seed);
 }
 
 // Launch set-up is per device (shared-memory limits, resident clusters, the split-K
@@ -358,6 +367,140 @@ TEST(Gemm, SplitKIsDeterministicAcrossCalls) {
   run_case({64, 1024, 4096, -1, 0}, 21, nullptr, &first);
   run_case({64, 1024, 4096, -1, 0}, 21, nullptr, &second);
   EXPECT_EQ(first, second);
+}
+
+// ---- programmatic dependent launch (GemmTuning::overlap_launch) --------------------------
+
+// Lets a dependent launch start at once, then spins for `spin_ns` and only then copies `src`
+// into `dst`: a dependent that read `dst` before this kernel completed would see its old
+// bytes.
+__global__ void late_writer(std::uint8_t* dst, const std::uint8_t* src, std::uint64_t bytes,
+                            std::uint64_t spin_ns) {
+  ptx::griddepcontrol_launch_dependents();
+  const std::uint64_t t0 = ptx::globaltimer_ns();
+  while (ptx::globaltimer_ns() - t0 < spin_ns) {
+  }
+  for (std::uint64_t i = threadIdx.x; i < bytes; i += blockDim.x) dst[i] = src[i];
+}
+
+// Reads `bytes` of `src` without waiting for the kernel before it, and records whether any
+// byte was still 0.
+__global__ void eager_reader(const std::uint8_t* src, std::uint64_t bytes, int* saw_zero) {
+  for (std::uint64_t i = threadIdx.x; i < bytes; i += blockDim.x) {
+    if (src[i] == 0) *saw_zero = 1;
+  }
+}
+
+constexpr std::uint64_t kSpinNs = 2'000'000;  // 2 ms: far longer than a launch
+
+// The premise of the test below: on this device and driver, a kernel launched as a dependent
+// does start before the kernel it follows has finished (a reader that skips
+// griddepcontrol.wait sees the bytes before they are written). Without it the test below
+// could not fail.
+TEST(GemmOverlapLaunch, DependentsStartEarlyOnThisDevice) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const std::uint64_t bytes = 4096;
+  std::uint8_t *dst = nullptr, *src = nullptr;
+  int* flag = nullptr;
+  ASSERT_EQ(cudaMalloc(&dst, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&src, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&flag, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(src, 0x38, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dst, 0, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(flag, 0, sizeof(int)), cudaSuccess);
+  // NOTE: a stream of its own: the legacy default stream launches no dependent early
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // NOTE: each kernel launched once first: a kernel's first launch loads its module (lazy
+  // loading), and that launch then waits for the kernels before it
+  late_writer<<<1, 256, 0, stream>>>(dst, src, 0, 0);
+  eager_reader<<<1, 256, 0, stream>>>(dst, 0, flag);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  late_writer<<<1, 256, 0, stream>>>(dst, src, bytes, kSpinNs);
+  KernelLaunch l(1, 256, 0, stream);
+  l.overlap_previous_kernel();
+  ASSERT_EQ(cudaLaunchKernelEx(&l.config, eager_reader, static_cast<const std::uint8_t*>(dst),
+                               bytes, flag),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int saw_zero = 0;
+  ASSERT_EQ(cudaMemcpy(&saw_zero, flag, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(saw_zero, 1) << "the dependent did not start early: the overlap test below "
+                            "cannot tell a missing wait";
+  cudaStreamDestroy(stream);
+  cudaFree(dst);
+  cudaFree(src);
+  cudaFree(flag);
+}
+
+// gemm_fp8 launched to overlap a kernel that writes A (and B) late: the GEMM must wait for
+// that kernel before reading them. D must equal, bit for bit, an ordinary call's D on the
+// finished operands: the small-M kernel, the tiled kernel, split K and the cluster
+// configuration.
+TEST(GemmOverlapLaunch, WaitsForTheKernelBeforeIt) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  struct Shape {
+    std::uint64_t m, n, k;
+    int config, splits;
+  };
+  cudaStream_t stream = nullptr;  // not the legacy default stream (see above)
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const Shape& sh : {Shape{16, 256, 512, 3, 1}, Shape{40, 192, 1024, 3, 4},
+                          Shape{256, 512, 1024, 1, 1}, Shape{128, 256, 2048, 5, 2},
+                          Shape{256, 512, 512, 2, 0}}) {
+    SCOPED_TRACE("M=" + std::to_string(sh.m) + " N=" + std::to_string(sh.n) +
+                 " K=" + std::to_string(sh.k) + " config=" + std::to_string(sh.config));
+    std::mt19937 gen(static_cast<std::uint32_t>(sh.m + sh.n));
+    std::vector<std::uint8_t> a(sh.m * sh.k), b(sh.n * sh.k);
+    random_e4m3(a, sh.m, sh.k, sh.k, gen);
+    random_e4m3(b, sh.n, sh.k, sh.k, gen);
+    std::uint8_t *da = nullptr, *db = nullptr, *sa = nullptr, *sb = nullptr;
+    void *d1 = nullptr, *d2 = nullptr;
+    ASSERT_EQ(cudaMalloc(&da, a.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&db, b.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&sa, a.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&sb, b.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d1, sh.m * sh.n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d2, sh.m * sh.n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(sa, a.data(), a.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(sb, b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(da, 0, a.size()), cudaSuccess);  // e4m3 zeros until written
+    ASSERT_EQ(cudaMemset(db, 0, b.size()), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d1, kPoison, sh.m * sh.n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d2, kPoison, sh.m * sh.n * 2), cudaSuccess);
+    const ConstTensorRef ra(da, DataType::uint8, sh.m, sh.k);
+    const ConstTensorRef rb(db, DataType::uint8, sh.n, sh.k);
+    // the GEMM's kernel loaded (its first launch waits for the kernels before it, see
+    // above) and its plan made, on the zero operands
+    gemm_fp8(ra, rb, TensorRef(d1, DataType::bfloat16, sh.m, sh.n), {}, stream,
+             {sh.config, sh.splits, true});
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d1, kPoison, sh.m * sh.n * 2), cudaSuccess);
+    // B written before, A by a kernel the GEMM follows directly in the stream
+    ASSERT_EQ(cudaMemcpy(db, sb, b.size(), cudaMemcpyDeviceToDevice), cudaSuccess);
+    late_writer<<<1, 256, 0, stream>>>(da, sa, a.size(), kSpinNs);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    gemm_fp8(ra, rb, TensorRef(d1, DataType::bfloat16, sh.m, sh.n), {}, stream,
+             {sh.config, sh.splits, true});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    gemm_fp8(ra, rb, TensorRef(d2, DataType::bfloat16, sh.m, sh.n), {}, stream,
+             {sh.config, sh.splits, false});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::uint8_t> got(sh.m * sh.n * 2), want(sh.m * sh.n * 2);
+    ASSERT_EQ(cudaMemcpy(got.data(), d1, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(want.data(), d2, want.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::uint64_t nonzero = 0;
+    for (std::uint64_t i = 0; i + 1 < want.size(); i += 2) {
+      nonzero += (want[i] | (want[i + 1] & 0x7F)) != 0;  // bf16 +-0 are zero
+    }
+    EXPECT_GT(nonzero, want.size() / 4) << "the reference D is mostly zero";
+    EXPECT_EQ(got, want) << "D of the overlapped launch differs from the ordinary launch's";
+    for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(sa),
+                    static_cast<void*>(sb), d1, d2}) {
+      cudaFree(p);
+    }
+  }
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// A kernel launch configuration with a 1-D cluster, for cudaLaunchKernelEx and
-// cudaOccupancyMaxActiveClusters. Host-only; used by the kernels' launchers and the GPU tests.
+// Kernel launch configurations for cudaLaunchKernelEx (and cudaOccupancyMaxActiveClusters):
+// a 1-D cluster, and programmatic dependent launch. Host-only; used by the kernels' launchers
+// and the GPU tests.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,26 +9,51 @@
 
 namespace tmakit {
 
-// A launch configuration with a 1-D cluster of `cluster_x` CTAs, for cudaLaunchKernelEx and
-// cudaOccupancyMaxActiveClusters. Not copyable: `config.attrs` points at `attr`.
-struct ClusterLaunch {
+// A launch configuration with up to two attributes. Not copyable: `config.attrs` points at
+// `attrs`.
+struct KernelLaunch {
   cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attr{};
-  ClusterLaunch(unsigned grid, unsigned threads, std::size_t smem_bytes, cudaStream_t stream,
-                unsigned cluster_x) {
+  cudaLaunchAttribute attrs[2]{};
+  KernelLaunch(unsigned grid, unsigned threads, std::size_t smem_bytes, cudaStream_t stream) {
     config.gridDim = dim3(grid);
     config.blockDim = dim3(threads);
     config.dynamicSmemBytes = smem_bytes;
     config.stream = stream;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = cluster_x;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    config.attrs = attrs;
+    config.numAttrs = 0;
   }
-  ClusterLaunch(const ClusterLaunch&) = delete;
-  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  KernelLaunch(const KernelLaunch&) = delete;
+  KernelLaunch& operator=(const KernelLaunch&) = delete;
+
+  // Clusters of `cluster_x` CTAs along x.
+  KernelLaunch& cluster(unsigned cluster_x) {
+    cudaLaunchAttribute& a = attrs[config.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = cluster_x;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return *this;
+  }
+  // Programmatic dependent launch: the kernel may start before the previous kernel in the
+  // stream has finished (once that kernel's CTAs have all run `griddepcontrol.
+  // launch_dependents` or exited). The kernel must run `griddepcontrol.wait`
+  // (ptx::griddepcontrol_wait) before it touches global memory: that waits for the previous
+  // grid to complete and its writes to be visible. With no kernel before it, nothing changes.
+  KernelLaunch& overlap_previous_kernel() {
+    cudaLaunchAttribute& a = attrs[config.numAttrs++];
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
+    return *this;
+  }
+};
+
+// A launch configuration with a 1-D cluster of `cluster_x` CTAs.
+struct ClusterLaunch : KernelLaunch {
+  ClusterLaunch(unsigned grid, unsigned threads, std::size_t smem_bytes, cudaStream_t stream,
+                unsigned cluster_x)
+      : KernelLaunch(grid, threads, smem_bytes, stream) {
+    cluster(cluster_x);
+  }
 };
 
 }  // namespace tmakit

@@ -23,6 +23,12 @@ struct GemmScales {
 struct GemmTuning {
   int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
   int splits = 0;   // K splits per output tile; 0: chosen per shape, 1: no split
+  // Programmatic dependent launch: the kernel may start while the kernel before it in the
+  // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
+  // complete (and its writes to be visible) before it reads A or B or writes D, so results
+  // are the same either way. It lets the next kernel start the same way. false: an ordinary
+  // launch.
+  bool overlap_launch = true;
 };
 
 // Tile configurations a caller may force through GemmTuning::config.
