@@ -17,8 +17,10 @@
 #include "gemm_cases.hpp"
 
 #include "baselines.hpp"
+#include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/gemm.hpp"
+#include "tmakit/ptx/grid_dependency.hpp"
 
 namespace tmakit::bench {
 namespace {
@@ -47,8 +49,9 @@ std::string workload_id(const Shape& s) {
          std::to_string(s.k);
 }
 
-const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16", "seed-tma"};
-constexpr int kImplCount = 4;
+const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16", "seed-tma", "bytes-floor"};
+constexpr int kImplCount = 5;
+constexpr int kFloorImpl = 4;  // "bytes-floor": memory-bound shapes only
 const char* kFloorId = "gemm/empty-kernel";
 const char* kMemcpyId = "gemm/memcpy";
 
@@ -216,6 +219,81 @@ Result host_overhead(cudaStream_t stream) {
                 gemm_us, launch_us, gemm_us - launch_us, kTrials, kCalls);
   r.note = buf;
   return r;
+}
+
+// The bytes a GEMM of the shape must move and nothing else: one block per 16 KB chunk of A,
+// then of B (read with 16-byte loads, folded so that they stay), then of D (written zero).
+// Sizes in bytes; a tail of under 16 bytes of any of them is left out.
+constexpr std::uint64_t kChunk = 16384;
+__global__ void __launch_bounds__(256) bytes_floor_kernel(const uint4* a, std::uint64_t a16,
+                                                          const uint4* b, std::uint64_t b16,
+                                                          uint4* d, std::uint64_t d16,
+                                                          unsigned* sink) {
+  constexpr std::uint64_t kPerBlock = kChunk / 16;
+  // launched to overlap the kernel before it, as gemm_fp8 is (GemmTuning::overlap_launch)
+  ptx::griddepcontrol_wait();
+  ptx::griddepcontrol_launch_dependents();
+  const std::uint64_t a_blocks = (a16 + kPerBlock - 1) / kPerBlock;
+  const std::uint64_t b_blocks = (b16 + kPerBlock - 1) / kPerBlock;
+  std::uint64_t block = blockIdx.x;
+  const uint4* src = a;
+  std::uint64_t n = a16;
+  if (block >= a_blocks) {
+    block -= a_blocks;
+    src = b;
+    n = b16;
+    if (block >= b_blocks) {
+      block -= b_blocks;
+      const std::uint64_t end = min(d16, (block + 1) * kPerBlock);
+      for (std::uint64_t i = block * kPerBlock + threadIdx.x; i < end; i += blockDim.x) {
+        __stcs(d + i, make_uint4(0, 0, 0, 0));
+      }
+      return;
+    }
+  }
+  uint4 x = make_uint4(0, 0, 0, 0);
+  const std::uint64_t end = min(n, (block + 1) * kPerBlock);
+#pragma unroll 4
+  for (std::uint64_t i = block * kPerBlock + threadIdx.x; i < end; i += blockDim.x) {
+    const uint4 v = __ldcs(src + i);
+    x.x ^= v.x;
+    x.y ^= v.y;
+    x.z ^= v.z;
+    x.w ^= v.w;
+  }
+  if ((x.x ^ x.y ^ x.z ^ x.w) == 0x9E3779B9u) atomicAdd(sink, 1u);  // keeps the loads
+}
+
+void bytes_floor(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes,
+                 void* d, std::uint64_t d_bytes, unsigned* sink, cudaStream_t stream) {
+  const std::uint64_t blocks = (a_bytes + kChunk - 1) / kChunk + (b_bytes + kChunk - 1) / kChunk +
+                               (d_bytes + kChunk - 1) / kChunk;
+  KernelLaunch l(static_cast<unsigned>(blocks), 256, 0, stream);
+  l.overlap_previous_kernel();
+  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, bytes_floor_kernel, static_cast<const uint4*>(a),
+                                       a_bytes / 16, static_cast<const uint4*>(b), b_bytes / 16,
+                                       static_cast<uint4*>(d), d_bytes / 16, sink));
+}
+
+__global__ void count_nonzero_kernel(const std::uint8_t* p, std::uint64_t n,
+                                     unsigned long long* count) {
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    if (p[i] != 0) atomicAdd(count, 1ull);
+  }
+}
+
+// Bytes of `p` that are not zero, past the 16-byte tail bytes_floor leaves out.
+std::uint64_t count_nonzero_bytes(const void* p, std::uint64_t bytes) {
+  unsigned long long* dev = nullptr;
+  TMAKIT_CUDA_CHECK(cudaMalloc(&dev, sizeof(unsigned long long)));
+  TMAKIT_CUDA_CHECK(cudaMemset(dev, 0, sizeof(unsigned long long)));
+  count_nonzero_kernel<<<256, 256>>>(static_cast<const std::uint8_t*>(p), bytes / 16 * 16, dev);
+  TMAKIT_CUDA_CHECK(cudaGetLastError());
+  unsigned long long n = 0;
+  TMAKIT_CUDA_CHECK(cudaMemcpy(&n, dev, sizeof n, cudaMemcpyDeviceToHost));
+  TMAKIT_CUDA_CHECK(cudaFree(dev));
+  return n;
 }
 
 // The memory ceiling for the memory-bound shapes: a device-to-device copy of 512 MiB (far
@@ -494,6 +572,7 @@ std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
   std::vector<std::string> ids;
   for (const Shape& s : shapes(options)) {
     std::vector<std::string> impls(std::begin(kImpls), std::end(kImpls));
+    if (!memory_bound(s)) impls.erase(impls.begin() + kFloorImpl);
     for (const auto& variant : tuned_variants(options, s)) impls.push_back(variant.first);
     // each implementation is timed call by call and as a stream of calls
     for (const char* mode : {"/", "/stream/"}) {
@@ -544,6 +623,8 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   const GemmScales sc{0.75f, 1.5f, 0.5f};
   // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
   TMAKIT_CUDA_CHECK(cudaMalloc(&scales, 8 * sizeof(float)));
+  unsigned* floor_sink = nullptr;  // bytes_floor's never-taken branch writes here
+  TMAKIT_CUDA_CHECK(cudaMalloc(&floor_sink, sizeof(unsigned)));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
   const float scale = sc.alpha * sc.scale_a * sc.scale_b;
@@ -553,6 +634,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     bool want[kImplCount];
     bool any = false;
     for (int i = 0; i < kImplCount; ++i) any |= want[i] = case_selected(options, w, kImpls[i]);
+    if (!memory_bound(s)) want[kFloorImpl] = false;
     for (const auto& variant : tuned_variants(options, s)) {
       any |= case_selected(options, w, variant.first);
     }
@@ -578,13 +660,13 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     const auto* pb = ops.fp8_b(0);
     auto* pd = ops.fp8_d(0);
 
-    Result rt, rl, rh, rs;
+    Result rt, rl, rh, rs, rf;
     for (int i = 0; i < kImplCount; ++i) {
-      Result& r = i == 0 ? rt : i == 1 ? rl : i == 2 ? rh : rs;
+      Result& r = i == 0 ? rt : i == 1 ? rl : i == 2 ? rh : i == 3 ? rs : rf;
       r.workload = w;
       r.impl = kImpls[i];
       r.id = w + "/" + kImpls[i];
-      r.kind = i == 0 ? "tmakit" : i == 3 ? "seed" : "vendor";
+      r.kind = i == 0 ? "tmakit" : i == 3 ? "seed" : i == kFloorImpl ? "ceiling" : "vendor";
       r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
     }
     // Every implementation is checked first: D poisoned, `first` run once, 2048 sampled
@@ -706,6 +788,15 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       };
       check(rs, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong);
     }
+    // the bytes alone: D must come out all zeros (its check)
+    if (want[kFloorImpl]) {
+      auto run = [&](cudaStream_t st, int set) {
+        bytes_floor(ops.fp8_a(set), s.m * s.k, ops.fp8_b(set), s.n * s.k, ops.fp8_d(set),
+                    s.m * s.n * 2, floor_sink, st);
+      };
+      check(rf, pd, [&run](cudaStream_t st) { run(st, 0); }, run,
+            [&] { return count_nonzero_bytes(pd, s.m * s.n * 2); });
+    }
 
     // time every checked implementation together: call by call, then as streams of calls
     // (the same implementations, rows under the workload's "/stream" twin)
@@ -750,6 +841,9 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
           r.note = v.blas_path;
         } else if (r.impl == "seed-tma") {
           r.note = "64 x 128 tile per CTA, 2 TMA stages";
+        } else if (r.impl == "bytes-floor") {
+          r.note = "no GEMM: a plain kernel reads A and B once and writes D once (zeros), one "
+                   "16 KB chunk per block: the bytes that must move, moved alone";
         } else {
           for (const auto& [tr, tuning] : tmakit_runs) {
             if (tr.impl != r.impl) continue;
@@ -784,6 +878,10 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       annotate(rs, nullptr);
       out.push_back(rs);
     }
+    if (want[kFloorImpl]) {
+      annotate(rf, nullptr);
+      out.push_back(rf);
+    }
     const Result* stream_lt = nullptr;
     for (const Result& r : streamed) {
       if (r.impl == "cublaslt-fp8") stream_lt = &r;
@@ -797,6 +895,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     }
   }
   cudaFree(scales);
+  cudaFree(floor_sink);
   cudaStreamDestroy(stream);
   return out;
 }
