@@ -111,8 +111,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // above touched shared memory only: warm the descriptors (kernel parameters, not written
   // by that kernel), wait for that kernel's writes before any global access, then let the
   // next kernel start setting up (it waits for ours the same way). Asking the L2 to
-  // prefetch this CTA's first k-blocks of B before the wait was slower at every shape
-  // (kernels/gemm/EXPERIMENTS.md).
+  // prefetch this CTA's first k-blocks of B before the wait did not
+  // pay (kernels/gemm/EXPERIMENTS.md).
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&p.a_map);
     ptx::prefetch_tensormap(&p.b_map);
