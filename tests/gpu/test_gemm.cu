@@ -503,5 +503,68 @@ TEST(GemmOverlapLaunch, WaitsForTheKernelBeforeIt) {
   cudaStreamDestroy(stream);
 }
 
+// gemm_fp8 captured into a CUDA graph, several calls back to back on different operands
+// (each launched as a dependent of the one before: the graph keeps those edges), replayed
+// twice: every D equals, bit for bit, an ordinary call's D on the same operands. The small-M
+// kernel, the tiled kernel, split K.
+TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  struct Shape {
+    std::uint64_t m, n, k;
+    int config, splits;
+  };
+  constexpr int kSets = 3;
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const Shape& sh : {Shape{16, 320, 1024, -1, 0}, Shape{256, 512, 1024, 1, 1},
+                          Shape{128, 256, 2048, 5, 2}}) {
+    SCOPED_TRACE("M=" + std::to_string(sh.m) + " config=" + std::to_string(sh.config));
+    std::mt19937 gen(static_cast<std::uint32_t>(sh.m * 7 + sh.k));
+    std::vector<void*> a(kSets), b(kSets), d(kSets), want(kSets);
+    for (int i = 0; i < kSets; ++i) {
+      std::vector<std::uint8_t> ha(sh.m * sh.k), hb(sh.n * sh.k);
+      random_e4m3(ha, sh.m, sh.k, sh.k, gen);
+      random_e4m3(hb, sh.n, sh.k, sh.k, gen);
+      ASSERT_EQ(cudaMalloc(&a[i], ha.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&b[i], hb.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&d[i], sh.m * sh.n * 2), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&want[i], sh.m * sh.n * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(a[i], ha.data(), ha.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(b[i], hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    auto call = [&](int i, void* out, bool overlap) {
+      gemm_fp8(ConstTensorRef(a[i], DataType::uint8, sh.m, sh.k),
+               ConstTensorRef(b[i], DataType::uint8, sh.n, sh.k),
+               TensorRef(out, DataType::bfloat16, sh.m, sh.n), {0.5f, 1.0f, 2.0f}, stream,
+               {sh.config, sh.splits, overlap});
+    };
+    for (int i = 0; i < kSets; ++i) call(i, want[i], false);  // also loads the kernels
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    for (int i = 0; i < kSets; ++i) call(i, d[i], true);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 2; ++replay) {
+      for (int i = 0; i < kSets; ++i) ASSERT_EQ(cudaMemset(d[i], kPoison, sh.m * sh.n * 2), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      for (int i = 0; i < kSets; ++i) {
+        std::vector<std::uint8_t> got(sh.m * sh.n * 2), ref(sh.m * sh.n * 2);
+        ASSERT_EQ(cudaMemcpy(got.data(), d[i], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(ref.data(), want[i], ref.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(got, ref) << "call " << i << " of replay " << replay;
+      }
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    for (int i = 0; i < kSets; ++i) {
+      for (void* p : {a[i], b[i], d[i], want[i]}) cudaFree(p);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 }  // namespace tmakit::test
