@@ -62,7 +62,9 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
   os << "bytes = each input read once + each output written once; median of "
      << (results.empty() ? 0 : results.front().timing.runs)
      << " runs, L2 flushed before each; x memcpy = ratio to the device copy of the same "
-        "buffers, timed in the same interleaved rounds (the memcpy row: timed alone)\n\n";
+        "buffers, timed in the same interleaved rounds (the memcpy row: timed alone); "
+        "GEMM: '/stream/' rows time a CUDA graph of back-to-back calls over operand sets "
+        "larger than the L2 (per call), and x memcpy (M or N <= 128) is to gemm/memcpy\n\n";
   os << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(10)
      << "GB" << std::setw(11) << "median" << std::setw(9) << "GB/s" << std::setw(10)
      << "x memcpy"
@@ -103,6 +105,10 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
                  {"pairing",
                   "each implementation timed in interleaved rounds with the memcpy of its "
                   "buffers (GEMM: with every implementation of its shape); ratios use those"},
+                 {"gemm_stream",
+                  "'/stream/' rows: 24-28 back-to-back calls captured in a CUDA graph, each on "
+                  "the next of several operand sets holding together twice the L2; replays "
+                  "timed like single calls; median replay time divided by the calls"},
                  {"l2_flush", options.timing.flush_l2},
                  {"bytes", "each input read once + each output written once"},
                  {"quick", options.quick},
