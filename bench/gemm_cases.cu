@@ -55,12 +55,14 @@ constexpr int kFloorImpl = 4;  // "bytes-floor": memory-bound shapes only
 const char* kFloorId = "gemm/empty-kernel";
 const char* kMemcpyId = "gemm/memcpy";
 
-// The stream timing (Timer::time_streams_interleaved): about this many calls per graph, over
-// operand sets that together hold at least twice the L2.
+// The stream timing (Timer::time_streams_interleaved): at least this many calls per graph (a
+// multiple of the sets), over operand sets that together hold at least twice the L2.
 constexpr int kStreamCalls = 24;
 int stream_sets(std::uint64_t set_bytes, std::size_t l2_bytes) {
   const std::uint64_t want = 2 * static_cast<std::uint64_t>(l2_bytes);
-  return static_cast<int>(std::clamp<std::uint64_t>((want + set_bytes - 1) / set_bytes, 1, 16));
+  // NOTE: up to 256 sets: 2 x a 60 MB L2 in sets of 0.5 MB (shapes below that are all
+  // launch; --gemm-shape takes any)
+  return static_cast<int>(std::clamp<std::uint64_t>((want + set_bytes - 1) / set_bytes, 1, 256));
 }
 
 // Shapes whose time is bound by memory (the larger operand streams once, little reuse): their
@@ -812,6 +814,10 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       for (const Run& run : runs) single.push_back([run](cudaStream_t st) { run(st, 0); });
       const std::vector<Timing> t = timer.time_interleaved(single);
       for (std::size_t i = 0; i < timed.size(); ++i) timed[i]->timing = t[i];
+    } catch (const Error& e) {
+      for (Result* r : timed) r->status = std::string("error while timing: ") + e.what();
+    }
+    try {
       const std::vector<Timer::StreamTiming> st = timer.time_streams_interleaved(runs, sets, calls);
       for (std::size_t i = 0; i < streamed.size(); ++i) {
         if (st[i].error.empty()) {
@@ -821,7 +827,6 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
         }
       }
     } catch (const Error& e) {
-      for (Result* r : timed) r->status = std::string("error while timing: ") + e.what();
       for (Result& r : streamed) r.status = std::string("error while timing: ") + e.what();
     }
     const double mem_gbps = memory_bound(s) ? memcpy_gbps : 0.0;

@@ -185,6 +185,8 @@ std::string capture_calls(const Timer::SetCall& fn, int sets, int calls, cudaStr
     for (int i = 0; i < calls; ++i) fn(stream, i % sets);
   } catch (const std::exception& e) {
     why = e.what();
+  } catch (...) {
+    why = "a call threw a non-standard exception";
   }
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream, &graph);

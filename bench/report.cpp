@@ -106,7 +106,7 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
                   "each implementation timed in interleaved rounds with the memcpy of its "
                   "buffers (GEMM: with every implementation of its shape); ratios use those"},
                  {"gemm_stream",
-                  "'/stream/' rows: 24-28 back-to-back calls captured in a CUDA graph, each on "
+                  "'/stream/' rows: 24 or more back-to-back calls captured in a CUDA graph, each on "
                   "the next of several operand sets holding together twice the L2; replays "
                   "timed like single calls; median replay time divided by the calls"},
                  {"l2_flush", options.timing.flush_l2},

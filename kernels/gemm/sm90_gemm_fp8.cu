@@ -521,8 +521,7 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap) {
   KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
   if constexpr (Cfg::kClusterM > 1) l.cluster(Cfg::kClusterM);
   if (overlap) l.overlap_previous_kernel();
-  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
-  check_launch("sm90_gemm_fp8_kernel");
+  launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);
 }
 
 // Clusters of this configuration that can be resident at once on the current device (the

@@ -233,8 +233,7 @@ void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t str
   KernelLaunch l(tiles * ranks, kThreads, kSmemBytes<MP>, stream);
   if (ranks > 1) l.cluster(ranks);
   if (overlap) l.overlap_previous_kernel();
-  TMAKIT_CUDA_CHECK(cudaLaunchKernelEx(&l.config, kernel, p));
-  check_launch("sm90_gemm_fp8_small_m_kernel");
+  launch_kernel_ex(l, kernel, "sm90_gemm_fp8_small_m_kernel", p);
 }
 
 template <class T>

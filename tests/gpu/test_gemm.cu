@@ -408,6 +408,7 @@ TEST(GemmOverlapLaunch, DependentsStartEarlyOnThisDevice) {
   ASSERT_EQ(cudaMemset(src, 0x38, bytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(dst, 0, bytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(flag, 0, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the stream below is not ordered after it
   // NOTE: a stream of its own: the legacy default stream launches no dependent early
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -468,6 +469,7 @@ TEST(GemmOverlapLaunch, WaitsForTheKernelBeforeIt) {
     ASSERT_EQ(cudaMemset(db, 0, b.size()), cudaSuccess);
     ASSERT_EQ(cudaMemset(d1, kPoison, sh.m * sh.n * 2), cudaSuccess);
     ASSERT_EQ(cudaMemset(d2, kPoison, sh.m * sh.n * 2), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // `stream` is not ordered after these
     const ConstTensorRef ra(da, DataType::uint8, sh.m, sh.k);
     const ConstTensorRef rb(db, DataType::uint8, sh.n, sh.k);
     // the GEMM's kernel loaded (its first launch waits for the kernels before it, see
@@ -475,9 +477,9 @@ TEST(GemmOverlapLaunch, WaitsForTheKernelBeforeIt) {
     gemm_fp8(ra, rb, TensorRef(d1, DataType::bfloat16, sh.m, sh.n), {}, stream,
              {sh.config, sh.splits, true});
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    ASSERT_EQ(cudaMemset(d1, kPoison, sh.m * sh.n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(d1, kPoison, sh.m * sh.n * 2, stream), cudaSuccess);
     // B written before, A by a kernel the GEMM follows directly in the stream
-    ASSERT_EQ(cudaMemcpy(db, sb, b.size(), cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(db, sb, b.size(), cudaMemcpyDeviceToDevice, stream), cudaSuccess);
     late_writer<<<1, 256, 0, stream>>>(da, sa, a.size(), kSpinNs);
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
     gemm_fp8(ra, rb, TensorRef(d1, DataType::bfloat16, sh.m, sh.n), {}, stream,
@@ -503,10 +505,11 @@ TEST(GemmOverlapLaunch, WaitsForTheKernelBeforeIt) {
   cudaStreamDestroy(stream);
 }
 
-// gemm_fp8 captured into a CUDA graph, several calls back to back on different operands
-// (each launched as a dependent of the one before: the graph keeps those edges), replayed
-// twice: every D equals, bit for bit, an ordinary call's D on the same operands. The small-M
-// kernel, the tiled kernel, split K.
+// gemm_fp8 captured into a CUDA graph after a kernel that writes the first call's A late,
+// several calls back to back on different operands, replayed twice: each call is a
+// programmatic dependent of the node before it (the graph's edges say so), and every D
+// equals, bit for bit, an ordinary call's D on the same operands. The small-M kernel, the
+// tiled kernel, split K.
 TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
   TMAKIT_SKIP_WITHOUT_GPU();
   struct Shape {
@@ -521,6 +524,7 @@ TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
     SCOPED_TRACE("M=" + std::to_string(sh.m) + " config=" + std::to_string(sh.config));
     std::mt19937 gen(static_cast<std::uint32_t>(sh.m * 7 + sh.k));
     std::vector<void*> a(kSets), b(kSets), d(kSets), want(kSets);
+    void* a0_src = nullptr;  // A of the first call, copied in late by the graph's first node
     for (int i = 0; i < kSets; ++i) {
       std::vector<std::uint8_t> ha(sh.m * sh.k), hb(sh.n * sh.k);
       random_e4m3(ha, sh.m, sh.k, sh.k, gen);
@@ -531,7 +535,12 @@ TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
       ASSERT_EQ(cudaMalloc(&want[i], sh.m * sh.n * 2), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(a[i], ha.data(), ha.size(), cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(b[i], hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      if (i == 0) {
+        ASSERT_EQ(cudaMalloc(&a0_src, ha.size()), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(a0_src, ha.data(), ha.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      }
     }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // `stream` is not ordered after these
     auto call = [&](int i, void* out, bool overlap) {
       gemm_fp8(ConstTensorRef(a[i], DataType::uint8, sh.m, sh.k),
                ConstTensorRef(b[i], DataType::uint8, sh.n, sh.k),
@@ -540,14 +549,32 @@ TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
     };
     for (int i = 0; i < kSets; ++i) call(i, want[i], false);  // also loads the kernels
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    late_writer<<<1, 256, 0, stream>>>(static_cast<std::uint8_t*>(a[0]),
+                                       static_cast<const std::uint8_t*>(a0_src), 0, 0);  // loaded
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    late_writer<<<1, 256, 0, stream>>>(static_cast<std::uint8_t*>(a[0]),
+                                       static_cast<const std::uint8_t*>(a0_src), sh.m * sh.k,
+                                       kSpinNs);
     for (int i = 0; i < kSets; ++i) call(i, d[i], true);
     cudaGraph_t graph = nullptr;
     ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    std::size_t edges = 0;
+    ASSERT_EQ(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &edges), cudaSuccess);
+    std::vector<cudaGraphNode_t> from(edges), to(edges);
+    std::vector<cudaGraphEdgeData> data(edges);
+    ASSERT_EQ(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &edges), cudaSuccess);
+    int programmatic = 0;
+    for (const cudaGraphEdgeData& e : data) programmatic += e.type == cudaGraphDependencyTypeProgrammatic;
+    EXPECT_EQ(programmatic, kSets) << "each GEMM a programmatic dependent of the node before it";
     cudaGraphExec_t exec = nullptr;
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
     for (int replay = 0; replay < 2; ++replay) {
-      for (int i = 0; i < kSets; ++i) ASSERT_EQ(cudaMemset(d[i], kPoison, sh.m * sh.n * 2), cudaSuccess);
+      // the first call's A is zero until the graph's first node writes it
+      ASSERT_EQ(cudaMemsetAsync(a[0], 0, sh.m * sh.k, stream), cudaSuccess);
+      for (int i = 0; i < kSets; ++i) {
+        ASSERT_EQ(cudaMemsetAsync(d[i], kPoison, sh.m * sh.n * 2, stream), cudaSuccess);
+      }
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       for (int i = 0; i < kSets; ++i) {
@@ -562,6 +589,7 @@ TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
     for (int i = 0; i < kSets; ++i) {
       for (void* p : {a[i], b[i], d[i], want[i]}) cudaFree(p);
     }
+    cudaFree(a0_src);
   }
   cudaStreamDestroy(stream);
 }

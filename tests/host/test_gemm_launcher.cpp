@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
 namespace tmakit {
@@ -275,3 +277,26 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
 
 }  // namespace
 }  // namespace tmakit
+
+// The launch configuration the kernels' launchers fill (no GPU needed): each attribute once,
+// in the order set, and config.attrs pointing at them.
+TEST(KernelLaunch, EachAttributeOnce) {
+  tmakit::KernelLaunch l(10, 128, 1024, nullptr);
+  EXPECT_EQ(l.config.numAttrs, 0u);
+  EXPECT_EQ(l.config.gridDim.x, 10u);
+  EXPECT_EQ(l.config.blockDim.x, 128u);
+  EXPECT_EQ(l.config.dynamicSmemBytes, 1024u);
+  l.cluster(2).overlap_previous_kernel();
+  ASSERT_EQ(l.config.numAttrs, 2u);
+  EXPECT_EQ(l.config.attrs, l.attrs);
+  EXPECT_EQ(l.attrs[0].id, cudaLaunchAttributeClusterDimension);
+  EXPECT_EQ(l.attrs[0].val.clusterDim.x, 2u);
+  EXPECT_EQ(l.attrs[0].val.clusterDim.y, 1u);
+  EXPECT_EQ(l.attrs[1].id, cudaLaunchAttributeProgrammaticStreamSerialization);
+  EXPECT_EQ(l.attrs[1].val.programmaticStreamSerializationAllowed, 1);
+  EXPECT_THROW(l.cluster(4), std::logic_error);
+  EXPECT_THROW(l.overlap_previous_kernel(), std::logic_error);
+  tmakit::ClusterLaunch c(8, 64, 0, nullptr, 4);
+  EXPECT_EQ(c.config.numAttrs, 1u);
+  EXPECT_THROW(c.cluster(2), std::logic_error);
+}

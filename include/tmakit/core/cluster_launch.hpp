@@ -6,14 +6,16 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <stdexcept>
 
 namespace tmakit {
 
-// A launch configuration with up to two attributes. Not copyable: `config.attrs` points at
-// `attrs`.
+// A launch configuration with up to two attributes (each set at most once). Not copyable:
+// `config.attrs` points at `attrs`.
 struct KernelLaunch {
+  static constexpr unsigned kMaxAttrs = 2;
   cudaLaunchConfig_t config{};
-  cudaLaunchAttribute attrs[2]{};
+  cudaLaunchAttribute attrs[kMaxAttrs]{};
   KernelLaunch(unsigned grid, unsigned threads, std::size_t smem_bytes, cudaStream_t stream) {
     config.gridDim = dim3(grid);
     config.blockDim = dim3(threads);
@@ -27,8 +29,7 @@ struct KernelLaunch {
 
   // Clusters of `cluster_x` CTAs along x.
   KernelLaunch& cluster(unsigned cluster_x) {
-    cudaLaunchAttribute& a = attrs[config.numAttrs++];
-    a.id = cudaLaunchAttributeClusterDimension;
+    cudaLaunchAttribute& a = next(cudaLaunchAttributeClusterDimension);
     a.val.clusterDim.x = cluster_x;
     a.val.clusterDim.y = 1;
     a.val.clusterDim.z = 1;
@@ -40,10 +41,22 @@ struct KernelLaunch {
   // (ptx::griddepcontrol_wait) before it touches global memory: that waits for the previous
   // grid to complete and its writes to be visible. With no kernel before it, nothing changes.
   KernelLaunch& overlap_previous_kernel() {
-    cudaLaunchAttribute& a = attrs[config.numAttrs++];
-    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    cudaLaunchAttribute& a = next(cudaLaunchAttributeProgrammaticStreamSerialization);
     a.val.programmaticStreamSerializationAllowed = 1;
     return *this;
+  }
+
+ private:
+  // The next free attribute, given `id`; each attribute once (std::logic_error otherwise:
+  // a programming error in a launcher, not a user's input).
+  cudaLaunchAttribute& next(cudaLaunchAttributeID id) {
+    for (unsigned i = 0; i < config.numAttrs; ++i) {
+      if (attrs[i].id == id) throw std::logic_error("KernelLaunch: attribute set twice");
+    }
+    if (config.numAttrs >= kMaxAttrs) throw std::logic_error("KernelLaunch: too many attributes");
+    cudaLaunchAttribute& a = attrs[config.numAttrs++];
+    a.id = id;
+    return a;
   }
 };
 

@@ -26,8 +26,11 @@ struct GemmTuning {
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
   // complete (and its writes to be visible) before it reads A or B or writes D, so results
-  // are the same either way. It lets the next kernel start the same way. false: an ordinary
-  // launch.
+  // are the same either way. It lets the next kernel start the same way: a kernel of yours
+  // launched after it as a programmatic dependent (cudaLaunchAttributeProgrammaticStream-
+  // Serialization) must run griddepcontrol.wait (cudaGridDependencySynchronize) before it
+  // reads D, as the CUDA programming guide requires of any dependent; an ordinary launch
+  // after it waits as always. false: an ordinary launch.
   bool overlap_launch = true;
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/core/cuda_check.hpp"
@@ -258,7 +259,8 @@ inline unsigned persistent_grid(std::int64_t tiles, int ctas_per_sm) {
   return static_cast<unsigned>(tiles < ctas ? tiles : ctas);
 }
 
-// (ClusterLaunch, the launch configuration with a cluster: tmakit/core/cluster_launch.hpp)
+// (KernelLaunch and ClusterLaunch, launch configurations with a cluster or a dependent
+// launch: tmakit/core/cluster_launch.hpp; launch_kernel_ex below launches with one)
 
 // Raises `Kernel`'s dynamic shared-memory limit to `bytes` on the current device, once per
 // device (see PerDevice). Launchers call it before every launch; after the first on a
@@ -281,6 +283,21 @@ inline void check_launch(const char* kernel) {
     throw CudaError(static_cast<int>(e), std::string("launch of ") + kernel + " failed: " +
                                              cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
   }
+}
+
+// cudaLaunchKernelEx with `l`'s configuration; a refused launch throws CudaError naming the
+// kernel and, unlike TMAKIT_CUDA_CHECK, leaves no error behind for the next call's
+// check_launch (the runtime also records the refusal as the thread's last error).
+template <class... Params, class... Args>
+void launch_kernel_ex(const KernelLaunch& l, void (*kernel)(Params...), const char* name,
+                      Args&&... args) {
+  const cudaError_t e = cudaLaunchKernelEx(&l.config, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw CudaError(static_cast<int>(e), std::string("launch of ") + name + " failed: " +
+                                             cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
+  check_launch(name);
 }
 
 }  // namespace tmakit::detail
