@@ -287,15 +287,10 @@ __global__ void count_nonzero_kernel(const std::uint8_t* p, std::uint64_t n,
 
 // Bytes of `p` that are not zero, past the 16-byte tail bytes_floor leaves out.
 std::uint64_t count_nonzero_bytes(const void* p, std::uint64_t bytes) {
-  unsigned long long* dev = nullptr;
-  TMAKIT_CUDA_CHECK(cudaMalloc(&dev, sizeof(unsigned long long)));
-  TMAKIT_CUDA_CHECK(cudaMemset(dev, 0, sizeof(unsigned long long)));
-  count_nonzero_kernel<<<256, 256>>>(static_cast<const std::uint8_t*>(p), bytes / 16 * 16, dev);
-  TMAKIT_CUDA_CHECK(cudaGetLastError());
-  unsigned long long n = 0;
-  TMAKIT_CUDA_CHECK(cudaMemcpy(&n, dev, sizeof n, cudaMemcpyDeviceToHost));
-  TMAKIT_CUDA_CHECK(cudaFree(dev));
-  return n;
+  ErrorCounter c;
+  count_nonzero_kernel<<<256, 256>>>(static_cast<const std::uint8_t*>(p), bytes / 16 * 16,
+                                     c.reset(nullptr));
+  return c.read(nullptr);
 }
 
 // The memory ceiling for the memory-bound shapes: a device-to-device copy of 512 MiB (far
@@ -372,16 +367,11 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
 
 template <class In, class Out>
 std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s, float scale) {
-  unsigned long long* dev = nullptr;
-  TMAKIT_CUDA_CHECK(cudaMalloc(&dev, sizeof(unsigned long long)));
-  TMAKIT_CUDA_CHECK(cudaMemset(dev, 0, sizeof(unsigned long long)));
+  ErrorCounter c;
   const int samples = 2048;
-  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale, samples, dev);
-  TMAKIT_CUDA_CHECK(cudaGetLastError());
-  unsigned long long wrong = 0;
-  TMAKIT_CUDA_CHECK(cudaMemcpy(&wrong, dev, sizeof wrong, cudaMemcpyDeviceToHost));
-  TMAKIT_CUDA_CHECK(cudaFree(dev));
-  return wrong;
+  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale, samples,
+                                                c.reset(nullptr));
+  return c.read(nullptr);
 }
 
 // ---- vendor libraries through dlopen ----------------------------------------------------

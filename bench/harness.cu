@@ -369,27 +369,22 @@ __global__ void stencil_check_kernel(const T* in, const T* out, std::uint64_t ba
   if (local != 0) atomicAdd(errors, local);
 }
 
-class ErrorCounter {
- public:
-  ErrorCounter() { TMAKIT_CUDA_CHECK(cudaMalloc(&d_, sizeof(unsigned long long))); }
-  ~ErrorCounter() { cudaFree(d_); }
-  unsigned long long* reset(cudaStream_t s) {
-    TMAKIT_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(unsigned long long), s));
-    return d_;
-  }
-  std::uint64_t read(cudaStream_t s) {
-    TMAKIT_CUDA_CHECK(cudaGetLastError());
-    unsigned long long h = 0;
-    TMAKIT_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, s));
-    TMAKIT_CUDA_CHECK(cudaStreamSynchronize(s));
-    return h;
-  }
-
- private:
-  unsigned long long* d_ = nullptr;
-};
 
 }  // namespace
+
+ErrorCounter::ErrorCounter() { TMAKIT_CUDA_CHECK(cudaMalloc(&d_, sizeof(unsigned long long))); }
+ErrorCounter::~ErrorCounter() { cudaFree(d_); }
+unsigned long long* ErrorCounter::reset(cudaStream_t s) {
+  TMAKIT_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(unsigned long long), s));
+  return d_;
+}
+std::uint64_t ErrorCounter::read(cudaStream_t s) {
+  TMAKIT_CUDA_CHECK(cudaGetLastError());
+  unsigned long long h = 0;
+  TMAKIT_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, s));
+  TMAKIT_CUDA_CHECK(cudaStreamSynchronize(s));
+  return h;
+}
 
 std::uint64_t count_transpose_errors(const void* in, const void* out, std::uint64_t rows,
                                      std::uint64_t cols, int element_bytes, cudaStream_t stream) {

@@ -108,6 +108,21 @@ void fill_random(void* data, std::uint64_t elements, DataType type, std::uint64_
 // Every byte set to 0xA5, so an unwritten output fails its check.
 void poison(void* data, std::uint64_t bytes, cudaStream_t stream);
 
+// A device counter for on-device checks: reset() zeroes it on `s` and returns it for a
+// kernel's atomicAdds; read() waits for `s` and returns the count (a launch error throws).
+class ErrorCounter {
+ public:
+  ErrorCounter();
+  ~ErrorCounter();
+  ErrorCounter(const ErrorCounter&) = delete;
+  ErrorCounter& operator=(const ErrorCounter&) = delete;
+  unsigned long long* reset(cudaStream_t s);
+  std::uint64_t read(cudaStream_t s);
+
+ private:
+  unsigned long long* d_ = nullptr;
+};
+
 // On-device checks of dense outputs; each returns the number of wrong elements.
 std::uint64_t count_transpose_errors(const void* in, const void* out, std::uint64_t rows,
                                      std::uint64_t cols, int element_bytes, cudaStream_t stream);
