@@ -34,8 +34,10 @@ struct Config {
   static constexpr std::uint32_t kStageBBytes = kRowsB * kBlockK;
   static constexpr std::uint32_t kStageABytes = MP * kBlockK;
   static constexpr std::uint32_t kStageBytes = kStageABytes + kStageBBytes;
-  // the reduction's slots: a partial tile of fp32 plus up to 7 rows of rounding (S slices)
-  static constexpr std::uint32_t kReduceBytes = (kAccum + 8) * 128 * 4;
+  // the reduction moves registers in quads (16 bytes): rank r owns quads [r Q / S, (r + 1) Q
+  // / S) of the Q = kAccum / 4, and holds S slots of ceil(Q / S) quads per consumer thread
+  static constexpr int kQuads = kAccum / 4;
+  static constexpr std::uint32_t kReduceBytes = std::max(kQuads, 8) * 128 * 16;
   // as deep as 200 KB allows (16 at most): a CTA's whole share of B is often in flight
   static constexpr int kStages =
       std::min<int>(16, static_cast<int>((200u * 1024u - kReduceBytes) / kStageBytes));
@@ -57,7 +59,7 @@ struct alignas(1024) SharedStorage {
   std::uint8_t b[C::kStages][C::kStageBBytes];  // 1024-aligned: swizzle repeat (rule D2)
   std::uint8_t a[C::kStages][C::kStageABytes];
   // the reduction: slot q of this CTA's slice of registers, written by cluster rank q
-  float partial[C::kReduceBytes / 4];
+  float4 partial[C::kReduceBytes / 16];
   PipelineBarriers<C::kStages> bars;
 };
 template <int MP>
@@ -180,19 +182,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int i = 0; i < C::kAccum; ++i) store_element<T>(p, i, tid, n0, acc[i]);
     } else {
       ptx::barrier_cluster_wait_acquire();  // every peer has started (the arrive above)
-      // push each slice of registers to the rank that owns it, into slot `rank` there
+      // push each slice of registers to the rank that owns it, into slot `rank` there, 16
+      // bytes per store
       // NOTE: remote stores need no reply, so they stream. A first version read the peers'
       // partials with remote loads, a round trip each, and a cluster made it slower (H200).
-      const std::uint32_t slot_rows = (C::kAccum + ranks - 1) / ranks;
+      // One with a 4-byte remote store per register took 1.2 us (M = 1) to 3.6 us (M = 64)
+      // more than the same clusters without a reduction (H100, kernels/gemm/EXPERIMENTS.md).
+      const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
       for (std::uint32_t r = 0; r < ranks; ++r) {
-        const int ib = static_cast<int>(r * C::kAccum / ranks);
-        const int ie = static_cast<int>((r + 1) * C::kAccum / ranks);
+        const int qb = static_cast<int>(r * C::kQuads / ranks);
+        const int qe = static_cast<int>((r + 1) * C::kQuads / ranks);
 #pragma unroll
-        for (int i = 0; i < C::kAccum; ++i) {
-          if (i < ib || i >= ie) continue;
-          const std::uint32_t slot =
-              ptx::smem_u32(&s.partial[((rank * slot_rows) + (i - ib)) * 128 + tid]);
-          ptx::st_shared_cluster_u32(ptx::mapa_shared_cluster(slot, r), __float_as_uint(acc[i]));
+        for (int u = 0; u < C::kQuads; ++u) {
+          if (u < qb || u >= qe) continue;
+          const float4 v = make_float4(acc[4 * u], acc[4 * u + 1], acc[4 * u + 2], acc[4 * u + 3]);
+          float4& slot = s.partial[(rank * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
+          if (r == rank) {
+            slot = v;
+          } else {
+            ptx::st_shared_cluster_v4_f32(ptx::mapa_shared_cluster(ptx::smem_u32(&slot), r), v);
+          }
         }
       }
     }
@@ -200,19 +209,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (ranks == 1) return;
   if (threadIdx.x < 128) ptx::barrier_cluster_wait_acquire();  // the producer side's wait
 
-  // ---- the cluster's reduction: rank r owns registers [r * A / S, (r + 1) * A / S) of the
+  // ---- the cluster's reduction: rank r owns register quads [r Q / S, (r + 1) Q / S) of the
   // tile and sums the S partials of them in rank order (the same sum whatever the timing)
   cluster_sync();  // every slice has arrived and is visible; no remote access after this
   if (threadIdx.x >= 128) {
-    const std::uint32_t slot_rows = (C::kAccum + ranks - 1) / ranks;
-    const int ib = static_cast<int>(rank * C::kAccum / ranks);
-    const int ie = static_cast<int>((rank + 1) * C::kAccum / ranks);
-    for (int i = ib; i < ie; ++i) {
-      float sum = 0.0f;
+    const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
+    const int qb = static_cast<int>(rank * C::kQuads / ranks);
+    const int qe = static_cast<int>((rank + 1) * C::kQuads / ranks);
+    for (int u = qb; u < qe; ++u) {
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (std::uint32_t q = 0; q < ranks; ++q) {
-        sum += s.partial[(q * slot_rows + (i - ib)) * 128 + tid];
+        const float4 v = s.partial[(q * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
       }
-      store_element<T>(p, i, tid, n0, sum);
+      store_element<T>(p, 4 * u, tid, n0, sum.x);
+      store_element<T>(p, 4 * u + 1, tid, n0, sum.y);
+      store_element<T>(p, 4 * u + 2, tid, n0, sum.z);
+      store_element<T>(p, 4 * u + 3, tid, n0, sum.w);
     }
   }
 #else

@@ -58,6 +58,14 @@ __device__ __forceinline__ void st_shared_cluster_u32(std::uint32_t cluster_addr
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(cluster_addr), "r"(v) : "memory");
 }
 
+// st.shared::cluster.v4.f32 [addr], {x, y, z, w};  (16 bytes into another CTA's shared
+// memory in one transfer; no reply awaited)
+__device__ __forceinline__ void st_shared_cluster_v4_f32(std::uint32_t cluster_addr, float4 v) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(cluster_addr), "f"(v.x),
+               "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+}
+
 // elect.sync _|p, membermask;  (one lane of the warp answers true)
 __device__ __forceinline__ bool elect_sync(std::uint32_t member_mask = 0xffffffffu) {
   std::uint32_t elected;
