@@ -51,6 +51,7 @@ struct Params {
   std::int32_t m, n;
   std::int32_t k_blocks;
   float scale;
+  std::int32_t d_vec;  // 1: D's rows start 16-byte aligned (8-element chunks stored whole)
 };
 
 template <int MP>
@@ -65,17 +66,43 @@ struct alignas(1024) SharedStorage {
 template <int MP>
 constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP>) + 1024;  // + alignment slack
 
+// The epilogue stages D's tile in shared memory: MP rows (m) of 64 elements (n), 128 bytes,
+// at a pitch of 144 so that the fragment's writes hit distinct banks.
+constexpr std::uint32_t kStagePitch = 144;
+
 // Register i of thread t holds D^T(row, col) of this CTA's 64 x MP tile (PTX ISA, wgmma
 // .m64nNk32 fragments): row = 16 * warp + lane / 4 + 8 * h (a row of B: n), col = 8 * j +
-// 2 * (lane % 4) + e (a row of A: m), with i = 4j + 2h + e.
+// 2 * (lane % 4) + e (a row of A: m), with i = 4j + 2h + e. Written scaled and rounded into
+// the staging tile.
 template <class T>
-__device__ __forceinline__ void store_element(const Params& p, int i, std::uint32_t tid,
-                                              std::int32_t n0, float v) {
-  const auto warp = static_cast<std::int32_t>(tid / 32), lane = static_cast<std::int32_t>(tid % 32);
-  const std::int32_t n = n0 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-  const std::int32_t m = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-  if (m < p.m && n < p.n) {
-    static_cast<T*>(p.d)[static_cast<std::uint64_t>(m) * p.d_row_elems + n] = to_out<T>(v * p.scale);
+__device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::uint32_t tid,
+                                              float v) {
+  const auto warp = static_cast<std::uint32_t>(tid / 32), lane = static_cast<std::uint32_t>(tid % 32);
+  const std::uint32_t n = 16 * warp + lane / 4 + 8 * static_cast<std::uint32_t>((i / 2) % 2);
+  const std::uint32_t m = 8 * static_cast<std::uint32_t>(i / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(i % 2);
+  *reinterpret_cast<T*>(stage + m * kStagePitch + n * sizeof(T)) = to_out<T>(v);
+}
+
+// Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
+// staged: 16 bytes (8 elements) per thread and store, so that every store fills whole 32-byte
+// sectors (2-byte stores straight from the fragment left sectors half written, and the L2
+// completed them from DRAM: 1.2 us at M = 64, H100, kernels/gemm/EXPERIMENTS.md).
+template <class T>
+__device__ __forceinline__ void store_rows(const Params& p, const std::uint8_t* stage,
+                                           std::int32_t m_begin, std::int32_t m_end,
+                                           std::uint32_t tid, std::int32_t n0) {
+  const std::int32_t chunk = static_cast<std::int32_t>(tid % 8);  // 8 elements of a row
+  const std::int32_t n = n0 + 8 * chunk;
+  for (std::int32_t m = m_begin + static_cast<std::int32_t>(tid / 8); m < min(m_end, p.m); m += 16) {
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + static_cast<std::uint32_t>(m) * kStagePitch +
+                                                    static_cast<std::uint32_t>(chunk) * 16);
+    T* row = static_cast<T*>(p.d) + static_cast<std::uint64_t>(m) * p.d_row_elems;
+    if (p.d_vec && n + 8 <= p.n) {
+      *reinterpret_cast<uint4*>(row + n) = v;
+    } else {
+      const T* e = reinterpret_cast<const T*>(&v);
+      for (std::int32_t q = 0; q < 8 && n + q < p.n; ++q) row[n + q] = e[q];
+    }
   }
 }
 
@@ -87,6 +114,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   static_assert(C::kStageABytes % 1024 == 0 && C::kStageBBytes % 1024 == 0,
                 "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
   static_assert(C::kStages >= 4, "the ring needs depth");
+  static_assert(MP * kStagePitch <= sizeof(SharedStorage<MP>::b), "the ring holds the staging tile");
   static_assert(kSmemBytes<MP> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
@@ -127,6 +155,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (ranks > 1) ptx::barrier_cluster_arrive_relaxed();
 
   float acc[C::kAccum];
+  // the epilogue's staging tile, in the ring once every load is consumed
+  std::uint8_t* const staging = &s.b[0][0];
 #pragma unroll
   for (int i = 0; i < C::kAccum; ++i) acc[i] = 0.0f;
   const std::uint32_t tid = threadIdx.x % 128;
@@ -178,8 +208,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     gemm_common::pipelined_k_blocks(kb_end - kb_begin, st, part0, part1, issue, retire);
     if (ranks == 1) {
+      // the ring is idle now (every load consumed): it holds the staging tile
 #pragma unroll
-      for (int i = 0; i < C::kAccum; ++i) store_element<T>(p, i, tid, n0, acc[i]);
+      for (int i = 0; i < C::kAccum; ++i) stage_element<T>(staging, i, tid, acc[i] * p.scale);
+      ptx::bar_sync(1, 128);
+      store_rows<T>(p, staging, 0, MP, tid, n0);
     } else {
       ptx::barrier_cluster_wait_acquire();  // every peer has started (the arrive above)
       // push each slice of registers to the rank that owns it, into slot `rank` there, 16
@@ -225,11 +258,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum.z += v.z;
         sum.w += v.w;
       }
-      store_element<T>(p, 4 * u, tid, n0, sum.x);
-      store_element<T>(p, 4 * u + 1, tid, n0, sum.y);
-      store_element<T>(p, 4 * u + 2, tid, n0, sum.z);
-      store_element<T>(p, 4 * u + 3, tid, n0, sum.w);
+      stage_element<T>(staging, 4 * u, tid, sum.x * p.scale);
+      stage_element<T>(staging, 4 * u + 1, tid, sum.y * p.scale);
+      stage_element<T>(staging, 4 * u + 2, tid, sum.z * p.scale);
+      stage_element<T>(staging, 4 * u + 3, tid, sum.w * p.scale);
     }
+    // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
+    ptx::bar_sync(1, 128);
+    store_rows<T>(p, staging, 8 * qb, 8 * qe, tid, n0);
   }
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
@@ -306,6 +342,7 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, fl
                                           Swizzle::bytes128));
     q.d = d.data;
     q.d_row_elems = d.row_pitch() / 2;
+    q.d_vec = d.row_pitch() % 16 == 0 ? 1 : 0;  // d.data is 16-byte aligned (gemm_fp8 checks)
     q.m = static_cast<std::int32_t>(a.rows);
     q.n = static_cast<std::int32_t>(b.rows);
     q.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
