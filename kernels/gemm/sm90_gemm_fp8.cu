@@ -672,12 +672,19 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // (cuBLASLt 12.0); at N = 2112, K = 7168 13.9 (2 splits) against 15.0 (H100, two runs).
   // Where 64 x 128 tiles fill the GPU they stay ahead (N = 7168, K = 2048: 11.4-11.9
   // against 13.1; M = 256: 14.0 against 17.9).
+  // NOTE: the small-M kernel for 64 < M <= 128 too where its CTAs (one per 64 rows of B)
+  // fill 3/4 of the SMs and K <= 4096: since its epilogue stores whole sectors, M = 128 N =
+  // 7168 K = 2048 takes 8.4 against 9.3 us in streams (11.1 against 12.2 call by call), M =
+  // 128 N = 8192 K = 4096 15.0 against 16.3; at K = 7168 (M = 100) it lost call by call
+  // (27.2 against 23.9 us) and tied in streams (H100, 2026-11-22, kernels/gemm/EXPERIMENTS.md).
+  const auto fills = [&](std::int64_t ctas) {
+    return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
+  };
+  const bool small_m_fills = m <= 128 && k <= 4096 && fills(static_cast<std::int64_t>((n + 63) / 64));
   plan.config = tuning.config >= 0 ? tuning.config
-                : m <= 64          ? kSmallMConfig
-                : m <= 256         ? (tiles_of(0) * 4 >= static_cast<std::int64_t>(sm_count) * 3
-                                          ? 0
-                                          : kSmallTileConfig)
-                                   : 1;
+                : m <= 64 || small_m_fills ? kSmallMConfig
+                : m <= 256                 ? (fills(tiles_of(0)) ? 0 : kSmallTileConfig)
+                                           : 1;
   // NOTE: 128 x 144 tiles (config 4) were chosen for a while where they need fewer rounds of
   // tiles per SM (8192^3: 28 x 144 against 32 x 128; 0.96-0.98x config 1's time with 128-deep
   // partials). With 256-deep partials config 1 is faster there too (848 against 869-871 us,

@@ -228,10 +228,18 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p64.tiles, 33);
   EXPECT_EQ(p64.splits, 2);
   EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132).splits, 4);
-  // 64 < M <= 256: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64 tiles (split
-  // K when those are still too few)
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, 7168, 2048, 132).config), "m64n128");
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 2048, 132).splits, 1);  // 112 tiles
+  // 64 < M <= 128 and K <= 4096: the small-M kernel where its tiles of 64 rows of B fill 3/4
+  // of the SMs
+  const GemmPlan p7168 = gemm_fp8_plan(128, 7168, 2048, 132);
+  EXPECT_STREQ(gemm_config_name(p7168.config), "smallm");
+  EXPECT_EQ(p7168.tiles, 112);
+  EXPECT_EQ(p7168.splits, 1);
+  EXPECT_EQ(gemm_fp8_plan(65, 6336, 4096, 132).config, 3);                              // 99 tiles
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(100, 7168, 7168, 132).config), "m64n128");  // K
+  // 64 < M <= 256 otherwise: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64
+  // tiles (split K when those are still too few)
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(129, 7168, 2048, 132).config), "m64n128");
+  EXPECT_EQ(gemm_fp8_plan(129, 7168, 2048, 132).splits, 1);  // 168 tiles
   const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);  // 64 tiles of 64 x 128
   EXPECT_STREQ(gemm_config_name(p128.config), "m64n64");
   EXPECT_EQ(p128.tiles, 128);
@@ -242,9 +250,9 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p2112.tiles, 66);
   EXPECT_EQ(p2112.splits, 2);
   EXPECT_EQ(p2112.grid, 132u);
-  EXPECT_EQ(gemm_fp8_plan(65, 8192, 4096, 132).config, 0);   // 128 tiles of 64 x 128
-  EXPECT_EQ(gemm_fp8_plan(65, 6400, 4096, 132).config, 0);   // 100 >= 3/4 of 132
-  EXPECT_EQ(gemm_fp8_plan(65, 6272, 4096, 132).config, 5);   // 98 < 99
+  EXPECT_EQ(gemm_fp8_plan(65, 8192, 8192, 132).config, 0);   // 128 tiles of 64 x 128
+  EXPECT_EQ(gemm_fp8_plan(65, 6400, 8192, 132).config, 0);   // 100 >= 3/4 of 132
+  EXPECT_EQ(gemm_fp8_plan(65, 6272, 4096, 132).config, 5);   // 98 < 99 (and 98 of 64 x 64)
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
   EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 4096, 132, {3, 3}), ArgumentError);
