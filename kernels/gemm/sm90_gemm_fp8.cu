@@ -681,9 +681,17 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
   };
   const bool small_m_fills = m <= 128 && k <= 4096 && fills(static_cast<std::int64_t>((n + 63) / 64));
+  // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
+  // gives way to one whose tiles fit in one. M = 160-192, N = 4096: 64 x 64 tiles (192, two
+  // rounds) took 15.0-17.2 us in streams against 11.4-13.1 for 64 x 128 (96); M = 192, N =
+  // 7168, K = 2048: 64 x 128 tiles (168) 13.1 against 12.0 for 128 x 128 (112) (H100,
+  // 2026-11-22, kernels/gemm/EXPERIMENTS.md).
+  const auto one_round = [&](int config) { return tiles_of(config) <= sm_count; };
+  const int mid_m = fills(tiles_of(0)) ? (!one_round(0) && one_round(1) ? 1 : 0)
+                                       : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
   plan.config = tuning.config >= 0 ? tuning.config
                 : m <= 64 || small_m_fills ? kSmallMConfig
-                : m <= 256                 ? (fills(tiles_of(0)) ? 0 : kSmallTileConfig)
+                : m <= 256                 ? mid_m
                                            : 1;
   // NOTE: 128 x 144 tiles (config 4) were chosen for a while where they need fewer rounds of
   // tiles per SM (8192^3: 28 x 144 against 32 x 128; 0.96-0.98x config 1's time with 128-deep

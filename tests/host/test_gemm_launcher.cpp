@@ -238,8 +238,10 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(100, 7168, 7168, 132).config), "m64n128");  // K
   // 64 < M <= 256 otherwise: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64
   // tiles (split K when those are still too few)
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(129, 7168, 2048, 132).config), "m64n128");
-  EXPECT_EQ(gemm_fp8_plan(129, 7168, 2048, 132).splits, 1);  // 168 tiles
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(256, 16384, 2048, 132).config), "m64n128");
+  EXPECT_EQ(gemm_fp8_plan(256, 16384, 2048, 132).splits, 1);  // 512 tiles, 256 of 128 x 128
+  // ... and 128 x 128 tiles where 64 x 128 need two rounds and they need one
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(129, 7168, 2048, 132).config), "m128n128");
   const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);  // 64 tiles of 64 x 128
   EXPECT_STREQ(gemm_config_name(p128.config), "m64n64");
   EXPECT_EQ(p128.tiles, 128);
@@ -252,7 +254,11 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p2112.grid, 132u);
   EXPECT_EQ(gemm_fp8_plan(65, 8192, 8192, 132).config, 0);   // 128 tiles of 64 x 128
   EXPECT_EQ(gemm_fp8_plan(65, 6400, 8192, 132).config, 0);   // 100 >= 3/4 of 132
-  EXPECT_EQ(gemm_fp8_plan(65, 6272, 4096, 132).config, 5);   // 98 < 99 (and 98 of 64 x 64)
+  EXPECT_EQ(gemm_fp8_plan(65, 6272, 8192, 132).config, 0);   // 98 < 99, but 196 of 64 x 64
+  EXPECT_EQ(gemm_fp8_plan(65, 4096, 8192, 132).config, 5);   // 64 < 99: 128 of 64 x 64
+  EXPECT_EQ(gemm_fp8_plan(192, 4096, 4096, 132).config, 0);  // 96 < 99, but 192 of 64 x 64
+  EXPECT_EQ(gemm_fp8_plan(192, 2112, 7168, 132).config, 5);  // 51 < 99: 99 of 64 x 64
+  EXPECT_EQ(gemm_fp8_plan(192, 7168, 2048, 132).config, 1);  // 168 > 132, 112 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
   EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 4096, 132, {3, 3}), ArgumentError);
