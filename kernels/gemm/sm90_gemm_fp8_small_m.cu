@@ -62,6 +62,7 @@ struct alignas(1024) SharedStorage {
   // the reduction: slot q of this CTA's slice of registers, written by cluster rank q
   float4 partial[C::kReduceBytes / 16];
   PipelineBarriers<C::kStages> bars;
+  Barrier reduced;  // the peers' quads of this rank's slice have all arrived
 };
 template <int MP>
 constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP>) + 1024;  // + alignment slack
@@ -128,12 +129,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(rank) * p.k_blocks / ranks);
   const auto kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(rank + 1) * p.k_blocks / ranks);
 
+  // this rank's slice of the cluster's reduction: register quads [qb, qe) of the tile
+  const int qb = static_cast<int>(rank * C::kQuads / ranks);
+  const int qe = static_cast<int>((rank + 1) * C::kQuads / ranks);
   if (threadIdx.x == 0) {
 #pragma unroll 1
     for (int i = 0; i < C::kStages; ++i) {
       s.bars.full[i].init(1);
       s.bars.empty[i].init(4);  // one arrival per consumer warp
     }
+    s.reduced.init(1);
+    // every peer sends 16 bytes per quad of the slice and consumer thread
+    if (ranks > 1) s.reduced.arrive_expect_tx((ranks - 1) * static_cast<std::uint32_t>(qe - qb) * 128 * 16);
     fence_barrier_init();
   }
   __syncthreads();
@@ -216,39 +223,43 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else {
       ptx::barrier_cluster_wait_acquire();  // every peer has started (the arrive above)
       // push each slice of registers to the rank that owns it, into slot `rank` there, 16
-      // bytes per store
+      // bytes per store, counted off that rank's `reduced` barrier
       // NOTE: remote stores need no reply, so they stream. A first version read the peers'
       // partials with remote loads, a round trip each, and a cluster made it slower (H200).
       // One with a 4-byte remote store per register took 1.2 us (M = 1) to 3.6 us (M = 64)
-      // more than the same clusters without a reduction (H100, kernels/gemm/EXPERIMENTS.md).
+      // more than the same clusters without a reduction, and one with 16-byte stores and a
+      // cluster barrier after them (its release compiles to a GPU-wide memory barrier) still
+      // 1.5 us at M = 64 (H100, kernels/gemm/EXPERIMENTS.md).
       const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
       for (std::uint32_t r = 0; r < ranks; ++r) {
-        const int qb = static_cast<int>(r * C::kQuads / ranks);
-        const int qe = static_cast<int>((r + 1) * C::kQuads / ranks);
+        const int rb = static_cast<int>(r * C::kQuads / ranks);
+        const int re = static_cast<int>((r + 1) * C::kQuads / ranks);
 #pragma unroll
         for (int u = 0; u < C::kQuads; ++u) {
-          if (u < qb || u >= qe) continue;
+          if (u < rb || u >= re) continue;
           const float4 v = make_float4(acc[4 * u], acc[4 * u + 1], acc[4 * u + 2], acc[4 * u + 3]);
-          float4& slot = s.partial[(rank * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
+          float4& slot = s.partial[(rank * slot_quads + static_cast<std::uint32_t>(u - rb)) * 128 + tid];
           if (r == rank) {
             slot = v;
           } else {
-            ptx::st_shared_cluster_v4_f32(ptx::mapa_shared_cluster(ptx::smem_u32(&slot), r), v);
+            ptx::st_async_v4_f32(ptx::mapa_shared_cluster(ptx::smem_u32(&slot), r), v,
+                                 ptx::mapa_shared_cluster(s.reduced.smem(), r));
           }
         }
       }
     }
   }
-  if (ranks == 1) return;
-  if (threadIdx.x < 128) ptx::barrier_cluster_wait_acquire();  // the producer side's wait
+  // NOTE: every thread arrived on the cluster barrier at the start; a producer thread need
+  // not wait for it. No CTA exits while a peer writes into it: each waits for its peers'
+  // bytes before it goes on.
+  if (ranks == 1 || threadIdx.x < 128) return;
 
   // ---- the cluster's reduction: rank r owns register quads [r Q / S, (r + 1) Q / S) of the
   // tile and sums the S partials of them in rank order (the same sum whatever the timing)
-  cluster_sync();  // every slice has arrived and is visible; no remote access after this
-  if (threadIdx.x >= 128) {
+  ptx::bar_sync(1, 128);  // this rank's own slot is written
+  s.reduced.wait_cluster(0);  // and every peer's
+  {
     const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
-    const int qb = static_cast<int>(rank * C::kQuads / ranks);
-    const int qe = static_cast<int>((rank + 1) * C::kQuads / ranks);
     for (int u = qb; u < qe; ++u) {
       float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (std::uint32_t q = 0; q < ranks; ++q) {

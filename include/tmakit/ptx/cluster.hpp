@@ -66,6 +66,19 @@ __device__ __forceinline__ void st_shared_cluster_v4_f32(std::uint32_t cluster_a
                : "memory");
 }
 
+// st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [addr], {x, y, z, w}, [mbar];
+// 16 bytes into another CTA's shared memory; their arrival counts 16 bytes off that CTA's
+// mbarrier (`cluster_mbar`, also a shared::cluster address), which is what the receiver waits
+// on: no cluster-wide fence on either side.
+__device__ __forceinline__ void st_async_v4_f32(std::uint32_t cluster_addr, float4 v,
+                                                std::uint32_t cluster_mbar) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, "
+      "[%5];" ::"r"(cluster_addr),
+      "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(cluster_mbar)
+      : "memory");
+}
+
 // elect.sync _|p, membermask;  (one lane of the warp answers true)
 __device__ __forceinline__ bool elect_sync(std::uint32_t member_mask = 0xffffffffu) {
   std::uint32_t elected;
