@@ -565,7 +565,8 @@ constexpr ConfigFacts facts(const char* name) {
 }
 // Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu): its row here only names it.
 constexpr int kSmallMConfig = 3;
-// Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few.
+// Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
+// its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
 const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
                                 facts<Config1>("m128n128"),
@@ -664,8 +665,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   };
   GemmPlan plan;
   // NOTE: measured on H200 (kernels/gemm/README.md): the small-M kernel up to M = 64;
-  // 64-row tiles up to M = 256 (at M = 128 they beat the small-M kernel at every measured N:
-  // 10.2 against 11.7 us at N = 7168, K = 2048), 128-row tiles above; clusters sharing B
+  // 64-row tiles up to M = 256 (before the small-M kernel's epilogue filled whole sectors,
+  // they beat it at M = 128 at every measured N: 10.2 against 11.7 us at N = 7168, K =
+  // 2048; see the next NOTE for now), 128-row tiles above; clusters sharing B
   // (config 2) measured slower than config 1 at every shape, so they run only when asked.
   // 64 x 64 tiles (config 5) where 64 x 128 tiles would fill under 3/4 of the SMs: at M =
   // 128, N = 4096 (64 tiles of 64 x 128) 12.4 against 14.8 us with 2 splits and 13.7 without
@@ -673,14 +675,16 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // Where 64 x 128 tiles fill the GPU they stay ahead (N = 7168, K = 2048: 11.4-11.9
   // against 13.1; M = 256: 14.0 against 17.9).
   // NOTE: the small-M kernel for 64 < M <= 128 too where its CTAs (one per 64 rows of B)
-  // fill 3/4 of the SMs and K <= 4096: since its epilogue stores whole sectors, M = 128 N =
+  // fill 3/4 of the SMs in one round and K <= 4096: since its epilogue stores whole sectors, M = 128 N =
   // 7168 K = 2048 takes 8.4 against 9.3 us in streams (11.1 against 12.2 call by call), M =
   // 128 N = 8192 K = 4096 15.0 against 16.3; at K = 7168 (M = 100) it lost call by call
   // (27.2 against 23.9 us) and tied in streams (H100, 2026-11-22, kernels/gemm/EXPERIMENTS.md).
   const auto fills = [&](std::int64_t ctas) {
     return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
   };
-  const bool small_m_fills = m <= 128 && k <= 4096 && fills(static_cast<std::int64_t>((n + 63) / 64));
+  const auto small_m_ctas = static_cast<std::int64_t>((n + 63) / 64);
+  const bool small_m_fills =
+      m <= 128 && k <= 4096 && fills(small_m_ctas) && small_m_ctas <= sm_count;
   // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
   // gives way to one whose tiles fit in one. M = 160-192, N = 4096: 64 x 64 tiles (192, two
   // rounds) took 15.0-17.2 us in streams against 11.4-13.1 for 64 x 128 (96); M = 192, N =

@@ -115,7 +115,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   static_assert(C::kStageABytes % 1024 == 0 && C::kStageBBytes % 1024 == 0,
                 "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
   static_assert(C::kStages >= 4, "the ring needs depth");
-  static_assert(MP * kStagePitch <= sizeof(SharedStorage<MP>::b), "the ring holds the staging tile");
+  static_assert(MP * kStagePitch <= sizeof(SharedStorage<MP>::b) &&
+                    MP * kStagePitch <= sizeof(SharedStorage<MP>::partial),
+                "the ring and the reduction's slots each hold the staging tile");
   static_assert(kSmemBytes<MP> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
@@ -156,14 +158,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   ptx::griddepcontrol_wait();
   ptx::griddepcontrol_launch_dependents();
-  // NOTE: a CTA may write a peer's shared memory only once the peer has started: every
-  // thread arrives here and waits before the reduction's first remote store (the wait is
-  // long satisfied by then; compute-sanitizer's racecheck flags the stores otherwise)
+  // NOTE: a CTA may write a peer's shared memory only once the peer has started (and its
+  // `reduced` barrier is initialised): every thread arrives here, and the consumers wait
+  // before the reduction's first remote store (long satisfied by then; compute-sanitizer's
+  // racecheck flags the stores otherwise)
   if (ranks > 1) ptx::barrier_cluster_arrive_relaxed();
 
   float acc[C::kAccum];
-  // the epilogue's staging tile, in the ring once every load is consumed
-  std::uint8_t* const staging = &s.b[0][0];
 #pragma unroll
   for (int i = 0; i < C::kAccum; ++i) acc[i] = 0.0f;
   const std::uint32_t tid = threadIdx.x % 128;
@@ -215,7 +216,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     gemm_common::pipelined_k_blocks(kb_end - kb_begin, st, part0, part1, issue, retire);
     if (ranks == 1) {
-      // the ring is idle now (every load consumed): it holds the staging tile
+      // the staging tile in the reduction's slots, unused without a cluster
+      // NOTE: not in the ring: wgmma.wait_group waits for this warp only, so another warp's
+      // share of the last wgmmas may still be reading the ring
+      auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) stage_element<T>(staging, i, tid, acc[i] * p.scale);
       ptx::bar_sync(1, 128);
@@ -256,8 +260,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // ---- the cluster's reduction: rank r owns register quads [r Q / S, (r + 1) Q / S) of the
   // tile and sums the S partials of them in rank order (the same sum whatever the timing)
-  ptx::bar_sync(1, 128);  // this rank's own slot is written
-  s.reduced.wait_cluster(0);  // and every peer's
+  // every consumer warp is past its last wgmma (the ring is idle: it holds the staging tile)
+  // and this rank's own slot is written; then every peer's
+  ptx::bar_sync(1, 128);
+  s.reduced.wait_cluster(0);
+  std::uint8_t* const staging = &s.b[0][0];
   {
     const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
     for (int u = qb; u < qe; ++u) {

@@ -209,13 +209,15 @@ TEST(Gemm, EveryConfigurationAndSplit) {
 }
 
 // The small-M kernel: every width (M up to 8, 16, 32, 64, 128), every cluster size along K,
-// N not a multiple of its 64-row tiles, K not a multiple of 128.
+// N not a multiple of its 64-row tiles, K not a multiple of 128; D's rows stored element by
+// element (N = 333: an odd row pitch) and 16 bytes at a time (N = 336).
 TEST(GemmSmallM, EveryWidthAndClusterSize) {
   TMAKIT_SKIP_WITHOUT_GPU();
   std::uint32_t seed = 40;
   for (std::uint64_t m : {1, 8, 13, 16, 31, 64, 100, 128}) {
     for (int splits : {1, 2, 4, 8}) {
       run_case({m, 333, 1040, 3, splits}, ++seed);
+      run_case({m, 336, 1040, 3, splits}, ++seed);
     }
   }
   run_case({128, 1024, 4096, 3, 0}, ++seed);  // cluster size chosen

@@ -58,14 +58,6 @@ __device__ __forceinline__ void st_shared_cluster_u32(std::uint32_t cluster_addr
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(cluster_addr), "r"(v) : "memory");
 }
 
-// st.shared::cluster.v4.f32 [addr], {x, y, z, w};  (16 bytes into another CTA's shared
-// memory in one transfer; no reply awaited)
-__device__ __forceinline__ void st_shared_cluster_v4_f32(std::uint32_t cluster_addr, float4 v) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(cluster_addr), "f"(v.x),
-               "f"(v.y), "f"(v.z), "f"(v.w)
-               : "memory");
-}
-
 // st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [addr], {x, y, z, w}, [mbar];
 // 16 bytes into another CTA's shared memory; their arrival counts 16 bytes off that CTA's
 // mbarrier (`cluster_mbar`, also a shared::cluster address), which is what the receiver waits
