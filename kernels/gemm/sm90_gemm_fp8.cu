@@ -675,10 +675,11 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // Where 64 x 128 tiles fill the GPU they stay ahead (N = 7168, K = 2048: 11.4-11.9
   // against 13.1; M = 256: 14.0 against 17.9).
   // NOTE: the small-M kernel for 64 < M <= 128 too where its CTAs (one per 64 rows of B)
-  // fill 3/4 of the SMs in one round and K <= 4096: since its epilogue stores whole sectors, M = 128 N =
-  // 7168 K = 2048 takes 8.4 against 9.3 us in streams (11.1 against 12.2 call by call), M =
-  // 128 N = 8192 K = 4096 15.0 against 16.3; at K = 7168 (M = 100) it lost call by call
-  // (27.2 against 23.9 us) and tied in streams (H100, 2026-11-22, kernels/gemm/EXPERIMENTS.md).
+  // fill 3/4 of the SMs in one round and K <= 4096: since its epilogue stores whole
+  // sectors, M = 128 N = 7168 K = 2048 takes 8.4 against 9.3 us in streams (11.1 against
+  // 12.2 call by call), M = 128 N = 8192 K = 4096 15.0 against 16.3; at K = 7168 (M = 100)
+  // it lost call by call (27.2 against 23.9 us) and tied in streams (H100, 2026-11-22,
+  // kernels/gemm/EXPERIMENTS.md).
   const auto fills = [&](std::int64_t ctas) {
     return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
   };

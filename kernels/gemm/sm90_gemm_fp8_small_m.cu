@@ -78,9 +78,11 @@ constexpr std::uint32_t kStagePitch = 144;
 template <class T>
 __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::uint32_t tid,
                                               float v) {
-  const auto warp = static_cast<std::uint32_t>(tid / 32), lane = static_cast<std::uint32_t>(tid % 32);
+  const auto warp = static_cast<std::uint32_t>(tid / 32),
+             lane = static_cast<std::uint32_t>(tid % 32);
   const std::uint32_t n = 16 * warp + lane / 4 + 8 * static_cast<std::uint32_t>((i / 2) % 2);
-  const std::uint32_t m = 8 * static_cast<std::uint32_t>(i / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(i % 2);
+  const std::uint32_t m =
+      8 * static_cast<std::uint32_t>(i / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(i % 2);
   *reinterpret_cast<T*>(stage + m * kStagePitch + n * sizeof(T)) = to_out<T>(v);
 }
 
@@ -94,9 +96,11 @@ __device__ __forceinline__ void store_rows(const Params& p, const std::uint8_t* 
                                            std::uint32_t tid, std::int32_t n0) {
   const std::int32_t chunk = static_cast<std::int32_t>(tid % 8);  // 8 elements of a row
   const std::int32_t n = n0 + 8 * chunk;
-  for (std::int32_t m = m_begin + static_cast<std::int32_t>(tid / 8); m < min(m_end, p.m); m += 16) {
-    const uint4 v = *reinterpret_cast<const uint4*>(stage + static_cast<std::uint32_t>(m) * kStagePitch +
-                                                    static_cast<std::uint32_t>(chunk) * 16);
+  for (std::int32_t m = m_begin + static_cast<std::int32_t>(tid / 8); m < min(m_end, p.m);
+       m += 16) {
+    const uint4 v =
+        *reinterpret_cast<const uint4*>(stage + static_cast<std::uint32_t>(m) * kStagePitch +
+                                        static_cast<std::uint32_t>(chunk) * 16);
     T* row = static_cast<T*>(p.d) + static_cast<std::uint64_t>(m) * p.d_row_elems;
     if (p.d_vec && n + 8 <= p.n) {
       *reinterpret_cast<uint4*>(row + n) = v;
@@ -134,6 +138,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // this rank's slice of the cluster's reduction: register quads [qb, qe) of the tile
   const int qb = static_cast<int>(rank * C::kQuads / ranks);
   const int qe = static_cast<int>((rank + 1) * C::kQuads / ranks);
+  const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;  // per sender's slot
   if (threadIdx.x == 0) {
 #pragma unroll 1
     for (int i = 0; i < C::kStages; ++i) {
@@ -142,7 +147,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     s.reduced.init(1);
     // every peer sends 16 bytes per quad of the slice and consumer thread
-    if (ranks > 1) s.reduced.arrive_expect_tx((ranks - 1) * static_cast<std::uint32_t>(qe - qb) * 128 * 16);
+    if (ranks > 1)
+      s.reduced.arrive_expect_tx((ranks - 1) * static_cast<std::uint32_t>(qe - qb) * 128 * 16);
     fence_barrier_init();
   }
   __syncthreads();
@@ -234,7 +240,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       // more than the same clusters without a reduction, and one with 16-byte stores and a
       // cluster barrier after them (its release compiles to a GPU-wide memory barrier) still
       // 1.5 us at M = 64 (H100, kernels/gemm/EXPERIMENTS.md).
-      const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
       for (std::uint32_t r = 0; r < ranks; ++r) {
         const int rb = static_cast<int>(r * C::kQuads / ranks);
         const int re = static_cast<int>((r + 1) * C::kQuads / ranks);
@@ -242,7 +247,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int u = 0; u < C::kQuads; ++u) {
           if (u < rb || u >= re) continue;
           const float4 v = make_float4(acc[4 * u], acc[4 * u + 1], acc[4 * u + 2], acc[4 * u + 3]);
-          float4& slot = s.partial[(rank * slot_quads + static_cast<std::uint32_t>(u - rb)) * 128 + tid];
+          float4& slot =
+              s.partial[(rank * slot_quads + static_cast<std::uint32_t>(u - rb)) * 128 + tid];
           if (r == rank) {
             slot = v;
           } else {
@@ -265,26 +271,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   ptx::bar_sync(1, 128);
   s.reduced.wait_cluster(0);
   std::uint8_t* const staging = &s.b[0][0];
-  {
-    const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;
-    for (int u = qb; u < qe; ++u) {
-      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      for (std::uint32_t q = 0; q < ranks; ++q) {
-        const float4 v = s.partial[(q * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
-        sum.x += v.x;
-        sum.y += v.y;
-        sum.z += v.z;
-        sum.w += v.w;
-      }
-      stage_element<T>(staging, 4 * u, tid, sum.x * p.scale);
-      stage_element<T>(staging, 4 * u + 1, tid, sum.y * p.scale);
-      stage_element<T>(staging, 4 * u + 2, tid, sum.z * p.scale);
-      stage_element<T>(staging, 4 * u + 3, tid, sum.w * p.scale);
+  for (int u = qb; u < qe; ++u) {
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (std::uint32_t q = 0; q < ranks; ++q) {
+      const float4 v =
+          s.partial[(q * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
     }
-    // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
-    ptx::bar_sync(1, 128);
-    store_rows<T>(p, staging, 8 * qb, 8 * qe, tid, n0);
+    stage_element<T>(staging, 4 * u, tid, sum.x * p.scale);
+    stage_element<T>(staging, 4 * u + 1, tid, sum.y * p.scale);
+    stage_element<T>(staging, 4 * u + 2, tid, sum.z * p.scale);
+    stage_element<T>(staging, 4 * u + 3, tid, sum.w * p.scale);
   }
+  // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
+  ptx::bar_sync(1, 128);
+  store_rows<T>(p, staging, 8 * qb, 8 * qe, tid, n0);
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
   if (threadIdx.x == 0) printf("sm90_gemm_fp8_small_m_kernel needs sm_90a\n");
