@@ -51,6 +51,23 @@ void plain_add_int32_chunks(const std::int32_t* in, std::int32_t* out, std::uint
 // threads per tile x tile tile, tile 32 or 64; rows and cols multiples of the tile, dense.
 void plain_transpose_f32(int tile, const float* in, float* out, std::uint64_t rows,
                          std::uint64_t cols, cudaStream_t stream);
+// The access pattern of a transpose alone, a probe of what the memory gives that pattern: tiles
+// of tile_rows x tile_bytes (powers of two) walked down the columns of tiles (or row-major),
+// each 16-byte chunk copied whole to the output rows and columns the tile's transpose covers,
+// `ilp` chunks per thread in flight. Not a transpose: count_transpose_pattern_errors checks
+// that every chunk landed where the pattern puts it. Whole tiles only (Error otherwise), dense.
+struct TransposePattern {
+  int tile_rows = 64;
+  int tile_bytes = 256;
+  bool row_major = false;
+  int ilp = 1;
+};
+void transpose_pattern(const TransposePattern& t, const void* in, void* out, std::uint64_t rows,
+                       std::uint64_t cols, int element_bytes, cudaStream_t stream);
+std::uint64_t count_transpose_pattern_errors(const TransposePattern& t, const void* in,
+                                             const void* out, std::uint64_t rows,
+                                             std::uint64_t cols, int element_bytes,
+                                             cudaStream_t stream);
 
 // cuBLAS ?geam as a transpose: out (cols x rows) = in^T, float32 or float64, dense.
 class CublasGeam {

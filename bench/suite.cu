@@ -75,6 +75,16 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
       tr32.push_back(v);
     }
     tr32.insert(tr32.begin() + 5, {"plain:t32", "plain:t64"});
+    // NOTE: a transpose's access pattern alone (no transposing) for several tilings and both
+    // walks: what the memory gives the pattern, against which the kernels' layouts stand
+    for (const char* v :
+         {"pattern:64x256", "pattern:64x256:i4", "pattern:128x256", "pattern:256x256",
+          "pattern:128x512", "pattern:64x1024", "pattern:32x4096", "pattern:64x256:r",
+          "pattern:128x256:r", "pattern:256x256:r"}) {
+      tr.push_back(v);
+      tr32.push_back(v);
+      tr64.push_back(v);
+    }
     for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v13", "tmakit:v14",
                           "tmakit:v0:p1", "tmakit:v0"}) {
       tr64.push_back(v);
@@ -138,6 +148,7 @@ std::string kind_of(const std::string& impl) {
   if (impl.rfind("tmakit", 0) == 0) return "tmakit";
   if (impl.rfind("seed", 0) == 0) return "seed";
   if (impl.rfind("plain", 0) == 0) return "baseline";
+  if (impl.rfind("pattern:", 0) == 0) return "probe";  // not a transpose: no ratio to it
   return "vendor";
 }
 
@@ -380,6 +391,29 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
                                   static_cast<float*>(out.get()), w.rows, w.cols, stream);
             },
             check);
+      } else if (impl.rfind("pattern:", 0) == 0) {
+        // "pattern:RxW[:r][:iN]": tiles of R rows x W bytes, row-major walk, N chunks in flight
+        TransposePattern t;
+        t.tile_rows = std::stoi(impl.substr(8));
+        t.tile_bytes = std::stoi(impl.substr(impl.find('x') + 1));
+        t.row_major = impl.find(":r") != std::string::npos;
+        t.ilp = impl.find(":i") != std::string::npos ? knob(impl, 'i') : 1;
+        if (w.rows % t.tile_rows != 0 || w.cols * esize % t.tile_bytes != 0) {
+          s.unavailable(w, impl, "n/a: the shape is not a whole number of these tiles");
+          continue;
+        }
+        s.measure(
+            w, impl,
+            "not a transpose: its loads and stores alone, 16-byte chunks copied whole to where "
+            "the tile's transpose puts them",
+            out.get(),
+            [t, &in, &out, &w, esize](cudaStream_t stream) {
+              transpose_pattern(t, in.get(), out.get(), w.rows, w.cols, esize, stream);
+            },
+            [&] {
+              return errors_text(count_transpose_pattern_errors(t, in.get(), out.get(), w.rows,
+                                                                w.cols, esize, st));
+            });
       } else if (impl == "cublas-geam") {
         CublasGeam& g = s.cublas();
         if (!g.unavailable().empty()) {
