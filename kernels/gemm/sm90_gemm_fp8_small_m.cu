@@ -52,6 +52,10 @@ struct Params {
   std::int32_t k_blocks;
   float scale;
   std::int32_t d_vec;  // 1: D's rows start 16-byte aligned (8-element chunks stored whole)
+  // k-blocks of its B each CTA asks the L2 for before waiting for the kernel before it
+  // (small_m_prefetch); with any, the next kernel may start once the producer has issued its
+  // last load, else at once
+  std::int32_t prefetch_kblocks;
 };
 
 template <int MP>
@@ -154,16 +158,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   // NOTE: launched to overlap the kernel before it (GemmTuning::overlap_launch), everything
   // above touched shared memory only: warm the descriptors (kernel parameters, not written
-  // by that kernel), wait for that kernel's writes before any global access, then let the
-  // next kernel start setting up (it waits for ours the same way). Asking the L2 to
-  // prefetch this CTA's first k-blocks of B before the wait did not
-  // pay (kernels/gemm/EXPERIMENTS.md).
+  // by that kernel) and ask the L2 for this CTA's first k-blocks of B, then wait for that
+  // kernel's writes before any load into shared memory. The L2 prefetch is safe whatever
+  // that kernel writes: it only fills the L2, through which every later load reads (GPU test
+  // GemmOverlapLaunch writes B late). It pays only if the next kernel starts late, once our
+  // loads are all issued (kernels/gemm/EXPERIMENTS.md); without a prefetch the next kernel
+  // may start at once.
   if (threadIdx.x == 0) {
     ptx::prefetch_tensormap(&p.a_map);
     ptx::prefetch_tensormap(&p.b_map);
+    const std::int32_t prefetch_end = min(kb_end, kb_begin + p.prefetch_kblocks);
+    for (std::int32_t kb = kb_begin; kb < prefetch_end; ++kb) {
+      const std::int32_t cb[2] = {kb * kBlockK, n0};
+      ptx::cp_async_bulk_prefetch_tensor_tile<2>(&p.b_map, cb);
+    }
   }
   ptx::griddepcontrol_wait();
-  ptx::griddepcontrol_launch_dependents();
+  if (p.prefetch_kblocks == 0) ptx::griddepcontrol_launch_dependents();
   // NOTE: a CTA may write a peer's shared memory only once the peer has started (and its
   // `reduced` barrier is initialised): every thread arrives here, and the consumers wait
   // before the reduction's first remote store (long satisfied by then; compute-sanitizer's
@@ -191,6 +202,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                                                         ca, full.smem());
         st.advance();
       }
+      // a CTA's trigger is its first thread's (the others never give one)
+      if (p.prefetch_kblocks != 0) ptx::griddepcontrol_launch_dependents();
     }
   } else {
     // ---- consumer warpgroup: 64 x MP partial products, promoted into fp32 ---------------
@@ -346,6 +359,28 @@ int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
   return 1;
 }
 
+int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
+                     double dram_bytes_per_second) {
+  // NOTE: measured in streams of calls (kernels/gemm/EXPERIMENTS.md, 2026-11-22 14:4xZ-15:0xZ).
+  // In clusters 4 k-blocks paid on both parts in runs of GEMMs alone (H100: 64x1024x4096 5.16
+  // -> 4.88 us, 16x1024x4096 4.22 -> 3.94; H200: 4.92 -> 4.75, 3.95 -> 3.88; not timed after
+  // the memory-bound workloads, see below). At one CTA per tile on H100, 4 took M =
+  // 32 / 64 from 7.98 / 8.41 to 7.81 / 8.25 and 2 took 128x7168x2048 from 8.40 to 8.20, in
+  // every context measured; at M <= 16 a prefetch helped in runs of GEMMs alone (M = 1: 7.20
+  // -> 7.00 with 8) and hurt after the memory-bound workloads (7.23 -> 7.36), so none there.
+  // On H200 the late start of the next kernel cost more than any prefetch gave at one CTA per
+  // tile (M = 1: 6.16 us without, 6.35 starting late, 6.4-6.7 with 2-16 k-blocks).
+  // Never more than half of a rank's k-blocks.
+  int depth = 0;
+  if (splits > 1) {
+    depth = 4;
+  } else if (dram_bytes_per_second < 4e12) {
+    depth = m <= 16 ? 0 : m <= 64 ? 4 : 2;
+  }
+  return static_cast<int>(
+      std::min<std::uint64_t>(static_cast<std::uint64_t>(depth), rank_k_blocks / 2));
+}
+
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
                              int splits, cudaStream_t stream, const GemmCallKey& key,
                              bool overlap) {
@@ -368,6 +403,8 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, fl
     q.m = static_cast<std::int32_t>(a.rows);
     q.n = static_cast<std::int32_t>(b.rows);
     q.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
+    q.prefetch_kblocks = small_m_prefetch(a.rows, static_cast<std::uint64_t>(q.k_blocks) / splits,
+                                          splits, peak_dram_bytes_per_second());
     return q;
   });
   p.scale = scale;

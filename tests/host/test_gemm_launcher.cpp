@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm/gemm_small_m.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
@@ -291,6 +292,28 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).splits, 3);
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).config, 1);
   EXPECT_THROW(gemm_fp8_plan(7, 200, 4096, 132, {2, 3}), ArgumentError);
+}
+
+// The small-M kernel's L2 prefetch of B before the wait, per memory system (measured, see
+// small_m_prefetch): 4 k-blocks in clusters on both parts; at one CTA per tile on H100-class
+// memory none up to M = 16, 4 up to 64, 2 above, on H200-class memory none; never more than
+// half of a rank's k-blocks.
+TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
+  constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
+  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kH100), 0);
+  EXPECT_EQ(detail::small_m_prefetch(16, 32, 1, kH100), 0);
+  EXPECT_EQ(detail::small_m_prefetch(17, 32, 1, kH100), 4);
+  EXPECT_EQ(detail::small_m_prefetch(64, 32, 1, kH100), 4);
+  EXPECT_EQ(detail::small_m_prefetch(65, 16, 1, kH100), 2);
+  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kH100), 2);
+  EXPECT_EQ(detail::small_m_prefetch(64, 3, 1, kH100), 1);
+  EXPECT_EQ(detail::small_m_prefetch(64, 1, 1, kH100), 0);
+  EXPECT_EQ(detail::small_m_prefetch(1, 8, 4, kH100), 4);  // 1 x 1024 x 4096, clusters of 4
+  EXPECT_EQ(detail::small_m_prefetch(64, 28, 2, kH100), 4);
+  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kH200), 0);
+  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kH200), 0);
+  EXPECT_EQ(detail::small_m_prefetch(64, 8, 4, kH200), 4);
+  EXPECT_EQ(detail::small_m_prefetch(1, 2, 8, kH200), 1);
 }
 
 }  // namespace
