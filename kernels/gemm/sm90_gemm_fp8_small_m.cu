@@ -386,6 +386,7 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, fl
                              bool overlap) {
   using namespace gemm_small_m;
   const int mp = small_m_padded(a.rows);
+  const auto tiles = static_cast<unsigned>((b.rows + kRowsB - 1) / kRowsB);
   thread_local LastCall<Params> last;
   Params p = last.get(key, [&] {
     Params q{};
@@ -405,16 +406,14 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, fl
     q.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
     q.prefetch_kblocks = small_m_prefetch(a.rows, static_cast<std::uint64_t>(q.k_blocks) / splits,
                                           splits, peak_dram_bytes_per_second());
+    // NOTE: measured only on grids of one round on the SMs (the key names the device)
+    if (static_cast<std::int64_t>(tiles) * splits > multiprocessor_count()) q.prefetch_kblocks = 0;
     return q;
   });
   p.scale = scale;
-  const auto tiles = static_cast<unsigned>((b.rows + kRowsB - 1) / kRowsB);
   // NOTE: the prefetch is for a call launched as a dependent (without, the wait returns at
-  // once and the loads follow), and was measured only on grids of one round on the SMs
-  if (!overlap || static_cast<std::int64_t>(tiles) * splits >
-                      static_cast<std::int64_t>(multiprocessor_count())) {
-    p.prefetch_kblocks = 0;
-  }
+  // once and the loads follow)
+  if (!overlap) p.prefetch_kblocks = 0;
   if (d.type == DataType::bfloat16) {
     launch_type<__nv_bfloat16>(mp, p, tiles, static_cast<unsigned>(splits), stream, overlap);
   } else {
