@@ -1,9 +1,12 @@
 // FP8 GEMM, D = alpha * scale_a * scale_b * (A * B^T), on TMA + wgmma (sm_90a).
-// One persistent kernel: a producer warp streams 128B-swizzled K-major tiles of A and B into
-// a ring of shared-memory stages (full/empty mbarriers); one or two consumer warpgroups run
-// wgmma m64nNk32 e4m3 on them, promote each 128-deep partial product into fp32 registers,
-// and store D with ordinary stores (any N, any row stride). Shapes with too few output
-// tiles to fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
+// One persistent kernel: one thread of a producer warpgroup streams 128B-swizzled K-major
+// tiles of A and B into a ring of shared-memory stages (full/empty mbarriers); one or two
+// consumer warpgroups run wgmma m64nNk32 e4m3 on them, promote each 128- or 256-deep partial
+// product into fp32 registers, and store D through shared memory and TMA (or, where D's rows
+// are not whole 16-byte chunks, with ordinary stores). Shapes with too few output tiles to
+// fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
+// Configurations 0-2, 4 and 5; the small-M kernel (configuration 3) is
+// sm90_gemm_fp8_small_m.cu.
 // See README.md beside this file.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -86,7 +89,7 @@ using Config5 = Config<1, 64, 12, 1>;
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
   CUtensorMap b_map;  // N x K bytes, box 128 x (BlockN / ClusterM), 128B swizzle
-  CUtensorMap d_map;  // D (N x M elements), box 64 x 64, 128B swizzle; when d_tma_store
+  CUtensorMap d_map;  // D (M x N elements), box DBoxCols x 64, 128B swizzle; when d_tma_store
   void* d;
   std::uint64_t d_row_elems;  // D's row pitch in elements
   std::int32_t d_tma_store;   // 1: the epilogue stores D through shared memory and TMA
@@ -577,7 +580,8 @@ const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
-// Split-K workspace and tile counters, per device: grown when a call needs more, never shrunk.
+// Split-K workspace and tile counters, per device: grown when a call needs more, never
+// shrunk, never freed.
 struct Workspace {
   float* partials = nullptr;
   std::size_t partial_bytes = 0;
@@ -585,32 +589,50 @@ struct Workspace {
   std::size_t counter_count = 0;
 };
 // Runs launch(workspace) with a workspace of at least these sizes on the current device.
-// NOTE: the lock is held until the launch is enqueued: another thread growing the workspace
-// frees the old buffers, and must not do so between this call reading them and its launch
-// (cudaFree then waits for the device, so the launched kernel finishes first).
+// NOTE: a CUDA graph that captured a call keeps that call's buffers: a workspace outgrown
+// later is left allocated (not freed) so that replaying such a graph stays safe, and it grows
+// to at least twice its size so that few are left. Growing needs cudaMalloc, a memset and a
+// device synchronisation, which a stream capture forbids (they would invalidate it): a call
+// captured on `stream` whose workspace must grow is refused, naming the stream, before any
+// of them. The lock is held until the launch is enqueued.
 template <class Launch>
-void with_workspace(std::size_t partial_bytes, std::size_t counters, Launch&& launch) {
+void with_workspace(std::size_t partial_bytes, std::size_t counters, cudaStream_t stream,
+                    Launch&& launch) {
   static std::mutex mutex;
   static std::map<int, Workspace> per_device;
   int device = 0;
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
   Workspace& w = per_device[device];
+  const bool grow = w.partial_bytes < partial_bytes || w.counter_count < counters;
+  if (grow) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    TMAKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      throw ArgumentError("stream",
+                          "is capturing a CUDA graph, and this split-K shape needs a larger "
+                          "workspace (" + std::to_string(partial_bytes) + " bytes of partials, " +
+                              std::to_string(counters) + " tile counters) than this device's (" +
+                              std::to_string(w.partial_bytes) + ", " +
+                              std::to_string(w.counter_count) +
+                              "); call gemm_fp8 once with this shape before capturing");
+    }
+  }
   if (w.partial_bytes < partial_bytes) {
-    if (w.partials != nullptr) TMAKIT_CUDA_CHECK(cudaFree(w.partials));
-    w.partials = nullptr;
-    w.partial_bytes = 0;
-    TMAKIT_CUDA_CHECK(cudaMalloc(&w.partials, partial_bytes));
-    w.partial_bytes = partial_bytes;
+    const std::size_t bytes = std::max(partial_bytes, 2 * w.partial_bytes);
+    float* grown = nullptr;
+    TMAKIT_CUDA_CHECK(cudaMalloc(&grown, bytes));
+    w.partials = grown;  // the old buffer stays allocated (see above)
+    w.partial_bytes = bytes;
   }
   if (w.counter_count < counters) {
-    if (w.counters != nullptr) TMAKIT_CUDA_CHECK(cudaFree(w.counters));
-    w.counters = nullptr;
-    w.counter_count = 0;
-    TMAKIT_CUDA_CHECK(cudaMalloc(&w.counters, counters * sizeof(std::uint32_t)));
-    TMAKIT_CUDA_CHECK(cudaMemset(w.counters, 0, counters * sizeof(std::uint32_t)));
+    const std::size_t count = std::max(counters, 2 * w.counter_count);
+    std::uint32_t* grown = nullptr;
+    TMAKIT_CUDA_CHECK(cudaMalloc(&grown, count * sizeof(std::uint32_t)));
+    TMAKIT_CUDA_CHECK(cudaMemset(grown, 0, count * sizeof(std::uint32_t)));
     TMAKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    w.counter_count = counters;
+    w.counters = grown;
+    w.counter_count = count;
   }
   launch(static_cast<const Workspace&>(w));
 }
@@ -621,6 +643,22 @@ void check_splits(const GemmTuning& tuning, std::uint64_t k) {
     throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " is not 0 (chosen) "
                                              "or 1.." + std::to_string(k_blocks) +
                                              " (K's k-blocks of 128)");
+  }
+}
+
+// Configuration 3 (the small-M kernel) takes M <= 128 and K split over a cluster of 1, 2, 4
+// or 8 CTAs (0: chosen); nothing here depends on the device.
+void check_small_m_tuning(std::uint64_t m, std::int64_t k_blocks, const GemmTuning& tuning) {
+  if (m > 128) {
+    throw ArgumentError("tuning.config", "configuration smallm takes M <= 128; M is " +
+                                             std::to_string(m));
+  }
+  if (tuning.splits > 0 && ((tuning.splits & (tuning.splits - 1)) != 0 || tuning.splits > 8 ||
+                            tuning.splits > k_blocks)) {
+    throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
+                                             ": configuration smallm splits K over a cluster "
+                                             "of 1, 2, 4 or 8 CTAs, at most " +
+                                             std::to_string(k_blocks) + " (K's k-blocks)");
   }
 }
 
@@ -703,18 +741,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // partials). With 256-deep partials config 1 is faster there too (848 against 869-871 us,
   // two runs, H100), so the plan no longer picks config 4.
   if (plan.config == kSmallMConfig) {
-    if (m > 128) {
-      throw ArgumentError("tuning.config", "configuration smallm takes M <= 128; M is " +
-                                               std::to_string(m));
-    }
+    check_small_m_tuning(m, k_blocks, tuning);
     if (tuning.splits > 0) {
-      if ((tuning.splits & (tuning.splits - 1)) != 0 || tuning.splits > 8 ||
-          tuning.splits > k_blocks) {
-        throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
-                                                 ": configuration smallm splits K over a "
-                                                 "cluster of 1, 2, 4 or 8 CTAs, at most " +
-                                                 std::to_string(k_blocks) + " (K's k-blocks)");
-      }
       plan.splits = tuning.splits;
     } else {
       plan.splits = detail::small_m_splits(n, static_cast<std::uint64_t>(k_blocks), sm_count);
@@ -811,6 +839,11 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " does not split K; use splits 0 or 1");
   }
   check_splits(tuning, k);  // before the device is asked for its SM count
+  // NOTE: the plan takes the small-M kernel for every M <= 64: its rules for the splits
+  // apply there whether the configuration was forced or chosen (no SM count needed)
+  if (tuning.config == kSmallMConfig || (tuning.config < 0 && m <= 64)) {
+    check_small_m_tuning(m, static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK), tuning);
+  }
 
   // step 2: the plan, parameters and cached tensor maps (box: 128 bytes of K x the tile's
   // rows), or those of the last call on this thread when its operands were the same
@@ -880,7 +913,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   if (plan.splits > 1) {
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
     with_workspace(tile_bytes * static_cast<std::size_t>(p.units),
-                   static_cast<std::size_t>(plan.tiles), [&](const Workspace& w) {
+                   static_cast<std::size_t>(plan.tiles), stream, [&](const Workspace& w) {
                      p.workspace = w.partials;
                      p.counters = w.counters;
                      launch(p);

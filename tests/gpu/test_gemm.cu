@@ -1,6 +1,6 @@
 // FP8 GEMM against its CPU reference (fp32 products of the dequantised inputs, summed in
-// double) on odd shapes: M = 1, 7, 65, 129, N off the tile grid, K = 16, 48, 4096; both
-// configurations, forced K splits, bf16 and fp16 output, padded strides. Outputs are
+// double) on odd shapes: M = 1, 7, 65, 129, N off the tile grid, K = 16, 48, 4096; every
+// configuration, forced K splits, bf16 and fp16 output, padded strides. Outputs are
 // poisoned first; row padding of D must keep its poison.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -237,6 +237,82 @@ TEST(Gemm, SecondDeviceAfterTheFirst) {
     run_case({333, 1000, 4096, 2, 0}, 63u + device);
     run_case({13, 333, 1040, 3, 2}, 65u + device);
   });
+}
+
+// The split-K workspace under CUDA graphs: a captured call whose workspace would have to grow
+// is refused (naming the stream) and leaves the capture usable; once grown outside, the call
+// captures; a graph keeps working after a later call has outgrown the buffers it holds.
+TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  // 128 x 128 tiles, 32 splits: 144 tiles need 288 MB of partials, 256 tiles 512 MB (more
+  // than any other test asks for, so the first capture below must find it too small)
+  const std::uint64_t k = 4096;
+  const GemmTuning split{1, 32};
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  const std::uint64_t big = 2048;
+  ASSERT_EQ(cudaMalloc(&a, big * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, big * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d, big * big * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(a, 0x38, big * k), cudaSuccess);  // e4m3 1.0: D = K = 4096, exact
+  ASSERT_EQ(cudaMemset(b, 0x38, big * k), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto call = [&](std::uint64_t mn) {
+    gemm_fp8(ConstTensorRef(a, DataType::uint8, mn, k), ConstTensorRef(b, DataType::uint8, mn, k),
+             TensorRef(d, DataType::bfloat16, mn, mn), {}, stream, split);
+  };
+  // every element of D's first mn x mn is 4096 (bf16 0x4580)
+  auto expect_d = [&](std::uint64_t mn, const char* what) {
+    std::vector<std::uint16_t> got(mn * mn);
+    ASSERT_EQ(cudaMemcpy(got.data(), d, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    const auto wrong = std::count_if(got.begin(), got.end(), [](std::uint16_t v) { return v != 0x4580; });
+    EXPECT_EQ(wrong, 0) << what;
+  };
+  const std::uint64_t mn = 1536;
+  ASSERT_EQ(gemm_fp8_plan(mn, mn, k, 1, split).splits, 32);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  std::string argument;
+  try {
+    call(mn);
+  } catch (const ArgumentError& e) {
+    argument = e.argument();
+  }
+  EXPECT_EQ(argument, "stream") << "a capture that needs the workspace grown is refused";
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "and the capture survives";
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+
+  call(mn);  // grows the workspace outside any capture
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_d(mn, "the call that grew the workspace");
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  call(mn);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d, 0xFF, big * big * 2), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_d(mn, "the captured call");
+
+  call(big);  // outgrows the buffers the graph holds; they stay allocated
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_d(big, "the larger call");
+  ASSERT_EQ(cudaMemset(d, 0xFF, big * big * 2), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_d(mn, "the graph replayed after the workspace grew");
+
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(cudaFree(a), cudaSuccess);
+  EXPECT_EQ(cudaFree(b), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
 }
 
 // gemm_fp8 reuses the last call's plan and tensor maps when the operands are the same: the

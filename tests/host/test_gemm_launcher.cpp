@@ -64,6 +64,23 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {-1, 3}); }), "tuning.splits");
 }
 
+// The small-M configuration's own rules (M <= 128; clusters of 1, 2, 4 or 8 along K) are
+// checked before any CUDA call too: forced, and for M <= 64, which always runs it.
+TEST(GemmLauncher, SmallMTuningRefusedWithoutAGpu) {
+  Operands o;
+  auto a = o.a, b = o.b;
+  a.cols = b.cols = 1024;  // 8 k-blocks: 3 splits pass the general rule
+  auto d = o.d;
+  std::string msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {3, 3}); }, &msg), "tuning.splits");
+  EXPECT_NE(msg.find("1, 2, 4 or 8"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {-1, 3}); }), "tuning.splits");
+  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {3, 16}); }), "tuning.splits");
+  a.rows = d.rows = 200;
+  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {3, 0}); }, &msg), "tuning.config");
+  EXPECT_NE(msg.find("M <= 128"), std::string::npos) << msg;
+}
+
 TEST(GemmLauncher, KMustBeAMultipleOf16) {
   Operands o;
   for (std::uint64_t k : {1u, 8u, 15u, 17u, 40u, 4095u}) {
@@ -217,7 +234,7 @@ TEST(GemmReference, HandCheckedProduct) {
 }
 
 TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
-  // M <= 128, N = K = 4096 on 132 SMs: every SM gets a share of B
+  // M <= 128, N = K = 4096 on 132 SMs: one CTA per 64 rows of B, half the SMs, no split
   // M <= 64: the small-M kernel, 64 rows of B per CTA (64 tiles: half the SMs, no split)
   const GemmPlan p1 = gemm_fp8_plan(1, 4096, 4096, 132);
   EXPECT_STREQ(gemm_config_name(p1.config), "smallm");

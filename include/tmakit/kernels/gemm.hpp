@@ -22,11 +22,14 @@ struct GemmScales {
 
 struct GemmTuning {
   int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
-  int splits = 0;   // K splits per output tile; 0: chosen per shape, 1: no split
+  // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
+  // which the plan always takes for M <= 64, splits over a cluster of 1, 2, 4 or 8 CTAs only.
+  int splits = 0;
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
   // complete (and its writes to be visible) before it reads A or B or writes D, so results
-  // are the same either way. It lets the next kernel start the same way: a kernel of yours
+  // are the same either way (the small-M kernel may ask the L2 to prefetch B before it
+  // waits: that fills the L2 only, through which its later loads read the current data). It lets the next kernel start the same way: a kernel of yours
   // launched after it as a programmatic dependent (cudaLaunchAttributeProgrammaticStream-
   // Serialization) must run griddepcontrol.wait (cudaGridDependencySynchronize) before it
   // reads D, as the CUDA programming guide requires of any dependent; an ordinary launch
@@ -61,9 +64,12 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // must round to a finite float that is 0 only when the product is (the kernel scales by that
 // float). Throws ArgumentError naming the argument before anything is written; CudaError if
 // the launch fails. Asynchronous on `stream`.
-// NOTE: split-K shapes use a workspace the library keeps per device (grown, never shrunk);
-// calls that split K must be ordered on the GPU (one stream, or synchronised), as they share
-// it. The host side is thread-safe; that ordering is still the caller's.
+// NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) use a
+// workspace the library keeps per device (grown, never shrunk, never freed: a CUDA graph that
+// captured a call may keep using the buffers it saw); calls that split K must be ordered on
+// the GPU (one stream, or synchronised), as they share it. A call captured into a graph whose
+// workspace would have to grow is refused (ArgumentError "stream"): make the same call once
+// before capturing. The host side is thread-safe; the ordering is still the caller's.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 
