@@ -609,13 +609,13 @@ void with_workspace(std::size_t partial_bytes, std::size_t counters, cudaStream_
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     TMAKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     if (capture != cudaStreamCaptureStatusNone) {
-      throw ArgumentError("stream",
-                          "is capturing a CUDA graph, and this split-K shape needs a larger "
-                          "workspace (" + std::to_string(partial_bytes) + " bytes of partials, " +
-                              std::to_string(counters) + " tile counters) than this device's (" +
-                              std::to_string(w.partial_bytes) + ", " +
-                              std::to_string(w.counter_count) +
-                              "); call gemm_fp8 once with this shape before capturing");
+      throw ArgumentError("stream", "is capturing a CUDA graph, and this split-K call needs " +
+                                        std::to_string(partial_bytes) + " bytes of partials and " +
+                                        std::to_string(counters) +
+                                        " tile counters, more than this device's " +
+                                        "workspace holds (" + std::to_string(w.partial_bytes) +
+                                        ", " + std::to_string(w.counter_count) +
+                                        "); make the same call once before capturing");
     }
   }
   if (w.partial_bytes < partial_bytes) {
@@ -650,8 +650,8 @@ void check_splits(const GemmTuning& tuning, std::uint64_t k) {
 // or 8 CTAs (0: chosen); nothing here depends on the device.
 void check_small_m_tuning(std::uint64_t m, std::int64_t k_blocks, const GemmTuning& tuning) {
   if (m > 128) {
-    throw ArgumentError("tuning.config", "configuration smallm takes M <= 128; M is " +
-                                             std::to_string(m));
+    throw ArgumentError("tuning.config",
+                        "configuration smallm takes M <= 128; M is " + std::to_string(m));
   }
   if (tuning.splits > 0 && ((tuning.splits & (tuning.splits - 1)) != 0 || tuning.splits > 8 ||
                             tuning.splits > k_blocks)) {

@@ -266,7 +266,8 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   auto expect_d = [&](std::uint64_t mn, const char* what) {
     std::vector<std::uint16_t> got(mn * mn);
     ASSERT_EQ(cudaMemcpy(got.data(), d, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-    const auto wrong = std::count_if(got.begin(), got.end(), [](std::uint16_t v) { return v != 0x4580; });
+    const auto wrong =
+        std::count_if(got.begin(), got.end(), [](std::uint16_t v) { return v != 0x4580; });
     EXPECT_EQ(wrong, 0) << what;
   };
   const std::uint64_t mn = 1536;

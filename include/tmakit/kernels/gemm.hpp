@@ -29,11 +29,12 @@ struct GemmTuning {
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
   // complete (and its writes to be visible) before it reads A or B or writes D, so results
   // are the same either way (the small-M kernel may ask the L2 to prefetch B before it
-  // waits: that fills the L2 only, through which its later loads read the current data). It lets the next kernel start the same way: a kernel of yours
-  // launched after it as a programmatic dependent (cudaLaunchAttributeProgrammaticStream-
-  // Serialization) must run griddepcontrol.wait (cudaGridDependencySynchronize) before it
-  // reads D, as the CUDA programming guide requires of any dependent; an ordinary launch
-  // after it waits as always. false: an ordinary launch.
+  // waits: that fills the L2 only, through which its later loads read the current data).
+  // It lets the next kernel start the same way: a kernel of yours launched after it as a
+  // programmatic dependent (cudaLaunchAttributeProgrammaticStreamSerialization) must run
+  // griddepcontrol.wait (cudaGridDependencySynchronize) before it reads D, as the CUDA
+  // programming guide requires of any dependent; an ordinary launch after it waits as
+  // always. false: an ordinary launch.
   bool overlap_launch = true;
 };
 
