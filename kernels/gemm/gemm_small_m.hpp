@@ -21,7 +21,8 @@ int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count);
 // at M rows, `rank_k_blocks` k-blocks per cluster rank, `splits` ranks, on a device of this
 // peak DRAM bandwidth (bytes/s): 4 in clusters; at one CTA per tile 4 for 16 < M <= 64 and 2
 // above on H100-class memory, else none. Measured per memory system, like the stencil's
-// layouts. (The launcher takes it only for a dependent launch whose CTAs fit on the SMs.)
+// layouts. (The launcher takes it only for a dependent launch whose CTAs are no more than
+// the SMs; a forced cluster of 4 or 8 may still need two rounds, docs/bench.md.)
 int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
                      double dram_bytes_per_second);
 // alpha * scale_a * scale_b formed in double and rounded once to float: the scale the kernel
