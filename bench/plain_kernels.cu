@@ -132,18 +132,23 @@ __global__ void transpose_pattern_check_kernel(const uint4* in, const uint4* out
   }
 }
 
+// log2 of v when v is a power of two, else -1
 int log2_exact(std::uint64_t v) {
-  int l = 0;
-  while ((std::uint64_t{1} << l) < v) ++l;
-  return (std::uint64_t{1} << l) == v ? l : -1;
+  for (int l = 0; l < 64; ++l) {
+    if ((std::uint64_t{1} << l) == v) return l;
+  }
+  return -1;
 }
 
 PatternGeometry pattern_geometry(const TransposePattern& t, std::uint64_t rows, std::uint64_t cols,
                                  int esize) {
-  const int in_row = log2_exact(static_cast<std::uint64_t>(t.tile_bytes) / 16);
-  const int out_row = log2_exact(static_cast<std::uint64_t>(t.tile_rows) * esize / 16);
-  if (t.tile_rows <= 0 || t.tile_bytes < 16 || t.tile_bytes % 16 != 0 || in_row < 0 ||
-      out_row < 0 || t.tile_bytes % esize != 0 || t.tile_rows * t.tile_bytes % 4096 != 0 ||
+  // NOTE: sizes are checked positive before they are converted to unsigned for the logs
+  const bool positive = t.tile_rows > 0 && t.tile_bytes >= 16 && esize > 0;
+  const int in_row = positive ? log2_exact(static_cast<std::uint64_t>(t.tile_bytes) / 16) : -1;
+  const int out_row =
+      positive ? log2_exact(static_cast<std::uint64_t>(t.tile_rows) * esize / 16) : -1;
+  if (!positive || t.tile_bytes % 16 != 0 || in_row < 0 || out_row < 0 ||
+      t.tile_bytes % esize != 0 || t.tile_rows * t.tile_bytes % 4096 != 0 ||
       rows % t.tile_rows != 0 || (cols * esize) % t.tile_bytes != 0 || (t.ilp != 1 && t.ilp != 4) ||
       t.tile_rows * t.tile_bytes % (4096 * t.ilp) != 0) {
     throw Error(
