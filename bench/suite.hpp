@@ -29,12 +29,18 @@ struct Result {
   std::string impl;      // "tmakit", "memcpy", "seed-batched", "cublas-geam", ...
   std::string kind;      // "ceiling", "tmakit", "seed", "vendor"
   std::uint64_t bytes = 0;  // each input read once + each output written once
-  std::string status;    // "ok", "FAILED: ...", "baseline unavailable: ...", "error: ..."
+  // "ok", "FAILED: ...", "error: ...", "baseline unavailable: ..." (a library missing) or
+  // "n/a: ..." (the case does not apply to this shape)
+  std::string status;
   std::string note;      // e.g. the cuDNN algorithm, the library loaded
   Timing timing;
   double gbps = 0;
   double memcpy_gbps = 0;  // the ceiling: memcpy of the same buffers, timed in the same rounds
   bool ok() const { return status == "ok"; }
+  // A wrong result or an error; a missing baseline or a case that does not apply is not.
+  bool failed() const {
+    return !ok() && status.rfind("baseline unavailable", 0) != 0 && status.rfind("n/a", 0) != 0;
+  }
 };
 
 // Case ids in run order (no GPU needed).

@@ -34,6 +34,21 @@ std::string table(const std::vector<Result>& results) {
   return os.str();
 }
 
+// What makes `tmakit bench` exit 1: wrong results and errors, not a missing library or a case
+// that does not apply to a shape.
+TEST(BenchReport, OnlyWrongResultsAndErrorsAreFailures) {
+  Result r = made("transpose/fp32/64x64", "pattern:128x256", "probe", 1, 1, 1);
+  EXPECT_FALSE(r.failed());
+  r.status = "n/a: the shape is not a whole number of these tiles";
+  EXPECT_FALSE(r.failed());
+  r.status = "baseline unavailable: libcublas not found";
+  EXPECT_FALSE(r.failed());
+  r.status = "FAILED: 3 wrong";
+  EXPECT_TRUE(r.failed());
+  r.status = "error: launch failed";
+  EXPECT_TRUE(r.failed());
+}
+
 TEST(BenchReport, LongTimesInMillisecondsShortOnesInMicroseconds) {
   const std::string t = table({made("add/int32/8x8", "memcpy", "ceiling", 2.0, 4000, 4000),
                                made("add/int32/8x8", "tmakit", "tmakit", 2.153, 3716, 4000),
