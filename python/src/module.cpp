@@ -1,0 +1,255 @@
+// tmakit._tmakit: the library's host side (validator, describe, encode, CPU model) and the
+// kernel launchers, for the Python package. The module links cudart statically and loads the
+// driver at run time (src/host/driver.cpp), so it imports on a machine without a GPU.
+//
+// The kernel entry points take raw device addresses, extents and byte strides rather than
+// framework tensors: the Python layer reads them from the tensor (data_ptr(), shape, stride())
+// and passes torch's current stream. NOTE: a DLPack export of a PyTorch CUDA tensor without a
+// consumer stream makes the legacy default stream wait on the current one, which breaks CUDA
+// graph capture and costs microseconds per tensor; plain integers cost neither.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tmakit/core/error.hpp"
+#include "tmakit/host/driver.hpp"
+#include "tmakit/host/encode.hpp"
+#include "tmakit/host/spec_json.hpp"
+#include "tmakit/host/validate.hpp"
+#include "tmakit/kernels/elementwise.hpp"
+#include "tmakit/kernels/gemm.hpp"
+#include "tmakit/kernels/stencil3x3.hpp"
+#include "tmakit/kernels/tensor_ref.hpp"
+#include "tmakit/kernels/transpose.hpp"
+#include "tmakit/model/tma_model.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// The CLI's escaping of verdict text (tools/text.hpp): bytes outside printable ASCII as \xNN,
+// so that a message quoting a garbage line reads the same here as from `tmakit check`.
+std::string printable(const std::string& s) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kDigits[c >> 4];
+      out += kDigits[c & 15];
+    }
+  }
+  return out;
+}
+
+// --- tensor maps ------------------------------------------------------------------------
+
+// One line judged as `tmakit check --jsonl` judges it: ("ok" | "rejected" | "error", rule id
+// or "", message). The message of a rejected spec starts with its rule id ("T7: ...").
+std::tuple<std::string, std::string, std::string> check_line(const std::string& line) {
+  tmakit::TensorMapSpec spec;
+  try {
+    spec = tmakit::parse_spec_json(line);
+  } catch (const tmakit::ParseError& e) {
+    return {"error", "", printable(e.what())};
+  }
+  if (auto v = tmakit::find_violation(spec)) return {"rejected", v->rule_id(), v->what()};
+  return {"ok", "", ""};
+}
+
+std::vector<std::pair<std::string, std::string>> rule_list() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : tmakit::rules()) out.emplace_back(std::string(r.id), std::string(r.summary));
+  return out;
+}
+
+std::string describe_line(const std::string& line) {
+  return tmakit::describe(tmakit::parse_spec_json(line));
+}
+
+std::string normalize_line(const std::string& line) {
+  return tmakit::spec_to_json(tmakit::parse_spec_json(line));
+}
+
+// The 128 bytes of the encoded CUtensorMap (validated first; needs the driver and a GPU).
+nb::bytes encode_line(const std::string& line) {
+  const tmakit::TensorMapSpec spec = tmakit::parse_spec_json(line);
+  tmakit::validate(spec);
+  tmakit::driver();  // a clear error naming libcuda.so.1 where there is no driver
+  TMAKIT_DRIVER_CHECK(tmakit::ensure_current_context());
+  const CUtensorMap map = tmakit::encode(spec);
+  return nb::bytes(reinterpret_cast<const char*>(&map), sizeof map);
+}
+
+// --- the CPU model ----------------------------------------------------------------------
+
+using ByteArray = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<2>>;
+
+ByteArray to_numpy(std::vector<std::uint8_t>&& bytes, std::size_t rows, std::size_t cols) {
+  auto* owned = new std::vector<std::uint8_t>(std::move(bytes));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<std::uint8_t>*>(p); });
+  return ByteArray(owned->data(), {rows, cols}, owner);
+}
+
+// What one tiled load at `coords` writes, cut as `tmakit simulate` cuts it (tools/
+// cmd_simulate.cpp): (box bytes / inner-row bytes) rows of max(inner-row bytes, swizzle span)
+// bytes from a 1024-aligned buffer. Returns (bytes, written) as rows x row-bytes arrays.
+std::pair<ByteArray, ByteArray> simulate_load(
+    const std::string& line, nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> global,
+    const std::vector<std::int64_t>& coords) {
+  const tmakit::TensorMapSpec spec = tmakit::parse_spec_json(line);
+  if (spec.kind != tmakit::EncodeKind::tiled) {
+    throw tmakit::ParseError("encode: simulate handles tiled specs only");
+  }
+  if (auto v = tmakit::find_violation(spec)) throw *v;
+  if (coords.size() != spec.rank) {
+    throw tmakit::ParseError("coords: expected " + std::to_string(spec.rank) +
+                             " integers (one per dimension), got " + std::to_string(coords.size()));
+  }
+  tmakit::model::Coords c{};
+  for (std::size_t d = 0; d < coords.size(); ++d) {
+    if (coords[d] < INT32_MIN || coords[d] > INT32_MAX) {
+      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + std::to_string(coords[d]) +
+                               " is not a signed 32-bit integer");
+    }
+    c[d] = static_cast<std::int32_t>(coords[d]);
+  }
+  const std::span<const std::uint8_t> bytes(global.data(), global.shape(0));
+  tmakit::model::SharedBytes s;
+  {
+    nb::gil_scoped_release release;
+    s = tmakit::model::load_tiled(spec, bytes, c, 0);
+  }
+  const std::uint64_t inner = tmakit::model::footprint(spec).row_bytes;
+  const std::uint64_t rows = tmakit::box_bytes(spec) / inner;
+  const std::uint64_t width =
+      std::max<std::uint64_t>(inner, static_cast<std::uint64_t>(tmakit::swizzle_span_bytes(spec.swizzle)));
+  std::vector<std::uint8_t> out(rows * width, 0), written(rows * width, 0);
+  const std::size_t n = std::min<std::size_t>(out.size(), s.bytes.size());
+  std::copy_n(s.bytes.begin(), n, out.begin());
+  std::copy_n(s.written.begin(), n, written.begin());
+  return {to_numpy(std::move(out), rows, width), to_numpy(std::move(written), rows, width)};
+}
+
+// --- kernels ----------------------------------------------------------------------------
+
+tmakit::DataType data_type(const std::string& name, const char* argument) {
+  if (auto t = tmakit::parse_data_type(name)) return *t;
+  throw tmakit::ArgumentError(argument, "unknown data type '" + name + "'");
+}
+
+// A view: (address, type name, rows, cols, row stride bytes, batch, image stride bytes).
+template <class Ref>
+Ref view(std::uintptr_t address, const std::string& type, std::uint64_t rows, std::uint64_t cols,
+         std::uint64_t row_stride_bytes, std::uint64_t batch, std::uint64_t image_stride_bytes,
+         const char* argument) {
+  using Pointer = decltype(Ref{}.data);
+  return Ref(reinterpret_cast<Pointer>(address), data_type(type, argument), rows, cols,
+             row_stride_bytes, batch, image_stride_bytes);
+}
+
+cudaStream_t stream_of(std::uintptr_t s) { return reinterpret_cast<cudaStream_t>(s); }
+
+void add_constant(std::uintptr_t in, std::uintptr_t out, const std::string& type,
+                  std::uint64_t rows, std::uint64_t cols, std::uint64_t in_row_stride_bytes,
+                  std::uint64_t out_row_stride_bytes, double value, std::uintptr_t stream) {
+  const auto i = view<tmakit::ConstTensorRef>(in, type, rows, cols, in_row_stride_bytes, 1, 0, "in.type");
+  const auto o = view<tmakit::TensorRef>(out, type, rows, cols, out_row_stride_bytes, 1, 0, "out.type");
+  tmakit::add_constant(i, o, value, stream_of(stream));
+}
+
+void transpose(std::uintptr_t in, std::uintptr_t out, const std::string& type, std::uint64_t rows,
+               std::uint64_t cols, std::uint64_t in_row_stride_bytes,
+               std::uint64_t out_row_stride_bytes, std::uintptr_t stream) {
+  const auto i = view<tmakit::ConstTensorRef>(in, type, rows, cols, in_row_stride_bytes, 1, 0, "in.type");
+  const auto o = view<tmakit::TensorRef>(out, type, cols, rows, out_row_stride_bytes, 1, 0, "out.type");
+  tmakit::transpose(i, o, stream_of(stream));
+}
+
+void stencil3x3(std::uintptr_t in, std::uintptr_t out, const std::string& type,
+                std::uint64_t batch, std::uint64_t rows, std::uint64_t cols,
+                std::uint64_t in_row_stride_bytes, std::uint64_t in_image_stride_bytes,
+                std::uint64_t out_row_stride_bytes, std::uint64_t out_image_stride_bytes,
+                const std::array<double, 9>& taps, std::uintptr_t stream) {
+  const auto i = view<tmakit::ConstTensorRef>(in, type, rows, cols, in_row_stride_bytes, batch,
+                                              in_image_stride_bytes, "in.type");
+  const auto o = view<tmakit::TensorRef>(out, type, rows, cols, out_row_stride_bytes, batch,
+                                         out_image_stride_bytes, "out.type");
+  tmakit::stencil3x3(i, o, tmakit::Filter3x3{taps}, stream_of(stream));
+}
+
+void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, const std::string& d_type,
+              std::uint64_t m, std::uint64_t n, std::uint64_t k, std::uint64_t a_row_stride_bytes,
+              std::uint64_t b_row_stride_bytes, std::uint64_t d_row_stride_bytes, double alpha,
+              double scale_a, double scale_b, std::uintptr_t stream) {
+  const auto av = view<tmakit::ConstTensorRef>(a, "UINT8", m, k, a_row_stride_bytes, 1, 0, "a.type");
+  const auto bv = view<tmakit::ConstTensorRef>(b, "UINT8", n, k, b_row_stride_bytes, 1, 0, "b.type");
+  const auto dv = view<tmakit::TensorRef>(d, d_type, m, n, d_row_stride_bytes, 1, 0, "d.type");
+  tmakit::GemmScales scales;
+  scales.alpha = static_cast<float>(alpha);
+  scales.scale_a = static_cast<float>(scale_a);
+  scales.scale_b = static_cast<float>(scale_b);
+  tmakit::gemm_fp8(av, bv, dv, scales, stream_of(stream));
+}
+
+}  // namespace
+
+NB_MODULE(_tmakit, m) {
+  m.doc() = "tmakit's C++ library: the tensor-map validator, the CPU model of TMA, the kernels";
+
+  // NOTE: bad input (a broken rule, a malformed spec, a launcher's ArgumentError) is the
+  // caller's to fix and maps to ValueError; a failed CUDA call (no driver, a launch error) to
+  // RuntimeError. The argument name leads an ArgumentError's message ("out.data: ...").
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const tmakit::CudaError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const tmakit::Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  m.def("check_line", &check_line, "line"_a,
+        "Judge one JSON spec line as `tmakit check --jsonl` does: (verdict, rule, message).");
+  m.def("rules", &rule_list, "Every rule the validator applies, in order: [(id, summary)].");
+  m.def("describe_line", &describe_line, "line"_a, "The one-line description of a spec.");
+  m.def("normalize_line", &normalize_line, "line"_a,
+        "The spec as the library writes it back (keys in order, defaults filled in).");
+  m.def("encode_line", &encode_line, "line"_a,
+        "Validate and encode a spec through the driver: the 128 bytes of the CUtensorMap.");
+  m.def("driver_available", &tmakit::driver_available,
+        "True when libcuda.so.1 loads and cuInit succeeds.");
+  m.def("simulate_load", &simulate_load, "line"_a, "global_bytes"_a, "coords"_a,
+        "What one tiled load writes to a 1024-aligned shared buffer: (bytes, written).");
+
+  m.def("add_constant", &add_constant, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
+        "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "value"_a, "stream"_a);
+  m.def("transpose", &transpose, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
+        "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "stream"_a);
+  m.def("stencil3x3", &stencil3x3, "in_"_a, "out"_a, "type"_a, "batch"_a, "rows"_a, "cols"_a,
+        "in_row_stride_bytes"_a, "in_image_stride_bytes"_a, "out_row_stride_bytes"_a,
+        "out_image_stride_bytes"_a, "taps"_a, "stream"_a);
+  m.def("gemm_fp8", &gemm_fp8, "a"_a, "b"_a, "d"_a, "d_type"_a, "m"_a, "n"_a, "k"_a,
+        "a_row_stride_bytes"_a, "b_row_stride_bytes"_a, "d_row_stride_bytes"_a, "alpha"_a,
+        "scale_a"_a, "scale_b"_a, "stream"_a);
+}

@@ -1,0 +1,59 @@
+"""tmakit: checked, simulated and benchmarked TMA for NVIDIA Hopper, from Python.
+
+Tensor maps (no GPU, no torch needed)::
+
+    tmakit.check({"dataType": "FLOAT32", "globalDim": [1024, 512], "globalStrides": [4096],
+                  "boxDim": [25, 32]})          # .ok False, .rule "T7", .message with the fix
+    tmakit.tensor_map(x, box=(64, 32), swizzle="128B").check()
+    tmakit.explain_triton(desc)                 # a triton TensorDescriptor, judged the same way
+    tmakit.simulate(spec, global_bytes)         # what the load writes to shared memory
+
+Kernels as PyTorch ops on CUDA tensors (torch imported on first use)::
+
+    tmakit.gemm_fp8(a, b, scale_a=0.5, scale_b=2.0)   # a (M, K), b (N, K) float8_e4m3fn
+    tmakit.transpose(x); tmakit.stencil3x3(x, w); tmakit.add(x, 1.0, out=x)
+"""
+
+from ._tmakit import driver_available
+from .tensor_maps import (
+    CheckResult,
+    Simulation,
+    TensorMap,
+    check,
+    describe,
+    explain_triton,
+    rules,
+    simulate,
+    tensor_map,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CheckResult",
+    "Simulation",
+    "TensorMap",
+    "add",
+    "check",
+    "describe",
+    "driver_available",
+    "explain_triton",
+    "gemm_fp8",
+    "rules",
+    "simulate",
+    "stencil3x3",
+    "tensor_map",
+    "transpose",
+]
+
+_OPS = ("gemm_fp8", "transpose", "stencil3x3", "add")
+
+
+def __getattr__(name):
+    # NOTE: the ops need torch; importing it here only when one is asked for keeps
+    # `import tmakit` (and the validator) working where torch is not installed.
+    if name in _OPS:
+        from . import ops
+
+        return getattr(ops, name)
+    raise AttributeError(f"module 'tmakit' has no attribute {name!r}")

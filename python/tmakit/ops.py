@@ -1,0 +1,468 @@
+"""tmakit's kernels as PyTorch ops: gemm_fp8, transpose, stencil3x3, add.
+
+Each op is registered with torch.library in the ``tmakit`` namespace as a mutating ``*_out``
+op (``torch.ops.tmakit.gemm_fp8_out(a, b, scale_a, scale_b, alpha, out)``, ...) with a fake
+implementation, so ``torch.compile(fullgraph=True)`` traces it; the functions below check
+their arguments, allocate ``out`` when none is given, and call it. Kernels run on torch's
+current stream and are captured by CUDA graphs like any torch kernel.
+
+Every argument is checked before anything is written: wrong types raise TypeError, wrong
+devices, shapes, strides, alignments or overlaps raise ValueError naming the argument and
+the fix. The launchers check again (their ArgumentError arrives as ValueError).
+
+NOTE: in eager mode the functions call the launcher directly rather than through the
+dispatcher, which would add several microseconds of host time per call; under torch.compile,
+a dispatch mode (FakeTensorMode, make_fx) or with tensor subclasses they go through
+torch.ops.tmakit.*, so tracing sees the op.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+
+from . import _tmakit
+
+__all__ = ["gemm_fp8", "transpose", "stencil3x3", "add"]
+
+# --- argument checks ------------------------------------------------------------------------
+
+_ADD_TYPES = {torch.int32: "INT32", torch.float32: "FLOAT32", torch.bfloat16: "BFLOAT16",
+              torch.float16: "FLOAT16"}
+_STENCIL_TYPES = {torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
+_GEMM_OUT_TYPES = {torch.bfloat16: "BFLOAT16", torch.float16: "FLOAT16"}
+# The transpose moves bits: any element type, by size.
+_BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
+
+
+def _tensor(t, name: str) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cuda":
+        raise ValueError(f"{name}: is on {t.device}; tmakit's kernels run on CUDA tensors "
+                         f"(move it with {name}.cuda())")
+    return t
+
+
+def _same_device(t: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:
+    if t.device != ref.device:
+        raise ValueError(f"{name}: is on {t.device} but {ref_name} is on {ref.device}; "
+                         f"put them on one GPU")
+
+
+def _rows_view(t: torch.Tensor, name: str):
+    """(rows, cols, row stride in elements) of a tensor read as rows of its last dimension:
+    the leading dimensions must merge into one (as in a reshape that needs no copy)."""
+    if t.dim() == 0:
+        return 1, 1, 1
+    shape, stride = t.shape, t.stride()
+    cols = shape[-1]
+    if cols > 1 and stride[-1] != 1:
+        raise ValueError(f"{name}: its last dimension has stride {stride[-1]}; the kernels "
+                         f"read rows of consecutive elements (pass {name}.contiguous())")
+    rows, row_stride = 1, 0
+    for d in range(t.dim() - 2, -1, -1):  # innermost leading dimension first
+        if shape[d] == 1:
+            continue
+        if rows == 1:
+            row_stride = stride[d]
+        elif stride[d] != row_stride * rows:
+            raise ValueError(f"{name}: dimensions {tuple(shape)} with strides {tuple(stride)} "
+                             f"do not form one run of rows (pass {name}.contiguous())")
+        rows *= shape[d]
+    if rows == 1:
+        row_stride = cols
+    return rows, cols, row_stride
+
+
+def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: int) -> int:
+    """The 16-byte rules of TMA (docs/rules.md T4, T6) for a view of rows; returns the row
+    stride in bytes (0 for a single row, which needs none)."""
+    esize = t.element_size()
+    address = t.data_ptr()
+    if address % 16:
+        raise ValueError(
+            f"{name}: data at 0x{address:x} is not 16-byte aligned (a view such as x[1:] or "
+            f"x[:, 1:] starts inside a 16-byte unit); TMA needs 16-byte aligned data (T4): "
+            f"pass {name}.clone(), or slice at multiples of {16 // esize if esize < 16 else 1} "
+            f"elements")
+    if rows <= 1:
+        return 0
+    if row_stride < cols:
+        raise ValueError(f"{name}: rows are {row_stride} elements apart but {cols} long, so "
+                         f"they overlap (an expanded tensor?); pass {name}.contiguous()")
+    stride_bytes = row_stride * esize
+    if stride_bytes % 16:
+        padded = -(-stride_bytes // 16) * 16 // esize
+        raise ValueError(
+            f"{name}: rows are {stride_bytes} bytes apart, not a multiple of 16 (T6); pad each "
+            f"row to {padded} elements, e.g. torch.empty(rows, {padded})[:, :{cols}]")
+    return stride_bytes
+
+
+def _span(t: torch.Tensor):
+    """[first byte, one past the last) of a non-empty tensor's storage use."""
+    start = t.data_ptr()
+    last = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
+    return start, start + (last + 1) * t.element_size()
+
+
+def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
+    if x.numel() == 0 or y.numel() == 0:
+        return False
+    (a0, a1), (b0, b1) = _span(x), _span(y)
+    return a0 < b1 and b0 < a1
+
+
+# NOTE: torch.cuda.current_stream() builds a Stream object (microseconds); the raw handle is
+# what the launcher needs.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _stream(t: torch.Tensor) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(t.device.index)
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+class _on_device:
+    """Makes the tensor's GPU current for the launch (tmakit's runtime launches on the current
+    context, the one torch makes current for its device)."""
+
+    __slots__ = ("index", "previous")
+
+    def __init__(self, t: torch.Tensor):
+        self.index = t.device.index
+
+    def __enter__(self):
+        self.previous = torch.cuda.current_device()
+        if self.index is not None and self.index != self.previous:
+            torch.cuda.set_device(self.index)
+
+    def __exit__(self, *exc):
+        if self.index is not None and self.index != self.previous:
+            torch.cuda.set_device(self.previous)
+
+
+def _direct(*tensors: torch.Tensor) -> bool:
+    """Whether an eager call may skip the dispatcher: plain tensors, no tracing, no mode."""
+    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0:
+        return False
+    return all(type(t) is torch.Tensor for t in tensors)
+
+
+# --- launches (real tensors; every data-dependent check happens here, before the kernel) ---
+
+
+def _launch_gemm(a, b, scale_a, scale_b, alpha, out):
+    m, k = a.shape
+    n = b.shape[0]
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        out.zero_()
+        return
+    a_stride = _check_rows(a, "a", m, k, a.stride(0))
+    b_stride = _check_rows(b, "b", n, k, b.stride(0))
+    if out.data_ptr() % 16:
+        raise ValueError(f"out: data at 0x{out.data_ptr():x} is not 16-byte aligned; pass an "
+                         f"out that starts on a 16-byte boundary")
+    if _overlaps(out, a) or _overlaps(out, b):
+        raise ValueError("out: overlaps a or b; the GEMM writes D while it reads A and B: pass "
+                         "a separate out")
+    d_stride = out.stride(0) * out.element_size() if m > 1 else 0
+    with _on_device(out):
+        _tmakit.gemm_fp8(a.data_ptr(), b.data_ptr(), out.data_ptr(), _GEMM_OUT_TYPES[out.dtype],
+                         m, n, k, a_stride, b_stride, d_stride, alpha, scale_a, scale_b,
+                         _stream(out))
+
+
+def _launch_transpose(x, out):
+    rows, cols = x.shape
+    if x.numel() == 0:
+        return
+    x_stride = _check_rows(x, "x", rows, cols, x.stride(0))
+    out_stride = _check_rows(out, "out", cols, rows, out.stride(0))
+    if _overlaps(out, x):
+        raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
+    with _on_device(out):
+        _tmakit.transpose(x.data_ptr(), out.data_ptr(), _BITS_TYPES[x.element_size()], rows,
+                          cols, x_stride, out_stride, _stream(out))
+
+
+def _launch_stencil(x, taps, out):
+    if x.numel() == 0:
+        return
+    batch, rows, cols = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
+    x_stride = _check_rows(x, "x", rows, cols, x.stride(-2))
+    out_stride = _check_rows(out, "out", rows, cols, out.stride(-2))
+    esize = x.element_size()
+    x_image = x.stride(0) * esize if x.dim() == 3 and batch > 1 else 0
+    out_image = out.stride(0) * esize if out.dim() == 3 and batch > 1 else 0
+    for name, image in (("x", x_image), ("out", out_image)):
+        if image % 16:
+            raise ValueError(f"{name}: images are {image} bytes apart, not a multiple of 16 "
+                             f"(T6); pass {name}.contiguous() with rows padded to 16 bytes")
+    if _overlaps(out, x):
+        raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
+                         "a separate out")
+    with _on_device(out):
+        _tmakit.stencil3x3(x.data_ptr(), out.data_ptr(), _STENCIL_TYPES[x.dtype], batch, rows,
+                           cols, x_stride, x_image, out_stride, out_image, list(taps),
+                           _stream(out))
+
+
+def _launch_add(x, value, out):
+    if x.numel() == 0:
+        return
+    rows, cols, x_row = _rows_view(x, "x")
+    _, _, out_row = _rows_view(out, "out")
+    x_stride = _check_rows(x, "x", rows, cols, x_row)
+    out_stride = _check_rows(out, "out", rows, cols, out_row)
+    in_place = x.data_ptr() == out.data_ptr() and x_stride == out_stride
+    if not in_place and _overlaps(out, x):
+        raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
+                         "separate out")
+    with _on_device(out):
+        _tmakit.add_constant(x.data_ptr(), out.data_ptr(), _ADD_TYPES[x.dtype], rows, cols,
+                             x_stride, out_stride, float(value), _stream(out))
+
+
+# --- torch.library registration -------------------------------------------------------------
+
+
+@torch.library.custom_op("tmakit::gemm_fp8_out", mutates_args=("out",), device_types="cuda")
+def _gemm_fp8_out(a: torch.Tensor, b: torch.Tensor, scale_a: float, scale_b: float,
+                  alpha: float, out: torch.Tensor) -> None:
+    _launch_gemm(a, b, scale_a, scale_b, alpha, out)
+
+
+@_gemm_fp8_out.register_fake
+def _(a, b, scale_a, scale_b, alpha, out):
+    return None
+
+
+@torch.library.custom_op("tmakit::transpose_out", mutates_args=("out",), device_types="cuda")
+def _transpose_out(x: torch.Tensor, out: torch.Tensor) -> None:
+    _launch_transpose(x, out)
+
+
+@_transpose_out.register_fake
+def _(x, out):
+    return None
+
+
+@torch.library.custom_op("tmakit::stencil3x3_out", mutates_args=("out",), device_types="cuda")
+def _stencil3x3_out(x: torch.Tensor, taps: Sequence[float], out: torch.Tensor) -> None:
+    _launch_stencil(x, taps, out)
+
+
+@_stencil3x3_out.register_fake
+def _(x, taps, out):
+    return None
+
+
+@torch.library.custom_op("tmakit::add_out", mutates_args=("out",), device_types="cuda")
+def _add_out(x: torch.Tensor, value: float, out: torch.Tensor) -> None:
+    _launch_add(x, value, out)
+
+
+@_add_out.register_fake
+def _(x, value, out):
+    return None
+
+
+@torch.library.custom_op("tmakit::add_", mutates_args=("x",), device_types="cuda")
+def _add_inplace(x: torch.Tensor, value: float) -> None:
+    _launch_add(x, value, x)
+
+
+@_add_inplace.register_fake
+def _(x, value):
+    return None
+
+
+# --- the public functions -------------------------------------------------------------------
+
+
+def _float(value, name: str) -> float:
+    if isinstance(value, torch.Tensor):
+        raise TypeError(f"{name}: give a Python float; this build's GEMM takes host scales only")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a float, got {type(value).__name__}") from None
+
+
+def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a: float = 1.0, scale_b: float = 1.0,
+             alpha: float = 1.0, out_dtype: Optional[torch.dtype] = None,
+             out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """D = alpha * scale_a * scale_b * (a @ b.T) on the FP8 GEMM of kernels/gemm.
+
+    ``a`` (M, K) and ``b`` (N, K): torch.float8_e4m3fn on one GPU, rows of K contiguous bytes
+    (the layout ``torch._scaled_mm(a, b.t(), ...)`` takes), K a multiple of 16, data and row
+    strides 16-byte aligned. fp32 accumulation; D rounded once to ``out_dtype``
+    (torch.bfloat16 by default, or torch.float16; taken from ``out`` when given). ``out``:
+    (M, N), unit column stride, any row stride, 16-byte aligned data, not overlapping a or b.
+    Scales are Python floats; alpha * scale_a * scale_b must be a finite, nonzero float.
+    """
+    _tensor(a, "a")
+    _tensor(b, "b")
+    _same_device(b, "b", a, "a")
+    for name, t in (("a", a), ("b", b)):
+        if t.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"{name}: dtype {t.dtype}; the GEMM takes torch.float8_e4m3fn "
+                            f"(convert with {name}.to(torch.float8_e4m3fn))")
+        if t.dim() != 2:
+            raise ValueError(f"{name}: expected 2 dimensions ({'M' if name == 'a' else 'N'}, K), "
+                             f"got shape {tuple(t.shape)}")
+        if t.shape[1] > 1 and t.stride(1) != 1:
+            raise ValueError(f"{name}: rows must be K contiguous bytes (stride 1 along K), got "
+                             f"strides {t.stride()}; pass {name}.contiguous()"
+                             + (" (for b, the (N, K) matrix itself, not b.t())"
+                                if name == "b" else ""))
+    m, k = a.shape
+    n, kb = b.shape
+    if kb != k:
+        raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} has "
+                         f"K = {k}; b is (N, K), as in a @ b.T")
+    if k % 16:
+        raise ValueError(f"a: K = {k} is not a multiple of 16 (TMA moves rows of whole 16-byte "
+                         f"units); pad K with zeros to {-(-k // 16) * 16} in a and b")
+    s_a, s_b, s_alpha = _float(scale_a, "scale_a"), _float(scale_b, "scale_b"), _float(alpha, "alpha")
+    if out is None:
+        dtype = torch.bfloat16 if out_dtype is None else out_dtype
+        if dtype not in _GEMM_OUT_TYPES:
+            raise TypeError(f"out_dtype: {dtype}; the GEMM writes torch.bfloat16 or "
+                            f"torch.float16")
+        out = torch.empty((m, n), dtype=dtype, device=a.device)
+    else:
+        _tensor(out, "out")
+        _same_device(out, "out", a, "a")
+        if out.dtype not in _GEMM_OUT_TYPES:
+            raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
+                            f"torch.float16")
+        if out_dtype is not None and out_dtype != out.dtype:
+            raise TypeError(f"out_dtype: {out_dtype} differs from out.dtype {out.dtype}")
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
+        if n > 1 and out.stride(1) != 1:
+            raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N "
+                             f"contiguous elements (stride 1 along N)")
+    if _direct(a, b, out):
+        _launch_gemm(a, b, s_a, s_b, s_alpha, out)
+    else:
+        torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, out)
+    return out
+
+
+def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """out = x.T for a 2-D CUDA tensor of 1-, 2-, 4- or 8-byte elements (the bits are moved,
+    any dtype of those sizes). Rows of x and out: contiguous elements, 16-byte aligned data
+    and row strides. ``out`` (x.shape[1], x.shape[0]), same dtype, not overlapping x."""
+    _tensor(x, "x")
+    if x.dim() != 2:
+        raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
+    if x.element_size() not in _BITS_TYPES:
+        raise TypeError(f"x: dtype {x.dtype} has {x.element_size()}-byte elements; the "
+                        f"transpose moves 1-, 2-, 4- or 8-byte elements")
+    if x.shape[1] > 1 and x.stride(1) != 1:
+        raise ValueError(f"x: strides {x.stride()}; rows must be contiguous (stride 1 along "
+                         f"the last dimension); pass x.contiguous()")
+    rows, cols = x.shape
+    if out is None:
+        out = torch.empty((cols, rows), dtype=x.dtype, device=x.device)
+    else:
+        _tensor(out, "out")
+        _same_device(out, "out", x, "x")
+        if out.dtype != x.dtype:
+            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
+        if tuple(out.shape) != (cols, rows):
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected ({cols}, {rows})")
+        if rows > 1 and out.stride(1) != 1:
+            raise ValueError(f"out: strides {out.stride()}; rows must be contiguous")
+    if _direct(x, out):
+        _launch_transpose(x, out)
+    else:
+        torch.ops.tmakit.transpose_out(x, out)
+    return out
+
+
+def _taps(weight) -> list:
+    if isinstance(weight, torch.Tensor):
+        if tuple(weight.shape) not in ((3, 3), (1, 1, 3, 3), (9,)):
+            raise ValueError(f"weight: shape {tuple(weight.shape)}, expected (3, 3)")
+        if weight.is_cuda and torch.cuda.is_current_stream_capturing():
+            raise ValueError("weight: a CUDA tensor cannot be read while a CUDA graph is "
+                             "captured; pass the taps as a CPU tensor or a list")
+        return [float(v) for v in weight.detach().reshape(9).tolist()]
+    try:
+        rows = [list(r) for r in weight]
+    except TypeError:
+        raise TypeError(f"weight: expected a 3x3 tensor or nested list, got "
+                        f"{type(weight).__name__}") from None
+    if len(rows) != 3 or any(len(r) != 3 for r in rows):
+        raise ValueError(f"weight: expected 3 rows of 3 taps, got {weight!r}")
+    return [float(v) for r in rows for v in r]
+
+
+def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """3x3 cross-correlation with zero padding (``conv2d(x[:, None], weight[None, None],
+    padding=1)``): ``x`` (H, W) or (B, H, W) float32 or float64 on a GPU, rows contiguous with
+    16-byte aligned data, row and image strides; ``weight`` 3x3 (tensor or nested list; taps
+    rounded to x's dtype, summed in row-major order with fused multiply-adds). ``out``: same
+    shape and dtype, not overlapping x."""
+    _tensor(x, "x")
+    if x.dtype not in _STENCIL_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32 or torch.float64")
+    if x.dim() not in (2, 3):
+        raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
+    if x.shape[-1] > 1 and x.stride(-1) != 1:
+        raise ValueError(f"x: strides {x.stride()}; rows must be contiguous; pass x.contiguous()")
+    taps = _taps(weight)
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    else:
+        _tensor(out, "out")
+        _same_device(out, "out", x, "x")
+        if out.dtype != x.dtype:
+            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
+        if out.shape != x.shape:
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
+        if out.shape[-1] > 1 and out.stride(-1) != 1:
+            raise ValueError(f"out: strides {out.stride()}; rows must be contiguous")
+    if _direct(x, out):
+        _launch_stencil(x, taps, out)
+    else:
+        torch.ops.tmakit.stencil3x3_out(x, taps, out)
+    return out
+
+
+def add(x: torch.Tensor, value: float, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """out = x + value for int32 (wrapping; value an integer in range), float32, bfloat16 and
+    float16 (value rounded to x's dtype first, the sum in float32, rounded once). ``out=x``
+    adds in place; otherwise ``out`` has x's shape and dtype and does not overlap it. Rows (the
+    last dimension) contiguous, 16-byte aligned data and row strides."""
+    _tensor(x, "x")
+    if x.dtype not in _ADD_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; add takes torch.int32, float32, bfloat16 or "
+                        f"float16")
+    if isinstance(value, torch.Tensor) or not isinstance(value, (int, float)):
+        raise TypeError(f"value: expected a Python int or float, got {type(value).__name__}")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    elif out is not x:
+        _tensor(out, "out")
+        _same_device(out, "out", x, "x")
+        if out.dtype != x.dtype:
+            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
+        if out.shape != x.shape:
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
+    if _direct(x, out):
+        _launch_add(x, value, out)
+    elif out is x:
+        torch.ops.tmakit.add_(x, float(value))
+    else:
+        torch.ops.tmakit.add_out(x, float(value), out)
+    return out
