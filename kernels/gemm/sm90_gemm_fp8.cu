@@ -15,6 +15,8 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "gemm_small_m.hpp"
 #include "sm90_gemm_common.cuh"
@@ -580,61 +582,106 @@ const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
-// Split-K workspace and tile counters, per device: grown when a call needs more, never
-// shrunk, never freed.
+// A stream's split-K workspace: partial tiles and tile counters.
 struct Workspace {
   float* partials = nullptr;
   std::size_t partial_bytes = 0;
   std::uint32_t* counters = nullptr;
   std::size_t counter_count = 0;
 };
-// Runs launch(workspace) with a workspace of at least these sizes on the current device.
+
+// The workspace of each stream that has made a split-K call, keyed by device and stream id.
+// NOTE: by id (cudaStreamGetId), not by handle: a destroyed stream's handle may be handed to
+// a new stream while the old one's work still runs, and the per-thread default stream is one
+// handle for many streams. Ids are never reused, so a workspace is never shared between two
+// streams and calls on different streams run concurrently without any ordering of the
+// caller's. Within a stream, calls are ordered on the GPU and take turns with one workspace.
+struct StreamWorkspaces {
+  struct Entry {
+    Workspace live;
+    // buffers this stream outgrew: a CUDA graph that captured a call may still use them
+    std::vector<void*> retired;
+  };
+  std::mutex mutex;
+  std::map<std::pair<int, unsigned long long>, Entry> entries;
+};
+StreamWorkspaces& stream_workspaces() {
+  // NOTE: never destroyed: nothing may call cudaFree once the runtime is shutting down
+  static StreamWorkspaces* w = new StreamWorkspaces;
+  return *w;
+}
+
+// The workspace of `stream` on the current device with at least these sizes, grown if needed.
 // NOTE: a CUDA graph that captured a call keeps that call's buffers: a workspace outgrown
-// later is left allocated (not freed) so that replaying such a graph stays safe, and it grows
-// to at least twice its size so that few are left. Growing needs cudaMalloc, a memset and a
-// device synchronisation, which a stream capture forbids (they would invalidate it): a call
+// later stays allocated (until gemm_fp8_release_workspace) so that replaying such a graph
+// stays safe, and it grows to at least twice its size so that few are left. Growing needs
+// cudaMalloc, which a stream capture forbids (it would invalidate the capture): a call
 // captured on `stream` whose workspace must grow is refused, naming the stream, before any
-// of them. The lock is held until the launch is enqueued.
-template <class Launch>
-void with_workspace(std::size_t partial_bytes, std::size_t counters, cudaStream_t stream,
-                    Launch&& launch) {
-  static std::mutex mutex;
-  static std::map<int, Workspace> per_device;
+// allocation. New counters are zeroed on `stream` itself (cudaMemsetAsync), so they are
+// zero before the call's kernel reads them without any device-wide synchronisation; the
+// kernel leaves them zero.
+Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters,
+                           cudaStream_t stream) {
   int device = 0;
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mutex);
-  Workspace& w = per_device[device];
-  const bool grow = w.partial_bytes < partial_bytes || w.counter_count < counters;
-  if (grow) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    TMAKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone) {
-      throw ArgumentError("stream", "is capturing a CUDA graph, and this split-K call needs " +
-                                        std::to_string(partial_bytes) + " bytes of partials and " +
-                                        std::to_string(counters) +
-                                        " tile counters, more than this device's " +
-                                        "workspace holds (" + std::to_string(w.partial_bytes) +
-                                        ", " + std::to_string(w.counter_count) +
-                                        "); make the same call once before capturing");
-    }
+  unsigned long long id = 0;
+  TMAKIT_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  StreamWorkspaces& all = stream_workspaces();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  StreamWorkspaces::Entry& e = all.entries[{device, id}];
+  Workspace& w = e.live;
+  if (w.partial_bytes >= partial_bytes && w.counter_count >= counters) return w;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TMAKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    throw ArgumentError("stream", "is capturing a CUDA graph, and this split-K call needs " +
+                                      std::to_string(partial_bytes) + " bytes of partials and " +
+                                      std::to_string(counters) +
+                                      " tile counters, more than this stream's workspace "
+                                      "holds (" + std::to_string(w.partial_bytes) + ", " +
+                                      std::to_string(w.counter_count) +
+                                      "); make the same call on this stream once before "
+                                      "capturing");
   }
   if (w.partial_bytes < partial_bytes) {
     const std::size_t bytes = std::max(partial_bytes, 2 * w.partial_bytes);
     float* grown = nullptr;
     TMAKIT_CUDA_CHECK(cudaMalloc(&grown, bytes));
-    w.partials = grown;  // the old buffer stays allocated (see above)
+    if (w.partials != nullptr) e.retired.push_back(w.partials);
+    w.partials = grown;
     w.partial_bytes = bytes;
   }
   if (w.counter_count < counters) {
     const std::size_t count = std::max(counters, 2 * w.counter_count);
     std::uint32_t* grown = nullptr;
     TMAKIT_CUDA_CHECK(cudaMalloc(&grown, count * sizeof(std::uint32_t)));
-    TMAKIT_CUDA_CHECK(cudaMemset(grown, 0, count * sizeof(std::uint32_t)));
-    TMAKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    TMAKIT_CUDA_CHECK(cudaMemsetAsync(grown, 0, count * sizeof(std::uint32_t), stream));
+    if (w.counters != nullptr) e.retired.push_back(w.counters);
     w.counters = grown;
     w.counter_count = count;
   }
-  launch(static_cast<const Workspace&>(w));
+  return w;
+}
+
+// Frees the workspace `stream` holds on the current device (gemm_fp8_release_workspace).
+void release_stream_workspace(cudaStream_t stream) {
+  int device = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  unsigned long long id = 0;
+  TMAKIT_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  StreamWorkspaces& all = stream_workspaces();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  const auto it = all.entries.find({device, id});
+  if (it == all.entries.end()) return;
+  // the stream's last split-K call may still be running
+  TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  StreamWorkspaces::Entry& e = it->second;
+  e.retired.push_back(e.live.partials);
+  e.retired.push_back(e.live.counters);
+  for (void* p : e.retired) {
+    if (p != nullptr) TMAKIT_CUDA_CHECK(cudaFree(p));
+  }
+  all.entries.erase(it);
 }
 
 void check_splits(const GemmTuning& tuning, std::uint64_t k) {
@@ -783,6 +830,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   return plan;
 }
 
+void gemm_fp8_release_workspace(cudaStream_t stream) {
+  detail::gemm::release_stream_workspace(stream);
+}
+
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales,
               cudaStream_t stream, const GemmTuning& tuning) {
   using namespace detail::gemm;
@@ -902,7 +953,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   Params p = prepared.p;
   p.scale = scale;
 
-  // step 3: launch (split K: with the workspace, under its lock)
+  // step 3: launch (split K: with the stream's workspace)
   const auto launch = [&](const Params& q) {
     if (d.type == DataType::bfloat16) {
       c.launch_bf16(q, plan.grid, stream, tuning.overlap_launch);
@@ -912,15 +963,12 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   };
   if (plan.splits > 1) {
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
-    with_workspace(tile_bytes * static_cast<std::size_t>(p.units),
-                   static_cast<std::size_t>(plan.tiles), stream, [&](const Workspace& w) {
-                     p.workspace = w.partials;
-                     p.counters = w.counters;
-                     launch(p);
-                   });
-  } else {
-    launch(p);
+    const Workspace w = stream_workspace(tile_bytes * static_cast<std::size_t>(p.units),
+                                         static_cast<std::size_t>(plan.tiles), stream);
+    p.workspace = w.partials;
+    p.counters = w.counters;
   }
+  launch(p);
 }
 
 }  // namespace tmakit

@@ -244,8 +244,8 @@ TEST(Gemm, SecondDeviceAfterTheFirst) {
 // captures; a graph keeps working after a later call has outgrown the buffers it holds.
 TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  // 128 x 128 tiles, 32 splits: 144 tiles need 288 MB of partials, 256 tiles 512 MB (more
-  // than any other test asks for, so the first capture below must find it too small)
+  // 128 x 128 tiles, 32 splits: 144 tiles need 288 MB of partials, 256 tiles 512 MB; the
+  // stream is new, so the first capture below finds it holds no workspace
   const std::uint64_t k = 4096;
   const GemmTuning split{1, 32};
   cudaStream_t stream = nullptr;
@@ -314,6 +314,130 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   EXPECT_EQ(cudaFree(a), cudaSuccess);
   EXPECT_EQ(cudaFree(b), cudaSuccess);
   EXPECT_EQ(cudaFree(d), cudaSuccess);
+}
+
+// Split-K calls on four streams at once, many rounds: every stream has its own workspace, so
+// each D equals, bit for bit, the D of the same call made alone on one stream. The calls are
+// small (4 output tiles x 8 splits, or 8 x 4: 32 CTAs each), so the four streams' kernels
+// share the GPU and, with one workspace between them, would write each other's partial tiles
+// and counters. Then two host threads on their per-thread default streams (one handle, two
+// streams), and a stream whose workspace was released.
+TEST(Gemm, SplitKOnFourStreamsMatchesOneStream) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  struct Call {
+    std::uint64_t m, n, k;
+    GemmTuning tuning;
+  };
+  const Call calls[] = {{256, 256, 4096, {1, 8}}, {128, 512, 2048, {0, 4}},
+                        {200, 130, 4096, {5, 8}}};
+  constexpr int kStreams = 4;
+  constexpr int kRounds = 40;
+  for (const Call& c : calls) {
+    SCOPED_TRACE("M=" + std::to_string(c.m) + " N=" + std::to_string(c.n) + " K=" +
+                 std::to_string(c.k) + " config=" + std::to_string(c.tuning.config));
+    ASSERT_GT(gemm_fp8_plan(c.m, c.n, c.k, 132, c.tuning).splits, 1);
+    const std::uint64_t d_bytes = c.m * c.n * 2;
+    // each stream its own operands (a workspace shared by mistake mixes different sums)
+    std::vector<void*> a(kStreams), b(kStreams), d(kStreams), want(kStreams);
+    std::mt19937 gen(static_cast<std::uint32_t>(c.m + c.n));
+    for (int i = 0; i < kStreams; ++i) {
+      std::vector<std::uint8_t> ha(c.m * c.k), hb(c.n * c.k);
+      random_e4m3(ha, c.m, c.k, c.k, gen);
+      random_e4m3(hb, c.n, c.k, c.k, gen);
+      ASSERT_EQ(cudaMalloc(&a[i], ha.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&b[i], hb.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&d[i], d_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&want[i], d_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(a[i], ha.data(), ha.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(b[i], hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    auto call = [&](int i, void* out, cudaStream_t stream) {
+      gemm_fp8(ConstTensorRef(a[i], DataType::uint8, c.m, c.k),
+               ConstTensorRef(b[i], DataType::uint8, c.n, c.k),
+               TensorRef(out, DataType::bfloat16, c.m, c.n), {0.5f, 1.0f, 2.0f}, stream,
+               c.tuning);
+    };
+    // the one-stream results: one call at a time
+    for (int i = 0; i < kStreams; ++i) {
+      call(i, want[i], nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    std::vector<std::vector<std::uint8_t>> expected(kStreams, std::vector<std::uint8_t>(d_bytes));
+    for (int i = 0; i < kStreams; ++i) {
+      ASSERT_EQ(cudaMemcpy(expected[i].data(), want[i], d_bytes, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    }
+    const auto check = [&](int i, const std::string& what) {
+      std::vector<std::uint8_t> got(d_bytes);
+      ASSERT_EQ(cudaMemcpy(got.data(), d[i], d_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(got, expected[i]) << what << ": D of stream " << i
+                                  << " differs from the one-stream result";
+    };
+    std::vector<cudaStream_t> streams(kStreams);
+    for (auto& st : streams) {
+      ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+    }
+    // every round: D poisoned on its own stream, then three calls back to back into it
+    // (the last one's D is checked; the earlier ones keep the streams' kernels overlapping)
+    int mismatched_rounds = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      for (int i = 0; i < kStreams; ++i) {
+        ASSERT_EQ(cudaMemsetAsync(d[i], kPoison, d_bytes, streams[i]), cudaSuccess);
+      }
+      for (int rep = 0; rep < 3; ++rep) {
+        for (int i = 0; i < kStreams; ++i) call(i, d[i], streams[i]);
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (int i = 0; i < kStreams; ++i) {
+        std::vector<std::uint8_t> got(d_bytes);
+        ASSERT_EQ(cudaMemcpy(got.data(), d[i], d_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        if (got != expected[i]) ++mismatched_rounds;
+      }
+    }
+    EXPECT_EQ(mismatched_rounds, 0) << "(stream, round) pairs of " << kStreams * kRounds
+                                    << " whose D differs from the one-stream result";
+    // two host threads, each on its per-thread default stream: one handle, two streams
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(cudaMemset(d[i], kPoison, d_bytes), cudaSuccess);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::string thread_error[2];
+    {
+      std::vector<std::thread> threads;
+      for (int i = 0; i < 2; ++i) {
+        threads.emplace_back([&, i] {
+          try {
+            for (int rep = 0; rep < 20; ++rep) call(i, d[i], cudaStreamPerThread);
+            if (cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) {
+              thread_error[i] = "cudaStreamSynchronize failed";
+            }
+          } catch (const std::exception& e) {
+            thread_error[i] = e.what();
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+    }
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(thread_error[i], "");
+      check(i, "per-thread default stream");
+    }
+    // a released workspace is allocated anew by the stream's next call
+    gemm_fp8_release_workspace(streams[0]);
+    gemm_fp8_release_workspace(streams[0]);  // holds none now: nothing to do
+    ASSERT_EQ(cudaMemset(d[0], kPoison, d_bytes), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    call(0, d[0], streams[0]);
+    ASSERT_EQ(cudaStreamSynchronize(streams[0]), cudaSuccess);
+    check(0, "after gemm_fp8_release_workspace");
+    for (auto& st : streams) {
+      gemm_fp8_release_workspace(st);
+      EXPECT_EQ(cudaStreamDestroy(st), cudaSuccess);
+    }
+    for (int i = 0; i < kStreams; ++i) {
+      for (void* p : {a[i], b[i], d[i], want[i]}) cudaFree(p);
+    }
+  }
 }
 
 // gemm_fp8 reuses the last call's plan and tensor maps when the operands are the same: the

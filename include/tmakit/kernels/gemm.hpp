@@ -65,14 +65,25 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // must round to a finite float that is 0 only when the product is (the kernel scales by that
 // float). Throws ArgumentError naming the argument before anything is written; CudaError if
 // the launch fails. Asynchronous on `stream`.
-// NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) use a
-// workspace the library keeps per device (grown, never shrunk, never freed: a CUDA graph that
-// captured a call may keep using the buffers it saw); calls that split K must be ordered on
-// the GPU (one stream, or synchronised), as they share it. A call captured into a graph whose
-// workspace would have to grow is refused (ArgumentError "stream"): make the same call once
-// before capturing. The host side is thread-safe; the ordering is still the caller's.
+// NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) sum partial
+// tiles through a workspace the library keeps per stream (per device and stream id): calls
+// on different streams share nothing and may run at the same time; calls on one stream take
+// turns, as the stream orders them. A stream's workspace is grown when a call needs more
+// (cudaMalloc, and a cudaMemsetAsync on the stream) and never shrunk; the buffers it
+// outgrows stay allocated, since a CUDA graph that captured a call may keep using the
+// buffers it saw. All of them stay until gemm_fp8_release_workspace(stream). A call captured
+// into a graph whose stream's workspace would have to grow is refused (ArgumentError
+// "stream"), the capture left usable: make the same call on that stream once before
+// capturing. The host side is thread-safe.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
+
+// Frees the split-K workspace `stream` holds on the current device (see gemm_fp8), after
+// waiting for the stream's work. Call it when a stream that made split-K calls is about to be
+// destroyed, or to give the memory back, and only once no CUDA graph that captured a split-K
+// call on `stream` will be launched again (its buffers would be gone). A later call on the
+// stream allocates anew. Nothing to do for a stream that holds none.
+void gemm_fp8_release_workspace(cudaStream_t stream);
 
 namespace reference {
 // The e4m3 value of a byte (NaN for 0x7F and 0xFF; no infinities), exact in float.
