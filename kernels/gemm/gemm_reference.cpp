@@ -1,6 +1,8 @@
 // CPU reference of the FP8 GEMM: inputs dequantised exactly (e4m3 -> float), products
 // summed in double, scaled once. The tests compare the kernel's bf16/fp16 output with it.
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -55,6 +57,12 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales
                                       std::to_string(a.cols) + " (K of A)");
   }
   if (d_out == nullptr) throw ArgumentError("d_out", "is null; pass M x N floats");
+  if (scales.scale_a_device != nullptr || scales.scale_b_device != nullptr) {
+    throw ArgumentError(scales.scale_a_device != nullptr ? "scales.scale_a_device"
+                                                         : "scales.scale_b_device",
+                        "is set; the CPU reference reads no device memory: pass the value "
+                        "as scale_a / scale_b");
+  }
   const float scale_float = detail::gemm_scale(scales);  // the kernel's scale
   float table[256];
   for (int i = 0; i < 256; ++i) table[i] = e4m3_to_float(static_cast<std::uint8_t>(i));
@@ -97,6 +105,36 @@ float gemm_scale(const GemmScales& scales) {
                                       ")");
   }
   return scale;
+}
+
+void check_device_scales(const GemmScales& scales) {
+  const auto check = [](const char* pointer_name, const float* pointer, const char* value_name,
+                        float value) {
+    if (pointer == nullptr) return;
+    if (reinterpret_cast<std::uintptr_t>(pointer) % alignof(float) != 0) {
+      char address[32];
+      std::snprintf(address, sizeof address, "%p", static_cast<const void*>(pointer));
+      throw ArgumentError(pointer_name, std::string(address) +
+                                            " is not 4-byte aligned; point it at a float");
+    }
+    if (value != 1.0f) {
+      throw ArgumentError(value_name, std::to_string(value) + " while " + pointer_name +
+                                          " is set: the device value replaces it; leave " +
+                                          value_name + " at 1 (or fold it into alpha)");
+    }
+  };
+  check("scales.scale_a_device", scales.scale_a_device, "scales.scale_a", scales.scale_a);
+  check("scales.scale_b_device", scales.scale_b_device, "scales.scale_b", scales.scale_b);
+}
+
+GemmKernelScale gemm_kernel_scale(const GemmScales& scales) {
+  check_device_scales(scales);
+  GemmKernelScale s;
+  s.host = gemm_scale(scales);
+  s.host_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  s.a = scales.scale_a_device;
+  s.b = scales.scale_b_device;
+  return s;
 }
 
 }  // namespace tmakit::detail

@@ -29,6 +29,21 @@ int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
 // and the CPU reference apply. Throws ArgumentError("scales") when no float holds it (not
 // finite, or a nonzero product that rounds to 0).
 float gemm_scale(const GemmScales& scales);
+// Refuses device-side scales the kernels cannot read: misaligned, or given beside a host
+// value other than 1 (ArgumentError "scales.scale_a_device", "scales.scale_a", ...).
+void check_device_scales(const GemmScales& scales);
+
+// The scale a kernel applies to its fp32 sums. Without device-side scales, `host`:
+// alpha * scale_a * scale_b rounded once (gemm_scale). With them, the kernel reads each given
+// float once, after it waits for the kernel before it, and rounds host_wide * *a * *b
+// (formed in double, in that order, as gemm_scale does) once to float.
+struct GemmKernelScale {
+  float host = 1.0f;
+  double host_wide = 1.0;    // alpha * scale_a * scale_b in double (host values only)
+  const float* a = nullptr;  // GemmScales::scale_a_device
+  const float* b = nullptr;  // GemmScales::scale_b_device
+};
+GemmKernelScale gemm_kernel_scale(const GemmScales& scales);
 
 // What a gemm_fp8 call's launch depends on besides the scale and the stream (the operands'
 // addresses, shapes and pitches, D's type, the tuning, the device).
@@ -68,7 +83,8 @@ struct LastCall {
 // D = scale * A B^T for M <= 128, K split over clusters of `splits` (1, 2, 4 or 8, at most
 // the k-blocks of 128). Arguments already validated; `key` describes them (LastCall);
 // `overlap`: GemmTuning::overlap_launch.
-void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
+void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
+                             const GemmKernelScale& scale,
                              int splits, cudaStream_t stream, const GemmCallKey& key,
                              bool overlap);
 

@@ -8,12 +8,24 @@
 
 #include <cstdint>
 
+#include "gemm_small_m.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_common {
 
 constexpr int kBlockK = 128;  // K bytes per k-block: one 128B swizzle span of e4m3
 constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+
+// The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side
+// scale may be written by the kernel before this one. Read through the L2 (ld.global.cg),
+// never from a line of L1 that may predate that kernel's writes.
+__device__ __forceinline__ float kernel_scale(const GemmKernelScale& s) {
+  if (s.a == nullptr && s.b == nullptr) return s.host;
+  double v = s.host_wide;
+  if (s.a != nullptr) v *= static_cast<double>(__ldcg(s.a));
+  if (s.b != nullptr) v *= static_cast<double>(__ldcg(s.b));
+  return static_cast<float>(v);
+}
 
 // One value of D, rounded to nearest even once.
 template <class T>

@@ -101,7 +101,7 @@ struct Params {
   std::int32_t cluster_rows;  // ceil(tiles_m / ClusterM): rows of cluster tiles
   std::int32_t splits;
   std::int64_t units;         // cluster tiles * splits (each CTA of a cluster: one tile)
-  float scale;                // alpha * scale_a * scale_b
+  GemmKernelScale scale;      // alpha * scale_a * scale_b, or where the kernel reads them
   float* workspace;           // split-K partial tiles (splits > 1)
   std::uint32_t* counters;    // per tile: splits finished (reset to 0 by the last)
 };
@@ -156,7 +156,7 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u, std
 // row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled, rounded once, clipped to M x N.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[Cfg::kAccum],
-                                           std::int32_t row0, std::int32_t col0,
+                                           float scale, std::int32_t row0, std::int32_t col0,
                                            std::uint32_t wg_tid) {
   const std::int32_t warp = static_cast<std::int32_t>(wg_tid / 32);
   const std::int32_t lane = static_cast<std::int32_t>(wg_tid % 32);
@@ -170,8 +170,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
       const std::int32_t row = row0 + 16 * warp + lane / 4 + 8 * h;
       const std::int32_t col = col0 + 8 * j + 2 * (lane % 4);
       if (row >= p.m || col >= p.n) continue;
-      const float v0 = acc[4 * j + 2 * h] * p.scale;
-      const float v1 = acc[4 * j + 2 * h + 1] * p.scale;
+      const float v0 = acc[4 * j + 2 * h] * scale;
+      const float v1 = acc[4 * j + 2 * h + 1] * scale;
       T* dst = d + static_cast<std::uint64_t>(row) * p.d_row_elems + col;
       if (paired && col + 1 < p.n) {
         *reinterpret_cast<std::uint32_t*>(dst) = pack2<T>(v0, v1);
@@ -191,7 +191,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
 // the buffer is reused once the previous stores have read it.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&acc)[Cfg::kAccum],
-                                               std::uint8_t (*boxes)[64 * 128], std::int32_t row0,
+                                               float scale, std::uint8_t (*boxes)[64 * 128],
+                                               std::int32_t row0,
                                                std::int32_t col0, std::uint32_t wg_tid,
                                                std::uint32_t barrier_id) {
   // NOTE: a TMA store wholly outside the tensor kills the kernel (docs/hardware.md H5): rows of
@@ -217,10 +218,10 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
       const std::uint32_t offset =
           swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
       ptx::stmatrix_x4(ptx::smem_u32(&boxes[col / Cfg::kDBoxCols][offset]),
-                       pack2<T>(acc[4 * j] * p.scale, acc[4 * j + 1] * p.scale),
-                       pack2<T>(acc[4 * j + 2] * p.scale, acc[4 * j + 3] * p.scale),
-                       pack2<T>(acc[4 * j + 4] * p.scale, acc[4 * j + 5] * p.scale),
-                       pack2<T>(acc[4 * j + 6] * p.scale, acc[4 * j + 7] * p.scale));
+                       pack2<T>(acc[4 * j] * scale, acc[4 * j + 1] * scale),
+                       pack2<T>(acc[4 * j + 2] * scale, acc[4 * j + 3] * scale),
+                       pack2<T>(acc[4 * j + 4] * scale, acc[4 * j + 5] * scale),
+                       pack2<T>(acc[4 * j + 6] * scale, acc[4 * j + 7] * scale));
     }
     ptx::fence_proxy_async_shared_cta();  // each writer, before the async proxy reads
     ptx::bar_sync(barrier_id, 128);
@@ -382,6 +383,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const std::uint32_t wg_tid = threadIdx.x % 128;
     const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
     const bool warp_leader = (threadIdx.x % 32) == 0;
+    // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
+    const float scale = gemm_common::kernel_scale(p.scale);
     State st;
     // acc: the fp32 sums; part0/part1: partial products of alternate k-blocks, so that one
     // k-block's wgmmas run while the previous one's partial is added into acc
@@ -494,9 +497,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (ctid == 0) p.counters[w.tile] = 0;  // ready for the next call
       }
       if (p.d_tma_store) {
-        store_tile_tma<Cfg, T>(p, acc, s.d[cw], row0, col0, wg_tid, 2 + cw);
+        store_tile_tma<Cfg, T>(p, acc, scale, s.d[cw], row0, col0, wg_tid, 2 + cw);
       } else {
-        store_tile<Cfg, T>(p, acc, row0, col0, wg_tid);
+        store_tile<Cfg, T>(p, acc, scale, row0, col0, wg_tid);
       }
     }
     // a CTA may not exit while its stores still read shared memory
@@ -854,7 +857,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   }
   detail::check_view("a", a, false);
   detail::check_view("b", b, false);
-  const float scale = detail::gemm_scale(scales);
+  const detail::GemmKernelScale scale = detail::gemm_kernel_scale(scales);
   if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
     throw ArgumentError("d.data", detail::hex_address(d.data) + " is not 16-byte aligned");

@@ -50,7 +50,7 @@ struct Params {
   std::uint64_t d_row_elems;
   std::int32_t m, n;
   std::int32_t k_blocks;
-  float scale;
+  GemmKernelScale scale;
   std::int32_t d_vec;  // 1: D's rows start 16-byte aligned (8-element chunks stored whole)
   // k-blocks of its B each CTA asks the L2 for before waiting for the kernel before it
   // (small_m_prefetch); with any, the next kernel may start once the producer has issued its
@@ -175,6 +175,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   ptx::griddepcontrol_wait();
   if (p.prefetch_kblocks == 0) ptx::griddepcontrol_launch_dependents();
+  // past the wait: a device-side scale written by the kernel before is visible (read by the
+  // consumer warpgroup only, where the epilogue uses it)
+  const float scale = threadIdx.x < 128 ? 1.0f : gemm_common::kernel_scale(p.scale);
   // NOTE: a CTA may write a peer's shared memory only once the peer has started (and its
   // `reduced` barrier is initialised): every thread arrives here, and the consumers wait
   // before the reduction's first remote store (long satisfied by then; compute-sanitizer's
@@ -240,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // share of the last wgmmas may still be reading the ring
       auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
 #pragma unroll
-      for (int i = 0; i < C::kAccum; ++i) stage_element<T>(staging, i, tid, acc[i] * p.scale);
+      for (int i = 0; i < C::kAccum; ++i) stage_element<T>(staging, i, tid, acc[i] * scale);
       ptx::bar_sync(1, 128);
       store_rows<T>(p, staging, 0, MP, tid, n0);
     } else {
@@ -294,10 +297,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       sum.z += v.z;
       sum.w += v.w;
     }
-    stage_element<T>(staging, 4 * u, tid, sum.x * p.scale);
-    stage_element<T>(staging, 4 * u + 1, tid, sum.y * p.scale);
-    stage_element<T>(staging, 4 * u + 2, tid, sum.z * p.scale);
-    stage_element<T>(staging, 4 * u + 3, tid, sum.w * p.scale);
+    stage_element<T>(staging, 4 * u, tid, sum.x * scale);
+    stage_element<T>(staging, 4 * u + 1, tid, sum.y * scale);
+    stage_element<T>(staging, 4 * u + 2, tid, sum.z * scale);
+    stage_element<T>(staging, 4 * u + 3, tid, sum.w * scale);
   }
   // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
   ptx::bar_sync(1, 128);
@@ -381,7 +384,8 @@ int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
       std::min<std::uint64_t>(static_cast<std::uint64_t>(depth), rank_k_blocks / 2));
 }
 
-void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d, float scale,
+void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
+                             const GemmKernelScale& scale,
                              int splits, cudaStream_t stream, const GemmCallKey& key,
                              bool overlap) {
   using namespace gemm_small_m;

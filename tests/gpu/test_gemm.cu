@@ -806,5 +806,109 @@ TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
   cudaStreamDestroy(stream);
 }
 
+// Device-side scales (GemmScales::scale_a_device / scale_b_device): D equals, bit for bit,
+// the D of the same call with the values passed as host scales; for the small-M kernel, the
+// tiled kernel, split K and clusters. The scale written late by the kernel the GEMM follows
+// as a dependent (it must read the scale after waiting), and a captured graph replayed with
+// the scale changed between replays (each replay reads the value current then).
+TEST(Gemm, DeviceSideScales) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  struct Shape {
+    std::uint64_t m, n, k;
+    int config, splits;
+  };
+  cudaStream_t stream = nullptr;  // not the legacy default stream (see GemmOverlapLaunch)
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  float* scales = nullptr;  // scale_a at [0], scale_b at [4]
+  float* scales_src = nullptr;
+  ASSERT_EQ(cudaMalloc(&scales, 8 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&scales_src, 8 * sizeof(float)), cudaSuccess);
+  for (const Shape& sh : {Shape{16, 320, 1024, -1, 0}, Shape{100, 336, 1040, 3, 2},
+                          Shape{256, 512, 1024, 1, 1}, Shape{128, 256, 2048, 5, 2},
+                          Shape{300, 200, 512, 2, 0}}) {
+    SCOPED_TRACE("M=" + std::to_string(sh.m) + " N=" + std::to_string(sh.n) +
+                 " K=" + std::to_string(sh.k) + " config=" + std::to_string(sh.config));
+    std::mt19937 gen(static_cast<std::uint32_t>(sh.m * 3 + sh.n));
+    std::vector<std::uint8_t> ha(sh.m * sh.k), hb(sh.n * sh.k);
+    random_e4m3(ha, sh.m, sh.k, sh.k, gen);
+    random_e4m3(hb, sh.n, sh.k, sh.k, gen);
+    void *da = nullptr, *db = nullptr, *dd = nullptr, *dw = nullptr;
+    const std::uint64_t d_bytes = sh.m * sh.n * 2;
+    ASSERT_EQ(cudaMalloc(&da, ha.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&db, hb.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dd, d_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dw, d_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(da, ha.data(), ha.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const ConstTensorRef a(da, DataType::uint8, sh.m, sh.k), b(db, DataType::uint8, sh.n, sh.k);
+    const TensorRef d(dd, DataType::bfloat16, sh.m, sh.n), want(dw, DataType::bfloat16, sh.m, sh.n);
+    const GemmTuning tuning{sh.config, sh.splits};
+    const auto set_scales = [&](float sa, float sb) {
+      ASSERT_EQ(cudaMemcpyAsync(scales, &sa, 4, cudaMemcpyHostToDevice, stream), cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(scales + 4, &sb, 4, cudaMemcpyHostToDevice, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);  // the host floats are locals
+    };
+    // D of the host-scaled call into `want`, then D (poisoned first) equal to it bit for bit
+    const auto expect_same = [&](float sa, float sb, const std::string& what) {
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      gemm_fp8(a, b, want, {0.5f, sa, sb}, stream, tuning);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      std::vector<std::uint8_t> got(d_bytes), ref(d_bytes);
+      ASSERT_EQ(cudaMemcpy(got.data(), dd, d_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(ref.data(), dw, d_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      std::uint64_t nonzero = 0;
+      for (std::uint64_t i = 0; i + 1 < ref.size(); i += 2) nonzero += (ref[i] | (ref[i + 1] & 0x7F)) != 0;
+      EXPECT_GT(nonzero, ref.size() / 4) << what << ": the reference D is mostly zero";
+      EXPECT_EQ(got, ref) << what << ": D with device-side scales differs from host scales";
+    };
+    const auto poison_d = [&] {
+      ASSERT_EQ(cudaMemsetAsync(dd, kPoison, d_bytes, stream), cudaSuccess);
+    };
+    // both on the device, then one of them
+    set_scales(1.5f, 2.0f);
+    poison_d();
+    gemm_fp8(a, b, d, {0.5f, 1.0f, 1.0f, scales, scales + 4}, stream, tuning);
+    expect_same(1.5f, 2.0f, "both device-side");
+    poison_d();
+    gemm_fp8(a, b, d, {0.5f, 1.0f, 2.0f, scales, nullptr}, stream, tuning);
+    expect_same(1.5f, 2.0f, "scale_a device-side");
+    poison_d();
+    gemm_fp8(a, b, d, {0.5f, 1.5f, 1.0f, nullptr, scales + 4}, stream, tuning);
+    expect_same(1.5f, 2.0f, "scale_b device-side");
+    // written late by the kernel the GEMM overlaps: it must wait before reading the scale
+    const float late[2] = {-0.75f, 0.0f};
+    ASSERT_EQ(cudaMemcpy(scales_src, late, sizeof late, cudaMemcpyHostToDevice), cudaSuccess);
+    set_scales(1.0f, 2.0f);
+    poison_d();
+    late_writer<<<1, 256, 0, stream>>>(reinterpret_cast<std::uint8_t*>(scales),
+                                       reinterpret_cast<const std::uint8_t*>(scales_src), 4,
+                                       kSpinNs);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    gemm_fp8(a, b, d, {0.5f, 1.0f, 1.0f, scales, scales + 4}, stream,
+             {sh.config, sh.splits, true});
+    expect_same(-0.75f, 2.0f, "scale_a written late by the kernel before");
+    // captured once, replayed with the scale changed between replays
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    gemm_fp8(a, b, d, {0.5f, 1.0f, 1.0f, scales, scales + 4}, stream, tuning);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (const float sa : {1.5f, 3.0f, -0.25f}) {
+      set_scales(sa, 0.5f);
+      poison_d();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      expect_same(sa, 0.5f, "graph replay with scale_a = " + std::to_string(sa));
+    }
+    EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    for (void* p : {da, db, dd, dw}) cudaFree(p);
+  }
+  cudaFree(scales);
+  cudaFree(scales_src);
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 }  // namespace tmakit::test

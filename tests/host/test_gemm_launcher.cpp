@@ -156,6 +156,37 @@ TEST(GemmLauncher, ScalesMustGiveAFiniteFloat) {
   EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {1e30f, 1e30f, 1e-30f}); }), "scales");
 }
 
+// Device-side scales: a pointer the kernel could not read as a float, or one given beside a
+// host value it would silently replace, is refused by name before any CUDA call; good ones
+// get past validation (to the first CUDA call: no GPU here).
+TEST(GemmLauncher, DeviceSideScalesAreChecked) {
+  Operands o;
+  const auto* scale = static_cast<const float*>(fake(0x40000000));
+  const auto* misaligned = static_cast<const float*>(fake(0x40000002));
+  std::string msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1.0f, 1.0f, 1.0f, misaligned, nullptr}); },
+                    &msg),
+            "scales.scale_a_device");
+  EXPECT_NE(msg.find("4-byte aligned"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1.0f, 1.0f, 1.0f, nullptr, misaligned}); }),
+            "scales.scale_b_device");
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1.0f, 2.0f, 1.0f, scale, nullptr}); }, &msg),
+            "scales.scale_a");
+  EXPECT_NE(msg.find("replaces"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1.0f, 1.0f, 0.5f, scale, scale}); }),
+            "scales.scale_b");
+  // the host part is still checked: alpha alone must be a usable float
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {std::nanf(""), 1.0f, 1.0f, scale, scale}); }),
+            "scales");
+  // a host scale beside the other's device pointer is fine
+  for (const GemmScales& ok : {GemmScales{0.5f, 1.0f, 1.0f, scale, scale},
+                               GemmScales{0.5f, 3.0f, 1.0f, nullptr, scale},
+                               GemmScales{0.5f, 1.0f, 3.0f, scale, nullptr}}) {
+    const std::string argument = refused([&] { gemm_fp8(o.a, o.b, o.d, ok); });
+    EXPECT_EQ(argument.rfind("scales", 0), std::string::npos) << argument;
+  }
+}
+
 TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
   Operands o;
   auto a = o.a;
@@ -201,6 +232,14 @@ TEST(GemmReference, RefusesWhatTheKernelRefuses) {
             "a.row_stride_bytes");
   EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb, d.data(), {1e30f, 1e30f, 1.0f}); }),
             "scales");
+  // device-side scales: the reference reads host memory only
+  const float one = 1.0f;
+  EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb, d.data(), {1.0f, 1.0f, 1.0f, &one}); }),
+            "scales.scale_a_device");
+  EXPECT_EQ(refused([&] {
+              reference::gemm_fp8(ra, rb, d.data(), {1.0f, 1.0f, 1.0f, nullptr, &one});
+            }),
+            "scales.scale_b_device");
   // and computes when all is well: 32 products of 1 x 1
   EXPECT_EQ(refused([&] { reference::gemm_fp8(ra, rb, d.data(), {}); }), "");
   EXPECT_EQ(d[0], 32.0f);

@@ -12,12 +12,25 @@
 
 namespace tmakit {
 
-// Per-tensor scales as cuBLASLt applies them (CUBLASLT_MATMUL_DESC_A/B_SCALE_POINTER), here
-// as host values: D = alpha * scale_a * scale_b * (A * B^T).
+// Per-tensor scales as cuBLASLt applies them (CUBLASLT_MATMUL_DESC_A/B_SCALE_POINTER):
+// D = alpha * scale_a * scale_b * (A * B^T), each of scale_a and scale_b a host value or one
+// float in device memory.
+//
+// Host values are read by gemm_fp8 when it is called (a captured graph keeps them).
+// scale_a_device / scale_b_device, when not null, point to one float (4-byte aligned) in
+// device memory that the kernel reads in place of scale_a / scale_b (which must then be left
+// at 1). The kernel reads it once, after the work before it in the stream is complete (the
+// kernel before it may have written it, e.g. a dynamic-scaling amax), so a call needs no
+// host synchronisation, and each replay of a captured CUDA graph reads the value current
+// then. The product alpha * scale_a * scale_b is formed in double, in that order, and
+// rounded once to float, as for host values; a device value is not checked (not finite, or
+// a product out of float's range, gives a D that is not finite or 0).
 struct GemmScales {
   float alpha = 1.0f;
   float scale_a = 1.0f;
   float scale_b = 1.0f;
+  const float* scale_a_device = nullptr;
+  const float* scale_b_device = nullptr;
 };
 
 struct GemmTuning {
@@ -61,10 +74,11 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 //   b: N x K, the same; d: M x N, BFLOAT16 or FLOAT16.
 // M, N >= 1 (and below 2^31 - 4096); K a multiple of 16 (TMA's 16-byte rows). A and B:
 // 16-byte aligned data and row strides (0: dense); D: 16-byte aligned data, any row stride
-// of whole elements. D must not overlap A or B. alpha * scale_a * scale_b, formed in double,
-// must round to a finite float that is 0 only when the product is (the kernel scales by that
-// float). Throws ArgumentError naming the argument before anything is written; CudaError if
-// the launch fails. Asynchronous on `stream`.
+// of whole elements. D must not overlap A or B. alpha * scale_a * scale_b (host values),
+// formed in double, must round to a finite float that is 0 only when the product is (the
+// kernel scales by that float); device-side scales: see GemmScales. Throws ArgumentError
+// naming the argument before anything is written; CudaError if the launch fails.
+// Asynchronous on `stream`.
 // NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) sum partial
 // tiles through a workspace the library keeps per stream (per device and stream id): calls
 // on different streams share nothing and may run at the same time; calls on one stream take
@@ -92,7 +106,8 @@ float e4m3_to_float(std::uint8_t bits);
 // scaled by the same float scale as gemm_fp8, written to `d_out` as float (M x N, dense,
 // row-major). Same argument layout as gemm_fp8 (a, b host views; strides honoured, any K);
 // throws ArgumentError for null pointers, types other than UINT8, a.cols != b.cols, empty
-// extents, row strides shorter than a row, or scales gemm_fp8 refuses.
+// extents, row strides shorter than a row, scales gemm_fp8 refuses, or device-side scales
+// (pass their values as scale_a / scale_b).
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales& scales);
 }  // namespace reference
 
