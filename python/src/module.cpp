@@ -71,6 +71,10 @@ std::tuple<std::string, std::string, std::string> check_line(const std::string& 
     spec = tmakit::parse_spec_json(line);
   } catch (const tmakit::ParseError& e) {
     return {"error", "", printable(e.what())};
+  } catch (const std::exception& e) {
+    // NOTE: the parser reports malformed input as ParseError; anything else it lets through
+    // (a JSON library error) is still a verdict on the line, never an exception.
+    return {"error", "", printable(e.what())};
   }
   if (auto v = tmakit::find_violation(spec)) return {"rejected", v->rule_id(), v->what()};
   return {"ok", "", ""};

@@ -101,6 +101,22 @@ def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: in
     return stride_bytes
 
 
+def _empty_rows(shape, dtype: torch.dtype, device) -> torch.Tensor:
+    """An output of ``shape`` whose rows (last dimension) start 16 bytes apart as TMA needs:
+    contiguous when a row is a multiple of 16 bytes, else a view of a buffer with each row
+    padded to the next multiple."""
+    shape = tuple(shape)
+    esize = dtype.itemsize
+    cols = shape[-1] if shape else 1
+    rows = 1
+    for extent in shape[:-1]:
+        rows *= extent
+    if rows <= 1 or (cols * esize) % 16 == 0 or 16 % esize:
+        return torch.empty(shape, dtype=dtype, device=device)
+    padded = -(-cols * esize // 16) * 16 // esize
+    return torch.empty((*shape[:-1], padded), dtype=dtype, device=device)[..., :cols]
+
+
 def _span(t: torch.Tensor):
     """[first byte, one past the last) of a non-empty tensor's storage use."""
     start = t.data_ptr()
@@ -360,7 +376,9 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a: float = 1.0, scale_b:
 def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """out = x.T for a 2-D CUDA tensor of 1-, 2-, 4- or 8-byte elements (the bits are moved,
     any dtype of those sizes). Rows of x and out: contiguous elements, 16-byte aligned data
-    and row strides. ``out`` (x.shape[1], x.shape[0]), same dtype, not overlapping x."""
+    and row strides. ``out`` (x.shape[1], x.shape[0]), same dtype, not overlapping x; when
+    none is given and a row of x.T is not a multiple of 16 bytes, the result is a view of a
+    buffer whose rows are padded to one (``out.stride(0) > out.shape[1]``)."""
     _tensor(x, "x")
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
@@ -372,7 +390,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
                          f"the last dimension); pass x.contiguous()")
     rows, cols = x.shape
     if out is None:
-        out = torch.empty((cols, rows), dtype=x.dtype, device=x.device)
+        out = _empty_rows((cols, rows), x.dtype, x.device)
     else:
         _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -422,7 +440,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
         raise ValueError(f"x: strides {x.stride()}; rows must be contiguous; pass x.contiguous()")
     taps = _taps(weight)
     if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        out = _empty_rows(x.shape, x.dtype, x.device)
     else:
         _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -451,7 +469,7 @@ def add(x: torch.Tensor, value: float, *, out: Optional[torch.Tensor] = None) ->
     if isinstance(value, torch.Tensor) or not isinstance(value, (int, float)):
         raise TypeError(f"value: expected a Python int or float, got {type(value).__name__}")
     if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        out = _empty_rows(x.shape, x.dtype, x.device)
     elif out is not x:
         _tensor(out, "out")
         _same_device(out, "out", x, "x")

@@ -1,0 +1,295 @@
+"""python -m tmakit.bench: tmakit's ops beside what a PyTorch user would call instead.
+
+    python -m tmakit.bench [--filter TEXT] [--reps N] [--json FILE] [--svg FILE] [--small]
+
+Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
+conv2d (cuDNN), add / torch.add. As in `tmakit bench`, every result is checked against the
+counterpart before anything is timed (a case whose results differ is reported, not timed);
+each call runs after an L2 flush and is timed with CUDA events; the two sides alternate call
+by call so that both see the same clocks; the table gives medians. Last, the host time per
+call of gemm_fp8 (eager, and through the dispatcher) against torch._scaled_mm's eager call,
+on a shape small enough that the GPU never holds the host back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Callable, List, NamedTuple, Optional
+
+import torch
+
+from . import ops
+
+FP8 = torch.float8_e4m3fn
+
+
+class Case(NamedTuple):
+    name: str
+    unit: str              # what `work` counts: "TFLOP/s" or "GB/s"
+    work: float            # flops or bytes per call
+    ours: Callable[[], object]
+    theirs: Callable[[], object]
+    baseline: str          # the counterpart's name
+    check: Callable[[], Optional[str]]  # None when the results agree, else why not
+
+
+class Result(NamedTuple):
+    name: str
+    baseline: str
+    unit: str
+    ours_us: float
+    theirs_us: float
+    ours_rate: float
+    theirs_rate: float
+    problem: Optional[str]
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> Optional[str]:
+    got, want = got.double(), want.double()
+    excess = (got - want).abs() - (atol + rtol * want.abs())
+    worst = excess.max().item()
+    return None if worst <= 0 else f"differs by {worst:.3g} beyond the tolerance"
+
+
+def _gemm_case(m: int, n: int, k: int) -> Case:
+    a = (torch.randn(m, k, device="cuda") * 2).to(FP8)
+    b = (torch.randn(n, k, device="cuda") * 2).to(FP8)
+    scale_a = torch.tensor(0.5, device="cuda")
+    scale_b = torch.tensor(2.0, device="cuda")
+    d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    e = torch.empty_like(d)
+
+    def ours():
+        return ops.gemm_fp8(a, b, scale_a=0.5, scale_b=2.0, out=d)
+
+    def theirs():
+        return torch._scaled_mm(a, b.t(), scale_a=scale_a, scale_b=scale_b,
+                                out_dtype=torch.bfloat16, out=e)
+
+    def check():
+        ours(), theirs()
+        return _close(d, e, rtol=2 ** -7, atol=1e-2)
+
+    return Case(f"gemm_fp8 {m}x{n}x{k}", "TFLOP/s", 2.0 * m * n * k, ours, theirs,
+                "torch._scaled_mm", check)
+
+
+def _transpose_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
+    x = torch.randn(rows, cols, device="cuda").to(dtype)
+    out = torch.empty(cols, rows, dtype=dtype, device="cuda")
+    ref = torch.empty_like(out)
+    name = str(dtype).replace("torch.", "")
+
+    def theirs():
+        return ref.copy_(x.t())
+
+    def check():
+        ops.transpose(x, out=out), theirs()
+        return None if torch.equal(out, ref) else "results differ"
+
+    return Case(f"transpose {name} {rows}x{cols}", "GB/s", 2.0 * x.numel() * x.element_size(),
+                lambda: ops.transpose(x, out=out), theirs, "x.t().contiguous()", check)
+
+
+def _stencil_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
+    weight = [[-1.0, -1.0, -1.0], [-1.0, 8.0, -1.0], [-1.0, -1.0, -1.0]]
+    x = torch.randn(rows, cols, device="cuda", dtype=dtype)
+    out = torch.empty_like(x)
+    w = torch.tensor(weight, device="cuda", dtype=dtype)[None, None]
+    x4 = x[None, None]
+    name = str(dtype).replace("torch.", "")
+
+    def theirs():
+        return torch.nn.functional.conv2d(x4, w, padding=1)
+
+    def check():
+        ops.stencil3x3(x, weight, out=out)
+        # NOTE: the reference in float64, not cuDNN's float32 (which may use TF32).
+        want = torch.nn.functional.conv2d(x4.double(), w.double(), padding=1)[0, 0]
+        tol = 1e-5 if dtype == torch.float32 else 1e-12
+        return _close(out, want, rtol=tol, atol=tol * 16)
+
+    return Case(f"stencil3x3 {name} {rows}x{cols}", "GB/s", 2.0 * x.numel() * x.element_size(),
+                lambda: ops.stencil3x3(x, weight, out=out), theirs, "conv2d (cuDNN)", check)
+
+
+def _add_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
+    x = torch.randn(rows, cols, device="cuda").to(dtype)
+    out = torch.empty_like(x)
+    ref = torch.empty_like(x)
+    name = str(dtype).replace("torch.", "")
+
+    def check():
+        ops.add(x, 1.5, out=out), torch.add(x, 1.5, out=ref)
+        return None if torch.equal(out, ref) else "results differ"
+
+    return Case(f"add {name} {rows}x{cols}", "GB/s", 2.0 * x.numel() * x.element_size(),
+                lambda: ops.add(x, 1.5, out=out), lambda: torch.add(x, 1.5, out=ref),
+                "torch.add", check)
+
+
+def cases(small: bool) -> List[Case]:
+    side = 4096 if small else 16384
+    return [
+        _gemm_case(16, 8192, 8192),
+        _gemm_case(128, 8192, 8192),
+        _gemm_case(4096, 4096, 4096),
+        _transpose_case(side, side, torch.float32),
+        _transpose_case(side, side, torch.bfloat16),
+        _stencil_case(side, side, torch.float32),
+        _stencil_case(side, side, torch.float64),
+        _add_case(side, side, torch.float32),
+    ]
+
+
+def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
+    """Median microseconds of each side, alternating call by call, each after an L2 flush."""
+    for _ in range(3):  # warm-up: first launches, cuDNN / cuBLAS plans, GEMM workspaces
+        case.ours(), case.theirs()
+    events = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(reps)]
+    for e in events:
+        flush.zero_()
+        e[0].record()
+        case.ours()
+        e[1].record()
+        flush.zero_()
+        e[2].record()
+        case.theirs()
+        e[3].record()
+    torch.cuda.synchronize()
+    ours = statistics.median(e[0].elapsed_time(e[1]) for e in events) * 1e3
+    theirs = statistics.median(e[2].elapsed_time(e[3]) for e in events) * 1e3
+    return ours, theirs
+
+
+def host_overhead(calls: int = 2000) -> dict:
+    """Host microseconds per call on a tiny GEMM (16 x 64 x 128): the GPU finishes each call
+    before the host has issued the next, so the wall time of a burst is host time."""
+    a = torch.randn(16, 128, device="cuda").to(FP8)
+    b = torch.randn(64, 128, device="cuda").to(FP8)
+    one = torch.ones((), device="cuda")
+    d = torch.empty(16, 64, dtype=torch.bfloat16, device="cuda")
+    variants = {
+        "tmakit.gemm_fp8": lambda: ops.gemm_fp8(a, b, out=d),
+        "torch.ops.tmakit.gemm_fp8_out": lambda: torch.ops.tmakit.gemm_fp8_out(a, b, 1.0, 1.0,
+                                                                               1.0, d),
+        "torch._scaled_mm": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
+                                                     out_dtype=torch.bfloat16),
+    }
+    rounds = {name: [] for name in variants}
+    for _ in range(5):  # interleaved rounds; the median round per variant
+        for name, call in variants.items():
+            for _ in range(50):
+                call()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                call()
+            elapsed = time.perf_counter() - start
+            torch.cuda.synchronize()
+            rounds[name].append(elapsed / calls * 1e6)
+    return {name: statistics.median(values) for name, values in rounds.items()}
+
+
+def _svg(results: List[Result], path: str) -> None:
+    """A bar per case: the counterpart's time over tmakit's (above 1: tmakit is faster)."""
+    timed = [r for r in results if r.problem is None]
+    width, row, left = 760, 26, 260
+    height = 60 + row * len(timed)
+    top = max([r.theirs_us / r.ours_us for r in timed] + [1.0]) * 1.1
+    scale = (width - left - 60) / top
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<text x="{left}" y="20">counterpart time / tmakit time (above 1: tmakit faster)'
+             f'</text>']
+    x1 = left + scale
+    parts.append(f'<line x1="{x1:.1f}" y1="30" x2="{x1:.1f}" y2="{height - 10}" '
+                 f'stroke="#888" stroke-dasharray="4 3"/>')
+    for i, r in enumerate(timed):
+        y = 34 + i * row
+        ratio = r.theirs_us / r.ours_us
+        parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{r.name} vs '
+                     f'{r.baseline}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{ratio * scale:.1f}" height="{row - 8}" '
+                     f'fill="{"#3a7" if ratio >= 1 else "#c64"}"/>')
+        parts.append(f'<text x="{left + ratio * scale + 4:.1f}" y="{y + 14}">{ratio:.2f}'
+                     f'</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tmakit.bench", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--filter", default="", help="run only cases whose name contains this")
+    parser.add_argument("--reps", type=int, default=30, help="timed calls per side (default 30)")
+    parser.add_argument("--small", action="store_true", help="4096^2 memory-bound cases")
+    parser.add_argument("--json", help="write the results as JSON to this file")
+    parser.add_argument("--svg", help="write a bar chart of the ratios to this file")
+    parser.add_argument("--no-overhead", action="store_true", help="skip the host-time part")
+    args = parser.parse_args(argv)
+    if args.reps < 1:
+        parser.error("--reps must be at least 1")
+    if not torch.cuda.is_available():
+        print("tmakit.bench: no CUDA GPU; the benchmark needs a Hopper GPU (sm_90a)",
+              file=sys.stderr)
+        return 1
+    if torch.cuda.get_device_capability() != (9, 0):
+        print(f"tmakit.bench: {torch.cuda.get_device_name()} is not sm_90 (H100/H200)",
+              file=sys.stderr)
+        return 1
+
+    device = torch.cuda.get_device_name()
+    print(f"# {device}, torch {torch.__version__}, {args.reps} timed calls per side, medians")
+    flush = torch.empty(256 * 2 ** 20, dtype=torch.uint8, device="cuda")  # past any L2
+    results: List[Result] = []
+    for case in cases(args.small):
+        if args.filter not in case.name:
+            continue
+        problem = case.check()
+        if problem is not None:
+            results.append(Result(case.name, case.baseline, case.unit, 0, 0, 0, 0, problem))
+            print(f"{case.name}: NOT TIMED: {problem}", file=sys.stderr)
+            continue
+        ours, theirs = _time(case, args.reps, flush)
+        scale = 1e-12 if case.unit == "TFLOP/s" else 1e-9
+        results.append(Result(case.name, case.baseline, case.unit, ours, theirs,
+                              case.work / (ours * 1e-6) * scale,
+                              case.work / (theirs * 1e-6) * scale, None))
+
+    header = (f"{'case':34} {'counterpart':20} {'tmakit us':>10} {'theirs us':>10} "
+              f"{'tmakit':>9} {'theirs':>9} {'unit':8} {'speedup':>7}")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        if r.problem:
+            print(f"{r.name:34} {r.baseline:20} {'FAILED: ' + r.problem}")
+            continue
+        print(f"{r.name:34} {r.baseline:20} {r.ours_us:10.1f} {r.theirs_us:10.1f} "
+              f"{r.ours_rate:9.1f} {r.theirs_rate:9.1f} {r.unit:8} "
+              f"{r.theirs_us / r.ours_us:7.2f}")
+
+    overhead = {}
+    if not args.no_overhead:
+        overhead = host_overhead()
+        print("\n# host time per call, 16x64x128 GEMM (median of 5 bursts of 2000 calls)")
+        for name, us in overhead.items():
+            print(f"{name:34} {us:6.2f} us")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "torch": torch.__version__,
+                       "results": [r._asdict() for r in results],
+                       "host_us_per_call": overhead}, f, indent=2)
+    if args.svg:
+        _svg(results, args.svg)
+    return 1 if any(r.problem for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

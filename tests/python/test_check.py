@@ -1,0 +1,148 @@
+"""tmakit.check / rules / describe against the shipped driver corpus and the `tmakit` CLI."""
+
+import gzip
+import json
+
+import pytest
+
+import tmakit
+from conftest import REPO
+
+CORPUS = REPO / "tests" / "data" / "driver_corpus.jsonl.gz"
+README_SPEC = {"dataType": "FLOAT32", "rank": 2, "globalAddress": 4096,
+               "globalDim": [1024, 512], "globalStrides": [4096], "boxDim": [25, 32]}
+
+
+@pytest.fixture(scope="module")
+def corpus_lines():
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert len(lines) > 50000, f"corpus missing or truncated: {CORPUS}"
+    return lines
+
+
+def test_check_gives_the_drivers_verdict_on_every_corpus_spec(corpus_lines):
+    accepted = refused = 0
+    disagreements = []
+    for number, line in enumerate(corpus_lines, 1):
+        record = json.loads(line)
+        driver_ok = record["driver"] == "ok"
+        result = tmakit.check(line)
+        assert result.verdict != "error", f"line {number}: {result.message}"
+        accepted += driver_ok
+        refused += not driver_ok
+        if result.ok != driver_ok:
+            disagreements.append(f"line {number}: driver {record['driver']}, tmakit {result}")
+    assert disagreements == [], "\n".join(disagreements[:10])
+    # Both verdicts are well represented, so agreement is not agreement with a constant.
+    assert accepted > 10000 and refused > 10000
+
+
+def test_check_text_equals_the_cli_on_every_corpus_spec(corpus_lines, cli):
+    run = cli(["check", "--jsonl", "-"], ("\n".join(corpus_lines) + "\n").encode())
+    assert run.returncode == 1, run.stderr  # the corpus holds refused specs
+    cli_lines = run.stdout.splitlines()
+    assert len(cli_lines) == len(corpus_lines)
+    for number, (line, expected) in enumerate(zip(corpus_lines, cli_lines), 1):
+        assert str(tmakit.check(line)) == expected, f"line {number}: {line}"
+
+
+def test_a_dict_and_its_json_line_get_one_verdict():
+    result = tmakit.check(README_SPEC)
+    assert not result.ok and result.verdict == "rejected"
+    assert result.rule == "T7"
+    assert result.message == ("T7: boxDim[0]*4 = 100 bytes is not a multiple of 16; "
+                              "use 24 or 28")
+    assert str(result) == "rejected " + result.message
+    assert repr(tmakit.check(json.dumps(README_SPEC))) == repr(result)
+    fixed = dict(README_SPEC, boxDim=[24, 32], comment="unknown keys are ignored")
+    good = tmakit.check(fixed)
+    assert good.ok and bool(good) and good.rule is None and good.message == ""
+    assert str(good) == "ok"
+
+
+def test_numpy_integers_are_plain_json_numbers():
+    np = pytest.importorskip("numpy")
+    spec = dict(README_SPEC, globalDim=np.array([1024, 512]), boxDim=[np.int64(24), 32])
+    assert tmakit.check(spec).ok
+
+
+# Malformed lines: each gets the CLI's verdict, never a crash.
+MALFORMED = [
+    "",
+    "{",
+    "[]",
+    "null",
+    '{"dataType":"FLOAT32"}',
+    '{"dataType":"FLOAT33","globalAddress":0,"globalDim":[16],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":-1,"globalDim":[16],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[16.5],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[18446744073709551616],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":"16","boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[16,16],"boxDim":[4,4]}',
+    '{"dataType":"FLOAT32","rank":7,"globalAddress":0,"globalDim":[16],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":true,"globalDim":[16],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[[[[[[[[[[16]]]]]]]]]],"boxDim":[4]}',
+    '{"dataType":"UINT8","globalAddress":0,"globalDim":[16],"boxDim":[4],"oobFill":"NAN_REQUEST_ZERO_FMA"}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[16],"boxDim":[4],"swizzle":"\u00e9\u0001"}',
+    '{"encode":"im2col","dataType":"FLOAT32","globalAddress":0,"globalDim":[16,8,8]}',
+    "\u00ff\u00fe garbage \u0007",
+]
+
+
+def test_malformed_lines_get_the_clis_verdicts(cli):
+    run = cli(["check", "--jsonl", "-"], ("\n".join(MALFORMED) + "\n").encode())
+    assert run.returncode == 1, run.stderr
+    expected = run.stdout.splitlines()
+    assert len(expected) == len(MALFORMED)
+    for line, cli_line in zip(MALFORMED, expected):
+        result = tmakit.check(line)
+        assert not result.ok
+        assert str(result) == cli_line, line
+
+
+# Lines the parser must survive whatever the CLI prints for them.
+HOSTILE = MALFORMED + [
+    '{"dataType":"FLOAT32","globalAddress":1e400,"globalDim":[16],"boxDim":[4]}',
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":' + "[" * 5000 + "]" * 5000 + "}",
+    '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[16],"boxDim":[4],"x":"' + "y" * 100000,
+    '{"dataType":"\u0000","globalAddress":0,"globalDim":[16],"boxDim":[4]}',
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE, ids=range(len(HOSTILE)))
+def test_malformed_lines_are_verdicts_not_exceptions(line):
+    result = tmakit.check(line)
+    assert result.verdict in ("rejected", "error") and result.message
+    assert (result.rule is None) == (result.verdict == "error")
+
+
+def test_input_that_is_no_spec_raises_naming_the_problem():
+    with pytest.raises(TypeError, match=r"spec\['globalDim'\]: a object is not a JSON value"):
+        tmakit.check(dict(README_SPEC, globalDim=object()))
+    with pytest.raises(TypeError, match="spec: expected a dict"):
+        tmakit.check(42)
+    with pytest.raises(ValueError, match="one JSON line expected"):
+        tmakit.check(json.dumps(README_SPEC) + "\n" + json.dumps(README_SPEC))
+
+
+def test_rules_are_the_clis(cli):
+    run = cli(["rules"])
+    assert run.returncode == 0, run.stderr
+    table = [line.split("\t") for line in run.stdout.splitlines() if "\t" in line]
+    assert [(r.id, r.summary) for r in tmakit.rules()] == [tuple(row) for row in table]
+    assert {"T4", "T6", "T7", "T9"} <= {r.id for r in tmakit.rules()}
+
+
+def test_describe_names_every_field():
+    text = tmakit.describe(dict(README_SPEC, boxDim=[32, 32], swizzle="128B"))
+    assert text == ("tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] strides [4096] box [32, 32] "
+                    "elementStrides [1, 1] interleave NONE swizzle 128B l2 NONE oobFill NONE")
+    with pytest.raises(ValueError, match="globalDim: missing"):
+        tmakit.describe({"dataType": "FLOAT32", "globalAddress": 0, "boxDim": [4]})
+
+
+def test_the_package_imports_without_torch_or_a_gpu():
+    # The validator is usable on any machine: nothing above needed the driver.
+    assert isinstance(tmakit.driver_available(), bool)
+    assert tmakit.__version__
