@@ -55,6 +55,7 @@ struct GemmCallKey {
   std::uint64_t a_pitch, b_pitch, d_pitch;
   DataType d_type;
   int config, splits, device;
+  GemmAccumulation accumulation;
   bool operator==(const GemmCallKey&) const = default;
 };
 

@@ -92,4 +92,27 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
   }
 }
 
+// The same walk without promotion (GemmAccumulation::fast): every k-block's wgmmas add into
+// the one accumulator the caller zeroed, issue(state) waiting for the stage and committing
+// them as one group; k-block j's stage is freed (release(state)) once k-block j + 1's wgmmas
+// are issued and j's are done (wgmma.wait_group 1), so one k-block's loads are always
+// overlapped by the next one's wgmmas.
+template <class State, class Issue, class Release>
+__device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& st,
+                                                     Issue&& issue, Release&& release) {
+  State prev = st;
+  issue(st);
+  st.advance();
+  for (std::int32_t j = 1; j < count; ++j) {
+    const State cur = st;
+    issue(st);
+    st.advance();
+    ptx::wgmma_wait_group_sync_aligned<1>();
+    release(prev);
+    prev = cur;
+  }
+  ptx::wgmma_wait_group_sync_aligned<0>();
+  release(prev);
+}
+
 }  // namespace tmakit::detail::gemm_common

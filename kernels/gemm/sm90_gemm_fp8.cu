@@ -289,7 +289,19 @@ struct PairState {
   }
 };
 
-template <class Cfg, class T>
+// One k-block of a consumer warpgroup (its stage's data already waited for) added into the
+// running sums `acc` (GemmAccumulation::fast), committed as one group.
+template <class Cfg>
+__device__ __forceinline__ void accumulate_k_block(float (&acc)[Cfg::kAccum],
+                                                   std::uint32_t a_base, std::uint32_t b_base) {
+  ptx::wgmma_fence_operands(acc);
+  ptx::wgmma_fence_sync_aligned();
+  k_block_wgmmas<Cfg, false>(acc, a_base, b_base);
+  ptx::wgmma_commit_group_sync_aligned();
+}
+
+// Promote: GemmAccumulation::promoted (true) or fast (false).
+template <class Cfg, class T, bool Promote>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_kernel(const __grid_constant__ Params p) {
   static_assert(Cfg::kBlockN % 8 == 0 && Cfg::kBlockN <= 256, "wgmma N: 8..256, step 8");
@@ -449,7 +461,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // measured 0-10% slower at 4096^3, 8192^3 and 4096x7168x2048; storing one step later
       // (two k-blocks in flight) spilled acc. Each tile drains before its epilogue.
       const std::int32_t kbs = w.kb_end - w.kb_begin;
-      if (Cfg::kPromoteEvery == 2 && kbs % 2 == 0) {
+      if constexpr (!Promote) {
+        gemm_common::accumulated_k_blocks(
+            kbs, st,
+            [&](const State& at) {
+              s.bars.full[at.stage].wait(at.parity);
+              accumulate_k_block<Cfg>(acc, ptx::smem_u32(s.a[at.stage]) + a_off,
+                                      ptx::smem_u32(s.b[at.stage]));
+            },
+            release);
+        ptx::wgmma_fence_operands(acc);
+      } else if (Cfg::kPromoteEvery == 2 && kbs % 2 == 0) {
         Pair ps{st};
         gemm_common::pipelined_k_blocks(kbs / 2, ps, part0, part1, issue_pair, retire_pair);
         st = ps.s;
@@ -517,15 +539,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
 // The kernel of a configuration, its shared-memory limit raised on the current device (once
 // per device), so that a call costs one launch on the host.
-template <class Cfg, class T>
+template <class Cfg, class T, bool Promote = true>
 auto* prepared_kernel() {
-  allow_dynamic_smem<sm90_gemm_fp8_kernel<Cfg, T>>(kSmemBytes<Cfg>);
-  return &sm90_gemm_fp8_kernel<Cfg, T>;
+  allow_dynamic_smem<sm90_gemm_fp8_kernel<Cfg, T, Promote>>(kSmemBytes<Cfg>);
+  return &sm90_gemm_fp8_kernel<Cfg, T, Promote>;
 }
 
 template <class Cfg, class T>
-void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap) {
-  auto* kernel = prepared_kernel<Cfg, T>();
+void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
+  auto* kernel = promote ? prepared_kernel<Cfg, T, true>() : prepared_kernel<Cfg, T, false>();
   KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
   if constexpr (Cfg::kClusterM > 1) l.cluster(Cfg::kClusterM);
   if (overlap) l.overlap_previous_kernel();
@@ -561,8 +583,9 @@ struct ConfigFacts {
   int cluster_m;
   int d_box_cols;  // the epilogue's TMA-store box width
   int (*resident_clusters)();
-  void (*launch_bf16)(const Params&, unsigned, cudaStream_t, bool);
-  void (*launch_fp16)(const Params&, unsigned, cudaStream_t, bool);
+  // (params, grid, stream, overlap_launch, promote)
+  void (*launch_bf16)(const Params&, unsigned, cudaStream_t, bool, bool);
+  void (*launch_fp16)(const Params&, unsigned, cudaStream_t, bool, bool);
 };
 template <class Cfg>
 constexpr ConfigFacts facts(const char* name) {
@@ -712,6 +735,15 @@ void check_small_m_tuning(std::uint64_t m, std::int64_t k_blocks, const GemmTuni
   }
 }
 
+void check_accumulation(const GemmTuning& tuning) {
+  if (tuning.accumulation != GemmAccumulation::promoted &&
+      tuning.accumulation != GemmAccumulation::fast) {
+    throw ArgumentError("tuning.accumulation",
+                        std::to_string(static_cast<int>(tuning.accumulation)) +
+                            " is not a GemmAccumulation; use promoted or fast");
+  }
+}
+
 void check_operand_type(const char* arg, const ConstTensorRef& v) {
   if (v.type != DataType::uint8) {
     throw ArgumentError(std::string(arg) + ".type",
@@ -746,6 +778,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   }
   const std::int64_t k_blocks = static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK);
   check_splits(tuning, k);
+  check_accumulation(tuning);
   auto tiles_of = [&](int config) {
     const ConfigFacts& c = kConfigs[config];
     return static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m) *
@@ -893,6 +926,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " does not split K; use splits 0 or 1");
   }
   check_splits(tuning, k);  // before the device is asked for its SM count
+  check_accumulation(tuning);
   // NOTE: the plan takes the small-M kernel for every M <= 64: its rules for the splits
   // apply there whether the configuration was forced or chosen (no SM count needed)
   if (tuning.config == kSmallMConfig || (tuning.config < 0 && m <= 64)) {
@@ -905,7 +939,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
   const detail::GemmCallKey key{a.data,       b.data,       d.data,       m, n, k,
                                 a.row_pitch(), b.row_pitch(), d.row_pitch(), d.type,
-                                tuning.config, tuning.splits, device};
+                                tuning.config, tuning.splits, device,
+                                tuning.accumulation};
   struct Prepared {
     GemmPlan plan;
     Params p;
@@ -957,11 +992,12 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   p.scale = scale;
 
   // step 3: launch (split K: with the stream's workspace)
+  const bool promote = tuning.accumulation == GemmAccumulation::promoted;
   const auto launch = [&](const Params& q) {
     if (d.type == DataType::bfloat16) {
-      c.launch_bf16(q, plan.grid, stream, tuning.overlap_launch);
+      c.launch_bf16(q, plan.grid, stream, tuning.overlap_launch, promote);
     } else {
-      c.launch_fp16(q, plan.grid, stream, tuning.overlap_launch);
+      c.launch_fp16(q, plan.grid, stream, tuning.overlap_launch, promote);
     }
   };
   if (plan.splits > 1) {

@@ -62,6 +62,14 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(refused([&] { auto d = o.d; d.data = fake(kB); gemm_fp8(o.a, o.b, d); }), "d.data");
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {kGemmConfigs, 0}); }), "tuning.config");
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {-1, 3}); }), "tuning.splits");
+  GemmTuning bad_mode;
+  bad_mode.accumulation = static_cast<GemmAccumulation>(7);
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, bad_mode); }),
+            "tuning.accumulation");
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(64, 96, 256, 132, bad_mode); }), "tuning.accumulation");
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, fast); }), "tuning.accumulation");
 }
 
 // The small-M configuration's own rules (M <= 128; clusters of 1, 2, 4 or 8 along K) are

@@ -33,6 +33,17 @@ struct GemmScales {
   const float* scale_b_device = nullptr;
 };
 
+// How the fp32 sums are formed. The tensor cores' fp8 accumulation keeps fewer bits than
+// fp32 (about 14 below the largest term of a sum, kernels/gemm/README.md):
+//   promoted: each 128- or 256-deep partial sum of the tensor cores is added into fp32
+//     registers (cuBLASLt's default): element errors within 2^-11 of sum |a b| at any K.
+//   fast: the tensor cores accumulate across all of K in their own accumulator, as cuBLASLt
+//     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
+//     instructions and registers per k-block, an error that grows with K (the GPU tests
+//     bound an element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Configuration 3
+//     (smallm, memory-bound) promotes either way: there the promotion costs no time.
+enum class GemmAccumulation { promoted, fast };
+
 struct GemmTuning {
   int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
   // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
@@ -49,6 +60,7 @@ struct GemmTuning {
   // programming guide requires of any dependent; an ordinary launch after it waits as
   // always. false: an ordinary launch.
   bool overlap_launch = true;
+  GemmAccumulation accumulation = GemmAccumulation::promoted;
 };
 
 // Tile configurations a caller may force through GemmTuning::config.
