@@ -1,18 +1,72 @@
 // The tensor-map rules. Each is one function that throws RuleViolation(id, message) with the
-// offending values and a fix. Ids follow TMA_FACTS.md: T* tiled (and shared with im2col),
-// I* im2col only, X* found by sweeping the real driver (docs/rules.md lists them all).
+// offending values and a fix. Ids follow docs/rules.md: T* tiled (and shared with im2col),
+// I* im2col only, X* found by sweeping the real driver.
+//
+// A fix names one field and the value nearest the given one that makes the rule pass while
+// every rule that passed keeps passing (chosen by judging candidate values with the rules
+// themselves, so the suggestion can never be one that the same or another rule refuses).
 #include "tmakit/host/validate.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace tmakit {
 namespace {
 
 using std::to_string;
 
+// NOTE: while a fix's candidates are judged, a broken rule only says so: no message, no fix
+// of its own (which would search candidates again).
+thread_local bool t_verdict_only = false;
+// Where in its rule the check failed (the entry of the array, or the part of the rule), so a
+// candidate fix that mends this place while a later entry still fails counts as mending it.
+struct Fails {
+  int site;
+};
+
+class VerdictOnly {
+ public:
+  VerdictOnly() : saved_(t_verdict_only) { t_verdict_only = true; }
+  ~VerdictOnly() { t_verdict_only = saved_; }
+  VerdictOnly(const VerdictOnly&) = delete;
+  VerdictOnly& operator=(const VerdictOnly&) = delete;
+
+ private:
+  bool saved_;
+};
+
+class FixableViolation : public RuleViolation {
+ public:
+  FixableViolation(std::string id, const std::string& message, std::optional<SpecFix> fix)
+      : RuleViolation(std::move(id), message), fix_(std::move(fix)) {}
+  const std::optional<SpecFix>& fix() const { return fix_; }
+
+ private:
+  std::optional<SpecFix> fix_;
+};
+
+struct Explained {
+  std::string message;
+  std::optional<SpecFix> fix;
+};
+
+// `explain` builds the message and the fix; it runs only when someone will read them.
+template <class Explain>
+[[noreturn]] void broken(const char* id, int site, Explain&& explain) {
+  if (t_verdict_only) throw Fails{site};
+  Explained e = explain();
+  throw FixableViolation(id, e.message, std::move(e.fix));
+}
 [[noreturn]] void broken(const char* id, const std::string& message) {
-  throw RuleViolation(id, message);
+  broken(id, 0, [&] { return Explained{message, std::nullopt}; });
+}
+
+std::string shown(const std::optional<std::int64_t>& v) {
+  return v ? std::to_string(*v) : std::string("a value in range");
 }
 
 std::string hex(std::uint64_t v) {
@@ -23,12 +77,158 @@ std::string hex(std::uint64_t v) {
 
 constexpr std::uint64_t kTwo32 = std::uint64_t{1} << 32;
 constexpr std::uint64_t kTwo40 = std::uint64_t{1} << 40;
+constexpr std::uint64_t kMaxAddress = std::uint64_t{1} << 57;
+// NOTE: the driver sizes boxes against the largest shared-memory allocation, 228 KiB.
+constexpr std::uint64_t kMaxBoxBytes = 228 * 1024;
 
 bool tiled(const TensorMapSpec& s) { return s.kind == EncodeKind::tiled; }
 int esize(const TensorMapSpec& s) { return element_bytes(s.data_type); }
 std::string dt(const TensorMapSpec& s) { return std::string(name(s.data_type)); }
 std::string idx(const char* array, std::size_t i) {
   return std::string(array) + "[" + to_string(i) + "]";
+}
+std::uint64_t address_align(const TensorMapSpec& s) {
+  return s.interleave == Interleave::bytes32 ? 32 : 16;
+}
+
+// ---- fixes ----------------------------------------------------------------------------------
+
+// The numeric fields a fix can change, by JSON key.
+enum class Field { address, dim, stride, box, element_stride, lower, upper, channels, pixels };
+
+const char* key(Field f) {
+  switch (f) {
+    case Field::address: return "globalAddress";
+    case Field::dim: return "globalDim";
+    case Field::stride: return "globalStrides";
+    case Field::box: return "boxDim";
+    case Field::element_stride: return "elementStrides";
+    case Field::lower: return "pixelBoxLowerCorner";
+    case Field::upper: return "pixelBoxUpperCorner";
+    case Field::channels: return "channelsPerPixel";
+    case Field::pixels: return "pixelsPerColumn";
+  }
+  return "";
+}
+bool is_array(Field f) { return f != Field::address && f != Field::channels && f != Field::pixels; }
+bool is_signed(Field f) { return f == Field::lower || f == Field::upper; }
+
+// Sets field f (entry i) to v; v is already within the field's type (the candidates are).
+void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
+  const auto u = static_cast<std::uint64_t>(v);
+  switch (f) {
+    case Field::address: s.global_address = u; break;
+    case Field::dim: s.global_dim.at(i) = u; break;
+    case Field::stride: s.global_strides_bytes.at(i) = u; break;
+    case Field::box: s.box_dim.at(i) = static_cast<std::uint32_t>(u); break;
+    case Field::element_stride: s.element_strides.at(i) = static_cast<std::uint32_t>(u); break;
+    case Field::lower: s.pixel_box_lower_corner.at(i) = static_cast<std::int32_t>(v); break;
+    case Field::upper: s.pixel_box_upper_corner.at(i) = static_cast<std::int32_t>(v); break;
+    case Field::channels: s.channels_per_pixel = static_cast<std::uint32_t>(u); break;
+    case Field::pixels: s.pixels_per_column = static_cast<std::uint32_t>(u); break;
+  }
+}
+
+SpecFix make_fix(Field f, std::size_t i, std::int64_t v) {
+  SpecFix fix{key(f), std::nullopt, std::uint64_t{0}};
+  if (is_array(f)) fix.index = i;
+  if (is_signed(f)) {
+    fix.value = v;
+  } else {
+    fix.value = static_cast<std::uint64_t>(v);
+  }
+  return fix;
+}
+
+const Rule& rule_entry(std::string_view id);  // the table below
+std::span<const Rule> table();
+
+// Where the rule fails, or nullopt when it passes (inside VerdictOnly).
+std::optional<int> failure_site(const Rule& r, const TensorMapSpec& s) {
+  try {
+    r.check(s);
+  } catch (const Fails& f) {
+    return f.site;
+  }
+  return std::nullopt;
+}
+bool passes(const Rule& r, const TensorMapSpec& s) { return !failure_site(r, s).has_value(); }
+
+// Which rules of the table the spec passes. NOTE: the rules after T2, T12, T3 and I1 may index
+// by the rank and the data type, so past a failure of one of those none is judged (they count
+// as failing, which asks nothing of a fix).
+std::vector<bool> passing(const TensorMapSpec& s) {
+  VerdictOnly quiet;
+  std::vector<bool> ok(table().size(), false);
+  for (std::size_t r = 0; r < table().size(); ++r) {
+    ok[r] = passes(table()[r], s);
+    const auto id = table()[r].id;
+    if (!ok[r] && (id == "T2" || id == "T12" || id == "T3" || id == "I1")) break;
+  }
+  return ok;
+}
+
+// Chooses the value of field f (entry i) that mends rule `rule` of spec s where it fails at
+// `site`: the first of `candidates` that mends it and keeps every rule that passed passing,
+// else the first that mends it; nullopt when none does. Mended: the rule passes, or fails only
+// at a later site. `candidates` is called with a sink and offers values nearest first until
+// the sink returns true.
+using Sink = std::function<bool(std::int64_t)>;
+std::optional<std::int64_t> choose(const TensorMapSpec& s, std::string_view rule, int site,
+                                   Field f, std::size_t i,
+                                   const std::function<void(const Sink&)>& candidates) {
+  const Rule& r = rule_entry(rule);
+  const auto before = passing(s);
+  std::optional<std::int64_t> mends_rule, mends_all;
+  VerdictOnly quiet;
+  candidates([&](std::int64_t v) {
+    TensorMapSpec t = s;
+    set(t, f, i, v);
+    const auto fails_at = failure_site(r, t);
+    if (fails_at && *fails_at <= site) return false;
+    if (!mends_rule) mends_rule = v;
+    const auto after = passing(t);
+    for (std::size_t k = 0; k < before.size(); ++k) {
+      if (before[k] && !after[k]) return false;
+    }
+    mends_all = v;
+    return true;
+  });
+  return mends_all ? mends_all : mends_rule;
+}
+
+// Offers the values of [lo, hi] nearest `from` first (ties: the lower first), at most `limit`.
+std::function<void(const Sink&)> nearest(std::int64_t from, std::int64_t lo, std::int64_t hi,
+                                         std::int64_t limit = 4096) {
+  return [=](const Sink& sink) {
+    const std::int64_t start = std::clamp(from, lo, hi);
+    if (sink(start)) return;
+    std::int64_t offered = 1;
+    for (std::int64_t k = 1; offered < limit; ++k) {
+      const bool below = start - k >= lo, above = start + k <= hi;
+      if (!below && !above) return;
+      if (below && (++offered, sink(start - k))) return;
+      if (above && (++offered, sink(start + k))) return;
+    }
+  };
+}
+
+// Offers the given values in order.
+std::function<void(const Sink&)> these(std::vector<std::int64_t> values) {
+  return [values = std::move(values)](const Sink& sink) {
+    for (auto v : values) {
+      if (sink(v)) return;
+    }
+  };
+}
+
+std::optional<SpecFix> fix_of(Field f, std::size_t i, std::optional<std::int64_t> v) {
+  if (!v) return std::nullopt;
+  return make_fix(f, i, *v);
+}
+
+SpecFix enum_fix(const char* field, const char* value) {
+  return SpecFix{field, std::nullopt, std::string(value)};
 }
 
 // --- T2: the data type is one of Hopper's 13 -------------------------------------------
@@ -49,9 +249,13 @@ void t3_rank(const TensorMapSpec& s) {
                      "allow it");
   }
   if (s.interleave != Interleave::none && s.rank < 3) {
-    broken("T3", "rank = " + to_string(s.rank) + " with interleave " +
-                     std::string(name(s.interleave)) +
-                     "; interleaved maps need rank >= 3: use interleave NONE or add a dimension");
+    broken("T3", 1, [&] {
+      return Explained{"rank = " + to_string(s.rank) + " with interleave " +
+                           std::string(name(s.interleave)) +
+                           "; interleaved maps need rank >= 3: use interleave NONE or add a "
+                           "dimension",
+                       enum_fix("interleave", "NONE")};
+    });
   }
 }
 void i1_rank(const TensorMapSpec& s) {
@@ -64,13 +268,23 @@ void i1_rank(const TensorMapSpec& s) {
 
 // --- T4: global address alignment ----------------------------------------------------
 void t4_address(const TensorMapSpec& s) {
-  const std::uint64_t align = s.interleave == Interleave::bytes32 ? 32 : 16;
-  if (s.global_address % align != 0) {
-    broken("T4", "globalAddress = " + hex(s.global_address) + " is not " + to_string(align) +
-                     "-byte aligned (address % " + to_string(align) + " = " +
-                     to_string(s.global_address % align) + "); use " +
-                     hex(s.global_address - s.global_address % align) +
-                     " and offset the coordinates, or allocate with cudaMalloc");
+  const std::uint64_t align = address_align(s);
+  const std::uint64_t a = s.global_address;
+  if (a % align != 0) {
+    broken("T4", 0, [&] {
+      // Round down (the coordinates then offset by the difference); never at or past 2^57 (X2).
+      const std::uint64_t down = a - a % align, highest = kMaxAddress - align;
+      std::vector<std::int64_t> candidates;
+      if (down < kMaxAddress) candidates.push_back(static_cast<std::int64_t>(down));
+      candidates.push_back(static_cast<std::int64_t>(highest));
+      const auto v = choose(s, "T4", 0, Field::address, 0, these(candidates));
+      return Explained{"globalAddress = " + hex(a) + " is not " + to_string(align) +
+                           "-byte aligned (address % " + to_string(align) + " = " +
+                           to_string(a % align) + "); use " +
+                           hex(static_cast<std::uint64_t>(v.value())) +
+                           " and offset the coordinates, or allocate with cudaMalloc",
+                       fix_of(Field::address, 0, v)};
+    });
   }
 }
 
@@ -79,54 +293,87 @@ void t5_global_dims(const TensorMapSpec& s) {
   for (std::size_t d = 0; d < s.rank; ++d) {
     const auto v = s.global_dim[d];
     if (v == 0 || v > kTwo32) {
-      broken("T5", idx("globalDim", d) + " = " + to_string(v) +
-                       " is outside 1..2^32 (4294967296); " +
-                       (v == 0 ? "an empty tensor needs no copy" : "split the dimension in two"));
+      broken("T5", static_cast<int>(d), [&] {
+        const auto fix = choose(s, "T5", static_cast<int>(d), Field::dim, d,
+                                nearest(v == 0 ? 1 : static_cast<std::int64_t>(kTwo32), 1,
+                                        static_cast<std::int64_t>(kTwo32)));
+        return Explained{idx("globalDim", d) + " = " + to_string(v) +
+                             " is outside 1..2^32 (4294967296); " +
+                             (v == 0 ? "an empty tensor needs no copy (the least size is "
+                                     : "split the dimension in two (the largest size is ") +
+                             shown(fix) + ")",
+                         fix_of(Field::dim, d, fix)};
+      });
     }
   }
 }
 
 // --- T6: global strides -----------------------------------------------------------------
 void t6_global_strides(const TensorMapSpec& s) {
-  const std::uint64_t align = s.interleave == Interleave::bytes32 ? 32 : 16;
+  const std::uint64_t align = address_align(s);
   for (std::size_t i = 0; i + 1 < s.rank; ++i) {
     const auto v = s.global_strides_bytes[i];
-    if (v % align != 0) {
-      const auto up = (v / align + 1) * align;
-      broken("T6", idx("globalStrides", i) + " = " + to_string(v) + " bytes (dimension " +
-                       to_string(i + 1) + ") is not a multiple of " + to_string(align) +
-                       "; pad to " + to_string(up) + " bytes");
-    }
-    if (v >= kTwo40) {
-      broken("T6", idx("globalStrides", i) + " = " + to_string(v) +
-                       " bytes is not below 2^40 (1099511627776); no tensor that large is "
-                       "addressable by TMA");
-    }
+    if (v % align == 0 && v < kTwo40) continue;
+    broken("T6", static_cast<int>(i), [&] {
+      // Multiples of `align` below 2^40: padded up, else rounded down, else the largest.
+      const std::uint64_t largest = kTwo40 - align;
+      std::vector<std::int64_t> candidates;
+      if (v < largest) candidates.push_back(static_cast<std::int64_t>((v / align + 1) * align));
+      if (v >= align && v / align * align <= largest) {
+        candidates.push_back(static_cast<std::int64_t>(v / align * align));
+      }
+      candidates.push_back(static_cast<std::int64_t>(largest));
+      const auto fix = choose(s, "T6", static_cast<int>(i), Field::stride, i, these(candidates));
+      const auto to = static_cast<std::uint64_t>(fix.value());
+      const std::string use = (to > v ? "; pad to " : "; use ") + to_string(to) + " bytes";
+      if (v % align != 0) {
+        return Explained{idx("globalStrides", i) + " = " + to_string(v) + " bytes (dimension " +
+                             to_string(i + 1) + ") is not a multiple of " + to_string(align) +
+                             use,
+                         fix_of(Field::stride, i, fix)};
+      }
+      return Explained{idx("globalStrides", i) + " = " + to_string(v) +
+                           " bytes is not below 2^40 (1099511627776): no tensor that large is "
+                           "addressable by TMA" + use,
+                       fix_of(Field::stride, i, fix)};
+    });
   }
 }
 
 // --- T7: box dims -----------------------------------------------------------------------
+// The second part of T7 fails at this site, after every entry of the first.
+constexpr int kT7Chunks = kMaxRank;
 void t7_box_dims(const TensorMapSpec& s) {
   for (std::size_t d = 0; d < s.rank; ++d) {
     const auto v = s.box_dim[d];
     if (v == 0 || v > 256) {
-      broken("T7", idx("boxDim", d) + " = " + to_string(v) +
-                       " is outside 1..256; cover larger tiles with several copies");
+      broken("T7", static_cast<int>(d), [&] {
+        const auto fix = choose(s, "T7", static_cast<int>(d), Field::box, d, nearest(v, 1, 256));
+        return Explained{idx("boxDim", d) + " = " + to_string(v) + " is outside 1..256; " +
+                             (v == 0 ? "use " : "cover larger tiles with several copies of ") +
+                             shown(fix),
+                         fix_of(Field::box, d, fix)};
+      });
     }
   }
   // NOTE: documented for interleave NONE only; the driver enforces it for every interleave.
-  {
-    const std::uint64_t bytes = std::uint64_t{s.box_dim[0]} * esize(s);
-    if (bytes % 16 != 0) {
-      // Nearest box widths whose rows are whole 16-byte chunks.
-      const std::uint64_t per16 = 16 / std::uint64_t(esize(s));
-      const std::uint64_t lo = s.box_dim[0] / per16 * per16, hi = lo + per16;
-      std::string fix = "use ";
-      if (lo > 0) fix += to_string(lo) + (hi <= 256 ? " or " : "");
-      if (hi <= 256) fix += to_string(hi);
-      broken("T7", "boxDim[0]*" + to_string(esize(s)) + " = " + to_string(bytes) +
-                       " bytes is not a multiple of 16; " + fix);
-    }
+  const std::uint64_t bytes = std::uint64_t{s.box_dim[0]} * esize(s);
+  if (bytes % 16 != 0) {
+    broken("T7", kT7Chunks, [&] {
+      // The two nearest widths whose rows are whole 16-byte chunks, the chosen one first.
+      const std::int64_t per16 = 16 / esize(s);
+      const auto fix = choose(s, "T7", kT7Chunks, Field::box, 0, nearest(s.box_dim[0], 1, 256));
+      const std::int64_t lo = s.box_dim[0] / per16 * per16, hi = lo + per16;
+      std::string use = "use " + to_string(fix.value());
+      for (std::int64_t other : {lo, hi}) {
+        if (other != fix.value() && other > 0 && other <= 256 && (fix.value() == lo || fix.value() == hi)) {
+          use = "use " + to_string(std::min(fix.value(), other)) + " or " + to_string(std::max(fix.value(), other));
+        }
+      }
+      return Explained{"boxDim[0]*" + to_string(esize(s)) + " = " + to_string(bytes) +
+                           " bytes is not a multiple of 16; " + use,
+                       fix_of(Field::box, 0, fix)};
+    });
   }
 }
 
@@ -135,8 +382,13 @@ void t8_element_strides(const TensorMapSpec& s) {
   for (std::size_t d = 0; d < s.rank; ++d) {
     const auto v = s.element_strides[d];
     if (v == 0 || v > 8) {
-      broken(tiled(s) ? "T8" : "I6", idx("elementStrides", d) + " = " + to_string(v) +
-                                         " is outside 1..8; use 1 for a dense box");
+      broken(tiled(s) ? "T8" : "I6", static_cast<int>(d), [&] {
+        const auto fix = choose(s, "T8", static_cast<int>(d), Field::element_stride, d, nearest(v, 1, 8));
+        return Explained{idx("elementStrides", d) + " = " + to_string(v) +
+                             " is outside 1..8; use " + shown(fix) +
+                             (fix.value() == 1 ? " for a dense box" : " (1 for a dense box)"),
+                         fix_of(Field::element_stride, d, fix)};
+      });
     }
   }
 }
@@ -148,29 +400,41 @@ void t9_swizzle_span(const TensorMapSpec& s) {
   const std::uint64_t inner = tiled(s) ? s.box_dim[0] : s.channels_per_pixel;
   const std::uint64_t bytes = inner * esize(s);
   if (bytes > span) {
-    const char* what = tiled(s) ? "boxDim[0]" : "channelsPerPixel";
-    broken(tiled(s) ? "T9" : "I7",
-           std::string(what) + "*" + to_string(esize(s)) + " = " + to_string(bytes) +
-               " bytes exceeds the swizzle " + std::string(name(s.swizzle)) + " span of " +
-               to_string(span) + " bytes; use " + what + " <= " + to_string(span / esize(s)) +
-               (s.swizzle != Swizzle::bytes128 ? " or a wider swizzle" : "") +
-               " and several copies along dimension 0");
+    broken(tiled(s) ? "T9" : "I7", 0, [&] {
+      const char* what = tiled(s) ? "boxDim[0]" : "channelsPerPixel";
+      const Field field = tiled(s) ? Field::box : Field::channels;
+      const auto most = static_cast<std::int64_t>(span / esize(s));
+      const auto fix = choose(s, "T9", 0, field, 0, nearest(most, 1, most));
+      return Explained{std::string(what) + "*" + to_string(esize(s)) + " = " + to_string(bytes) +
+                           " bytes exceeds the swizzle " + std::string(name(s.swizzle)) +
+                           " span of " + to_string(span) + " bytes; use " + what +
+                           (fix.value() == most ? " <= " : " = ") + shown(fix) +
+                           (s.swizzle != Swizzle::bytes128 ? " or a wider swizzle" : "") +
+                           " and several copies along dimension 0",
+                       fix_of(field, 0, fix)};
+    });
   }
 }
 
 // --- T12: L2 promotion, and the enums' ranges -------------------------------------------
 void t12_enums(const TensorMapSpec& s) {
-  if (static_cast<int>(s.l2_promotion) > 3) broken("T12", "l2Promotion is not NONE/64B/128B/256B");
-  if (static_cast<int>(s.interleave) > 2) broken("T12", "interleave is not NONE/16B/32B");
-  if (static_cast<int>(s.swizzle) > 3) broken("T12", "swizzle is not NONE/32B/64B/128B");
-  if (static_cast<int>(s.oob_fill) > 1) broken("T12", "oobFill is not NONE/NAN_REQUEST_ZERO_FMA");
+  auto refuse = [](const char* field, const char* message) {
+    broken("T12", 0, [&] { return Explained{message, enum_fix(field, "NONE")}; });
+  };
+  if (static_cast<int>(s.l2_promotion) > 3) refuse("l2Promotion", "l2Promotion is not NONE/64B/128B/256B");
+  if (static_cast<int>(s.interleave) > 2) refuse("interleave", "interleave is not NONE/16B/32B");
+  if (static_cast<int>(s.swizzle) > 3) refuse("swizzle", "swizzle is not NONE/32B/64B/128B");
+  if (static_cast<int>(s.oob_fill) > 1) refuse("oobFill", "oobFill is not NONE/NAN_REQUEST_ZERO_FMA");
 }
 
 // --- T13: NaN fill only for floating types ----------------------------------------------
 void t13_nan_fill(const TensorMapSpec& s) {
   if (s.oob_fill == OobFill::nan_request_zero_fma && !is_floating(s.data_type)) {
-    broken("T13", "oobFill NAN_REQUEST_ZERO_FMA with integer type " + dt(s) +
-                      "; use oobFill NONE (zero fill) or a floating-point type");
+    broken("T13", 0, [&] {
+      return Explained{"oobFill NAN_REQUEST_ZERO_FMA with integer type " + dt(s) +
+                           "; use oobFill NONE (zero fill) or a floating-point type",
+                       enum_fix("oobFill", "NONE")};
+    });
   }
 }
 
@@ -179,11 +443,17 @@ void i3_corners(const TensorMapSpec& s) {
   const int spatial = static_cast<int>(s.rank) - 2;
   const int limit = spatial == 1 ? 32768 : spatial == 2 ? 128 : 16;
   for (int i = 0; i < spatial; ++i) {
-    for (auto [array, v] : {std::pair{"pixelBoxLowerCorner", s.pixel_box_lower_corner[i]},
-                            std::pair{"pixelBoxUpperCorner", s.pixel_box_upper_corner[i]}}) {
+    for (auto [field, v] : {std::pair{Field::lower, s.pixel_box_lower_corner[i]},
+                            std::pair{Field::upper, s.pixel_box_upper_corner[i]}}) {
+      const int site = 2 * i + (field == Field::upper ? 1 : 0);
       if (v < -limit || v > limit - 1) {
-        broken("I3", idx(array, i) + " = " + to_string(v) + " is outside [" + to_string(-limit) +
-                         ", " + to_string(limit - 1) + "] for rank " + to_string(s.rank));
+        broken("I3", site, [&] {
+          const auto fix = choose(s, "I3", site, field, i, nearest(v, -limit, limit - 1));
+          return Explained{idx(key(field), i) + " = " + to_string(v) + " is outside [" +
+                               to_string(-limit) + ", " + to_string(limit - 1) + "] for rank " +
+                               to_string(s.rank) + "; use " + shown(fix),
+                           fix_of(field, i, fix)};
+        });
       }
     }
   }
@@ -192,12 +462,22 @@ void i3_corners(const TensorMapSpec& s) {
 // --- I4 / I5: channels and pixels -------------------------------------------------------
 void i4_channels(const TensorMapSpec& s) {
   if (s.channels_per_pixel == 0 || s.channels_per_pixel > 256) {
-    broken("I4", "channelsPerPixel = " + to_string(s.channels_per_pixel) + " is outside 1..256");
+    broken("I4", 0, [&] {
+      const auto fix = choose(s, "I4", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
+      return Explained{"channelsPerPixel = " + to_string(s.channels_per_pixel) +
+                           " is outside 1..256; use " + shown(fix),
+                       fix_of(Field::channels, 0, fix)};
+    });
   }
 }
 void i5_pixels(const TensorMapSpec& s) {
   if (s.pixels_per_column == 0 || s.pixels_per_column > 1024) {
-    broken("I5", "pixelsPerColumn = " + to_string(s.pixels_per_column) + " is outside 1..1024");
+    broken("I5", 0, [&] {
+      const auto fix = choose(s, "I5", 0, Field::pixels, 0, nearest(s.pixels_per_column, 1, 1024));
+      return Explained{"pixelsPerColumn = " + to_string(s.pixels_per_column) +
+                           " is outside 1..1024; use " + shown(fix),
+                       fix_of(Field::pixels, 0, fix)};
+    });
   }
 }
 
@@ -207,18 +487,39 @@ void i5_pixels(const TensorMapSpec& s) {
 // NOTE: the driver sizes the box as elementSize x prod(boxDim / elementStride) with the
 // division rounded DOWN (so a dimension whose box is smaller than its stride counts 0),
 // not as the ceil() the copy actually delivers (T8), and refuses more than 228 KiB.
-constexpr std::uint64_t kMaxBoxBytes = 228 * 1024;
+// NOTE: an element stride of 0 is T8's to report; it counts as 1 here so that this rule can be
+// judged on its own (a fix must keep it passing even while T8 fails).
 std::uint64_t driver_box_bytes(const TensorMapSpec& s) {
   std::uint64_t n = static_cast<std::uint64_t>(esize(s));
-  for (std::size_t d = 0; d < s.rank; ++d) n *= s.box_dim[d] / s.element_strides[d];
+  for (std::size_t d = 0; d < s.rank; ++d) n *= s.box_dim[d] / std::max(s.element_strides[d], 1u);
   return n;
 }
 void x1_box_bytes(const TensorMapSpec& s) {
   const auto bytes = driver_box_bytes(s);
   if (bytes > kMaxBoxBytes) {
-    broken("X1", "the box is " + to_string(bytes) + " bytes (elementSize " + to_string(esize(s)) +
-                     " x prod(boxDim / elementStrides)); the driver allows at most " +
-                     to_string(kMaxBoxBytes) + " (228 KiB): shrink boxDim or split the copy");
+    broken("X1", 0, [&] {
+      // Shrink the outermost dimension that can bring the box under the limit on its own.
+      std::optional<std::int64_t> fix;
+      std::size_t at = 0;
+      for (std::size_t d = s.rank; d-- > 0 && !fix;) {
+        const std::uint64_t stride = std::max(s.element_strides[d], 1u);
+        const std::uint64_t per = s.box_dim[d] / stride;  // > 0, as bytes > 0
+        const std::uint64_t rest = bytes / per;            // the other dimensions' bytes
+        const std::uint64_t most = kMaxBoxBytes / rest;
+        if (most == 0) continue;
+        const auto box = static_cast<std::int64_t>(
+            std::min<std::uint64_t>(s.box_dim[d], most * stride + stride - 1));
+        fix = choose(s, "X1", 0, Field::box, d, nearest(box, 1, box));
+        at = d;
+      }
+      return Explained{"the box is " + to_string(bytes) + " bytes (elementSize " +
+                           to_string(esize(s)) + " x prod(boxDim / elementStrides)); the driver "
+                           "allows at most " + to_string(kMaxBoxBytes) + " (228 KiB): " +
+                           (fix ? "shrink boxDim[" + to_string(at) + "] to " + shown(fix) +
+                                      " or split the copy"
+                                : std::string("shrink boxDim or split the copy")),
+                       fix_of(Field::box, at, fix)};
+    });
   }
 }
 
@@ -226,19 +527,33 @@ void x1_box_bytes(const TensorMapSpec& s) {
 void x3_im2col_box(const TensorMapSpec& s) {
   const std::uint64_t row = std::uint64_t{s.channels_per_pixel} * esize(s);
   if (row % 16 != 0) {
-    const std::uint64_t per16 = 16 / std::uint64_t(esize(s));
-    const std::uint64_t lo = s.channels_per_pixel / per16 * per16, hi = lo + per16;
-    broken("X3", "channelsPerPixel*" + to_string(esize(s)) + " = " + to_string(row) +
-                     " bytes is not a multiple of 16; use " +
-                     (lo > 0 ? to_string(lo) + " or " : std::string()) + to_string(hi));
+    broken("X3", 0, [&] {
+      const std::int64_t per16 = 16 / esize(s);
+      const auto fix = choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
+      const std::int64_t lo = s.channels_per_pixel / per16 * per16, hi = lo + per16;
+      std::string use = "use " + to_string(fix.value());
+      for (std::int64_t other : {lo, hi}) {
+        if (other != fix.value() && other > 0 && other <= 256 && (fix.value() == lo || fix.value() == hi)) {
+          use = "use " + to_string(std::min(fix.value(), other)) + " or " + to_string(std::max(fix.value(), other));
+        }
+      }
+      return Explained{"channelsPerPixel*" + to_string(esize(s)) + " = " + to_string(row) +
+                           " bytes is not a multiple of 16; " + use,
+                       fix_of(Field::channels, 0, fix)};
+    });
   }
   const std::uint64_t bytes = row * s.pixels_per_column;
   if (bytes > kMaxBoxBytes) {
-    broken("X3", "the im2col box is " + to_string(bytes) + " bytes (channelsPerPixel " +
-                     to_string(s.channels_per_pixel) + " x pixelsPerColumn " +
-                     to_string(s.pixels_per_column) + " x " + to_string(esize(s)) +
-                     "); the driver allows at most " + to_string(kMaxBoxBytes) +
-                     " (228 KiB): lower pixelsPerColumn");
+    broken("X3", 1, [&] {
+      const auto most = static_cast<std::int64_t>(kMaxBoxBytes / row);
+      const auto fix = choose(s, "X3", 1, Field::pixels, 0, nearest(most, 1, most));
+      return Explained{"the im2col box is " + to_string(bytes) + " bytes (channelsPerPixel " +
+                           to_string(s.channels_per_pixel) + " x pixelsPerColumn " +
+                           to_string(s.pixels_per_column) + " x " + to_string(esize(s)) +
+                           "); the driver allows at most " + to_string(kMaxBoxBytes) +
+                           " (228 KiB): lower pixelsPerColumn to " + shown(fix),
+                       fix_of(Field::pixels, 0, fix)};
+    });
   }
 }
 
@@ -248,38 +563,89 @@ void x3_im2col_box(const TensorMapSpec& s) {
 // lowerCorner > 0, the first sum wrapping to 32-bit signed (so a dimension of 2^31 or more
 // can wrap negative). With interleave 16B or 32B it pairs corner i with globalDim[i] instead
 // of globalDim[i + 1]. We check what the driver checks, since that decides the encode.
+std::int32_t wrapped_high(std::uint64_t dim, std::int64_t up) {
+  return static_cast<std::int32_t>(
+      static_cast<std::uint32_t>((dim + static_cast<std::uint64_t>(up)) & 0xffffffffu));
+}
 void x4_im2col_extent(const TensorMapSpec& s) {
   const std::size_t first = s.interleave == Interleave::none ? 1 : 0;
+  const int spatial = static_cast<int>(s.rank) - 2;
+  const std::int64_t limit = spatial == 1 ? 32768 : spatial == 2 ? 128 : 16;
   for (std::size_t i = 0; i + 2 < s.rank; ++i) {
     const std::size_t d = i + first;
     const std::uint64_t dim = s.global_dim[d];
     const std::int64_t lo = s.pixel_box_lower_corner[i], up = s.pixel_box_upper_corner[i];
-    const auto high = static_cast<std::int32_t>(
-        static_cast<std::uint32_t>((dim + static_cast<std::uint64_t>(up)) & 0xffffffffu));
-    const std::int64_t pixels = std::int64_t{high} - lo;
-    if (pixels <= 0) {
+    const std::int32_t high = wrapped_high(dim, up);
+    if (std::int64_t{high} - lo > 0) continue;
+    broken("X4", static_cast<int>(i), [&] {
       const bool wrapped = static_cast<std::int64_t>(dim) + up != high;
-      broken("X4", "spatial dimension " + to_string(i + 1) + ": globalDim[" + to_string(d) +
-                       "] + pixelBoxUpperCorner[" + to_string(i) + "] - pixelBoxLowerCorner[" +
-                       to_string(i) + "] = " + to_string(dim) + " + " + to_string(up) + " - " +
-                       to_string(lo) + " leaves no pixel" +
-                       (wrapped ? " (the driver wraps globalDim + upper to 32-bit signed: " +
-                                      to_string(high) + ")"
-                                : std::string()) +
-                       "; raise pixelBoxUpperCorner[" + to_string(i) +
-                       "], lower pixelBoxLowerCorner[" + to_string(i) + "]" +
-                       (wrapped ? ", or keep the dimension below 2^31" : std::string()));
-    }
+      const int site = static_cast<int>(i);
+      // The least upper corner that leaves a pixel (without wrapping; where the sum wraps, the
+      // corner nearest the given one that unwraps it), else the most lower one.
+      const std::int64_t least_up = lo - static_cast<std::int64_t>(dim) + 1;
+      Field field = Field::upper;
+      std::size_t entry = i;
+      std::optional<std::int64_t> fix = choose(
+          s, "X4", site, field, entry,
+          wrapped ? nearest(up, -limit, limit - 1) : nearest(least_up, -limit, limit - 1, 1));
+      if (!fix) {
+        field = Field::lower;
+        fix = choose(s, "X4", site, field, entry, nearest(std::int64_t{high} - 1, -limit, limit - 1, 1));
+      }
+      // A dimension that wraps negative for every corner: the nearest size that does not, below
+      // 2^31, or one so near 2^32 that the sum wraps past zero to a positive count.
+      if (!fix) {
+        const std::int64_t below = std::min<std::int64_t>(static_cast<std::int64_t>(dim),
+                                                          std::int64_t{INT32_MAX} - std::max<std::int64_t>(up, 0));
+        const std::int64_t above = static_cast<std::int64_t>(kTwo32) - up + lo + 1;
+        std::vector<std::int64_t> sizes;
+        for (std::int64_t v : {below, above}) {
+          if (v >= 1 && v <= static_cast<std::int64_t>(kTwo32)) sizes.push_back(v);
+        }
+        std::sort(sizes.begin(), sizes.end(), [&](std::int64_t a, std::int64_t b) {
+          const auto far = [&](std::int64_t v) { return v > static_cast<std::int64_t>(dim) ? v - static_cast<std::int64_t>(dim) : static_cast<std::int64_t>(dim) - v; };
+          return far(a) < far(b);
+        });
+        field = Field::dim;
+        entry = d;
+        fix = choose(s, "X4", site, field, entry, these(sizes));
+      }
+      const std::string at = "[" + to_string(i) + "]";
+      const std::string use =
+          !fix ? "; no single change mends it"
+          : field == Field::upper
+              ? (*fix > up ? "; raise" : "; lower") + (" pixelBoxUpperCorner" + at) + " to " +
+                    to_string(*fix) + (wrapped ? " (so that the sum does not wrap)" : "")
+          : field == Field::lower
+              ? (*fix > lo ? "; raise" : "; lower") + (" pixelBoxLowerCorner" + at) + " to " +
+                    to_string(*fix)
+              : "; no corner in range mends it: use globalDim[" + to_string(d) + "] = " +
+                    to_string(*fix) + (*fix < (std::int64_t{1} << 31) ? " (below 2^31)" : "");
+      return Explained{"spatial dimension " + to_string(i + 1) + ": globalDim[" + to_string(d) +
+                           "] + pixelBoxUpperCorner" + at + " - pixelBoxLowerCorner" + at +
+                           " = " + to_string(dim) + " + " + to_string(up) + " - " +
+                           to_string(lo) + " leaves no pixel" +
+                           (wrapped ? " (the driver wraps globalDim + upper to 32-bit signed: " +
+                                          to_string(high) + ")"
+                                    : std::string()) +
+                           use,
+                       fix ? std::optional<SpecFix>(make_fix(field, entry, *fix)) : std::nullopt};
+    });
   }
 }
 
 // --- X2: the global address is a valid virtual address ----------------------------------
-constexpr std::uint64_t kMaxAddress = std::uint64_t{1} << 57;
 void x2_address_range(const TensorMapSpec& s) {
   if (s.global_address >= kMaxAddress) {
-    broken("X2", "globalAddress = " + hex(s.global_address) +
-                     " is at or above 2^57, outside the GPU's virtual address space; pass a "
-                     "device pointer");
+    broken("X2", 0, [&] {
+      const auto highest = static_cast<std::int64_t>(kMaxAddress - address_align(s));
+      const auto fix = choose(s, "X2", 0, Field::address, 0, these({highest}));
+      return Explained{"globalAddress = " + hex(s.global_address) +
+                           " is at or above 2^57, outside the GPU's virtual address space; pass "
+                           "a device pointer (the highest allowed is " +
+                           hex(static_cast<std::uint64_t>(highest)) + ")",
+                       fix_of(Field::address, 0, fix)};
+    });
   }
 }
 
@@ -318,6 +684,15 @@ constexpr Rule kRules[] = {
      im2col_only<x4_im2col_extent>},
 };
 
+std::span<const Rule> table() { return kRules; }
+
+const Rule& rule_entry(std::string_view id) {
+  for (const Rule& r : kRules) {
+    if (r.id == id) return r;
+  }
+  throw Error("internal: no rule " + std::string(id));
+}
+
 }  // namespace
 
 std::span<const Rule> rules() { return kRules; }
@@ -332,6 +707,75 @@ std::optional<RuleViolation> find_violation(const TensorMapSpec& spec) {
   } catch (const RuleViolation& v) {
     return v;
   }
+  return std::nullopt;
+}
+
+std::optional<Finding> diagnose(const TensorMapSpec& spec) {
+  try {
+    validate(spec);
+  } catch (const FixableViolation& v) {
+    return Finding{v, v.fix()};
+  }
+  return std::nullopt;
+}
+
+TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix) {
+  auto text = [&](auto parse) {
+    const auto* s = std::get_if<std::string>(&fix.value);
+    const auto v = s ? parse(*s) : std::nullopt;
+    if (!v) throw Error(fix.field + ": the fix's value is not a name of this field's values");
+    return *v;
+  };
+  if (fix.field == "interleave") {
+    spec.interleave = text(parse_interleave);
+  } else if (fix.field == "swizzle") {
+    spec.swizzle = text(parse_swizzle);
+  } else if (fix.field == "l2Promotion") {
+    spec.l2_promotion = text(parse_l2_promotion);
+  } else if (fix.field == "oobFill") {
+    spec.oob_fill = text(parse_oob_fill);
+  } else {
+    for (Field f : {Field::address, Field::dim, Field::stride, Field::box, Field::element_stride,
+                    Field::lower, Field::upper, Field::channels, Field::pixels}) {
+      if (fix.field != key(f)) continue;
+      if (is_array(f) != fix.index.has_value()) {
+        throw Error(fix.field + (is_array(f) ? ": the fix names no entry" : ": not an array"));
+      }
+      std::int64_t v = 0;
+      if (const auto* u = std::get_if<std::uint64_t>(&fix.value)) {
+        v = static_cast<std::int64_t>(*u);
+      } else if (const auto* i = std::get_if<std::int64_t>(&fix.value)) {
+        v = *i;
+      } else {
+        throw Error(fix.field + ": the fix's value is not a number");
+      }
+      try {
+        set(spec, f, fix.index.value_or(0), v);
+      } catch (const std::out_of_range&) {
+        throw Error(fix.field + "[" + std::to_string(*fix.index) + "]: no such entry");
+      }
+      return spec;
+    }
+    throw Error(fix.field + ": not a field a fix can change");
+  }
+  return spec;
+}
+
+std::optional<TensorMapSpec> nearest_passing_spec(const TensorMapSpec& spec, std::string* why) {
+  // NOTE: each fix mends one entry of one rule and keeps the others that passed, so the
+  // number of steps is bounded by the entries; the cap only guards against a cycle.
+  constexpr int kMaxSteps = 64;
+  TensorMapSpec s = spec;
+  for (int step = 0; step < kMaxSteps; ++step) {
+    const auto finding = diagnose(s);
+    if (!finding) return s;
+    if (!finding->fix) {
+      if (why) *why = finding->violation.what();
+      return std::nullopt;
+    }
+    s = with_fix(s, *finding->fix);
+  }
+  if (why) *why = "no passing spec within " + std::to_string(kMaxSteps) + " fixes";
   return std::nullopt;
 }
 

@@ -1,7 +1,9 @@
 // Every rule of host/validate.cpp: a spec that breaks it, the id and the exact message.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
+#include <variant>
 #include <string>
 
 #include "tmakit/host/spec_json.hpp"
@@ -118,10 +120,10 @@ TEST(Rules, T5GlobalDims) {
   auto s = tiled();
   s.global_dim[1] = 0;
   expect_broken(s, "T5", "globalDim[1] = 0 is outside 1..2^32 (4294967296); an empty tensor "
-                         "needs no copy");
+                         "needs no copy (the least size is 1)");
   s.global_dim[1] = (std::uint64_t{1} << 32) + 1;
   expect_broken(s, "T5", "globalDim[1] = 4294967297 is outside 1..2^32 (4294967296); split the "
-                         "dimension in two");
+                         "dimension in two (the largest size is 4294967296)");
   s.global_dim[1] = std::uint64_t{1} << 32;  // the upper bound itself is allowed
   EXPECT_FALSE(find_violation(s).has_value());
 }
@@ -133,15 +135,15 @@ TEST(Rules, T6GlobalStrides) {
                          "pad to 4112 bytes");
   s.global_strides_bytes[0] = std::uint64_t{1} << 40;
   expect_broken(s, "T6",
-                "globalStrides[0] = 1099511627776 bytes is not below 2^40 (1099511627776); no "
-                "tensor that large is addressable by TMA");
+                "globalStrides[0] = 1099511627776 bytes is not below 2^40 (1099511627776): no "
+                "tensor that large is addressable by TMA; use 1099511627760 bytes");
 }
 
 TEST(Rules, T7BoxDims) {
   auto s = tiled();
   s.box_dim[1] = 257;
   expect_broken(s, "T7", "boxDim[1] = 257 is outside 1..256; cover larger tiles with several "
-                         "copies");
+                         "copies of 256");
   s = tiled();
   s.box_dim[0] = 25;
   expect_broken(s, "T7", "boxDim[0]*4 = 100 bytes is not a multiple of 16; use 24 or 28");
@@ -163,7 +165,7 @@ TEST(Rules, T7AppliesWithInterleaveToo) {
 TEST(Rules, T8ElementStrides) {
   auto s = tiled();
   s.element_strides[1] = 9;
-  expect_broken(s, "T8", "elementStrides[1] = 9 is outside 1..8; use 1 for a dense box");
+  expect_broken(s, "T8", "elementStrides[1] = 9 is outside 1..8; use 8 (1 for a dense box)");
   auto m = im2col();
   m.element_strides[0] = 0;
   expect_broken(m, "I6", "elementStrides[0] = 0 is outside 1..8; use 1 for a dense box");
@@ -211,22 +213,22 @@ TEST(Rules, T13NanFill) {
 TEST(Rules, I3Corners) {
   auto m = im2col();
   m.pixel_box_upper_corner[1] = 128;
-  expect_broken(m, "I3", "pixelBoxUpperCorner[1] = 128 is outside [-128, 127] for rank 4");
+  expect_broken(m, "I3", "pixelBoxUpperCorner[1] = 128 is outside [-128, 127] for rank 4; use 127");
   m = im2col();
   m.rank = 5;
   m.global_dim = {64, 8, 8, 8, 2};
   m.global_strides_bytes = {128, 1024, 8192, 65536};
   m.pixel_box_lower_corner = {-17, 0, 0};
-  expect_broken(m, "I3", "pixelBoxLowerCorner[0] = -17 is outside [-16, 15] for rank 5");
+  expect_broken(m, "I3", "pixelBoxLowerCorner[0] = -17 is outside [-16, 15] for rank 5; use -16");
 }
 
 TEST(Rules, I4I5ChannelsAndPixels) {
   auto m = im2col();
   m.channels_per_pixel = 0;
-  expect_broken(m, "I4", "channelsPerPixel = 0 is outside 1..256");
+  expect_broken(m, "I4", "channelsPerPixel = 0 is outside 1..256; use 8");
   m = im2col();
   m.pixels_per_column = 1025;
-  expect_broken(m, "I5", "pixelsPerColumn = 1025 is outside 1..1024");
+  expect_broken(m, "I5", "pixelsPerColumn = 1025 is outside 1..1024; use 1024");
 }
 
 TEST(Rules, X1BoxBytes) {
@@ -237,7 +239,7 @@ TEST(Rules, X1BoxBytes) {
   s.box_dim = {32, 256, 8};  // 32*256*8*4 = 262144 bytes
   expect_broken(s, "X1",
                 "the box is 262144 bytes (elementSize 4 x prod(boxDim / elementStrides)); the "
-                "driver allows at most 233472 (228 KiB): shrink boxDim or split the copy");
+                "driver allows at most 233472 (228 KiB): shrink boxDim[2] to 7 or split the copy");
   s.box_dim = {32, 228, 8};  // exactly 228 KiB
   EXPECT_FALSE(find_violation(s).has_value());
   // The driver rounds boxDim / elementStrides down, even to zero.
@@ -254,7 +256,8 @@ TEST(Rules, X2AddressRange) {
   s.global_address = std::uint64_t{1} << 57;
   expect_broken(s, "X2",
                 "globalAddress = 0x200000000000000 is at or above 2^57, outside the GPU's "
-                "virtual address space; pass a device pointer");
+                "virtual address space; pass a device pointer (the highest allowed is "
+                "0x1fffffffffffff0)");
   s.global_address = (std::uint64_t{1} << 57) - 16;
   EXPECT_FALSE(find_violation(s).has_value());
 }
@@ -268,7 +271,7 @@ TEST(Rules, X3Im2colRowsAndBox) {
   m.pixels_per_column = 1024;
   expect_broken(m, "X3",
                 "the im2col box is 524288 bytes (channelsPerPixel 256 x pixelsPerColumn 1024 x "
-                "2); the driver allows at most 233472 (228 KiB): lower pixelsPerColumn");
+                "2); the driver allows at most 233472 (228 KiB): lower pixelsPerColumn to 456");
 }
 
 TEST(Rules, X4Im2colExtent) {
@@ -278,7 +281,7 @@ TEST(Rules, X4Im2colExtent) {
   expect_broken(m, "X4",
                 "spatial dimension 1: globalDim[1] + pixelBoxUpperCorner[0] - "
                 "pixelBoxLowerCorner[0] = 32 + -12 - 20 leaves no pixel; raise "
-                "pixelBoxUpperCorner[0], lower pixelBoxLowerCorner[0]");
+                "pixelBoxUpperCorner[0] to -11");
   m.pixel_box_upper_corner = {-11, 0};
   EXPECT_FALSE(find_violation(m).has_value());
   // globalDim + upper wraps to 32-bit signed: 2^31 + 5 is negative there.
@@ -289,9 +292,8 @@ TEST(Rules, X4Im2colExtent) {
   expect_broken(m, "X4",
                 "spatial dimension 1: globalDim[1] + pixelBoxUpperCorner[0] - "
                 "pixelBoxLowerCorner[0] = 2147483648 + 5 - 0 leaves no pixel (the driver wraps "
-                "globalDim + upper to 32-bit signed: -2147483643); raise "
-                "pixelBoxUpperCorner[0], lower pixelBoxLowerCorner[0], or keep the dimension "
-                "below 2^31");
+                "globalDim + upper to 32-bit signed: -2147483643); lower "
+                "pixelBoxUpperCorner[0] to -1 (so that the sum does not wrap)");
   m.pixel_box_upper_corner = {-5, 0};
   EXPECT_FALSE(find_violation(m).has_value());
 }
@@ -307,7 +309,106 @@ TEST(Rules, X4InterleavedPairsCornerWithPreviousDim) {
   expect_broken(m, "X4",
                 "spatial dimension 1: globalDim[0] + pixelBoxUpperCorner[0] - "
                 "pixelBoxLowerCorner[0] = 4 + 0 - 4 leaves no pixel; raise "
-                "pixelBoxUpperCorner[0], lower pixelBoxLowerCorner[0]");
+                "pixelBoxUpperCorner[0] to 1");
+}
+
+// ---- fixes: every suggestion is data, mends its rule and is refused by no other rule ----------
+
+// The spec breaks `id`; its fix sets `field` (entry `index`) to `value`; the fixed spec passes.
+void expect_fix(const TensorMapSpec& s, const std::string& id, const std::string& field,
+                std::optional<std::size_t> index, std::variant<std::uint64_t, std::int64_t, std::string> value) {
+  const auto f = diagnose(s);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->violation.rule_id(), id);
+  ASSERT_TRUE(f->fix.has_value()) << f->violation.what();
+  EXPECT_EQ(f->fix->field, field);
+  EXPECT_EQ(f->fix->index, index);
+  EXPECT_EQ(f->fix->value, value) << f->violation.what();
+  const auto fixed = with_fix(s, *f->fix);
+  EXPECT_FALSE(find_violation(fixed).has_value()) << find_violation(fixed)->what();
+}
+
+TEST(RuleFixes, StridesNeverOverflowAndStayBelow2To40) {
+  auto s = tiled();
+  s.global_strides_bytes[0] = ~std::uint64_t{0};  // 2^64 - 1: padding up would wrap to 0
+  expect_fix(s, "T6", "globalStrides", 0, std::uint64_t{1099511627760});
+  EXPECT_NE(std::string(find_violation(s)->what()).find("use 1099511627760 bytes"), std::string::npos);
+  s.global_strides_bytes[0] = 1099511627775;  // 2^40 - 1: padding up reaches 2^40, refused
+  expect_fix(s, "T6", "globalStrides", 0, std::uint64_t{1099511627760});
+  s.global_strides_bytes[0] = 4100;
+  expect_fix(s, "T6", "globalStrides", 0, std::uint64_t{4112});
+}
+
+TEST(RuleFixes, AddressesStayBelow2To57) {
+  auto s = tiled();
+  s.global_address = (std::uint64_t{1} << 57) + 1;  // rounding down gives 2^57, which X2 refuses
+  expect_fix(s, "T4", "globalAddress", std::nullopt, std::uint64_t{(std::uint64_t{1} << 57) - 16});
+  EXPECT_NE(std::string(find_violation(s)->what()).find("use 0x1fffffffffffff0"), std::string::npos);
+  s.global_address = 0x1008;
+  expect_fix(s, "T4", "globalAddress", std::nullopt, std::uint64_t{0x1000});
+  s.global_address = ~std::uint64_t{0} - 15;
+  expect_fix(s, "X2", "globalAddress", std::nullopt, std::uint64_t{(std::uint64_t{1} << 57) - 16});
+}
+
+TEST(RuleFixes, EnumsAndBoxes) {
+  auto s = tiled();
+  s.interleave = Interleave::bytes16;
+  expect_fix(s, "T3", "interleave", std::nullopt, std::string("NONE"));
+  s = tiled();
+  s.box_dim[0] = 25;
+  expect_fix(s, "T7", "boxDim", 0, std::uint64_t{24});
+  // 256 x 256 FLOAT32 with 128B swizzle: the row fix (32) keeps T7 and X1 passing
+  s = tiled();
+  s.swizzle = Swizzle::bytes128;
+  s.box_dim = {256, 256};
+  expect_fix(s, "T9", "boxDim", 0, std::uint64_t{32});
+  s = tiled();
+  s.data_type = DataType::int32;
+  s.oob_fill = OobFill::nan_request_zero_fma;
+  expect_fix(s, "T13", "oobFill", std::nullopt, std::string("NONE"));
+}
+
+TEST(RuleFixes, Im2colCornersAndWrappingDimensions) {
+  auto m = im2col();
+  m.global_dim[1] = 3000000000;  // wraps negative for every corner in [-128, 127]
+  const auto f = diagnose(m);
+  ASSERT_TRUE(f && f->fix);
+  EXPECT_EQ(f->violation.rule_id(), "X4");
+  EXPECT_EQ(f->fix->field, "globalDim");
+  const auto fixed = with_fix(m, *f->fix);
+  EXPECT_FALSE(find_violation(fixed).has_value());
+  m = im2col();
+  m.pixel_box_lower_corner = {20, 0};
+  m.pixel_box_upper_corner = {-12, 0};
+  expect_fix(m, "X4", "pixelBoxUpperCorner", 0, std::int64_t{-11});
+}
+
+TEST(RuleFixes, NearestPassingSpecMendsEveryRuleInTurn) {
+  auto s = tiled();
+  s.global_address = 0x1008;
+  s.global_strides_bytes[0] = 4100;
+  s.box_dim = {25, 300};
+  s.element_strides = {0, 9};
+  std::string why;
+  const auto fixed = nearest_passing_spec(s, &why);
+  ASSERT_TRUE(fixed.has_value()) << why;
+  EXPECT_FALSE(find_violation(*fixed).has_value());
+  EXPECT_EQ(fixed->global_address, 0x1000u);
+  EXPECT_EQ(fixed->box_dim[0], 24u);
+  EXPECT_EQ(fixed->box_dim[1], 256u);
+  EXPECT_EQ(nearest_passing_spec(tiled()), tiled());  // a passing spec is its own answer
+  s = tiled();
+  s.rank = 7;  // no single field mends a rank
+  EXPECT_FALSE(nearest_passing_spec(s, &why).has_value());
+  EXPECT_EQ(why.rfind("T3: rank = 7", 0), 0u) << why;
+}
+
+TEST(RuleFixes, WithFixRefusesFieldsTheSpecLacks) {
+  EXPECT_THROW(with_fix(tiled(), {"rank", std::nullopt, std::uint64_t{3}}), Error);
+  EXPECT_THROW(with_fix(tiled(), {"boxDim", 9, std::uint64_t{3}}), Error);
+  EXPECT_THROW(with_fix(tiled(), {"boxDim", std::nullopt, std::uint64_t{3}}), Error);
+  EXPECT_THROW(with_fix(tiled(), {"swizzle", std::nullopt, std::string("512B")}), Error);
+  EXPECT_EQ(with_fix(tiled(), {"swizzle", std::nullopt, std::string("64B")}).swizzle, Swizzle::bytes64);
 }
 
 }  // namespace

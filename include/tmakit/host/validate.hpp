@@ -1,11 +1,14 @@
 // validate(spec): every rule a tensor map must obey, documented or found by sweeping the real
 // driver, each one function with an id. The first broken rule is thrown as RuleViolation
-// with the offending values and a concrete fix.
+// with the offending values and a concrete fix, which diagnose() also gives as data.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <variant>
 
 #include "tmakit/core/error.hpp"
 #include "tmakit/host/tensor_map_spec.hpp"
@@ -28,5 +31,33 @@ void validate(const TensorMapSpec& spec);
 
 // The first violation, or nullopt when the spec is valid.
 std::optional<RuleViolation> find_violation(const TensorMapSpec& spec);
+
+// One change to one field of a spec: set `field` (the JSON key of spec_json.hpp), entry `index`
+// of it when it is an array, to `value`: an unsigned number, a signed one (the pixel-box
+// corners) or an enum's name ("NONE").
+struct SpecFix {
+  std::string field;
+  std::optional<std::size_t> index;
+  std::variant<std::uint64_t, std::int64_t, std::string> value;
+};
+
+// A broken rule and the fix its message suggests. The fix makes that rule pass and keeps every
+// rule that passed passing, unless no value of the field does; it is the value nearest the
+// given one that does so. No fix when no single field can be changed to mend the rule (a rank
+// of 7, an unknown data type, an im2col extent that wraps for every corner in range).
+struct Finding {
+  RuleViolation violation;
+  std::optional<SpecFix> fix;
+};
+std::optional<Finding> diagnose(const TensorMapSpec& spec);
+
+// The spec with the fix applied. Throws Error for a field or index the spec does not have.
+TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix);
+
+// Applies diagnose()'s fixes one after another until the spec passes every rule: the spec
+// itself when it passes, the mended spec, or nullopt when a broken rule has no fix (then
+// `why`, when given, holds that rule's message).
+std::optional<TensorMapSpec> nearest_passing_spec(const TensorMapSpec& spec,
+                                                  std::string* why = nullptr);
 
 }  // namespace tmakit
