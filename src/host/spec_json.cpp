@@ -1,5 +1,6 @@
 #include "tmakit/host/spec_json.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,47 @@ namespace tmakit {
 namespace {
 
 using nlohmann::json;
+
+// `text` cut to `max_bytes`, saying how much was left out.
+std::string bounded(const std::string& text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  return text.substr(0, max_bytes) + "... (" + std::to_string(text.size() - max_bytes) +
+         " more bytes)";
+}
+
+// NOTE: recursion bounded by kQuoteDepth and output by max_bytes, whatever the value holds.
+constexpr int kQuoteDepth = 3;
+template <class Json>
+void quote_into(std::string& out, const Json& v, int depth, std::size_t max_bytes) {
+  auto scalar = [&](const Json& x) {
+    return x.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  if (v.is_array() || v.is_object()) {
+    const bool array = v.is_array();
+    out += array ? '[' : '{';
+    if (depth >= kQuoteDepth && !v.empty()) {
+      out += "...";
+    } else {
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (out.size() >= max_bytes) {
+          out += "...";
+          break;
+        }
+        if (!first) out += ',';
+        first = false;
+        if (!array) out += scalar(Json(it.key().substr(0, max_bytes))) + ':';
+        quote_into(out, *it, depth + 1, max_bytes);
+      }
+    }
+    out += array ? ']' : '}';
+  } else if (v.is_string()) {
+    const auto& text = v.template get_ref<const std::string&>();
+    out += scalar(Json(text.substr(0, max_bytes + 1)));
+  } else {
+    out += scalar(v);
+  }
+}
 
 [[noreturn]] void fail(const std::string& key, const std::string& what) {
   throw ParseError(key + ": " + what);
@@ -43,7 +85,7 @@ T integer(const json& v, const std::string& key) {
     }
     return static_cast<T>(s);
   }
-  if (v.is_number_float()) fail(key, v.dump() + " is not an integer or is out of range" + range);
+  if (v.is_number_float()) fail(key, quote_json(v) + " is not an integer or is out of range" + range);
   fail(key, "expected an integer, got " + type_name(v));
 }
 
@@ -80,7 +122,7 @@ E enum_value(const json& o, const char* key, E fallback, std::optional<E> (*pars
   if (!v->is_string()) fail(key, std::string("expected a string (") + choices + "), got " + type_name(*v));
   const auto& s = v->get_ref<const std::string&>();
   if (auto e = parse(s)) return *e;
-  fail(key, "unknown value \"" + s + "\" (expected one of " + choices + ")");
+  fail(key, "unknown value " + quote_json(*v) + " (expected one of " + choices + ")");
 }
 
 std::optional<DataType> parse_dtype(std::string_view s) { return parse_data_type(s); }
@@ -140,17 +182,115 @@ TensorMapSpec spec_from_json(const json& o) {
   return s;
 }
 
-TensorMapSpec parse_spec_json(std::string_view line) {
-  json o;
-  try {
-    o = json::parse(line.begin(), line.end());
-  } catch (const json::parse_error& e) {
-    // nlohmann's message names the byte offset and what it expected.
-    std::string what = e.what();
-    const auto pos = what.find("parse error");
-    throw ParseError("invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+namespace {
+
+// A line parsed with every guard of parse_json_line (Json: json, or ordered_json to keep the
+// order of keys).
+template <class Json>
+Json parse_guarded(std::string_view line) {
+  if (line.size() > kMaxLineBytes) {
+    throw ParseError("the line is " + std::to_string(line.size()) + " bytes, more than the " +
+                     std::to_string(kMaxLineBytes) + " a spec line may have");
   }
-  return spec_from_json(o);
+  // NOTE: the JSON lexer takes a NUL for the end of its input, so "{...}\0junk" would pass.
+  if (const auto nul = line.find('\0'); nul != std::string_view::npos) {
+    throw ParseError("byte " + std::to_string(nul) + " of the line is NUL; a spec line is text");
+  }
+  // Where the parser is, for naming the key of a number it cannot hold: the top-level key
+  // and, in an array under it, the entry.
+  std::string key;
+  std::size_t entry = 0;
+  bool in_array = false;
+  using Event = nlohmann::detail::parse_event_t;
+  auto where = [&](int depth, Event event, Json& parsed) {
+    if ((event == Event::object_start || event == Event::array_start) &&
+        depth >= kMaxJsonDepth) {
+      throw ParseError(
+          (key.empty() ? std::string("the line") : bounded(key, 64)) + ": nested deeper than " +
+          std::to_string(kMaxJsonDepth) + " levels of arrays and objects");
+    }
+    if (event == Event::key && depth == 1) {
+      key = parsed.template get<std::string>();
+      entry = 0;
+      in_array = false;
+    } else if (event == Event::array_start && depth == 1) {
+      in_array = true;
+    } else if (depth == 2 && (event == Event::value || event == Event::array_end ||
+                              event == Event::object_end)) {
+      ++entry;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(line.begin(), line.end(), where);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message says "line 1" (it sees one line): name the byte in the line instead.
+    std::string what = e.what();
+    const auto column = what.find("column ");
+    const auto colon = what.find(": ", column == std::string::npos ? 0 : column);
+    const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+    throw ParseError("invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                     bounded(detail, 160));
+  } catch (const json::exception& e) {
+    // A number past the range of a double (1e999, 400 digits): name where it stands.
+    const std::string at = key.empty() ? std::string("the line")
+                                       : bounded(key, 64) + (in_array ? "[" + std::to_string(entry) + "]" : "");
+    std::string what = e.what();
+    const auto quote = what.find('\'');
+    std::string token = quote == std::string::npos ? std::string() : what.substr(quote + 1);
+    if (!token.empty() && token.back() == '\'') token.pop_back();
+    if (e.id == 406) throw ParseError(at + ": " + bounded(token, 32) + " is too large for any number");
+    throw ParseError(at + ": " + bounded(what, 160));
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_json_line(std::string_view line) { return parse_guarded<json>(line); }
+
+std::string quote_json(const nlohmann::json& value, std::size_t max_bytes) {
+  std::string out;
+  quote_into(out, value, 0, max_bytes);
+  return bounded(out, max_bytes);
+}
+
+TensorMapSpec parse_spec_json(std::string_view line) { return spec_from_json(parse_json_line(line)); }
+
+std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
+                              const TensorMapSpec& to) {
+  auto o = parse_guarded<nlohmann::ordered_json>(line);
+  auto arr = [](const auto& a, std::size_t n) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < n; ++i) j.push_back(a[i]);
+    return j;
+  };
+  auto differ = [](const auto& a, const auto& b, std::size_t n) {
+    return !std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin());
+  };
+  const std::size_t rank = std::min<std::size_t>(to.rank, kMaxRank);
+  const std::size_t strides = rank > 0 ? rank - 1 : 0, corners = rank > 2 ? rank - 2 : 0;
+  if (from.global_address != to.global_address) o["globalAddress"] = to.global_address;
+  if (differ(from.global_dim, to.global_dim, rank)) o["globalDim"] = arr(to.global_dim, rank);
+  if (differ(from.global_strides_bytes, to.global_strides_bytes, strides)) {
+    o["globalStrides"] = arr(to.global_strides_bytes, strides);
+  }
+  if (differ(from.box_dim, to.box_dim, rank)) o["boxDim"] = arr(to.box_dim, rank);
+  if (differ(from.element_strides, to.element_strides, rank)) {
+    o["elementStrides"] = arr(to.element_strides, rank);
+  }
+  if (differ(from.pixel_box_lower_corner, to.pixel_box_lower_corner, corners)) {
+    o["pixelBoxLowerCorner"] = arr(to.pixel_box_lower_corner, corners);
+  }
+  if (differ(from.pixel_box_upper_corner, to.pixel_box_upper_corner, corners)) {
+    o["pixelBoxUpperCorner"] = arr(to.pixel_box_upper_corner, corners);
+  }
+  if (from.channels_per_pixel != to.channels_per_pixel) o["channelsPerPixel"] = to.channels_per_pixel;
+  if (from.pixels_per_column != to.pixels_per_column) o["pixelsPerColumn"] = to.pixels_per_column;
+  if (from.interleave != to.interleave) o["interleave"] = std::string(name(to.interleave));
+  if (from.swizzle != to.swizzle) o["swizzle"] = std::string(name(to.swizzle));
+  if (from.l2_promotion != to.l2_promotion) o["l2Promotion"] = std::string(name(to.l2_promotion));
+  if (from.oob_fill != to.oob_fill) o["oobFill"] = std::string(name(to.oob_fill));
+  return o.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string spec_to_json(const TensorMapSpec& s) {

@@ -6,6 +6,7 @@
 // "pixelsPerColumn" instead of "boxDim". Unknown keys are ignored.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
@@ -14,12 +15,32 @@
 
 namespace tmakit {
 
+// The longest line the parsers take (a spec line is a few hundred bytes) and the deepest
+// nesting of arrays and objects (a spec needs 2): past either a line is refused whole, so
+// that no line can make the parser or a message that quotes it exhaust memory or the stack.
+inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+inline constexpr int kMaxJsonDepth = 16;
+
+// One line as a JSON value. Throws ParseError for a line past kMaxLineBytes or kMaxJsonDepth,
+// a NUL byte anywhere (the line is text), malformed JSON (naming the byte offset in the line)
+// and a number too large for a double (naming the key it stands under).
+nlohmann::json parse_json_line(std::string_view line);
+
+// At most about `max_bytes` bytes of a JSON value, for messages that quote a bad value:
+// nesting past a few levels and text past the bound are elided as "...".
+std::string quote_json(const nlohmann::json& value, std::size_t max_bytes = 64);
+
 // Parses one line. Throws ParseError naming the key and the problem for malformed JSON,
 // a missing required key, a wrong type, a wrong array length, or a number outside the
 // range of the driver's argument type. Values the driver refuses but can be given (rank 7,
 // boxDim 300) parse fine: validate() judges them.
 TensorMapSpec parse_spec_json(std::string_view line);
 TensorMapSpec spec_from_json(const nlohmann::json& object);
+
+// `line` (a spec that parses to `from`) with every field in which `to` differs from `from`
+// rewritten: the other keys, unknown ones included, stay as they were and in their order.
+std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
+                              const TensorMapSpec& to);
 
 // One line, keys in the order above. Only the entries the rank (and the encode kind) uses
 // are written, so parse_spec_json(spec_to_json(s)) equals s in every field the driver reads
