@@ -11,10 +11,11 @@
 namespace tmakit::model {
 namespace {
 
-// NOTE: the largest buffer the model builds. Shared memory holds at most 227 KiB, but the driver
-// accepts boxes larger than that (the copy then fails at run time); 1 GiB keeps such specs
-// answerable without letting a 256^5 box exhaust host memory.
-constexpr std::uint64_t kMaxFootprintBytes = std::uint64_t{1} << 30;
+// NOTE: the largest buffer the model builds: what one CTA's shared memory can hold (228 KiB on
+// sm_90, the driver's box limit X1 too). The driver accepts boxes whose footprint is larger
+// (X1 counts boxDim / elementStride rounded down, and ignores the swizzle's padded rows); no
+// copy can write them, so the model refuses them before allocating anything.
+constexpr std::uint64_t kMaxFootprintBytes = 228 * 1024;
 
 std::string hex(std::uint64_t v) {
   std::ostringstream os;
@@ -185,7 +186,7 @@ std::uint8_t& global_byte(std::span<std::uint8_t> global, const TensorMapSpec& s
 // `smem_address`: the swizzle acts on the absolute shared-memory address (O5).
 std::uint64_t physical(const TensorMapSpec& spec, std::uint32_t smem_address,
                        std::uint64_t logical) {
-  // footprints stay below 1 GiB (check_walkable), so the address fits 32 bits
+  // footprints stay within 228 KiB (check_walkable), so the address fits 32 bits
   const std::uint32_t addr = smem_address + static_cast<std::uint32_t>(logical);
   return std::uint32_t{swizzle_address(spec.swizzle, addr) - smem_address};
 }
@@ -444,8 +445,9 @@ void check_walkable(const TensorMapSpec& spec) {
   const std::uint64_t row = dim0_elements(spec) * dim0_unit_bytes(spec);
   const std::uint64_t pitch = std::max<std::uint64_t>(row, swizzle_span_bytes(spec.swizzle));
   if (rows * pitch > kMaxFootprintBytes) {
-    throw ModelError("the box's shared-memory footprint (" + std::to_string(rows * pitch) +
-                     " bytes) exceeds the model's limit of 1 GiB");
+    throw ModelError("the box's shared-memory footprint is " + std::to_string(rows * pitch) +
+                     " bytes, more than the " + std::to_string(kMaxFootprintBytes) +
+                     " (228 KiB) a CTA's shared memory holds; shrink boxDim");
   }
 }
 
