@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <regex>
 
@@ -41,6 +43,14 @@ std::vector<Shape> shapes(const SuiteOptions& o) {
   s.push_back({4096, 7168, 2048});
   s.push_back({128, 7168, 2048});
   s.push_back({128, 2112, 7168});
+  // the projections of a Llama-3-70B layer (N x K: QKV, attention output, gate and up, down)
+  // at a decode batch, a small prefill and a large one
+  for (std::uint64_t m : {16, 128, 8192}) {
+    for (const auto& [n, k] : {std::pair<std::uint64_t, std::uint64_t>{10240, 8192},
+                               {8192, 8192}, {57344, 8192}, {8192, 28672}}) {
+      s.push_back({m, n, k});
+    }
+  }
   return s;
 }
 
@@ -49,9 +59,14 @@ std::string workload_id(const Shape& s) {
          std::to_string(s.k);
 }
 
-const char* kImpls[] = {"tmakit", "cublaslt-fp8", "cublas-fp16", "seed-tma", "bytes-floor"};
-constexpr int kImplCount = 5;
+// "-fast": fast accumulation (GemmAccumulation::fast; cuBLASLt's
+// CUBLASLT_MATMUL_DESC_FAST_ACCUM), each mode compared with the other library's same mode
+const char* kImpls[] = {"tmakit",      "cublaslt-fp8",      "cublas-fp16", "seed-tma",
+                        "bytes-floor", "cublaslt-fp8-fast", "tmakit-fast"};
+constexpr int kImplCount = 7;
 constexpr int kFloorImpl = 4;  // "bytes-floor": memory-bound shapes only
+constexpr int kLtFastImpl = 5;
+constexpr int kFastImpl = 6;
 const char* kFloorId = "gemm/empty-kernel";
 const char* kMemcpyId = "gemm/memcpy";
 
@@ -329,11 +344,12 @@ __global__ void fill_e4m3_kernel(std::uint8_t* out, __half* twin, std::uint64_t 
 }
 
 // Sampled elements of D against a double dot product; counts those off by more than bf16
-// rounding plus accumulation slack.
+// rounding plus `slack` x sum |a b| (the accumulation's error), and adds each sample's
+// squared error and squared reference value into sums[0], sums[1].
 template <class In, class Out>
 __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64_t m,
-                             std::uint64_t n, std::uint64_t k, float scale, int samples,
-                             unsigned long long* wrong) {
+                             std::uint64_t n, std::uint64_t k, float scale, double slack,
+                             int samples, unsigned long long* wrong, double* sums) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= samples) return;
   const std::uint32_t h = hash32(static_cast<std::uint64_t>(s) * 7919u + 17u);
@@ -361,17 +377,37 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
     got = __bfloat162float(d[i * n + j]);
   }
   // one bf16 ulp plus the tensor cores' fp8 accumulation error (kernels/gemm/README.md)
-  const double tol = fabs(ref) / 128.0 + abs_sum * scale / 2048.0 + 1e-20;
+  const double tol = fabs(ref) / 128.0 + abs_sum * scale * slack + 1e-20;
   if (!(fabs(got - ref) <= tol)) atomicAdd(wrong, 1ull);
+  atomicAdd(&sums[0], (got - ref) * (got - ref));
+  atomicAdd(&sums[1], ref * ref);
 }
 
+// The accumulation slack of the check: 2^-11 of sum |a b| with promotion; with fast
+// accumulation 2^-13 per 32 of K, at least that (the GPU tests' bound, tests/gpu/test_gemm.cu).
+double accumulation_slack(bool fast, std::uint64_t k) {
+  return fast ? std::max(1.0 / 2048, std::ldexp(static_cast<double>((k + 31) / 32), -13))
+              : 1.0 / 2048;
+}
+
+// The wrong elements of 2048 samples, and their relative Frobenius error (|D - ref| / |ref|
+// over the samples) in `rel_error`.
 template <class In, class Out>
-std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s, float scale) {
+std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s, float scale,
+                          bool fast, double* rel_error) {
   ErrorCounter c;
   const int samples = 2048;
-  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale, samples,
-                                                c.reset(nullptr));
-  return c.read(nullptr);
+  DeviceBuffer sums(2 * sizeof(double));
+  TMAKIT_CUDA_CHECK(cudaMemset(sums.get(), 0, sums.bytes()));
+  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale,
+                                                accumulation_slack(fast, s.k), samples,
+                                                c.reset(nullptr),
+                                                static_cast<double*>(sums.get()));
+  const std::uint64_t wrong = c.read(nullptr);
+  double h[2] = {0, 0};
+  TMAKIT_CUDA_CHECK(cudaMemcpy(h, sums.get(), sizeof h, cudaMemcpyDeviceToHost));
+  *rel_error = h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
+  return wrong;
 }
 
 // ---- vendor libraries through dlopen ----------------------------------------------------
@@ -494,7 +530,7 @@ struct LtPlan {
 };
 
 std::string make_lt_plan(Vendor& v, LtPlan& p, const Shape& s, const float* d_scale_a,
-                         const float* d_scale_b) {
+                         const float* d_scale_b, bool fast) {
   if (v.desc_create(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) {
     return "baseline unavailable: cublasLtMatmulDescCreate failed";
   }
@@ -507,6 +543,9 @@ std::string make_lt_plan(Vendor& v, LtPlan& p, const Shape& s, const float* d_sc
                     sizeof d_scale_b) != 0 ? 4 : 0;
   bad |= v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &d_scale_a,
                     sizeof d_scale_a) != 0 ? 8 : 0;
+  const std::int8_t fast_accum = fast ? 1 : 0;
+  bad |= v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
+                    sizeof fast_accum) != 0 ? 128 : 0;
   bad |= v.layout_create(&p.la, CUDA_R_8F_E4M3, s.k, s.n, static_cast<std::int64_t>(s.k)) != 0 ? 16 : 0;
   bad |= v.layout_create(&p.lb, CUDA_R_8F_E4M3, s.k, s.m, static_cast<std::int64_t>(s.k)) != 0 ? 32 : 0;
   bad |= v.layout_create(&p.ld, CUDA_R_16BF, s.n, s.m, static_cast<std::int64_t>(s.n)) != 0 ? 64 : 0;
@@ -652,13 +691,17 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     const auto* pb = ops.fp8_b(0);
     auto* pd = ops.fp8_d(0);
 
-    Result rt, rl, rh, rs, rf;
+    Result rt, rl, rh, rs, rf, rlf, rtf;
+    Result* const rows[kImplCount] = {&rt, &rl, &rh, &rs, &rf, &rlf, &rtf};
     for (int i = 0; i < kImplCount; ++i) {
-      Result& r = i == 0 ? rt : i == 1 ? rl : i == 2 ? rh : i == 3 ? rs : rf;
+      Result& r = *rows[i];
       r.workload = w;
       r.impl = kImpls[i];
       r.id = w + "/" + kImpls[i];
-      r.kind = i == 0 ? "tmakit" : i == 3 ? "seed" : i == kFloorImpl ? "ceiling" : "vendor";
+      r.kind = i == 0 || i == kFastImpl ? "tmakit"
+               : i == 3                 ? "seed"
+               : i == kFloorImpl        ? "ceiling"
+                                        : "vendor";
       r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
     }
     // Every implementation is checked first: D poisoned, `first` run once, 2048 sampled
@@ -688,17 +731,30 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
         r.status = std::string("error: ") + e.what();
       }
     };
-    auto fp8_wrong = [&] { return count_wrong(pa, pb, pd, s, scale); };
+    // the check of an FP8 row, which also records its sampled relative error by impl
+    std::map<std::string, double> rel_errors;
+    auto fp8_wrong = [&](const std::string& impl, bool fast) {
+      return [&, impl, fast] {
+        double rel = 0;
+        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale, fast, &rel);
+        rel_errors[impl] = rel;
+        return wrong;
+      };
+    };
 
-    // cuBLASLt FP8 (its plan lives until the timing is done)
-    LtPlan plan;
+    // cuBLASLt FP8, promoted and with fast accumulation (the plans live until the timing is
+    // done)
+    LtPlan plans[2];
     const float beta = 0.0f;
-    if (want[1]) {
+    for (const bool fast : {false, true}) {
+      Result& rl_mode = fast ? rlf : rl;
+      LtPlan& plan = plans[fast ? 1 : 0];
+      if (!want[fast ? kLtFastImpl : 1]) continue;
       if (!v.lt_why.empty()) {
-        rl.status = v.lt_why;
+        rl_mode.status = v.lt_why;
       } else {
-        rl.status = make_lt_plan(v, plan, s, scales, scales + 4);
-        if (rl.status.empty()) {
+        rl_mode.status = make_lt_plan(v, plan, s, scales, scales + 4, fast);
+        if (rl_mode.status.empty()) {
           auto run = [&](cudaStream_t st, int set) {
             const cublasStatus_t e =
                 v.matmul(v.lt, plan.desc, &sc.alpha, ops.fp8_b(set), plan.la, ops.fp8_a(set),
@@ -724,7 +780,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
             throw Error("cublasLtMatmul refused all " + std::to_string(plan.candidate_count) +
                         " heuristic algorithms (statuses " + refused + ")");
           };
-          check(rl, pd, first, run, fp8_wrong);
+          check(rl_mode, pd, first, run, fp8_wrong(rl_mode.impl, fast));
         }
       }
     }
@@ -732,8 +788,13 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     const ConstTensorRef ra(pa, DataType::uint8, s.m, s.k);
     const ConstTensorRef rb(pb, DataType::uint8, s.n, s.k);
     const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
-    std::vector<std::pair<Result, GemmTuning>> tmakit_runs;  // rt and the variants, in order
+    std::vector<std::pair<Result, GemmTuning>> tmakit_runs;  // rt, rtf, the variants, in order
     if (want[0]) tmakit_runs.emplace_back(rt, GemmTuning{});
+    if (want[kFastImpl]) {
+      GemmTuning fast;
+      fast.accumulation = GemmAccumulation::fast;
+      tmakit_runs.emplace_back(rtf, fast);
+    }
     for (const auto& [name, tuning] : tuned_variants(options, s)) {
       const std::string id = w + "/" + name;
       if (!case_selected(options, w, name)) continue;
@@ -748,7 +809,8 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
                  ConstTensorRef(ops.fp8_b(set), DataType::uint8, s.n, s.k),
                  TensorRef(ops.fp8_d(set), DataType::bfloat16, s.m, s.n), sc, st, tuning);
       };
-      check(r, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong);
+      check(r, pd, [&run](cudaStream_t st) { run(st, 0); }, run,
+            fp8_wrong(r.impl, tuning.accumulation == GemmAccumulation::fast));
     }
     // cuBLAS FP16, the write-up's comparison
     const __half* ha = fp16 ? ops.fp16_a(0) : nullptr;
@@ -769,8 +831,12 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
             throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
           }
         };
-        check(rh, hd, [&run](cudaStream_t st) { run(st, 0); }, run,
-              [&] { return count_wrong(ha, hb, hd, s, scale); });
+        check(rh, hd, [&run](cudaStream_t st) { run(st, 0); }, run, [&] {
+          double rel = 0;
+          const std::uint64_t wrong = count_wrong(ha, hb, hd, s, scale, false, &rel);
+          rel_errors[rh.impl] = rel;
+          return wrong;
+        });
       }
     }
     // the write-up's simple TMA GEMM, the floor
@@ -778,7 +844,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       auto run = [&](cudaStream_t st, int set) {
         seed_gemm_fp8(ops.fp8_a(set), ops.fp8_b(set), ops.fp8_d(set), s.m, s.n, s.k, scale, st);
       };
-      check(rs, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong);
+      check(rs, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong(rs.impl, false));
     }
     // the bytes alone: D must come out all zeros (its check)
     if (want[kFloorImpl]) {
@@ -822,16 +888,21 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     const double mem_gbps = memory_bound(s) ? memcpy_gbps : 0.0;
     for (Result* r : timed) r->memcpy_gbps = mem_gbps;
     for (Result& r : streamed) r.memcpy_gbps = mem_gbps;
-    if (want[1] && v.lt_why.empty()) free_lt_plan(v, plan);
+    if (v.lt_why.empty()) {
+      for (LtPlan& plan : plans) free_lt_plan(v, plan);
+    }
 
     // notes, in the order of the table: cuBLASLt, tmakit (with its ratio to cuBLASLt), the
     // variants, cuBLAS FP16, the floor; then the same for the stream rows
     int sms = 0;
     TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    // `lt`: the cuBLASLt row of the same accumulation mode (tmakit rows only)
     auto annotate = [&](Result& r, const Result* lt) {
       if (r.ok()) {
         if (r.impl == "cublaslt-fp8") {
           r.note = v.lt_path;
+        } else if (r.impl == "cublaslt-fp8-fast") {
+          r.note = "CUBLASLT_MATMUL_DESC_FAST_ACCUM; " + v.lt_path;
         } else if (r.impl == "cublas-fp16") {
           r.note = v.blas_path;
         } else if (r.impl == "seed-tma") {
@@ -848,21 +919,30 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
                           p.splits, p.grid);
             r.note = buf;
             if (lt != nullptr && lt->ok()) {
-              std::snprintf(buf, sizeof buf, "; %.2fx cuBLASLt",
-                            lt->timing.median_ms / r.timing.median_ms);
+              std::snprintf(buf, sizeof buf, "; %.2fx %s",
+                            lt->timing.median_ms / r.timing.median_ms, lt->impl.c_str());
               r.note += buf;
             }
           }
         }
+        if (const auto e = rel_errors.find(r.impl); e != rel_errors.end()) {
+          char buf[80];
+          std::snprintf(buf, sizeof buf, "; rel. error %.2e (2048 sampled elements)", e->second);
+          r.note += buf;
+        }
       }
       finish(r, s, 0);
     };
-    if (want[1]) {
-      annotate(rl, nullptr);
-      out.push_back(rl);
+    const auto is_fast = [](const GemmTuning& t) {
+      return t.accumulation == GemmAccumulation::fast;
+    };
+    for (const int i : {1, kLtFastImpl}) {
+      if (!want[i]) continue;
+      annotate(*rows[i], nullptr);
+      out.push_back(*rows[i]);
     }
     for (auto& [r, tuning] : tmakit_runs) {
-      annotate(r, &rl);
+      annotate(r, is_fast(tuning) ? &rlf : &rl);
       out.push_back(r);
     }
     if (want[2]) {
@@ -877,12 +957,17 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       annotate(rf, nullptr);
       out.push_back(rf);
     }
-    const Result* stream_lt = nullptr;
+    const Result* stream_lt[2] = {nullptr, nullptr};  // promoted, fast
     for (const Result& r : streamed) {
-      if (r.impl == "cublaslt-fp8") stream_lt = &r;
+      if (r.impl == kImpls[1]) stream_lt[0] = &r;
+      if (r.impl == kImpls[kLtFastImpl]) stream_lt[1] = &r;
     }
     for (Result& r : streamed) {
-      annotate(r, r.impl == "cublaslt-fp8" ? nullptr : stream_lt);
+      const Result* lt = nullptr;
+      for (const auto& [tr, tuning] : tmakit_runs) {
+        if (tr.impl == r.impl) lt = stream_lt[is_fast(tuning) ? 1 : 0];
+      }
+      annotate(r, lt);
       char buf[96];
       std::snprintf(buf, sizeof buf, "; graph of %d calls over %d operand sets", calls, sets);
       if (r.ok()) r.note += buf;

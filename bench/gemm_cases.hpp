@@ -1,6 +1,8 @@
 // FP8 GEMM benchmark cases for `tmakit bench`: tmakit's gemm_fp8 beside cuBLASLt FP8 (same
 // scales, bf16 output) and cuBLAS FP16, both loaded with dlopen at run time. Ids:
-// "gemm/fp8/m<M>n<N>k<K>/tmakit", ".../cublaslt-fp8", ".../cublas-fp16".
+// "gemm/fp8/m<M>n<N>k<K>/tmakit", ".../cublaslt-fp8", ".../cublas-fp16", and the fast
+// accumulation rows ".../tmakit-fast", ".../cublaslt-fp8-fast" (each compared with the other
+// library's row of the same mode).
 #pragma once
 
 #include <string>
@@ -13,10 +15,11 @@ namespace tmakit::bench {
 // Case ids in run order (no GPU needed); options.filter and options.quick apply.
 std::vector<std::string> list_gemm_cases(const SuiteOptions& options);
 
-// Runs the selected cases. Each result is checked on the device (sampled elements against a
-// double-precision dot product) before it is timed. `bytes` counts A + B + D once in the
-// implementation's own types; `gbps` is that over the median time; `note` gives TFLOP/s and,
-// for tmakit, the speedup over cuBLASLt FP8 in the same run.
+// Runs the selected cases. Each result is checked on the device (2048 sampled elements against
+// a double-precision dot product) before it is timed. `bytes` counts A + B + D once in the
+// implementation's own types; `gbps` is that over the median time; `note` gives TFLOP/s, the
+// sampled elements' relative error and, for tmakit, the speedup over cuBLASLt FP8 of the
+// same accumulation mode in the same run.
 std::vector<Result> run_gemm_cases(const SuiteOptions& options);
 
 }  // namespace tmakit::bench
