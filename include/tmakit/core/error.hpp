@@ -1,6 +1,10 @@
 // Errors: one exception family and one family of check macros.
 #pragma once
 
+#if __cplusplus < 202002L
+#error "tmakit needs C++20: in CMake set_target_properties(<target> PROPERTIES CXX_STANDARD 20 CUDA_STANDARD 20) (or leave CUDA_STANDARD unset); with nvcc -std=c++20"
+#endif
+
 #include <stdexcept>
 #include <string>
 #include <string_view>

@@ -9,6 +9,10 @@
 
 #include <cstdint>
 
+#if __cplusplus < 202002L
+#error "tmakit needs C++20: in CMake set_target_properties(<target> PROPERTIES CXX_STANDARD 20 CUDA_STANDARD 20) (or leave CUDA_STANDARD unset); with nvcc -std=c++20"
+#endif
+
 #if !defined(__CUDACC__)
 #error "tmakit/ptx headers are device code: include them from .cu files compiled by nvcc"
 #endif
@@ -16,7 +20,7 @@
 // NOTE: the bulk tensor copy engine and mbarrier transaction counts exist from sm_90 on; an
 // older device pass would otherwise fail with an unreadable ptxas message per instruction.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ < 900)
-#error "tmakit/ptx needs sm_90 or newer: build with -gencode=arch=compute_90a,code=sm_90a"
+#error "tmakit device code needs sm_90a: in CMake set_target_properties(<target> PROPERTIES CUDA_ARCHITECTURES 90a); with nvcc -gencode=arch=compute_90a,code=sm_90a"
 #endif
 
 namespace tmakit::ptx {
