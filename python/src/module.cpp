@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "tmakit/core/error.hpp"
@@ -63,21 +64,51 @@ std::string printable(const std::string& s) {
 
 // --- tensor maps ------------------------------------------------------------------------
 
-// One line judged as `tmakit check --jsonl` judges it: ("ok" | "rejected" | "error", rule id
-// or "", message). The message of a rejected spec starts with its rule id ("T7: ...").
-std::tuple<std::string, std::string, std::string> check_line(const std::string& line) {
+// The fix validate's diagnose() proposes, as Python data: {"field", "index" (or None),
+// "value"}.
+nb::object fix_object(const std::optional<tmakit::SpecFix>& fix) {
+  if (!fix) return nb::none();
+  nb::dict d;
+  d["field"] = fix->field;
+  d["index"] = fix->index ? nb::cast(*fix->index) : nb::none();
+  std::visit([&](const auto& v) { d["value"] = nb::cast(v); }, fix->value);
+  return d;
+}
+
+// One line judged as `tmakit check --jsonl` judges it (tools/cmd_check.cpp): ("ok" |
+// "rejected" | "error", rule id or "", message, fix or None). The message of a rejected spec
+// starts with its rule id ("T7: ...").
+std::tuple<std::string, std::string, std::string, nb::object> check_line(const std::string& line) {
   tmakit::TensorMapSpec spec;
   try {
     spec = tmakit::parse_spec_json(line);
   } catch (const tmakit::ParseError& e) {
-    return {"error", "", printable(e.what())};
+    return {"error", "", printable(e.what()), nb::none()};
   } catch (const std::exception& e) {
     // NOTE: the parser reports malformed input as ParseError; anything else it lets through
     // (a JSON library error) is still a verdict on the line, never an exception.
-    return {"error", "", printable(e.what())};
+    return {"error", "", printable(e.what()), nb::none()};
   }
-  if (auto v = tmakit::find_violation(spec)) return {"rejected", v->rule_id(), v->what()};
-  return {"ok", "", ""};
+  if (auto f = tmakit::diagnose(spec)) {
+    return {"rejected", f->violation.rule_id(), f->violation.what(), fix_object(f->fix)};
+  }
+  return {"ok", "", "", nb::none()};
+}
+
+// `tmakit check --fix` for one line: (true, the nearest spec that passes every rule, as a
+// JSON line keeping the line's other keys) or (false, "error: ...").
+std::pair<bool, std::string> fix_line(const std::string& line) {
+  tmakit::TensorMapSpec spec;
+  try {
+    spec = tmakit::parse_spec_json(line);
+  } catch (const std::exception& e) {
+    return {false, "error: " + printable(e.what())};
+  }
+  if (!tmakit::find_violation(spec)) return {true, line};
+  std::string why;
+  const auto mended = tmakit::nearest_passing_spec(spec, &why);
+  if (!mended) return {false, "error: no passing spec near this one: " + printable(why)};
+  return {true, tmakit::rewrite_spec_json(line, spec, *mended)};
 }
 
 std::vector<std::pair<std::string, std::string>> rule_list() {
@@ -204,7 +235,9 @@ void stencil3x3(std::uintptr_t in, std::uintptr_t out, const std::string& type,
 void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, const std::string& d_type,
               std::uint64_t m, std::uint64_t n, std::uint64_t k, std::uint64_t a_row_stride_bytes,
               std::uint64_t b_row_stride_bytes, std::uint64_t d_row_stride_bytes, double alpha,
-              double scale_a, double scale_b, std::uintptr_t stream) {
+              double scale_a, double scale_b, std::uintptr_t scale_a_device,
+              std::uintptr_t scale_b_device, const std::string& accumulate,
+              std::uintptr_t stream) {
   const auto av = view<tmakit::ConstTensorRef>(a, "UINT8", m, k, a_row_stride_bytes, 1, 0, "a.type");
   const auto bv = view<tmakit::ConstTensorRef>(b, "UINT8", n, k, b_row_stride_bytes, 1, 0, "b.type");
   const auto dv = view<tmakit::TensorRef>(d, d_type, m, n, d_row_stride_bytes, 1, 0, "d.type");
@@ -212,7 +245,17 @@ void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, const std::s
   scales.alpha = static_cast<float>(alpha);
   scales.scale_a = static_cast<float>(scale_a);
   scales.scale_b = static_cast<float>(scale_b);
-  tmakit::gemm_fp8(av, bv, dv, scales, stream_of(stream));
+  scales.scale_a_device = reinterpret_cast<const float*>(scale_a_device);
+  scales.scale_b_device = reinterpret_cast<const float*>(scale_b_device);
+  tmakit::GemmTuning tuning;
+  if (accumulate == "promoted") {
+    tuning.accumulation = tmakit::GemmAccumulation::promoted;
+  } else if (accumulate == "fast") {
+    tuning.accumulation = tmakit::GemmAccumulation::fast;
+  } else {
+    throw tmakit::ArgumentError("accumulate", "'" + accumulate + "' is not 'promoted' or 'fast'");
+  }
+  tmakit::gemm_fp8(av, bv, dv, scales, stream_of(stream), tuning);
 }
 
 }  // namespace
@@ -235,6 +278,8 @@ NB_MODULE(_tmakit, m) {
 
   m.def("check_line", &check_line, "line"_a,
         "Judge one JSON spec line as `tmakit check --jsonl` does: (verdict, rule, message).");
+  m.def("fix_line", &fix_line, "line"_a,
+        "`tmakit check --fix` for one line: (passed, the nearest passing spec or 'error: ...').");
   m.def("rules", &rule_list, "Every rule the validator applies, in order: [(id, summary)].");
   m.def("describe_line", &describe_line, "line"_a, "The one-line description of a spec.");
   m.def("normalize_line", &normalize_line, "line"_a,
@@ -255,5 +300,6 @@ NB_MODULE(_tmakit, m) {
         "out_image_stride_bytes"_a, "taps"_a, "stream"_a);
   m.def("gemm_fp8", &gemm_fp8, "a"_a, "b"_a, "d"_a, "d_type"_a, "m"_a, "n"_a, "k"_a,
         "a_row_stride_bytes"_a, "b_row_stride_bytes"_a, "d_row_stride_bytes"_a, "alpha"_a,
-        "scale_a"_a, "scale_b"_a, "stream"_a);
+        "scale_a"_a, "scale_b"_a, "scale_a_device"_a, "scale_b_device"_a, "accumulate"_a,
+        "stream"_a);
 }

@@ -72,7 +72,15 @@ def _gemm_case(m: int, n: int, k: int) -> Case:
 
     def check():
         ours(), theirs()
-        return _close(d, e, rtol=2 ** -7, atol=1e-2)
+        # NOTE: both sum fp8 products on the tensor cores, which keep about 14 bits below the
+        # largest term before each promotion to fp32 (include/tmakit/kernels/gemm.hpp): each
+        # is within 2^-11 of sum |a b| of the exact product, so they are within twice that
+        # (plus a bf16 rounding each) of each other.
+        magnitude = (a.float().abs() @ b.float().abs().T) * (0.5 * 2.0)
+        excess = (d.double() - e.double()).abs() - (2 * 2.0 ** -11 * magnitude.double()
+                                                    + 2.0 ** -7 * e.double().abs())
+        worst = excess.max().item()
+        return None if worst <= 0 else f"differs by {worst:.3g} beyond the tolerance"
 
     return Case(f"gemm_fp8 {m}x{n}x{k}", "TFLOP/s", 2.0 * m * n * k, ours, theirs,
                 "torch._scaled_mm", check)
@@ -175,8 +183,8 @@ def host_overhead(calls: int = 2000) -> dict:
     d = torch.empty(16, 64, dtype=torch.bfloat16, device="cuda")
     variants = {
         "tmakit.gemm_fp8": lambda: ops.gemm_fp8(a, b, out=d),
-        "torch.ops.tmakit.gemm_fp8_out": lambda: torch.ops.tmakit.gemm_fp8_out(a, b, 1.0, 1.0,
-                                                                               1.0, d),
+        "torch.ops.tmakit.gemm_fp8_out": lambda: torch.ops.tmakit.gemm_fp8_out(
+            a, b, 1.0, 1.0, 1.0, None, None, "promoted", d),
         "torch._scaled_mm": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
                                                      out_dtype=torch.bfloat16),
     }

@@ -171,7 +171,7 @@ def _direct(*tensors: torch.Tensor) -> bool:
 # --- launches (real tensors; every data-dependent check happens here, before the kernel) ---
 
 
-def _launch_gemm(a, b, scale_a, scale_b, alpha, out):
+def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
     m, k = a.shape
     n = b.shape[0]
     if m == 0 or n == 0:
@@ -191,6 +191,8 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, out):
     with _on_device(out):
         _tmakit.gemm_fp8(a.data_ptr(), b.data_ptr(), out.data_ptr(), _GEMM_OUT_TYPES[out.dtype],
                          m, n, k, a_stride, b_stride, d_stride, alpha, scale_a, scale_b,
+                         0 if scale_a_t is None else scale_a_t.data_ptr(),
+                         0 if scale_b_t is None else scale_b_t.data_ptr(), accumulate,
                          _stream(out))
 
 
@@ -250,12 +252,14 @@ def _launch_add(x, value, out):
 
 @torch.library.custom_op("tmakit::gemm_fp8_out", mutates_args=("out",), device_types="cuda")
 def _gemm_fp8_out(a: torch.Tensor, b: torch.Tensor, scale_a: float, scale_b: float,
-                  alpha: float, out: torch.Tensor) -> None:
-    _launch_gemm(a, b, scale_a, scale_b, alpha, out)
+                  alpha: float, scale_a_tensor: Optional[torch.Tensor],
+                  scale_b_tensor: Optional[torch.Tensor], accumulate: str,
+                  out: torch.Tensor) -> None:
+    _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out)
 
 
 @_gemm_fp8_out.register_fake
-def _(a, b, scale_a, scale_b, alpha, out):
+def _(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out):
     return None
 
 
@@ -302,26 +306,43 @@ def _(x, value):
 # --- the public functions -------------------------------------------------------------------
 
 
-def _float(value, name: str) -> float:
+def _scale(value, name: str, device):
+    """(host float, device tensor or None) for a scale given as a float or as a one-element
+    float32 tensor on the GEMM's GPU (read by the kernel when it runs: no synchronisation)."""
     if isinstance(value, torch.Tensor):
-        raise TypeError(f"{name}: give a Python float; this build's GEMM takes host scales only")
+        if value.dtype != torch.float32 or value.numel() != 1:
+            raise TypeError(f"{name}: a tensor scale must hold one torch.float32 element, got "
+                            f"{value.dtype} of shape {tuple(value.shape)}")
+        if value.device != device:
+            raise ValueError(f"{name}: is on {value.device}, the operands on {device}; a tensor "
+                             f"scale lives on the GEMM's GPU (or pass a Python float)")
+        return 1.0, value
     try:
-        return float(value)
+        return float(value), None
     except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a float, got {type(value).__name__}") from None
+        raise TypeError(f"{name}: expected a float or a one-element float32 CUDA tensor, got "
+                        f"{type(value).__name__}") from None
 
 
-def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a: float = 1.0, scale_b: float = 1.0,
+def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
              alpha: float = 1.0, out_dtype: Optional[torch.dtype] = None,
-             out: Optional[torch.Tensor] = None) -> torch.Tensor:
+             out: Optional[torch.Tensor] = None, accumulate: str = "promoted") -> torch.Tensor:
     """D = alpha * scale_a * scale_b * (a @ b.T) on the FP8 GEMM of kernels/gemm.
 
     ``a`` (M, K) and ``b`` (N, K): torch.float8_e4m3fn on one GPU, rows of K contiguous bytes
     (the layout ``torch._scaled_mm(a, b.t(), ...)`` takes), K a multiple of 16, data and row
-    strides 16-byte aligned. fp32 accumulation; D rounded once to ``out_dtype``
-    (torch.bfloat16 by default, or torch.float16; taken from ``out`` when given). ``out``:
-    (M, N), unit column stride, any row stride, 16-byte aligned data, not overlapping a or b.
-    Scales are Python floats; alpha * scale_a * scale_b must be a finite, nonzero float.
+    strides 16-byte aligned. D rounded once to ``out_dtype`` (torch.bfloat16 by default, or
+    torch.float16; taken from ``out`` when given). ``out``: (M, N), unit column stride, any
+    row stride, 16-byte aligned data, not overlapping a or b.
+
+    ``scale_a`` / ``scale_b``: Python floats, or one-element float32 tensors on the GPU that
+    the kernel reads when it runs (after the work before it on the stream: a dynamic-scaling
+    amax needs no host synchronisation, and a CUDA graph replay reads the current value).
+    alpha * scale_a * scale_b, for host values, must be a finite, nonzero float.
+    ``accumulate``: "promoted" (default; the tensor cores' partial sums added into fp32 every
+    128 or 256 of K: element errors within 2^-11 of sum |a b|) or "fast" (the tensor cores
+    accumulate across all of K, as torch._scaled_mm's use_fast_accum=True; the error grows
+    with K). See kernels/gemm/README.md.
     """
     _tensor(a, "a")
     _tensor(b, "b")
@@ -346,7 +367,14 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a: float = 1.0, scale_b:
     if k % 16:
         raise ValueError(f"a: K = {k} is not a multiple of 16 (TMA moves rows of whole 16-byte "
                          f"units); pad K with zeros to {-(-k // 16) * 16} in a and b")
-    s_a, s_b, s_alpha = _float(scale_a, "scale_a"), _float(scale_b, "scale_b"), _float(alpha, "alpha")
+    s_a, t_a = _scale(scale_a, "scale_a", a.device)
+    s_b, t_b = _scale(scale_b, "scale_b", a.device)
+    try:
+        s_alpha = float(alpha)
+    except (TypeError, ValueError):
+        raise TypeError(f"alpha: expected a float, got {type(alpha).__name__}") from None
+    if accumulate not in ("promoted", "fast"):
+        raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
     if out is None:
         dtype = torch.bfloat16 if out_dtype is None else out_dtype
         if dtype not in _GEMM_OUT_TYPES:
@@ -367,9 +395,9 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a: float = 1.0, scale_b:
             raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N "
                              f"contiguous elements (stride 1 along N)")
     if _direct(a, b, out):
-        _launch_gemm(a, b, s_a, s_b, s_alpha, out)
+        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     else:
-        torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, out)
+        torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     return out
 
 

@@ -55,17 +55,20 @@ class CheckResult:
     """The verdict on one spec, as `tmakit check` gives it.
 
     ``ok`` (bool), ``verdict`` ("ok", "rejected" or "error": the spec could not be read),
-    ``rule`` (the broken rule's id, e.g. "T7", or None) and ``message`` (the text `tmakit check`
-    prints after "rejected " or "error: ", with the fix; "" when ok). ``str(result)`` is the
-    line `tmakit check` prints.
+    ``rule`` (the broken rule's id, e.g. "T7", or None), ``message`` (the text `tmakit check`
+    prints after "rejected " or "error: ", with the fix; "" when ok) and ``fix`` (that fix as
+    data, ``{"field": "boxDim", "index": 0, "value": 24}``, or None where no single field
+    mends the rule). ``str(result)`` is the line `tmakit check` prints.
     """
 
-    __slots__ = ("verdict", "rule", "message")
+    __slots__ = ("verdict", "rule", "message", "fix")
 
-    def __init__(self, verdict: str, rule: Optional[str], message: str):
+    def __init__(self, verdict: str, rule: Optional[str], message: str,
+                 fix: Optional[dict] = None):
         self.verdict = verdict
         self.rule = rule
         self.message = message
+        self.fix = fix
 
     @property
     def ok(self) -> bool:
@@ -92,8 +95,18 @@ def check(spec: Any) -> CheckResult:
     line, or a TensorMap. A spec that cannot be read (malformed JSON, a missing key, a number
     out of range) gets ``verdict == "error"``; a dict value that is not JSON raises TypeError.
     """
-    verdict, rule, message = _tmakit.check_line(_spec_line(spec))
-    return CheckResult(verdict, rule or None, message)
+    verdict, rule, message, fix = _tmakit.check_line(_spec_line(spec))
+    return CheckResult(verdict, rule or None, message, fix)
+
+
+def fix(spec: Any) -> dict:
+    """The nearest spec that passes every rule (`tmakit check --fix`): ``spec`` itself when it
+    passes, else the fixes of its broken rules applied one after another. Returns a dict (the
+    other keys kept); ValueError when the spec cannot be read or no fix mends it."""
+    passed, text = _tmakit.fix_line(_spec_line(spec))
+    if not passed:
+        raise ValueError(text[len("error: "):] if text.startswith("error: ") else text)
+    return json.loads(text)
 
 
 class Rule(NamedTuple):

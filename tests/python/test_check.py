@@ -146,3 +146,34 @@ def test_the_package_imports_without_torch_or_a_gpu():
     # The validator is usable on any machine: nothing above needed the driver.
     assert isinstance(tmakit.driver_available(), bool)
     assert tmakit.__version__
+
+
+def test_the_fix_is_data_and_fix_gives_the_nearest_passing_spec():
+    result = tmakit.check(README_SPEC)
+    assert result.fix == {"field": "boxDim", "index": 0, "value": result.fix["value"]}
+    assert str(result.fix["value"]) in result.message  # the value the message names
+    fixed = tmakit.fix(dict(README_SPEC, note="kept"))
+    assert tmakit.check(fixed).ok and fixed["note"] == "kept"
+    assert fixed["boxDim"] == [result.fix["value"], 32]
+    assert tmakit.fix(dict(README_SPEC, boxDim=[24, 32]))["boxDim"] == [24, 32]
+    assert tmakit.check(dict(README_SPEC, boxDim=[24, 32])).fix is None
+    with pytest.raises(ValueError, match="globalDim"):
+        tmakit.fix({"dataType": "FLOAT32", "globalAddress": 0, "boxDim": [4]})
+
+
+def test_fix_equals_the_clis(corpus_lines, cli):
+    lines = [line for line in corpus_lines[:3000] if not tmakit.check(line).ok][:500]
+    run = cli(["check", "--fix", "--jsonl", "-"], ("\n".join(lines) + "\n").encode())
+    assert run.returncode in (0, 1), run.stderr
+    expected = run.stdout.splitlines()
+    assert len(expected) == len(lines)
+    mended = 0
+    for line, cli_line in zip(lines, expected):
+        if cli_line.startswith("error: "):
+            with pytest.raises(ValueError) as error:
+                tmakit.fix(line)
+            assert "error: " + str(error.value) == cli_line
+        else:
+            assert tmakit.fix(line) == json.loads(cli_line), line
+            mended += 1
+    assert mended > 100

@@ -31,7 +31,9 @@ def test_tracing_with_fake_cuda_tensors_records_the_ops():
         images = torch.empty(3, 16, 32, device="cuda:0", dtype=torch.float64)
 
     def f(a, b, x, images):
-        return (tmakit.gemm_fp8(a, b, scale_a=2.0, out_dtype=torch.float16), tmakit.transpose(x),
+        scale = torch.full((1,), 0.5, device="cuda:0")
+        return (tmakit.gemm_fp8(a, b, scale_a=2.0, scale_b=scale, out_dtype=torch.float16,
+                                accumulate="fast"), tmakit.transpose(x),
                 tmakit.add(x, 1.0), tmakit.stencil3x3(images, LAPLACE))
 
     graph = make_fx(f, tracing_mode="fake")(a, b, x, images)
@@ -89,5 +91,7 @@ def test_shape_and_type_errors_come_before_any_device_work():
         tmakit.stencil3x3(x, [[1, 2], [3, 4]])
     with pytest.raises(ValueError, match="x: strides"):
         tmakit.transpose(x.t())
-    with pytest.raises(TypeError, match="scale_a: give a Python float"):
+    with pytest.raises(ValueError, match="scale_a: is on cpu, the operands on cuda:0"):
         tmakit.gemm_fp8(a, a, scale_a=torch.ones(1))
+    with pytest.raises(ValueError, match="accumulate: 'exact' is not 'promoted' or 'fast'"):
+        tmakit.gemm_fp8(a, a, accumulate="exact")
