@@ -128,7 +128,7 @@ struct Geometry {
   static constexpr int kSlices = L::kSlices;
   static constexpr int kSliceCols = kTileCols / kSlices;
   // NOTE: the box's inner coordinate times the element size must be a multiple of 16 bytes
-  // (TMA_FACTS O1), so the left halo is 16 bytes wide although the filter needs one element.
+  // (O1), so the left halo is 16 bytes wide although the filter needs one element.
   static constexpr int kHalo = 16 / kE;
   static constexpr int kInCols = kSliceCols + 2 * kHalo;  // one slice's box
   static constexpr int kInRows = kTileRows + 2;
@@ -689,6 +689,9 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
   const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
   const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
                                                   layout.default_ctas, layout.max_ctas);
+  // NOTE: after every argument check that needs no driver (remembered for repeated calls)
+  detail::require_device_pointer(in.data, "in.data");
+  detail::require_device_pointer(out.data, "out.data");
   // NOTE: layouts that give each CTA its own tiles walk row-major by default on every part
   // (H200: layout 24 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3,
   // 2026-11-22 10:15Z; H100 the same either way)

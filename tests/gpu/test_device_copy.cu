@@ -217,7 +217,7 @@ void expect_load_all_modes(const std::array<std::uint64_t, TileT::rank>& dims,
   }
 }
 
-// NOTE: dimension-0 coordinates stay multiples of 16 bytes (TMA_FACTS O1).
+// NOTE: dimension-0 coordinates stay multiples of 16 bytes (O1).
 TEST(DeviceCopy, Load2dFloatNoSwizzle) {
   TMAKIT_REQUIRE_GPU();
   using T = Tile<float, Swizzle::none, 32, 8>;

@@ -193,7 +193,7 @@ __global__ void multicast_kernel(const __grid_constant__ CUtensorMap map, float*
   cluster_sync();
   // every receiver arms its own barrier for the whole box ...
   if (threadIdx.x == 0) bar.arrive_expect_tx(MTile::tx_bytes);
-  // ... and only then does the leader issue (TMA_FACTS known traps)
+  // ... and only then does the leader issue (a multicast before the receivers armed: a hang)
   cluster_sync();
   if (threadIdx.x == 0 && ptx::cluster_ctarank() == 0) {
     const auto y = static_cast<std::int32_t>(cluster_id * 5);  // clusters overlap, go OOB

@@ -8,7 +8,7 @@
 // writes reads the same both times, a byte it leaves alone reads the poison, so the
 // written-mask is exact whatever the data. Waits are bounded (a wrong transaction count
 // reports a timeout instead of hanging); dimension-0 coordinates stay on 16-byte multiples
-// (TMA_FACTS O1: anything else kills the kernel).
+// (O1: anything else kills the kernel).
 //
 // Im2col mismatches are printed with the pixel each shared-memory row came from (decoded from
 // the random global bytes), for the hardware and for the model. With TMAKIT_IM2COL_DUMP_DIR

@@ -273,7 +273,7 @@ std::uint64_t seed_offset() {
 }
 
 // A random tiled case: boxes hang over every edge, dimension-0 coordinates stay on a 16-byte
-// multiple (TMA_FACTS O1: anything else kills the kernel).
+// multiple (O1: anything else kills the kernel).
 Case random_case(Rng& rng, const SweepOptions& o, std::uint64_t base) {
   for (;;) {
     Case c;

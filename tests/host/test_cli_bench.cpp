@@ -1,4 +1,4 @@
-// `tmakit bench` without a GPU: --list names the cases (the GEMM shapes, or the ones
+// `tmakit bench` without a GPU: --list names the cases (the built-in GEMM shapes, or the ones
 // given with --gemm-shape), and a malformed shape is refused with exit code 2 before anything
 // runs.
 #include <gtest/gtest.h>

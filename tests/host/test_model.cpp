@@ -1,5 +1,5 @@
 // The CPU model of TMA on hand-checked cases: every expected byte below was worked out from
-// the PTX ISA and TMA_FACTS by hand, never by calling the model.
+// the PTX ISA and docs/hardware.md by hand, never by calling the model.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -166,7 +166,7 @@ TEST(ModelLoad, Swizzle128PermutesChunksByRow) {
 
 TEST(ModelLoad, SwizzleFollowsTheBufferAddress) {
   // the same 128B load into a buffer at shared address 128 (off the 1024 repeat): row 0 sits
-  // at address bits 7..9 = 1, so its chunks swap pairwise (TMA_FACTS D2)
+  // at address bits 7..9 = 1, so its chunks swap pairwise (D2)
   auto s = tiled(DataType::uint8, 2, {128, 8}, {128}, {128, 8});
   s.swizzle = Swizzle::bytes128;
   std::vector<std::uint8_t> g(1024);

@@ -17,8 +17,8 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A tensor-map spec broke one of the rules in host/rules.hpp.
-// `rule_id()` is the id of TMA_FACTS ("T7", "I3", "X2", ...); `what()` reads
+// A tensor-map spec broke one of the rules of host/validate.hpp.
+// `rule_id()` is the rule's id in docs/rules.md ("T7", "I3", "X2", ...); `what()` reads
 // "T7: boxDim[0]*4 = 100 bytes is not a multiple of 16; use 24 or 28".
 class RuleViolation : public Error {
  public:

@@ -81,7 +81,7 @@ class alignas(8) Barrier {
                           : ptx::mbarrier_try_wait_parity(smem(), parity);
     };
 #if TMAKIT_DEBUG_WAITS
-    // bounded: report and trap instead of hanging the GPU (TMA_FACTS D5)
+    // bounded: report and trap instead of hanging the GPU (D5)
     const std::uint64_t start_ns = ptx::globaltimer_ns();
     while (!try_once()) {
       const std::uint64_t waited_ns = ptx::globaltimer_ns() - start_ns;
@@ -107,7 +107,7 @@ class alignas(8) Barrier {
 };
 
 // After one thread initialised barriers, before any other thread or a TMA uses them:
-// makes the init visible to the async proxy and to the cluster (TMA_FACTS known traps).
+// makes the init visible to the async proxy and to the cluster (without it: a hang or lost data).
 // Follow with __syncthreads() (one CTA) or cluster_sync() (a cluster).
 __device__ __forceinline__ void fence_barrier_init() {
   ptx::fence_mbarrier_init_release_cluster();

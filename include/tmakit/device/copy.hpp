@@ -45,7 +45,7 @@ __device__ __forceinline__ void debug_check_coords(const char* op,
     if ((coords[0] * static_cast<std::int32_t>(TileT::elem_bytes)) % 16 != 0) {
       report_bad_coordinate(op, 0, coords[0],
                             "times the element size it is not a multiple of 16 bytes "
-                            "(observed: illegal instruction, TMA_FACTS O1)");
+                            "(observed: illegal instruction, O1)");
     }
     // observed: stores and reduces starting at a negative coordinate fault
     if (is_store) {

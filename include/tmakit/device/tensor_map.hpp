@@ -2,7 +2,7 @@
 // time). Passing maps by value as `const __grid_constant__ CUtensorMap` costs nothing and is
 // the default; a global array is for when the set of maps is only known on the device.
 //
-// Fence protocol (PTX ISA "Proxies"; TMA_FACTS D4): a map written in global memory through
+// Fence protocol (PTX ISA "Proxies"; D4): a map written in global memory through
 // the generic proxy (host upload, ordinary stores, tensormap.replace) becomes visible to the
 // tensormap proxy that TMA reads it through only after
 //   writer:  fence.proxy.tensormap::generic.release.gpu   (or tensormap.cp_fenceproxy)

@@ -5,7 +5,7 @@
 // Global memory is a byte span whose byte 0 sits at spec.global_address. Reading or writing a
 // byte outside it throws ModelError; nothing here indexes out of range. Shared memory is a
 // buffer starting at shared-memory address `smem_address` (only its low 10 bits matter: the
-// swizzle is a function of the address, TMA_FACTS D2/O5), reported as SharedBytes.
+// swizzle is a function of the address, docs/hardware.md D2, O5), reported as SharedBytes.
 #pragma once
 
 #include <array>
@@ -31,7 +31,7 @@ class ModelError : public Error {
 // Signed 32-bit tensor coordinates, dimension 0 first (D3).
 using Coords = std::array<std::int32_t, kMaxRank>;
 
-// Shared-memory layout of one box (TMA_FACTS O2): `rows` rows of `row_bytes` data bytes each,
+// Shared-memory layout of one box (docs/hardware.md O2): `rows` rows of `row_bytes` data bytes each,
 // `pitch_bytes` apart. With a swizzle (and no interleave) a row narrower than the span still
 // takes a full span; the bytes past the data are never written. With interleave 16B/32B a row
 // is ceil(boxDim[0] / elementStrides[0]) slices of 16/32 bytes and dimension rank-2 adds no

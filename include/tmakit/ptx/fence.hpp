@@ -28,7 +28,7 @@ __device__ __forceinline__ void fence_proxy_async() {
 
 // fence.mbarrier_init.release.cluster;
 // Makes mbarrier.init visible to the async proxy and to the other CTAs of the cluster. Issue
-// after initialising barriers, before any TMA completes on them (TMA_FACTS known traps).
+// after initialising barriers, before any TMA completes on them (without it: hangs or wrong data).
 __device__ __forceinline__ void fence_mbarrier_init_release_cluster() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }

@@ -1,4 +1,4 @@
-// wgmma and setmaxnreg (sm_90a only, TMA_FACTS D6): one inline function per instruction, the
+// wgmma and setmaxnreg (sm_90a only, D6): one inline function per instruction, the
 // PTX form in a comment above it (PTX ISA 8.0+, "Asynchronous Warpgroup Level Matrix
 // Instructions", "setmaxnreg"), plus the shared-memory matrix descriptor wgmma reads.
 #pragma once

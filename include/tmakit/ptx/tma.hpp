@@ -211,7 +211,7 @@ __device__ __forceinline__ void cp_async_bulk_tensor_global_shared_im2col_no_off
 
 // The reduction operators of cp.reduce.async.bulk.tensor (.add .min .max .inc .dec .and .or
 // .xor). Which element types allow which operator: PTX ISA, "cp.reduce.async.bulk.tensor".
-// NOTE: fp8 carried as UINT8 reduces as an unsigned integer add (TMA_FACTS, known traps).
+// NOTE: fp8 carried as UINT8 cannot be reduced as fp8: the data type decides the add (H8).
 enum class ReduceOp { add, min, max, inc, dec, bit_and, bit_or, bit_xor };
 
 // cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.<op>.tile.bulk_group
