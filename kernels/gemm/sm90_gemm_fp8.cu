@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <compare>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -616,12 +618,31 @@ struct Workspace {
   std::size_t counter_count = 0;
 };
 
-// The workspace of each stream that has made a split-K call, keyed by device and stream id.
-// NOTE: by id (cudaStreamGetId), not by handle: a destroyed stream's handle may be handed to
-// a new stream while the old one's work still runs, and the per-thread default stream is one
-// handle for many streams. Ids are never reused, so a workspace is never shared between two
-// streams and calls on different streams run concurrently without any ordering of the
-// caller's. Within a stream, calls are ordered on the GPU and take turns with one workspace.
+// Which stream a workspace belongs to: the device, the stream's handle, and for the
+// per-thread default stream (one handle, one stream per host thread) the calling thread.
+// NOTE: not cudaStreamGetId: it is refused while the stream captures a graph, and the refusal
+// breaks the capture. A handle names one stream at a time: cudaStreamDestroy releases it
+// only once the stream's work is done, so a new stream given an old handle takes over a
+// workspace no kernel still uses. The null stream is the legacy default stream here (the
+// library is built without per-thread default streams), as is cudaStreamLegacy.
+struct StreamKey {
+  int device;
+  std::uintptr_t handle;
+  std::thread::id thread;  // cudaStreamPerThread only
+  auto operator<=>(const StreamKey&) const = default;
+};
+StreamKey stream_key(cudaStream_t stream) {
+  StreamKey k{0, reinterpret_cast<std::uintptr_t>(stream), {}};
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&k.device));
+  if (stream == nullptr) k.handle = reinterpret_cast<std::uintptr_t>(cudaStreamLegacy);
+  if (stream == cudaStreamPerThread) k.thread = std::this_thread::get_id();
+  return k;
+}
+
+// The workspace of each stream that has made a split-K call. A workspace is never shared
+// between two streams, so calls on different streams run concurrently without any ordering
+// of the caller's; within a stream, calls are ordered on the GPU and take turns with one
+// workspace.
 struct StreamWorkspaces {
   struct Entry {
     Workspace live;
@@ -629,7 +650,7 @@ struct StreamWorkspaces {
     std::vector<void*> retired;
   };
   std::mutex mutex;
-  std::map<std::pair<int, unsigned long long>, Entry> entries;
+  std::map<StreamKey, Entry> entries;
 };
 StreamWorkspaces& stream_workspaces() {
   // NOTE: never destroyed: nothing may call cudaFree once the runtime is shutting down
@@ -648,13 +669,10 @@ StreamWorkspaces& stream_workspaces() {
 // kernel leaves them zero.
 Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters,
                            cudaStream_t stream) {
-  int device = 0;
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  unsigned long long id = 0;
-  TMAKIT_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  const StreamKey key = stream_key(stream);
   StreamWorkspaces& all = stream_workspaces();
   std::lock_guard<std::mutex> lock(all.mutex);
-  StreamWorkspaces::Entry& e = all.entries[{device, id}];
+  StreamWorkspaces::Entry& e = all.entries[key];
   Workspace& w = e.live;
   if (w.partial_bytes >= partial_bytes && w.counter_count >= counters) return w;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -691,13 +709,10 @@ Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters,
 
 // Frees the workspace `stream` holds on the current device (gemm_fp8_release_workspace).
 void release_stream_workspace(cudaStream_t stream) {
-  int device = 0;
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  unsigned long long id = 0;
-  TMAKIT_CUDA_CHECK(cudaStreamGetId(stream, &id));
+  const StreamKey key = stream_key(stream);
   StreamWorkspaces& all = stream_workspaces();
   std::lock_guard<std::mutex> lock(all.mutex);
-  const auto it = all.entries.find({device, id});
+  const auto it = all.entries.find(key);
   if (it == all.entries.end()) return;
   // the stream's last split-K call may still be running
   TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -305,6 +305,8 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   const GemmTuning split{1, 32};
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // a new stream may be given a destroyed one's handle, and with it that one's workspace
+  gemm_fp8_release_workspace(stream);
   void *a = nullptr, *b = nullptr, *d = nullptr;
   const std::uint64_t big = 2048;
   ASSERT_EQ(cudaMalloc(&a, big * k), cudaSuccess);
@@ -365,6 +367,7 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
 
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  gemm_fp8_release_workspace(stream);  // 1 GB: no later test needs it
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   EXPECT_EQ(cudaFree(a), cudaSuccess);
   EXPECT_EQ(cudaFree(b), cudaSuccess);

@@ -82,7 +82,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
                        const GemmTuning& tuning = {});
 
 // D = alpha * scale_a * scale_b * (A * B^T).
-//   a: M x K, type UINT8 holding e4m3 bits (fp8 travels as UINT8, TMA_FACTS T2), K-major;
+//   a: M x K, type UINT8 holding e4m3 bits (fp8 travels as UINT8: rule T2), K-major;
 //   b: N x K, the same; d: M x N, BFLOAT16 or FLOAT16.
 // M, N >= 1 (and below 2^31 - 4096); K a multiple of 16 (TMA's 16-byte rows). A and B:
 // 16-byte aligned data and row strides (0: dense); D: 16-byte aligned data, any row stride
@@ -92,15 +92,15 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // naming the argument before anything is written; CudaError if the launch fails.
 // Asynchronous on `stream`.
 // NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) sum partial
-// tiles through a workspace the library keeps per stream (per device and stream id): calls
-// on different streams share nothing and may run at the same time; calls on one stream take
-// turns, as the stream orders them. A stream's workspace is grown when a call needs more
-// (cudaMalloc, and a cudaMemsetAsync on the stream) and never shrunk; the buffers it
-// outgrows stay allocated, since a CUDA graph that captured a call may keep using the
-// buffers it saw. All of them stay until gemm_fp8_release_workspace(stream). A call captured
-// into a graph whose stream's workspace would have to grow is refused (ArgumentError
-// "stream"), the capture left usable: make the same call on that stream once before
-// capturing. The host side is thread-safe.
+// tiles through a workspace the library keeps per stream (per device and stream handle, and
+// per host thread for cudaStreamPerThread): calls on different streams share nothing and may
+// run at the same time; calls on one stream take turns, as the stream orders them. A
+// stream's workspace is grown when a call needs more (cudaMalloc, and a cudaMemsetAsync on
+// the stream) and never shrunk; the buffers it outgrows stay allocated, since a CUDA graph
+// that captured a call may keep using the buffers it saw. All of them stay until
+// gemm_fp8_release_workspace(stream). A call captured into a graph whose stream's workspace
+// would have to grow is refused (ArgumentError "stream"), the capture left usable: make the
+// same call on that stream once before capturing. The host side is thread-safe.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 
