@@ -181,8 +181,13 @@ def host_overhead(calls: int = 2000) -> dict:
     b = torch.randn(64, 128, device="cuda").to(FP8)
     one = torch.ones((), device="cuda")
     d = torch.empty(16, 64, dtype=torch.bfloat16, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    raw = (a.data_ptr(), b.data_ptr(), d.data_ptr(), "BFLOAT16", 16, 64, 128, 128, 128, 128,
+           1.0, 1.0, 1.0, 0, 0, "promoted", stream)
     variants = {
         "tmakit.gemm_fp8": lambda: ops.gemm_fp8(a, b, out=d),
+        "tmakit.gemm_fp8 (allocating out)": lambda: ops.gemm_fp8(a, b),
+        "the C++ launcher alone": lambda: ops._tmakit.gemm_fp8(*raw),
         "torch.ops.tmakit.gemm_fp8_out": lambda: torch.ops.tmakit.gemm_fp8_out(
             a, b, 1.0, 1.0, 1.0, None, None, "promoted", d),
         "torch._scaled_mm": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,

@@ -39,14 +39,14 @@ _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
 def _tensor(t, name: str) -> torch.Tensor:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cuda":
+    if not t.is_cuda:
         raise ValueError(f"{name}: is on {t.device}; tmakit's kernels run on CUDA tensors "
                          f"(move it with {name}.cuda())")
     return t
 
 
 def _same_device(t: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:
-    if t.device != ref.device:
+    if t.get_device() != ref.get_device():
         raise ValueError(f"{name}: is on {t.device} but {ref_name} is on {ref.device}; "
                          f"put them on one GPU")
 
@@ -76,11 +76,13 @@ def _rows_view(t: torch.Tensor, name: str):
     return rows, cols, row_stride
 
 
-def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: int) -> int:
+def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: int,
+                address: Optional[int] = None) -> int:
     """The 16-byte rules of TMA (docs/rules.md T4, T6) for a view of rows; returns the row
     stride in bytes (0 for a single row, which needs none)."""
     esize = t.element_size()
-    address = t.data_ptr()
+    if address is None:
+        address = t.data_ptr()
     if address % 16:
         raise ValueError(
             f"{name}: data at 0x{address:x} is not 16-byte aligned (a view such as x[1:] or "
@@ -132,38 +134,35 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 
 # NOTE: torch.cuda.current_stream() builds a Stream object (microseconds); the raw handle is
-# what the launcher needs.
+# what the launcher needs. Both private entry points have public fallbacks.
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
-def _stream(t: torch.Tensor) -> int:
+def _stream(index: int) -> int:
     if _raw_stream is not None:
-        return _raw_stream(t.device.index)
-    return torch.cuda.current_stream(t.device).cuda_stream
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
 
 
-class _on_device:
-    """Makes the tensor's GPU current for the launch (tmakit's runtime launches on the current
-    context, the one torch makes current for its device)."""
+def _launch(out: torch.Tensor, launcher, *args) -> None:
+    """Calls the launcher with out's GPU current (tmakit's runtime launches on the current
+    context, the one torch makes current for its device) and torch's current stream there."""
+    index = out.get_device()
+    if index == _current_device():
+        launcher(*args, _stream(index))
+        return
+    with torch.cuda.device(index):
+        launcher(*args, _stream(index))
 
-    __slots__ = ("index", "previous")
 
-    def __init__(self, t: torch.Tensor):
-        self.index = t.device.index
-
-    def __enter__(self):
-        self.previous = torch.cuda.current_device()
-        if self.index is not None and self.index != self.previous:
-            torch.cuda.set_device(self.index)
-
-    def __exit__(self, *exc):
-        if self.index is not None and self.index != self.previous:
-            torch.cuda.set_device(self.previous)
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def _direct(*tensors: torch.Tensor) -> bool:
     """Whether an eager call may skip the dispatcher: plain tensors, no tracing, no mode."""
-    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0:
+    if _is_compiling() or _dispatch_modes() > 0:
         return False
     return all(type(t) is torch.Tensor for t in tensors)
 
@@ -171,7 +170,8 @@ def _direct(*tensors: torch.Tensor) -> bool:
 # --- launches (real tensors; every data-dependent check happens here, before the kernel) ---
 
 
-def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
+def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out,
+                 fresh_out=False):
     m, k = a.shape
     n = b.shape[0]
     if m == 0 or n == 0:
@@ -179,21 +179,25 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
     if k == 0:
         out.zero_()
         return
-    a_stride = _check_rows(a, "a", m, k, a.stride(0))
-    b_stride = _check_rows(b, "b", n, k, b.stride(0))
-    if out.data_ptr() % 16:
-        raise ValueError(f"out: data at 0x{out.data_ptr():x} is not 16-byte aligned; pass an "
-                         f"out that starts on a 16-byte boundary")
-    if _overlaps(out, a) or _overlaps(out, b):
-        raise ValueError("out: overlaps a or b; the GEMM writes D while it reads A and B: pass "
-                         "a separate out")
-    d_stride = out.stride(0) * out.element_size() if m > 1 else 0
-    with _on_device(out):
-        _tmakit.gemm_fp8(a.data_ptr(), b.data_ptr(), out.data_ptr(), _GEMM_OUT_TYPES[out.dtype],
-                         m, n, k, a_stride, b_stride, d_stride, alpha, scale_a, scale_b,
-                         0 if scale_a_t is None else scale_a_t.data_ptr(),
-                         0 if scale_b_t is None else scale_b_t.data_ptr(), accumulate,
-                         _stream(out))
+    a_ptr, b_ptr, d_ptr = a.data_ptr(), b.data_ptr(), out.data_ptr()
+    a_rows, b_rows, d_rows = a.stride(0), b.stride(0), out.stride(0)
+    a_stride = _check_rows(a, "a", m, k, a_rows, a_ptr)
+    b_stride = _check_rows(b, "b", n, k, b_rows, b_ptr)
+    if d_ptr % 16:
+        raise ValueError(f"out: data at 0x{d_ptr:x} is not 16-byte aligned; pass an out that "
+                         f"starts on a 16-byte boundary")
+    # NOTE: an out allocated by gemm_fp8 itself cannot overlap; the spans of these 2-D views
+    # follow from what was read above (fp8: one byte an element, D two).
+    if not fresh_out:
+        d_end = d_ptr + ((m - 1) * d_rows + n) * 2
+        if (d_ptr < a_ptr + (m - 1) * a_rows + k and a_ptr < d_end) or (
+                d_ptr < b_ptr + (n - 1) * b_rows + k and b_ptr < d_end):
+            raise ValueError("out: overlaps a or b; the GEMM writes D while it reads A and B: "
+                             "pass a separate out")
+    _launch(out, _tmakit.gemm_fp8, a_ptr, b_ptr, d_ptr, _GEMM_OUT_TYPES[out.dtype], m, n, k,
+            a_stride, b_stride, d_rows * 2 if m > 1 else 0, alpha, scale_a, scale_b,
+            0 if scale_a_t is None else scale_a_t.data_ptr(),
+            0 if scale_b_t is None else scale_b_t.data_ptr(), accumulate)
 
 
 def _launch_transpose(x, out):
@@ -204,9 +208,8 @@ def _launch_transpose(x, out):
     out_stride = _check_rows(out, "out", cols, rows, out.stride(0))
     if _overlaps(out, x):
         raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
-    with _on_device(out):
-        _tmakit.transpose(x.data_ptr(), out.data_ptr(), _BITS_TYPES[x.element_size()], rows,
-                          cols, x_stride, out_stride, _stream(out))
+    _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[x.element_size()],
+            rows, cols, x_stride, out_stride)
 
 
 def _launch_stencil(x, taps, out):
@@ -225,10 +228,8 @@ def _launch_stencil(x, taps, out):
     if _overlaps(out, x):
         raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
                          "a separate out")
-    with _on_device(out):
-        _tmakit.stencil3x3(x.data_ptr(), out.data_ptr(), _STENCIL_TYPES[x.dtype], batch, rows,
-                           cols, x_stride, x_image, out_stride, out_image, list(taps),
-                           _stream(out))
+    _launch(out, _tmakit.stencil3x3, x.data_ptr(), out.data_ptr(), _STENCIL_TYPES[x.dtype],
+            batch, rows, cols, x_stride, x_image, out_stride, out_image, list(taps))
 
 
 def _launch_add(x, value, out):
@@ -242,9 +243,8 @@ def _launch_add(x, value, out):
     if not in_place and _overlaps(out, x):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
-    with _on_device(out):
-        _tmakit.add_constant(x.data_ptr(), out.data_ptr(), _ADD_TYPES[x.dtype], rows, cols,
-                             x_stride, out_stride, float(value), _stream(out))
+    _launch(out, _tmakit.add_constant, x.data_ptr(), out.data_ptr(), _ADD_TYPES[x.dtype], rows,
+            cols, x_stride, out_stride, float(value))
 
 
 # --- torch.library registration -------------------------------------------------------------
@@ -375,6 +375,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
         raise TypeError(f"alpha: expected a float, got {type(alpha).__name__}") from None
     if accumulate not in ("promoted", "fast"):
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
+    fresh_out = out is None
     if out is None:
         dtype = torch.bfloat16 if out_dtype is None else out_dtype
         if dtype not in _GEMM_OUT_TYPES:
@@ -395,7 +396,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
             raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N "
                              f"contiguous elements (stride 1 along N)")
     if _direct(a, b, out):
-        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
+        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out, fresh_out)
     else:
         torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     return out
