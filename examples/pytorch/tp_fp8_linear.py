@@ -8,9 +8,12 @@ stays a kernel library: the distribution is PyTorch's.
     torchrun --nproc-per-node 2 examples/pytorch/tp_fp8_linear.py [--tokens M] [--check]
 
 --check compares the gathered result on every rank with the same layer computed whole on
-one GPU (the same quantised operands): each output column comes from the same row of W and
-the same fp8 input, so the two may differ only by the order of the fp32 sums, within one
-rounding of bf16. Exit 0 when every rank agrees.
+one GPU (the same quantised operands) and with the exact product of those operands: each
+output column comes from the same row of W and the same fp8 input, but the GEMM plans its
+tiles and the order of its partial sums by shape, so the two may differ within the error the
+GEMM documents (include/tmakit/kernels/gemm.hpp): one bf16 rounding plus 2^-11 of
+sum |x w| per element. Exit 0 when every rank's result and the one-GPU result are within
+that bound of the exact product.
 """
 
 from __future__ import annotations
@@ -96,21 +99,26 @@ def main() -> int:
     if args.check:
         # The same layer whole, on this GPU alone: the full quantised weight, one GEMM.
         xq, x_scale = quantize(x)
-        whole = tmakit.gemm_fp8(xq, (weight / layer.weight_scale).to(FP8),
-                                scale_a=float(x_scale), scale_b=layer.weight_scale)
-        ref = (xq.double() @ (weight / layer.weight_scale).to(FP8).double().T) * (
-            float(x_scale) * layer.weight_scale)
-        error = (y.double() - whole.double()).abs()
-        allowed = 2.0 ** -7 * whole.double().abs() + 1e-6
-        ok = bool((error <= allowed).all()) and y.shape == whole.shape
-        exact = torch.equal(y, whole)
-        vs_exact = ((y.double() - ref).abs() - 2.0 ** -8 * ref.abs()).max().item()
+        wq = (weight / layer.weight_scale).to(FP8)
+        scale = float(x_scale) * layer.weight_scale
+        whole = tmakit.gemm_fp8(xq, wq, scale_a=float(x_scale), scale_b=layer.weight_scale)
+        exact = (xq.double() @ wq.double().T) * scale
+        magnitude = (xq.double().abs() @ wq.double().abs().T) * scale
+        bound = 2.0 ** -8 * exact.abs() + 2.0 ** -11 * magnitude
+        excess = max(((r.double() - exact).abs() - bound).max().item() for r in (y, whole))
+        ok = y.shape == whole.shape and excess <= 0
+        same = torch.equal(y, whole)
         verdict = torch.tensor([0 if ok else 1], device="cuda")
         dist.all_reduce(verdict)
-        print(f"rank {rank}/{world}: y {tuple(y.shape)} {'equal to' if exact else 'within bf16 rounding of' if ok else 'DIFFERS from'} "
-              f"the one-GPU layer (max |diff| {error.max().item():.3g}); beyond one bf16 "
-              f"rounding of the exact product: {max(vs_exact, 0):.3g}", flush=True)
         status = 0 if verdict.item() == 0 else 1
+        # NOTE: one write per line, so that the ranks' lines do not interleave on a shared pipe.
+        diff = (y.double() - whole.double()).abs().max().item()
+        sys.stdout.write(f"rank {rank}/{world}: y {tuple(y.shape)} "
+                         f"{'equal to' if same else 'differs from'} the one-GPU layer (max "
+                         f"|diff| {diff:.3g}); both {'within' if ok else 'NOT within'} the "
+                         f"GEMM's error bound of the exact product (worst margin "
+                         f"{-excess:.3g})\n")
+        sys.stdout.flush()
     elif rank == 0:
         print(f"y {tuple(y.shape)} {y.dtype} on {world} ranks")
     dist.destroy_process_group()
