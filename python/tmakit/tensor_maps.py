@@ -365,11 +365,16 @@ def simulate(spec: Any, global_bytes: Any, coords: Optional[Sequence[int]] = Non
     for an invalid spec or a load that reads past ``global_bytes``."""
     line = _spec_line(spec)
     if coords is None:
-        parsed = json.loads(line)
-        coords = parsed.get("coords") if isinstance(parsed, dict) else None
-        if coords is None:
-            rank = parsed.get("rank", len(parsed.get("globalDim", []))) if isinstance(parsed, dict) else 0
-            coords = [0] * int(rank)
+        try:
+            parsed = json.loads(line)
+        except ValueError:
+            parsed = None  # the library names what is wrong with the line
+        if isinstance(parsed, dict):
+            coords = parsed.get("coords")
+            if coords is None:
+                coords = [0] * int(parsed.get("rank", len(parsed.get("globalDim") or [])))
+        else:
+            coords = []
     coords = [int(operator.index(c)) for c in coords]
     data = np.frombuffer(memoryview(global_bytes).cast("B"), dtype=np.uint8) \
         if not isinstance(global_bytes, np.ndarray) else global_bytes.reshape(-1).view(np.uint8)

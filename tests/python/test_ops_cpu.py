@@ -77,7 +77,8 @@ def test_shape_and_type_errors_come_before_any_device_work():
         tmakit.gemm_fp8(a, b)
     with pytest.raises(TypeError, match="a: dtype torch.float16"):
         tmakit.gemm_fp8(h, a)
-    with pytest.raises(ValueError, match="a: K = 100 is not a multiple of 16 .*; pad K with zeros to 112 in a and b"):
+    with pytest.raises(ValueError, match="a: K = 100 is not a multiple of 16 .*; pad K with "
+                                         "zeros to 112 in a and b"):
         tmakit.gemm_fp8(k100, k100)
     with pytest.raises(TypeError, match="out_dtype: torch.float32"):
         tmakit.gemm_fp8(a, a, out_dtype=torch.float32)

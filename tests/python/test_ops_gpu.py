@@ -312,8 +312,8 @@ def test_bad_views_are_refused_before_anything_is_written():
         tmakit.gemm_fp8(a[:, 8:72], a[:, :64])
     with pytest.raises(ValueError, match="out: overlaps a or b"):
         buf = torch.zeros(64, 64, dtype=torch.bfloat16, device="cuda")
-        tmakit.gemm_fp8(buf.view(torch.uint8).view(FP8)[:, :64], buf.view(torch.uint8).view(FP8)[:, :64],
-                        out=buf[:, :64])
+        fp8 = buf.view(torch.uint8).view(FP8)[:, :64]  # the same bytes as fp8
+        tmakit.gemm_fp8(fp8, fp8, out=buf[:, :64])
     with pytest.raises(ValueError, match="scale"):
         tmakit.gemm_fp8(random_fp8(16, 32), random_fp8(16, 32), scale_a=math.inf)
     assert (out == 5).all()  # nothing was written by any refused call
