@@ -251,7 +251,8 @@ nlohmann::json parse_json_line(std::string_view line) { return parse_guarded<jso
 std::string quote_json(const nlohmann::json& value, std::size_t max_bytes) {
   std::string out;
   quote_into(out, value, 0, max_bytes);
-  return bounded(out, max_bytes);
+  if (out.size() > max_bytes) out = out.substr(0, max_bytes) + "...";
+  return out;
 }
 
 TensorMapSpec parse_spec_json(std::string_view line) { return spec_from_json(parse_json_line(line)); }

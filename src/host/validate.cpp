@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -176,7 +177,8 @@ std::vector<bool> passing(const TensorMapSpec& s) {
 using Sink = std::function<bool(std::int64_t)>;
 std::optional<std::int64_t> choose(const TensorMapSpec& s, std::string_view rule, int site,
                                    Field f, std::size_t i,
-                                   const std::function<void(const Sink&)>& candidates) {
+                                   const std::function<void(const Sink&)>& candidates,
+                                   bool keep_others = false) {
   const Rule& r = rule_entry(rule);
   const auto before = passing(s);
   std::optional<std::int64_t> mends_rule, mends_all;
@@ -194,7 +196,8 @@ std::optional<std::int64_t> choose(const TensorMapSpec& s, std::string_view rule
     mends_all = v;
     return true;
   });
-  return mends_all ? mends_all : mends_rule;
+  // keep_others: the caller has other fields to try, so a value that breaks a rule is no answer
+  return mends_all || keep_others ? mends_all : mends_rule;
 }
 
 // Offers the values of [lo, hi] nearest `from` first (ties: the lower first), at most `limit`.
@@ -294,9 +297,20 @@ void t5_global_dims(const TensorMapSpec& s) {
     const auto v = s.global_dim[d];
     if (v == 0 || v > kTwo32) {
       broken("T5", static_cast<int>(d), [&] {
-        const auto fix = choose(s, "T5", static_cast<int>(d), Field::dim, d,
-                                nearest(v == 0 ? 1 : static_cast<std::int64_t>(kTwo32), 1,
-                                        static_cast<std::int64_t>(kTwo32)));
+        // Near the bound first; then, for im2col, the largest sizes whose sum with a corner
+        // does not wrap to 32-bit signed (X4 checks the dimension that way).
+        const auto bound = v == 0 ? std::int64_t{1} : static_cast<std::int64_t>(kTwo32);
+        const auto near_bound = nearest(bound, 1, static_cast<std::int64_t>(kTwo32), 64);
+        const auto candidates = [&](const Sink& sink) {
+          bool done = false;
+          near_bound([&](std::int64_t c) { return done = sink(c); });
+          if (done || tiled(s)) return;
+          for (std::size_t i = 0; i + 2 < s.rank && i < s.pixel_box_upper_corner.size(); ++i) {
+            const std::int64_t up = std::max(s.pixel_box_upper_corner[i], 0);
+            if (sink(std::int64_t{INT32_MAX} - up)) return;
+          }
+        };
+        const auto fix = choose(s, "T5", static_cast<int>(d), Field::dim, d, candidates);
         return Explained{idx("globalDim", d) + " = " + to_string(v) +
                              " is outside 1..2^32 (4294967296); " +
                              (v == 0 ? "an empty tensor needs no copy (the least size is "
@@ -348,7 +362,15 @@ void t7_box_dims(const TensorMapSpec& s) {
     const auto v = s.box_dim[d];
     if (v == 0 || v > 256) {
       broken("T7", static_cast<int>(d), [&] {
-        const auto fix = choose(s, "T7", static_cast<int>(d), Field::box, d, nearest(v, 1, 256));
+        // Dimension 0 also needs whole 16-byte rows (the second part of this rule): only
+        // widths that give them are offered there, so one fix mends both parts.
+        const std::int64_t unit = d == 0 ? 16 / esize(s) : 1;
+        std::vector<std::int64_t> widths;
+        for (std::int64_t w = unit; w <= 256; w += unit) widths.push_back(w);
+        std::stable_sort(widths.begin(), widths.end(), [&](std::int64_t a, std::int64_t b) {
+          return std::llabs(a - static_cast<std::int64_t>(v)) < std::llabs(b - static_cast<std::int64_t>(v));
+        });
+        const auto fix = choose(s, "T7", static_cast<int>(d), Field::box, d, these(widths));
         return Explained{idx("boxDim", d) + " = " + to_string(v) + " is outside 1..256; " +
                              (v == 0 ? "use " : "cover larger tiles with several copies of ") +
                              shown(fix),
@@ -498,7 +520,8 @@ void x1_box_bytes(const TensorMapSpec& s) {
   const auto bytes = driver_box_bytes(s);
   if (bytes > kMaxBoxBytes) {
     broken("X1", 0, [&] {
-      // Shrink the outermost dimension that can bring the box under the limit on its own.
+      // Shrink the outermost dimension that can bring the box under the limit on its own,
+      // keeping every other rule passing.
       std::optional<std::int64_t> fix;
       std::size_t at = 0;
       for (std::size_t d = s.rank; d-- > 0 && !fix;) {
@@ -509,15 +532,37 @@ void x1_box_bytes(const TensorMapSpec& s) {
         if (most == 0) continue;
         const auto box = static_cast<std::int64_t>(
             std::min<std::uint64_t>(s.box_dim[d], most * stride + stride - 1));
-        fix = choose(s, "X1", 0, Field::box, d, nearest(box, 1, box));
+        fix = choose(s, "X1", 0, Field::box, d, nearest(box, 1, box), /*keep_others=*/true);
         at = d;
+      }
+      std::string use;
+      if (fix) {
+        use = "shrink boxDim[" + to_string(at) + "] to " + to_string(*fix) + " or split the copy";
+      } else {
+        // No dimension alone is enough: the one with the most elements (past dimension 0,
+        // whose width T7 and T9 constrain) goes down to one stride, the others follow.
+        at = 0;
+        std::uint64_t most_elements = 1;
+        for (std::size_t d = 1; d < s.rank; ++d) {
+          const std::uint64_t per = s.box_dim[d] / std::max(s.element_strides[d], 1u);
+          if (per > most_elements) most_elements = per, at = d;
+        }
+        if (at > 0) {
+          fix = static_cast<std::int64_t>(std::max(s.element_strides[at], 1u));
+        } else {
+          const std::int64_t per16 = 16 / esize(s);
+          fix = choose(s, "X1", 0, Field::box, 0, nearest(per16, 1, 256), /*keep_others=*/true);
+        }
+        if (fix) {
+          use = "no single dimension is enough: shrink boxDim[" + to_string(at) + "] to " +
+                to_string(*fix) + ", then the next, or split the copy";
+        } else {
+          use = "shrink boxDim or split the copy";
+        }
       }
       return Explained{"the box is " + to_string(bytes) + " bytes (elementSize " +
                            to_string(esize(s)) + " x prod(boxDim / elementStrides)); the driver "
-                           "allows at most " + to_string(kMaxBoxBytes) + " (228 KiB): " +
-                           (fix ? "shrink boxDim[" + to_string(at) + "] to " + shown(fix) +
-                                      " or split the copy"
-                                : std::string("shrink boxDim or split the copy")),
+                           "allows at most " + to_string(kMaxBoxBytes) + " (228 KiB): " + use,
                        fix_of(Field::box, at, fix)};
     });
   }
