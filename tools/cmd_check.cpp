@@ -1,17 +1,20 @@
-// tmakit check --jsonl FILE [--json] [--driver]
+// tmakit check --jsonl FILE [--json | --fix] [--driver]
 // One verdict line per input line: `ok`, `rejected <rule>: <message>` or `error: <message>`.
 // Exit 0 when every line is ok, 1 when any is rejected or malformed, 2 for an unreadable
-// file or bad usage. With --driver each spec also goes to the real driver and the exit code
-// says whether the two agreed on every line (the differential check of docs/rules.md).
+// input, an unwritable output or bad usage. With --driver each spec also goes to the real
+// driver and the exit code says whether the two agreed on every line (the differential check
+// of docs/rules.md); a malformed line agrees with nothing. With --fix each line becomes the
+// nearest spec that passes every rule (the line itself when it passes) or `error: ...`; exit
+// 0 when every line gave a passing spec.
 #include <cuda.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "command.hpp"
+#include "io.hpp"
 #include "text.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
@@ -24,12 +27,14 @@ struct Options {
   std::string file;
   bool json = false;
   bool driver = false;
+  bool fix = false;
 };
 
 struct Verdict {
   enum Kind { ok, rejected, error } kind = ok;
   std::string rule;
   std::string message;
+  std::optional<tmakit::SpecFix> fix;
 };
 
 using tmakit::cli::printable;
@@ -38,24 +43,43 @@ Verdict judge(const std::string& line, tmakit::TensorMapSpec* spec) {
   try {
     *spec = tmakit::parse_spec_json(line);
   } catch (const tmakit::ParseError& e) {
-    return {Verdict::error, "", printable(e.what())};
+    return {Verdict::error, "", printable(e.what()), std::nullopt};
   }
-  if (auto v = tmakit::find_violation(*spec)) {
-    return {Verdict::rejected, v->rule_id(), v->what()};
+  if (auto f = tmakit::diagnose(*spec)) {
+    return {Verdict::rejected, f->violation.rule_id(), f->violation.what(), f->fix};
   }
   return {};
 }
 
+nlohmann::json fix_json(const tmakit::SpecFix& fix) {
+  nlohmann::json o{{"field", fix.field}};
+  if (fix.index) o["index"] = *fix.index;
+  std::visit([&](const auto& v) { o["value"] = v; }, fix.value);
+  return o;
+}
+
+// The --fix answer for one line: the nearest passing spec, or "error: ...".
+std::string fixed_line(const std::string& line, bool* passed) {
+  tmakit::TensorMapSpec spec;
+  const Verdict v = judge(line, &spec);
+  *passed = false;
+  if (v.kind == Verdict::error) return "error: " + v.message;
+  if (v.kind == Verdict::ok) {
+    *passed = true;
+    return line;
+  }
+  std::string why;
+  const auto mended = tmakit::nearest_passing_spec(spec, &why);
+  if (!mended) return "error: no passing spec near this one: " + printable(why);
+  *passed = true;
+  return tmakit::rewrite_spec_json(line, spec, *mended);
+}
+
 int run_check(const Options& opt) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (opt.file != "-") {
-    file.open(opt.file, std::ios::binary);
-    if (!file) {
-      std::cerr << "tmakit check: cannot read " << opt.file << "\n";
-      return 2;
-    }
-    in = &file;
+  tmakit::cli::Input input(opt.file, "--jsonl " + opt.file);
+  if (!input.ok()) {
+    std::cerr << "tmakit check: " << input.error() << "\n";
+    return 2;
   }
   if (opt.driver) {
     tmakit::driver();  // throws with a clear message when there is none
@@ -63,16 +87,45 @@ int run_check(const Options& opt) {
   }
 
   bool all_ok = true, all_agree = true;
+  tmakit::cli::LineReader reader(input, tmakit::kMaxLineBytes);
   std::string line;
-  std::size_t number = 0;
-  while (std::getline(*in, line)) {
+  std::size_t length = 0, number = 0;
+  for (;;) {
+    const auto got = reader.next(line, length);
+    if (got == tmakit::cli::LineReader::Got::end || got == tmakit::cli::LineReader::Got::failed) {
+      if (got == tmakit::cli::LineReader::Got::failed) {
+        std::cerr << "tmakit check: " << input.error() << " (after line " << number << ")\n";
+        return 2;
+      }
+      break;
+    }
     ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!std::cout) break;  // the output failed: main() reports it
+
     tmakit::TensorMapSpec spec;
-    const Verdict v = judge(line, &spec);
+    Verdict v;
+    if (got == tmakit::cli::LineReader::Got::too_long) {
+      v = {Verdict::error, "",
+           "the line is " + std::to_string(length) + " bytes, more than the " +
+               std::to_string(tmakit::kMaxLineBytes) + " a spec line may have",
+           std::nullopt};
+    } else if (opt.fix) {
+      bool passed = false;
+      std::cout << fixed_line(line, &passed) << '\n';
+      all_ok = all_ok && passed;
+      continue;
+    } else {
+      v = judge(line, &spec);
+    }
+    if (opt.fix) {  // a line too long to judge
+      std::cout << "error: " << v.message << '\n';
+      all_ok = false;
+      continue;
+    }
     all_ok = all_ok && v.kind == Verdict::ok;
 
-    // The driver's verdict on the same arguments, when asked for.
+    // The driver's verdict on the same arguments, when asked for; a malformed line has none
+    // and counts as a disagreement.
     std::string driver_verdict;
     if (opt.driver && v.kind != Verdict::error) {
       CUtensorMap map{};
@@ -80,6 +133,8 @@ int run_check(const Options& opt) {
       driver_verdict = r == CUDA_SUCCESS ? "ok" : tmakit::driver_error_name(r);
       const bool agree = (r == CUDA_SUCCESS) == (v.kind == Verdict::ok);
       all_agree = all_agree && agree;
+    } else if (opt.driver) {
+      all_agree = false;
     }
 
     if (opt.json) {
@@ -89,6 +144,7 @@ int run_check(const Options& opt) {
                                                                  : "error"}};
       if (!v.rule.empty()) o["rule"] = v.rule;
       if (!v.message.empty()) o["message"] = v.message;
+      if (v.fix) o["fix"] = fix_json(*v.fix);
       if (!driver_verdict.empty()) o["driver"] = driver_verdict;
       std::cout << o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else if (v.kind == Verdict::ok) {
@@ -99,11 +155,6 @@ int run_check(const Options& opt) {
       std::cout << "error: " << v.message << '\n';
     }
   }
-  if (in->bad()) {
-    std::cerr << "tmakit check: read error on " << opt.file << "\n";
-    return 2;
-  }
-  std::cout.flush();
   if (opt.driver) return all_agree ? 0 : 1;
   return all_ok ? 0 : 1;
 }
@@ -114,10 +165,18 @@ const tmakit::cli::Registrar kCheck(
       auto opt = std::make_shared<Options>();
       app.add_option("--jsonl", opt->file, "File of specs, one JSON object per line (- = stdin)")
           ->required();
-      app.add_flag("--json", opt->json, "Print one JSON object per line with rule and message");
-      app.add_flag("--driver", opt->driver,
-                   "Also ask the real driver (needs a GPU); exit 0 only if both agree on "
-                   "every line");
+      auto* json = app.add_flag(
+          "--json", opt->json,
+          "Print one JSON object per line with rule, message and the fix as data "
+          "({field, index, value})");
+      auto* driver = app.add_flag("--driver", opt->driver,
+                                  "Also ask the real driver (needs a GPU); exit 0 only if both "
+                                  "agree on every line");
+      app.add_flag("--fix", opt->fix,
+                   "Print, per line, the nearest spec that passes every rule (the line itself "
+                   "when it passes; the other keys kept) or `error: ...`")
+          ->excludes(json)
+          ->excludes(driver);
       return [opt] { return run_check(*opt); };
     });
 

@@ -7,13 +7,13 @@
 // --store / --reduce OP: print the global bytes the store (or reduce) of the shared buffer in
 // SMEM writes instead, `..` for bytes it leaves alone, over the whole of FILE.
 // An invalid spec or a missing byte of FILE gives an `error: ...` line. Exit 0 when every line
-// is ok, 1 when any line is an error, 2 for unreadable files or bad usage.
+// is ok, 1 when any line is an error, 2 for unreadable files, unwritable output or bad usage.
+// FILE may hold at most kMaxGlobalBytes (256 MiB) and SMEM kMaxSharedFileBytes; a box whose
+// shared-memory footprint is past 228 KiB is an error line (the model refuses it).
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "io.hpp"
 #include "text.hpp"
 #include "tmakit/host/spec_json.hpp"
 #include "tmakit/host/validate.hpp"
@@ -40,25 +41,60 @@ struct Options {
   std::string reduce;
 };
 
-std::optional<std::vector<std::uint8_t>> read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(f)),
-                                  std::istreambuf_iterator<char>());
-  if (f.bad()) return std::nullopt;
+// NOTE: --store prints the whole of FILE (twice its size in hex) and keeps three copies of
+// it, so FILE is bounded; a load needs only the bytes its box reaches.
+constexpr std::uint64_t kMaxGlobalBytes = std::uint64_t{256} << 20;
+constexpr std::uint64_t kMaxSharedFileBytes = std::uint64_t{1} << 20;
+
+// The bytes of `path`, or the reason they cannot be had (a directory, a read error, more than
+// `limit` bytes: checked before reading where the size is known, else while reading).
+std::vector<std::uint8_t> read_bounded(const std::string& path, const std::string& what,
+                                       std::uint64_t limit, std::string* why) {
+  tmakit::cli::Input in(path, what);
+  std::vector<std::uint8_t> bytes;
+  if (!in.ok()) {
+    *why = in.error();
+    return bytes;
+  }
+  auto too_large = [&](const std::string& size) {
+    *why = what + " holds " + size + " bytes; simulate reads at most " + std::to_string(limit) +
+           " (" + std::to_string(limit >> 20) + " MiB): give only the bytes the boxes reach";
+  };
+  const auto size = in.regular_file_bytes();
+  if (size > 0 && static_cast<std::uint64_t>(size) > limit) {
+    too_large(std::to_string(size));
+    return {};
+  }
+  if (size > 0) bytes.reserve(static_cast<std::size_t>(size));
+  std::uint8_t chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(in.fd(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      in.failed(errno);
+      *why = in.error();
+      return {};
+    }
+    if (n == 0) break;
+    if (bytes.size() + static_cast<std::size_t>(n) > limit) {
+      too_large("more than " + std::to_string(limit));
+      return {};
+    }
+    bytes.insert(bytes.end(), chunk, chunk + n);
+  }
+  why->clear();
   return bytes;
 }
 
 using tmakit::cli::printable;
 
 // The "coords" key: exactly `rank` signed 32-bit integers.
-model::Coords parse_coords(const std::string& line, std::uint32_t rank) {
-  const auto o = nlohmann::json::parse(line, nullptr, false);
+model::Coords parse_coords(const nlohmann::json& o, std::uint32_t rank) {
   const auto it = o.is_object() ? o.find("coords") : o.end();
   if (!o.is_object() || it == o.end()) throw tmakit::ParseError("coords: missing");
   if (!it->is_array() || it->size() != rank) {
     throw tmakit::ParseError("coords: expected an array of " + std::to_string(rank) +
-                             " integers (one per dimension), got " + it->dump());
+                             " integers (one per dimension), got " + tmakit::quote_json(*it));
   }
   model::Coords c{};
   for (std::uint32_t d = 0; d < rank; ++d) {
@@ -68,7 +104,7 @@ model::Coords parse_coords(const std::string& line, std::uint32_t rank) {
                           ? v.get<std::int64_t>() >= INT32_MIN && v.get<std::int64_t>() <= INT32_MAX
                           : false;
     if (!fits) {
-      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + v.dump() +
+      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + tmakit::quote_json(v) +
                                " is not a signed 32-bit integer");
     }
     c[d] = static_cast<std::int32_t>(v.get<std::int64_t>());
@@ -152,46 +188,54 @@ int run_simulate(const Options& opt) {
     std::cerr << "tmakit simulate: give --store or --reduce, not both\n";
     return 2;
   }
-  const auto global = read_all(opt.global_file);
-  if (!global) {
-    std::cerr << "tmakit simulate: cannot read --global " << opt.global_file << "\n";
+  std::string why;
+  const auto global_bytes =
+      read_bounded(opt.global_file, "--global " + opt.global_file, kMaxGlobalBytes, &why);
+  if (!why.empty()) {
+    std::cerr << "tmakit simulate: " << why << "\n";
     return 2;
   }
+  const std::vector<std::uint8_t>* global = &global_bytes;
   std::vector<std::uint8_t> smem;
   if (to_global) {
-    const auto s = read_all(opt.shared_file);
-    if (!s) {
-      std::cerr << "tmakit simulate: cannot read --shared " << opt.shared_file << "\n";
+    smem = read_bounded(opt.shared_file, "--shared " + opt.shared_file, kMaxSharedFileBytes, &why);
+    if (!why.empty()) {
+      std::cerr << "tmakit simulate: " << why << "\n";
       return 2;
     }
-    smem = *s;
   }
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (opt.specs_file != "-") {
-    file.open(opt.specs_file, std::ios::binary);
-    if (!file) {
-      std::cerr << "tmakit simulate: cannot read --jsonl " << opt.specs_file << "\n";
-      return 2;
-    }
-    in = &file;
+  tmakit::cli::Input input(opt.specs_file, "--jsonl " + opt.specs_file);
+  if (!input.ok()) {
+    std::cerr << "tmakit simulate: " << input.error() << "\n";
+    return 2;
   }
 
   bool all_ok = true;
+  tmakit::cli::LineReader reader(input, tmakit::kMaxLineBytes);
   std::string line;
-  std::size_t number = 0;
-  while (std::getline(*in, line)) {
+  std::size_t length = 0, number = 0;
+  for (;;) {
+    const auto got = reader.next(line, length);
+    if (got == tmakit::cli::LineReader::Got::failed) {
+      std::cerr << "tmakit simulate: " << input.error() << " (after line " << number << ")\n";
+      return 2;
+    }
+    if (got == tmakit::cli::LineReader::Got::end || !std::cout) break;
     ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
     std::string out;
     try {
+      if (got == tmakit::cli::LineReader::Got::too_long) {
+        throw tmakit::ParseError("the line is " + std::to_string(length) + " bytes, more than the " +
+                                 std::to_string(tmakit::kMaxLineBytes) + " a spec line may have");
+      }
       // parse, validate, then simulate; any failure is this line's error
-      const tmakit::TensorMapSpec spec = tmakit::parse_spec_json(line);
+      const nlohmann::json object = tmakit::parse_json_line(line);
+      const tmakit::TensorMapSpec spec = tmakit::spec_from_json(object);
       if (spec.kind != tmakit::EncodeKind::tiled) {
         throw tmakit::ParseError("encode: simulate handles tiled specs only");
       }
       if (auto v = tmakit::find_violation(spec)) throw *v;
-      const model::Coords coords = parse_coords(line, spec.rank);
+      const model::Coords coords = parse_coords(object, spec.rank);
       const Picture p = to_global ? simulate_store(spec, *global, smem, coords, op)
                                   : simulate_load(spec, *global, coords);
       if (opt.grid) {
@@ -221,11 +265,6 @@ int run_simulate(const Options& opt) {
     }
     std::cout << out;
   }
-  if (in->bad()) {
-    std::cerr << "tmakit simulate: read error on " << opt.specs_file << "\n";
-    return 2;
-  }
-  std::cout.flush();
   return all_ok ? 0 : 1;
 }
 

@@ -1,7 +1,7 @@
 // tmakit swizzle --type T --swizzle S --box COLSxROWS [--base ADDR] [--text] [--svg F] [--png F]
 // Pictures of a box in shared memory: which element lands where, and in which bank, before
 // and after the swizzle, with the index formula. The layout comes from the model's footprint
-// rule (rows span bytes apart, TMA_FACTS O2) and the shared swizzle function (swizzle.hpp).
+// rule (rows span bytes apart, O2 in docs/hardware.md) and the shared swizzle function (swizzle.hpp).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +242,7 @@ int run_swizzle(const Options& o) {
   if (!svg_path.empty()) {
     std::ofstream f(svg_path, std::ios::binary);
     f << svg_picture(l);
+    f.close();  // NOTE: a full disk shows only when the file is flushed
     if (!f) {
       std::cerr << "tmakit swizzle: cannot write " << svg_path << "\n";
       return 2;
@@ -249,7 +250,11 @@ int run_swizzle(const Options& o) {
   }
   if (!o.png.empty()) {
     // NOTE: PNG needs an external converter; rsvg-convert or ImageMagick, whichever exists
-    const std::string quoted_svg = "'" + svg_path + "'", quoted_png = "'" + o.png + "'";
+    // NOTE: a name starting with '-' would reach the converter as an option: "./-o.png".
+    auto operand = [](const std::string& path) {
+      return "'" + (path.rfind('-', 0) == 0 ? "./" + path : path) + "'";
+    };
+    const std::string quoted_svg = operand(svg_path), quoted_png = operand(o.png);
     if (svg_path.find('\'') != std::string::npos || o.png.find('\'') != std::string::npos) {
       std::cerr << "tmakit swizzle: file names with a single quote are not supported\n";
       return 2;

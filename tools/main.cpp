@@ -1,10 +1,28 @@
 // tmakit: the command-line tool. Thin: every command's logic lives in include/ or kernels/.
+// Exit codes (README.md, "The tool"): 0 success, 1 the input was judged and something failed,
+// 2 bad usage, unreadable input, unwritable output, or a GPU the command needs is missing.
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 
 #include "command.hpp"
+#include "io.hpp"
 #include "tmakit/core/error.hpp"
+
+namespace {
+
+// `code`, unless what was written to stdout did not all arrive: then 2, with a message.
+int finish(int code, const std::string& who) {
+  if (const auto failure = tmakit::cli::output_failure()) {
+    std::cerr << who << ": " << *failure << "\n";
+    return 2;
+  }
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tmakit: checked, simulated and benchmarked TMA for NVIDIA Hopper (sm_90a)"};
@@ -20,14 +38,24 @@ int main(int argc, char** argv) {
     runners.emplace_back(sub, c.setup(*sub));
   }
 
+  // NOTE: CLI11 answers an unknown first word with "A subcommand is required"; name it.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(commands.begin(), commands.end(),
+                   [&](const auto& c) { return c.name == argv[1]; })) {
+    std::cerr << "tmakit: '" << argv[1] << "' is not a command; the commands are";
+    for (const auto& c : commands) std::cerr << ' ' << c.name;
+    std::cerr << " (tmakit --help)\n";
+    return 2;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish(app.exit(e), "tmakit");
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish(app.exit(e), "tmakit");
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish(app.exit(e), "tmakit");
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
@@ -35,10 +63,15 @@ int main(int argc, char** argv) {
 
   for (auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
+    const std::string who = "tmakit " + sub->get_name();
     try {
-      return run();
+      return finish(run(), who);
+    } catch (const std::bad_alloc&) {
+      std::cerr << who << ": out of memory\n";
+      return 2;
     } catch (const std::exception& e) {
-      std::cerr << "tmakit " << sub->get_name() << ": " << e.what() << "\n";
+      std::cerr << who << ": " << e.what() << "\n";
+      finish(2, who);
       return 2;
     }
   }
