@@ -5,7 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <regex>
+#include <string_view>
 #include <sstream>
 
 #include "baselines.hpp"
@@ -155,7 +155,6 @@ std::string kind_of(const std::string& impl) {
 class Session {
  public:
   explicit Session(const SuiteOptions& o) : options_(o) {
-    if (!o.filter.empty()) filter_ = std::regex(o.filter);
     TMAKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     timer_ = std::make_unique<Timer>(o.timing, stream_);
   }
@@ -165,7 +164,7 @@ class Session {
   }
 
   bool selected(const std::string& id) const {
-    return options_.filter.empty() || std::regex_search(id, filter_);
+    return filter_selects(options_.filter, id);
   }
   cudaStream_t stream() const { return stream_; }
   CublasGeam& cublas() {
@@ -261,7 +260,6 @@ class Session {
   }
 
   const SuiteOptions& options_;
-  std::regex filter_;
   cudaStream_t stream_{};
   std::unique_ptr<Timer> timer_;
   std::unique_ptr<CublasGeam> cublas_;
@@ -468,21 +466,94 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
   }
 }
 
+// One glob (no '|') against the whole of `text`: the classic two-cursor match, which on a
+// mismatch after a '*' only moves that star's start one character on (O(pattern x text)).
+bool glob_matches(std::string_view glob, std::string_view text) {
+  std::size_t g = 0, t = 0, star = std::string_view::npos, star_t = 0;
+  while (t < text.size()) {
+    if (g < glob.size() && (glob[g] == '?' || (glob[g] != '*' && glob[g] == text[t]))) {
+      ++g;
+      ++t;
+    } else if (g < glob.size() && glob[g] == '*') {
+      star = g++;
+      star_t = t;
+    } else if (star != std::string_view::npos) {
+      g = star + 1;
+      t = ++star_t;
+    } else {
+      return false;
+    }
+  }
+  while (g < glob.size() && glob[g] == '*') ++g;
+  return g == glob.size();
+}
+
+// NOTE: the GEMM cases (gemm_cases.cu) take SuiteOptions::filter as a regular expression; they
+// get the ids the glob selects as a regex of literal alternatives instead (no quantifier, so
+// nothing to backtrack), or one that selects nothing.
+SuiteOptions gemm_options(const SuiteOptions& options) {
+  SuiteOptions o = options;
+  if (options.filter.empty()) return o;
+  o.filter.clear();
+  std::string alternatives;
+  for (const auto& id : list_gemm_cases(o)) {
+    if (!filter_selects(options.filter, id)) continue;
+    if (!alternatives.empty()) alternatives += '|';
+    for (char c : id) {
+      if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) alternatives += '\\';
+      alternatives += c;
+    }
+  }
+  o.filter = alternatives.empty() ? std::string("$^") : "^(?:" + alternatives + ")$";
+  return o;
+}
+
 }  // namespace
+
+bool filter_selects(std::string_view filter, std::string_view id) {
+  if (filter.empty()) return true;
+  for (std::size_t begin = 0;;) {
+    const std::size_t bar = filter.find('|', begin);
+    const std::string_view glob = filter.substr(begin, bar - begin);
+    // NOTE: "found anywhere" is the glob with a '*' at either end.
+    std::string anywhere;
+    anywhere.reserve(glob.size() + 2);
+    anywhere.append("*").append(glob).append("*");
+    if (!glob.empty() && glob_matches(anywhere, id)) return true;
+    if (bar == std::string_view::npos) return false;
+    begin = bar + 1;
+  }
+}
+
+std::optional<std::string> filter_error(std::string_view filter) {
+  if (filter.size() > kMaxFilterBytes) {
+    return "is " + std::to_string(filter.size()) + " characters long; the limit is " +
+           std::to_string(kMaxFilterBytes);
+  }
+  for (char c : filter) {
+    if (std::string_view("()[]{}^$+\\").find(c) != std::string_view::npos) {
+      return std::string("holds '") + c +
+             "': the filter is a glob ('*' any text, '?' one character, '|' between "
+             "alternatives) found anywhere in the case id, not a regular expression";
+    }
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
+      return "holds a byte that no case id has (ids are printable ASCII)";
+    }
+  }
+  return std::nullopt;
+}
 
 std::vector<std::string> list_cases(const SuiteOptions& options) {
   std::vector<std::string> ids;
-  std::regex filter;
-  if (!options.filter.empty()) filter = std::regex(options.filter);
   for (const auto& w : workloads(options)) {
     std::vector<std::string> all = {"memcpy"};
     all.insert(all.end(), w.impls.begin(), w.impls.end());
     for (const auto& impl : all) {
       const std::string id = w.name() + "/" + impl;
-      if (options.filter.empty() || std::regex_search(id, filter)) ids.push_back(id);
+      if (filter_selects(options.filter, id)) ids.push_back(id);
     }
   }
-  const auto gemm = list_gemm_cases(options);
+  const auto gemm = list_gemm_cases(gemm_options(options));
   ids.insert(ids.end(), gemm.begin(), gemm.end());
   return ids;
 }
@@ -504,7 +575,7 @@ std::vector<Result> run_suite(const SuiteOptions& options) {
   for (const auto& [w, impls] : plan) run_workload(s, w, impls);
   std::vector<Result> results = std::move(s.results());
   // The FP8 GEMM cases (bench/gemm_cases.cu) after the memory-bound ones.
-  auto gemm = run_gemm_cases(options);
+  auto gemm = run_gemm_cases(gemm_options(options));
   results.insert(results.end(), std::make_move_iterator(gemm.begin()),
                  std::make_move_iterator(gemm.end()));
   return results;

@@ -6,7 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness.hpp"
@@ -14,7 +16,7 @@
 namespace tmakit::bench {
 
 struct SuiteOptions {
-  std::string filter;     // ECMAScript regex searched in each case id; empty: all
+  std::string filter;     // a case filter (filter_selects); empty: all
   TimingOptions timing;
   bool quick = false;     // small shapes: a smoke run, not figures to quote
   bool tune = false;      // add tuning variants of tmakit's kernels (ids "...tmakit:<knob>")
@@ -42,6 +44,16 @@ struct Result {
     return !ok() && status.rfind("baseline unavailable", 0) != 0 && status.rfind("n/a", 0) != 0;
   }
 };
+
+// The case filter of `tmakit bench --filter`: alternatives separated by '|', each a glob
+// (`*` any text, `?` any one character, every other character itself) found anywhere in the
+// id: "transpose/fp32", "gemm*tmakit|add/int32". Matched in O(pattern x id) steps without
+// recursion, so no pattern can blow the stack or backtrack without bound.
+inline constexpr std::size_t kMaxFilterBytes = 1024;
+bool filter_selects(std::string_view filter, std::string_view id);
+// Why `filter` is not one (too long, a character of regular-expression syntax that the glob
+// does not have), or nullopt.
+std::optional<std::string> filter_error(std::string_view filter);
 
 // Case ids in run order (no GPU needed).
 std::vector<std::string> list_cases(const SuiteOptions& options);

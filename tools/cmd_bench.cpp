@@ -1,7 +1,12 @@
 // tmakit bench: the memory-bound kernels against the memcpy ceiling and the baselines, side
 // by side in one process (bench/suite.hpp). Thin: options, GPU check, reports.
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +16,8 @@
 
 #include "command.hpp"
 #include "suite.hpp"
+#include "tmakit/core/error.hpp"
+#include "tmakit/host/driver.hpp"
 
 namespace {
 
@@ -49,8 +56,26 @@ std::optional<std::array<std::uint64_t, 3>> parse_shape(const std::string& text)
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
+  f.close();  // NOTE: a full disk shows only when the file is flushed
   if (!f) std::cerr << "tmakit bench: cannot write " << path << "\n";
   return static_cast<bool>(f);
+}
+
+// Why a report could not be written to `path`, checked before the run (which takes minutes)
+// without creating the file: nullopt when it exists and is writable, or its folder is.
+std::optional<std::string> unwritable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "is a directory";
+  if (fs::exists(path, ec)) {
+    if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
+    return std::nullopt;
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
+  if (::access(folder.c_str(), W_OK) != 0) return "its folder " + folder + ": " + std::strerror(errno);
+  return std::nullopt;
 }
 
 int run_bench(Options& o) {
@@ -64,15 +89,38 @@ int run_bench(Options& o) {
     }
     o.suite.gemm_shapes.push_back(*shape);
   }
+  if (const auto why = tmakit::bench::filter_error(o.suite.filter)) {
+    std::cerr << "tmakit bench: --filter " << *why << "\n";
+    return 2;
+  }
+  for (const auto& [flag, path] : {std::pair{"--json", &o.json}, std::pair{"--svg", &o.svg}}) {
+    if (path->empty()) continue;
+    if (const auto why = unwritable(*path)) {
+      std::cerr << "tmakit bench: " << flag << " " << *path << " cannot be written: " << *why
+                << "\n";
+      return 2;
+    }
+  }
   if (o.list) {
     for (const auto& id : tmakit::bench::list_cases(o.suite)) std::cout << id << "\n";
     return 0;
   }
-  if (const auto why = tmakit::bench::gpu_unavailable_reason()) {
+  // NOTE: without libcuda the runtime says "CUDA driver version is insufficient"; the
+  // driver loader names the missing library instead.
+  std::optional<std::string> why;
+  if (!tmakit::driver_available()) {
+    try {
+      tmakit::driver();
+    } catch (const tmakit::Error& e) {
+      why = e.what();
+    }
+  }
+  if (!why) why = tmakit::bench::gpu_unavailable_reason();
+  if (why) {
     std::cerr << "tmakit bench: cannot run: " << *why
               << ".\nThe benchmarks need an NVIDIA Hopper GPU (H100/H200) and its driver; "
                  "`tmakit bench --list` shows the cases.\n";
-    return 1;
+    return 2;
   }
   const auto device = tmakit::bench::device_info();
   std::cerr << "tmakit bench on " << device.name << ", " << device.driver << ", " << device.date
@@ -91,17 +139,30 @@ int run_bench(Options& o) {
   return all_ok && files_ok ? 0 : 1;
 }
 
+// NOTE: checked before CLI11 converts the text, which would call "1e3" out of range.
+const CLI::Validator kWholeNumber(
+    [](std::string& text) -> std::string {
+      const bool digits = !text.empty() && text.size() <= 9 &&
+                          text.find_first_not_of("0123456789") == std::string::npos;
+      return digits ? std::string() : "'" + text + "' is not a whole number such as 1000";
+    },
+    "NUMBER");
+
 const tmakit::cli::Registrar reg(
     "bench", "Benchmark the memory-bound kernels against memcpy and baselines", [](CLI::App& app) {
       auto o = std::make_shared<Options>();
       app.add_flag("--list", o->list, "List the case ids and exit (no GPU needed)");
       app.add_option("--filter", o->suite.filter,
-                     "Run only cases whose id matches this regex, e.g. 'transpose/fp32'");
+                     "Run only the cases whose id contains this glob ('*' any text, '?' one "
+                     "character; '|' between alternatives), e.g. 'transpose/fp32' or "
+                     "'gemm*tmakit|add/'");
       app.add_option("--json", o->json, "Write every result, device and method as JSON");
       app.add_option("--svg", o->svg, "Write a bar chart of the ratios to memcpy (SVG)");
       app.add_option("--runs", o->suite.timing.runs, "Timed runs per case (median reported)")
+          ->check(kWholeNumber)
           ->check(CLI::Range(1, 100000));
       app.add_option("--warmup", o->suite.timing.warmup, "Untimed runs first")
+          ->check(kWholeNumber)
           ->check(CLI::Range(0, 100000));
       app.add_flag("--no-flush", [o](std::int64_t) { o->suite.timing.flush_l2 = false; },
                    "Do not flush L2 before each timed run");
