@@ -64,6 +64,13 @@ std::string printable(const std::string& s) {
 
 // --- tensor maps ------------------------------------------------------------------------
 
+// A line past the parsers' bound is refused unread, in the CLI's words.
+std::optional<std::string> too_long(const std::string& line) {
+  if (line.size() <= tmakit::kMaxLineBytes) return std::nullopt;
+  return "the line is " + std::to_string(line.size()) + " bytes, more than the " +
+         std::to_string(tmakit::kMaxLineBytes) + " a spec line may have";
+}
+
 // The fix validate's diagnose() proposes, as Python data: {"field", "index" (or None),
 // "value"}.
 nb::object fix_object(const std::optional<tmakit::SpecFix>& fix) {
@@ -79,6 +86,7 @@ nb::object fix_object(const std::optional<tmakit::SpecFix>& fix) {
 // "rejected" | "error", rule id or "", message, fix or None). The message of a rejected spec
 // starts with its rule id ("T7: ...").
 std::tuple<std::string, std::string, std::string, nb::object> check_line(const std::string& line) {
+  if (auto why = too_long(line)) return {"error", "", *why, nb::none()};
   tmakit::TensorMapSpec spec;
   try {
     spec = tmakit::parse_spec_json(line);
@@ -98,6 +106,7 @@ std::tuple<std::string, std::string, std::string, nb::object> check_line(const s
 // `tmakit check --fix` for one line: (true, the nearest spec that passes every rule, as a
 // JSON line keeping the line's other keys) or (false, "error: ...").
 std::pair<bool, std::string> fix_line(const std::string& line) {
+  if (auto why = too_long(line)) return {false, "error: " + *why};
   tmakit::TensorMapSpec spec;
   try {
     spec = tmakit::parse_spec_json(line);

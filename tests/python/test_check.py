@@ -177,3 +177,12 @@ def test_fix_equals_the_clis(corpus_lines, cli):
             assert tmakit.fix(line) == json.loads(cli_line), line
             mended += 1
     assert mended > 100
+
+
+def test_a_line_past_the_bound_is_refused_unread(cli):
+    line = '{"dataType":"FLOAT32","globalAddress":0,"globalDim":[16],"boxDim":[4],"x":"' + \
+        "y" * (1 << 20) + '"}'
+    run = cli(["check", "--jsonl", "-"], (line + "\n").encode())
+    assert run.returncode == 1, run.stderr
+    result = tmakit.check(line)
+    assert result.verdict == "error" and str(result) == run.stdout.strip()
