@@ -326,3 +326,27 @@ def test_int32_add_takes_only_integers_in_range():
         tmakit.add(x, 0.5)
     with pytest.raises(ValueError, match="value"):
         tmakit.add(x, 2 ** 31)
+
+
+# --- tensor maps over CUDA tensors ----------------------------------------------------------
+
+
+def test_tensor_maps_of_cuda_tensors_encode_through_the_driver():
+    x = torch.zeros(256, 128, device="cuda")
+    good = tmakit.tensor_map(x, box=(64, 32), swizzle="128B")
+    assert good.spec["globalAddress"] == x.data_ptr() and good.check().ok
+    encoded = good.encode()
+    assert isinstance(encoded, bytes) and len(encoded) == 128 and any(encoded)
+    wide = tmakit.tensor_map(x, box=(64, 64), swizzle="128B")
+    with pytest.raises(ValueError, match="T9: boxDim\\[0\\]\\*4 = 256 bytes exceeds"):
+        wide.encode()
+    assert tmakit.tensor_map(x[:, 1:], box=(64, 32)).check().rule == "T4"
+
+
+def test_triton_tensor_descriptors_are_explained():
+    descriptor = pytest.importorskip("triton.tools.tensor_descriptor")
+    x = torch.zeros(256, 256, dtype=torch.float16, device="cuda")
+    ok = descriptor.TensorDescriptor.from_tensor(x, [64, 64])
+    assert tmakit.explain_triton(ok).ok
+    narrow = descriptor.TensorDescriptor(x, list(x.shape), list(x.stride()), [64, 4])
+    assert tmakit.explain_triton(narrow).rule == "T7"
