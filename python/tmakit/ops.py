@@ -1,10 +1,11 @@
 """tmakit's kernels as PyTorch ops: gemm_fp8, transpose, stencil3x3, add.
 
-Each op is registered with torch.library in the ``tmakit`` namespace as a mutating ``*_out``
-op (``torch.ops.tmakit.gemm_fp8_out(a, b, scale_a, scale_b, alpha, out)``, ...) with a fake
-implementation, so ``torch.compile(fullgraph=True)`` traces it; the functions below check
-their arguments, allocate ``out`` when none is given, and call it. Kernels run on torch's
-current stream and are captured by CUDA graphs like any torch kernel.
+Each op is registered with torch.library in the ``tmakit`` namespace as an op that writes its
+last tensor argument (``torch.ops.tmakit.gemm_fp8_out``, ``transpose_out``,
+``stencil3x3_out``, ``add_out`` and the in-place ``add_``; their schemas declare the written
+tensor as mutated) with a fake implementation, so ``torch.compile(fullgraph=True)`` traces it;
+the functions below check their arguments, allocate ``out`` when none is given, and call it.
+Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
 
 Every argument is checked before anything is written: wrong types raise TypeError, wrong
 devices, shapes, strides, alignments or overlaps raise ValueError naming the argument and
@@ -221,7 +222,13 @@ def _launch_stencil(x, taps, out):
     esize = x.element_size()
     x_image = x.stride(0) * esize if x.dim() == 3 and batch > 1 else 0
     out_image = out.stride(0) * esize if out.dim() == 3 and batch > 1 else 0
-    for name, image in (("x", x_image), ("out", out_image)):
+    for name, image, row_bytes in (("x", x_image, x_stride), ("out", out_image, out_stride)):
+        image_bytes = rows * (row_bytes or cols * esize)
+        # NOTE: the launcher reads an image stride of 0 as "dense", so an expanded batch
+        # (stride 0) must be refused here, with any other overlap of images.
+        if batch > 1 and image < image_bytes:
+            raise ValueError(f"{name}: images are {image} bytes apart but {image_bytes} long, so "
+                             f"they overlap (an expanded batch?); pass {name}.contiguous()")
         if image % 16:
             raise ValueError(f"{name}: images are {image} bytes apart, not a multiple of 16 "
                              f"(T6); pass {name}.contiguous() with rows padded to 16 bytes")
