@@ -187,6 +187,10 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
     if d_ptr % 16:
         raise ValueError(f"out: data at 0x{d_ptr:x} is not 16-byte aligned; pass an out that "
                          f"starts on a 16-byte boundary")
+    # NOTE: the launcher reads a row stride of 0 as "dense"; an expanded out must not get there.
+    if m > 1 and d_rows < n:
+        raise ValueError(f"out: rows are {d_rows} elements apart but {n} long, so they overlap "
+                         f"(an expanded tensor?); pass a separate (M, N) out")
     # NOTE: an out allocated by gemm_fp8 itself cannot overlap; the spans of these 2-D views
     # follow from what was read above (fp8: one byte an element, D two).
     if not fresh_out:

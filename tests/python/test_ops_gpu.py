@@ -316,6 +316,9 @@ def test_bad_views_are_refused_before_anything_is_written():
         tmakit.gemm_fp8(fp8, fp8, out=buf[:, :64])
     with pytest.raises(ValueError, match="scale"):
         tmakit.gemm_fp8(random_fp8(16, 32), random_fp8(16, 32), scale_a=math.inf)
+    row = torch.zeros(1, 16, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(ValueError, match="out: rows are 0 elements apart but 16 long"):
+        tmakit.gemm_fp8(random_fp8(4, 32), random_fp8(16, 32), out=row.expand(4, 16))
     with pytest.raises(ValueError, match="x: images are 0 bytes apart but 16384 long"):
         tmakit.stencil3x3(x.expand(3, 64, 64), LAPLACE)
     assert (out == 5).all()  # nothing was written by any refused call
