@@ -7,7 +7,9 @@ tensor as mutated) with a fake implementation, so ``torch.compile(fullgraph=True
 the functions below check their arguments, allocate ``out`` when none is given, and call it.
 Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
 
-Every argument is checked before anything is written: wrong types raise TypeError, wrong
+Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
+are torch tensors (``cupy.from_dlpack(result)`` gives them back). Every argument is checked
+before anything is written: wrong types raise TypeError, wrong
 devices, shapes, strides, alignments or overlaps raise ValueError naming the argument and
 the fix. The launchers check again (their ArgumentError arrives as ValueError).
 
@@ -38,8 +40,13 @@ _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
 
 
 def _tensor(t, name: str) -> torch.Tensor:
+    """``t`` as a CUDA torch tensor: a torch tensor as it is, another framework's array
+    (CuPy, JAX, ...) through DLPack, sharing its memory."""
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+        if not hasattr(t, "__dlpack__"):
+            raise TypeError(f"{name}: expected a torch.Tensor or an array with __dlpack__, got "
+                            f"{type(t).__name__}")
+        t = torch.from_dlpack(t)
     if not t.is_cuda:
         raise ValueError(f"{name}: is on {t.device}; tmakit's kernels run on CUDA tensors "
                          f"(move it with {name}.cuda())")
@@ -355,8 +362,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     accumulate across all of K, as torch._scaled_mm's use_fast_accum=True; the error grows
     with K). See kernels/gemm/README.md.
     """
-    _tensor(a, "a")
-    _tensor(b, "b")
+    a = _tensor(a, "a")
+    b = _tensor(b, "b")
     _same_device(b, "b", a, "a")
     for name, t in (("a", a), ("b", b)):
         if t.dtype != torch.float8_e4m3fn:
@@ -394,7 +401,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
                             f"torch.float16")
         out = torch.empty((m, n), dtype=dtype, device=a.device)
     else:
-        _tensor(out, "out")
+        out = _tensor(out, "out")
         _same_device(out, "out", a, "a")
         if out.dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
@@ -419,7 +426,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     and row strides. ``out`` (x.shape[1], x.shape[0]), same dtype, not overlapping x; when
     none is given and a row of x.T is not a multiple of 16 bytes, the result is a view of a
     buffer whose rows are padded to one (``out.stride(0) > out.shape[1]``)."""
-    _tensor(x, "x")
+    x = _tensor(x, "x")
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
     if x.element_size() not in _BITS_TYPES:
@@ -432,7 +439,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     if out is None:
         out = _empty_rows((cols, rows), x.dtype, x.device)
     else:
-        _tensor(out, "out")
+        out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
         if out.dtype != x.dtype:
             raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
@@ -471,7 +478,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     16-byte aligned data, row and image strides; ``weight`` 3x3 (tensor or nested list; taps
     rounded to x's dtype, summed in row-major order with fused multiply-adds). ``out``: same
     shape and dtype, not overlapping x."""
-    _tensor(x, "x")
+    x = _tensor(x, "x")
     if x.dtype not in _STENCIL_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32 or torch.float64")
     if x.dim() not in (2, 3):
@@ -482,7 +489,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     if out is None:
         out = _empty_rows(x.shape, x.dtype, x.device)
     else:
-        _tensor(out, "out")
+        out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
         if out.dtype != x.dtype:
             raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
@@ -502,7 +509,10 @@ def add(x: torch.Tensor, value: float, *, out: Optional[torch.Tensor] = None) ->
     float16 (value rounded to x's dtype first, the sum in float32, rounded once). ``out=x``
     adds in place; otherwise ``out`` has x's shape and dtype and does not overlap it. Rows (the
     last dimension) contiguous, 16-byte aligned data and row strides."""
-    _tensor(x, "x")
+    in_place = out is x
+    x = _tensor(x, "x")
+    if in_place:
+        out = x
     if x.dtype not in _ADD_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; add takes torch.int32, float32, bfloat16 or "
                         f"float16")
@@ -511,7 +521,7 @@ def add(x: torch.Tensor, value: float, *, out: Optional[torch.Tensor] = None) ->
     if out is None:
         out = _empty_rows(x.shape, x.dtype, x.device)
     elif out is not x:
-        _tensor(out, "out")
+        out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
         if out.dtype != x.dtype:
             raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")

@@ -60,8 +60,12 @@ def test_cpu_tensors_are_refused_naming_the_argument():
         tmakit.gemm_fp8(a, a)
     with pytest.raises(ValueError, match="x: is on cpu"):
         tmakit.transpose(torch.zeros(4, 4))
-    with pytest.raises(TypeError, match="x: expected a torch.Tensor, got list"):
+    with pytest.raises(TypeError, match="x: expected a torch.Tensor or an array with __dlpack__"):
         tmakit.add([1, 2], 1.0)
+    np = pytest.importorskip("numpy")
+    # Another framework's array comes in through DLPack: a host array is refused the same way.
+    with pytest.raises(ValueError, match="x: is on cpu"):
+        tmakit.transpose(np.zeros((4, 4), np.float32))
 
 
 def test_shape_and_type_errors_come_before_any_device_work():
