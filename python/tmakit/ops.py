@@ -361,6 +361,11 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     128 or 256 of K: element errors within 2^-11 of sum |a b|) or "fast" (the tensor cores
     accumulate across all of K, as torch._scaled_mm's use_fast_accum=True; the error grows
     with K). See kernels/gemm/README.md.
+
+    CUDA graphs: shapes that split K sum partial tiles through a workspace the library keeps
+    per stream and grows on demand, which a capture cannot do: make the same call once on the
+    capture stream before capturing (``torch.cuda.graph(g, stream=s)`` after a call under
+    ``torch.cuda.stream(s)``); otherwise the captured call raises ValueError naming "stream".
     """
     a = _tensor(a, "a")
     b = _tensor(b, "b")
