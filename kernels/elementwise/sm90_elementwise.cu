@@ -295,6 +295,9 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   p.value = make_constant(t, value);
   const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
                                                   layout.ctas_per_sm, layout.max_ctas_per_sm);
+  // NOTE: last, as the only check that asks the driver (remembered for repeated calls)
+  detail::require_device_pointer(in.data, "in.data");
+  detail::require_device_pointer(out.data, "out.data");
 
   // step 2: box shape: rows of up to 1 KB (256 elements at most), the stage's bytes in all.
   // NOTE: walking a dense tensor as one run of 16 KB boxes measured slower on H200 than

@@ -383,6 +383,9 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
       kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
   const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
                                                   layout.ctas_per_sm, layout.max_ctas_per_sm);
+  // NOTE: last, as the only check that asks the driver (remembered for repeated calls)
+  detail::require_device_pointer(in.data, "in.data");
+  detail::require_device_pointer(out.data, "out.data");
 
   // step 2: tensor maps: input boxes of 128 B x box_rows rows, output boxes of 128 B x
   // slices * 8V rows

@@ -59,5 +59,36 @@ TEST(DriverAgreement, LiveDriverValidatorAndCorpusAgree) {
               lines.size(), accepted, failures);
 }
 
+// Every corpus spec the validator refuses and can mend: the nearest passing spec (what
+// `tmakit check --fix` prints) is accepted by the live driver, so a suggested fix is never
+// one that the driver refuses.
+TEST(DriverAgreement, LiveDriverAcceptsEveryFixedSpec) {
+  if (!driver_available() || ensure_current_context() != CUDA_SUCCESS) {
+    GTEST_SKIP() << "no GPU: the CUDA driver (libcuda.so.1) or a device is missing";
+  }
+  const auto lines = testing::read_driver_corpus();
+  ASSERT_GT(lines.size(), 50000u) << "corpus missing: " << testing::driver_corpus_path();
+  std::size_t refused = 0, fixed = 0, failures = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const TensorMapSpec spec = spec_from_json(nlohmann::json::parse(lines[i]));
+    if (!find_violation(spec)) continue;
+    ++refused;
+    const auto mended = nearest_passing_spec(spec);
+    if (!mended) continue;
+    ++fixed;
+    CUtensorMap map{};
+    const CUresult live = encode_unchecked(*mended, &map);
+    if (live != CUDA_SUCCESS && ++failures <= 10) {
+      ADD_FAILURE() << "line " << i + 1 << ": the driver refuses the fixed spec ("
+                    << driver_error_name(live) << ")\n  " << spec_to_json(*mended) << "\n  from "
+                    << lines[i];
+    }
+  }
+  EXPECT_EQ(failures, 0u);
+  EXPECT_GT(fixed, 10000u);
+  std::printf("fixed specs: %zu refused, %zu mended, %zu refused by the driver\n", refused, fixed,
+              failures);
+}
+
 }  // namespace
 }  // namespace tmakit

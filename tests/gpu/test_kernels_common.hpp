@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -154,6 +155,39 @@ inline std::uint64_t count_mismatches(const Image& img, const std::vector<std::u
     }
   }
   return wrong;
+}
+
+// Host memory from malloc with the byte layout of `like`: a pointer no kernel may be given.
+class MallocImage {
+ public:
+  explicit MallocImage(const Image& like)
+      : like_(like), bytes_(std::malloc(like.bytes())) {}
+  ~MallocImage() { std::free(bytes_); }
+  MallocImage(const MallocImage&) = delete;
+  MallocImage& operator=(const MallocImage&) = delete;
+  TensorRef ref() const {
+    return TensorRef(bytes_, like_.type, like_.rows, like_.cols, like_.row_stride, like_.batch,
+                     like_.image_stride);
+  }
+
+ private:
+  const Image& like_;
+  void* bytes_;
+};
+
+// `call` must throw ArgumentError naming `argument` and leave the CUDA context untouched (no
+// error pending, the device still synchronizes).
+template <class F>
+void expect_pointer_refused(F&& call, const std::string& argument) {
+  try {
+    call();
+    ADD_FAILURE() << "no ArgumentError for a malloc'd " << argument;
+  } catch (const ArgumentError& e) {
+    EXPECT_EQ(e.argument(), argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 // Caps the grids of the layouts that give each CTA its own tiles for its lifetime, so that a

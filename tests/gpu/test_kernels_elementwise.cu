@@ -220,5 +220,21 @@ TEST(KernelsGpu, SecondDeviceAfterTheFirst) {
   });
 }
 
+// malloc'd memory as either pointer is refused naming it, before anything runs; the context
+// survives: the same call on device memory then gives the right result.
+TEST(AddConstantGpu, HostPointersAreRefusedAndTheContextSurvives) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 1, 67, 129);
+  Image out(DataType::float32, 1, 67, 129);
+  in.randomize(12);
+  MallocImage host_in(in), host_out(out);
+  expect_pointer_refused([&] { add_constant(host_in.ref(), out.ref(), 1.5); }, "in.data");
+  expect_pointer_refused([&] { add_constant(in.ref(), host_out.ref(), 1.5); }, "out.data");
+  add_constant(in.ref(), out.ref(), 1.5);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  reference::add_constant(in.host_ref(), out.host_ref(), 1.5);
+  EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+}
+
 }  // namespace
 }  // namespace tmakit::test

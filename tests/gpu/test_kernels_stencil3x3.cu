@@ -211,5 +211,21 @@ TEST(StencilGpu, BadInputWritesNothing) {
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }
 
+// malloc'd memory as either pointer is refused naming it, before anything runs; the context
+// survives: the same call on device memory then gives the right result.
+TEST(StencilGpu, HostPointersAreRefusedAndTheContextSurvives) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 2, 45, 77);
+  Image out(DataType::float32, 2, 45, 77);
+  in.randomize(13);
+  MallocImage host_in(in), host_out(out);
+  expect_pointer_refused([&] { stencil3x3(host_in.ref(), out.ref(), asymmetric()); }, "in.data");
+  expect_pointer_refused([&] { stencil3x3(in.ref(), host_out.ref(), asymmetric()); }, "out.data");
+  stencil3x3(in.ref(), out.ref(), asymmetric());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  reference::stencil3x3(in.host_ref(), out.host_ref(), asymmetric());
+  EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+}
+
 }  // namespace
 }  // namespace tmakit::test

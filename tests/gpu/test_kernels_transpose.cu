@@ -161,5 +161,21 @@ TEST(TransposeGpu, BadInputWritesNothing) {
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }
 
+// malloc'd memory as either pointer is refused naming it, before anything runs; the context
+// survives: the same call on device memory then gives the right result.
+TEST(TransposeGpu, HostPointersAreRefusedAndTheContextSurvives) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 1, 97, 101);
+  Image out(DataType::float32, 1, 101, 97);
+  in.randomize(11);
+  MallocImage host_in(in), host_out(out);
+  expect_pointer_refused([&] { transpose(host_in.ref(), out.ref()); }, "in.data");
+  expect_pointer_refused([&] { transpose(in.ref(), host_out.ref()); }, "out.data");
+  transpose(in.ref(), out.ref());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  reference::transpose(in.host_ref(), out.host_ref());
+  EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
+}
+
 }  // namespace
 }  // namespace tmakit::test

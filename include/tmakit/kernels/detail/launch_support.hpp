@@ -139,6 +139,79 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
   }
 }
 
+// Throws ArgumentError naming `arg_name` unless the current device can use the memory at `p`:
+// memory of the current device, managed memory, mapped pinned host memory, or another
+// device's memory with peer access enabled. Memory from malloc or new (the kernel would fault,
+// leave the output half written and every later CUDA call of the process failing), pinned
+// memory that is not mapped, and another device's memory without peer access are refused.
+// NOTE: an answer of "usable" is remembered per thread for the last kKnownPointers (device,
+// pointer) pairs, so a launcher called again on the same buffers asks the driver nothing;
+// refusals are never remembered. Freed memory is not noticed (as without the check).
+inline void require_device_pointer(const void* p, const char* arg_name) {
+  constexpr int kKnownPointers = 16;
+  struct Known {
+    const void* pointer = nullptr;
+    int device = -1;
+  };
+  thread_local Known known[kKnownPointers];
+  thread_local int next = 0;
+  int device = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  for (const Known& k : known) {
+    if (k.pointer == p && k.device == device) return;
+  }
+  const std::string name(arg_name);
+  cudaPointerAttributes a{};
+  if (const cudaError_t e = cudaPointerGetAttributes(&a, p); e != cudaSuccess) {
+    (void)cudaGetLastError();  // NOTE: not sticky; cleared so the next call does not see it
+    throw ArgumentError(name, hex_address(p) + " is not memory the CUDA driver knows (" +
+                                  cudaGetErrorName(e) + "); pass memory from cudaMalloc");
+  }
+  switch (a.type) {
+    case cudaMemoryTypeUnregistered:
+      throw ArgumentError(name, hex_address(p) +
+                                    " is host memory the GPU cannot reach (malloc, new or the "
+                                    "stack); pass memory from cudaMalloc, or cudaHostRegister "
+                                    "this memory with cudaHostRegisterMapped");
+    case cudaMemoryTypeHost:
+      if (a.devicePointer != p) {
+        throw ArgumentError(name, hex_address(p) +
+                                      " is pinned host memory that is not mapped into the "
+                                      "device's address space; allocate it with "
+                                      "cudaHostAllocMapped or pass device memory");
+      }
+      break;
+    case cudaMemoryTypeDevice:
+      if (a.device != device) {
+        int can = 0;
+        TMAKIT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, a.device));
+        // NOTE: whether peer access is enabled has no query of its own: enabling it answers
+        // "already enabled" when it is; when it was not, it is disabled again at once, so the
+        // check changes nothing.
+        cudaError_t e = cudaErrorPeerAccessUnsupported;
+        if (can) {
+          e = cudaDeviceEnablePeerAccess(a.device, 0);
+          if (e == cudaSuccess) (void)cudaDeviceDisablePeerAccess(a.device);
+        }
+        (void)cudaGetLastError();
+        if (e != cudaErrorPeerAccessAlreadyEnabled) {
+          throw ArgumentError(
+              name, hex_address(p) + " is memory of device " + std::to_string(a.device) +
+                        " and the launch runs on device " + std::to_string(device) +
+                        (can ? ", which has no peer access to it; call cudaDeviceEnablePeerAccess(" +
+                                   std::to_string(a.device) + ", 0) first"
+                             : ", which cannot reach it; cudaSetDevice(" +
+                                   std::to_string(a.device) + ") first or copy the data over"));
+        }
+      }
+      break;
+    case cudaMemoryTypeManaged:
+      break;
+  }
+  known[next] = {p, device};
+  next = (next + 1) % kKnownPointers;
+}
+
 // A tuning knob where 0 means "the default" (CTAs per SM, panel heights): refuses negatives.
 inline void check_knob(const char* name, int value) {
   if (value < 0) {
