@@ -102,26 +102,20 @@ int run_check(const Options& opt) {
     ++number;
     if (!std::cout) break;  // the output failed: main() reports it
 
-    tmakit::TensorMapSpec spec;
-    Verdict v;
-    if (got == tmakit::cli::LineReader::Got::too_long) {
-      v = {Verdict::error, "",
-           "the line is " + std::to_string(length) + " bytes, more than the " +
-               std::to_string(tmakit::kMaxLineBytes) + " a spec line may have",
-           std::nullopt};
-    } else if (opt.fix) {
+    const bool too_long = got == tmakit::cli::LineReader::Got::too_long;
+    const std::string too_long_message =
+        too_long ? "the line is " + std::to_string(length) + " bytes, more than the " +
+                       std::to_string(tmakit::kMaxLineBytes) + " a spec line may have"
+                 : std::string();
+    if (opt.fix) {
       bool passed = false;
-      std::cout << fixed_line(line, &passed) << '\n';
+      std::cout << (too_long ? "error: " + too_long_message : fixed_line(line, &passed)) << '\n';
       all_ok = all_ok && passed;
       continue;
-    } else {
-      v = judge(line, &spec);
     }
-    if (opt.fix) {  // a line too long to judge
-      std::cout << "error: " << v.message << '\n';
-      all_ok = false;
-      continue;
-    }
+    tmakit::TensorMapSpec spec;
+    const Verdict v = too_long ? Verdict{Verdict::error, "", too_long_message, std::nullopt}
+                               : judge(line, &spec);
     all_ok = all_ok && v.kind == Verdict::ok;
 
     // The driver's verdict on the same arguments, when asked for; a malformed line has none

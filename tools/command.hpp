@@ -6,8 +6,10 @@
 //     return [opts] { return run_check(*opts); };   // exit code
 //   });
 //
-// Exit codes shared by every command: 0 success, 1 the input was judged and something failed,
-// 2 usage error or unreadable input. tmakit::Error escaping a runner prints and exits 2.
+// Exit codes shared by every command (README.md, "The tool"): 0 success, 1 the input was judged
+// and something failed, 2 usage error, unreadable input, unwritable output (main() flushes and
+// checks stdout after every runner) or a missing driver or GPU. An exception escaping a
+// runner prints and exits 2.
 #pragma once
 
 #include <CLI/CLI.hpp>
