@@ -962,6 +962,11 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   };
   thread_local detail::LastCall<Prepared> last;
   const Prepared& prepared = last.get(key, [&] {
+    // memory the GPU cannot reach (malloc'd, another device's) is refused by name here, once
+    // per distinct call: a kernel faulting on it would leave every later CUDA call failing
+    detail::require_device_pointer(a.data, "a.data");
+    detail::require_device_pointer(b.data, "b.data");
+    detail::require_device_pointer(d.data, "d.data");
     Prepared r{gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning), Params{}};
     if (r.plan.config == kSmallMConfig) return r;
     const ConfigFacts& c = kConfigs[r.plan.config];
@@ -996,6 +1001,13 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     q.units = static_cast<std::int64_t>(q.cluster_rows) * q.tiles_n * r.plan.splits;
     return r;
   });
+  // (not part of the key: remembered by require_device_pointer itself)
+  if (scales.scale_a_device != nullptr) {
+    detail::require_device_pointer(scales.scale_a_device, "scales.scale_a_device");
+  }
+  if (scales.scale_b_device != nullptr) {
+    detail::require_device_pointer(scales.scale_b_device, "scales.scale_b_device");
+  }
   const GemmPlan& plan = prepared.plan;
   if (plan.config == kSmallMConfig) {
     detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream, key,

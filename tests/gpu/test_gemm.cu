@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -862,6 +863,66 @@ TEST(GemmOverlapLaunch, GraphOfCallsMatchesSingleCalls) {
     cudaFree(a0_src);
   }
   cudaStreamDestroy(stream);
+}
+
+// Host memory the GPU cannot reach (malloc'd) as an operand, D or a device-side scale is
+// refused with ArgumentError naming the argument, nothing launched, and the process's CUDA
+// state left working: the next call on device memory gives the right D. The small-M kernel
+// and the tiled one; a pointer refused once is refused again (refusals are not remembered).
+TEST(Gemm, HostPointersAreRefusedByName) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const std::uint64_t m : {16u, 256u}) {
+    SCOPED_TRACE("M = " + std::to_string(m));
+    const std::uint64_t n = 128, k = 256;
+    void *da = nullptr, *db = nullptr, *dd = nullptr;
+    ASSERT_EQ(cudaMalloc(&da, m * k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&db, n * k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dd, m * n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMemset(da, 0x38, m * k), cudaSuccess);  // e4m3 1.0
+    ASSERT_EQ(cudaMemset(db, 0x38, n * k), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dd, 0, m * n * 2), cudaSuccess);
+    std::vector<std::uint8_t> host_a(m * k + 16, 0x38), host_d(m * n * 2 + 16);
+    // 16-byte aligned inside the vectors, so only the kind of memory is wrong
+    const auto aligned = [](std::uint8_t* p) {
+      return reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(p) + 15) & ~std::uintptr_t{15});
+    };
+    const ConstTensorRef a(da, DataType::uint8, m, k), b(db, DataType::uint8, n, k);
+    const TensorRef d(dd, DataType::bfloat16, m, n);
+    const ConstTensorRef host_ar(aligned(host_a.data()), DataType::uint8, m, k);
+    const TensorRef host_dr(aligned(host_d.data()), DataType::bfloat16, m, n);
+    const float host_scale = 2.0f;
+    const auto argument = [](const std::function<void()>& call) -> std::string {
+      try {
+        call();
+      } catch (const ArgumentError& e) {
+        return e.argument();
+      } catch (const std::exception& e) {
+        return std::string("other exception: ") + e.what();
+      }
+      return "";
+    };
+    for (int twice = 0; twice < 2; ++twice) {
+      EXPECT_EQ(argument([&] { gemm_fp8(host_ar, b, d); }), "a.data");
+      EXPECT_EQ(argument([&] { gemm_fp8(a, ConstTensorRef(host_ar.data, DataType::uint8, n, k), d); }),
+                "b.data");
+      EXPECT_EQ(argument([&] { gemm_fp8(a, b, host_dr); }), "d.data");
+      EXPECT_EQ(argument([&] { gemm_fp8(a, b, d, {1.0f, 1.0f, 1.0f, &host_scale}); }),
+                "scales.scale_a_device");
+      EXPECT_EQ(argument([&] { gemm_fp8(a, b, d, {1.0f, 1.0f, 1.0f, nullptr, &host_scale}); }),
+                "scales.scale_b_device");
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refusal leaves no CUDA error behind";
+    gemm_fp8(a, b, d, {0.5f, 1.0f, 1.0f});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::uint8_t> got(m * n * 2);
+    ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::uint64_t wrong = 0;
+    for (std::uint64_t i = 0; i < m * n; ++i) wrong += out_to_float(DataType::bfloat16, &got[2 * i]) != 128.0f;
+    EXPECT_EQ(wrong, 0u) << "the call after the refusals";
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+  }
 }
 
 // Device-side scales (GemmScales::scale_a_device / scale_b_device): D equals, bit for bit,
