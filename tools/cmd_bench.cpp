@@ -74,7 +74,8 @@ std::optional<std::string> unwritable(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   const std::string folder = parent.empty() ? std::string(".") : parent.string();
   if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
-  if (::access(folder.c_str(), W_OK) != 0) return "its folder " + folder + ": " + std::strerror(errno);
+  if (::access(folder.c_str(), W_OK) != 0)
+    return "its folder " + folder + ": " + std::strerror(errno);
   return std::nullopt;
 }
 
@@ -128,7 +129,8 @@ int run_bench(Options& o) {
   o.suite.progress = &std::cerr;
   const auto results = tmakit::bench::run_suite(o.suite);
   bool files_ok = true;
-  if (!o.json.empty()) files_ok &= write_file(o.json, tmakit::bench::to_json(device, o.suite, results));
+  if (!o.json.empty())
+    files_ok &= write_file(o.json, tmakit::bench::to_json(device, o.suite, results));
   if (!o.svg.empty()) files_ok &= write_file(o.svg, tmakit::bench::to_svg(device, results));
   tmakit::bench::print_table(std::cout, device, results);
   bool all_ok = true;

@@ -225,8 +225,9 @@ int run_simulate(const Options& opt) {
     std::string out;
     try {
       if (got == tmakit::cli::LineReader::Got::too_long) {
-        throw tmakit::ParseError("the line is " + std::to_string(length) + " bytes, more than the " +
-                                 std::to_string(tmakit::kMaxLineBytes) + " a spec line may have");
+        throw tmakit::ParseError("the line is " + std::to_string(length) +
+                                 " bytes, more than the " + std::to_string(tmakit::kMaxLineBytes) +
+                                 " a spec line may have");
       }
       // parse, validate, then simulate; any failure is this line's error
       const nlohmann::json object = tmakit::parse_json_line(line);

@@ -136,7 +136,8 @@ inline std::optional<std::string> output_failure() {
   const bool flushed = std::fflush(stdout) == 0;
   const int err = errno;
   if (std::cout.good() && flushed && !std::ferror(stdout)) return std::nullopt;
-  return std::string("cannot write the output") + (err != 0 ? ": " + std::string(std::strerror(err)) : "");
+  return std::string("cannot write the output") +
+         (err != 0 ? ": " + std::string(std::strerror(err)) : "");
 }
 
 }  // namespace tmakit::cli

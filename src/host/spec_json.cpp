@@ -70,22 +70,26 @@ template <class T>
 T integer(const json& v, const std::string& key) {
   constexpr auto lo = std::numeric_limits<T>::min();
   constexpr auto hi = std::numeric_limits<T>::max();
-  const auto range = " (expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+  const auto range =
+      " (expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ")";
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(hi)) fail(key, std::to_string(u) + " is out of range" + range);
+    if (u > static_cast<std::uint64_t>(hi))
+      fail(key, std::to_string(u) + " is out of range" + range);
     return static_cast<T>(u);
   }
   if (v.is_number_integer()) {
     const auto s = v.get<std::int64_t>();
-    if (s < 0 && !std::numeric_limits<T>::is_signed) fail(key, std::to_string(s) + " is negative" + range);
+    if (s < 0 && !std::numeric_limits<T>::is_signed)
+      fail(key, std::to_string(s) + " is negative" + range);
     if (std::numeric_limits<T>::is_signed &&
         (s < static_cast<std::int64_t>(lo) || s > static_cast<std::int64_t>(hi))) {
       fail(key, std::to_string(s) + " is out of range" + range);
     }
     return static_cast<T>(s);
   }
-  if (v.is_number_float()) fail(key, quote_json(v) + " is not an integer or is out of range" + range);
+  if (v.is_number_float())
+    fail(key, quote_json(v) + " is not an integer or is out of range" + range);
   fail(key, "expected an integer, got " + type_name(v));
 }
 
@@ -115,11 +119,12 @@ void integer_array(const json& v, const char* key, std::size_t n, std::array<T, 
 }
 
 template <class E>
-E enum_value(const json& o, const char* key, E fallback, std::optional<E> (*parse)(std::string_view),
-             const char* choices) {
+E enum_value(const json& o, const char* key, E fallback,
+             std::optional<E> (*parse)(std::string_view), const char* choices) {
   const json* v = find(o, key);
   if (v == nullptr) return fallback;
-  if (!v->is_string()) fail(key, std::string("expected a string (") + choices + "), got " + type_name(*v));
+  if (!v->is_string())
+    fail(key, std::string("expected a string (") + choices + "), got " + type_name(*v));
   const auto& s = v->get_ref<const std::string&>();
   if (auto e = parse(s)) return *e;
   fail(key, "unknown value " + quote_json(*v) + " (expected one of " + choices + ")");
@@ -178,7 +183,8 @@ TensorMapSpec spec_from_json(const json& o) {
   s.swizzle = enum_value(o, "swizzle", Swizzle::none, parse_swizzle, "NONE, 32B, 64B, 128B");
   s.l2_promotion =
       enum_value(o, "l2Promotion", L2Promotion::none, parse_l2_promotion, "NONE, 64B, 128B, 256B");
-  s.oob_fill = enum_value(o, "oobFill", OobFill::zero, parse_oob_fill, "NONE, NAN_REQUEST_ZERO_FMA");
+  s.oob_fill =
+      enum_value(o, "oobFill", OobFill::zero, parse_oob_fill, "NONE, NAN_REQUEST_ZERO_FMA");
   return s;
 }
 
@@ -233,13 +239,15 @@ Json parse_guarded(std::string_view line) {
                      bounded(detail, 160));
   } catch (const json::exception& e) {
     // A number past the range of a double (1e999, 400 digits): name where it stands.
-    const std::string at = key.empty() ? std::string("the line")
-                                       : bounded(key, 64) + (in_array ? "[" + std::to_string(entry) + "]" : "");
+    const std::string at =
+        key.empty() ? std::string("the line")
+                    : bounded(key, 64) + (in_array ? "[" + std::to_string(entry) + "]" : "");
     std::string what = e.what();
     const auto quote = what.find('\'');
     std::string token = quote == std::string::npos ? std::string() : what.substr(quote + 1);
     if (!token.empty() && token.back() == '\'') token.pop_back();
-    if (e.id == 406) throw ParseError(at + ": " + bounded(token, 32) + " is too large for any number");
+    if (e.id == 406)
+      throw ParseError(at + ": " + bounded(token, 32) + " is too large for any number");
     throw ParseError(at + ": " + bounded(what, 160));
   }
 }
@@ -255,7 +263,9 @@ std::string quote_json(const nlohmann::json& value, std::size_t max_bytes) {
   return out;
 }
 
-TensorMapSpec parse_spec_json(std::string_view line) { return spec_from_json(parse_json_line(line)); }
+TensorMapSpec parse_spec_json(std::string_view line) {
+  return spec_from_json(parse_json_line(line));
+}
 
 std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
                               const TensorMapSpec& to) {
@@ -285,7 +295,8 @@ std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
   if (differ(from.pixel_box_upper_corner, to.pixel_box_upper_corner, corners)) {
     o["pixelBoxUpperCorner"] = arr(to.pixel_box_upper_corner, corners);
   }
-  if (from.channels_per_pixel != to.channels_per_pixel) o["channelsPerPixel"] = to.channels_per_pixel;
+  if (from.channels_per_pixel != to.channels_per_pixel)
+    o["channelsPerPixel"] = to.channels_per_pixel;
   if (from.pixels_per_column != to.pixels_per_column) o["pixelsPerColumn"] = to.pixels_per_column;
   if (from.interleave != to.interleave) o["interleave"] = std::string(name(to.interleave));
   if (from.swizzle != to.swizzle) o["swizzle"] = std::string(name(to.swizzle));

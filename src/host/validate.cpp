@@ -368,7 +368,8 @@ void t7_box_dims(const TensorMapSpec& s) {
         std::vector<std::int64_t> widths;
         for (std::int64_t w = unit; w <= 256; w += unit) widths.push_back(w);
         std::stable_sort(widths.begin(), widths.end(), [&](std::int64_t a, std::int64_t b) {
-          return std::llabs(a - static_cast<std::int64_t>(v)) < std::llabs(b - static_cast<std::int64_t>(v));
+          return std::llabs(a - static_cast<std::int64_t>(v)) <
+                 std::llabs(b - static_cast<std::int64_t>(v));
         });
         const auto fix = choose(s, "T7", static_cast<int>(d), Field::box, d, these(widths));
         return Explained{idx("boxDim", d) + " = " + to_string(v) + " is outside 1..256; " +
@@ -388,8 +389,10 @@ void t7_box_dims(const TensorMapSpec& s) {
       const std::int64_t lo = s.box_dim[0] / per16 * per16, hi = lo + per16;
       std::string use = "use " + to_string(fix.value());
       for (std::int64_t other : {lo, hi}) {
-        if (other != fix.value() && other > 0 && other <= 256 && (fix.value() == lo || fix.value() == hi)) {
-          use = "use " + to_string(std::min(fix.value(), other)) + " or " + to_string(std::max(fix.value(), other));
+        if (other != fix.value() && other > 0 && other <= 256 &&
+            (fix.value() == lo || fix.value() == hi)) {
+          use = "use " + to_string(std::min(fix.value(), other)) + " or " +
+                to_string(std::max(fix.value(), other));
         }
       }
       return Explained{"boxDim[0]*" + to_string(esize(s)) + " = " + to_string(bytes) +
@@ -405,7 +408,8 @@ void t8_element_strides(const TensorMapSpec& s) {
     const auto v = s.element_strides[d];
     if (v == 0 || v > 8) {
       broken(tiled(s) ? "T8" : "I6", static_cast<int>(d), [&] {
-        const auto fix = choose(s, "T8", static_cast<int>(d), Field::element_stride, d, nearest(v, 1, 8));
+        const auto fix =
+            choose(s, "T8", static_cast<int>(d), Field::element_stride, d, nearest(v, 1, 8));
         return Explained{idx("elementStrides", d) + " = " + to_string(v) +
                              " is outside 1..8; use " + shown(fix) +
                              (fix.value() == 1 ? " for a dense box" : " (1 for a dense box)"),
@@ -443,10 +447,12 @@ void t12_enums(const TensorMapSpec& s) {
   auto refuse = [](const char* field, const char* message) {
     broken("T12", 0, [&] { return Explained{message, enum_fix(field, "NONE")}; });
   };
-  if (static_cast<int>(s.l2_promotion) > 3) refuse("l2Promotion", "l2Promotion is not NONE/64B/128B/256B");
+  if (static_cast<int>(s.l2_promotion) > 3)
+    refuse("l2Promotion", "l2Promotion is not NONE/64B/128B/256B");
   if (static_cast<int>(s.interleave) > 2) refuse("interleave", "interleave is not NONE/16B/32B");
   if (static_cast<int>(s.swizzle) > 3) refuse("swizzle", "swizzle is not NONE/32B/64B/128B");
-  if (static_cast<int>(s.oob_fill) > 1) refuse("oobFill", "oobFill is not NONE/NAN_REQUEST_ZERO_FMA");
+  if (static_cast<int>(s.oob_fill) > 1)
+    refuse("oobFill", "oobFill is not NONE/NAN_REQUEST_ZERO_FMA");
 }
 
 // --- T13: NaN fill only for floating types ----------------------------------------------
@@ -485,7 +491,8 @@ void i3_corners(const TensorMapSpec& s) {
 void i4_channels(const TensorMapSpec& s) {
   if (s.channels_per_pixel == 0 || s.channels_per_pixel > 256) {
     broken("I4", 0, [&] {
-      const auto fix = choose(s, "I4", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
+      const auto fix =
+          choose(s, "I4", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
       return Explained{"channelsPerPixel = " + to_string(s.channels_per_pixel) +
                            " is outside 1..256; use " + shown(fix),
                        fix_of(Field::channels, 0, fix)};
@@ -574,12 +581,15 @@ void x3_im2col_box(const TensorMapSpec& s) {
   if (row % 16 != 0) {
     broken("X3", 0, [&] {
       const std::int64_t per16 = 16 / esize(s);
-      const auto fix = choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
+      const auto fix =
+          choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
       const std::int64_t lo = s.channels_per_pixel / per16 * per16, hi = lo + per16;
       std::string use = "use " + to_string(fix.value());
       for (std::int64_t other : {lo, hi}) {
-        if (other != fix.value() && other > 0 && other <= 256 && (fix.value() == lo || fix.value() == hi)) {
-          use = "use " + to_string(std::min(fix.value(), other)) + " or " + to_string(std::max(fix.value(), other));
+        if (other != fix.value() && other > 0 && other <= 256 &&
+            (fix.value() == lo || fix.value() == hi)) {
+          use = "use " + to_string(std::min(fix.value(), other)) + " or " +
+                to_string(std::max(fix.value(), other));
         }
       }
       return Explained{"channelsPerPixel*" + to_string(esize(s)) + " = " + to_string(row) +
@@ -635,20 +645,25 @@ void x4_im2col_extent(const TensorMapSpec& s) {
           wrapped ? nearest(up, -limit, limit - 1) : nearest(least_up, -limit, limit - 1, 1));
       if (!fix) {
         field = Field::lower;
-        fix = choose(s, "X4", site, field, entry, nearest(std::int64_t{high} - 1, -limit, limit - 1, 1));
+        fix = choose(s, "X4", site, field, entry,
+                     nearest(std::int64_t{high} - 1, -limit, limit - 1, 1));
       }
       // A dimension that wraps negative for every corner: the nearest size that does not, below
       // 2^31, or one so near 2^32 that the sum wraps past zero to a positive count.
       if (!fix) {
-        const std::int64_t below = std::min<std::int64_t>(static_cast<std::int64_t>(dim),
-                                                          std::int64_t{INT32_MAX} - std::max<std::int64_t>(up, 0));
+        const std::int64_t below =
+            std::min<std::int64_t>(static_cast<std::int64_t>(dim),
+                                   std::int64_t{INT32_MAX} - std::max<std::int64_t>(up, 0));
         const std::int64_t above = static_cast<std::int64_t>(kTwo32) - up + lo + 1;
         std::vector<std::int64_t> sizes;
         for (std::int64_t v : {below, above}) {
           if (v >= 1 && v <= static_cast<std::int64_t>(kTwo32)) sizes.push_back(v);
         }
         std::sort(sizes.begin(), sizes.end(), [&](std::int64_t a, std::int64_t b) {
-          const auto far = [&](std::int64_t v) { return v > static_cast<std::int64_t>(dim) ? v - static_cast<std::int64_t>(dim) : static_cast<std::int64_t>(dim) - v; };
+          const auto far = [&](std::int64_t v) {
+            return v > static_cast<std::int64_t>(dim) ? v - static_cast<std::int64_t>(dim)
+                                                      : static_cast<std::int64_t>(dim) - v;
+          };
           return far(a) < far(b);
         });
         field = Field::dim;

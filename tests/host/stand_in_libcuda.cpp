@@ -11,7 +11,9 @@ int g_context_storage = 0;
 
 extern "C" {
 
-int cuInit(unsigned) { return 0; }
+int cuInit(unsigned) {
+  return 0;
+}
 int cuDriverGetVersion(int* version) {
   *version = 12040;
   return 0;

@@ -2,7 +2,6 @@
 // clear message and the right exit status while the other lines keep their verdicts; and
 // every line of the exit-code contract in README.md ("The tool"), one test each.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -74,15 +73,18 @@ TEST(ExitCodes, ZeroWhenEveryLineIsOkSimulatedOrMended) {
   EXPECT_EQ(run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + kGood + "\n")).code, 0);
   std::string global(128, '\0');
   const auto g = dir.write("g.bin", global);
-  EXPECT_EQ(run_cli("simulate --global " + g + " --jsonl " + dir.write("l.jsonl", kLoad + "\n")).code, 0);
-  const auto r = run_cli("check --fix --jsonl " + dir.write("f.jsonl", kGood + "\n" + kRejected + "\n"));
+  EXPECT_EQ(
+      run_cli("simulate --global " + g + " --jsonl " + dir.write("l.jsonl", kLoad + "\n")).code, 0);
+  const auto r =
+      run_cli("check --fix --jsonl " + dir.write("f.jsonl", kGood + "\n" + kRejected + "\n"));
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(lines(r.out).size(), 2u) << r.out;
 }
 
 TEST(ExitCodes, ZeroWhenTheDriverAgreesOnEveryLine) {
   ScratchDir dir("exit0_driver");
-  const auto r = run_with_stand_in_driver("check --driver --jsonl " + dir.write("a.jsonl", kGood + "\n"));
+  const auto r =
+      run_with_stand_in_driver("check --driver --jsonl " + dir.write("a.jsonl", kGood + "\n"));
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
@@ -116,7 +118,8 @@ TEST(ExitCodes, OneWhenALineIsRejectedOrMalformedAndTheOthersStillJudged) {
 TEST(ExitCodes, OneWhenTheDriverJudgesALineOtherwiseOrALineIsMalformed) {
   ScratchDir dir("exit1_driver");
   // the stand-in accepts what the validator rejects: they disagree
-  auto r = run_with_stand_in_driver("check --driver --jsonl " + dir.write("a.jsonl", kRejected + "\n"));
+  auto r =
+      run_with_stand_in_driver("check --driver --jsonl " + dir.write("a.jsonl", kRejected + "\n"));
   EXPECT_EQ(r.code, 1) << r.out;
   r = run_with_stand_in_driver("check --driver --jsonl " +
                                dir.write("b.jsonl", kGood + "\nnot json\n" + kGood + "\n"));
@@ -128,7 +131,8 @@ TEST(ExitCodes, OneWhenNoPassingSpecIsNear) {
   ScratchDir dir("exit1_fix");
   std::string rank7 = kGood;
   rank7.replace(rank7.find("\"rank\":2"), 8, "\"rank\":7");
-  const auto r = run_cli("check --fix --jsonl " + dir.write("a.jsonl", kGood + "\n" + rank7 + "\n"));
+  const auto r =
+      run_cli("check --fix --jsonl " + dir.write("a.jsonl", kGood + "\n" + rank7 + "\n"));
   EXPECT_EQ(r.code, 1);
   ASSERT_EQ(lines(r.out).size(), 2u);
   EXPECT_EQ(lines(r.out)[0], kGood);
@@ -181,10 +185,14 @@ TEST(ExitCodes, TwoForOutputThatCannotBeWritten) {
   const auto specs = dir.write("a.jsonl", kGood + "\n");
   const auto g = dir.write("g.bin", std::string(128, '\0'));
   const auto l = dir.write("l.jsonl", kLoad + "\n");
-  const std::vector<std::string> commands = {
-      "check --jsonl " + specs, "check --fix --jsonl " + specs, "rules", "rules --json",
-      "simulate --global " + g + " --jsonl " + l, "bench --list",
-      "swizzle --type FLOAT16 --swizzle 128B --box 64x8", "--help"};
+  const std::vector<std::string> commands = {"check --jsonl " + specs,
+                                             "check --fix --jsonl " + specs,
+                                             "rules",
+                                             "rules --json",
+                                             "simulate --global " + g + " --jsonl " + l,
+                                             "bench --list",
+                                             "swizzle --type FLOAT16 --swizzle 128B --box 64x8",
+                                             "--help"};
   for (const std::string& args : commands) {
     const auto r = run_shell("\"$T\" " + args + " 2>&1 >/dev/full");
     EXPECT_EQ(r.code, 2) << args;
@@ -215,7 +223,8 @@ TEST(HostileInput, DeepNestingIsRefusedWithoutQuotingItWhole) {
   std::string deep = kLoad;
   deep.replace(deep.find("[0,0]"), 5, std::string(100000, '[') + std::string(100000, ']'));
   std::string arrays = kGood;
-  arrays.replace(arrays.find("[32,32]"), 7, "[32," + std::string(40, '[') + std::string(40, ']') + "]");
+  arrays.replace(arrays.find("[32,32]"), 7,
+                 "[32," + std::string(40, '[') + std::string(40, ']') + "]");
   const auto specs = dir.write("a.jsonl", deep + "\n" + kLoad + "\n");
   auto r = run_cli("simulate --global " + g + " --jsonl " + specs);
   EXPECT_EQ(r.code, 1);
@@ -246,8 +255,9 @@ TEST(HostileInput, LinesPastTheLimitAreErrorsAndTheOthersAreJudged) {
   ones += "1]";
   huge_array.replace(huge_array.size() - 1, 1, ",\"ignored\":" + ones + "}");
   const std::string brackets(2 << 20, '[');
-  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + huge_array + "\n" +
-                                                                  brackets + "\n" + kGood + "\n"));
+  const auto r =
+      run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + huge_array + "\n" + brackets +
+                                                          "\n" + kGood + "\n"));
   EXPECT_EQ(r.code, 1);
   const auto out = lines(r.out);
   ASSERT_EQ(out.size(), 4u) << r.out.substr(0, 500);
@@ -262,9 +272,11 @@ TEST(HostileInput, GlobalFilesPastTheLimitAreRefusedBeforeReading) {
   ScratchDir dir("big_global");
   const auto g = dir.write("g.bin", "");
   std::filesystem::resize_file(g, (std::uint64_t{256} << 20) + 1);  // sparse: no disk used
-  const auto r = run_cli("simulate --global " + g + " --jsonl " + dir.write("a.jsonl", kLoad + "\n"), true);
+  const auto r =
+      run_cli("simulate --global " + g + " --jsonl " + dir.write("a.jsonl", kLoad + "\n"), true);
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.out, "holds 268435457 bytes; simulate reads at most 268435456 (256 MiB)")) << r.out;
+  EXPECT_TRUE(has(r.out, "holds 268435457 bytes; simulate reads at most 268435456 (256 MiB)"))
+      << r.out;
 }
 
 TEST(HostileInput, NumbersPastADoubleAreErrorsNamingTheKey) {
@@ -273,9 +285,9 @@ TEST(HostileInput, NumbersPastADoubleAreErrorsNamingTheKey) {
   inf.replace(inf.size() - 1, 1, ",\"junk\":1e999}");
   digits.replace(digits.find("[4096]"), 6, "[" + std::string(400, '9') + "]");
   nested.replace(nested.find("[1024,512]"), 10, "[1024,-1e400]");
-  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + inf + "\n" +
-                                                                  digits + "\n" + nested + "\n" +
-                                                                  kGood + "\n"));
+  const auto r =
+      run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + inf + "\n" + digits + "\n" +
+                                                          nested + "\n" + kGood + "\n"));
   EXPECT_EQ(r.code, 1);
   const auto out = lines(r.out);
   ASSERT_EQ(out.size(), 5u) << r.out;
@@ -299,7 +311,8 @@ TEST(HostileInput, ABoxPastSharedMemoryIsRefusedBySimulateBeforeAllocating) {
   EXPECT_EQ(run_cli("check --jsonl " + specs).out, "ok\n");
   const auto g = dir.write("g.bin", std::string(64, '\0'));
   // under 4 GiB of address space, less than the footprint's copies would need
-  const auto r = run_shell("ulimit -v 4194304; \"$T\" simulate --global " + g + " --jsonl " + specs);
+  const auto r =
+      run_shell("ulimit -v 4194304; \"$T\" simulate --global " + g + " --jsonl " + specs);
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out.rfind("error: the box's shared-memory footprint is ", 0), 0u) << r.out;
   EXPECT_TRUE(has(r.out, "(228 KiB) a CTA's shared memory holds")) << r.out;
@@ -309,19 +322,22 @@ TEST(HostileInput, NulBytesAreErrors) {
   ScratchDir dir("nul");
   std::string in_string = kGood;
   in_string.replace(in_string.find("FLOAT32"), 7, std::string("FLO\0AT32", 8));
-  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", kGood + std::string("\0junk", 5) +
-                                                                  "\n" + in_string + "\n" + kGood + "\n"));
+  const auto r =
+      run_cli("check --jsonl " + dir.write("a.jsonl", kGood + std::string("\0junk", 5) + "\n" +
+                                                          in_string + "\n" + kGood + "\n"));
   EXPECT_EQ(r.code, 1);
   const auto out = lines(r.out);
   ASSERT_EQ(out.size(), 3u) << r.out;
-  EXPECT_EQ(out[0], "error: byte " + std::to_string(kGood.size()) + " of the line is NUL; a spec line is text");
+  EXPECT_EQ(out[0], "error: byte " + std::to_string(kGood.size()) +
+                        " of the line is NUL; a spec line is text");
   EXPECT_EQ(out[1], "error: byte 16 of the line is NUL; a spec line is text");
   EXPECT_EQ(out[2], "ok");
 }
 
 TEST(HostileInput, ParseErrorsNameTheByteNotLineOne) {
   ScratchDir dir("where");
-  const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + kGood + "\n{\"a\":tru}\n"));
+  const auto r =
+      run_cli("check --jsonl " + dir.write("a.jsonl", kGood + "\n" + kGood + "\n{\"a\":tru}\n"));
   const auto out = lines(r.out);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[2].rfind("error: invalid JSON at byte 9: ", 0), 0u) << out[2];
@@ -332,12 +348,14 @@ TEST(HostileInput, TheBenchFilterIsAGlobThatCannotRecurseOrBacktrack) {
   const std::string nested = std::string(16000, '(') + "a" + std::string(16000, ')');
   auto r = run_cli("bench --list --filter '" + nested + "'", true);
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.out, "--filter is 32001 characters long; the limit is 1024")) << r.out.substr(0, 300);
+  EXPECT_TRUE(has(r.out, "--filter is 32001 characters long; the limit is 1024"))
+      << r.out.substr(0, 300);
   r = run_cli("bench --list --filter '(.*.*)*X'", true);
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.out, "--filter holds '(': the filter is a glob")) << r.out;
   // stars that a backtracking matcher would take exponentially long over: linear here
-  r = run_cli("bench --list --filter '" + std::string(500, '*') + "a" + std::string(400, '*') + "X'");
+  r = run_cli("bench --list --filter '" + std::string(500, '*') + "a" + std::string(400, '*') +
+              "X'");
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "");
   r = run_cli("bench --list --filter 'transpose/fp32/*/tmakit|add/int32/*/memcpy'");
@@ -361,7 +379,8 @@ TEST(HostileInput, BenchReportPathsAreCheckedBeforeTheRun) {
   ScratchDir dir("bench_paths");
   auto r = run_cli("bench --filter add --json " + dir.path("no/such/folder/r.json"), true);
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.out, "--json " + dir.path("no/such/folder/r.json") + " cannot be written")) << r.out;
+  EXPECT_TRUE(has(r.out, "--json " + dir.path("no/such/folder/r.json") + " cannot be written"))
+      << r.out;
   r = run_cli("bench --filter add --svg " + dir.path(""), true);
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.out, "is a directory")) << r.out;

@@ -19,7 +19,8 @@ namespace {
 
 TEST(DriverCorpus, ValidatorGivesTheDriversVerdictOnEverySpec) {
   const auto lines = testing::read_driver_corpus();
-  ASSERT_GT(lines.size(), 50000u) << "corpus missing or truncated: " << testing::driver_corpus_path();
+  ASSERT_GT(lines.size(), 50000u) << "corpus missing or truncated: "
+                                  << testing::driver_corpus_path();
   std::size_t accepted = 0, refused = 0, disagreements = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const auto object = nlohmann::json::parse(lines[i]);
@@ -45,7 +46,8 @@ TEST(DriverCorpus, ValidatorGivesTheDriversVerdictOnEverySpec) {
 // A spec without a fix is one whose broken rule no single field mends (a rank, a data type).
 TEST(DriverCorpus, EveryFixMendsItsRuleAndTheFixedSpecPasses) {
   const auto lines = testing::read_driver_corpus();
-  ASSERT_GT(lines.size(), 50000u) << "corpus missing or truncated: " << testing::driver_corpus_path();
+  ASSERT_GT(lines.size(), 50000u) << "corpus missing or truncated: "
+                                  << testing::driver_corpus_path();
   // Which rules pass, judged one by one in table order; past a broken rank or type rule the
   // others are not judged (they may index by the rank), as validate() would not reach them.
   auto passing = [](const TensorMapSpec& s) {
@@ -101,7 +103,8 @@ TEST(DriverCorpus, EveryFixMendsItsRuleAndTheFixedSpecPasses) {
             : field == "elementStrides"                      ? std::pair{1, 8}
             : field == "pixelsPerColumn"                     ? std::pair{1, 1024}
                                                              : std::pair{0, -1};
-        if (range.second < range.first) fail("the fix of " + finding->violation.rule_id() + " breaks a rule");
+        if (range.second < range.first)
+          fail("the fix of " + finding->violation.rule_id() + " breaks a rule");
         for (std::int64_t v = range.first; v <= range.second; ++v) {
           SpecFix other = *finding->fix;
           other.value = static_cast<std::uint64_t>(v);
@@ -119,7 +122,8 @@ TEST(DriverCorpus, EveryFixMendsItsRuleAndTheFixedSpecPasses) {
     std::string why;
     if (const auto passing_spec = nearest_passing_spec(spec, &why)) {
       ++mended;
-      if (const auto v = find_violation(*passing_spec)) fail(std::string("the mended spec breaks ") + v->what());
+      if (const auto v = find_violation(*passing_spec))
+        fail(std::string("the mended spec breaks ") + v->what());
     } else if (finding->fix) {
       // a later rule without a fix stopped it: that rule must be one no field mends
       const std::string rule = why.substr(0, why.find(':'));

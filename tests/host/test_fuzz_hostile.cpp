@@ -12,11 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "../cli_runner.hpp"
 #include "tmakit/host/spec_json.hpp"
@@ -29,11 +28,24 @@ namespace {
 constexpr rlim_t kAddressSpaceBytes = rlim_t{4} << 30;
 constexpr int kLines = 1000;
 
-const char* const kKeys[] = {"encode", "dataType", "rank", "globalAddress", "globalDim",
-                             "globalStrides", "boxDim", "elementStrides", "interleave",
-                             "swizzle", "l2Promotion", "oobFill", "pixelBoxLowerCorner",
-                             "pixelBoxUpperCorner", "channelsPerPixel", "pixelsPerColumn",
-                             "coords", "unknown"};
+const char* const kKeys[] = {"encode",
+                             "dataType",
+                             "rank",
+                             "globalAddress",
+                             "globalDim",
+                             "globalStrides",
+                             "boxDim",
+                             "elementStrides",
+                             "interleave",
+                             "swizzle",
+                             "l2Promotion",
+                             "oobFill",
+                             "pixelBoxLowerCorner",
+                             "pixelBoxUpperCorner",
+                             "channelsPerPixel",
+                             "pixelsPerColumn",
+                             "coords",
+                             "unknown"};
 
 class Hostile {
  public:
@@ -48,7 +60,9 @@ class Hostile {
       case 4: return with_value("\"" + bad_utf8() + "\"");
       case 5: return huge_array();
       case 6: return random_bytes(pick(2000));
-      case 7: return std::string(pick(3) == 0 ? (1u << 20) + 1 + pick(1 << 20) : pick(1 << 20), "[{\"1 "[pick(5)]);
+      case 7:
+        return std::string(pick(3) == 0 ? (1u << 20) + 1 + pick(1 << 20) : pick(1 << 20),
+                           "[{\"1 "[pick(5)]);
       case 8: return random_spec();
       default: return spec();
     }
@@ -80,12 +94,12 @@ class Hostile {
     static const char* types[] = {"UINT8", "FLOAT16", "FLOAT32", "FLOAT64", "INT32", "BFLOAT16"};
     static const char* swizzles[] = {"NONE", "32B", "64B", "128B"};
     static const char* interleaves[] = {"NONE", "NONE", "16B", "32B"};
-    std::string s = "{\"dataType\":\"" + std::string(types[pick(6)]) + "\",\"rank\":" +
-                    std::to_string(rank) + ",\"globalAddress\":" + number() +
-                    ",\"globalDim\":" + array(rank) + ",\"globalStrides\":" +
-                    array(rank > 0 ? rank - 1 : 0) + ",\"elementStrides\":" + array(rank) +
-                    ",\"swizzle\":\"" + swizzles[pick(4)] + "\",\"interleave\":\"" +
-                    interleaves[pick(4)] + "\",\"coords\":" + array(rank);
+    std::string s = "{\"dataType\":\"" + std::string(types[pick(6)]) +
+                    "\",\"rank\":" + std::to_string(rank) + ",\"globalAddress\":" + number() +
+                    ",\"globalDim\":" + array(rank) +
+                    ",\"globalStrides\":" + array(rank > 0 ? rank - 1 : 0) +
+                    ",\"elementStrides\":" + array(rank) + ",\"swizzle\":\"" + swizzles[pick(4)] +
+                    "\",\"interleave\":\"" + interleaves[pick(4)] + "\",\"coords\":" + array(rank);
     if (pick(4) == 0) {
       s += ",\"encode\":\"im2col\",\"pixelBoxLowerCorner\":" + array(rank > 2 ? rank - 2 : 0) +
            ",\"pixelBoxUpperCorner\":" + array(rank > 2 ? rank - 2 : 0) +
@@ -142,7 +156,8 @@ class Hostile {
     return s;
   }
   std::string bad_utf8() {
-    static const char* bad[] = {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf8\x88\x80\x80\x80"};
+    static const char* bad[] = {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82",
+                                "\xf8\x88\x80\x80\x80"};
     std::string s;
     for (std::uint64_t k = pick(5) + 1; k > 0; --k) s += std::string("ok") + bad[pick(5)];
     return s;
@@ -189,7 +204,8 @@ void judge_and_simulate(const std::string& line, const std::vector<std::uint8_t>
     const auto it = object.find("coords");
     if (it != object.end() && it->is_array()) {
       for (std::size_t d = 0; d < it->size() && d < coords.size(); ++d) {
-        if ((*it)[d].is_number_integer()) coords[d] = static_cast<std::int32_t>((*it)[d].get<std::int64_t>());
+        if ((*it)[d].is_number_integer())
+          coords[d] = static_cast<std::int32_t>((*it)[d].get<std::int64_t>());
       }
     }
     (void)model::load_tiled(spec, global, coords, 0);

@@ -316,7 +316,8 @@ TEST(Rules, X4InterleavedPairsCornerWithPreviousDim) {
 
 // The spec breaks `id`; its fix sets `field` (entry `index`) to `value`; the fixed spec passes.
 void expect_fix(const TensorMapSpec& s, const std::string& id, const std::string& field,
-                std::optional<std::size_t> index, std::variant<std::uint64_t, std::int64_t, std::string> value) {
+                std::optional<std::size_t> index,
+                std::variant<std::uint64_t, std::int64_t, std::string> value) {
   const auto f = diagnose(s);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->violation.rule_id(), id);
@@ -332,7 +333,8 @@ TEST(RuleFixes, StridesNeverOverflowAndStayBelow2To40) {
   auto s = tiled();
   s.global_strides_bytes[0] = ~std::uint64_t{0};  // 2^64 - 1: padding up would wrap to 0
   expect_fix(s, "T6", "globalStrides", 0, std::uint64_t{1099511627760});
-  EXPECT_NE(std::string(find_violation(s)->what()).find("use 1099511627760 bytes"), std::string::npos);
+  EXPECT_NE(std::string(find_violation(s)->what()).find("use 1099511627760 bytes"),
+            std::string::npos);
   s.global_strides_bytes[0] = 1099511627775;  // 2^40 - 1: padding up reaches 2^40, refused
   expect_fix(s, "T6", "globalStrides", 0, std::uint64_t{1099511627760});
   s.global_strides_bytes[0] = 4100;
@@ -343,7 +345,8 @@ TEST(RuleFixes, AddressesStayBelow2To57) {
   auto s = tiled();
   s.global_address = (std::uint64_t{1} << 57) + 1;  // rounding down gives 2^57, which X2 refuses
   expect_fix(s, "T4", "globalAddress", std::nullopt, std::uint64_t{(std::uint64_t{1} << 57) - 16});
-  EXPECT_NE(std::string(find_violation(s)->what()).find("use 0x1fffffffffffff0"), std::string::npos);
+  EXPECT_NE(std::string(find_violation(s)->what()).find("use 0x1fffffffffffff0"),
+            std::string::npos);
   s.global_address = 0x1008;
   expect_fix(s, "T4", "globalAddress", std::nullopt, std::uint64_t{0x1000});
   s.global_address = ~std::uint64_t{0} - 15;
@@ -408,7 +411,8 @@ TEST(RuleFixes, WithFixRefusesFieldsTheSpecLacks) {
   EXPECT_THROW(with_fix(tiled(), {"boxDim", 9, std::uint64_t{3}}), Error);
   EXPECT_THROW(with_fix(tiled(), {"boxDim", std::nullopt, std::uint64_t{3}}), Error);
   EXPECT_THROW(with_fix(tiled(), {"swizzle", std::nullopt, std::string("512B")}), Error);
-  EXPECT_EQ(with_fix(tiled(), {"swizzle", std::nullopt, std::string("64B")}).swizzle, Swizzle::bytes64);
+  EXPECT_EQ(with_fix(tiled(), {"swizzle", std::nullopt, std::string("64B")}).swizzle,
+            Swizzle::bytes64);
 }
 
 }  // namespace
