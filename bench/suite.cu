@@ -433,7 +433,8 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
       };
       if (impl.rfind("tmakit", 0) == 0) {
         const StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v'), knob(impl, 'p')};
-        const int layout = tuning.variant != 0 ? tuning.variant : stencil3x3_default_variant(w.type);
+        const int layout =
+            tuning.variant != 0 ? tuning.variant : stencil3x3_default_variant(w.type);
         s.measure(
             w, impl, "zero padding from TMA out-of-bounds fill, layout " + std::to_string(layout),
             out.get(),
@@ -500,7 +501,8 @@ SuiteOptions gemm_options(const SuiteOptions& options) {
     if (!filter_selects(options.filter, id)) continue;
     if (!alternatives.empty()) alternatives += '|';
     for (char c : id) {
-      if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) alternatives += '\\';
+      if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos)
+        alternatives += '\\';
       alternatives += c;
     }
   }

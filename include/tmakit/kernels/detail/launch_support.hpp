@@ -196,12 +196,13 @@ inline void require_device_pointer(const void* p, const char* arg_name) {
         (void)cudaGetLastError();
         if (e != cudaErrorPeerAccessAlreadyEnabled) {
           throw ArgumentError(
-              name, hex_address(p) + " is memory of device " + std::to_string(a.device) +
-                        " and the launch runs on device " + std::to_string(device) +
-                        (can ? ", which has no peer access to it; call cudaDeviceEnablePeerAccess(" +
-                                   std::to_string(a.device) + ", 0) first"
-                             : ", which cannot reach it; cudaSetDevice(" +
-                                   std::to_string(a.device) + ") first or copy the data over"));
+              name,
+              hex_address(p) + " is memory of device " + std::to_string(a.device) +
+                  " and the launch runs on device " + std::to_string(device) +
+                  (can ? ", which has no peer access to it; call cudaDeviceEnablePeerAccess(" +
+                             std::to_string(a.device) + ", 0) first"
+                       : ", which cannot reach it; cudaSetDevice(" + std::to_string(a.device) +
+                             ") first or copy the data over"));
         }
       }
       break;
