@@ -4,7 +4,7 @@
 # .gpu/tune/ (git-ignored). Logs go to $OUT; a short table is printed last.
 #   here:   cmake --build build-tune --target tmakit test_gpu_kernels &&
 #           mkdir -p .gpu/tune && cp build-tune/tools/tmakit build-tune/tests/gpu/test_gpu_kernels .gpu/tune/
-#   there:  bench/gpu_tune.sh [bench filter regex]
+#   there:  bench/gpu_tune.sh [bench filter glob, as tmakit bench --filter]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu_tune}
