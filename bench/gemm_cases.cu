@@ -126,10 +126,15 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
   serial.overlap_launch = false;
   v.push_back({"tmakit:no-overlap", serial});
   for (int c = 0; c < kGemmConfigs; ++c) {
-    // the small-M configuration gets its cluster sizes below
-    if (std::string(gemm_config_name(c)) != "smallm") {
-      v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
+    const std::string name = gemm_config_name(c);
+    if (name == "smallm") continue;  // its cluster sizes below
+    if (name == "m128n256") {        // fast accumulation only
+      GemmTuning fast{c, 0};
+      fast.accumulation = GemmAccumulation::fast;
+      v.push_back({"tmakit-fast:c" + std::to_string(c), fast});
+      continue;
     }
+    v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
   }
   const std::uint64_t k_blocks = (s.k + 127) / 128;
   if (s.m <= 128) {  // configuration 3, small M: clusters of 1, 2, 4, 8 along K

@@ -74,6 +74,10 @@ struct Config {
   // from the producer: 128 * 24 + 256 * 240 = 64512.
   static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
+  // Promotion needs three sets of BlockN / 2 registers (sums and two partials), split K a
+  // second set in its epilogue: wider tiles run GemmAccumulation::fast only, and unsplit.
+  static constexpr bool kPromotes = 3 * (BlockN / 2) + 24 <= kConsumerRegs;
+  static constexpr bool kSplitsK = kPromotes;
 };
 using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
 // m128n128: 32 KB per stage; promotion every second k-block
@@ -89,6 +93,10 @@ using Config4 = Config<2, 144, 6, 1, 48, 1, 2>;  // promotion every second k-blo
 // m64n64: 16 KB per stage, 12 deep: twice the tiles of config 0, for shapes whose 64 x 128
 // tiles would leave SMs idle (M = 128, N = 4096: 64 of them on 132 SMs)
 using Config5 = Config<1, 64, 12, 1>;
+// m128n256 (fast accumulation only): 48 KB per stage, 4 deep; each consumer warpgroup one
+// m64n256 wgmma per K slice (A read once per slice, as cuBLASLt's fast 128 x 256 kernel);
+// D staged one 64-column box at a time (the ring leaves 16 KB for it)
+using Config6 = Config<2, 256, 4, 1, 64, 1>;
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
@@ -463,6 +471,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // measured 0-10% slower at 4096^3, 8192^3 and 4096x7168x2048; storing one step later
       // (two k-blocks in flight) spilled acc. Each tile drains before its epilogue.
       const std::int32_t kbs = w.kb_end - w.kb_begin;
+      static_assert(!Promote || Cfg::kPromotes, "this configuration runs fast accumulation only");
       if constexpr (!Promote) {
         gemm_common::accumulated_k_blocks(
             kbs, st,
@@ -473,17 +482,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             },
             release);
         ptx::wgmma_fence_operands(acc);
-      } else if (Cfg::kPromoteEvery == 2 && kbs % 2 == 0) {
-        Pair ps{st};
-        gemm_common::pipelined_k_blocks(kbs / 2, ps, part0, part1, issue_pair, retire_pair);
-        st = ps.s;
-      } else {
-        gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
+      } else if constexpr (Cfg::kPromotes) {
+        if (Cfg::kPromoteEvery == 2 && kbs % 2 == 0) {
+          Pair ps{st};
+          gemm_common::pipelined_k_blocks(kbs / 2, ps, part0, part1, issue_pair, retire_pair);
+          st = ps.s;
+        } else {
+          gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
+        }
       }
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
       const std::int32_t col0 = w.tn * Cfg::kBlockN;
-      if (p.splits > 1) {
+      if (Cfg::kSplitsK && p.splits > 1) {
         // split-K: publish this split's partial tile (thread-major, coalesced, L2 only)
         constexpr int kTileFloats = Cfg::kBlockM * Cfg::kBlockN;
         float* tile_ws = p.workspace + static_cast<std::int64_t>(w.tile) * p.splits * kTileFloats;
@@ -549,7 +560,11 @@ auto* prepared_kernel() {
 
 template <class Cfg, class T>
 void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
-  auto* kernel = promote ? prepared_kernel<Cfg, T, true>() : prepared_kernel<Cfg, T, false>();
+  // (gemm_fp8 refuses promotion for a configuration that cannot promote)
+  auto* kernel = prepared_kernel<Cfg, T, false>();
+  if constexpr (Cfg::kPromotes) {
+    if (promote) kernel = prepared_kernel<Cfg, T, true>();
+  }
   KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
   if constexpr (Cfg::kClusterM > 1) l.cluster(Cfg::kClusterM);
   if (overlap) l.overlap_previous_kernel();
@@ -584,6 +599,8 @@ struct ConfigFacts {
   int block_n;
   int cluster_m;
   int d_box_cols;  // the epilogue's TMA-store box width
+  bool promotes;   // runs GemmAccumulation::promoted (else fast only)
+  bool splits_k;
   int (*resident_clusters)();
   // (params, grid, stream, overlap_launch, promote)
   void (*launch_bf16)(const Params&, unsigned, cudaStream_t, bool, bool);
@@ -591,22 +608,31 @@ struct ConfigFacts {
 };
 template <class Cfg>
 constexpr ConfigFacts facts(const char* name) {
-  return {name,         Cfg::kBlockM,
-          Cfg::kBlockN, Cfg::kClusterM,
-          Cfg::kDBoxCols, &max_resident_clusters<Cfg>,
-          &launch<Cfg, __nv_bfloat16>, &launch<Cfg, __half>};
+  return {name,
+          Cfg::kBlockM,
+          Cfg::kBlockN,
+          Cfg::kClusterM,
+          Cfg::kDBoxCols,
+          Cfg::kPromotes,
+          Cfg::kSplitsK && Cfg::kClusterM == 1,
+          &max_resident_clusters<Cfg>,
+          &launch<Cfg, __nv_bfloat16>,
+          &launch<Cfg, __half>};
 }
 // Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu): its row here only names it.
 constexpr int kSmallMConfig = 3;
 // Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
 // its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
+// Configuration 6, 128 x 256 tiles: fast accumulation where they fill the SMs.
+constexpr int kWideConfig = 6;
 const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
                                 facts<Config1>("m128n128"),
                                 facts<Config2>("m128n128c2"),
-                                {"smallm", 0, 0, 1, 0, nullptr, nullptr, nullptr},
+                                {"smallm", 0, 0, 1, 0, true, true, nullptr, nullptr, nullptr},
                                 facts<Config4>("m128n144"),
-                                facts<Config5>("m64n64")};
+                                facts<Config5>("m64n64"),
+                                facts<Config6>("m128n256")};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -759,6 +785,24 @@ void check_accumulation(const GemmTuning& tuning) {
   }
 }
 
+// A forced tiled configuration's own limits (after check_accumulation): no split of K where it
+// has none, no promotion where its registers cannot hold it.
+void check_config_tuning(int config, const GemmTuning& tuning) {
+  if (config < 0 || config == kSmallMConfig) return;
+  const ConfigFacts& c = kConfigs[config];
+  if (tuning.splits > 1 && !c.splits_k) {
+    throw ArgumentError("tuning.splits", std::string("configuration ") + c.name +
+                                             " does not split K; use splits 0 or 1");
+  }
+  if (!c.promotes && tuning.accumulation == GemmAccumulation::promoted) {
+    throw ArgumentError("tuning.accumulation",
+                        std::string("configuration ") + c.name + " holds " +
+                            std::to_string(c.block_n / 2) +
+                            " fp32 sums per thread and has no registers to promote into; use "
+                            "GemmAccumulation::fast or another configuration");
+  }
+}
+
 void check_operand_type(const char* arg, const ConstTensorRef& v) {
   if (v.type != DataType::uint8) {
     throw ArgumentError(std::string(arg) + ".type",
@@ -849,6 +893,17 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
   }
+  // NOTE: fast accumulation frees the promotion's registers for 128 x 256 tiles (config 6),
+  // taken where they fill 3/4 of the SMs: faster than the 128 x 128 tiles of config 1 at
+  // 4096^3 (99.2 against 103.9 us), 8192^3 (848 / 867), 4096 x 7168 x 2048 (124.5 / 131.7),
+  // 1024 x 4096 x 4096 (36.9 / 38.0) and 8192 x 57344 x 8192 (6.06 / 6.28 ms), the same at
+  // 8192 x 10240 x 8192, and than config 0's 64 x 128 at 128 x 57344 x 8192 in streams
+  // (140.8 / 161.0 us; call by call 135.4 / 134.2) (H200, one run, kernels/gemm/README.md).
+  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::fast &&
+      plan.config != kSmallMConfig && fills(tiles_of(kWideConfig))) {
+    plan.config = kWideConfig;
+  }
+  check_config_tuning(plan.config, tuning);
   const ConfigFacts& c = kConfigs[plan.config];
   plan.tiles = tiles_of(plan.config);
   if (tuning.splits > 0) {
@@ -857,12 +912,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
                                                std::to_string(k_blocks) +
                                                " k-blocks of 128; use at most that many");
     }
-    if (tuning.splits > 1 && c.cluster_m > 1) {
-      throw ArgumentError("tuning.splits", std::string("configuration ") + c.name +
-                                               " does not split K; use splits 0 or 1");
-    }
     plan.splits = tuning.splits;
-  } else if (c.cluster_m == 1) {
+  } else if (c.splits_k) {
     // NOTE: too few tiles to give every SM one: split K so every SM streams a share of B,
     // keeping at least 4 k-blocks (512 of K) per split.
     std::int64_t splits = 1;
@@ -934,14 +985,9 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
-  if (tuning.config >= 0 && tuning.config != kSmallMConfig &&
-      kConfigs[tuning.config].cluster_m > 1 && tuning.splits > 1) {
-    throw ArgumentError("tuning.splits", std::string("configuration ") +
-                                             kConfigs[tuning.config].name +
-                                             " does not split K; use splits 0 or 1");
-  }
   check_splits(tuning, k);  // before the device is asked for its SM count
   check_accumulation(tuning);
+  check_config_tuning(tuning.config, tuning);
   // NOTE: the plan takes the small-M kernel for every M <= 64: its rules for the splits
   // apply there whether the configuration was forced or chosen (no SM count needed)
   if (tuning.config == kSmallMConfig || (tuning.config < 0 && m <= 64)) {

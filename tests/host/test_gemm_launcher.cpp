@@ -70,6 +70,25 @@ TEST(GemmLauncher, NamesTheArgument) {
   GemmTuning fast;
   fast.accumulation = GemmAccumulation::fast;
   EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, fast); }), "tuning.accumulation");
+  // configuration 6 (128 x 256) accumulates fast only, and does not split K
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, {6, 0}); }, &msg),
+            "tuning.accumulation");
+  EXPECT_NE(msg.find("fast"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, {6, 0}); }), "tuning.accumulation");
+  GemmTuning wide = fast;
+  wide.config = 6;
+  EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, wide); }), "tuning.accumulation");
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, wide).tiles, 32 * 16);
+  // chosen for fast accumulation where its tiles fill 3/4 of the SMs, never for promotion
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, fast).config, 6);
+  EXPECT_EQ(gemm_fp8_plan(1024, 4096, 4096, 132, fast).config, 6);   // 128 tiles
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132, fast).config, 6);   // 224 tiles
+  EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132, fast).config, 1);    // 64 tiles
+  EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132, fast).config, 3);    // small M
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132).config, 1);
+  wide.splits = 2;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, wide); }), "tuning.splits");
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, wide); }), "tuning.splits");
 }
 
 // The small-M configuration's own rules (M <= 128; clusters of 1, 2, 4 or 8 along K) are

@@ -39,9 +39,10 @@ struct GemmScales {
 //     registers (cuBLASLt's default): element errors within 2^-11 of sum |a b| at any K.
 //   fast: the tensor cores accumulate across all of K in their own accumulator, as cuBLASLt
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
-//     instructions and registers per k-block, an error that grows with K (the GPU tests
-//     bound an element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Configuration 3
-//     (smallm, memory-bound) promotes either way: there the promotion costs no time.
+//     instructions, and the registers promotion needs go to 128 x 256 tiles (configuration
+//     6, chosen where they fill the GPU); an error that grows with K (the GPU tests bound an
+//     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Configuration 3 (smallm,
+//     memory-bound) promotes either way: there the promotion costs no time.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
@@ -64,10 +65,10 @@ struct GemmTuning {
 };
 
 // Tile configurations a caller may force through GemmTuning::config.
-inline constexpr int kGemmConfigs = 6;
+inline constexpr int kGemmConfigs = 7;
 // "m64n128" (0), "m128n128" (1), "m128n128c2" (2: clusters of 2 sharing B), "smallm" (3:
-// M <= 128, operands swapped, K split over a cluster), "m128n144" (4), "m64n64" (5); "?"
-// otherwise.
+// M <= 128, operands swapped, K split over a cluster), "m128n144" (4), "m64n64" (5),
+// "m128n256" (6: GemmAccumulation::fast only, no split of K); "?" otherwise.
 const char* gemm_config_name(int config);
 
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).
