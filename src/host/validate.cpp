@@ -801,10 +801,19 @@ TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix) {
       if (is_array(f) != fix.index.has_value()) {
         throw Error(fix.field + (is_array(f) ? ": the fix names no entry" : ": not an array"));
       }
+      // The value as the field's type holds it: 64-bit unsigned (address, dims, strides),
+      // 32-bit unsigned or 32-bit signed (the corners); refused when it does not fit.
+      const bool wide = f == Field::address || f == Field::dim || f == Field::stride;
+      const std::int64_t lo = is_signed(f) ? INT32_MIN : 0;
+      const std::int64_t hi = is_signed(f) ? INT32_MAX : UINT32_MAX;
       std::int64_t v = 0;
       if (const auto* u = std::get_if<std::uint64_t>(&fix.value)) {
-        v = static_cast<std::int64_t>(*u);
+        if (!wide && *u > static_cast<std::uint64_t>(hi))
+          throw Error(fix.field + ": the fix's value does not fit the field");
+        v = static_cast<std::int64_t>(*u);  // NOTE: set() takes the bits back as unsigned
       } else if (const auto* i = std::get_if<std::int64_t>(&fix.value)) {
+        if (*i < lo || (!wide && *i > hi))
+          throw Error(fix.field + ": the fix's value does not fit the field");
         v = *i;
       } else {
         throw Error(fix.field + ": the fix's value is not a number");

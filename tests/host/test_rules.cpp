@@ -411,6 +411,10 @@ TEST(RuleFixes, WithFixRefusesFieldsTheSpecLacks) {
   EXPECT_THROW(with_fix(tiled(), {"boxDim", 9, std::uint64_t{3}}), Error);
   EXPECT_THROW(with_fix(tiled(), {"boxDim", std::nullopt, std::uint64_t{3}}), Error);
   EXPECT_THROW(with_fix(tiled(), {"swizzle", std::nullopt, std::string("512B")}), Error);
+  EXPECT_THROW(with_fix(tiled(), {"boxDim", 0, std::uint64_t{1} << 32}), Error);  // 32-bit field
+  EXPECT_THROW(with_fix(tiled(), {"globalDim", 0, std::int64_t{-1}}), Error);
+  EXPECT_EQ(with_fix(tiled(), {"globalAddress", std::nullopt, ~std::uint64_t{0}}).global_address,
+            ~std::uint64_t{0});
   EXPECT_EQ(with_fix(tiled(), {"swizzle", std::nullopt, std::string("64B")}).swizzle,
             Swizzle::bytes64);
 }
