@@ -189,13 +189,12 @@ int run_simulate(const Options& opt) {
     return 2;
   }
   std::string why;
-  const auto global_bytes =
+  const std::vector<std::uint8_t> global =
       read_bounded(opt.global_file, "--global " + opt.global_file, kMaxGlobalBytes, &why);
   if (!why.empty()) {
     std::cerr << "tmakit simulate: " << why << "\n";
     return 2;
   }
-  const std::vector<std::uint8_t>* global = &global_bytes;
   std::vector<std::uint8_t> smem;
   if (to_global) {
     smem = read_bounded(opt.shared_file, "--shared " + opt.shared_file, kMaxSharedFileBytes, &why);
@@ -237,8 +236,8 @@ int run_simulate(const Options& opt) {
       }
       if (auto v = tmakit::find_violation(spec)) throw *v;
       const model::Coords coords = parse_coords(object, spec.rank);
-      const Picture p = to_global ? simulate_store(spec, *global, smem, coords, op)
-                                  : simulate_load(spec, *global, coords);
+      const Picture p = to_global ? simulate_store(spec, global, smem, coords, op)
+                                  : simulate_load(spec, global, coords);
       if (opt.grid) {
         out += "# line " + std::to_string(number) + ": " + std::to_string(p.bytes.size()) +
                " bytes, " + std::to_string(p.row_bytes) + " per row\n";
