@@ -59,11 +59,7 @@ testing::CliResult run_shell(const std::string& line) {
 
 // `tmakit` with the stand-in driver of stand_in_libcuda.cpp (accepts every tensor map).
 testing::CliResult run_with_stand_in_driver(const std::string& args) {
-  const std::string saved = std::getenv("LD_LIBRARY_PATH") ? std::getenv("LD_LIBRARY_PATH") : "";
-  setenv("LD_LIBRARY_PATH", TMAKIT_STAND_IN_DRIVER_DIR, 1);
-  auto r = run_cli(args, true);
-  setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
-  return r;
+  return run_shell("LD_LIBRARY_PATH=" TMAKIT_STAND_IN_DRIVER_DIR " \"$T\" " + args + " 2>&1");
 }
 
 // ---- the exit-code contract: 0 ------------------------------------------------------------
@@ -203,7 +199,7 @@ TEST(ExitCodes, TwoForOutputThatCannotBeWritten) {
   EXPECT_TRUE(has(r.out, "cannot write /dev/full")) << r.out;
 }
 
-TEST(ExitCodes, TwoWhenTheGpuOrDriverANeedsIsMissing) {
+TEST(ExitCodes, TwoWhenADriverOrGpuTheCommandNeedsIsMissing) {
   if (driver_available()) GTEST_SKIP() << "a CUDA driver is present here";
   ScratchDir dir("exit2_gpu");
   auto r = run_cli("check --driver --jsonl " + dir.write("a.jsonl", kGood + "\n"), true);
