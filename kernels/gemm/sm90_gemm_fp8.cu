@@ -74,8 +74,9 @@ struct Config {
   // from the producer: 128 * 24 + 256 * 240 = 64512.
   static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
-  // Promotion needs three sets of BlockN / 2 registers (sums and two partials), split K a
-  // second set in its epilogue: wider tiles run GemmAccumulation::fast only, and unsplit.
+  // Promotion needs three sets of BlockN / 2 registers (sums and two partials) and about 24
+  // more (addresses, indices, the ring's state); split K a second set in its epilogue: wider
+  // tiles run GemmAccumulation::fast only, and unsplit.
   static constexpr bool kPromotes = 3 * (BlockN / 2) + 24 <= kConsumerRegs;
   static constexpr bool kSplitsK = kPromotes;
 };
@@ -325,6 +326,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(kSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
   static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
+  static_assert(!Promote || Cfg::kPromotes, "this configuration runs fast accumulation only");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool kCluster = Cfg::kClusterM > 1;
   extern __shared__ std::uint8_t smem_raw[];
@@ -471,7 +473,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // measured 0-10% slower at 4096^3, 8192^3 and 4096x7168x2048; storing one step later
       // (two k-blocks in flight) spilled acc. Each tile drains before its epilogue.
       const std::int32_t kbs = w.kb_end - w.kb_begin;
-      static_assert(!Promote || Cfg::kPromotes, "this configuration runs fast accumulation only");
       if constexpr (!Promote) {
         gemm_common::accumulated_k_blocks(
             kbs, st,

@@ -256,6 +256,17 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
   run_case({1024, 4096, 256, -1, 0, DataType::bfloat16, 0, true, kFast}, 507u);  // chosen
 }
 
+// Small enough for compute-sanitizer: the 128 x 256 tiles' epilogue (four 64-column passes
+// through one staged box, each waiting for the last pass's stores to read it; a partial and
+// a skipped box; padded rows) and their plain-store path, and a fast 128 x 128 tile beside.
+TEST(GemmFastAccumulation, WideTilesSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr auto kFast = GemmAccumulation::fast;
+  run_case({130, 200, 256, 6, 0, DataType::float16, 32, true, kFast}, 701u);
+  run_case({70, 333, 384, 6, 0, DataType::bfloat16, 0, true, kFast}, 702u);
+  run_case({130, 200, 256, 1, 0, DataType::bfloat16, 32, true, kFast}, 703u);
+}
+
 // The two accumulation modes on the same inputs against the fp32 reference, K up to 16384,
 // fp16 output (its rounding, 2^-11, hides less of the accumulation error than bf16's): the
 // relative Frobenius errors of both are printed and recorded; fast stays within its bound.
