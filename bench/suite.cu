@@ -14,6 +14,7 @@
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
+#include "tune/tuning.hpp"
 
 namespace tmakit::bench {
 namespace {
@@ -317,7 +318,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
   for (const auto& impl : impls) {
     if (impl == "memcpy") continue;
     if (w.op == Op::add) {
-      const ElementwiseTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
+      const tune::ElementwiseTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
       if (impl == "tmakit-inplace") {
         // NOTE: in place turns the input into its own output; the check then compares with a
         // copy taken first.
@@ -327,7 +328,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
         const TensorRef self(in.get(), w.type, w.rows, w.cols);
         s.measure(
             w, impl, "in place", out.get(),
-            [&](cudaStream_t stream) { add_constant(self, self, kAddValue, stream, tuning); },
+            [&](cudaStream_t stream) { tune::add_constant(self, self, kAddValue, stream, tuning); },
             [&] {
               return errors_text(
                   count_add_errors(copy.get(), in.get(), w.elements(), w.type, kAddValue, st));
@@ -355,7 +356,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
       }
       s.measure(
           w, impl, "", out.get(),
-          [&](cudaStream_t stream) { add_constant(vin, vout, kAddValue, stream, tuning); },
+          [&](cudaStream_t stream) { tune::add_constant(vin, vout, kAddValue, stream, tuning); },
           [&] {
             return errors_text(
                 count_add_errors(in.get(), out.get(), w.elements(), w.type, kAddValue, st));
@@ -365,10 +366,10 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
         return errors_text(count_transpose_errors(in.get(), out.get(), w.rows, w.cols, esize, st));
       };
       if (impl.rfind("tmakit", 0) == 0) {
-        const TransposeTuning tuning{knob(impl, 'c'), knob(impl, 'p'), knob(impl, 'v')};
+        const tune::TransposeTuning tuning{knob(impl, 'c'), knob(impl, 'p'), knob(impl, 'v')};
         s.measure(
             w, impl, "", out.get(),
-            [&](cudaStream_t stream) { transpose(vin, vout, stream, tuning); }, check);
+            [&](cudaStream_t stream) { tune::transpose(vin, vout, stream, tuning); }, check);
       } else if (impl.rfind("seed-", 0) == 0) {
         const SeedTranspose v = impl == "seed-naive"      ? SeedTranspose::naive
                                 : impl == "seed-swizzled" ? SeedTranspose::swizzled
@@ -432,13 +433,13 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
                                                 w.type, laplacian, tol, st));
       };
       if (impl.rfind("tmakit", 0) == 0) {
-        const StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v'), knob(impl, 'p')};
+        const tune::StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v'), knob(impl, 'p')};
         const int layout =
-            tuning.variant != 0 ? tuning.variant : stencil3x3_default_variant(w.type);
+            tuning.variant != 0 ? tuning.variant : tune::stencil3x3_default_variant(w.type);
         s.measure(
             w, impl, "zero padding from TMA out-of-bounds fill, layout " + std::to_string(layout),
             out.get(),
-            [&](cudaStream_t stream) { stencil3x3(vin, vout, laplacian, stream, tuning); },
+            [&](cudaStream_t stream) { tune::stencil3x3(vin, vout, laplacian, stream, tuning); },
             check);
       } else if (impl == "seed-padded-tma") {
         DeviceBuffer padded((w.rows + 2) * (w.cols + 2) * 8);

@@ -1,266 +1,10 @@
-// Elementwise add-constant through TMA (the seed's "add one", any size, four types).
-// A persistent tile stream (include/tmakit/kernels/detail/sm90_tile_stream.cuh): the
-// producer loads a box, consumer warps add the constant in place in shared memory with
-// 16-byte accesses, one thread stores the box back. See README.md beside this file.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
-
-#include "elementwise_constant.hpp"
-#include "tmakit/kernels/detail/launch_support.hpp"
-#include "tmakit/kernels/detail/sm90_tile_stream.cuh"
-#include "tmakit/kernels/elementwise.hpp"
+// The add-constant launcher: validate -> plan (elementwise_plan.hpp) -> maps -> launch (the last
+// three are launch_with in sm90_elementwise.cuh).
+#include "elementwise/sm90_elementwise.cuh"
 
 namespace tmakit::detail::elementwise {
 
-using stream::RowTail;
-using stream::run_tile_stream;
-using stream::StreamBarriers;
-using stream::TileOrder;
-
-constexpr int kConsumerWarps = 4;
-
-// A pipeline shape, selectable at run time through ElementwiseTuning::variant so shapes
-// compare in one benchmark run. Boxes are rows of up to 1 KB, StageKB KB in all.
-template <int Stages, int StageKB, int Lag, int CtasPerSm, bool EvictFirst, int Run = 0>
-struct Layout {
-  static constexpr int kStages = Stages;
-  // tiles per CTA, in one run (grid = runs); 0: persistent (grid = CTAs that fit). A single
-  // stage always means one tile per CTA.
-  static constexpr int kRun = Stages == 1 ? 1 : Run;
-  static constexpr std::uint32_t kStageBytes = StageKB * 1024u;
-  static constexpr int kReleaseLag = Lag;  // a stage is freed once the store this many tiles
-                                           // later has been issued and its own was read
-  static constexpr int kCtasPerSm = CtasPerSm;
-  static constexpr bool kEvictFirst = EvictFirst;  // L2 evict-first hint on loads and stores
-};
-// NOTE: one 8 KB tile per CTA (Layout9, variant 0) measured 0.994-0.996 of memcpy for every
-// type on H100 and H200 (README, 2026-11-22 10:03Z and 10:05Z), against 0.93-0.96 for every
-// persistent ring below: with one tile per CTA the hardware hands tiles out in order as CTAs
-// finish, so all SMs work on one narrow band of the tensor at a time, while persistent CTAs
-// drift apart. Nine CTAs share an SM (40 registers per thread; shared memory would take
-// twelve); the overlap of one tile's load with another's store comes from those CTAs.
-using Layout1 = Layout<6, 16, 1, 2, false>;   // the default until 2026-11-22 ~01:00Z
-using Layout2 = Layout<6, 16, 2, 2, false>;   // two stores in flight per CTA
-using Layout3 = Layout<6, 32, 2, 1, false>;   // one CTA, 32 KB boxes, two stores in flight
-using Layout4 = Layout<12, 16, 3, 1, false>;  // one CTA, 16 KB boxes, three stores in flight
-using Layout5 = Layout<3, 32, 1, 2, true>;    // variant 10 with evict-first hints
-using Layout6 = Layout<3, 64, 1, 1, false>;   // one CTA, 64 KB boxes
-// One tile per CTA (a single stage, grid = tiles): as many CTAs per SM as fit.
-using Layout7 = Layout<1, 32, 0, 1, false>;   // 32 KB
-using Layout8 = Layout<1, 16, 0, 1, false>;   // 16 KB
-using Layout9 = Layout<1, 8, 0, 1, false>;    // 8 KB (variant 0)
-using Layout10 = Layout<3, 32, 1, 2, false>;  // 3 x 32 KB, the default until 2026-11-22 10:13Z
-constexpr int kVariants = 11;
-static_assert(kVariants == kElementwiseVariants, "elementwise.hpp counts the layouts here");
-
-// The constant in the element type's bits, widened so one parameter serves every type.
-struct Params {
-  CUtensorMap in_map;
-  CUtensorMap out_map;
-  TileOrder order;
-  RowTail tail;
-  std::int32_t box_cols;
-  std::int32_t box_rows;
-  std::uint32_t box_bytes;
-  Constant value;
-};
-
-// 16 bytes of elements plus the constant, per type.
-template <class T>
-__device__ __forceinline__ uint4 add16(uint4 v, const Params& p);
-
-template <>
-__device__ __forceinline__ uint4 add16<std::int32_t>(uint4 v, const Params& p) {
-  // NOTE: unsigned arithmetic: int32 addition wraps, as the reference's does.
-  const auto c = static_cast<std::uint32_t>(p.value.i32);
-  return make_uint4(v.x + c, v.y + c, v.z + c, v.w + c);
-}
-
-template <>
-__device__ __forceinline__ uint4 add16<float>(uint4 v, const Params& p) {
-  const float c = p.value.f32;
-  return make_uint4(__float_as_uint(__uint_as_float(v.x) + c),
-                    __float_as_uint(__uint_as_float(v.y) + c),
-                    __float_as_uint(__uint_as_float(v.z) + c),
-                    __float_as_uint(__uint_as_float(v.w) + c));
-}
-
-// Two 16-bit elements in a word: widen to float, add, round to nearest even once.
-template <class H>
-__device__ __forceinline__ std::uint32_t add_pair(std::uint32_t w, float c);
-
-template <>
-__device__ __forceinline__ std::uint32_t add_pair<__nv_bfloat16>(std::uint32_t w, float c) {
-  const float lo = __uint_as_float(w << 16) + c;
-  const float hi = __uint_as_float(w & 0xffff0000u) + c;
-  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-
-template <>
-__device__ __forceinline__ std::uint32_t add_pair<__half>(std::uint32_t w, float c) {
-  const __half2 h = *reinterpret_cast<const __half2*>(&w);
-  const float2 f = __half22float2(h);
-  const __half2 r = __floats2half2_rn(f.x + c, f.y + c);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-
-template <>
-__device__ __forceinline__ uint4 add16<__nv_bfloat16>(uint4 v, const Params& p) {
-  const float c = p.value.f32;
-  return make_uint4(add_pair<__nv_bfloat16>(v.x, c), add_pair<__nv_bfloat16>(v.y, c),
-                    add_pair<__nv_bfloat16>(v.z, c), add_pair<__nv_bfloat16>(v.w, c));
-}
-
-template <>
-__device__ __forceinline__ uint4 add16<__half>(uint4 v, const Params& p) {
-  const float c = p.value.f32;
-  return make_uint4(add_pair<__half>(v.x, c), add_pair<__half>(v.y, c), add_pair<__half>(v.z, c),
-                    add_pair<__half>(v.w, c));
-}
-
-template <class T, class L>
-struct AddOp {
-  using Params = elementwise::Params;
-  static constexpr int kStages = L::kStages;
-  static constexpr int kReleaseLag = L::kReleaseLag;
-  static constexpr int kRun = L::kRun;
-  static constexpr int kConsumerWarps = elementwise::kConsumerWarps;
-  static constexpr std::uint32_t kInBytes = L::kStageBytes;
-  static constexpr std::uint32_t kOutBytes = 0;  // in place in shared memory
-  static constexpr int kOutStages = 0;
-
-  __device__ static std::int64_t tile_count(const Params& p) {
-    return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  }
-  __device__ static std::uint32_t tx_bytes(const Params& p) { return p.box_bytes; }
-  __device__ static void prefetch(const Params& p) {
-    ptx::prefetch_tensormap(&p.in_map);
-    ptx::prefetch_tensormap(&p.out_map);
-  }
-  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
-                              std::uint32_t bar) {
-    std::int32_t tx, ty, image;
-    p.order.coords(tile, tx, ty, image);
-    const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
-    if constexpr (L::kEvictFirst) {
-      // NOTE: every byte is read once: evict-first keeps streamed data from crowding L2
-      ptx::cp_async_bulk_tensor_shared_global_tile_hint<2>(
-          dst, &p.in_map, c, bar, ptx::createpolicy_fractional_l2_evict_first());
-    } else {
-      ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
-    }
-  }
-  __device__ static void compute(const Params& p, std::int64_t, std::uint8_t* in, std::uint8_t*,
-                                 std::uint32_t tid) {
-    // NOTE: the box is dense in shared memory (no swizzle), so 16-byte vector v covers bytes
-    // [16v, 16v + 16) whatever the box shape; out-of-bounds parts are computed and dropped.
-    auto* v = reinterpret_cast<uint4*>(in);
-    const std::uint32_t vectors = p.box_bytes / 16;
-#pragma unroll 4
-    for (std::uint32_t i = tid; i < vectors; i += 32 * kConsumerWarps) v[i] = add16<T>(v[i], p);
-  }
-  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
-    std::int32_t tx, ty, image;
-    p.order.coords(tile, tx, ty, image);
-    if (p.tail.main_cols == 0) return;  // rows under 16 bytes: all of it is tail
-    const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
-    if constexpr (L::kEvictFirst) {
-      ptx::cp_async_bulk_tensor_global_shared_tile_hint<2>(
-          &p.out_map, c, src, ptx::createpolicy_fractional_l2_evict_first());
-    } else {
-      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src);
-    }
-  }
-  __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,
-                                    std::uint32_t tid, std::uint32_t threads) {
-    if (p.tail.main_cols == p.tail.cols) return;
-    std::int32_t tx, ty, image;
-    p.order.coords(tile, tx, ty, image);
-    const std::int32_t box_cols = p.box_cols;
-    stream::store_row_tail<sizeof(T)>(
-        p.tail, tx * box_cols, ty * p.box_rows, 0, box_cols, p.box_rows, out,
-        [box_cols](std::int32_t r, std::int32_t c) {
-          return static_cast<std::uint32_t>((r * box_cols + c) * static_cast<int>(sizeof(T)));
-        },
-        tid, threads);
-  }
-};
-
-template <class L>
-struct alignas(1024) SharedStorage {
-  std::uint8_t stages[L::kStages][L::kStageBytes];  // boxes, 1024-aligned (rule D1)
-  StreamBarriers<L::kStages> bars;
-};
-template <class L>
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage<L>) + 1024;  // + alignment slack
-// CTAs of this layout that fit in one SM's 228 KB (1 KB of it reserved per CTA)
-template <class L>
-constexpr int kMaxCtasPerSm = static_cast<int>(228 * 1024 / (kSmemBytes<L> + 1024));
-
-template <class T, class L>
-__global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
-    sm90_add_constant_kernel(const __grid_constant__ Params p) {
-  static_assert(L::kStageBytes % 1024 == 0, "stages must keep 1024-byte alignment");
-  static_assert(L::kStages > L::kReleaseLag, "the stream frees a stage kReleaseLag stores later");
-  static_assert(L::kStages > 1 || L::kReleaseLag == 0, "one stage: one tile per CTA");
-  static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
-  extern __shared__ std::uint8_t smem_raw[];
-  auto* storage = reinterpret_cast<SharedStorage<L>*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  run_tile_stream<AddOp<T, L>>(p, &storage->stages[0][0], storage->bars);
-#else
-  // NOTE: built for another target; fail loudly rather than return garbage.
-  if (threadIdx.x == 0) printf("sm90_add_constant_kernel needs sm_90a\n");
-  __trap();
-#endif
-}
-
-template <class T, class L>
-void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  allow_dynamic_smem<sm90_add_constant_kernel<T, L>>(kSmemBytes<L>);
-  sm90_add_constant_kernel<T, L><<<grid, 32 * (1 + kConsumerWarps), kSmemBytes<L>, stream>>>(p);
-  check_launch("sm90_add_constant_kernel");
-}
-
-template <class L>
-void launch_type(DataType t, const Params& p, unsigned grid, cudaStream_t stream) {
-  switch (t) {
-    case DataType::int32: launch<std::int32_t, L>(p, grid, stream); break;
-    case DataType::float32: launch<float, L>(p, grid, stream); break;
-    case DataType::bfloat16: launch<__nv_bfloat16, L>(p, grid, stream); break;
-    default: launch<__half, L>(p, grid, stream); break;
-  }
-}
-
-// What the launcher needs of a layout at run time.
-struct LayoutFacts {
-  std::uint32_t stage_bytes;
-  int run;  // tiles per CTA (grid = runs); 0: persistent
-  int ctas_per_sm;
-  int max_ctas_per_sm;
-  void (*launch)(DataType, const Params&, unsigned, cudaStream_t);
-};
-template <class L>
-constexpr LayoutFacts facts() {
-  return {L::kStageBytes, L::kRun, L::kCtasPerSm, kMaxCtasPerSm<L>, &launch_type<L>};
-}
-constexpr LayoutFacts kLayouts[kVariants] = {
-    facts<Layout9>(), facts<Layout1>(), facts<Layout2>(), facts<Layout3>(),
-    facts<Layout4>(), facts<Layout5>(), facts<Layout6>(), facts<Layout7>(),
-    facts<Layout8>(), facts<Layout9>(), facts<Layout10>()};
-
-}  // namespace tmakit::detail::elementwise
-
-namespace tmakit {
-
-void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream,
-                  const ElementwiseTuning& tuning) {
-  using namespace detail::elementwise;
-  // step 1: validate every argument before anything is written
+void check_arguments(ConstTensorRef in, TensorRef out) {
   detail::check_view("in", in, false);
   detail::check_view("out", out, false);
   const DataType t = in.type;
@@ -271,8 +15,8 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
                                        "FLOAT16");
   }
   if (out.type != t) {
-    throw ArgumentError("out.type", std::string(name(out.type)) + " differs from in.type " +
-                                        std::string(name(t)));
+    throw ArgumentError(
+        "out.type", std::string(name(out.type)) + " differs from in.type " + std::string(name(t)));
   }
   if (out.rows != in.rows || out.cols != in.cols) {
     throw ArgumentError("out", "shape " + std::to_string(out.rows) + "x" +
@@ -281,59 +25,41 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   }
   const bool in_place = in.data == out.data && in.row_pitch() == out.row_pitch();
   if (!in_place && detail::overlaps(in, out)) {
-    throw ArgumentError("out.data", "overlaps in without being the same tensor; pass the "
-                                    "same pointer and stride for in place, or disjoint memory");
+    throw ArgumentError("out.data",
+                        "overlaps in without being the same tensor; pass the "
+                        "same pointer and stride for in place, or disjoint memory");
   }
-  if (tuning.variant < 0 || tuning.variant >= kVariants) {
-    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
-                                              " is not a layout; use 0.." +
-                                              std::to_string(kVariants - 1));
-  }
-  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
-  const LayoutFacts& layout = kLayouts[tuning.variant];
-  Params p{};
-  p.value = make_constant(t, value);
-  const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
-                                                  layout.ctas_per_sm, layout.max_ctas_per_sm);
-  // NOTE: last, as the only check that asks the driver (remembered for repeated calls)
+}
+
+namespace {
+
+template <class T>
+void launch_planned(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream) {
+  // NOTE: one tile per CTA: no persistent CTA count
+  launch_with(facts<OneTile8K>(), launch<T, OneTile8K>, in, out, value, 0, stream);
+}
+
+}  // namespace
+}  // namespace tmakit::detail::elementwise
+
+namespace tmakit {
+
+void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream) {
+  using namespace detail::elementwise;
+  // step 1: every argument checked before anything is written (the value by make_constant,
+  // before the pointers)
+  check_arguments(in, out);
+  (void)make_constant(in.type, value);
+  // NOTE: after every argument check that needs no driver (remembered for repeated calls)
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
-
-  // step 2: box shape: rows of up to 1 KB (256 elements at most), the stage's bytes in all.
-  // NOTE: walking a dense tensor as one run of 16 KB boxes measured slower on H200 than
-  // boxes of 16 rows x 1 KB (0.90 vs 0.93 of memcpy), so the matrix keeps its own shape.
-  const std::uint32_t esize = element_bytes(t);
-  const std::uint64_t run = std::min<std::uint64_t>(1024 / esize, 256);
-  const ConstTensorRef& src = in;
-  const TensorRef& dst = out;
-  const std::uint64_t aligned_cols = (src.cols * esize + 15) / 16 * 16 / esize;
-  const auto box_cols = static_cast<std::uint32_t>(std::min<std::uint64_t>(aligned_cols, run));
-  const std::uint32_t box_rows =
-      std::min<std::uint32_t>(layout.stage_bytes / (box_cols * esize), 256);
-  p.box_cols = static_cast<std::int32_t>(box_cols);
-  p.box_rows = static_cast<std::int32_t>(box_rows);
-  p.box_bytes = box_cols * box_rows * esize;
-  p.order = {static_cast<std::int32_t>((src.cols + box_cols - 1) / box_cols),
-             static_cast<std::int32_t>((src.rows + box_rows - 1) / box_rows), 1};
-
-  // step 3: tensor maps (cached); the output map stops at the row's last full 16 bytes
-  const std::uint64_t main_cols = detail::tma_store_cols(dst.cols, esize);
-  p.tail = {static_cast<std::uint8_t*>(dst.data), dst.row_pitch(), 0,
-            static_cast<std::int32_t>(dst.rows), static_cast<std::int32_t>(dst.cols),
-            static_cast<std::int32_t>(main_cols)};
-  p.in_map = detail::cached_tensor_map(detail::view_spec(src, t, {box_cols, box_rows, 1},
-                                                         Swizzle::none));
-  if (main_cols > 0) {
-    TensorMapSpec out_spec = detail::view_spec(dst, t, {box_cols, box_rows, 1}, Swizzle::none);
-    out_spec.global_dim[0] = main_cols;
-    p.out_map = detail::cached_tensor_map(out_spec);
+  // steps 2-4
+  switch (in.type) {
+    case DataType::int32: return launch_planned<std::int32_t>(in, out, value, stream);
+    case DataType::float32: return launch_planned<float>(in, out, value, stream);
+    case DataType::bfloat16: return launch_planned<__nv_bfloat16>(in, out, value, stream);
+    default: return launch_planned<__half>(in, out, value, stream);
   }
-
-  // step 4: launch
-  const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid = layout.run > 0 ? detail::tile_grid(tiles, layout.run)
-                                            : detail::persistent_grid(tiles, ctas_per_sm);
-  layout.launch(t, p, grid, stream);
 }
 
 }  // namespace tmakit

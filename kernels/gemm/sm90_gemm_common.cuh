@@ -61,11 +61,11 @@ __device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
 // NOTE: retiring k first whenever k + 1's data was not there yet (mbarrier.test_wait), to
 // hand its stage back sooner, measured slower (M = 16-64 and 4096^3, one run on H200).
 template <class State, int N, class Issue, class Retire>
-__device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st,
-                                                   float (&part0)[N], float (&part1)[N],
-                                                   Issue&& issue, Retire&& retire) {
+__device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st, float (&part0)[N],
+                                                   float (&part1)[N], Issue&& issue,
+                                                   Retire&& retire) {
   // k-block j + 1 into `next` while `last` (k-block j, at `prev`) is retired
-  auto step = [&](float (&next)[N], float (&last)[N], State& prev) {
+  auto step = [&](float(&next)[N], float(&last)[N], State& prev) {
     const State cur = st;
     issue(next, st);
     st.advance();
@@ -98,8 +98,8 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
 // are issued and j's are done (wgmma.wait_group 1), so one k-block's loads are always
 // overlapped by the next one's wgmmas.
 template <class State, class Issue, class Release>
-__device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& st,
-                                                     Issue&& issue, Release&& release) {
+__device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& st, Issue&& issue,
+                                                     Release&& release) {
   State prev = st;
   issue(st);
   st.advance();

@@ -1,361 +1,11 @@
-// Matrix transpose through TMA for 1-, 2-, 4- and 8-byte elements (README.md beside this
-// file). A persistent tile stream: the producer loads one or two (side by side) 128- or
-// 256-row x 128-byte input boxes per tile with the 128B swizzle; consumer threads each move
-// V x V blocks (V = 16 / element size) with 16-byte shared-memory accesses, transposing them
-// in registers; one thread stores the output as 128-byte x (slices * 8V)-row boxes, also
-// swizzled. Shared-memory offsets go through the one swizzle function (tmakit/swizzle.hpp).
-#include "tmakit/kernels/detail/launch_support.hpp"
-#include "tmakit/kernels/detail/sm90_tile_stream.cuh"
-#include "tmakit/kernels/transpose.hpp"
-#include "tmakit/swizzle.hpp"
-#include "transpose_mapping.hpp"
+// The transpose's launcher: validate -> plan -> maps -> launch (the maps and the launch are
+// launch_with in sm90_transpose.cuh).
+#include "transpose/sm90_transpose.cuh"
+#include "transpose/transpose_plan.hpp"
 
 namespace tmakit::detail::transpose {
 
-using stream::RowTail;
-using stream::run_tile_stream;
-using stream::StreamBarriers;
-using stream::TileOrder;
-using Swz = Swizzled<Swizzle::bytes128>;
-
-// A buffer layout of the tile stream, selectable at run time through
-// TransposeTuning::variant so layouts compare in one benchmark run.
-template <int Stages, int OutStages, int Lag, int CtasPerSm, int TileRows, int Slices = 1,
-          bool InPlace = false, int Run = 0>
-struct Layout {
-  static constexpr int kStages = Stages;        // input boxes in flight
-  // tiles per CTA, in one run (grid = runs); 0: persistent (grid = CTAs that fit). A single
-  // stage always means one tile per CTA. With a run, CtasPerSm is the residency the
-  // registers must allow (__launch_bounds__'s minimum).
-  static constexpr int kRun = Stages == 1 ? 1 : Run;
-  static constexpr int kOutStages = OutStages;  // 0: each stage holds its output tile
-  static constexpr int kReleaseLag = Lag;       // paired: stage freed this many tiles late
-  static constexpr int kCtasPerSm = CtasPerSm;
-  static constexpr std::uint32_t kBoxRows = TileRows;  // input rows per tile (128 or 256)
-  static constexpr int kSlices = Slices;               // 128-byte input boxes side by side
-  // NOTE: in place, the output tile overwrites its own input stage (every consumer reads
-  // its blocks into registers, a named barrier, then all write): a stage is one tile, so
-  // the same shared memory holds twice the tiles of a paired layout.
-  static constexpr bool kInPlace = InPlace;
-  // NOTE: an output row gets kBoxRows elements from one tile, an input row Slices * 128
-  // bytes: the two pieces a tile moves contiguously in DRAM.
-  static constexpr std::uint32_t kTileBytes = kBoxRows * 128 * Slices;  // swizzle spans
-};
-// NOTE: 128-row x 256-byte tiles in three paired stages (layout 6) measured best for every
-// element size once the tiles walk down the columns (README, 2026-11-22 08:29-08:31Z:
-// H100 fp32 0.931, bf16 0.930, u8 0.917; H200 0.905 / 0.920 / 0.915 of memcpy). With the
-// row-major walk 1-byte elements had preferred 256 x 256 B in place (layout 7): there each
-// tile's 128-byte output pieces stood alone in DRAM; down the columns, the tiles in flight
-// write adjacent pieces of the same output rows. More tiles in flight measured worse.
-using Layout1 = Layout<3, 3, 1, 2, 128>;     // the earlier default (fp32 0.79-0.80)
-using Layout2 = Layout<4, 2, 1, 1, 128>;     // one CTA, 4 input boxes, 2 output buffers (0.83)
-using Layout3 = Layout<3, 2, 1, 1, 256>;     // one CTA, 256-row tiles, separate outputs
-using Layout4 = Layout<2, 0, 1, 1, 256>;     // one CTA, two paired 256-row stages
-using Layout5 = Layout<6, 0, 2, 1, 128>;     // one CTA, paired stages, two stores in flight
-using Layout6 = Layout<3, 0, 1, 1, 128, 2>;  // paired 32 + 32 KB, 128 rows x 256 B (2 boxes)
-using Layout7 = Layout<3, 0, 1, 1, 256, 2, true>;   // in place, 256 rows x 256 B, 3 x 64 KB
-using Layout8 = Layout<6, 0, 2, 1, 256, 1, true>;   // in place, 256 rows x 128 B, 6 x 32 KB
-using Layout9 = Layout<6, 0, 2, 1, 128, 2, true>;   // in place, 128 rows x 256 B, 6 x 32 KB
-using Layout10 = Layout<3, 0, 1, 1, 128, 2, true>;  // in place, 128 rows x 256 B, 3 x 32 KB
-using Layout11 = Layout<4, 2, 1, 1, 128, 2>;        // separate, 128 rows x 256 B, 4 in + 2 out
-using Layout12 = Layout<3, 0, 1, 1, 256>;  // paired 32 + 32 KB, 256 rows x 128 B (variant 0
-                                           // until 2026-11-22, for 1-byte elements until 07:40Z)
-// One tile per CTA (a single stage, grid = tiles): as many CTAs per SM as fit; CtasPerSm
-// is then the residency the registers must allow (__launch_bounds__'s minimum).
-using Layout13 = Layout<1, 0, 0, 3, 128, 2>;        // paired 32 + 32 KB
-using Layout14 = Layout<1, 0, 0, 3, 128, 2, true>;  // in place, 32 KB
-using Layout15 = Layout<1, 0, 0, 4, 128, 1>;        // paired 16 + 16 KB, 128 rows x 128 B
-using Layout16 = Layout<1, 0, 0, 4, 128, 1, true>;  // in place, 16 KB
-constexpr int kVariants = 17;
-static_assert(kVariants == kTransposeVariants, "transpose.hpp counts the layouts here");
-// variant 0: the measured best layout per element size (see the NOTE above)
-// NOTE: one tile per CTA (layouts 13-16) measured 2-5% faster than every persistent ring on
-// H100 and H200 (README, 2026-11-22 10:07Z-10:08Z): the hardware hands tiles out in order as CTAs
-// finish, so the tiles in flight stay in one narrow band. Layouts 13-16 reserve registers for
-// three (13, 14) or four (15, 16) CTAs per SM through __launch_bounds__; the registers, not
-// shared memory, then set how many share an SM (fp32 layout 14: 64 registers, three CTAs).
-constexpr int default_variant(std::uint32_t esize) { return esize == 1 ? 16 : 14; }
-
-struct Params {
-  CUtensorMap in_map;
-  CUtensorMap out_map;
-  TileOrder order;
-  RowTail tail;
-};
-
-// Word w of a 16-byte vector; w is a compile-time constant after unrolling.
-__device__ __forceinline__ std::uint32_t word(const uint4& v, int w) {
-  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
-
-// Transposes a V x V block held as V rows of 16 bytes: out[k] = column k of the rows.
-template <int E>
-__device__ __forceinline__ void transpose_block(const uint4 (&in)[16 / E], uint4 (&out)[16 / E]);
-
-template <>
-__device__ __forceinline__ void transpose_block<8>(const uint4 (&in)[2], uint4 (&out)[2]) {
-  out[0] = make_uint4(in[0].x, in[0].y, in[1].x, in[1].y);
-  out[1] = make_uint4(in[0].z, in[0].w, in[1].z, in[1].w);
-}
-
-template <>
-__device__ __forceinline__ void transpose_block<4>(const uint4 (&in)[4], uint4 (&out)[4]) {
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    out[k] = make_uint4(word(in[0], k), word(in[1], k), word(in[2], k), word(in[3], k));
-  }
-}
-
-template <>
-__device__ __forceinline__ void transpose_block<2>(const uint4 (&in)[8], uint4 (&out)[8]) {
-  // out word m of column k = (row 2m, row 2m+1) halves k % 2 of word k / 2.
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const std::uint32_t sel = (k % 2 == 0) ? 0x5410u : 0x7632u;
-    std::uint32_t w[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      w[m] = __byte_perm(word(in[2 * m], k / 2), word(in[2 * m + 1], k / 2), sel);
-    }
-    out[k] = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-}
-
-template <>
-__device__ __forceinline__ void transpose_block<1>(const uint4 (&in)[16], uint4 (&out)[16]) {
-  // out word m of column k = byte k % 4 of word k / 4 of rows 4m .. 4m+3.
-#pragma unroll
-  for (int k = 0; k < 16; ++k) {
-    const std::uint32_t b = k % 4;
-    const std::uint32_t pair = b | ((4 + b) << 4);  // byte b of x, then byte b of y
-    std::uint32_t w[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const std::uint32_t lo =
-          __byte_perm(word(in[4 * m], k / 4), word(in[4 * m + 1], k / 4), pair);
-      const std::uint32_t hi =
-          __byte_perm(word(in[4 * m + 2], k / 4), word(in[4 * m + 3], k / 4), pair);
-      w[m] = __byte_perm(lo, hi, 0x5410u);
-    }
-    out[k] = make_uint4(w[0], w[1], w[2], w[3]);
-  }
-}
-
-// Consumer warps: paired and separate layouts 4 (2 for 1-byte elements in one slice; two
-// slices spill at 2); in place every thread holds all its blocks in registers across the
-// barrier, so up to 8 warps share them.
-template <int E, class L, class Map>
-constexpr int consumer_warps() {
-  if constexpr (L::kInPlace) {
-    return Map::kBlocksPerTile / 32 < 8 ? Map::kBlocksPerTile / 32 : 8;
-  } else {
-    return E == 1 && L::kSlices == 1 ? 2 : 4;
-  }
-}
-
-template <int E, class L>
-struct TransposeOp {
-  using Params = transpose::Params;
-  using Map = BlockMapping<E, static_cast<int>(L::kBoxRows), L::kSlices>;
-  static constexpr std::uint32_t kBoxRows = L::kBoxRows;
-  static constexpr std::uint32_t kTileBytes = L::kTileBytes;
-  static constexpr int V = Map::kV;
-  static constexpr int kStages = L::kStages;
-  static constexpr int kOutStages = L::kOutStages;
-  static constexpr int kReleaseLag = L::kReleaseLag;
-  static constexpr int kRun = L::kRun;
-  static constexpr int kConsumerWarps = consumer_warps<E, L, Map>();
-  static constexpr std::uint32_t kInBytes = kTileBytes;
-  static constexpr std::uint32_t kOutBytes = L::kInPlace ? 0u : kTileBytes;  // 0: in place
-  static constexpr std::int32_t kOutRows = Map::kSlices * Map::kGroupElems;  // per tile
-  static constexpr int kBlocksPerThread = Map::kBlocksPerTile / (32 * kConsumerWarps);
-  static_assert(Map::kTileBytes == kTileBytes, "the mapping and the layout agree on the tile");
-  static_assert(kBlocksPerThread >= 1 &&
-                    kBlocksPerThread * 32 * kConsumerWarps == Map::kBlocksPerTile,
-                "the consumer threads must split a tile's blocks evenly");
-  static_assert(!L::kInPlace || kBlocksPerThread * V <= 16,
-                "in place, a thread's blocks must fit in registers (at most 64 words)");
-
-  __device__ static std::int64_t tile_count(const Params& p) {
-    return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  }
-  __device__ static std::uint32_t tx_bytes(const Params&) { return kTileBytes; }
-  __device__ static void prefetch(const Params& p) {
-    ptx::prefetch_tensormap(&p.in_map);
-    ptx::prefetch_tensormap(&p.out_map);
-  }
-  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
-                              std::uint32_t bar) {
-    std::int32_t tx, ty, image;
-    p.order.coords(tile, tx, ty, image);
-    // one box per 128-byte slice, all on the stage's barrier (a box wholly right of the
-    // tensor is zero-filled and still counts its bytes)
-#pragma unroll
-    for (int s = 0; s < Map::kSlices; ++s) {
-      const std::int32_t c[2] = {(tx * Map::kSlices + s) * Map::kGroupElems,
-                                 ty * static_cast<std::int32_t>(kBoxRows)};
-      ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst + s * Map::kSliceBytes, &p.in_map, c,
-                                                      bar);
-    }
-  }
-  // Reads V rows of 16 bytes (one chunk of each) of block number b, transposed into cols.
-  __device__ static void read_block(const std::uint8_t* in, std::uint32_t b, uint4 (&cols)[V]) {
-    const BlockCoord bc = Map::block(b);
-    uint4 rows[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      rows[i] = *reinterpret_cast<const uint4*>(in + Swz::apply(Map::in_offset(bc, i)));
-    }
-    transpose_block<E>(rows, cols);
-  }
-  // Writes the V output rows' chunks of block number b.
-  __device__ static void write_block(std::uint8_t* out, std::uint32_t b, const uint4 (&cols)[V]) {
-    const BlockCoord bc = Map::block(b);
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      *reinterpret_cast<uint4*>(out + Swz::apply(Map::out_offset(bc, k))) = cols[k];
-    }
-  }
-  __device__ static void compute(const Params&, std::int64_t, std::uint8_t* in, std::uint8_t* out,
-                                 std::uint32_t tid) {
-    constexpr std::uint32_t kThreads = 32u * kConsumerWarps;
-    if constexpr (L::kInPlace) {
-      // read every block of this thread, wait until all consumers have read theirs, write
-      uint4 cols[kBlocksPerThread][V];
-#pragma unroll
-      for (int n = 0; n < kBlocksPerThread; ++n) read_block(in, tid + n * kThreads, cols[n]);
-      ptx::bar_sync(1, kThreads);  // NOTE: the writes land on blocks other threads read
-#pragma unroll
-      for (int n = 0; n < kBlocksPerThread; ++n) write_block(out, tid + n * kThreads, cols[n]);
-    } else {
-#pragma unroll
-      for (int n = 0; n < kBlocksPerThread; ++n) {
-        uint4 cols[V];
-        read_block(in, tid + n * kThreads, cols);
-        write_block(out, tid + n * kThreads, cols);
-      }
-    }
-  }
-  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
-    if (p.tail.main_cols == 0) return;  // output rows under 16 bytes: all of it is tail
-    std::int32_t tx, ty, image;
-    p.order.coords(tile, tx, ty, image);
-    // one box per group: the Slices * 8V output rows of the tile x 128 bytes
-#pragma unroll
-    for (int g = 0; g < Map::kGroups; ++g) {
-      const std::int32_t c[2] = {ty * static_cast<std::int32_t>(kBoxRows) + g * Map::kGroupElems,
-                                 tx * kOutRows};
-      // NOTE: a store box wholly outside the tensor kills the kernel (docs/hardware.md H5)
-      if (c[0] >= p.tail.main_cols) break;
-      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src + g * Map::kOutBoxBytes);
-    }
-  }
-  __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,
-                                    std::uint32_t tid, std::uint32_t threads) {
-    if (p.tail.main_cols == p.tail.cols) return;
-    std::int32_t tx, ty, image;
-    p.order.coords(tile, tx, ty, image);
-    // output tile: Slices * 8V rows x kBoxRows columns, one swizzled box per 8V columns
-    stream::store_row_tail<E>(
-        p.tail, ty * static_cast<std::int32_t>(kBoxRows), tx * kOutRows, 0,
-        static_cast<std::int32_t>(kBoxRows), kOutRows, out,
-        [](std::int32_t r, std::int32_t c) {
-          return Swz::apply(Map::out_element_offset(static_cast<std::uint32_t>(r),
-                                                    static_cast<std::uint32_t>(c)));
-        },
-        tid, threads);
-  }
-};
-
-// The ring as the tile stream lays it out (separate: input boxes, then output buffers;
-// paired: box then output tile in each stage; in place: one tile per stage), then the
-// barriers.
-template <class L>
-struct alignas(1024) SharedStorage {
-  static constexpr int kBuffers = L::kInPlace          ? L::kStages
-                                  : L::kOutStages == 0 ? 2 * L::kStages
-                                                       : L::kStages + L::kOutStages;
-  std::uint8_t ring[kBuffers][L::kTileBytes];  // each 1024-aligned (rule D2)
-  StreamBarriers<L::kStages> bars;
-};
-template <class L>
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage<L>) + 1024;  // + alignment slack
-// CTAs of this layout that fit in one SM's 228 KB (1 KB of it reserved per CTA)
-template <class L>
-constexpr int kMaxCtasPerSm = static_cast<int>(228 * 1024 / (kSmemBytes<L> + 1024));
-
-template <int E, class L>
-__global__ void __launch_bounds__(32 * (1 + TransposeOp<E, L>::kConsumerWarps),
-                                  L::kRun > 0 ? L::kCtasPerSm : 1)
-    sm90_transpose_kernel(const __grid_constant__ Params p) {
-  static_assert(E == 1 || E == 2 || E == 4 || E == 8, "elements of 1, 2, 4 or 8 bytes");
-  static_assert(L::kTileBytes % Swz::repeat_bytes == 0, "tiles must sit on the swizzle repeat");
-  static_assert(kMaxCtasPerSm<L> >= L::kCtasPerSm, "the default CTAs per SM must fit");
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
-  extern __shared__ std::uint8_t smem_raw[];
-  auto* storage = reinterpret_cast<SharedStorage<L>*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  run_tile_stream<TransposeOp<E, L>>(p, &storage->ring[0][0], storage->bars);
-#else
-  if (threadIdx.x == 0) printf("sm90_transpose_kernel needs sm_90a\n");
-  __trap();
-#endif
-}
-
-template <int E, class L>
-void launch(const Params& p, unsigned grid, cudaStream_t stream) {
-  allow_dynamic_smem<sm90_transpose_kernel<E, L>>(kSmemBytes<L>);
-  sm90_transpose_kernel<E, L>
-      <<<grid, 32 * (1 + TransposeOp<E, L>::kConsumerWarps), kSmemBytes<L>, stream>>>(p);
-  check_launch("sm90_transpose_kernel");
-}
-
-template <class L>
-void launch_size(std::uint32_t esize, const Params& p, unsigned grid, cudaStream_t stream) {
-  switch (esize) {
-    case 1: launch<1, L>(p, grid, stream); break;
-    case 2: launch<2, L>(p, grid, stream); break;
-    case 4: launch<4, L>(p, grid, stream); break;
-    default: launch<8, L>(p, grid, stream); break;
-  }
-}
-
-// What the launcher needs of a layout at run time.
-struct LayoutFacts {
-  int run;  // tiles per CTA (grid = runs); 0: persistent
-  std::uint32_t box_rows;
-  std::uint32_t slices;  // 128-byte input boxes side by side per tile
-  int ctas_per_sm;
-  int max_ctas_per_sm;
-  void (*launch)(std::uint32_t, const Params&, unsigned, cudaStream_t);
-};
-template <class L>
-constexpr LayoutFacts facts() {
-  return {L::kRun, L::kBoxRows, static_cast<std::uint32_t>(L::kSlices), L::kCtasPerSm, kMaxCtasPerSm<L>,
-          &launch_size<L>};
-}
-// NOTE: entry 0 is never read: variant 0 is resolved per element size first.
-constexpr LayoutFacts kLayouts[kVariants] = {
-    facts<Layout12>(), facts<Layout1>(),  facts<Layout2>(), facts<Layout3>(), facts<Layout4>(),
-    facts<Layout5>(),  facts<Layout6>(),  facts<Layout7>(), facts<Layout8>(), facts<Layout9>(),
-    facts<Layout10>(), facts<Layout11>(), facts<Layout12>(), facts<Layout13>(), facts<Layout14>(),
-    facts<Layout15>(), facts<Layout16>()};
-
-DataType transport_type(std::uint32_t esize) {
-  return esize == 1   ? DataType::uint8
-         : esize == 2 ? DataType::uint16
-         : esize == 4 ? DataType::uint32
-                      : DataType::uint64;
-}
-
-}  // namespace tmakit::detail::transpose
-
-namespace tmakit {
-
-void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
-               const TransposeTuning& tuning) {
-  using namespace detail::transpose;
-  // step 1: validate every argument before anything is written
+void check_arguments(ConstTensorRef in, TensorRef out) {
   detail::check_view("in", in, false);
   detail::check_view("out", out, false);
   const auto esize = static_cast<std::uint32_t>(in.element_size());
@@ -372,55 +22,39 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   if (detail::overlaps(in, out)) {
     throw ArgumentError("out.data", "overlaps in; a transpose cannot run in place");
   }
-  if (tuning.variant < 0 || tuning.variant >= kVariants) {
-    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
-                                              " is not a layout; use 0.." +
-                                              std::to_string(kVariants - 1));
-  }
-  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
-  detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
-  const LayoutFacts& layout =
-      kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
-  const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
-                                                  layout.ctas_per_sm, layout.max_ctas_per_sm);
-  // NOTE: last, as the only check that asks the driver (remembered for repeated calls)
+}
+
+namespace {
+
+template <int E, class L>
+void launch_planned(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
+  // NOTE: one tile per CTA: no persistent CTA count; tiles walk down the columns (panel 0)
+  launch_with(facts<L>(), launch<E, L>, in, out, E, 0, 0, stream);
+}
+
+}  // namespace
+}  // namespace tmakit::detail::transpose
+
+namespace tmakit {
+
+void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
+  using namespace detail::transpose;
+  // step 1: every argument checked before anything is written
+  check_arguments(in, out);
+  // NOTE: after every argument check that needs no driver (remembered for repeated calls)
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
-
-  // step 2: tensor maps: input boxes of 128 B x box_rows rows, output boxes of 128 B x
-  // slices * 8V rows
-  const DataType t = transport_type(esize);
-  const std::uint32_t group = 128 / esize;  // elements in one 128-byte row = 8V
-  Params p{};
-  p.in_map = detail::cached_tensor_map(
-      detail::view_spec(in, t, {group, layout.box_rows, 1}, Swizzle::bytes128));
-  // NOTE: the output map stops at the row's last full 16 bytes; store_tail writes the rest.
-  const std::uint64_t main_cols = detail::tma_store_cols(out.cols, esize);
-  if (main_cols > 0) {
-    TensorMapSpec out_spec =
-        detail::view_spec(out, t, {group, layout.slices * group, 1}, Swizzle::bytes128);
-    out_spec.global_dim[0] = main_cols;
-    p.out_map = detail::cached_tensor_map(out_spec);
+  // steps 2-4: plan, maps, launch
+  switch (plan_layout(static_cast<std::uint32_t>(in.element_size()))) {
+    case PlannedLayout::one_tile_in_place_128x128:
+      return launch_planned<1, OneTileInPlace128x128>(in, out, stream);
+    case PlannedLayout::one_tile_in_place_128x256:
+      switch (in.element_size()) {
+        case 2: return launch_planned<2, OneTileInPlace128x256>(in, out, stream);
+        case 4: return launch_planned<4, OneTileInPlace128x256>(in, out, stream);
+        default: return launch_planned<8, OneTileInPlace128x256>(in, out, stream);
+      }
   }
-  p.tail = {static_cast<std::uint8_t*>(out.data),
-            out.row_pitch(),
-            0,
-            static_cast<std::int32_t>(out.rows),
-            static_cast<std::int32_t>(out.cols),
-            static_cast<std::int32_t>(main_cols)};
-  const auto tiles_y = static_cast<std::int32_t>((in.rows + layout.box_rows - 1) / layout.box_rows);
-  const std::uint64_t tile_cols = static_cast<std::uint64_t>(layout.slices) * group;
-  // NOTE: by default one panel spans every tile row, so tiles walk down the columns: the
-  // tiles in flight write neighbouring pieces of the same output rows, which measured 0.3-2%
-  // faster than the row-major walk on H100 and 2-4% on H200 (README).
-  const int panel = tuning.panel_tiles > 0 ? std::min(tuning.panel_tiles, tiles_y) : tiles_y;
-  p.order = {static_cast<std::int32_t>((in.cols + tile_cols - 1) / tile_cols), tiles_y, panel};
-
-  // step 3: launch
-  const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid = layout.run > 0 ? detail::tile_grid(tiles, layout.run)
-                                            : detail::persistent_grid(tiles, ctas_per_sm);
-  layout.launch(esize, p, grid, stream);
 }
 
 }  // namespace tmakit

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "test_kernels_common.hpp"
+#include "tune/tuning.hpp"
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
@@ -61,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AddConstant,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
 
-// Every layout (ElementwiseTuning::variant) on a shape large enough that each CTA's ring of
+// Every layout (tune::ElementwiseTuning::variant) on a shape large enough that each CTA's ring of
 // stages wraps several times, with row tails, out of place and in place.
 class AddConstantLayouts : public ::testing::TestWithParam<DataType> {};
 
@@ -74,12 +75,12 @@ TEST_P(AddConstantLayouts, EveryVariantMatchesReference) {
   const double value = type == DataType::int32 ? 999.0 : 0.375;
   Image expect(type, 1, kRows, kCols, 48);
   reference::add_constant(in.host_ref(), expect.host_ref(), value);
-  for (int variant = 0; variant < kElementwiseVariants; ++variant) {
+  for (int variant = 0; variant < tune::kElementwiseVariants; ++variant) {
     for (int ctas : {0, 1}) {
-      const ElementwiseTuning tuning{ctas, variant};
+      const tune::ElementwiseTuning tuning{ctas, variant};
       if (ctas > 0 && refuses_ctas_per_sm(variant)) continue;  // one tile per CTA
       Image out(type, 1, kRows, kCols, 48);  // poisoned, padding included
-      add_constant(in.ref(), out.ref(), value, nullptr, tuning);
+      tune::add_constant(in.ref(), out.ref(), value, nullptr, tuning);
       ASSERT_EQ(cudaGetLastError(), cudaSuccess);
       EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
           << "variant " << variant << " ctas_per_sm " << ctas;
@@ -87,7 +88,7 @@ TEST_P(AddConstantLayouts, EveryVariantMatchesReference) {
     Image self(type, 1, kRows, kCols, 16);
     self.host = in.host;
     self.upload();
-    add_constant(self.ref(), self.ref(), value, nullptr, ElementwiseTuning{0, variant});
+    tune::add_constant(self.ref(), self.ref(), value, nullptr, tune::ElementwiseTuning{0, variant});
     reference::add_constant(self.host_ref(), self.host_ref(), value);
     EXPECT_EQ(count_mismatches(self, self.host, self.download()), 0u)
         << "in place, variant " << variant;
@@ -111,7 +112,7 @@ TEST(AddConstantGpu, CappedGridWalksEveryTile) {
       const GridCap capped(cap);
       for (const int variant : {0, 7, 8, 9}) {
         Image out(type, 1, kRows, kCols, 48);  // poisoned, padding included
-        add_constant(in.ref(), out.ref(), value, nullptr, ElementwiseTuning{0, variant});
+        tune::add_constant(in.ref(), out.ref(), value, nullptr, tune::ElementwiseTuning{0, variant});
         ASSERT_EQ(cudaGetLastError(), cudaSuccess);
         EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
             << name(type) << " variant " << variant << " grid capped at " << cap;
@@ -124,9 +125,9 @@ TEST(AddConstantGpu, UnknownVariantThrows) {
   TMAKIT_SKIP_WITHOUT_GPU();
   Image in(DataType::int32, 1, 8, 8);
   Image out(DataType::int32, 1, 8, 8);
-  EXPECT_THROW(add_constant(in.ref(), out.ref(), 1.0, nullptr, ElementwiseTuning{0, 99}),
+  EXPECT_THROW(tune::add_constant(in.ref(), out.ref(), 1.0, nullptr, tune::ElementwiseTuning{0, 99}),
                ArgumentError);
-  EXPECT_THROW(add_constant(in.ref(), out.ref(), 1.0, nullptr, ElementwiseTuning{2, 3}),
+  EXPECT_THROW(tune::add_constant(in.ref(), out.ref(), 1.0, nullptr, tune::ElementwiseTuning{2, 3}),
                ArgumentError);  // variant 3 fits one CTA per SM
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "test_kernels_common.hpp"
+#include "tune/tuning.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 
 namespace tmakit::test {
@@ -45,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Stencil,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
 
-constexpr int kVariants = kStencilVariants;  // kernels/stencil3x3/README.md
+constexpr int kVariants = tune::kStencilVariants;  // kernels/stencil3x3/README.md
 
 // Every layout other than the default on every odd shape: tiles wider and taller than the
 // image, slices wholly right of it, row tails, padding, batches.
@@ -57,7 +58,7 @@ TEST_P(StencilVariant, MatchesReference) {
   Image in(type, s.batch, s.rows, s.cols, s.pad);
   Image out(type, s.batch, s.rows, s.cols, s.pad + 16);  // poisoned, padding included
   in.randomize(static_cast<std::uint32_t>(s.rows * 17 + s.cols + s.batch + variant));
-  stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, StencilTuning{0, variant});
+  tune::stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, tune::StencilTuning{0, variant});
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   reference::stencil3x3(in.host_ref(), out.host_ref(), asymmetric());
   EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
@@ -72,14 +73,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, StencilVariant,
 // padding in, `out_pad` out), every output poisoned first, against the CPU reference.
 void expect_tunings_match(DataType type, std::uint64_t images, std::uint64_t rows,
                           std::uint64_t cols, std::uint64_t out_pad, std::uint32_t seed,
-                          const std::vector<StencilTuning>& tunings) {
+                          const std::vector<tune::StencilTuning>& tunings) {
   Image in(type, images, rows, cols, 16);
   in.randomize(seed);
   Image expect(type, images, rows, cols, out_pad);
   reference::stencil3x3(in.host_ref(), expect.host_ref(), asymmetric());
-  for (const StencilTuning& tuning : tunings) {
+  for (const tune::StencilTuning& tuning : tunings) {
     Image out(type, images, rows, cols, out_pad);  // poisoned, padding included
-    stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, tuning);
+    tune::stencil3x3(in.ref(), out.ref(), asymmetric(), nullptr, tuning);
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
     EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
         << name(type) << " variant " << tuning.variant << " ctas_per_sm " << tuning.ctas_per_sm
@@ -91,17 +92,17 @@ void expect_tunings_match(DataType type, std::uint64_t images, std::uint64_t row
 // count.
 bool refuses_ctas_per_sm(int variant) { return variant == 0 || variant >= 23; }
 
-// Every layout (StencilTuning::variant) on a batch large enough that each CTA's ring wraps
+// Every layout (tune::StencilTuning::variant) on a batch large enough that each CTA's ring wraps
 // several times, with row tails and image padding.
 class StencilLayouts : public ::testing::TestWithParam<DataType> {};
 
 TEST_P(StencilLayouts, EveryVariantMatchesReference) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  std::vector<StencilTuning> tunings;
+  std::vector<tune::StencilTuning> tunings;
   for (int variant = 0; variant < kVariants; ++variant) {
     for (int ctas : {0, 1, variant == 19 ? 3 : 1}) {  // variant 19's default is 3 per SM
       if (ctas > 0 && refuses_ctas_per_sm(variant)) continue;
-      tunings.push_back(StencilTuning{ctas, variant});
+      tunings.push_back(tune::StencilTuning{ctas, variant});
     }
   }
   expect_tunings_match(GetParam(), 3, 1031, 2053, 48, 77, tunings);
@@ -113,9 +114,9 @@ INSTANTIATE_TEST_SUITE_P(Types, StencilLayouts, ::testing::ValuesIn(kTypes));
 // single stage, runs through their ring), row tails and image edges included.
 TEST(StencilGpu, CappedGridWalksEveryTile) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  std::vector<StencilTuning> tunings;
+  std::vector<tune::StencilTuning> tunings;
   for (int variant = 0; variant < kVariants; ++variant) {
-    if (refuses_ctas_per_sm(variant)) tunings.push_back(StencilTuning{0, variant});
+    if (refuses_ctas_per_sm(variant)) tunings.push_back(tune::StencilTuning{0, variant});
   }
   for (const std::int64_t cap : {1, 3}) {
     const GridCap capped(cap);
@@ -123,16 +124,16 @@ TEST(StencilGpu, CappedGridWalksEveryTile) {
   }
 }
 
-// Panels of tile rows (StencilTuning::panel_tiles) on the tile-stream layouts: panels that
+// Panels of tile rows (tune::StencilTuning::panel_tiles) on the tile-stream layouts: panels that
 // do not divide the tile rows, a panel taller than the image, and the row walk's panel 1.
 TEST(StencilGpu, PanelsMatchReference) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (const DataType type : kTypes) {
     expect_tunings_match(type, 2, 203, 517, 32, 31,
-                         {StencilTuning{0, 0, 1}, StencilTuning{0, 19, 3}, StencilTuning{0, 22, 2},
-                          StencilTuning{0, 8, 4}, StencilTuning{0, 4, 1000},
-                          StencilTuning{0, 13, 1}, StencilTuning{0, 24, 3},
-                          StencilTuning{0, 23, 1000}});
+                         {tune::StencilTuning{0, 0, 1}, tune::StencilTuning{0, 19, 3}, tune::StencilTuning{0, 22, 2},
+                          tune::StencilTuning{0, 8, 4}, tune::StencilTuning{0, 4, 1000},
+                          tune::StencilTuning{0, 13, 1}, tune::StencilTuning{0, 24, 3},
+                          tune::StencilTuning{0, 23, 1000}});
   }
 }
 
@@ -140,19 +141,19 @@ TEST(StencilGpu, PanelsMatchReference) {
 TEST(StencilGpu, DefaultVariantIsAConcreteLayout) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (const DataType type : kTypes) {
-    const int chosen = stencil3x3_default_variant(type);
+    const int chosen = tune::stencil3x3_default_variant(type);
     ASSERT_GE(chosen, 1);
     ASSERT_LT(chosen, kVariants);
     Image in(type, 1, 97, 203, 16);
     in.randomize(5);
     Image by_default(type, 1, 97, 203, 16);
     Image by_name(type, 1, 97, 203, 16);
-    stencil3x3(in.ref(), by_default.ref(), asymmetric(), nullptr, StencilTuning{0, 0});
-    stencil3x3(in.ref(), by_name.ref(), asymmetric(), nullptr, StencilTuning{0, chosen});
+    tune::stencil3x3(in.ref(), by_default.ref(), asymmetric(), nullptr, tune::StencilTuning{0, 0});
+    tune::stencil3x3(in.ref(), by_name.ref(), asymmetric(), nullptr, tune::StencilTuning{0, chosen});
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
     EXPECT_EQ(by_default.download(), by_name.download()) << "variant " << chosen;
   }
-  EXPECT_THROW(stencil3x3_default_variant(DataType::int32), ArgumentError);
+  EXPECT_THROW(tune::stencil3x3_default_variant(DataType::int32), ArgumentError);
 }
 
 TEST(StencilGpu, UnknownVariantThrows) {
@@ -160,7 +161,7 @@ TEST(StencilGpu, UnknownVariantThrows) {
   Image in(DataType::float32, 1, 8, 8);
   Image out(DataType::float32, 1, 8, 8);
   EXPECT_THROW(stencil3x3(in.ref(), out.ref(), Filter3x3::laplacian(), nullptr,
-                          StencilTuning{0, kVariants}),
+                          tune::StencilTuning{0, kVariants}),
                ArgumentError);
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }
@@ -169,7 +170,7 @@ TEST(StencilGpu, UnknownVariantThrows) {
 // tail, padding and two images.
 TEST(StencilGpu, EveryVariantSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  std::vector<StencilTuning> tunings;
+  std::vector<tune::StencilTuning> tunings;
   for (int variant = 0; variant < kVariants; ++variant) {
     tunings.push_back({refuses_ctas_per_sm(variant) ? 0 : 1, variant});
   }

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "test_kernels_common.hpp"
+#include "tune/tuning.hpp"
 #include "tmakit/kernels/transpose.hpp"
 
 namespace tmakit::test {
@@ -18,7 +19,7 @@ const Shape kShapes[] = {
     {1, 1, 0, 0},       {1, 37, 0, 0},       {37, 1, 0, 16},    {1, 1000, 0, 0},  {97, 101, 0, 0},
     {127, 131, 32, 16}, {128, 128, 0, 0},    {300, 500, 16, 0}, {256, 512, 0, 0}, {129, 257, 0, 48},
     {1031, 263, 0, 0},  {2053, 1999, 0, 32}, {4099, 517, 64, 0}};
-constexpr int kVariants = kTransposeVariants;  // kernels/transpose/README.md
+constexpr int kVariants = tune::kTransposeVariants;  // kernels/transpose/README.md
 const DataType kTypes[] = {DataType::uint8, DataType::bfloat16, DataType::float32,
                            DataType::float64};
 
@@ -56,15 +57,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Transpose,
 TEST(TransposeGpu, TuningKnobsKeepResults) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // NOTE: the default layout runs one tile per CTA (no CTA count); two CTAs need layout 1
-  for (const TransposeTuning tuning :
-       {TransposeTuning{0, 1}, TransposeTuning{2, 3, 1}, TransposeTuning{0, 64},
-        TransposeTuning{0, 3, 6}, TransposeTuning{0, 2, 7}, TransposeTuning{1, 5, 8},
-        TransposeTuning{0, 4, 9}, TransposeTuning{2, 1, 10}, TransposeTuning{0, 3, 11},
-        TransposeTuning{1, 2, 12}}) {
+  for (const tune::TransposeTuning tuning :
+       {tune::TransposeTuning{0, 1}, tune::TransposeTuning{2, 3, 1}, tune::TransposeTuning{0, 64},
+        tune::TransposeTuning{0, 3, 6}, tune::TransposeTuning{0, 2, 7}, tune::TransposeTuning{1, 5, 8},
+        tune::TransposeTuning{0, 4, 9}, tune::TransposeTuning{2, 1, 10}, tune::TransposeTuning{0, 3, 11},
+        tune::TransposeTuning{1, 2, 12}}) {
     Image in(DataType::float32, 1, 1000, 777);
     Image out(DataType::float32, 1, 777, 1000);
     in.randomize(11);
-    transpose(in.ref(), out.ref(), nullptr, tuning);
+    tune::transpose(in.ref(), out.ref(), nullptr, tuning);
     reference::transpose(in.host_ref(), out.host_ref());
     EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u)
         << "ctas_per_sm " << tuning.ctas_per_sm << " panel " << tuning.panel_tiles << " variant "
@@ -84,7 +85,7 @@ TEST_P(TransposeWideLayouts, MatchesReference) {
   Image in(type, 1, s.rows, s.cols, s.in_pad);
   Image out(type, 1, s.cols, s.rows, s.out_pad);
   in.randomize(static_cast<std::uint32_t>(s.rows * 7 + s.cols * 3 + variant));
-  transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
+  tune::transpose(in.ref(), out.ref(), nullptr, tune::TransposeTuning{0, 0, variant});
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   reference::transpose(in.host_ref(), out.host_ref());
   EXPECT_EQ(count_mismatches(out, out.host, out.download()), 0u);
@@ -96,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TransposeWideLayouts,
                                             ::testing::Values(6, 7, 8, 9, 10, 11, 12, 13, 14,
                                                               15, 16)));
 
-// Every layout (TransposeTuning::variant) on a shape large enough that each CTA's ring wraps
+// Every layout (tune::TransposeTuning::variant) on a shape large enough that each CTA's ring wraps
 // several times, with user strides and output row tails.
 class TransposeLayouts : public ::testing::TestWithParam<DataType> {};
 
@@ -110,7 +111,7 @@ TEST_P(TransposeLayouts, EveryVariantMatchesReference) {
   reference::transpose(in.host_ref(), expect.host_ref());
   for (int variant = 0; variant < kVariants; ++variant) {
     Image out(type, 1, kCols, kRows, 48);  // poisoned, padding included
-    transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
+    tune::transpose(in.ref(), out.ref(), nullptr, tune::TransposeTuning{0, 0, variant});
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
     EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u) << "variant " << variant;
   }
@@ -132,7 +133,7 @@ TEST(TransposeGpu, CappedGridWalksEveryTile) {
       const GridCap capped(cap);
       for (const int variant : {0, 13, 14, 15, 16}) {
         Image out(type, 1, kCols, kRows, 48);  // poisoned, padding included
-        transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, variant});
+        tune::transpose(in.ref(), out.ref(), nullptr, tune::TransposeTuning{0, 0, variant});
         ASSERT_EQ(cudaGetLastError(), cudaSuccess);
         EXPECT_EQ(count_mismatches(out, expect.host, out.download()), 0u)
             << name(type) << " variant " << variant << " grid capped at " << cap;
@@ -145,10 +146,10 @@ TEST(TransposeGpu, UnknownVariantThrows) {
   TMAKIT_SKIP_WITHOUT_GPU();
   Image in(DataType::float32, 1, 8, 12);
   Image out(DataType::float32, 1, 12, 8);
-  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, kVariants}),
+  EXPECT_THROW(tune::transpose(in.ref(), out.ref(), nullptr, tune::TransposeTuning{0, 0, kVariants}),
                ArgumentError);
-  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{0, 0, -1}), ArgumentError);
-  EXPECT_THROW(transpose(in.ref(), out.ref(), nullptr, TransposeTuning{2, 0, 0}), ArgumentError);
+  EXPECT_THROW(tune::transpose(in.ref(), out.ref(), nullptr, tune::TransposeTuning{0, 0, -1}), ArgumentError);
+  EXPECT_THROW(tune::transpose(in.ref(), out.ref(), nullptr, tune::TransposeTuning{2, 0, 0}), ArgumentError);
   for (std::uint8_t b : out.download()) ASSERT_EQ(b, kPoison);
 }
 

@@ -5,10 +5,15 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
+#include "elementwise/elementwise_plan.hpp"
+#include "stencil3x3/stencil3x3_plan.hpp"
+#include "transpose/transpose_plan.hpp"
+#include "tune/tuning.hpp"
 
 namespace tmakit {
 namespace {
@@ -82,24 +87,24 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
   EXPECT_EQ(refused([&] { add_constant(ints, shifted, 1); }), "out.data");
   const TensorRef batched(fake(kA), DataType::int32, 64, 64, 0, 2);
   EXPECT_EQ(refused([&] { add_constant(batched, batched, 1); }), "in.batch");
-  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{3}); }),
+  EXPECT_EQ(refused([&] { tune::add_constant(ints, ints_out, 1, nullptr, tune::ElementwiseTuning{3}); }),
             "tuning.ctas_per_sm");
   EXPECT_EQ(refused([&] {
-              add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{0, kElementwiseVariants});
+              tune::add_constant(ints, ints_out, 1, nullptr, tune::ElementwiseTuning{0, tune::kElementwiseVariants});
             }),
             "tuning.variant");
   // persistent CTAs per SM mean nothing to a layout of one tile per CTA (variant 0, 9)
   std::string msg;
-  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{1, 9}); },
+  EXPECT_EQ(refused([&] { tune::add_constant(ints, ints_out, 1, nullptr, tune::ElementwiseTuning{1, 9}); },
                     &msg),
             "tuning.ctas_per_sm");
   EXPECT_NE(msg.find("its own tiles"), std::string::npos) << msg;
   // a persistent layout takes only as many CTAs as its shared memory allows (10: two)
-  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{3, 10}); },
+  EXPECT_EQ(refused([&] { tune::add_constant(ints, ints_out, 1, nullptr, tune::ElementwiseTuning{3, 10}); },
                     &msg),
             "tuning.ctas_per_sm");
   EXPECT_NE(msg.find("at most 2 fit in shared memory"), std::string::npos) << msg;
-  EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1, nullptr, ElementwiseTuning{-1, 0}); }),
+  EXPECT_EQ(refused([&] { tune::add_constant(ints, ints_out, 1, nullptr, tune::ElementwiseTuning{-1, 0}); }),
             "tuning.ctas_per_sm");
 }
 
@@ -146,38 +151,74 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
               transpose(TensorRef(fake(kA), DataType::float32, 64, 32, 136), out);
             }),
             "in.row_stride_bytes");
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{5, 0}); }),
+  EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{5, 0}); }),
             "tuning.ctas_per_sm");
   // any type of 1, 2, 4 or 8 bytes goes through as bits: int32 into float32 is allowed
   EXPECT_EQ(refused([&] {
-              transpose(TensorRef(fake(kA), DataType::int32, 64, 32), out, nullptr,
-                        TransposeTuning{5, 0});
+              tune::transpose(TensorRef(fake(kA), DataType::int32, 64, 32), out, nullptr,
+                        tune::TransposeTuning{5, 0});
             }),
             "tuning.ctas_per_sm");
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, 0, -1}); }),
+  EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{0, 0, -1}); }),
             "tuning.variant");
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{-5, 0}); }),
+  EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{-5, 0}); }),
             "tuning.ctas_per_sm");
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{0, -3}); }),
+  EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{0, -3}); }),
             "tuning.panel_tiles");
   // one tile per CTA (variant 0 = 14 here, 13) takes no persistent CTA count; a persistent
   // layout only as many as its shared memory allows (6: one)
   std::string why;
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{1, 0, 13}); }, &why),
+  EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{1, 0, 13}); }, &why),
             "tuning.ctas_per_sm");
   EXPECT_NE(why.find("its own tiles"), std::string::npos) << why;
-  EXPECT_EQ(refused([&] { transpose(in, out, nullptr, TransposeTuning{2, 0, 6}); }, &why),
+  EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{2, 0, 6}); }, &why),
             "tuning.ctas_per_sm");
   EXPECT_NE(why.find("at most 1 fit in shared memory"), std::string::npos) << why;
 }
 
-// Variant 0's layout by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured.
-TEST(KernelLaunchers, StencilDefaultLayoutFollowsTheMemorySystem) {
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 3.35e12), 32);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 3.35e12), 32);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float32, 4.8e12), 34);
-  EXPECT_EQ(stencil3x3_default_variant(DataType::float64, 4.8e12), 34);
-  EXPECT_THROW(stencil3x3_default_variant(DataType::int32, 4.8e12), ArgumentError);
+// The stencil's plan by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured;
+// the tuning lab numbers those layouts 32 and 34.
+TEST(KernelPlans, StencilLayoutFollowsTheMemorySystem) {
+  using detail::stencil3x3::plan_layout;
+  using detail::stencil3x3::PlannedLayout;
+  EXPECT_EQ(plan_layout(3.35e12), PlannedLayout::run2_rows32);
+  EXPECT_EQ(plan_layout(3.99e12), PlannedLayout::run2_rows32);
+  EXPECT_EQ(plan_layout(4.0e12), PlannedLayout::run2_rows16);
+  EXPECT_EQ(plan_layout(4.8e12), PlannedLayout::run2_rows16);
+  EXPECT_EQ(tune::stencil3x3_default_variant(DataType::float32, 3.35e12), 32);
+  EXPECT_EQ(tune::stencil3x3_default_variant(DataType::float64, 3.35e12), 32);
+  EXPECT_EQ(tune::stencil3x3_default_variant(DataType::float32, 4.8e12), 34);
+  EXPECT_EQ(tune::stencil3x3_default_variant(DataType::float64, 4.8e12), 34);
+  EXPECT_THROW(tune::stencil3x3_default_variant(DataType::int32, 4.8e12), ArgumentError);
+}
+
+// The transpose's plan: the narrower in-place tile for 1-byte elements (lab variant 16), the
+// wider one (14) for 2, 4 and 8 bytes.
+TEST(KernelPlans, TransposeLayoutFollowsTheElementSize) {
+  using detail::transpose::plan_layout;
+  using detail::transpose::PlannedLayout;
+  EXPECT_EQ(plan_layout(1), PlannedLayout::one_tile_in_place_128x128);
+  for (std::uint32_t e : {2u, 4u, 8u}) {
+    EXPECT_EQ(plan_layout(e), PlannedLayout::one_tile_in_place_128x256) << e;
+  }
+  EXPECT_EQ(tune::transpose_default_variant(1), 16);
+  EXPECT_EQ(tune::transpose_default_variant(4), 14);
+}
+
+// The add-constant's box: rows of up to 1 KB (256 elements at most), narrow rows rounded up to
+// 16 bytes, as many rows as the stage holds (at most 256).
+TEST(KernelPlans, AddConstantBoxKeepsTheMatrixShape) {
+  using detail::elementwise::plan_box;
+  const auto box = [](std::uint32_t e, std::uint64_t cols, std::uint32_t stage) {
+    const auto b = plan_box(e, cols, stage);
+    return std::make_pair(b.cols, b.rows);
+  };
+  EXPECT_EQ(box(4, 32768, 8192), std::make_pair(256u, 8u));   // fp32: 1 KB rows
+  EXPECT_EQ(box(2, 32768, 8192), std::make_pair(256u, 16u));  // bf16: 256 elements = 512 B
+  EXPECT_EQ(box(1, 32768, 8192), std::make_pair(256u, 32u));  // T7: 256 elements at most
+  EXPECT_EQ(box(4, 5, 8192), std::make_pair(8u, 256u));       // 20 B rows -> 32 B, 256 rows
+  EXPECT_EQ(box(8, 1, 8192), std::make_pair(2u, 256u));       // one fp64 -> 16 B
+  EXPECT_EQ(box(4, 300, 32768), std::make_pair(256u, 32u));   // 32 KB stages
 }
 
 TEST(KernelLaunchers, StencilNamesTheArgument) {
@@ -209,15 +250,15 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
             }),
             "in.image_stride_bytes");
   // layouts are 1..36 plus 0 (the default); checked before any device query
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, kStencilVariants}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{0, tune::kStencilVariants}); }),
             "tuning.variant");
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{1, 24}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{1, 24}); }),
             "tuning.ctas_per_sm");
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, -1}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{0, -1}); }),
             "tuning.variant");
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{2, 8}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{2, 8}); }),
             "tuning.ctas_per_sm");
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{-1, 8}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{-1, 8}); }),
             "tuning.ctas_per_sm");
   // a tap past float's range would be inf in a float32 image (fine for float64)
   Filter3x3 huge = f;
@@ -228,9 +269,9 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
             }),
             "filter.taps[0]");
   // panels: not negative, and the row walks (10-13) take their tiles row by row
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 8, -1}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{0, 8, -1}); }),
             "tuning.panel_tiles");
-  EXPECT_EQ(refused([&] { stencil3x3(in, out, f, nullptr, StencilTuning{0, 13, 2}); }),
+  EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{0, 13, 2}); }),
             "tuning.panel_tiles");
 }
 

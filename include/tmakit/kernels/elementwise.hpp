@@ -9,22 +9,12 @@
 
 namespace tmakit {
 
-struct ElementwiseTuning {
-  int ctas_per_sm = 0;  // persistent CTAs per multiprocessor; 0: the layout's default (the
-                        // layouts of one tile per CTA, variant 0 among them, take only 0)
-  int variant = 0;      // box and pipeline shape (0: the default; kernels/elementwise/README.md)
-};
-
-// Layouts ElementwiseTuning::variant may name: 0 .. kElementwiseVariants - 1.
-inline constexpr int kElementwiseVariants = 11;
-
 // out = in + value for every element. `in` and `out` have the same type and shape; they are
 // either the same tensor (same data and strides: in place) or disjoint. `value` is converted
 // to the element type first (int32: must be an integer in range). Rows must be 16-byte
 // aligned (data and row stride); a single row needs no stride. Throws ArgumentError naming
 // the argument before anything is written; CudaError if the launch fails. Asynchronous.
-void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream = nullptr,
-                  const ElementwiseTuning& tuning = {});
+void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream = nullptr);
 
 namespace reference {
 // CPU reference over host memory, same arithmetic as the kernel (bit-exact).
