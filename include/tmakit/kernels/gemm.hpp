@@ -89,9 +89,11 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // 16-byte aligned data and row strides (0: dense); D: 16-byte aligned data, any row stride
 // of whole elements. D must not overlap A or B. alpha * scale_a * scale_b (host values),
 // formed in double, must round to a finite float that is 0 only when the product is (the
-// kernel scales by that float); device-side scales: see GemmScales. Throws ArgumentError
-// naming the argument before anything is written; CudaError if the launch fails.
-// Asynchronous on `stream`.
+// kernel scales by that float); device-side scales: see GemmScales. A, B, D and device-side
+// scales must be memory the current device can use (cudaMalloc, managed, mapped pinned, a
+// peer's with access enabled): malloc'd host memory is refused. Throws ArgumentError naming
+// the argument before anything is written; CudaError if the launch fails. Asynchronous on
+// `stream`.
 // NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) sum partial
 // tiles through a workspace the library keeps per stream (per device and stream handle, and
 // per host thread for cudaStreamPerThread): calls on different streams share nothing and may
