@@ -47,6 +47,8 @@ STUB
   printf '#!/usr/bin/env bash\n[ "$1" = -u ] && echo "$FAKE_UID"\n' >"$bin/id"
   printf '#!/usr/bin/env bash\necho "sudo $*" >>"$FAKE_LOG"\nexec "$@"\n' >"$bin/sudo"
   printf '#!/usr/bin/env bash\necho "nvcc stand-in"\n' >"$bin/nvcc"
+  # python3 -c "import venv, ensurepip": fails when $FAKE_NO_VENV is set
+  printf '#!/usr/bin/env bash\n[ -z "${FAKE_NO_VENV-}" ]\n' >"$bin/python3"
   chmod +x "$bin"/*
   case " ${2-} " in *" nosudo "*) rm "$bin/sudo" ;; esac
   case " ${2-} " in *" nodpkg "*) rm "$bin/dpkg" "$bin/dpkg-query" ;; esac
@@ -146,7 +148,12 @@ run_setup nodpkg "$(make_bin nodpkg nodpkg)" --
 expect nodpkg "exit 1" test $rc -eq 1
 expect nodpkg "says it needs dpkg" has "dpkg not found" "$out"
 
-# 10. no CUDA toolkit: named, exit 1; found through CUDA_HOME when not on PATH
+# 10. a python3 without venv / ensurepip (Debian's without python3-venv): installed with it
+run_setup novenv "$bin" FAKE_NO_VENV=1 --
+expect novenv "installs python3-venv" has_line \
+  "apt-get DEBIAN_FRONTEND=noninteractive install -y -qq --no-install-recommends python3-venv" "$log"
+
+# 11. no CUDA toolkit: named, exit 1; found through CUDA_HOME when not on PATH
 nonvcc=$(make_bin nonvcc nonvcc)
 run_setup nonvcc "$nonvcc" --
 expect nonvcc "exit 1" test $rc -eq 1
