@@ -708,6 +708,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
                : i == kFloorImpl        ? "ceiling"
                                         : "vendor";
       r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
+      r.flops = 2 * s.m * s.n * s.k;
     }
     // Every implementation is checked first: D poisoned, `first` run once, 2048 sampled
     // elements of D compared (the status says what went wrong; `first` may differ from `run`:

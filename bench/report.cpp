@@ -1,6 +1,8 @@
-// Reports of a suite run: the table printed last, JSON, and an SVG bar chart of each case's
-// ratio to the memcpy ceiling, drawn by hand (no plotting library).
+// Reports of a suite run: the table printed last, JSON, and an SVG bar chart drawn by hand (no
+// plotting library): memory-bound cases as a ratio to the memcpy ceiling, GEMMs as speed-up
+// over cuBLASLt FP8 with TFLOP/s.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <map>
@@ -30,7 +32,9 @@ std::string versus(const Result& r, const std::vector<Result>& all) {
   if (r.kind != "tmakit" || !r.ok()) return "";
   std::string out;
   for (const auto& b : all) {
-    if (b.workload != r.workload || !b.ok() || (b.kind != "seed" && b.kind != "vendor" && b.kind != "baseline")) continue;
+    if (b.workload != r.workload || !b.ok() ||
+        (b.kind != "seed" && b.kind != "vendor" && b.kind != "baseline"))
+      continue;
     // NOTE: a ratio of times, not of GB/s: implementations of one workload may move
     // different bytes (fp8 against fp16 GEMM operands).
     out += (out.empty() ? "" : ", ") + b.impl + " " +
@@ -66,8 +70,7 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
         "GEMM: '/stream/' rows time a CUDA graph of back-to-back calls over operand sets "
         "larger than the L2 (per call), and x memcpy (M or N <= 128) is to gemm/memcpy\n\n";
   os << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(10)
-     << "GB" << std::setw(11) << "median" << std::setw(9) << "GB/s" << std::setw(10)
-     << "x memcpy"
+     << "GB" << std::setw(11) << "median" << std::setw(9) << "GB/s" << std::setw(10) << "x memcpy"
      << "  vs baselines / status\n";
   for (const auto& r : results) {
     os << std::left << std::setw(static_cast<int>(width)) << r.id << std::right;
@@ -76,12 +79,13 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
       const std::string median = r.timing.median_ms < 1.0
                                      ? fixed(r.timing.median_ms * 1e3, 1) + " us"
                                      : fixed(r.timing.median_ms, 3) + " ms";
-      os << std::setw(10) << fixed(static_cast<double>(r.bytes) / 1e9, 3) << std::setw(11)
-         << median << std::setw(9) << fixed(r.gbps, 0) << std::setw(10)
+      os << std::setw(10) << fixed(static_cast<double>(r.bytes) / 1e9, 3) << std::setw(11) << median
+         << std::setw(9) << fixed(r.gbps, 0) << std::setw(10)
          << (r.memcpy_gbps > 0 ? fixed(r.gbps / r.memcpy_gbps, 3) : "-") << "  "
          << versus(r, results) << (r.note.empty() ? "" : "  [" + r.note + "]") << "\n";
     } else {
-      os << std::setw(40) << "" << "  " << r.status << "\n";
+      os << std::setw(40) << ""
+         << "  " << r.status << "\n";
     }
   }
 }
@@ -90,8 +94,8 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
                     const std::vector<Result>& results) {
   nlohmann::json j;
   j["device"] = {{"name", device.name},
-                 {"compute_capability", std::to_string(device.cc_major) + "." +
-                                            std::to_string(device.cc_minor)},
+                 {"compute_capability",
+                  std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor)},
                  {"multiprocessors", device.sm_count},
                  {"l2_bytes", device.l2_bytes},
                  {"memory_bytes", device.memory_bytes},
@@ -99,24 +103,25 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
                  {"runtime", device.runtime},
                  {"clocks", device.clocks}};
   j["date"] = device.date;
-  j["method"] = {{"warmup", options.timing.warmup},
-                 {"runs", options.timing.runs},
-                 {"statistic", "median of CUDA-event times"},
-                 {"pairing",
-                  "each implementation timed in interleaved rounds with the memcpy of its "
-                  "buffers (GEMM: with every implementation of its shape); ratios use those"},
-                 {"gemm_stream",
-                  "'/stream/' rows: 24 or more back-to-back calls captured in a CUDA graph, each on "
-                  "the next of several operand sets holding together twice the L2; replays "
-                  "timed like single calls; median replay time divided by the calls"},
-                 {"l2_flush", options.timing.flush_l2},
-                 {"bytes", "each input read once + each output written once"},
-                 {"quick", options.quick},
-                 {"filter", options.filter}};
+  j["method"] = {
+      {"warmup", options.timing.warmup},
+      {"runs", options.timing.runs},
+      {"statistic", "median of CUDA-event times"},
+      {"pairing",
+       "each implementation timed in interleaved rounds with the memcpy of its "
+       "buffers (GEMM: with every implementation of its shape); ratios use those"},
+      {"gemm_stream",
+       "'/stream/' rows: 24 or more back-to-back calls captured in a CUDA graph, each on "
+       "the next of several operand sets holding together twice the L2; replays "
+       "timed like single calls; median replay time divided by the calls"},
+      {"l2_flush", options.timing.flush_l2},
+      {"bytes", "each input read once + each output written once"},
+      {"quick", options.quick},
+      {"filter", options.filter}};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) {
-    nlohmann::json row = {{"id", r.id},         {"workload", r.workload}, {"impl", r.impl},
-                          {"kind", r.kind},     {"bytes", r.bytes},       {"status", r.status},
+    nlohmann::json row = {{"id", r.id},     {"workload", r.workload}, {"impl", r.impl},
+                          {"kind", r.kind}, {"bytes", r.bytes},       {"status", r.status},
                           {"note", r.note}};
     if (r.ok()) {
       row["median_ms"] = r.timing.median_ms;
@@ -126,6 +131,10 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
       row["gbps"] = r.gbps;
       row["memcpy_gbps"] = r.memcpy_gbps;
       if (r.memcpy_gbps > 0) row["ratio_to_memcpy"] = r.gbps / r.memcpy_gbps;
+      if (r.flops > 0) {
+        row["flops"] = r.flops;
+        row["tflops"] = static_cast<double>(r.flops) / (r.timing.median_ms * 1e-3) * 1e-12;
+      }
     }
     rows.push_back(row);
   }
@@ -133,48 +142,113 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
   return j.dump(2) + "\n";
 }
 
-std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results) {
-  std::vector<const Result*> rows;
-  for (const auto& r : results) {
-    if (r.ok() && r.kind != "ceiling" && r.memcpy_gbps > 0) rows.push_back(&r);
+namespace {
+
+// One bar of a chart: a label, the bar's value on the chart's axis and the text beside it.
+struct Bar {
+  std::string label;
+  double value;
+  std::string text;
+  const char* color;
+};
+
+// The baseline a GEMM row of tmakit is compared with: cuBLASLt FP8 in the same accumulation
+// mode, in the same workload (call by call, or the same stream of calls).
+const Result* cublaslt_twin(const Result& r, const std::vector<Result>& all) {
+  const bool fast = r.impl.size() > 5 && r.impl.compare(r.impl.size() - 5, 5, "-fast") == 0;
+  const std::string want = fast ? "cublaslt-fp8-fast" : "cublaslt-fp8";
+  for (const auto& b : all) {
+    if (b.workload == r.workload && b.impl == want && b.ok()) return &b;
   }
-  constexpr int kLabel = 430;   // label column, px
-  constexpr int kPlot = 520;    // bar area for ratios 0 .. kMaxRatio
+  return nullptr;
+}
+
+// A panel of horizontal bars from 0 to `max_value`, grid lines every `step`, a red line at
+// `reference`; returns the height drawn.
+int draw_panel(std::ostringstream& s, int top, const std::string& title,
+               const std::vector<Bar>& bars, double max_value, double step, double reference) {
+  constexpr int kLabel = 430;  // label column, px
+  constexpr int kPlot = 520;   // bar area
   constexpr int kRow = 20;
-  constexpr int kTop = 60;
-  constexpr double kMaxRatio = 1.2;
-  const int height = kTop + kRow * static_cast<int>(rows.size()) + 40;
-  const int width = kLabel + kPlot + 80;
-  const auto x_of = [&](double ratio) {
-    return kLabel + static_cast<int>(std::min(ratio, kMaxRatio) / kMaxRatio * kPlot);
+  const auto x_of = [&](double v) {
+    return kLabel + static_cast<int>(std::clamp(v, 0.0, max_value) / max_value * kPlot);
   };
-  std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" font-family=\"monospace\" font-size=\"12\">\n";
-  s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s << "<text x=\"10\" y=\"20\" font-size=\"14\">tmakit bench: GB/s as a fraction of device "
-       "memcpy (same buffers, same run)</text>\n";
-  s << "<text x=\"10\" y=\"38\">" << xml_escape(header(device)) << "</text>\n";
-  // grid lines at 0.25 steps, the ceiling at 1.0 in red
-  for (double g = 0; g <= kMaxRatio + 1e-9; g += 0.25) {
+  const int rows_top = top + 24;
+  const int axis_y = rows_top + kRow * static_cast<int>(bars.size()) + 4;
+  s << "<text x=\"10\" y=\"" << top + 12 << "\" font-size=\"13\">" << xml_escape(title)
+    << "</text>\n";
+  for (double g = 0; g <= max_value + 1e-9; g += step) {
     const int x = x_of(g);
-    s << "<line x1=\"" << x << "\" y1=\"" << kTop - 8 << "\" x2=\"" << x << "\" y2=\""
-      << height - 30 << "\" stroke=\"" << (std::abs(g - 1.0) < 1e-9 ? "#c00" : "#ddd")
-      << "\"/>\n";
-    s << "<text x=\"" << x - 10 << "\" y=\"" << height - 14 << "\">" << fixed(g, 2)
-      << "</text>\n";
+    s << "<line x1=\"" << x << "\" y1=\"" << rows_top - 4 << "\" x2=\"" << x << "\" y2=\"" << axis_y
+      << "\" stroke=\"" << (std::abs(g - reference) < 1e-9 ? "#c00" : "#ddd") << "\"/>\n";
+    s << "<text x=\"" << x - 10 << "\" y=\"" << axis_y + 14 << "\">" << fixed(g, 2) << "</text>\n";
   }
-  int y = kTop;
-  for (const Result* r : rows) {
-    const double ratio = r->gbps / r->memcpy_gbps;
-    const char* color = r->kind == "tmakit" ? "#2b6cb0" : r->kind == "seed" ? "#999" : "#d69e2e";
-    s << "<text x=\"10\" y=\"" << y + 13 << "\">" << xml_escape(r->id) << "</text>\n";
-    s << "<rect x=\"" << kLabel << "\" y=\"" << y + 3 << "\" width=\"" << x_of(ratio) - kLabel
-      << "\" height=\"" << kRow - 6 << "\" fill=\"" << color << "\"/>\n";
-    s << "<text x=\"" << x_of(ratio) + 4 << "\" y=\"" << y + 13 << "\">" << fixed(ratio, 3)
+  int y = rows_top;
+  for (const Bar& b : bars) {
+    s << "<text x=\"10\" y=\"" << y + 13 << "\">" << xml_escape(b.label) << "</text>\n";
+    s << "<rect x=\"" << kLabel << "\" y=\"" << y + 3 << "\" width=\"" << x_of(b.value) - kLabel
+      << "\" height=\"" << kRow - 6 << "\" fill=\"" << b.color << "\"/>\n";
+    s << "<text x=\"" << x_of(b.value) + 4 << "\" y=\"" << y + 13 << "\">" << xml_escape(b.text)
       << "</text>\n";
     y += kRow;
   }
+  return axis_y + 24 - top;
+}
+
+}  // namespace
+
+std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results) {
+  // Each family in its own unit: memory-bound workloads as a fraction of the device copy of
+  // the same buffers; GEMMs (cases that declare FLOPs) as speed-up over cuBLASLt FP8 in the
+  // same mode, with TFLOP/s beside the bar. Bytes alone would misjudge a GEMM: cuBLAS FP16
+  // moves twice the bytes of an FP8 GEMM of the same shape.
+  std::vector<Bar> memory;
+  std::vector<Bar> gemm;
+  double gemm_max = 1.5;
+  for (const auto& r : results) {
+    if (!r.ok() || r.kind == "ceiling") continue;
+    if (r.flops == 0) {
+      if (r.memcpy_gbps <= 0) continue;
+      const double ratio = r.gbps / r.memcpy_gbps;
+      memory.push_back({r.id, ratio, fixed(ratio, 3),
+                        r.kind == "tmakit" ? "#2b6cb0"
+                        : r.kind == "seed" ? "#999"
+                                           : "#d69e2e"});
+    } else if (r.kind == "tmakit") {
+      const double tflops = static_cast<double>(r.flops) / (r.timing.median_ms * 1e-3) * 1e-12;
+      const Result* base = cublaslt_twin(r, results);
+      if (base == nullptr) {
+        gemm.push_back({r.id, 0.0, "no cuBLASLt row; " + fixed(tflops, 0) + " TFLOP/s", "#2b6cb0"});
+        continue;
+      }
+      const double speedup = base->timing.median_ms / r.timing.median_ms;
+      gemm_max = std::max(gemm_max, std::ceil(speedup * 4) / 4);
+      gemm.push_back({r.id, speedup,
+                      fixed(speedup, 2) + "x " + base->impl + ", " + fixed(tflops, 0) + " TFLOP/s",
+                      speedup >= 1.0 ? "#2b6cb0" : "#90cdf4"});
+    }
+  }
+  std::ostringstream body;
+  int y = 50;
+  if (!memory.empty()) {
+    y += draw_panel(body, y,
+                    "Memory-bound: GB/s as a fraction of device memcpy (same buffers, same run)",
+                    memory, 1.2, 0.25, 1.0);
+  }
+  if (!gemm.empty()) {
+    y += draw_panel(body, y,
+                    "FP8 GEMM: speed-up over cuBLASLt FP8 in the same accumulation mode (same "
+                    "run), TFLOP/s beside",
+                    gemm, gemm_max, 0.25, 1.0);
+  }
+  const int width = 430 + 520 + 330;
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << y + 10
+    << "\" font-family=\"monospace\" font-size=\"12\">\n";
+  s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s << "<text x=\"10\" y=\"20\" font-size=\"14\">tmakit bench</text>\n";
+  s << "<text x=\"10\" y=\"38\">" << xml_escape(header(device)) << "</text>\n";
+  s << body.str();
   s << "</svg>\n";
   return s.str();
 }

@@ -31,6 +31,7 @@ struct Result {
   std::string impl;      // "tmakit", "memcpy", "seed-batched", "cublas-geam", ...
   std::string kind;      // "ceiling", "tmakit", "seed", "vendor"
   std::uint64_t bytes = 0;  // each input read once + each output written once
+  std::uint64_t flops = 0;  // the work the case declares: 2 M N K for a GEMM; 0: memory-bound
   // "ok", "FAILED: ...", "error: ...", "baseline unavailable: ..." (a library missing) or
   // "n/a: ..." (the case does not apply to this shape)
   std::string status;

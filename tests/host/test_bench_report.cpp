@@ -1,4 +1,5 @@
-// The benchmark report's table on hand-made results (no GPU): units, ratios, failures.
+// The benchmark report on hand-made results (no GPU): the table's units, ratios and failures,
+// the plot's families and units.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -82,6 +83,54 @@ TEST(BenchReport, AFailedCaseShowsItsStatusInsteadOfFigures) {
   const std::string t = table({bad});
   EXPECT_NE(t.find("FAILED: 3 wrong elements"), std::string::npos) << t;
   EXPECT_EQ(t.find(" ms"), std::string::npos) << t;
+}
+
+
+std::string svg(const std::vector<Result>& results) {
+  DeviceInfo d;
+  d.name = "Test GPU";
+  return to_svg(d, results);
+}
+
+Result gemm_row(const std::string& workload, const std::string& impl, const std::string& kind,
+                double median_ms) {
+  Result r = made(workload, impl, kind, median_ms, 100, 0);
+  r.flops = 2ull * 4096 * 4096 * 4096;  // 137.4 GFLOP
+  return r;
+}
+
+// Each family in its own unit: a memory-bound row as its fraction of memcpy; a GEMM row of
+// tmakit as its speed-up over cuBLASLt FP8 of the same mode and workload, with TFLOP/s; vendor
+// GEMM rows (cuBLAS FP16 moves twice the bytes) get no bar of their own.
+TEST(BenchReport, PlotShowsEachFamilyInItsOwnUnit) {
+  const std::string w = "gemm/fp8/m4096n4096k4096";
+  const std::string plot =
+      svg({made("add/int32/8x8", "memcpy", "ceiling", 2.0, 4000, 4000),
+           made("add/int32/8x8", "tmakit", "tmakit", 2.153, 3716, 4000),
+           gemm_row(w, "tmakit", "tmakit", 0.100), gemm_row(w, "cublaslt-fp8", "vendor", 0.125),
+           gemm_row(w, "tmakit-fast", "tmakit", 0.100),
+           gemm_row(w, "cublaslt-fp8-fast", "vendor", 0.095),
+           gemm_row(w, "cublas-fp16", "vendor", 0.200),
+           gemm_row(w + "/stream", "tmakit", "tmakit", 0.110),
+           gemm_row(w + "/stream", "cublaslt-fp8", "vendor", 0.121)});
+  EXPECT_NE(plot.find("Memory-bound: GB/s as a fraction of device memcpy"), std::string::npos);
+  EXPECT_NE(plot.find(">0.929<"), std::string::npos) << plot;  // 3716 / 4000
+  EXPECT_NE(plot.find("speed-up over cuBLASLt FP8"), std::string::npos);
+  // 0.125 / 0.100 against the promoted baseline, 1374 TFLOP/s at 0.1 ms
+  EXPECT_NE(plot.find("1.25x cublaslt-fp8, 1374 TFLOP/s"), std::string::npos) << plot;
+  // the fast mode against cuBLASLt's fast mode, not the promoted one
+  EXPECT_NE(plot.find("0.95x cublaslt-fp8-fast, 1374 TFLOP/s"), std::string::npos) << plot;
+  // the stream row against the stream row of cuBLASLt
+  EXPECT_NE(plot.find("1.10x cublaslt-fp8, 1249 TFLOP/s"), std::string::npos) << plot;
+  EXPECT_EQ(plot.find(">" + w + "/cublas-fp16<"), std::string::npos) << plot;
+  EXPECT_EQ(plot.find(">" + w + "/cublaslt-fp8<"), std::string::npos) << plot;
+}
+
+// A GEMM row whose baseline did not run says so instead of drawing a ratio.
+TEST(BenchReport, PlotNamesAMissingGemmBaseline) {
+  const std::string plot = svg({gemm_row("gemm/fp8/m1n4096k4096", "tmakit", "tmakit", 0.01)});
+  EXPECT_NE(plot.find("no cuBLASLt row"), std::string::npos) << plot;
+  EXPECT_EQ(plot.find("Memory-bound"), std::string::npos) << plot;
 }
 
 }  // namespace
