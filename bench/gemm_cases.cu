@@ -14,7 +14,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <regex>
 
 #include "gemm_cases.hpp"
 
@@ -159,7 +158,7 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
 }
 
 bool selected(const SuiteOptions& o, const std::string& id) {
-  return o.filter.empty() || std::regex_search(id, std::regex(o.filter));
+  return filter_selects(o.filter, id);
 }
 // An implementation of a workload runs when the filter selects either of its rows.
 bool case_selected(const SuiteOptions& o, const std::string& workload, const std::string& impl) {

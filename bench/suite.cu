@@ -490,27 +490,6 @@ bool glob_matches(std::string_view glob, std::string_view text) {
   return g == glob.size();
 }
 
-// NOTE: the GEMM cases (gemm_cases.cu) take SuiteOptions::filter as a regular expression; they
-// get the ids the glob selects as a regex of literal alternatives instead (no quantifier, so
-// nothing to backtrack), or one that selects nothing.
-SuiteOptions gemm_options(const SuiteOptions& options) {
-  SuiteOptions o = options;
-  if (options.filter.empty()) return o;
-  o.filter.clear();
-  std::string alternatives;
-  for (const auto& id : list_gemm_cases(o)) {
-    if (!filter_selects(options.filter, id)) continue;
-    if (!alternatives.empty()) alternatives += '|';
-    for (char c : id) {
-      if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos)
-        alternatives += '\\';
-      alternatives += c;
-    }
-  }
-  o.filter = alternatives.empty() ? std::string("$^") : "^(?:" + alternatives + ")$";
-  return o;
-}
-
 }  // namespace
 
 bool filter_selects(std::string_view filter, std::string_view id) {
@@ -556,7 +535,7 @@ std::vector<std::string> list_cases(const SuiteOptions& options) {
       if (filter_selects(options.filter, id)) ids.push_back(id);
     }
   }
-  const auto gemm = list_gemm_cases(gemm_options(options));
+  const auto gemm = list_gemm_cases(options);
   ids.insert(ids.end(), gemm.begin(), gemm.end());
   return ids;
 }
@@ -578,7 +557,7 @@ std::vector<Result> run_suite(const SuiteOptions& options) {
   for (const auto& [w, impls] : plan) run_workload(s, w, impls);
   std::vector<Result> results = std::move(s.results());
   // The FP8 GEMM cases (bench/gemm_cases.cu) after the memory-bound ones.
-  auto gemm = run_gemm_cases(gemm_options(options));
+  auto gemm = run_gemm_cases(options);
   results.insert(results.end(), std::make_move_iterator(gemm.begin()),
                  std::make_move_iterator(gemm.end()));
   return results;
