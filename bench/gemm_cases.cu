@@ -80,7 +80,7 @@ int stream_sets(std::uint64_t set_bytes, std::size_t l2_bytes) {
 }
 
 // Shapes whose time is bound by memory (the larger operand streams once, little reuse): their
-// rows carry the ratio to the memcpy ceiling (the issue's target for M <= 128).
+// rows carry the ratio to the memcpy ceiling (the target for M <= 128, kernels/gemm/README.md).
 bool memory_bound(const Shape& s) { return std::min(s.m, s.n) <= 128; }
 
 // One shape's operands: `sets` copies of A and B (e4m3) and D (bf16), and the fp16 twins

@@ -20,7 +20,7 @@ struct SuiteOptions {
   TimingOptions timing;
   bool quick = false;     // small shapes: a smoke run, not figures to quote
   bool tune = false;      // add tuning variants of tmakit's kernels (ids "...tmakit:<knob>")
-  // GEMM shapes (M, N, K) to run instead of the list; empty: the list
+  // GEMM shapes (M, N, K) to run instead of the built-in list; empty: that list
   std::vector<std::array<std::uint64_t, 3>> gemm_shapes;
   std::ostream* progress = nullptr;
 };

@@ -129,7 +129,7 @@ struct Picture {
   std::size_t row_bytes = 0;
 };
 
-// The load's footprint window as the format defines it.
+// The load's footprint window, in the format the output documents (docs/model.md).
 Picture simulate_load(const tmakit::TensorMapSpec& spec, const std::vector<std::uint8_t>& global,
                       const model::Coords& coords) {
   const model::SharedBytes s = model::load_tiled(spec, global, coords, 0);
