@@ -58,11 +58,7 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
                   const ElementwiseTuning& tuning) {
   using namespace detail::elementwise;
   check_arguments(in, out);
-  if (tuning.variant < 0 || tuning.variant >= kVariants) {
-    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
-                                              " is not a layout; use 0.." +
-                                              std::to_string(kVariants - 1));
-  }
+  check_variant(tuning.variant, kVariants);
   detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
   const LabLayout& layout = kLayouts[tuning.variant];
   (void)make_constant(in.type, value);

@@ -372,11 +372,7 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
                 const StencilTuning& tuning) {
   using namespace detail::stencil3x3;
   check_arguments(in, out, filter);
-  if (tuning.variant < 0 || tuning.variant >= kVariants) {
-    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
-                                              " is not a layout; use 0.." +
-                                              std::to_string(kVariants - 1));
-  }
+  check_variant(tuning.variant, kVariants);
   detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
   detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   if (tuning.panel_tiles > 1 && is_row_walk(tuning.variant)) {

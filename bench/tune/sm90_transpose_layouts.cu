@@ -82,11 +82,7 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
                const TransposeTuning& tuning) {
   using namespace detail::transpose;
   check_arguments(in, out);
-  if (tuning.variant < 0 || tuning.variant >= kVariants) {
-    throw ArgumentError("tuning.variant", std::to_string(tuning.variant) +
-                                              " is not a layout; use 0.." +
-                                              std::to_string(kVariants - 1));
-  }
+  check_variant(tuning.variant, kVariants);
   detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
   detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   const auto esize = static_cast<std::uint32_t>(in.element_size());

@@ -7,12 +7,21 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
 
 namespace tmakit::tune {
+
+// Refuses a layout number outside 0 .. count - 1, naming the knob (tuning.variant).
+inline void check_variant(int variant, int count) {
+  if (variant < 0 || variant >= count) {
+    throw ArgumentError("tuning.variant", std::to_string(variant) + " is not a layout; use 0.." +
+                                              std::to_string(count - 1));
+  }
+}
 
 // ---- add-constant (bench/tune/sm90_elementwise_layouts.cu) --------------------------------
 struct ElementwiseTuning {
