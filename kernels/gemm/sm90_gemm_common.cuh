@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "gemm_small_m.hpp"
+#include "gemm_launch.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_common {

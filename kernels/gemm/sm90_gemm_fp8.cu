@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "gemm_small_m.hpp"
+#include "gemm_launch.hpp"
 #include "sm90_gemm_common.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/pipeline.hpp"
@@ -752,6 +752,14 @@ void release_stream_workspace(cudaStream_t stream) {
   all.entries.erase(it);
 }
 
+void check_config(const GemmTuning& tuning) {
+  if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
+    throw ArgumentError("tuning.config", std::to_string(tuning.config) +
+                                             " is not a configuration; use -1 or 0.." +
+                                             std::to_string(kGemmConfigs - 1));
+  }
+}
+
 void check_splits(const GemmTuning& tuning, std::uint64_t k) {
   const std::uint64_t k_blocks = (k + kBlockK - 1) / kBlockK;
   if (tuning.splits < 0 || static_cast<std::uint64_t>(tuning.splits) > k_blocks) {
@@ -831,11 +839,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   if (sm_count < 1) {
     throw ArgumentError("sm_count", std::to_string(sm_count) + " is not a multiprocessor count");
   }
-  if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
-    throw ArgumentError("tuning.config", std::to_string(tuning.config) +
-                                             " is not a configuration; use -1 or 0.." +
-                                             std::to_string(kGemmConfigs - 1));
-  }
+  check_config(tuning);
   const std::int64_t k_blocks = static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK);
   check_splits(tuning, k);
   check_accumulation(tuning);
@@ -981,11 +985,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   if (detail::overlaps(d, a) || detail::overlaps(d, b)) {
     throw ArgumentError("d.data", "overlaps a or b; D must be separate memory");
   }
-  if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
-    throw ArgumentError("tuning.config", std::to_string(tuning.config) +
-                                             " is not a configuration; use -1 or 0.." +
-                                             std::to_string(kGemmConfigs - 1));
-  }
+  check_config(tuning);
   check_splits(tuning, k);  // before the device is asked for its SM count
   check_accumulation(tuning);
   check_config_tuning(tuning.config, tuning);

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "gemm_small_m.hpp"
+#include "gemm_launch.hpp"
 #include "sm90_gemm_common.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/pipeline.hpp"
@@ -25,7 +25,7 @@ namespace tmakit::detail::gemm_small_m {
 using gemm_common::kBlockK;
 using gemm_common::kWgmmaK;
 using gemm_common::to_out;
-constexpr int kRowsB = 64;    // rows of B per CTA: wgmma's M
+constexpr int kRowsB = kSmallMRowsB;  // rows of B per CTA: wgmma's M
 constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 1: wgmma
 
 template <int MP>
@@ -341,48 +341,6 @@ void launch_type(int mp, const Params& p, unsigned tiles, unsigned ranks, cudaSt
 }  // namespace tmakit::detail::gemm_small_m
 
 namespace tmakit::detail {
-
-int small_m_padded(std::uint64_t m) {
-  for (int mp : {8, 16, 32, 64, 128}) {
-    if (m <= static_cast<std::uint64_t>(mp)) return mp;
-  }
-  return 0;
-}
-
-int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
-  // NOTE: measured on H200 (README): clusters only pay when the tiles alone would leave most
-  // SMs idle; with half of them busy, one CTA per tile was as fast or faster.
-  const std::uint64_t tiles = (n + gemm_small_m::kRowsB - 1) / gemm_small_m::kRowsB;
-  for (int s : {8, 4, 2}) {
-    if (static_cast<std::uint64_t>(s) <= k_blocks &&
-        tiles * s <= static_cast<std::uint64_t>(sm_count) / 2) {
-      return s;
-    }
-  }
-  return 1;
-}
-
-int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
-                     double dram_bytes_per_second) {
-  // NOTE: measured in streams of calls (kernels/gemm/EXPERIMENTS.md, 2026-11-22 14:4xZ-15:0xZ).
-  // In clusters 4 k-blocks paid on both parts in runs of GEMMs alone (H100: 64x1024x4096 5.16
-  // -> 4.88 us, 16x1024x4096 4.22 -> 3.94; H200: 4.92 -> 4.75, 3.95 -> 3.88; not timed after
-  // the memory-bound workloads, see below). At one CTA per tile on H100, 4 took M =
-  // 32 / 64 from 7.98 / 8.41 to 7.81 / 8.25 and 2 took 128x7168x2048 from 8.40 to 8.20, in
-  // every context measured; at M <= 16 a prefetch helped in runs of GEMMs alone (M = 1: 7.20
-  // -> 7.00 with 8) and hurt after the memory-bound workloads (7.23 -> 7.36), so none there.
-  // On H200 the late start of the next kernel cost more than any prefetch gave at one CTA per
-  // tile (M = 1: 6.16 us without, 6.35 starting late, 6.4-6.7 with 2-16 k-blocks).
-  // Never more than half of a rank's k-blocks.
-  int depth = 0;
-  if (splits > 1) {
-    depth = 4;
-  } else if (dram_bytes_per_second < 4e12) {
-    depth = m <= 16 ? 0 : m <= 64 ? 4 : 2;
-  }
-  return static_cast<int>(
-      std::min<std::uint64_t>(static_cast<std::uint64_t>(depth), rank_k_blocks / 2));
-}
 
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
                              const GemmKernelScale& scale,

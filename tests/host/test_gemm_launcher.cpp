@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm/gemm_small_m.hpp"
+#include "gemm/gemm_launch.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
@@ -222,6 +222,33 @@ TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
   std::string msg;
   EXPECT_EQ(refused([&] { gemm_fp8(a, o.b, d); }, &msg), "a.rows");
   EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
+}
+
+// The small-M kernel's plan (gemm_launch.hpp): pure functions of the shape and the device.
+TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
+  using namespace detail;
+  EXPECT_EQ(small_m_padded(1), 8);
+  EXPECT_EQ(small_m_padded(8), 8);
+  EXPECT_EQ(small_m_padded(9), 16);
+  EXPECT_EQ(small_m_padded(37), 64);
+  EXPECT_EQ(small_m_padded(128), 128);
+  EXPECT_EQ(small_m_padded(129), 0);  // not the small-M kernel's
+  // clusters only while the CTAs stay within half of the SMs (132 here): N = 4096 is 64
+  // tiles of 64 rows, so one CTA per tile; N = 1024 (16 tiles) takes clusters of 4 (64 CTAs)
+  EXPECT_EQ(small_m_splits(4096, 32, 132), 1);
+  EXPECT_EQ(small_m_splits(1024, 32, 132), 4);
+  EXPECT_EQ(small_m_splits(512, 32, 132), 8);
+  EXPECT_EQ(small_m_splits(512, 2, 132), 2);  // never more splits than k-blocks
+  EXPECT_EQ(small_m_splits(64, 1, 132), 1);
+  // prefetch depth: 4 k-blocks in clusters; at one CTA per tile on H100-class memory 4 for
+  // 16 < M <= 64 and 2 above, none at M <= 16 or on H200-class memory; at most half a rank's
+  constexpr double h100 = 3.35e12, h200 = 4.8e12;
+  EXPECT_EQ(small_m_prefetch(16, 32, 4, h200), 4);
+  EXPECT_EQ(small_m_prefetch(16, 6, 4, h100), 3);
+  EXPECT_EQ(small_m_prefetch(16, 32, 1, h100), 0);
+  EXPECT_EQ(small_m_prefetch(32, 32, 1, h100), 4);
+  EXPECT_EQ(small_m_prefetch(128, 32, 1, h100), 2);
+  EXPECT_EQ(small_m_prefetch(64, 32, 1, h200), 0);
 }
 
 TEST(GemmPlan, RefusesEmptyShapesAndBadKnobs) {

@@ -1,7 +1,9 @@
-// What the two GEMM translation units share: the small-M FP8 GEMM (sm90_gemm_fp8_small_m.cu,
-// configuration 3 of kernels/gemm/README.md), called by gemm_fp8 once it has checked every
-// argument, the scale both the kernels and the CPU reference apply, and the per-thread memo
-// of the last call's launch (GemmCallKey, LastCall) both launchers keep.
+// The FP8 GEMM's launch header: what its launcher (sm90_gemm_fp8.cu, the one public entry
+// gemm_fp8) shares with the small-M kernel's launch (sm90_gemm_fp8_small_m.cu, configuration 3
+// of kernels/gemm/README.md): the small-M plan (pure functions, tested on the host), the
+// scales (gemm_launch.cpp; the CPU reference applies the same one), the per-thread memo of the
+// last call's launch (GemmCallKey, LastCall), and the small-M launch itself, called once
+// gemm_fp8 has checked every argument.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +14,9 @@
 #include "tmakit/kernels/tensor_ref.hpp"
 
 namespace tmakit::detail {
+
+// Rows of B (columns of D) per small-M CTA: wgmma's M.
+inline constexpr int kSmallMRowsB = 64;
 
 // M rounded up to the kernel's widths 8, 16, 32, 64, 128; 0 when M > 128.
 int small_m_padded(std::uint64_t m);
