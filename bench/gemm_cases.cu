@@ -629,6 +629,9 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   std::vector<Result> out;
   cudaStream_t stream = nullptr;
   TMAKIT_CUDA_CHECK(cudaStreamCreate(&stream));
+  // destroyed on every way out, an exception's included
+  const std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_owner(
+      stream, cudaStreamDestroy);
   Timer timer(options.timing, stream);
   double memcpy_gbps = 0;  // the device's copy rate: the ceiling of memory-bound shapes
   int device = 0;
@@ -654,12 +657,13 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
     memcpy_gbps = out.back().gbps;
   }
   Vendor& v = vendor();
-  float* scales = nullptr;  // device: scale_a, scale_b (cuBLASLt reads them from there)
-  const GemmScales sc{0.75f, 1.5f, 0.5f};
+  // device: scale_a, scale_b (cuBLASLt reads them from there)
   // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
-  TMAKIT_CUDA_CHECK(cudaMalloc(&scales, 8 * sizeof(float)));
-  unsigned* floor_sink = nullptr;  // bytes_floor's never-taken branch writes here
-  TMAKIT_CUDA_CHECK(cudaMalloc(&floor_sink, sizeof(unsigned)));
+  const DeviceBuffer scale_buffer(8 * sizeof(float));
+  auto* const scales = static_cast<float*>(scale_buffer.get());
+  const GemmScales sc{0.75f, 1.5f, 0.5f};
+  const DeviceBuffer floor_sink_buffer(sizeof(unsigned));  // bytes_floor's never-taken branch
+  auto* const floor_sink = static_cast<unsigned*>(floor_sink_buffer.get());  // writes here
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
   const float scale = sc.alpha * sc.scale_a * sc.scale_b;
@@ -979,9 +983,6 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       out.push_back(r);
     }
   }
-  cudaFree(scales);
-  cudaFree(floor_sink);
-  cudaStreamDestroy(stream);
   return out;
 }
 
