@@ -66,6 +66,20 @@ template <class Explain>
   broken(id, 0, [&] { return Explained{message, std::nullopt}; });
 }
 
+// "use 24 or 28": the chosen value and, when it is one of the two nearest values of `given`
+// whose rows are whole 16-byte chunks (`per16` elements each), the other of the two too.
+std::string use_whole_chunks(std::int64_t chosen, std::int64_t given, std::int64_t per16) {
+  const std::int64_t lo = given / per16 * per16, hi = lo + per16;
+  std::string use = "use " + to_string(chosen);
+  for (std::int64_t other : {lo, hi}) {
+    if (other != chosen && other > 0 && other <= 256 && (chosen == lo || chosen == hi)) {
+      use = "use " + to_string(std::min(chosen, other)) + " or " +
+            to_string(std::max(chosen, other));
+    }
+  }
+  return use;
+}
+
 std::string shown(const std::optional<std::int64_t>& v) {
   return v ? std::to_string(*v) : std::string("a value in range");
 }
@@ -386,15 +400,8 @@ void t7_box_dims(const TensorMapSpec& s) {
       // The two nearest widths whose rows are whole 16-byte chunks, the chosen one first.
       const std::int64_t per16 = 16 / esize(s);
       const auto fix = choose(s, "T7", kT7Chunks, Field::box, 0, nearest(s.box_dim[0], 1, 256));
-      const std::int64_t lo = s.box_dim[0] / per16 * per16, hi = lo + per16;
-      std::string use = "use " + to_string(fix.value());
-      for (std::int64_t other : {lo, hi}) {
-        if (other != fix.value() && other > 0 && other <= 256 &&
-            (fix.value() == lo || fix.value() == hi)) {
-          use = "use " + to_string(std::min(fix.value(), other)) + " or " +
-                to_string(std::max(fix.value(), other));
-        }
-      }
+      const std::string use =
+          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.box_dim[0]), per16);
       return Explained{"boxDim[0]*" + to_string(esize(s)) + " = " + to_string(bytes) +
                            " bytes is not a multiple of 16; " + use,
                        fix_of(Field::box, 0, fix)};
@@ -583,15 +590,8 @@ void x3_im2col_box(const TensorMapSpec& s) {
       const std::int64_t per16 = 16 / esize(s);
       const auto fix =
           choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
-      const std::int64_t lo = s.channels_per_pixel / per16 * per16, hi = lo + per16;
-      std::string use = "use " + to_string(fix.value());
-      for (std::int64_t other : {lo, hi}) {
-        if (other != fix.value() && other > 0 && other <= 256 &&
-            (fix.value() == lo || fix.value() == hi)) {
-          use = "use " + to_string(std::min(fix.value(), other)) + " or " +
-                to_string(std::max(fix.value(), other));
-        }
-      }
+      const std::string use =
+          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16);
       return Explained{"channelsPerPixel*" + to_string(esize(s)) + " = " + to_string(row) +
                            " bytes is not a multiple of 16; " + use,
                        fix_of(Field::channels, 0, fix)};
