@@ -167,6 +167,25 @@ void run_pipeline_stress(std::uint32_t ctas, std::uint32_t full_steps) {
   expect_every_tile_once(seen.download(), errors.download()[0], ctas, steps, kConsumerWarps, 1);
 }
 
+// PipelineState's bookkeeping is host code too: advance walks the ring and flips the parity
+// at each wrap; behind(n) is exactly the state n advances earlier (no GPU needed).
+TEST(DevicePipeline, StateBehindIsTheStateNTripsBack) {
+  constexpr int kStages = 3;
+  std::vector<PipelineState<kStages>> history;
+  PipelineState<kStages> st;
+  for (int t = 0; t < 20; ++t) {
+    history.push_back(st);
+    for (std::uint32_t n = 0; n < kStages && n <= static_cast<std::uint32_t>(t); ++n) {
+      const PipelineState<kStages> back = st.behind(n);
+      EXPECT_EQ(back.stage, history[t - n].stage) << "trip " << t << " n " << n;
+      EXPECT_EQ(back.parity, history[t - n].parity) << "trip " << t << " n " << n;
+    }
+    st.advance();
+  }
+  EXPECT_EQ(st.stage, 20u % kStages);
+  EXPECT_EQ(st.parity, (20u / kStages) & 1u);
+}
+
 TEST(DevicePipeline, StressOneToEightStages) {
   TMAKIT_REQUIRE_GPU();
   run_pipeline_stress<1>(4, 500);

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "tmakit/device/debug.hpp"
+#include "tmakit/ptx/barrier.hpp"
 #include "tmakit/ptx/cluster.hpp"
 #include "tmakit/ptx/fence.hpp"
 #include "tmakit/ptx/mbarrier.hpp"
@@ -109,6 +110,12 @@ class alignas(8) Barrier {
 // After one thread initialised barriers, before any other thread or a TMA uses them:
 // makes the init visible to the async proxy and to the cluster (without it: a hang or lost data).
 // Follow with __syncthreads() (one CTA) or cluster_sync() (a cluster).
+// A named barrier among `threads` threads of this CTA (a multiple of 32; id 1..15, 0 being
+// __syncthreads'): e.g. the consumer warps of a warp-specialised kernel, without the producer.
+__device__ __forceinline__ void named_barrier_sync(std::uint32_t id, std::uint32_t threads) {
+  ptx::bar_sync(id, threads);
+}
+
 __device__ __forceinline__ void fence_barrier_init() {
   ptx::fence_mbarrier_init_release_cluster();
 }
@@ -132,6 +139,18 @@ struct PipelineState {
       stage = 0;
       parity ^= 1u;
     }
+  }
+
+  // The state `n` trips back (0 <= n < Stages): e.g. the stage a consumer frees n tiles late.
+  __device__ __host__ PipelineState behind(std::uint32_t n) const {
+    PipelineState s = *this;
+    if (stage >= n) {
+      s.stage = stage - n;
+    } else {
+      s.stage = stage + Stages - n;
+      s.parity ^= 1u;
+    }
+    return s;
   }
 };
 

@@ -31,21 +31,19 @@
 // An Op supplies: Params; kStages, kOutStages, kReleaseLag, kConsumerWarps, kInBytes, (kRun,)
 // kOutBytes; tile_count(p), tx_bytes(p), prefetch(p), load(...), compute(...), store(...),
 // store_tail(...). The kernels keep the anatomy (static checks, shared storage, arch guard)
-// and call run_tile_stream<Op>.
+// and call run_tile_stream<Op>. The ring is a tmakit::Pipeline (device/pipeline.hpp), so in
+// debug mode (TMAKIT_DEBUG_WAITS) every wait of the stream is bounded and reported.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "tmakit/device/barrier.hpp"
-#include "tmakit/ptx/barrier.hpp"
-#include "tmakit/ptx/fence.hpp"
-#include "tmakit/ptx/tma.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/pipeline.hpp"
+#include "tmakit/ptx/common.hpp"
 
 namespace tmakit::detail::stream {
-
-// ---- a local primitive the ptx/ and device/ layers do not provide (yet) ----------------
-
 
 // ---- tile order -------------------------------------------------------------------------
 
@@ -146,11 +144,10 @@ constexpr int run_of() {
 
 // ---- the stream -------------------------------------------------------------------------
 
+// full[s]: the producer armed it and TMA completed the load; empty[s]: the stage's store has
+// read its source (or, separate, every consumer has read the input box).
 template <int Stages>
-struct StreamBarriers {
-  Barrier full[Stages];   // producer armed, TMA completed the load
-  Barrier empty[Stages];  // the stage's store has read its source
-};
+using StreamBarriers = PipelineBarriers<Stages>;
 
 template <class Op>
 __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
@@ -180,11 +177,10 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
   const std::int64_t tiles = Op::tile_count(p);
 
   // step 1: barrier init by one thread, made visible to the async proxy
+  Pipeline<kStages> pipe(bars);
+  using State = typename Pipeline<kStages>::State;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      bars.full[s].init(1);
-      bars.empty[s].init(1);
-    }
+    pipe.init(1);
     fence_barrier_init();
     Op::prefetch(p);
   }
@@ -194,12 +190,11 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
     // step 2 (producer): fill stages as soon as their previous store has read them
     if (lane == 0) {
       const std::uint32_t tx_bytes = Op::tx_bytes(p);
-      for_each_tile<run_of<Op>()>(tiles, [&](std::int64_t tile, int k) {
-        const int s = k % kStages;
-        // NOTE: parity ^ 1 passes at once on a fresh barrier: every stage starts free.
-        bars.empty[s].wait(((k / kStages) & 1) ^ 1);
-        bars.full[s].arrive_expect_tx(tx_bytes);
-        Op::load(p, tile, ptx::smem_u32(stages_smem + s * kStageBytes), bars.full[s].smem());
+      State st;  // NOTE: a fresh ring finds every stage free on the first trip
+      for_each_tile<run_of<Op>()>(tiles, [&](std::int64_t tile, int) {
+        Barrier& full = pipe.producer_arm(st, tx_bytes);
+        Op::load(p, tile, ptx::smem_u32(stages_smem + st.stage * kStageBytes), full.smem());
+        st.advance();
       });
     }
     return;
@@ -207,36 +202,36 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
 
   // step 3 (consumers): transform each stage, then one thread stores it
   const std::uint32_t tid = threadIdx.x - 32;
+  State st;  // the stage of this tile
   for_each_tile<run_of<Op>()>(tiles, [&](std::int64_t tile, int k) {
-    const int s = k % kStages;
-    std::uint8_t* in = stages_smem + s * kStageBytes;
+    std::uint8_t* in = stages_smem + st.stage * kStageBytes;
     std::uint8_t* out = kInPlace  ? in
                         : kPaired ? in + Op::kInBytes
                                   : out_smem + (k % kOutStages) * Op::kOutBytes;
-    bars.full[s].wait((k / kStages) & 1);
+    pipe.consumer_wait(st);
     Op::compute(p, tile, in, out, tid);
 
     // NOTE: generic-proxy writes must be fenced by each writer before the async proxy (the
     // TMA store) reads them; the named barrier then orders all writers before the store.
-    ptx::fence_proxy_async_shared_cta();
+    fence_view_async_shared();
     if constexpr (!kLateRelease) {
       // the next tile's output buffer is free once the store that last used it has read it
-      if (tid == 0) ptx::cp_async_bulk_wait_group_read<kOutStages - 2>();
+      if (tid == 0) store_wait_read<kOutStages - 2>();
     }
-    ptx::bar_sync(1, kConsumerThreads);
+    named_barrier_sync(1, kConsumerThreads);
     if (tid == 0) {
       Op::store(p, tile, ptx::smem_u32(out));
-      ptx::cp_async_bulk_commit_group();
+      store_commit();
       if constexpr (kLateRelease && kLag > 0) {
         // release the stage of tile k - kLag once its store has read shared memory (kLag
         // stores stay in flight, keeping the write stream busy while this thread goes on;
-        // every consumer finished that tile's store_tail before this tile's bar_sync)
+        // every consumer finished that tile's store_tail before this tile's barrier)
         if (k >= kLag) {
-          ptx::cp_async_bulk_wait_group_read<kLag>();
-          bars.empty[(k - kLag) % kStages].arrive();
+          store_wait_read<kLag>();
+          pipe.consumer_release(st.behind(kLag));
         }
       } else if constexpr (!kLateRelease) {
-        bars.empty[s].arrive();  // every consumer has read in[s]
+        pipe.consumer_release(st);  // every consumer has read in[s]
       }
     }
     Op::store_tail(p, tile, out, tid, kConsumerThreads);
@@ -244,16 +239,17 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
       // one stage, one tile per CTA: a next tile (only when the grid was capped) may load
       // into the stage once the store and every consumer's store_tail have read it
       if (tile + gridDim.x < tiles) {
-        ptx::bar_sync(1, kConsumerThreads);
+        named_barrier_sync(1, kConsumerThreads);
         if (tid == 0) {
-          ptx::cp_async_bulk_wait_group_read<0>();
-          bars.empty[s].arrive();
+          store_wait_read<0>();
+          pipe.consumer_release(st);
         }
       }
     }
+    st.advance();
   });
   // step 4: a CTA may not exit while a store still reads its shared memory
-  if (tid == 0) ptx::cp_async_bulk_wait_group<0>();
+  if (tid == 0) store_wait<0>();
 }
 
 }  // namespace tmakit::detail::stream
