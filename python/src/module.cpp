@@ -44,23 +44,9 @@ using namespace nb::literals;
 
 namespace {
 
-// The CLI's escaping of verdict text (tools/text.hpp): bytes outside printable ASCII as \xNN,
-// so that a message quoting a garbage line reads the same here as from `tmakit check`.
-std::string printable(const std::string& s) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kDigits[c >> 4];
-      out += kDigits[c & 15];
-    }
-  }
-  return out;
-}
+// The CLI's escaping of verdict text: bytes outside printable ASCII as \xNN, so that a
+// message quoting a garbage line reads the same here as from `tmakit check`.
+std::string printable(const std::string& s) { return tmakit::escape_unprintable(s); }
 
 // --- tensor maps ------------------------------------------------------------------------
 

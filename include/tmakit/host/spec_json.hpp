@@ -26,6 +26,10 @@ inline constexpr int kMaxJsonDepth = 16;
 // and a number too large for a double (naming the key it stands under).
 nlohmann::json parse_json_line(std::string_view line);
 
+// `text` with every byte outside printable ASCII written as \xNN: a verdict that quotes a
+// garbage input line stays one printable line (`tmakit check` and the Python package alike).
+std::string escape_unprintable(std::string_view text);
+
 // At most about `max_bytes` bytes of a JSON value, for messages that quote a bad value:
 // nesting past a few levels and text past the bound are elided as "...".
 std::string quote_json(const nlohmann::json& value, std::size_t max_bytes = 64);
