@@ -51,6 +51,41 @@ else
   fail "the find_package consumer did not build"
 fi
 
+step "a C++-only project (no CUDA language) links tmakit::host and runs the validator"
+mkdir -p "$work/cxx"
+cat >"$work/cxx/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(cxx_only LANGUAGES CXX)
+find_package(tmakit 0.1 REQUIRED)
+add_executable(judge main.cpp)
+target_link_libraries(judge PRIVATE tmakit::host)
+CMAKE
+cat >"$work/cxx/main.cpp" <<'CPP'
+#include <cstdio>
+
+#include "tmakit/host/spec_json.hpp"
+#include "tmakit/host/validate.hpp"
+
+int main() {
+  const auto spec = tmakit::parse_spec_json(
+      R"({"dataType":"FLOAT32","globalAddress":4096,"globalDim":[1024,512],)"
+      R"("globalStrides":[4096],"boxDim":[25,32]})");
+  const auto violation = tmakit::find_violation(spec);
+  std::puts(violation ? violation->what() : "ok");
+  return violation ? 0 : 1;
+}
+CPP
+if cmake -S "$work/cxx" -B "$work/cxx/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+     >"$work/cxx.log" 2>&1 && cmake --build "$work/cxx/build" >>"$work/cxx.log" 2>&1; then
+  out=$("$work/cxx/build/judge" 2>&1)
+  echo "   $out"
+  grep -q "^T7: boxDim\[0\]\*4 = 100 bytes is not a multiple of 16; use 24 or 28$" <<<"$out" ||
+    fail "cxx: the validator's verdict is not T7's"
+else
+  tail -40 "$work/cxx.log"
+  fail "the C++-only consumer did not build"
+fi
+
 step "find_package(tmakit 9.0) is refused by the version file"
 mkdir -p "$work/v9"
 cat >"$work/v9/CMakeLists.txt" <<'CMAKE'
