@@ -86,6 +86,20 @@ else
   fail "the C++-only consumer did not build"
 fi
 
+step "a CUDA target built for another architecture fails with a message naming the setting"
+mkdir -p "$work/sm80"
+sed 's/CUDA_ARCHITECTURES 90a/CUDA_ARCHITECTURES 80/' "$src/examples/add_one/CMakeLists.txt" \
+  >"$work/sm80/CMakeLists.txt"
+cp "$src/examples/add_one/add_one.cu" "$work/sm80/"
+if cmake -S "$work/sm80" -B "$work/sm80/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+     >"$work/sm80.log" 2>&1 && cmake --build "$work/sm80/build" >>"$work/sm80.log" 2>&1; then
+  fail "sm80: a build for sm_80 went through"
+elif ! grep -q "needs sm_90a: in CMake set_target_properties(<target> PROPERTIES CUDA_ARCHITECTURES 90a)" \
+     "$work/sm80.log"; then
+  tail -20 "$work/sm80.log"
+  fail "sm80: the error does not name CUDA_ARCHITECTURES 90a"
+fi
+
 step "find_package(tmakit 9.0) is refused by the version file"
 mkdir -p "$work/v9"
 cat >"$work/v9/CMakeLists.txt" <<'CMAKE'
