@@ -38,7 +38,9 @@ __global__ void add_one(const __grid_constant__ CUtensorMap in,
 
   // the box is plain row-major (no swizzle): element i of the buffer is (i % 64, i / 64)
   auto* v = reinterpret_cast<std::int32_t*>(&smem.tile);
-  for (unsigned i = threadIdx.x; i < Box::tx_bytes / sizeof(std::int32_t); i += blockDim.x) v[i] += 1;
+  for (unsigned i = threadIdx.x; i < Box::tx_bytes / sizeof(std::int32_t); i += blockDim.x) {
+    v[i] += 1;
+  }
 
   // NOTE: ordinary shared-memory writes become visible to TMA only after this fence.
   tmakit::fence_view_async_shared();
@@ -95,8 +97,7 @@ int main() {
 
   const dim3 grid((cols + 63) / 64, (rows + 15) / 16);
   add_one<<<grid, 128>>>(in_map, out_map);
-  if (check_cuda(cudaGetLastError(), "launch") ||
-      check_cuda(cudaDeviceSynchronize(), "kernel")) {
+  if (check_cuda(cudaGetLastError(), "launch") || check_cuda(cudaDeviceSynchronize(), "kernel")) {
     return 1;
   }
   std::vector<std::int32_t> result(host.size());

@@ -56,11 +56,10 @@ float gemm_scale(const GemmScales& scales) {
   const double wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
   const auto scale = static_cast<float>(wide);
   if (!std::isfinite(scale) || (scale == 0.0f && wide != 0.0)) {
-    throw ArgumentError("scales", "alpha * scale_a * scale_b = " + std::to_string(wide) +
-                                      " is not a finite, representable float (" +
-                                      (std::isfinite(wide) ? "out of float's range"
-                                                           : "not finite") +
-                                      ")");
+    throw ArgumentError("scales",
+                        "alpha * scale_a * scale_b = " + std::to_string(wide) +
+                            " is not a finite, representable float (" +
+                            (std::isfinite(wide) ? "out of float's range" : "not finite") + ")");
   }
   return scale;
 }
@@ -72,8 +71,8 @@ void check_device_scales(const GemmScales& scales) {
     if (reinterpret_cast<std::uintptr_t>(pointer) % alignof(float) != 0) {
       char address[32];
       std::snprintf(address, sizeof address, "%p", static_cast<const void*>(pointer));
-      throw ArgumentError(pointer_name, std::string(address) +
-                                            " is not 4-byte aligned; point it at a float");
+      throw ArgumentError(pointer_name,
+                          std::string(address) + " is not 4-byte aligned; point it at a float");
     }
     if (value != 1.0f) {
       throw ArgumentError(value_name, std::to_string(value) + " while " + pointer_name +
