@@ -15,7 +15,6 @@
 
 #include "command.hpp"
 #include "io.hpp"
-#include "text.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/spec_json.hpp"
@@ -37,13 +36,12 @@ struct Verdict {
   std::optional<tmakit::SpecFix> fix;
 };
 
-using tmakit::cli::printable;
 
 Verdict judge(const std::string& line, tmakit::TensorMapSpec* spec) {
   try {
     *spec = tmakit::parse_spec_json(line);
   } catch (const tmakit::ParseError& e) {
-    return {Verdict::error, "", printable(e.what()), std::nullopt};
+    return {Verdict::error, "", tmakit::escape_unprintable(e.what()), std::nullopt};
   }
   if (auto f = tmakit::diagnose(*spec)) {
     return {Verdict::rejected, f->violation.rule_id(), f->violation.what(), f->fix};
@@ -70,7 +68,7 @@ std::string fixed_line(const std::string& line, bool* passed) {
   }
   std::string why;
   const auto mended = tmakit::nearest_passing_spec(spec, &why);
-  if (!mended) return "error: no passing spec near this one: " + printable(why);
+  if (!mended) return "error: no passing spec near this one: " + tmakit::escape_unprintable(why);
   *passed = true;
   return tmakit::rewrite_spec_json(line, spec, *mended);
 }

@@ -23,7 +23,6 @@
 
 #include "command.hpp"
 #include "io.hpp"
-#include "text.hpp"
 #include "tmakit/host/spec_json.hpp"
 #include "tmakit/host/validate.hpp"
 #include "tmakit/model/tma_model.hpp"
@@ -86,7 +85,6 @@ std::vector<std::uint8_t> read_bounded(const std::string& path, const std::strin
   return bytes;
 }
 
-using tmakit::cli::printable;
 
 // The "coords" key: exactly `rank` signed 32-bit integers.
 model::Coords parse_coords(const nlohmann::json& o, std::uint32_t rank) {
@@ -261,7 +259,7 @@ int run_simulate(const Options& opt) {
     } catch (const tmakit::Error& e) {
       all_ok = false;
       out = (opt.grid ? "# line " + std::to_string(number) + ": " : std::string()) +
-            "error: " + printable(e.what()) + "\n";
+            "error: " + tmakit::escape_unprintable(e.what()) + "\n";
     }
     std::cout << out;
   }

@@ -61,7 +61,7 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   check_variant(tuning.variant, kVariants);
   detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
   const LabLayout& layout = kLayouts[tuning.variant];
-  (void)make_constant(in.type, value);
+  const Constant constant = make_constant(in.type, value);
   const int ctas_per_sm =
       detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.facts.run,
                               layout.facts.ctas_per_sm, layout.facts.max_ctas_per_sm);
@@ -71,7 +71,7 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   launch_with(
       layout.facts,
       [&](const Params& p, unsigned grid, cudaStream_t s) { layout.launch(in.type, p, grid, s); },
-      in, out, value, ctas_per_sm, stream);
+      in, out, constant, ctas_per_sm, stream);
 }
 
 }  // namespace tmakit::tune

@@ -34,7 +34,8 @@ void check_arguments(ConstTensorRef in, TensorRef out) {
 namespace {
 
 template <class T>
-void launch_planned(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream) {
+void launch_planned(ConstTensorRef in, TensorRef out, const Constant& value,
+                    cudaStream_t stream) {
   // NOTE: one tile per CTA: no persistent CTA count
   launch_with(facts<OneTile8K>(), launch<T, OneTile8K>, in, out, value, 0, stream);
 }
@@ -49,16 +50,16 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   // step 1: every argument checked before anything is written (the value by make_constant,
   // before the pointers)
   check_arguments(in, out);
-  (void)make_constant(in.type, value);
+  const Constant constant = make_constant(in.type, value);
   // NOTE: after every argument check that needs no driver (remembered for repeated calls)
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
   // steps 2-4
   switch (in.type) {
-    case DataType::int32: return launch_planned<std::int32_t>(in, out, value, stream);
-    case DataType::float32: return launch_planned<float>(in, out, value, stream);
-    case DataType::bfloat16: return launch_planned<__nv_bfloat16>(in, out, value, stream);
-    default: return launch_planned<__half>(in, out, value, stream);
+    case DataType::int32: return launch_planned<std::int32_t>(in, out, constant, stream);
+    case DataType::float32: return launch_planned<float>(in, out, constant, stream);
+    case DataType::bfloat16: return launch_planned<__nv_bfloat16>(in, out, constant, stream);
+    default: return launch_planned<__half>(in, out, constant, stream);
   }
 }
 

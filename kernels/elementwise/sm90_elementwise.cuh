@@ -227,14 +227,15 @@ constexpr LayoutFacts facts() {
   return {L::kStageBytes, L::kRun, L::kCtasPerSm, kMaxCtasPerSm<L>};
 }
 
-// Steps 2-4 of a launch of `layout` on checked arguments: the box, the maps, the grid, then
-// `launch_kernel(params, grid, stream)` (launch<T, L> for the layout and element type).
+// Steps 2-4 of a launch of `layout` on checked arguments (`value` from make_constant): the
+// box, the maps, the grid, then `launch_kernel(params, grid, stream)` (launch<T, L> for the
+// layout and element type).
 template <class LaunchKernel>
 void launch_with(const LayoutFacts& layout, LaunchKernel&& launch_kernel, ConstTensorRef in,
-                 TensorRef out, double value, int ctas_per_sm, cudaStream_t stream) {
+                 TensorRef out, const Constant& value, int ctas_per_sm, cudaStream_t stream) {
   const DataType t = in.type;
   Params p{};
-  p.value = make_constant(t, value);
+  p.value = value;
   // step 2: box shape: rows of up to 1 KB (256 elements at most), the stage's bytes in all.
   // NOTE: walking a dense tensor as one run of 16 KB boxes measured slower on H200 than
   // boxes of 16 rows x 1 KB (0.90 vs 0.93 of memcpy), so the matrix keeps its own shape.
@@ -274,7 +275,7 @@ void launch_with(const LayoutFacts& layout, LaunchKernel&& launch_kernel, ConstT
 
 // The checks of the arguments that need no driver (types, shapes, overlap unless in place);
 // throws ArgumentError naming the argument. The launchers then check the pointers
-// (detail::require_device_pointer); make_constant checks the value.
+// (detail::require_device_pointer); make_constant checks the value and converts it once.
 void check_arguments(ConstTensorRef in, TensorRef out);
 
 }  // namespace tmakit::detail::elementwise

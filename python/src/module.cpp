@@ -44,10 +44,6 @@ using namespace nb::literals;
 
 namespace {
 
-// The CLI's escaping of verdict text: bytes outside printable ASCII as \xNN, so that a
-// message quoting a garbage line reads the same here as from `tmakit check`.
-std::string printable(const std::string& s) { return tmakit::escape_unprintable(s); }
-
 // --- tensor maps ------------------------------------------------------------------------
 
 // A line past the parsers' bound is refused unread, in the CLI's words.
@@ -77,11 +73,11 @@ std::tuple<std::string, std::string, std::string, nb::object> check_line(const s
   try {
     spec = tmakit::parse_spec_json(line);
   } catch (const tmakit::ParseError& e) {
-    return {"error", "", printable(e.what()), nb::none()};
+    return {"error", "", tmakit::escape_unprintable(e.what()), nb::none()};
   } catch (const std::exception& e) {
     // NOTE: the parser reports malformed input as ParseError; anything else it lets through
     // (a JSON library error) is still a verdict on the line, never an exception.
-    return {"error", "", printable(e.what()), nb::none()};
+    return {"error", "", tmakit::escape_unprintable(e.what()), nb::none()};
   }
   if (auto f = tmakit::diagnose(spec)) {
     return {"rejected", f->violation.rule_id(), f->violation.what(), fix_object(f->fix)};
@@ -97,12 +93,14 @@ std::pair<bool, std::string> fix_line(const std::string& line) {
   try {
     spec = tmakit::parse_spec_json(line);
   } catch (const std::exception& e) {
-    return {false, "error: " + printable(e.what())};
+    return {false, "error: " + tmakit::escape_unprintable(e.what())};
   }
   if (!tmakit::find_violation(spec)) return {true, line};
   std::string why;
   const auto mended = tmakit::nearest_passing_spec(spec, &why);
-  if (!mended) return {false, "error: no passing spec near this one: " + printable(why)};
+  if (!mended) {
+    return {false, "error: no passing spec near this one: " + tmakit::escape_unprintable(why)};
+  }
   return {true, tmakit::rewrite_spec_json(line, spec, *mended)};
 }
 
