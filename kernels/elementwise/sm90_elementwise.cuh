@@ -120,26 +120,30 @@ struct AddOp {
   static constexpr std::uint32_t kInBytes = L::kStageBytes;
   static constexpr std::uint32_t kOutBytes = 0;  // in place in shared memory
   static constexpr int kOutStages = 0;
+  // A stage holds one dense box whose shape the launcher picks per tensor (plan_box: rows of
+  // up to 1 KB, narrower and taller for a narrow matrix), so its extent and byte count are
+  // Params values; the type gives the copies their checks.
+  using StageTile = DynamicTile<T, Swizzle::none, 2, L::kStageBytes>;
 
   __device__ static std::int64_t tile_count(const Params& p) {
     return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
   }
+  // NOTE: box_bytes is box_cols x box_rows x the element size, the box the maps were built with
   __device__ static std::uint32_t tx_bytes(const Params& p) { return p.box_bytes; }
   __device__ static void prefetch(const Params& p) {
-    ptx::prefetch_tensormap(&p.in_map);
-    ptx::prefetch_tensormap(&p.out_map);
+    prefetch_tensor_map(&p.in_map);
+    prefetch_tensor_map(&p.out_map);
   }
-  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
-                              std::uint32_t bar) {
+  __device__ static void load(const Params& p, std::int64_t tile, std::uint8_t* dst,
+                              Barrier& full) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
     const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
     if constexpr (L::kEvictFirst) {
       // NOTE: every byte is read once: evict-first keeps streamed data from crowding L2
-      ptx::cp_async_bulk_tensor_shared_global_tile_hint<2>(
-          dst, &p.in_map, c, bar, ptx::createpolicy_fractional_l2_evict_first());
+      load_tile<StageTile>(dst, &p.in_map, full, c, ptx::createpolicy_fractional_l2_evict_first());
     } else {
-      ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst, &p.in_map, c, bar);
+      load_tile<StageTile>(dst, &p.in_map, full, c);
     }
   }
   __device__ static void compute(const Params& p, std::int64_t, std::uint8_t* in, std::uint8_t*,
@@ -151,16 +155,15 @@ struct AddOp {
 #pragma unroll 4
     for (std::uint32_t i = tid; i < vectors; i += 32 * kConsumerWarps) v[i] = add16<T>(v[i], p);
   }
-  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
+  __device__ static void store(const Params& p, std::int64_t tile, const std::uint8_t* src) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
     if (p.tail.main_cols == 0) return;  // rows under 16 bytes: all of it is tail
     const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
     if constexpr (L::kEvictFirst) {
-      ptx::cp_async_bulk_tensor_global_shared_tile_hint<2>(
-          &p.out_map, c, src, ptx::createpolicy_fractional_l2_evict_first());
+      store_tile<StageTile>(&p.out_map, src, c, ptx::createpolicy_fractional_l2_evict_first());
     } else {
-      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src);
+      store_tile<StageTile>(&p.out_map, src, c);
     }
   }
   __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,

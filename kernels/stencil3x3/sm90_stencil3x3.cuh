@@ -147,6 +147,12 @@ struct StencilOp {
   static constexpr int kConsumerWarps = stencil3x3::kConsumerWarps;
   static constexpr std::uint32_t kInBytes = G::kInBytes;
   static constexpr std::uint32_t kOutBytes = G::kOutBytes;
+  // One slice's input box (its columns and halo, the rows above and below, one image) and the
+  // output tile, dense in shared memory; the stage holds kSlices InTiles side by side.
+  using InTile = Tile<T, Swizzle::none, G::kInCols, G::kInRows, 1>;
+  using OutTile = Tile<T, Swizzle::none, G::kTileCols, kTileRows, 1>;
+  static_assert(InTile::smem_bytes == G::kSliceInBytes && OutTile::tx_bytes == G::kOutBytes,
+                "the tiles and the geometry agree on the buffers");
 
   __device__ static std::int64_t tile_count(const Params& p) {
     // NOTE: the image count rides in the map's third dimension; TileOrder walks images last.
@@ -154,14 +160,14 @@ struct StencilOp {
   }
   __device__ static std::uint32_t tx_bytes(const Params&) {
     // NOTE: out-of-bounds parts of a box count: the fill is delivered like loaded bytes.
-    return G::kSlices * G::kInCols * G::kInRows * G::kE;
+    return G::kSlices * InTile::tx_bytes;
   }
   __device__ static void prefetch(const Params& p) {
-    ptx::prefetch_tensormap(&p.in_map);
-    ptx::prefetch_tensormap(&p.out_map);
+    prefetch_tensor_map(&p.in_map);
+    prefetch_tensor_map(&p.out_map);
   }
-  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
-                              std::uint32_t bar) {
+  __device__ static void load(const Params& p, std::int64_t tile, std::uint8_t* dst,
+                              Barrier& full) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
 #pragma unroll
@@ -170,8 +176,7 @@ struct StencilOp {
       // a slice wholly right of the image loads zeros too)
       const std::int32_t c[3] = {tx * G::kTileCols + s * G::kSliceCols - G::kHalo,
                                  ty * kTileRows - 1, image};
-      ptx::cp_async_bulk_tensor_shared_global_tile<3>(dst + s * G::kSliceInBytes, &p.in_map, c,
-                                                      bar);
+      load_tile<InTile>(dst + s * InTile::smem_bytes, &p.in_map, full, c);
     }
   }
   __device__ static void compute(const Params& p, std::int64_t, std::uint8_t* in_bytes,
@@ -211,7 +216,7 @@ struct StencilOp {
       }
     }
   }
-  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
+  __device__ static void store(const Params& p, std::int64_t tile, const std::uint8_t* src) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
     // NOTE: rows under 16 bytes are all tail, and a tile that starts at or past the map's
@@ -219,7 +224,7 @@ struct StencilOp {
     // (docs/hardware.md H5).
     if (tx * G::kTileCols >= p.tail.main_cols) return;
     const std::int32_t c[3] = {tx * G::kTileCols, ty * kTileRows, image};
-    ptx::cp_async_bulk_tensor_global_shared_tile<3>(&p.out_map, c, src);
+    store_tile<OutTile>(&p.out_map, src, c);
   }
   __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,
                                     std::uint32_t tid, std::uint32_t threads) {
@@ -279,11 +284,12 @@ __global__ void __launch_bounds__(32 * (1 + kConsumerWarps))
 template <class T, class L>
 void launch(ConstTensorRef in, TensorRef out, const Filter3x3& filter, int ctas_per_sm, int panel,
             cudaStream_t stream) {
-  using G = Geometry<T, L>;
+  using Op = StencilOp<T, L>;
   Params<T> p{};
-  // step 2: maps (the input box: the tile plus its halo), tails, taps, tile order
-  set_up(p, in, out, filter, {G::kInCols, G::kInRows, 1}, L::kPromotion, G::kTileCols, L::kTileRows,
-         panel);
+  // step 2: maps (the input box: the tile plus its halo), tails, taps, tile order; the boxes
+  // are the kernel's tile types, whose bytes arm its barriers
+  set_up(p, in, out, filter, Op::InTile::box, L::kPromotion, Op::OutTile::box[0],
+         Op::OutTile::box[1], panel);
   // step 3: launch
   allow_dynamic_smem<sm90_stencil3x3_kernel<T, L>>(kSmemBytes<T, L>);
   launch_persistent(sm90_stencil3x3_kernel<T, L>, kSmemBytes<T, L>, p, ctas_per_sm, stream,

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
@@ -60,6 +61,13 @@ struct Params {
   TileOrder order;
   RowTail tail;
 };
+
+// The unsigned type an element of E bytes travels as (the maps' data type, transport_type).
+template <int E>
+using Word = std::conditional_t<
+    E == 1, std::uint8_t,
+    std::conditional_t<E == 2, std::uint16_t,
+                       std::conditional_t<E == 4, std::uint32_t, std::uint64_t>>>;
 
 // Word w of a 16-byte vector; w is a compile-time constant after unrolling.
 __device__ __forceinline__ std::uint32_t word(const uint4& v, int w) {
@@ -153,27 +161,34 @@ struct TransposeOp {
                 "the consumer threads must split a tile's blocks evenly");
   static_assert(!L::kInPlace || kBlocksPerThread * V <= 16,
                 "in place, a thread's blocks must fit in registers (at most 64 words)");
+  // One input slice: kBoxRows rows of 128 bytes; one output group: Slices * 8V rows of 128
+  // bytes. Both swizzled, both laid out back to back in the tile as the mapping places them.
+  using InTile = Tile<Word<E>, Swizzle::bytes128, Map::kGroupElems, kBoxRows>;
+  using OutTile = Tile<Word<E>, Swizzle::bytes128, Map::kGroupElems, kOutRows>;
+  static_assert(InTile::smem_bytes == Map::kSliceBytes && OutTile::smem_bytes == Map::kOutBoxBytes,
+                "the tiles and the block mapping agree on where each box sits");
 
   __device__ static std::int64_t tile_count(const Params& p) {
     return static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
   }
-  __device__ static std::uint32_t tx_bytes(const Params&) { return kTileBytes; }
-  __device__ static void prefetch(const Params& p) {
-    ptx::prefetch_tensormap(&p.in_map);
-    ptx::prefetch_tensormap(&p.out_map);
+  // NOTE: a box wholly right of the tensor is zero-filled and still counts its bytes
+  __device__ static std::uint32_t tx_bytes(const Params&) {
+    return Map::kSlices * InTile::tx_bytes;
   }
-  __device__ static void load(const Params& p, std::int64_t tile, std::uint32_t dst,
-                              std::uint32_t bar) {
+  __device__ static void prefetch(const Params& p) {
+    prefetch_tensor_map(&p.in_map);
+    prefetch_tensor_map(&p.out_map);
+  }
+  __device__ static void load(const Params& p, std::int64_t tile, std::uint8_t* dst,
+                              Barrier& full) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
-    // one box per 128-byte slice, all on the stage's barrier (a box wholly right of the
-    // tensor is zero-filled and still counts its bytes)
+    // one box per 128-byte slice, all on the stage's barrier
 #pragma unroll
     for (int s = 0; s < Map::kSlices; ++s) {
       const std::int32_t c[2] = {(tx * Map::kSlices + s) * Map::kGroupElems,
                                  ty * static_cast<std::int32_t>(kBoxRows)};
-      ptx::cp_async_bulk_tensor_shared_global_tile<2>(dst + s * Map::kSliceBytes, &p.in_map, c,
-                                                      bar);
+      load_tile<InTile>(dst + s * InTile::smem_bytes, &p.in_map, full, c);
     }
   }
   // Reads V rows of 16 bytes (one chunk of each) of block number b, transposed into cols.
@@ -202,7 +217,7 @@ struct TransposeOp {
       uint4 cols[kBlocksPerThread][V];
 #pragma unroll
       for (int n = 0; n < kBlocksPerThread; ++n) read_block(in, tid + n * kThreads, cols[n]);
-      ptx::bar_sync(1, kThreads);  // NOTE: the writes land on blocks other threads read
+      named_barrier_sync(1, kThreads);  // NOTE: the writes land on blocks other threads read
 #pragma unroll
       for (int n = 0; n < kBlocksPerThread; ++n) write_block(out, tid + n * kThreads, cols[n]);
     } else {
@@ -214,7 +229,7 @@ struct TransposeOp {
       }
     }
   }
-  __device__ static void store(const Params& p, std::int64_t tile, std::uint32_t src) {
+  __device__ static void store(const Params& p, std::int64_t tile, const std::uint8_t* src) {
     if (p.tail.main_cols == 0) return;  // output rows under 16 bytes: all of it is tail
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
@@ -225,7 +240,7 @@ struct TransposeOp {
                                  tx * kOutRows};
       // NOTE: a store box wholly outside the tensor kills the kernel (docs/hardware.md H5)
       if (c[0] >= p.tail.main_cols) break;
-      ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.out_map, c, src + g * Map::kOutBoxBytes);
+      store_tile<OutTile>(&p.out_map, src + g * OutTile::smem_bytes, c);
     }
   }
   __device__ static void store_tail(const Params& p, std::int64_t tile, const std::uint8_t* out,

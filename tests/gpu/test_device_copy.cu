@@ -78,10 +78,11 @@ __global__ void load_kernel(const __grid_constant__ CUtensorMap map, Coords coor
   }
 }
 
-// Fill the box from `in` (box order) through Tile::at, then store it at `coords`.
+// Fill the box from `in` (box order) through Tile::at, then store it at `coords` (with an L2
+// evict-first policy when `l2_hint`).
 template <class TileT>
 __global__ void store_kernel(const __grid_constant__ CUtensorMap map, Coords coords,
-                             const typename TileT::value_type* in) {
+                             const typename TileT::value_type* in, bool l2_hint) {
   unsigned char* buf = aligned_dynamic_smem<TileT>();
   for (std::uint32_t i = threadIdx.x; i < TileT::rows * TileT::box[0]; i += blockDim.x) {
     TileT::at(buf, i % TileT::box[0], i / TileT::box[0]) = in[i];
@@ -92,7 +93,11 @@ __global__ void store_kernel(const __grid_constant__ CUtensorMap map, Coords coo
   if (threadIdx.x == 0) {
     std::int32_t c[TileT::rank];
     to_array(coords, c);
-    store_tile<TileT>(&map, buf, c);
+    if (l2_hint) {
+      store_tile<TileT>(&map, buf, c, ptx::createpolicy_fractional_l2_evict_first());
+    } else {
+      store_tile<TileT>(&map, buf, c);
+    }
     store_commit();
     store_wait<0>();
   }
@@ -282,7 +287,8 @@ std::uint64_t store_dim0_limit(std::uint64_t dim0) {
 // here start at non-negative coordinates; debug mode reports negative ones (device/copy.hpp).
 
 template <class TileT>
-void expect_store(const std::array<std::uint64_t, TileT::rank>& dims, const Coords& coords) {
+void expect_store(const std::array<std::uint64_t, TileT::rank>& dims, const Coords& coords,
+                  bool l2_hint = false) {
   using T = typename TileT::value_type;
   HostTensor<TileT> host(dims);
   const std::uint32_t n = box_elems(TileT::rows, TileT::box[0]);
@@ -292,7 +298,8 @@ void expect_store(const std::array<std::uint64_t, TileT::rank>& dims, const Coor
   dst.fill_bytes(0xAB);  // poison: what the store must not touch stays 0xAB
 
   const CUtensorMap map = encode(TileT::spec(dst.get(), dims, host.strides_bytes()));
-  store_kernel<TileT><<<1, 128, dynamic_smem_bytes<TileT>()>>>(map, coords, box_in.get());
+  store_kernel<TileT>
+      <<<1, 128, dynamic_smem_bytes<TileT>()>>>(map, coords, box_in.get(), l2_hint);
   TMAKIT_CHECK_LAUNCH();
 
   // reference: the in-bounds part of the box written, everything else untouched
@@ -318,6 +325,12 @@ TEST(DeviceCopy, Store2dFloatDropsOutOfBounds) {
   TMAKIT_REQUIRE_GPU();
   using T = Tile<float, Swizzle::none, 32, 8>;
   for (Coords c : {Coords{0, 0}, Coords{80, 33}, Coords{64, 24}}) expect_store<T>({100, 37}, c);
+}
+
+TEST(DeviceCopy, Store2dFloatWithL2Policy) {
+  TMAKIT_REQUIRE_GPU();
+  using T = Tile<float, Swizzle::none, 32, 8>;
+  for (Coords c : {Coords{0, 0}, Coords{80, 33}}) expect_store<T>({100, 37}, c, true);
 }
 
 TEST(DeviceCopy, Store2dHalfSwizzle128) {

@@ -42,7 +42,9 @@ __device__ __forceinline__ void debug_check_coords(const char* op,
                                                    bool is_store) {
   if constexpr (kDebugWaits) {
     // O1: the dimension-0 coordinate must fall on a 16-byte boundary
-    if ((coords[0] * static_cast<std::int32_t>(TileT::elem_bytes)) % 16 != 0) {
+    // NOTE: unsigned, so a coordinate near 2^31 times the element size wraps instead of
+    // overflowing; a wrap by 2^32 keeps the remainder mod 16
+    if (static_cast<std::uint32_t>(coords[0]) * TileT::elem_bytes % 16u != 0) {
       report_bad_coordinate(op, 0, coords[0],
                             "times the element size it is not a multiple of 16 bytes "
                             "(observed: illegal instruction, O1)");
@@ -120,6 +122,17 @@ __device__ __forceinline__ void store_tile(const CUtensorMap* map, const void* s
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("store_tile", coords, true);
   ptx::cp_async_bulk_tensor_global_shared_tile(map, coords, ptx::smem_u32(smem));
+}
+
+// As store_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
+template <class TileT, int N>
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, const void* smem,
+                                           const std::int32_t (&coords)[N],
+                                           std::uint64_t l2_policy) {
+  static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
+  detail::debug_check_tile_buffer<TileT>(smem);
+  detail::debug_check_coords<TileT>("store_tile", coords, true);
+  ptx::cp_async_bulk_tensor_global_shared_tile_hint(map, coords, ptx::smem_u32(smem), l2_policy);
 }
 
 // Global[coords] = Global[coords] <op> smem, element-wise, atomically per element.

@@ -9,6 +9,9 @@
 //
 //   using ATile = tmakit::Tile<float, tmakit::Swizzle::bytes128, 32, 64>;   // 32 x 64 fp32
 //   struct alignas(1024) SharedStorage { ATile::Buffer a[kStages]; tmakit::Barrier full[...]; };
+//
+// DynamicTile<T, Swizzle, Rank, CapacityBytes> is the same for a box whose extent is chosen at
+// run time: the type carries what the copies check, the launcher the box and its bytes.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -143,6 +146,35 @@ struct Tile {
     s.swizzle = S;
     return s;
   }
+};
+
+// A box whose extent is chosen at run time, copied into a buffer fixed at compile time: for a
+// kernel whose box follows the tensor (the add-constant kernel makes its box narrower and
+// taller for a narrow matrix). The type carries what the copies check, as a Tile does: the
+// element size (O1), the swizzle and the buffer's alignment (D1/D2), the rank. The box and its
+// byte count are values the launcher derives from one box shape (the map's box, the barrier's
+// count); it must keep that box within `CapacityBytes` (rows x row pitch).
+template <class T, Swizzle S, int Rank, std::uint32_t CapacityBytes>
+struct DynamicTile {
+  using value_type = T;
+  static constexpr DataType data_type = DataTypeOf<T>::value;
+  static constexpr Swizzle swizzle = S;
+  static constexpr int rank = Rank;
+  static_assert(rank >= 1 && rank <= kMaxRank, "T3: a tile has rank 1..5");
+  static_assert(element_bytes(data_type) == static_cast<int>(sizeof(T)),
+                "element type size differs from the tensor-map data type's size");
+
+  static constexpr std::uint32_t elem_bytes = sizeof(T);
+  // D1 / D2: 128 B for any TMA destination, the swizzle repeat with a swizzle.
+  static constexpr std::uint32_t align_bytes = swizzle_repeat_bytes(S);
+  static constexpr std::uint32_t smem_bytes = CapacityBytes;
+  static_assert(smem_bytes > 0 && smem_bytes % align_bytes == 0,
+                "the capacity must be a whole number of alignment units, so an array of "
+                "Buffers keeps every box aligned");
+
+  struct alignas(align_bytes) Buffer {
+    unsigned char bytes[smem_bytes];
+  };
 };
 
 }  // namespace tmakit

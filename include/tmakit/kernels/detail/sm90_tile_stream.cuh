@@ -29,10 +29,14 @@
 // row and store_tail writes the rest element by element.
 //
 // An Op supplies: Params; kStages, kOutStages, kReleaseLag, kConsumerWarps, kInBytes, (kRun,)
-// kOutBytes; tile_count(p), tx_bytes(p), prefetch(p), load(...), compute(...), store(...),
-// store_tail(...). The kernels keep the anatomy (static checks, shared storage, arch guard)
-// and call run_tile_stream<Op>. The ring is a tmakit::Pipeline (device/pipeline.hpp), so in
-// debug mode (TMAKIT_DEBUG_WAITS) every wait of the stream is bounded and reported.
+// kOutBytes; tile_count(p), tx_bytes(p) (the bytes of one stage's loads, which arm its
+// barrier), prefetch(p), load(p, tile, stage, full) (the stage's loads, completing on
+// `full`), compute(...), store(p, tile, out) (the tile's stores) and store_tail(...).
+// Loads and stores go through the copy helpers (device/copy.hpp) with the Op's Tile types, so
+// in debug mode (TMAKIT_DEBUG_WAITS) their buffers and coordinates are checked. The kernels
+// keep the anatomy (static checks, shared storage, arch guard) and call run_tile_stream<Op>.
+// The ring is a tmakit::Pipeline (device/pipeline.hpp), so in debug mode every wait of the
+// stream is bounded and reported.
 #pragma once
 
 #include <cstdint>
@@ -193,7 +197,7 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
       State st;  // NOTE: a fresh ring finds every stage free on the first trip
       for_each_tile<run_of<Op>()>(tiles, [&](std::int64_t tile, int) {
         Barrier& full = pipe.producer_arm(st, tx_bytes);
-        Op::load(p, tile, ptx::smem_u32(stages_smem + st.stage * kStageBytes), full.smem());
+        Op::load(p, tile, stages_smem + st.stage * kStageBytes, full);
         st.advance();
       });
     }
@@ -220,7 +224,7 @@ __device__ __forceinline__ void run_tile_stream(const typename Op::Params& p,
     }
     named_barrier_sync(1, kConsumerThreads);
     if (tid == 0) {
-      Op::store(p, tile, ptx::smem_u32(out));
+      Op::store(p, tile, out);
       store_commit();
       if constexpr (kLateRelease && kLag > 0) {
         // release the stage of tile k - kLag once its store has read shared memory (kLag
