@@ -13,9 +13,12 @@
 
 #include "elementwise/elementwise_constant.hpp"
 #include "elementwise/elementwise_plan.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/elementwise.hpp"
+#include "tmakit/ptx/tma.hpp"
 
 namespace tmakit::detail::elementwise {
 

@@ -15,9 +15,12 @@
 #include <string>
 #include <type_traits>
 
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/stencil3x3.hpp"
+#include "tmakit/ptx/common.hpp"
 
 namespace tmakit::detail::stencil3x3 {
 

@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/transpose.hpp"

@@ -45,7 +45,6 @@
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
-#include "tmakit/ptx/common.hpp"
 
 namespace tmakit::detail::stream {
 
