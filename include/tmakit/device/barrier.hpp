@@ -110,20 +110,46 @@ class alignas(8) Barrier {
 // After one thread initialised barriers, before any other thread or a TMA uses them:
 // makes the init visible to the async proxy and to the cluster (without it: a hang or lost data).
 // Follow with __syncthreads() (one CTA) or cluster_sync() (a cluster).
+__device__ __forceinline__ void fence_barrier_init() {
+  ptx::fence_mbarrier_init_release_cluster();
+}
+
 // A named barrier among `threads` threads of this CTA (a multiple of 32; id 1..15, 0 being
 // __syncthreads'): e.g. the consumer warps of a warp-specialised kernel, without the producer.
 __device__ __forceinline__ void named_barrier_sync(std::uint32_t id, std::uint32_t threads) {
   ptx::bar_sync(id, threads);
 }
 
-__device__ __forceinline__ void fence_barrier_init() {
-  ptx::fence_mbarrier_init_release_cluster();
-}
+// This CTA's rank in its cluster and the cluster's CTA count (0 and 1 in a launch without
+// clusters).
+__device__ __forceinline__ std::uint32_t cluster_rank() { return ptx::cluster_ctarank(); }
+__device__ __forceinline__ std::uint32_t cluster_size() { return ptx::cluster_nctarank(); }
 
 // All threads of all CTAs of the cluster: barrier.cluster arrive (release) + wait (acquire).
 __device__ __forceinline__ void cluster_sync() {
   ptx::barrier_cluster_arrive_release();
   ptx::barrier_cluster_wait_acquire();
+}
+
+// cluster_sync in two halves, for a CTA that must only know that its peers have started (their
+// barriers initialised) before it writes their shared memory: every thread arrives early,
+// ordering nothing (relaxed, so no memory barrier), and a thread waits only before its first
+// remote write, the work between hiding the wait. A thread that writes no peer may skip the
+// wait. NOTE: barrier.cluster has no try-wait form, so debug mode cannot bound this wait.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  ptx::barrier_cluster_arrive_relaxed();
+}
+__device__ __forceinline__ void cluster_wait() { ptx::barrier_cluster_wait_acquire(); }
+
+// Distributed shared memory push: the 16 bytes `v` to `dst`'s offset in cluster CTA
+// `cta_rank`, counted off (complete_tx) the barrier at `bar`'s offset there. No reply is
+// awaited, so pushes stream; the receiver arms its barrier for every byte its peers owe it
+// (arrive_expect_tx) and waits on it (wait_cluster): no cluster barrier or fence on either side.
+__device__ __forceinline__ void store_async_remote(float4* dst, const float4& v, Barrier& bar,
+                                                   std::uint32_t cta_rank) {
+  debug_check_smem_alignment(dst, 16, "st.async destination", "a 16-byte vector store");
+  ptx::st_async_v4_f32(ptx::mapa_shared_cluster(ptx::smem_u32(dst), cta_rank), v,
+                       ptx::mapa_shared_cluster(bar.smem(), cta_rank));
 }
 
 // Position in a ring of `Stages` buffers: which stage, and the parity of its current phase.
