@@ -24,14 +24,13 @@
 #include "sm90_gemm_common.cuh"
 #include "sm90_gemm_schedule.cuh"
 #include "tmakit/device/barrier.hpp"
+#include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
+#include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
-#include "tmakit/ptx/barrier.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
-#include "tmakit/ptx/fence.hpp"
 #include "tmakit/ptx/grid_dependency.hpp"
-#include "tmakit/ptx/tma.hpp"
+#include "tmakit/ptx/sm90_wgmma.hpp"
 #include "tmakit/swizzle.hpp"
 
 namespace tmakit::detail::gemm {
@@ -65,10 +64,14 @@ struct Config {
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
-  static constexpr std::uint32_t kStageABytes = kBlockM * kBlockK;
-  static constexpr std::uint32_t kStageBBytes = kBlockN * kBlockK;
-  static constexpr std::uint32_t kStageTxBytes = kStageABytes + kStageBBytes;
   static constexpr int kBSliceRows = BlockN / ClusterM;  // rows of B each CTA loads
+  // The TMA boxes (128B swizzle): kBlockM rows of A and a CTA's slice of B, 128 bytes of K
+  // (kBlockK e4m3) each; 64 rows of D's DBoxCols 2-byte elements (bf16 and fp16 alike).
+  using ATile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kBlockM>;
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kBSliceRows>;
+  using DTile = Tile<std::uint16_t, Swizzle::bytes128, DBoxCols, 64>;
+  // what a stage's full barrier expects: A and every CTA's slice of B
+  static constexpr std::uint32_t kStageTxBytes = ATile::tx_bytes + ClusterM * BTile::tx_bytes;
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
   // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
@@ -102,12 +105,12 @@ using Config6 = Config<2, 256, 4, 1, 64, 1>;
 
 template <class Cfg>
 struct alignas(1024) SharedStorage {
-  std::uint8_t a[Cfg::kStages][Cfg::kStageABytes];  // 1024-aligned: swizzle repeat (D2)
-  std::uint8_t b[Cfg::kStages][Cfg::kStageBBytes];
+  typename Cfg::ATile::Buffer a[Cfg::kStages];
+  // a stage of B: the cluster's slices in rank order, which wgmma reads as one operand
+  typename Cfg::BTile::Buffer b[Cfg::kStages][Cfg::kClusterM];
   // the epilogue's staging: per consumer warpgroup, kDStaged boxes of its 64 x BlockN tile of
-  // D, 64 rows x kDBoxCols elements each (a row takes a whole 128-byte span, 128B swizzle),
-  // stored by TMA
-  std::uint8_t d[Cfg::kConsumerWGs][Cfg::kDStaged][64 * 128];
+  // D (a row takes a whole 128-byte span, 128B swizzle), stored by TMA
+  typename Cfg::DTile::Buffer d[Cfg::kConsumerWGs][Cfg::kDStaged];
   PipelineBarriers<Cfg::kStages> bars;
   int last_split;  // split-K: this CTA finishes the current tile
 };
@@ -154,7 +157,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
 // the buffer is reused once the previous stores have read it.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&acc)[Cfg::kAccum],
-                                               float scale, std::uint8_t (*boxes)[64 * 128],
+                                               float scale, typename Cfg::DTile::Buffer* boxes,
                                                std::int32_t row0,
                                                std::int32_t col0, std::uint32_t wg_tid,
                                                std::uint32_t barrier_id) {
@@ -168,8 +171,8 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
 #pragma unroll
   for (int pass = 0; pass < Cfg::kDBoxes / Cfg::kDStaged; ++pass) {
     if (col0 + pass * kPassCols >= p.n) break;  // boxes wholly past N (see above)
-    if (wg_tid == 0) ptx::cp_async_bulk_wait_group_read<0>();  // earlier stores read it
-    ptx::bar_sync(barrier_id, 128);
+    if (wg_tid == 0) store_wait_read<0>();  // earlier stores read it
+    named_barrier_sync(barrier_id, 128);
     // two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15, j),
     // (0-7, j + 1), (8-15, j + 1) of this warp's 16 rows; lane l gives the address of row
     // l % 8 of matrix l / 8
@@ -178,24 +181,23 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
 #pragma unroll
     for (int j = pass * kPassCols / 8; j < (pass + 1) * kPassCols / 8; j += 2) {
       const std::uint32_t col = 8 * (j + mat / 2) - pass * kPassCols;  // in the pass
-      const std::uint32_t offset =
-          swizzled_offset(Swizzle::bytes128, row, col % Cfg::kDBoxCols, 128, 2);
-      ptx::stmatrix_x4(ptx::smem_u32(&boxes[col / Cfg::kDBoxCols][offset]),
+      const std::uint32_t offset = Cfg::DTile::offset_bytes(col % Cfg::kDBoxCols, row);
+      ptx::stmatrix_x4(ptx::smem_u32(&boxes[col / Cfg::kDBoxCols].bytes[offset]),
                        pack2<T>(acc[4 * j] * scale, acc[4 * j + 1] * scale),
                        pack2<T>(acc[4 * j + 2] * scale, acc[4 * j + 3] * scale),
                        pack2<T>(acc[4 * j + 4] * scale, acc[4 * j + 5] * scale),
                        pack2<T>(acc[4 * j + 6] * scale, acc[4 * j + 7] * scale));
     }
-    ptx::fence_proxy_async_shared_cta();  // each writer, before the async proxy reads
-    ptx::bar_sync(barrier_id, 128);
+    fence_view_async_shared();  // each writer, before the async proxy reads
+    named_barrier_sync(barrier_id, 128);
     if (wg_tid == 0) {
 #pragma unroll
       for (int b = 0; b < Cfg::kDStaged; ++b) {
         const std::int32_t c[2] = {col0 + pass * kPassCols + Cfg::kDBoxCols * b, row0};
         if (c[0] >= p.n) break;  // a box wholly past N (see above)
-        ptx::cp_async_bulk_tensor_global_shared_tile<2>(&p.d_map, c, ptx::smem_u32(boxes[b]));
+        tmakit::store_tile<typename Cfg::DTile>(&p.d_map, &boxes[b], c);
       }
-      ptx::cp_async_bulk_commit_group();
+      store_commit();
     }
   }
 }
@@ -271,10 +273,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(Cfg::kBlockN % Cfg::kDBoxCols == 0 && Cfg::kDBoxCols % 8 == 0 && Cfg::kDBoxCols <= 64,
                 "the epilogue's boxes: whole 8-column fragments, at most one 128-byte span");
   static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
-  static_assert(Cfg::kStageABytes % 1024 == 0 && Cfg::kStageBBytes % 1024 == 0,
-                "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
-  static_assert((Cfg::kBSliceRows * kBlockK) % 1024 == 0,
-                "a CTA's slice of B must keep the 1024-byte swizzle alignment (rule D2)");
+  // (each Buffer starts on the 128B swizzle's 1024-byte repeat, rule D2)
+  static_assert(Cfg::ATile::smem_bytes == Cfg::ATile::tx_bytes &&
+                    Cfg::BTile::smem_bytes == Cfg::BTile::tx_bytes,
+                "wgmma reads A and the cluster's slices of B as dense 128-byte rows: a box "
+                "must be whole 8-row groups, with no padding after it");
   static_assert(kSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
   static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
@@ -284,19 +287,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   extern __shared__ std::uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  using State = PipelineState<Cfg::kStages>;
-  const std::uint32_t rank = kCluster ? ptx::cluster_ctarank() : 0u;
+  Pipeline<Cfg::kStages> pipe(s.bars);
+  using State = typename Pipeline<Cfg::kStages>::State;
+  const std::uint32_t rank = kCluster ? cluster_rank() : 0u;
   const std::int64_t first_unit = kCluster ? blockIdx.x / Cfg::kClusterM : blockIdx.x;
   const std::int64_t unit_step = kCluster ? gridDim.x / Cfg::kClusterM : gridDim.x;
 
   // barrier init: full[s] takes the producer's arm; empty[s] is freed by one arrival per
   // consumer warp of every CTA that writes into this CTA's stage (the whole cluster)
   if (threadIdx.x == 0) {
-#pragma unroll 1
-    for (int i = 0; i < Cfg::kStages; ++i) {
-      s.bars.full[i].init(1);
-      s.bars.empty[i].init(4 * Cfg::kConsumerWGs * Cfg::kClusterM);
-    }
+    pipe.init(4 * Cfg::kConsumerWGs * Cfg::kClusterM);
     fence_barrier_init();
   }
   // NOTE: in a cluster, peers multicast into this CTA's stages and arrive on its barriers:
@@ -313,8 +313,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // prefetch the first unit's k-blocks before the wait did not
   // pay (kernels/gemm/EXPERIMENTS.md).
   if (threadIdx.x == 0) {
-    ptx::prefetch_tensormap(&p.a_map);
-    ptx::prefetch_tensormap(&p.b_map);
+    prefetch_tensor_map(&p.a_map);
+    prefetch_tensor_map(&p.b_map);
   }
   ptx::griddepcontrol_wait();
   ptx::griddepcontrol_launch_dependents();
@@ -329,24 +329,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
         for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
           // wait until every CTA that receives this stage has freed it, then arm it for A
-          // and the whole of B (OOB fill counts too); the peers' slices may land first:
-          // the tx-count may dip below zero until this arm, never completing the phase.
-          Barrier& full = s.bars.full[st.stage];
-          s.bars.empty[st.stage].wait(st.parity ^ 1u);
-          full.arrive_expect_tx(Cfg::kStageTxBytes);
+          // and the whole of B (OOB fill counts too); the peers' slices may land first
+          // (Pipeline::consumer_release_cluster)
+          Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
           const std::int32_t ca[2] = {kb * kBlockK, w.tm * Cfg::kBlockM};
-          ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.a[st.stage]),
-                                                          &p.a_map, ca, full.smem());
+          load_tile<typename Cfg::ATile>(&s.a[st.stage], &p.a_map, full, ca);
           const std::int32_t cb[2] = {
               kb * kBlockK, w.tn * Cfg::kBlockN + static_cast<std::int32_t>(rank) * Cfg::kBSliceRows};
-          const std::uint32_t b_dst =
-              ptx::smem_u32(s.b[st.stage]) + rank * (Cfg::kBSliceRows * kBlockK);
           if constexpr (kCluster) {
-            ptx::cp_async_bulk_tensor_shared_global_tile_multicast<2>(
-                b_dst, &p.b_map, cb, full.smem(),
+            load_tile_multicast<typename Cfg::BTile>(
+                &s.b[st.stage][rank], &p.b_map, full, cb,
                 static_cast<std::uint16_t>((1u << Cfg::kClusterM) - 1u));
           } else {
-            ptx::cp_async_bulk_tensor_shared_global_tile<2>(b_dst, &p.b_map, cb, full.smem());
+            load_tile<typename Cfg::BTile>(&s.b[st.stage][0], &p.b_map, full, cb);
           }
           st.advance();
         }
@@ -373,17 +368,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto release = [&](const State& done) {
       if (!warp_leader) return;
       if constexpr (kCluster) {
-#pragma unroll
-        for (std::uint32_t r = 0; r < Cfg::kClusterM; ++r) {
-          s.bars.empty[done.stage].arrive_remote_cta_scope(r);
-        }
+        pipe.template consumer_release_cluster<Cfg::kClusterM>(done);
       } else {
-        s.bars.empty[done.stage].arrive();
+        pipe.consumer_release(done);
       }
     };
     auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
-      s.bars.full[at.stage].wait(at.parity);
-      issue_k_block<Cfg>(part, ptx::smem_u32(s.a[at.stage]) + a_off, ptx::smem_u32(s.b[at.stage]));
+      pipe.consumer_wait(at);
+      issue_k_block<Cfg>(part, ptx::smem_u32(&s.a[at.stage]) + a_off, ptx::smem_u32(s.b[at.stage]));
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
     // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
@@ -399,11 +391,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto issue_pair = [&](float (&part)[Cfg::kAccum], const Pair& at) {
       State next = at.s;
       next.advance();
-      s.bars.full[at.s.stage].wait(at.s.parity);
-      s.bars.full[next.stage].wait(next.parity);
-      issue_k_block_pair<Cfg>(part, ptx::smem_u32(s.a[at.s.stage]) + a_off,
+      pipe.consumer_wait(at.s);
+      pipe.consumer_wait(next);
+      issue_k_block_pair<Cfg>(part, ptx::smem_u32(&s.a[at.s.stage]) + a_off,
                               ptx::smem_u32(s.b[at.s.stage]),
-                              ptx::smem_u32(s.a[next.stage]) + a_off,
+                              ptx::smem_u32(&s.a[next.stage]) + a_off,
                               ptx::smem_u32(s.b[next.stage]));
     };
     auto retire_pair = [&](float (&part)[Cfg::kAccum], const Pair& done) {
@@ -429,8 +421,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         gemm_common::accumulated_k_blocks(
             kbs, st,
             [&](const State& at) {
-              s.bars.full[at.stage].wait(at.parity);
-              accumulate_k_block<Cfg>(acc, ptx::smem_u32(s.a[at.stage]) + a_off,
+              pipe.consumer_wait(at);
+              accumulate_k_block<Cfg>(acc, ptx::smem_u32(&s.a[at.stage]) + a_off,
                                       ptx::smem_u32(s.b[at.stage]));
             },
             release);
@@ -455,12 +447,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) __stcg(mine + i * Cfg::kConsumerThreads + ctid, acc[i]);
         __threadfence();
-        ptx::bar_sync(1, Cfg::kConsumerThreads);
+        named_barrier_sync(1, Cfg::kConsumerThreads);
         if (ctid == 0) {
           const std::uint32_t done = atomicAdd(&p.counters[w.tile], 1u);
           s.last_split = done == static_cast<std::uint32_t>(p.splits - 1) ? 1 : 0;
         }
-        ptx::bar_sync(1, Cfg::kConsumerThreads);
+        named_barrier_sync(1, Cfg::kConsumerThreads);
         if (!s.last_split) continue;
         // the last split of the tile: sum every split's partial in split order (the same
         // order whichever CTA is last, so results do not depend on timing)
@@ -491,7 +483,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
     }
     // a CTA may not exit while its stores still read shared memory
-    if (p.d_tma_store && wg_tid == 0) ptx::cp_async_bulk_wait_group<0>();
+    if (p.d_tma_store && wg_tid == 0) store_wait<0>();
   }
   // NOTE: a CTA may not exit while a peer may still multicast into it or arrive on its
   // barriers: the cluster leaves together.
