@@ -12,13 +12,12 @@
 #include "gemm_launch.hpp"
 #include "sm90_gemm_common.cuh"
 #include "tmakit/device/barrier.hpp"
+#include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
+#include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
-#include "tmakit/ptx/barrier.hpp"
-#include "tmakit/ptx/cluster.hpp"
 #include "tmakit/ptx/grid_dependency.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
-#include "tmakit/ptx/tma.hpp"
 
 namespace tmakit::detail::gemm_small_m {
 
@@ -31,9 +30,11 @@ constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 
 template <int MP>
 struct Config {
   static constexpr int kAccum = MP / 2;  // fp32 accumulators per thread (64 x MP tile)
-  static constexpr std::uint32_t kStageBBytes = kRowsB * kBlockK;
-  static constexpr std::uint32_t kStageABytes = MP * kBlockK;
-  static constexpr std::uint32_t kStageBytes = kStageABytes + kStageBBytes;
+  // The TMA boxes (128B swizzle): 64 rows of B and the MP rows of A (rows past M read as
+  // zeros), 128 bytes of K (kBlockK e4m3) each. A stage holds one of each.
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kRowsB>;
+  using ATile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, MP>;
+  static constexpr std::uint32_t kStageBytes = BTile::tx_bytes + ATile::tx_bytes;
   // the reduction moves registers in quads (16 bytes): rank r owns quads [r Q / S, (r + 1) Q
   // / S) of the Q = kAccum / 4, and holds S slots of ceil(Q / S) quads per consumer thread
   static constexpr int kQuads = kAccum / 4;
@@ -61,8 +62,8 @@ struct Params {
 template <int MP>
 struct alignas(1024) SharedStorage {
   using C = Config<MP>;
-  std::uint8_t b[C::kStages][C::kStageBBytes];  // 1024-aligned: swizzle repeat (rule D2)
-  std::uint8_t a[C::kStages][C::kStageABytes];
+  typename C::BTile::Buffer b[C::kStages];
+  typename C::ATile::Buffer a[C::kStages];
   // the reduction: slot q of this CTA's slice of registers, written by cluster rank q
   float4 partial[C::kReduceBytes / 16];
   PipelineBarriers<C::kStages> bars;
@@ -120,8 +121,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90_gemm_fp8_small_m_kernel(const __grid_constant__ Params p) {
   using C = Config<MP>;
   static_assert(MP % 8 == 0 && MP <= 256, "wgmma N: 8..256, step 8");
-  static_assert(C::kStageABytes % 1024 == 0 && C::kStageBBytes % 1024 == 0,
-                "stages must keep the 128B swizzle's 1024-byte alignment (rule D2)");
+  // (each Buffer starts on the 128B swizzle's 1024-byte repeat, rule D2)
+  static_assert(C::ATile::smem_bytes == C::ATile::tx_bytes &&
+                    C::BTile::smem_bytes == C::BTile::tx_bytes,
+                "wgmma reads A and B as dense 128-byte rows: a box must be whole 8-row groups");
   static_assert(C::kStages >= 4, "the ring needs depth");
   static_assert(MP * kStagePitch <= sizeof(SharedStorage<MP>::b) &&
                     MP * kStagePitch <= sizeof(SharedStorage<MP>::partial),
@@ -131,10 +134,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ std::uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SharedStorage<MP>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  using State = PipelineState<C::kStages>;
+  Pipeline<C::kStages> pipe(s.bars);
+  using State = typename Pipeline<C::kStages>::State;
   // a cluster of S CTAs shares one tile of 64 rows of B; rank r takes the r-th share of K
-  const std::uint32_t rank = ptx::cluster_ctarank();
-  const std::uint32_t ranks = ptx::cluster_nctarank();
+  const std::uint32_t rank = cluster_rank();
+  const std::uint32_t ranks = cluster_size();
   const std::int32_t n0 = static_cast<std::int32_t>(blockIdx.x / ranks) * kRowsB;
   const auto kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(rank) * p.k_blocks / ranks);
   const auto kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(rank + 1) * p.k_blocks / ranks);
@@ -144,11 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int qe = static_cast<int>((rank + 1) * C::kQuads / ranks);
   const std::uint32_t slot_quads = (C::kQuads + ranks - 1) / ranks;  // per sender's slot
   if (threadIdx.x == 0) {
-#pragma unroll 1
-    for (int i = 0; i < C::kStages; ++i) {
-      s.bars.full[i].init(1);
-      s.bars.empty[i].init(4);  // one arrival per consumer warp
-    }
+    pipe.init(4);  // one arrival per consumer warp
     s.reduced.init(1);
     // every peer sends 16 bytes per quad of the slice and consumer thread
     if (ranks > 1)
@@ -165,12 +165,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // loads are all issued (kernels/gemm/EXPERIMENTS.md); without a prefetch the next kernel
   // may start at once.
   if (threadIdx.x == 0) {
-    ptx::prefetch_tensormap(&p.a_map);
-    ptx::prefetch_tensormap(&p.b_map);
+    prefetch_tensor_map(&p.a_map);
+    prefetch_tensor_map(&p.b_map);
     const std::int32_t prefetch_end = min(kb_end, kb_begin + p.prefetch_kblocks);
     for (std::int32_t kb = kb_begin; kb < prefetch_end; ++kb) {
       const std::int32_t cb[2] = {kb * kBlockK, n0};
-      ptx::cp_async_bulk_prefetch_tensor_tile<2>(&p.b_map, cb);
+      prefetch_tile<typename C::BTile>(&p.b_map, cb);
     }
   }
   ptx::griddepcontrol_wait();
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // `reduced` barrier is initialised): every thread arrives here, and the consumers wait
   // before the reduction's first remote store (long satisfied by then; compute-sanitizer's
   // racecheck flags the stores otherwise)
-  if (ranks > 1) ptx::barrier_cluster_arrive_relaxed();
+  if (ranks > 1) cluster_arrive_relaxed();
 
   float acc[C::kAccum];
 #pragma unroll
@@ -194,15 +194,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (threadIdx.x == 0) {
       State st;
       for (std::int32_t kb = kb_begin; kb < kb_end; ++kb) {
-        s.bars.empty[st.stage].wait(st.parity ^ 1u);
-        Barrier& full = s.bars.full[st.stage];
-        full.arrive_expect_tx(C::kStageBytes);  // OOB rows of A (past M) count too
+        Barrier& full = pipe.producer_arm(st, C::kStageBytes);  // OOB rows of A count too
         const std::int32_t cb[2] = {kb * kBlockK, n0};
-        ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.b[st.stage]), &p.b_map,
-                                                        cb, full.smem());
+        load_tile<typename C::BTile>(&s.b[st.stage], &p.b_map, full, cb);
         const std::int32_t ca[2] = {kb * kBlockK, 0};
-        ptx::cp_async_bulk_tensor_shared_global_tile<2>(ptx::smem_u32(s.a[st.stage]), &p.a_map,
-                                                        ca, full.smem());
+        load_tile<typename C::ATile>(&s.a[st.stage], &p.a_map, full, ca);
         st.advance();
       }
       // a CTA's trigger is its first thread's (the others never give one)
@@ -215,11 +211,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool warp_leader = (threadIdx.x % 32) == 0;
     State st;
     auto issue = [&](float (&part)[C::kAccum], const State& at) {
-      s.bars.full[at.stage].wait(at.parity);
+      pipe.consumer_wait(at);
       ptx::wgmma_fence_operands(part);
       ptx::wgmma_fence_sync_aligned();
-      const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(s.b[at.stage]));
-      const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(s.a[at.stage]));
+      const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.b[at.stage]));
+      const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.a[at.stage]));
 #pragma unroll
       for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
         // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
@@ -231,7 +227,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_commit_group_sync_aligned();
     };
     auto retire = [&](float (&part)[C::kAccum], const State& done) {
-      if (warp_leader) s.bars.empty[done.stage].arrive();
+      if (warp_leader) pipe.consumer_release(done);
       ptx::wgmma_fence_operands(part);
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) acc[i] += part[i];
@@ -244,10 +240,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) stage_element<T>(staging, i, tid, acc[i] * scale);
-      ptx::bar_sync(1, 128);
+      named_barrier_sync(1, 128);
       store_rows<T>(p, staging, 0, MP, tid, n0);
     } else {
-      ptx::barrier_cluster_wait_acquire();  // every peer has started (the arrive above)
+      cluster_wait();  // every peer has started (the arrive above)
       // push each slice of registers to the rank that owns it, into slot `rank` there, 16
       // bytes per store, counted off that rank's `reduced` barrier
       // NOTE: remote stores need no reply, so they stream. A first version read the peers'
@@ -268,8 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (r == rank) {
             slot = v;
           } else {
-            ptx::st_async_v4_f32(ptx::mapa_shared_cluster(ptx::smem_u32(&slot), r), v,
-                                 ptx::mapa_shared_cluster(s.reduced.smem(), r));
+            store_async_remote(&slot, v, s.reduced, r);
           }
         }
       }
@@ -284,9 +279,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // tile and sums the S partials of them in rank order (the same sum whatever the timing)
   // every consumer warp is past its last wgmma (the ring is idle: it holds the staging tile)
   // and this rank's own slot is written; then every peer's
-  ptx::bar_sync(1, 128);
+  named_barrier_sync(1, 128);
   s.reduced.wait_cluster(0);
-  std::uint8_t* const staging = &s.b[0][0];
+  auto* const staging = reinterpret_cast<std::uint8_t*>(s.b);
   for (int u = qb; u < qe; ++u) {
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (std::uint32_t q = 0; q < ranks; ++q) {
@@ -303,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     stage_element<T>(staging, 4 * u + 3, tid, sum.w * scale);
   }
   // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
-  ptx::bar_sync(1, 128);
+  named_barrier_sync(1, 128);
   store_rows<T>(p, staging, 8 * qb, 8 * qe, tid, n0);
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
