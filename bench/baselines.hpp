@@ -1,6 +1,6 @@
 // Baselines for `tmakit bench`: the seed write-ups' kernels written the way they describe
-// them, and vendor libraries (cuBLAS geam, cuDNN) loaded with dlopen at run time, so the
-// binary starts on a machine without them and says why a baseline is missing.
+// them, and vendor libraries (cuBLAS geam, cuDNN) loaded at run time (vendor_library.hpp), so
+// the binary starts on a machine without them and says why a baseline is missing.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -76,7 +76,7 @@ class CublasGeam {
   ~CublasGeam();
   CublasGeam(const CublasGeam&) = delete;
   CublasGeam& operator=(const CublasGeam&) = delete;
-  // Empty when usable; else "baseline unavailable: <why>".
+  // Empty when usable; else why not (Status::unavailable's detail).
   const std::string& unavailable() const { return why_; }
   const std::string& library() const { return path_; }
   void transpose(DataType type, const void* in, void* out, std::uint64_t rows,
@@ -97,9 +97,10 @@ class CudnnConv {
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
+  // Empty when usable; else why not (Status::unavailable's detail).
   const std::string& unavailable() const { return why_; }
   const std::string& library() const { return path_; }
-  // Plans for one shape; returns "" or why it cannot ("baseline unavailable: ...").
+  // Plans for one shape; returns "" or why it cannot (Status::unavailable's detail).
   std::string plan(DataType type, std::uint64_t batch, std::uint64_t rows, std::uint64_t cols,
                    const Filter3x3& filter, cudaStream_t stream);
   std::string algorithm() const;  // of the last plan

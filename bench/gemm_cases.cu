@@ -3,14 +3,11 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,10 +15,12 @@
 #include "gemm_cases.hpp"
 
 #include "baselines.hpp"
+#include "cases.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/ptx/grid_dependency.hpp"
+#include "vendor_library.hpp"
 
 namespace tmakit::bench {
 namespace {
@@ -58,14 +57,6 @@ std::string workload_id(const Shape& s) {
          std::to_string(s.k);
 }
 
-// "-fast": fast accumulation (GemmAccumulation::fast; cuBLASLt's
-// CUBLASLT_MATMUL_DESC_FAST_ACCUM), each mode compared with the other library's same mode
-const char* kImpls[] = {"tmakit",      "cublaslt-fp8",      "cublas-fp16", "seed-tma",
-                        "bytes-floor", "cublaslt-fp8-fast", "tmakit-fast"};
-constexpr int kImplCount = 7;
-constexpr int kFloorImpl = 4;  // "bytes-floor": memory-bound shapes only
-constexpr int kLtFastImpl = 5;
-constexpr int kFastImpl = 6;
 const char* kFloorId = "gemm/empty-kernel";
 const char* kMemcpyId = "gemm/memcpy";
 
@@ -157,22 +148,30 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
   return v;
 }
 
-bool selected(const SuiteOptions& o, const std::string& id) {
-  return filter_selects(o.filter, id);
-}
-// An implementation of a workload runs when the filter selects either of its rows.
-bool case_selected(const SuiteOptions& o, const std::string& workload, const std::string& impl) {
-  return selected(o, workload + "/" + impl) || selected(o, workload + "/stream/" + impl);
-}
-
 // ---- device data and checks ------------------------------------------------------------
 
-__device__ __host__ inline float e4m3_value(std::uint8_t bits) {
-  const int e = (bits >> 3) & 0xF;
-  const int m = bits & 7;
-  const float mag = e == 0 ? ldexpf(static_cast<float>(m) / 8.0f, -6)
-                           : ldexpf(1.0f + static_cast<float>(m) / 8.0f, e - 7);
-  return (bits & 0x80) ? -mag : mag;
+// The e4m3 value of each of the 256 bytes, from the library's decode
+// (reference::e4m3_to_float), on the device for the fill and check kernels, which stage it in
+// shared memory (stage_e4m3).
+class E4m3Table {
+ public:
+  E4m3Table() {
+    float values[256];
+    for (int i = 0; i < 256; ++i) {
+      values[i] = reference::e4m3_to_float(static_cast<std::uint8_t>(i));
+    }
+    TMAKIT_CUDA_CHECK(cudaMemcpy(values_.get(), values, sizeof values, cudaMemcpyHostToDevice));
+  }
+  const float* get() const { return static_cast<const float*>(values_.get()); }
+
+ private:
+  DeviceBuffer values_{256 * sizeof(float)};
+};
+
+// Copies the table into `shared` (256 floats); every thread of the block must call it.
+__device__ inline void stage_e4m3(const float* table, float* shared) {
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) shared[i] = table[i];
+  __syncthreads();
 }
 
 __device__ inline std::uint32_t hash32(std::uint64_t x) {
@@ -229,7 +228,6 @@ Result host_overhead(cudaStream_t stream) {
   r.workload = "gemm";
   r.impl = "host-overhead";
   r.kind = "ceiling";
-  r.status = "ok";
   // the table's time columns carry the per-call host times (no GPU time here)
   r.timing.median_ms = r.timing.min_ms = r.timing.max_ms = gemm_us * 1e-3;
   r.timing.runs = kCalls;
@@ -327,7 +325,6 @@ Result memcpy_ceiling(Timer& timer, cudaStream_t stream) {
   r.timing = timer.time([&](cudaStream_t st) {
     TMAKIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kBytes, cudaMemcpyDeviceToDevice, st));
   });
-  r.status = "ok";
   r.gbps = static_cast<double>(r.bytes) / (r.timing.median_ms * 1e-3) * 1e-9;
   r.note = "cudaMemcpyAsync of 512 MiB device to device: the ceiling of the 'x memcpy' column "
            "for shapes with M or N <= 128";
@@ -335,7 +332,9 @@ Result memcpy_ceiling(Timer& timer, cudaStream_t stream) {
 }
 
 __global__ void fill_e4m3_kernel(std::uint8_t* out, __half* twin, std::uint64_t n,
-                                 std::uint64_t seed) {
+                                 std::uint64_t seed, const float* e4m3_table) {
+  __shared__ float e4m3[256];
+  stage_e4m3(e4m3_table, e4m3);
   for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
     const std::uint32_t h = hash32(i * 0x9E3779B97F4A7C15ull + seed);
@@ -343,7 +342,7 @@ __global__ void fill_e4m3_kernel(std::uint8_t* out, __half* twin, std::uint64_t 
     const std::uint8_t bits = static_cast<std::uint8_t>(((h & 1) << 7) | ((1 + (h >> 1) % 8) << 3) |
                                                         ((h >> 8) & 7));
     out[i] = bits;
-    if (twin != nullptr) twin[i] = __float2half(e4m3_value(bits));
+    if (twin != nullptr) twin[i] = __float2half(e4m3[bits]);
   }
 }
 
@@ -353,7 +352,10 @@ __global__ void fill_e4m3_kernel(std::uint8_t* out, __half* twin, std::uint64_t 
 template <class In, class Out>
 __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64_t m,
                              std::uint64_t n, std::uint64_t k, float scale, double slack,
-                             int samples, unsigned long long* wrong, double* sums) {
+                             int samples, const float* e4m3_table, unsigned long long* wrong,
+                             double* sums) {
+  __shared__ float e4m3[256];
+  if (e4m3_table != nullptr) stage_e4m3(e4m3_table, e4m3);  // e4m3 inputs (null for fp16)
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= samples) return;
   const std::uint32_t h = hash32(static_cast<std::uint64_t>(s) * 7919u + 17u);
@@ -364,8 +366,8 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
   for (std::uint64_t q = 0; q < k; ++q) {
     double x, y;
     if constexpr (sizeof(In) == 1) {
-      x = e4m3_value(a[i * k + q]);
-      y = e4m3_value(b[j * k + q]);
+      x = e4m3[a[i * k + q]];
+      y = e4m3[b[j * k + q]];
     } else {
       x = __half2float(a[i * k + q]);
       y = __half2float(b[j * k + q]);
@@ -398,13 +400,14 @@ double accumulation_slack(bool fast, std::uint64_t k) {
 // over the samples) in `rel_error`.
 template <class In, class Out>
 std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s, float scale,
-                          bool fast, double* rel_error) {
+                          bool fast, const E4m3Table& e4m3, double* rel_error) {
   ErrorCounter c;
   const int samples = 2048;
   DeviceBuffer sums(2 * sizeof(double));
   TMAKIT_CUDA_CHECK(cudaMemset(sums.get(), 0, sums.bytes()));
   check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale,
                                                 accumulation_slack(fast, s.k), samples,
+                                                sizeof(In) == 1 ? e4m3.get() : nullptr,
                                                 c.reset(nullptr),
                                                 static_cast<double*>(sums.get()));
   const std::uint64_t wrong = c.read(nullptr);
@@ -414,46 +417,14 @@ std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s
   return wrong;
 }
 
-// ---- vendor libraries through dlopen ----------------------------------------------------
-
-void* open_library(const char* env, const char* soname, std::string& path, std::string& why) {
-  std::vector<std::string> c;
-  if (const char* e = std::getenv(env); e != nullptr && *e != '\0') c.emplace_back(e);
-  c.emplace_back(soname);
-  c.push_back(std::string("/usr/local/cuda/lib64/") + soname);
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (const char* root : {"/opt/torch/.venv/lib", "/usr/local/lib", "/usr/lib"}) {
-    if (!fs::is_directory(root, ec)) continue;
-    for (const auto& py : fs::directory_iterator(root, ec)) {
-      if (py.path().filename().string().rfind("python3", 0) != 0) continue;
-      for (const char* dir : {"cu13", "cublas"}) {
-        const fs::path p = py.path() / "site-packages" / "nvidia" / dir / "lib" / soname;
-        if (fs::exists(p, ec)) c.push_back(p.string());
-      }
-    }
-  }
-  for (const auto& p : c) {
-    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-      path = p;
-      return h;
-    }
-    if (why.size() < 300) why += (why.empty() ? "" : "; ") + std::string(dlerror());
-  }
-  return nullptr;
-}
-
-template <class F>
-bool bind(void* h, const char* name, F& fn, std::string& why) {
-  fn = reinterpret_cast<F>(dlsym(h, name));
-  if (fn == nullptr) why = std::string("symbol ") + name + " missing";
-  return fn != nullptr;
-}
+// ---- cuBLASLt and cuBLAS, loaded at run time (vendor_library.hpp) -----------------------
 
 struct Vendor {
-  std::string lt_why, blas_why, lt_path, blas_path;
-  void* lt_lib = nullptr;
-  void* blas_lib = nullptr;
+  VendorLibrary lt_lib{"libcublasLt", "TMAKIT_CUBLASLT_LIBRARY",
+                       {"libcublasLt.so.13", "libcublasLt.so.12"}, "cublas"};
+  VendorLibrary blas_lib{"libcublas", "TMAKIT_CUBLAS_LIBRARY",
+                         {"libcublas.so.13", "libcublas.so.12"}, "cublas"};
+  std::string lt_why, blas_why;  // empty while usable; else why not (Status::unavailable)
   cublasLtHandle_t lt = nullptr;
   cublasHandle_t blas = nullptr;
   decltype(&cublasLtCreate) lt_create = nullptr;
@@ -476,67 +447,66 @@ struct Vendor {
                             cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
 
   Vendor() {
-    std::string miss;
-    lt_lib = open_library("TMAKIT_CUBLASLT_LIBRARY", "libcublasLt.so.13", lt_path, lt_why);
-    if (lt_lib == nullptr) {
-      lt_lib = open_library("TMAKIT_CUBLASLT_LIBRARY", "libcublasLt.so.12", lt_path, lt_why);
-    }
-    if (lt_lib == nullptr) {
-      lt_why = "baseline unavailable: libcublasLt not found (" + lt_why + ")";
-    } else if (!bind(lt_lib, "cublasLtCreate", lt_create, miss) ||
-               !bind(lt_lib, "cublasLtMatmulDescCreate", desc_create, miss) ||
-               !bind(lt_lib, "cublasLtMatmulDescDestroy", desc_destroy, miss) ||
-               !bind(lt_lib, "cublasLtMatmulDescSetAttribute", desc_set, miss) ||
-               !bind(lt_lib, "cublasLtMatrixLayoutCreate", layout_create, miss) ||
-               !bind(lt_lib, "cublasLtMatrixLayoutDestroy", layout_destroy, miss) ||
-               !bind(lt_lib, "cublasLtMatmulPreferenceCreate", pref_create, miss) ||
-               !bind(lt_lib, "cublasLtMatmulPreferenceDestroy", pref_destroy, miss) ||
-               !bind(lt_lib, "cublasLtMatmulPreferenceSetAttribute", pref_set, miss) ||
-               !bind(lt_lib, "cublasLtMatmulAlgoGetHeuristic", heuristic, miss) ||
-               !bind(lt_lib, "cublasLtMatmul", matmul, miss)) {
-      lt_why = "baseline unavailable: " + lt_path + ": " + miss;
+    VendorLibrary& l = lt_lib;
+    if (!l.bind("cublasLtCreate", lt_create) || !l.bind("cublasLtMatmulDescCreate", desc_create) ||
+        !l.bind("cublasLtMatmulDescDestroy", desc_destroy) ||
+        !l.bind("cublasLtMatmulDescSetAttribute", desc_set) ||
+        !l.bind("cublasLtMatrixLayoutCreate", layout_create) ||
+        !l.bind("cublasLtMatrixLayoutDestroy", layout_destroy) ||
+        !l.bind("cublasLtMatmulPreferenceCreate", pref_create) ||
+        !l.bind("cublasLtMatmulPreferenceDestroy", pref_destroy) ||
+        !l.bind("cublasLtMatmulPreferenceSetAttribute", pref_set) ||
+        !l.bind("cublasLtMatmulAlgoGetHeuristic", heuristic) ||
+        !l.bind("cublasLtMatmul", matmul)) {
+      lt_why = l.why();
     } else if (lt_create(&lt) != CUBLAS_STATUS_SUCCESS) {
-      lt_why = "baseline unavailable: cublasLtCreate failed";
-    } else {
-      lt_why.clear();
+      lt_why = "cublasLtCreate failed";
     }
-    blas_lib = open_library("TMAKIT_CUBLAS_LIBRARY", "libcublas.so.13", blas_path, blas_why);
-    if (blas_lib == nullptr) {
-      blas_lib = open_library("TMAKIT_CUBLAS_LIBRARY", "libcublas.so.12", blas_path, blas_why);
-    }
-    miss.clear();
-    if (blas_lib == nullptr) {
-      blas_why = "baseline unavailable: libcublas not found (" + blas_why + ")";
-    } else if (!bind(blas_lib, "cublasCreate_v2", blas_create, miss) ||
-               !bind(blas_lib, "cublasSetStream_v2", blas_set_stream, miss) ||
-               !bind(blas_lib, "cublasGemmEx", gemm_ex, miss)) {
-      blas_why = "baseline unavailable: " + blas_path + ": " + miss;
+    VendorLibrary& b = blas_lib;
+    if (!b.bind("cublasCreate_v2", blas_create) || !b.bind("cublasSetStream_v2", blas_set_stream) ||
+        !b.bind("cublasGemmEx", gemm_ex)) {
+      blas_why = b.why();
     } else if (blas_create(&blas) != CUBLAS_STATUS_SUCCESS) {
-      blas_why = "baseline unavailable: cublasCreate failed";
-    } else {
-      blas_why.clear();
+      blas_why = "cublasCreate failed";
     }
   }
 };
 
-// One cuBLASLt FP8 plan: row-major D (M x N) = A (M x K) * B^T is column-major
-// D^T (N x M) = op(B)^T... i.e. the TN form FP8 requires: "A" = our B transposed (K x N, ld K),
-// "B" = our A (K x M, ld K), D column-major N x M (ld N).
+Vendor& vendor() {
+  static Vendor v;
+  return v;
+}
+
+// One cuBLASLt FP8 plan, its descriptors and workspace released with it: row-major D (M x N)
+// = A (M x K) * B^T is column-major D^T (N x M) in the TN form FP8 requires: "A" = our B
+// transposed (K x N, ld K), "B" = our A (K x M, ld K), D column-major N x M (ld N).
 struct LtPlan {
+  explicit LtPlan(const Vendor& vendor) : v(vendor) {}
+  ~LtPlan() {
+    if (la) v.layout_destroy(la);
+    if (lb) v.layout_destroy(lb);
+    if (ld) v.layout_destroy(ld);
+    if (desc) v.desc_destroy(desc);
+  }
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+
+  const Vendor& v;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
   cublasLtMatmulAlgo_t algo{};
   cublasLtMatmulAlgo_t candidates[8]{};  // the heuristic's answers, best first
   int candidate_count = 0;
-  void* workspace = nullptr;
+  std::unique_ptr<DeviceBuffer> workspace;
   std::size_t workspace_bytes = 32u << 20;
-  std::string error;
 };
 
-std::string make_lt_plan(Vendor& v, LtPlan& p, const Shape& s, const float* d_scale_a,
+// Sets `p` up for the shape; returns "" or why cuBLASLt cannot (Status::unavailable).
+std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
                          const float* d_scale_b, bool fast) {
+  const Vendor& v = p.v;
   if (v.desc_create(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) {
-    return "baseline unavailable: cublasLtMatmulDescCreate failed";
+    return "cublasLtMatmulDescCreate failed";
   }
   const cublasOperation_t t = CUBLAS_OP_T, nop = CUBLAS_OP_N;
   int bad = 0;
@@ -553,10 +523,7 @@ std::string make_lt_plan(Vendor& v, LtPlan& p, const Shape& s, const float* d_sc
   bad |= v.layout_create(&p.la, CUDA_R_8F_E4M3, s.k, s.n, static_cast<std::int64_t>(s.k)) != 0 ? 16 : 0;
   bad |= v.layout_create(&p.lb, CUDA_R_8F_E4M3, s.k, s.m, static_cast<std::int64_t>(s.k)) != 0 ? 32 : 0;
   bad |= v.layout_create(&p.ld, CUDA_R_16BF, s.n, s.m, static_cast<std::int64_t>(s.n)) != 0 ? 64 : 0;
-  if (bad != 0) {
-    return "baseline unavailable: cuBLASLt descriptor setup failed (mask " +
-           std::to_string(bad) + ")";
-  }
+  if (bad != 0) return "cuBLASLt descriptor setup failed (mask " + std::to_string(bad) + ")";
   cublasLtMatmulPreference_t pref = nullptr;
   v.pref_create(&pref);
   v.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &p.workspace_bytes,
@@ -567,59 +534,99 @@ std::string make_lt_plan(Vendor& v, LtPlan& p, const Shape& s, const float* d_sc
       v.heuristic(v.lt, p.desc, p.la, p.lb, p.ld, p.ld, pref, 8, results, &found);
   v.pref_destroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
-    return "baseline unavailable: cuBLASLt has no FP8 algorithm for this shape (status " +
+    return "cuBLASLt has no FP8 algorithm for this shape (status " +
            std::to_string(static_cast<int>(st)) + ")";
   }
   for (int i = 0; i < found; ++i) p.candidates[i] = results[i].algo;
   p.candidate_count = found;
   p.algo = results[0].algo;
-  TMAKIT_CUDA_CHECK(cudaMalloc(&p.workspace, p.workspace_bytes));
+  p.workspace = std::make_unique<DeviceBuffer>(p.workspace_bytes);
   return "";
 }
 
-void free_lt_plan(Vendor& v, LtPlan& p) {
-  if (p.la) v.layout_destroy(p.la);
-  if (p.lb) v.layout_destroy(p.lb);
-  if (p.ld) v.layout_destroy(p.ld);
-  if (p.desc) v.desc_destroy(p.desc);
-  if (p.workspace) cudaFree(p.workspace);
-}
+// ---- the cases of one shape, as declared ------------------------------------------------
 
-Vendor& vendor() {
-  static Vendor v;
-  return v;
-}
+// The implementations, in the order they run and are reported. "-fast": fast accumulation
+// (GemmAccumulation::fast; cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM), each mode compared
+// with the other library's row of the same mode.
+constexpr const char* kLt = "cublaslt-fp8";
+constexpr const char* kLtFast = "cublaslt-fp8-fast";
+constexpr const char* kFp16 = "cublas-fp16";
+constexpr const char* kSeed = "seed-tma";
+constexpr const char* kBytesFloor = "bytes-floor";
 
-void finish(Result& r, const Shape& s, double flops_note) {
-  (void)flops_note;
-  if (!r.ok()) return;
-  const double sec = r.timing.median_ms * 1e-3;
-  r.gbps = static_cast<double>(r.bytes) / sec * 1e-9;
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%.1f TFLOP/s",
-                2.0 * static_cast<double>(s.m) * s.n * s.k / sec * 1e-12);
-  r.note = buf + (r.note.empty() ? std::string() : "; " + r.note);
+// A case, with the tuning its call passes when it is one of tmakit's.
+struct GemmCase {
+  CaseSpec spec;
+  GemmTuning tuning;
+};
+
+// Every case of the shape: each moves A, B and D once in its own types, declares 2 M N K
+// FLOPs, and is timed together with the others of its shape, call by call and as a stream
+// of calls. tmakit's rows are compared with the vendors' and the write-up's GEMM, their
+// speed-up stated over cuBLASLt FP8 in the same accumulation mode.
+std::vector<GemmCase> gemm_cases(const SuiteOptions& o, const Shape& s) {
+  const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
+  const std::uint64_t fp16_bytes = 2 * (s.m * s.k + s.n * s.k + s.m * s.n);
+  const std::uint64_t flops = 2 * s.m * s.n * s.k;
+  const auto declare = [&](const std::string& impl, const char* kind, std::uint64_t bytes) {
+    CaseSpec c;
+    c.impl = impl;
+    c.kind = kind;
+    c.bytes = bytes;
+    c.flops = flops;
+    c.timed_by = TimedBy::together;
+    c.streamed = true;
+    return c;
+  };
+  const auto tmakit = [&](const std::string& impl, const GemmTuning& tuning) {
+    CaseSpec c = declare(impl, "tmakit", fp8_bytes);
+    c.baselines = {kLt, kLtFast, kFp16, kSeed};
+    c.speedup_over = tuning.accumulation == GemmAccumulation::fast ? kLtFast : kLt;
+    return GemmCase{c, tuning};
+  };
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  std::vector<GemmCase> out = {{declare(kLt, "vendor", fp8_bytes), {}},
+                               {declare(kLtFast, "vendor", fp8_bytes), {}},
+                               tmakit("tmakit", {}),
+                               tmakit("tmakit-fast", fast)};
+  for (const auto& [name, tuning] : tuned_variants(o, s)) out.push_back(tmakit(name, tuning));
+  out.push_back({declare(kFp16, "vendor", fp16_bytes), {}});
+  out.push_back({declare(kSeed, "seed", fp8_bytes), {}});
+  // the bytes alone: the floor of the shapes bound by memory
+  if (memory_bound(s)) out.push_back({declare(kBytesFloor, "ceiling", fp8_bytes), {}});
+  return out;
 }
 
 }  // namespace
 
+std::vector<DeclaredWorkload> declared_gemm_workloads(const SuiteOptions& options) {
+  std::vector<DeclaredWorkload> out;
+  for (const Shape& s : shapes(options)) {
+    DeclaredWorkload& w = out.emplace_back();
+    w.workload = workload_id(s);
+    for (const GemmCase& c : gemm_cases(options, s)) w.cases.push_back(c.spec);
+  }
+  return out;
+}
+
 std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
   std::vector<std::string> ids;
-  for (const Shape& s : shapes(options)) {
-    std::vector<std::string> impls(std::begin(kImpls), std::end(kImpls));
-    if (!memory_bound(s)) impls.erase(impls.begin() + kFloorImpl);
-    for (const auto& variant : tuned_variants(options, s)) impls.push_back(variant.first);
+  for (const DeclaredWorkload& w : declared_gemm_workloads(options)) {
     // each implementation is timed call by call and as a stream of calls
-    for (const char* mode : {"/", "/stream/"}) {
-      for (const std::string& impl : impls) {
-        if (case_selected(options, workload_id(s), impl)) ids.push_back(workload_id(s) + mode + impl);
+    for (const bool stream : {false, true}) {
+      for (const CaseSpec& c : w.cases) {
+        if (!case_selected(options.filter, w.workload, c)) continue;
+        ids.push_back(stream ? stream_case_id(w.workload, c) : case_id(w.workload, c));
       }
     }
   }
   // the empty kernel, the host overhead and the memcpy ceiling run whenever any GEMM case
   // does, or when the filter names them alone (e.g. --filter host-overhead)
-  if (!ids.empty() || selected(options, kFloorId) || selected(options, "gemm/host-overhead") ||
-      selected(options, kMemcpyId)) {
+  if (!ids.empty() || filter_selects(options.filter, kFloorId) ||
+      filter_selects(options.filter, "gemm/host-overhead") ||
+      filter_selects(options.filter, kMemcpyId)) {
     ids.insert(ids.begin(), {kFloorId, "gemm/host-overhead", kMemcpyId});
   }
   return ids;
@@ -627,19 +634,20 @@ std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
 
 std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   std::vector<Result> out;
-  cudaStream_t stream = nullptr;
-  TMAKIT_CUDA_CHECK(cudaStreamCreate(&stream));
-  // destroyed on every way out, an exception's included
-  const std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_owner(
-      stream, cudaStreamDestroy);
+  if (list_gemm_cases(options).empty()) return out;
+  // NOTE: not a non-blocking stream: the checks run on the legacy default stream and rely on
+  // its ordering with this one
+  const Stream stream_owner(cudaStreamDefault);
+  const cudaStream_t stream = stream_owner.get();
   Timer timer(options.timing, stream);
-  double memcpy_gbps = 0;  // the device's copy rate: the ceiling of memory-bound shapes
   int device = 0;
   int l2 = 0;
+  int sms = 0;
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
   TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const auto l2_bytes = static_cast<std::size_t>(l2);
-  if (!list_gemm_cases(options).empty()) {
+  {
     Result floor;
     floor.id = kFloorId;
     floor.workload = "gemm";
@@ -649,14 +657,15 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
       empty_kernel<<<1, 32, 0, st>>>();
       TMAKIT_CUDA_CHECK(cudaGetLastError());
     });
-    floor.status = "ok";
     floor.note = "an empty kernel timed the same way: the floor under every time below";
     out.push_back(floor);
-    out.push_back(host_overhead(stream));
-    out.push_back(memcpy_ceiling(timer, stream));
-    memcpy_gbps = out.back().gbps;
   }
+  out.push_back(host_overhead(stream));
+  out.push_back(memcpy_ceiling(timer, stream));
+  const double memcpy_gbps = out.back().gbps;  // the ceiling of the memory-bound shapes
+
   Vendor& v = vendor();
+  const E4m3Table e4m3;
   // device: scale_a, scale_b (cuBLASLt reads them from there)
   // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
   const DeviceBuffer scale_buffer(8 * sizeof(float));
@@ -667,170 +676,125 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
   const float scale = sc.alpha * sc.scale_a * sc.scale_b;
+  const float beta = 0.0f;
+  CaseRunner runner(stream, timer, nullptr);
 
   for (const Shape& s : shapes(options)) {
     const std::string w = workload_id(s);
-    bool want[kImplCount];
-    bool any = false;
-    for (int i = 0; i < kImplCount; ++i) any |= want[i] = case_selected(options, w, kImpls[i]);
-    if (!memory_bound(s)) want[kFloorImpl] = false;
-    for (const auto& variant : tuned_variants(options, s)) {
-      any |= case_selected(options, w, variant.first);
+    std::vector<CaseSpec> cases;
+    std::map<std::string, GemmTuning> tunings;  // tmakit's cases
+    bool fp16 = false;
+    for (const GemmCase& c : gemm_cases(options, s)) {
+      if (!case_selected(options.filter, w, c.spec)) continue;
+      cases.push_back(c.spec);
+      if (c.spec.kind == "tmakit") tunings[c.spec.impl] = c.tuning;
+      fp16 |= c.spec.impl == kFp16 && v.blas_why.empty();
     }
-    if (!any) continue;
+    if (cases.empty()) continue;
     if (options.progress) *options.progress << w << "\n";
-    const bool fp16 = want[2] && v.blas_why.empty();
-    const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
     // operand sets for the stream timing: together at least twice the L2 (set 0 is the one
     // checked and timed call by call; the others are copies of it)
+    const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
     const int sets = stream_sets(fp8_bytes, l2_bytes);
     const int calls = sets * ((kStreamCalls + sets - 1) / sets);
     Operands ops(s, sets, fp16);
-    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(ops.a[0]->get()),
-                                               fp16 ? static_cast<__half*>(ops.a16[0]->get()) : nullptr,
-                                               s.m * s.k, 1);
-    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(static_cast<std::uint8_t*>(ops.b[0]->get()),
-                                               fp16 ? static_cast<__half*>(ops.b16[0]->get()) : nullptr,
-                                               s.n * s.k, 2);
+    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(
+        static_cast<std::uint8_t*>(ops.a[0]->get()),
+        fp16 ? static_cast<__half*>(ops.a16[0]->get()) : nullptr, s.m * s.k, 1, e4m3.get());
+    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(
+        static_cast<std::uint8_t*>(ops.b[0]->get()),
+        fp16 ? static_cast<__half*>(ops.b16[0]->get()) : nullptr, s.n * s.k, 2, e4m3.get());
     TMAKIT_CUDA_CHECK(cudaGetLastError());
     ops.copy_set0(stream);
     TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto* pa = ops.fp8_a(0);
     const auto* pb = ops.fp8_b(0);
     auto* pd = ops.fp8_d(0);
+    const std::uint64_t d_bytes = s.m * s.n * 2;
 
-    Result rt, rl, rh, rs, rf, rlf, rtf;
-    Result* const rows[kImplCount] = {&rt, &rl, &rh, &rs, &rf, &rlf, &rtf};
-    for (int i = 0; i < kImplCount; ++i) {
-      Result& r = *rows[i];
-      r.workload = w;
-      r.impl = kImpls[i];
-      r.id = w + "/" + kImpls[i];
-      r.kind = i == 0 || i == kFastImpl ? "tmakit"
-               : i == 3                 ? "seed"
-               : i == kFloorImpl        ? "ceiling"
-                                        : "vendor";
-      r.bytes = i == 2 ? 2 * (s.m * s.k + s.n * s.k + s.m * s.n) : fp8_bytes;
-      r.flops = 2 * s.m * s.n * s.k;
-    }
-    // Every implementation is checked first: D poisoned, `first` run once, 2048 sampled
-    // elements of D compared (the status says what went wrong; `first` may differ from `run`:
-    // cuBLASLt picks its algorithm there). Those that pass are then timed together, in
-    // rounds (Timer::time_interleaved), so that the ratios between them do not carry clock or
-    // thermal drift from one implementation's runs to the next.
-    // `run` takes the operand set (0 for the check and the call-by-call timing).
-    using Run = Timer::SetCall;
-    std::vector<Result*> timed;
-    std::vector<Run> runs;
-    auto check = [&](Result& r, void* out, const std::function<void(cudaStream_t)>& first,
-                     const Run& run, const std::function<std::uint64_t()>& wrong) {
-      try {
-        poison(out, s.m * s.n * 2, stream);
-        first(stream);
-        TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-        const std::uint64_t n_wrong = wrong();
-        if (n_wrong != 0) {
-          r.status = "FAILED: " + std::to_string(n_wrong) + " of 2048 sampled elements wrong";
-        } else {
-          r.status = "ok";
-          timed.push_back(&r);
-          runs.push_back(run);
-        }
-      } catch (const Error& e) {
-        r.status = std::string("error: ") + e.what();
-      }
+    // 2048 sampled elements of D against a double-precision dot product
+    const auto sampled = [&s](std::uint64_t wrong, double rel) {
+      char note[80];
+      std::snprintf(note, sizeof note, "rel. error %.2e (2048 sampled elements)", rel);
+      return Verdict{wrong == 0 ? "" : std::to_string(wrong) + " of 2048 sampled elements wrong",
+                     note};
     };
-    // the check of an FP8 row, which also records its sampled relative error by impl
-    std::map<std::string, double> rel_errors;
-    auto fp8_wrong = [&](const std::string& impl, bool fast) {
-      return [&, impl, fast] {
+    const auto fp8_check = [&, sampled](bool fast) {
+      return [&, sampled, fast] {
         double rel = 0;
-        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale, fast, &rel);
-        rel_errors[impl] = rel;
-        return wrong;
+        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale, fast, e4m3, &rel);
+        return sampled(wrong, rel);
       };
     };
 
-    // cuBLASLt FP8, promoted and with fast accumulation (the plans live until the timing is
-    // done)
-    LtPlan plans[2];
-    const float beta = 0.0f;
-    for (const bool fast : {false, true}) {
-      Result& rl_mode = fast ? rlf : rl;
-      LtPlan& plan = plans[fast ? 1 : 0];
-      if (!want[fast ? kLtFastImpl : 1]) continue;
-      if (!v.lt_why.empty()) {
-        rl_mode.status = v.lt_why;
-      } else {
-        rl_mode.status = make_lt_plan(v, plan, s, scales, scales + 4, fast);
-        if (rl_mode.status.empty()) {
-          auto run = [&](cudaStream_t st, int set) {
-            const cublasStatus_t e =
-                v.matmul(v.lt, plan.desc, &sc.alpha, ops.fp8_b(set), plan.la, ops.fp8_a(set),
-                         plan.lb, &beta, ops.fp8_d(set), plan.ld, ops.fp8_d(set), plan.ld,
-                         &plan.algo, plan.workspace, plan.workspace_bytes, st);
-            if (e != CUBLAS_STATUS_SUCCESS) {
-              throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
-            }
-          };
-          // NOTE: the first algorithm the heuristic offers is not always accepted by
-          // cublasLtMatmul; take the first that runs, and say which failed
-          auto first = [&](cudaStream_t st) {
-            std::string refused;
-            for (int c = 0; c < plan.candidate_count; ++c) {
-              plan.algo = plan.candidates[c];
-              const cublasStatus_t e = v.matmul(v.lt, plan.desc, &sc.alpha, pb, plan.la, pa,
-                                                plan.lb, &beta, pd, plan.ld, pd, plan.ld,
-                                                &plan.algo, plan.workspace, plan.workspace_bytes,
-                                                st);
-              if (e == CUBLAS_STATUS_SUCCESS) return;
-              refused += (refused.empty() ? "" : ",") + std::to_string(static_cast<int>(e));
-            }
-            throw Error("cublasLtMatmul refused all " + std::to_string(plan.candidate_count) +
-                        " heuristic algorithms (statuses " + refused + ")");
-          };
-          check(rl_mode, pd, first, run, fp8_wrong(rl_mode.impl, fast));
+    // Each case's calls on operand set `set` (0 for the check and the call-by-call timing).
+    const auto bind = [&](const CaseSpec& c) -> Binding {
+      Binding b;
+      b.out = pd;
+      b.out_bytes = d_bytes;
+      if (c.impl == kLt || c.impl == kLtFast) {
+        const bool fast = c.impl == kLtFast;
+        if (!v.lt_why.empty()) {
+          b.status = Status::unavailable(v.lt_why);
+          return b;
         }
-      }
-    }
-    // tmakit: the chosen plan, then (with --tune) forced configurations and splits
-    const ConstTensorRef ra(pa, DataType::uint8, s.m, s.k);
-    const ConstTensorRef rb(pb, DataType::uint8, s.n, s.k);
-    const TensorRef rd(pd, DataType::bfloat16, s.m, s.n);
-    std::vector<std::pair<Result, GemmTuning>> tmakit_runs;  // rt, rtf, the variants, in order
-    if (want[0]) tmakit_runs.emplace_back(rt, GemmTuning{});
-    if (want[kFastImpl]) {
-      GemmTuning fast;
-      fast.accumulation = GemmAccumulation::fast;
-      tmakit_runs.emplace_back(rtf, fast);
-    }
-    for (const auto& [name, tuning] : tuned_variants(options, s)) {
-      const std::string id = w + "/" + name;
-      if (!case_selected(options, w, name)) continue;
-      Result r = rt;
-      r.impl = name;
-      r.id = id;
-      tmakit_runs.emplace_back(r, tuning);
-    }
-    for (auto& [r, tuning] : tmakit_runs) {
-      auto run = [&ops, &s, &sc, tuning = tuning](cudaStream_t st, int set) {
-        gemm_fp8(ConstTensorRef(ops.fp8_a(set), DataType::uint8, s.m, s.k),
-                 ConstTensorRef(ops.fp8_b(set), DataType::uint8, s.n, s.k),
-                 TensorRef(ops.fp8_d(set), DataType::bfloat16, s.m, s.n), sc, st, tuning);
-      };
-      check(r, pd, [&run](cudaStream_t st) { run(st, 0); }, run,
-            fp8_wrong(r.impl, tuning.accumulation == GemmAccumulation::fast));
-    }
-    // cuBLAS FP16, the write-up's comparison
-    const __half* ha = fp16 ? ops.fp16_a(0) : nullptr;
-    const __half* hb = fp16 ? ops.fp16_b(0) : nullptr;
-    __half* hd = fp16 ? ops.fp16_d(0) : nullptr;
-    if (want[2]) {
-      if (!v.blas_why.empty()) {
-        rh.status = v.blas_why;
-      } else {
+        auto plan = std::make_shared<LtPlan>(v);
+        if (std::string why = make_lt_plan(*plan, s, scales, scales + 4, fast); !why.empty()) {
+          b.status = Status::unavailable(std::move(why));
+          return b;
+        }
+        b.note = v.lt_lib.path();
+        if (fast) b.note.insert(0, "CUBLASLT_MATMUL_DESC_FAST_ACCUM; ");
+        b.run = [&, plan](cudaStream_t st, int set) {
+          const cublasStatus_t e =
+              v.matmul(v.lt, plan->desc, &sc.alpha, ops.fp8_b(set), plan->la, ops.fp8_a(set),
+                       plan->lb, &beta, ops.fp8_d(set), plan->ld, ops.fp8_d(set), plan->ld,
+                       &plan->algo, plan->workspace->get(), plan->workspace_bytes, st);
+          if (e != CUBLAS_STATUS_SUCCESS) {
+            throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
+          }
+        };
+        // NOTE: the first algorithm the heuristic offers is not always accepted by
+        // cublasLtMatmul; take the first that runs, and say which failed
+        b.first = [&, plan](cudaStream_t st) {
+          std::string refused;
+          for (int i = 0; i < plan->candidate_count; ++i) {
+            plan->algo = plan->candidates[i];
+            const cublasStatus_t e =
+                v.matmul(v.lt, plan->desc, &sc.alpha, pb, plan->la, pa, plan->lb, &beta, pd,
+                         plan->ld, pd, plan->ld, &plan->algo, plan->workspace->get(),
+                         plan->workspace_bytes, st);
+            if (e == CUBLAS_STATUS_SUCCESS) return;
+            if (!refused.empty()) refused += ',';
+            refused += std::to_string(static_cast<int>(e));
+          }
+          throw Error("cublasLtMatmul refused all " + std::to_string(plan->candidate_count) +
+                      " heuristic algorithms (statuses " + refused + ")");
+        };
+        b.check = fp8_check(fast);
+      } else if (c.kind == "tmakit") {
+        const GemmTuning tuning = tunings.at(c.impl);
+        const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
+        char note[160];
+        std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
+                      p.splits, p.grid);
+        b.note = note;
+        b.run = [&, tuning](cudaStream_t st, int set) {
+          gemm_fp8(ConstTensorRef(ops.fp8_a(set), DataType::uint8, s.m, s.k),
+                   ConstTensorRef(ops.fp8_b(set), DataType::uint8, s.n, s.k),
+                   TensorRef(ops.fp8_d(set), DataType::bfloat16, s.m, s.n), sc, st, tuning);
+        };
+        b.check = fp8_check(tuning.accumulation == GemmAccumulation::fast);
+      } else if (c.impl == kFp16) {
+        // cuBLAS FP16, the write-up's comparison
+        if (!v.blas_why.empty()) {
+          b.status = Status::unavailable(v.blas_why);
+          return b;
+        }
+        b.note = v.blas_lib.path();
+        b.out = ops.fp16_d(0);
         const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-        auto run = [&, m, n, k](cudaStream_t st, int set) {
+        b.run = [&, m, n, k](cudaStream_t st, int set) {
           v.blas_set_stream(v.blas, st);
           const cublasStatus_t e = v.gemm_ex(
               v.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &scale, ops.fp16_b(set), CUDA_R_16F, k,
@@ -840,149 +804,40 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
             throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
           }
         };
-        check(rh, hd, [&run](cudaStream_t st) { run(st, 0); }, run, [&] {
+        b.check = [&, sampled] {
           double rel = 0;
-          const std::uint64_t wrong = count_wrong(ha, hb, hd, s, scale, false, &rel);
-          rel_errors[rh.impl] = rel;
-          return wrong;
-        });
+          const std::uint64_t wrong = count_wrong(ops.fp16_a(0), ops.fp16_b(0), ops.fp16_d(0), s,
+                                                  scale, false, e4m3, &rel);
+          return sampled(wrong, rel);
+        };
+      } else if (c.impl == kSeed) {
+        // the write-up's simple TMA GEMM, the floor
+        b.note = "64 x 128 tile per CTA, 2 TMA stages";
+        b.run = [&](cudaStream_t st, int set) {
+          seed_gemm_fp8(ops.fp8_a(set), ops.fp8_b(set), ops.fp8_d(set), s.m, s.n, s.k, scale, st);
+        };
+        b.check = fp8_check(false);
+      } else if (c.impl == kBytesFloor) {
+        // the bytes alone: D must come out all zeros (its check)
+        b.note = "no GEMM: a plain kernel reads A and B once and writes D once (zeros), one "
+                 "16 KB chunk per block: the bytes that must move, moved alone";
+        b.run = [&](cudaStream_t st, int set) {
+          bytes_floor(ops.fp8_a(set), s.m * s.k, ops.fp8_b(set), s.n * s.k, ops.fp8_d(set),
+                      d_bytes, floor_sink, st);
+        };
+        b.check = [&] {
+          const std::uint64_t nonzero = count_nonzero_bytes(pd, d_bytes);
+          return Verdict{nonzero == 0 ? "" : std::to_string(nonzero) + " bytes of D not zero", ""};
+        };
+      } else {
+        throw Error("no GEMM implementation is called " + c.impl);
       }
-    }
-    // the write-up's simple TMA GEMM, the floor
-    if (want[3]) {
-      auto run = [&](cudaStream_t st, int set) {
-        seed_gemm_fp8(ops.fp8_a(set), ops.fp8_b(set), ops.fp8_d(set), s.m, s.n, s.k, scale, st);
-      };
-      check(rs, pd, [&run](cudaStream_t st) { run(st, 0); }, run, fp8_wrong(rs.impl, false));
-    }
-    // the bytes alone: D must come out all zeros (its check)
-    if (want[kFloorImpl]) {
-      auto run = [&](cudaStream_t st, int set) {
-        bytes_floor(ops.fp8_a(set), s.m * s.k, ops.fp8_b(set), s.n * s.k, ops.fp8_d(set),
-                    s.m * s.n * 2, floor_sink, st);
-      };
-      check(rf, pd, [&run](cudaStream_t st) { run(st, 0); }, run,
-            [&] { return count_nonzero_bytes(pd, s.m * s.n * 2); });
-    }
-
-    // time every checked implementation together: call by call, then as streams of calls
-    // (the same implementations, rows under the workload's "/stream" twin)
-    std::vector<Result> streamed;
-    for (Result* r : timed) {
-      Result t = *r;
-      t.workload = w + "/stream";
-      t.id = t.workload + "/" + r->impl;
-      streamed.push_back(t);
-    }
-    try {
-      std::vector<std::function<void(cudaStream_t)>> single;
-      for (const Run& run : runs) single.push_back([run](cudaStream_t st) { run(st, 0); });
-      const std::vector<Timing> t = timer.time_interleaved(single);
-      for (std::size_t i = 0; i < timed.size(); ++i) timed[i]->timing = t[i];
-    } catch (const Error& e) {
-      for (Result* r : timed) r->status = std::string("error while timing: ") + e.what();
-    }
-    try {
-      const std::vector<Timer::StreamTiming> st = timer.time_streams_interleaved(runs, sets, calls);
-      for (std::size_t i = 0; i < streamed.size(); ++i) {
-        if (st[i].error.empty()) {
-          streamed[i].timing = st[i].per_call;
-        } else {
-          streamed[i].status = "error while capturing: " + st[i].error;
-        }
-      }
-    } catch (const Error& e) {
-      for (Result& r : streamed) r.status = std::string("error while timing: ") + e.what();
-    }
-    const double mem_gbps = memory_bound(s) ? memcpy_gbps : 0.0;
-    for (Result* r : timed) r->memcpy_gbps = mem_gbps;
-    for (Result& r : streamed) r.memcpy_gbps = mem_gbps;
-    if (v.lt_why.empty()) {
-      for (LtPlan& plan : plans) free_lt_plan(v, plan);
-    }
-
-    // notes, in the order of the table: cuBLASLt, tmakit (with its ratio to cuBLASLt), the
-    // variants, cuBLAS FP16, the floor; then the same for the stream rows
-    int sms = 0;
-    TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    // `lt`: the cuBLASLt row of the same accumulation mode (tmakit rows only)
-    auto annotate = [&](Result& r, const Result* lt) {
-      if (r.ok()) {
-        if (r.impl == "cublaslt-fp8") {
-          r.note = v.lt_path;
-        } else if (r.impl == "cublaslt-fp8-fast") {
-          r.note = "CUBLASLT_MATMUL_DESC_FAST_ACCUM; " + v.lt_path;
-        } else if (r.impl == "cublas-fp16") {
-          r.note = v.blas_path;
-        } else if (r.impl == "seed-tma") {
-          r.note = "64 x 128 tile per CTA, 2 TMA stages";
-        } else if (r.impl == "bytes-floor") {
-          r.note = "no GEMM: a plain kernel reads A and B once and writes D once (zeros), one "
-                   "16 KB chunk per block: the bytes that must move, moved alone";
-        } else {
-          for (const auto& [tr, tuning] : tmakit_runs) {
-            if (tr.impl != r.impl) continue;
-            const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
-                          p.splits, p.grid);
-            r.note = buf;
-            if (lt != nullptr && lt->ok()) {
-              std::snprintf(buf, sizeof buf, "; %.2fx %s",
-                            lt->timing.median_ms / r.timing.median_ms, lt->impl.c_str());
-              r.note += buf;
-            }
-          }
-        }
-        if (const auto e = rel_errors.find(r.impl); e != rel_errors.end()) {
-          char buf[80];
-          std::snprintf(buf, sizeof buf, "; rel. error %.2e (2048 sampled elements)", e->second);
-          r.note += buf;
-        }
-      }
-      finish(r, s, 0);
+      return b;
     };
-    const auto is_fast = [](const GemmTuning& t) {
-      return t.accumulation == GemmAccumulation::fast;
-    };
-    for (const int i : {1, kLtFastImpl}) {
-      if (!want[i]) continue;
-      annotate(*rows[i], nullptr);
-      out.push_back(*rows[i]);
-    }
-    for (auto& [r, tuning] : tmakit_runs) {
-      annotate(r, is_fast(tuning) ? &rlf : &rl);
-      out.push_back(r);
-    }
-    if (want[2]) {
-      annotate(rh, nullptr);
-      out.push_back(rh);
-    }
-    if (want[3]) {
-      annotate(rs, nullptr);
-      out.push_back(rs);
-    }
-    if (want[kFloorImpl]) {
-      annotate(rf, nullptr);
-      out.push_back(rf);
-    }
-    const Result* stream_lt[2] = {nullptr, nullptr};  // promoted, fast
-    for (const Result& r : streamed) {
-      if (r.impl == kImpls[1]) stream_lt[0] = &r;
-      if (r.impl == kImpls[kLtFastImpl]) stream_lt[1] = &r;
-    }
-    for (Result& r : streamed) {
-      const Result* lt = nullptr;
-      for (const auto& [tr, tuning] : tmakit_runs) {
-        if (tr.impl == r.impl) lt = stream_lt[is_fast(tuning) ? 1 : 0];
-      }
-      annotate(r, lt);
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "; graph of %d calls over %d operand sets", calls, sets);
-      if (r.ok()) r.note += buf;
-      out.push_back(r);
-    }
+    runner.run(w, cases, bind, memory_bound(s) ? memcpy_gbps : 0.0, {sets, calls});
   }
+  std::vector<Result>& rows = runner.results();
+  out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   return out;
 }
 

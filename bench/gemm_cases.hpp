@@ -8,9 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "cases.hpp"
 #include "suite.hpp"
 
 namespace tmakit::bench {
+
+// The GEMM shapes' cases as declared (no GPU needed; the filter is not applied).
+std::vector<DeclaredWorkload> declared_gemm_workloads(const SuiteOptions& options);
 
 // Case ids in run order (no GPU needed); options.filter and options.quick apply.
 std::vector<std::string> list_gemm_cases(const SuiteOptions& options);

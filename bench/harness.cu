@@ -98,8 +98,8 @@ Timer::Timer(TimingOptions options, cudaStream_t stream) : options_(options), st
     TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     flush_bytes_ = 2 * static_cast<std::size_t>(l2);
     // + 16 bytes: the sink word read_flush_kernel never writes in practice
-    TMAKIT_CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_ + 16));
-    TMAKIT_CUDA_CHECK(cudaMemset(flush_, 0x5a, flush_bytes_ + 16));
+    flush_ = std::make_unique<DeviceBuffer>(flush_bytes_ + 16);
+    TMAKIT_CUDA_CHECK(cudaMemset(flush_->get(), 0x5a, flush_bytes_ + 16));
     TMAKIT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 }
@@ -107,7 +107,6 @@ Timer::Timer(TimingOptions options, cudaStream_t stream) : options_(options), st
 Timer::~Timer() {
   cudaEventDestroy(start_);
   cudaEventDestroy(stop_);
-  if (flush_ != nullptr) cudaFree(flush_);
 }
 
 Timing Timer::time(const std::function<void(cudaStream_t)>& fn) {
@@ -131,10 +130,10 @@ std::vector<Timing> Timer::time_interleaved(
     std::shuffle(order.begin(), order.end(), rng);
     for (const std::size_t f : order) {
       if (flush_ != nullptr) {
-        auto* words = static_cast<const uint4*>(flush_);
+        auto* words = static_cast<const uint4*>(flush_->get());
         read_flush_kernel<<<1024, 256, 0, stream_>>>(
             words, flush_bytes_ / 16,
-            reinterpret_cast<unsigned*>(static_cast<char*>(flush_) + flush_bytes_));
+            reinterpret_cast<unsigned*>(static_cast<char*>(flush_->get()) + flush_bytes_));
         TMAKIT_CUDA_CHECK(cudaGetLastError());
       }
       TMAKIT_CUDA_CHECK(cudaEventRecord(start_, stream_));
@@ -234,6 +233,11 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
 }
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_ != nullptr) cudaFree(ptr_);
+}
+
+Stream::Stream(unsigned flags) { TMAKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, flags)); }
+Stream::~Stream() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 // ---- inputs -----------------------------------------------------------------------------
@@ -372,16 +376,14 @@ __global__ void stencil_check_kernel(const T* in, const T* out, std::uint64_t ba
 
 }  // namespace
 
-ErrorCounter::ErrorCounter() { TMAKIT_CUDA_CHECK(cudaMalloc(&d_, sizeof(unsigned long long))); }
-ErrorCounter::~ErrorCounter() { cudaFree(d_); }
 unsigned long long* ErrorCounter::reset(cudaStream_t s) {
-  TMAKIT_CUDA_CHECK(cudaMemsetAsync(d_, 0, sizeof(unsigned long long), s));
-  return d_;
+  TMAKIT_CUDA_CHECK(cudaMemsetAsync(count_.get(), 0, count_.bytes(), s));
+  return static_cast<unsigned long long*>(count_.get());
 }
 std::uint64_t ErrorCounter::read(cudaStream_t s) {
   TMAKIT_CUDA_CHECK(cudaGetLastError());
   unsigned long long h = 0;
-  TMAKIT_CUDA_CHECK(cudaMemcpyAsync(&h, d_, sizeof h, cudaMemcpyDeviceToHost, s));
+  TMAKIT_CUDA_CHECK(cudaMemcpyAsync(&h, count_.get(), sizeof h, cudaMemcpyDeviceToHost, s));
   TMAKIT_CUDA_CHECK(cudaStreamSynchronize(s));
   return h;
 }

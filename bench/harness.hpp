@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,36 @@ struct DeviceInfo {
   std::string clocks;   // a note: clocks are the card's own, never changed by the harness
 };
 DeviceInfo device_info();
+
+// Device memory, freed on every way out of its scope (an exception's included): every device
+// buffer of the benchmark is one of these.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// A CUDA stream, destroyed with its owner. `flags`: cudaStreamDefault (ordered with the
+// legacy default stream) or cudaStreamNonBlocking.
+class Stream {
+ public:
+  explicit Stream(unsigned flags);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
 
 struct TimingOptions {
   int warmup = 3;
@@ -81,25 +112,10 @@ class Timer {
  private:
   TimingOptions options_;
   cudaStream_t stream_;
-  void* flush_ = nullptr;
+  std::unique_ptr<DeviceBuffer> flush_;  // twice the L2, and a sink word; null: no flush
   std::size_t flush_bytes_ = 0;
   cudaEvent_t start_{};
   cudaEvent_t stop_{};
-};
-
-// Device memory owned for the length of one workload.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
 };
 
 // Random elements (floats uniform in [-1, 1), integers and raw bits uniform), never zeros.
@@ -112,15 +128,11 @@ void poison(void* data, std::uint64_t bytes, cudaStream_t stream);
 // kernel's atomicAdds; read() waits for `s` and returns the count (a launch error throws).
 class ErrorCounter {
  public:
-  ErrorCounter();
-  ~ErrorCounter();
-  ErrorCounter(const ErrorCounter&) = delete;
-  ErrorCounter& operator=(const ErrorCounter&) = delete;
   unsigned long long* reset(cudaStream_t s);
   std::uint64_t read(cudaStream_t s);
 
  private:
-  unsigned long long* d_ = nullptr;
+  DeviceBuffer count_{sizeof(unsigned long long)};
 };
 
 // On-device checks of dense outputs; each returns the number of wrong elements.

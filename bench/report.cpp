@@ -27,13 +27,14 @@ std::string header(const DeviceInfo& d) {
          d.driver + ", runtime " + d.runtime + ", " + d.date;
 }
 
-// "seed-batched 1.10x, cublas-geam 1.32x": a tmakit case against the baselines of its workload.
+// "seed-batched 1.10x, cublas-geam 1.32x": a row against the baselines it declares, in the
+// order the rows of its workload were reported.
 std::string versus(const Result& r, const std::vector<Result>& all) {
-  if (r.kind != "tmakit" || !r.ok()) return "";
+  if (r.baselines.empty() || !r.ok()) return "";
   std::string out;
   for (const auto& b : all) {
     if (b.workload != r.workload || !b.ok() ||
-        (b.kind != "seed" && b.kind != "vendor" && b.kind != "baseline"))
+        std::find(r.baselines.begin(), r.baselines.end(), b.impl) == r.baselines.end())
       continue;
     // NOTE: a ratio of times, not of GB/s: implementations of one workload may move
     // different bytes (fp8 against fp16 GEMM operands).
@@ -85,7 +86,7 @@ void print_table(std::ostream& os, const DeviceInfo& device, const std::vector<R
          << versus(r, results) << (r.note.empty() ? "" : "  [" + r.note + "]") << "\n";
     } else {
       os << std::setw(40) << ""
-         << "  " << r.status << "\n";
+         << "  " << r.status.text() << "\n";
     }
   }
 }
@@ -121,7 +122,7 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) {
     nlohmann::json row = {{"id", r.id},     {"workload", r.workload}, {"impl", r.impl},
-                          {"kind", r.kind}, {"bytes", r.bytes},       {"status", r.status},
+                          {"kind", r.kind}, {"bytes", r.bytes},       {"status", r.status.text()},
                           {"note", r.note}};
     if (r.ok()) {
       row["median_ms"] = r.timing.median_ms;
@@ -152,13 +153,11 @@ struct Bar {
   const char* color;
 };
 
-// The baseline a GEMM row of tmakit is compared with: cuBLASLt FP8 in the same accumulation
-// mode, in the same workload (call by call, or the same stream of calls).
-const Result* cublaslt_twin(const Result& r, const std::vector<Result>& all) {
-  const bool fast = r.impl.size() > 5 && r.impl.compare(r.impl.size() - 5, 5, "-fast") == 0;
-  const std::string want = fast ? "cublaslt-fp8-fast" : "cublaslt-fp8";
+// The row a GEMM row's speed-up is stated against (Result::speedup_over: cuBLASLt FP8 in the
+// same accumulation mode), in the same workload (call by call, or the same stream of calls).
+const Result* speedup_baseline(const Result& r, const std::vector<Result>& all) {
   for (const auto& b : all) {
-    if (b.workload == r.workload && b.impl == want && b.ok()) return &b;
+    if (b.workload == r.workload && b.impl == r.speedup_over && b.ok()) return &b;
   }
   return nullptr;
 }
@@ -216,9 +215,11 @@ std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results)
                                            : "#d69e2e"});
     } else if (r.kind == "tmakit") {
       const double tflops = static_cast<double>(r.flops) / (r.timing.median_ms * 1e-3) * 1e-12;
-      const Result* base = cublaslt_twin(r, results);
+      const Result* base = speedup_baseline(r, results);
       if (base == nullptr) {
-        gemm.push_back({r.id, 0.0, "no cuBLASLt row; " + fixed(tflops, 0) + " TFLOP/s", "#2b6cb0"});
+        const std::string missing = r.speedup_over.empty() ? "baseline" : r.speedup_over;
+        gemm.push_back(
+            {r.id, 0.0, "no " + missing + " row; " + fixed(tflops, 0) + " TFLOP/s", "#2b6cb0"});
         continue;
       }
       const double speedup = base->timing.median_ms / r.timing.median_ms;

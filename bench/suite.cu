@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "baselines.hpp"
+#include "cases.hpp"
 #include "gemm_cases.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/elementwise.hpp"
@@ -21,13 +22,78 @@ namespace {
 
 enum class Op { add, transpose, stencil };
 
+// A layout of tmakit's kernel forced with --tune (the tuning lab, bench/tune/): named
+// "tmakit:v<variant>", then ":c<n>" for n CTAs per SM and ":p<n>" for panels of n tile rows
+// when they are set; written v(10).c(2) for "tmakit:v10:c2".
+struct Layout {
+  int variant = 0;
+  int ctas_per_sm = 0;  // 0: the layout's own
+  int panel_tiles = 0;  // 0: the layout's own walk
+  Layout c(int n) const {
+    Layout l = *this;
+    l.ctas_per_sm = n;
+    return l;
+  }
+  Layout p(int n) const {
+    Layout l = *this;
+    l.panel_tiles = n;
+    return l;
+  }
+  std::string name() const {
+    std::string out = "tmakit:v" + std::to_string(variant);
+    if (ctas_per_sm != 0) out += ":c" + std::to_string(ctas_per_sm);
+    if (panel_tiles != 0) out += ":p" + std::to_string(panel_tiles);
+    return out;
+  }
+};
+Layout v(int variant) {
+  Layout l;
+  l.variant = variant;
+  return l;
+}
+
+// An implementation of a workload: its name (the last part of its case id), its kind, and what
+// its call is given besides the workload's buffers.
+struct Impl {
+  std::string name;
+  std::string kind;          // "tmakit", "seed", "baseline", "vendor", "probe"
+  Layout layout;             // tmakit's: all zero is the library's own choice
+  int tile = 0;              // the plain transpose's tile
+  TransposePattern pattern;  // the probe's tiling
+};
+Impl named(std::string name, std::string kind) {
+  Impl i;
+  i.name = std::move(name);
+  i.kind = std::move(kind);
+  return i;
+}
+Impl tuned(const Layout& l) {
+  Impl i = named(l.name(), "tmakit");
+  i.layout = l;
+  return i;
+}
+Impl plain_transpose(int tile) {
+  Impl i = named("plain:t" + std::to_string(tile), "baseline");
+  i.tile = tile;
+  return i;
+}
+// "pattern:<rows>x<bytes>", then ":r" for the row-major walk, ":i<n>" for n chunks in flight
+Impl probe(const TransposePattern& t) {
+  std::string name = "pattern:" + std::to_string(t.tile_rows) + "x" + std::to_string(t.tile_bytes);
+  if (t.row_major) name += ":r";
+  if (t.ilp > 1) name += ":i" + std::to_string(t.ilp);
+  Impl i = named(name, "probe");  // not a transpose: no ratio to it
+  i.pattern = t;
+  return i;
+}
+
 struct Workload {
   Op op;
   DataType type;
   std::uint64_t batch;
   std::uint64_t rows;
   std::uint64_t cols;
-  std::vector<std::string> impls;  // besides "memcpy", which every workload measures first
+  std::vector<Impl> impls;  // besides "memcpy", which every workload measures first
 
   std::string type_name() const {
     switch (type) {
@@ -48,78 +114,79 @@ struct Workload {
   }
   std::uint64_t elements() const { return batch * rows * cols; }
   std::uint64_t bytes_each() const { return elements() * element_bytes(type); }
+  const Impl& impl(const std::string& impl_name) const {
+    for (const Impl& i : impls) {
+      if (i.name == impl_name) return i;
+    }
+    throw Error(name() + " has no implementation called " + impl_name);
+  }
 };
 
 std::vector<Workload> workloads(const SuiteOptions& o) {
   const std::uint64_t big = o.quick ? 4096 : 32768;    // add, transpose
   const std::uint64_t image = o.quick ? 2048 : 16384;  // stencil
   const std::uint64_t small = o.quick ? 512 : 4096;    // stencil batch images
-  std::vector<std::string> tr = {"tmakit"};
-  std::vector<std::string> tr32 = {"tmakit", "seed-naive", "seed-swizzled", "seed-batched",
-                                   "cublas-geam"};
-  std::vector<std::string> tr64 = {"tmakit", "cublas-geam"};
-  std::vector<std::string> add = {"tmakit"};
-  std::vector<std::string> st = {"tmakit", "cudnn"};
-  std::vector<std::string> st64 = {"tmakit", "seed-padded-tma", "cudnn"};
+  const Impl tmakit = named("tmakit", "tmakit");
+  const Impl geam = named("cublas-geam", "vendor");
+  const Impl cudnn = named("cudnn", "vendor");
+  std::vector<Impl> tr = {tmakit};
+  std::vector<Impl> tr32 = {tmakit, named("seed-naive", "seed"), named("seed-swizzled", "seed"),
+                            named("seed-batched", "seed"), geam};
+  std::vector<Impl> tr64 = {tmakit, geam};
+  std::vector<Impl> add = {tmakit};
+  std::vector<Impl> st = {tmakit, cudnn};
+  std::vector<Impl> st64 = {tmakit, named("seed-padded-tma", "seed"), cudnn};
   if (o.tune) {
     // layouts selectable at run time (each kernel's README names them), one run compares all
     // NOTE: "tmakit:v0" is the default measured again last: the spread between the two says
     // how much of a difference between layouts is drift within the run. Layouts walk their
     // tiles down the columns unless ":p" says otherwise; "tmakit:v0:p1" is the row-major walk
     // (the default until 2026-11-22 08:35Z) and "tmakit:v7:p1" the 1-byte default before it.
-    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
-                          "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10", "tmakit:v10:c2",
-                          "tmakit:v11", "tmakit:v12", "tmakit:v0:p1", "tmakit:v7:p1",
-                          "tmakit:v0:p32", "tmakit:v13", "tmakit:v14", "tmakit:v15",
-                          "tmakit:v16", "tmakit:v13:p1", "tmakit:v14:p1", "tmakit:v0"}) {
-      tr.push_back(v);
-      tr32.push_back(v);
+    for (const Layout& l : {v(1), v(2), v(3), v(4), v(5), v(7), v(8), v(9), v(10), v(10).c(2),
+                            v(11), v(12), v(0).p(1), v(7).p(1), v(0).p(32), v(13), v(14), v(15),
+                            v(16), v(13).p(1), v(14).p(1), v(0)}) {
+      tr.push_back(tuned(l));
+      tr32.push_back(tuned(l));
     }
-    tr32.insert(tr32.begin() + 5, {"plain:t32", "plain:t64"});
+    tr32.insert(tr32.begin() + 5, {plain_transpose(32), plain_transpose(64)});
     // NOTE: a transpose's access pattern alone (no transposing) for several tilings and both
     // walks: what the memory gives the pattern, against which the kernels' layouts stand
-    for (const char* v :
-         {"pattern:64x256", "pattern:64x256:i4", "pattern:128x256", "pattern:256x256",
-          "pattern:128x512", "pattern:64x1024", "pattern:32x4096", "pattern:64x256:r",
-          "pattern:128x256:r", "pattern:256x256:r"}) {
-      tr.push_back(v);
-      tr32.push_back(v);
-      tr64.push_back(v);
+    const TransposePattern patterns[] = {
+        {64, 256, false, 1},  {64, 256, false, 4},  {128, 256, false, 1}, {256, 256, false, 1},
+        {128, 512, false, 1}, {64, 1024, false, 1}, {32, 4096, false, 1}, {64, 256, true, 1},
+        {128, 256, true, 1},  {256, 256, true, 1}};  // rows, bytes, row-major walk, in flight
+    for (const TransposePattern& t : patterns) {
+      tr.push_back(probe(t));
+      tr32.push_back(probe(t));
+      tr64.push_back(probe(t));
     }
-    for (const char* v : {"tmakit:v7", "tmakit:v10", "tmakit:v12", "tmakit:v13", "tmakit:v14",
-                          "tmakit:v0:p1", "tmakit:v0"}) {
-      tr64.push_back(v);
+    for (const Layout& l : {v(7), v(10), v(12), v(13), v(14), v(0).p(1), v(0)}) {
+      tr64.push_back(tuned(l));
     }
-    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v5",
-                          "tmakit:v6", "tmakit:v7", "tmakit:v8", "tmakit:v9", "tmakit:v10",
-                          "tmakit:v0"}) {
-      add.push_back(v);
+    for (const Layout& l : {v(1), v(2), v(3), v(4), v(5), v(6), v(7), v(8), v(9), v(10), v(0)}) {
+      add.push_back(tuned(l));
     }
     // NOTE: CTAs per SM are forced only on named layouts: variant 0's layout (and how many
     // of it fit) depends on the device
-    for (const char* v : {"tmakit:v1", "tmakit:v2", "tmakit:v3", "tmakit:v4", "tmakit:v4:c3",
-                          "tmakit:v5", "tmakit:v6", "tmakit:v7", "tmakit:v7:c1", "tmakit:v8",
-                          "tmakit:v9", "tmakit:v10", "tmakit:v11", "tmakit:v12", "tmakit:v13",
-                          "tmakit:v14", "tmakit:v15", "tmakit:v16", "tmakit:v17", "tmakit:v18",
-                          "tmakit:v19", "tmakit:v20", "tmakit:v21", "tmakit:v22", "tmakit:v8:p3",
-                          "tmakit:v19:p1", "tmakit:v22:p1", "tmakit:v23", "tmakit:v24",
-                          "tmakit:v25", "tmakit:v26", "tmakit:v27", "tmakit:v28",
-                          "tmakit:v23:p3", "tmakit:v24:p3", "tmakit:v24:p1", "tmakit:v29",
-                          "tmakit:v30", "tmakit:v31", "tmakit:v32", "tmakit:v33", "tmakit:v34",
-                          "tmakit:v35", "tmakit:v36", "tmakit:v0"}) {
-      st.push_back(v);
-      st64.push_back(v);
+    for (const Layout& l :
+         {v(1),  v(2),  v(3),  v(4),  v(4).c(3), v(5),  v(6),  v(7),  v(7).c(1), v(8),
+          v(9),  v(10), v(11), v(12), v(13),     v(14), v(15), v(16), v(17),     v(18),
+          v(19), v(20), v(21), v(22), v(8).p(3), v(19).p(1), v(22).p(1), v(23),  v(24),
+          v(25), v(26), v(27), v(28), v(23).p(3), v(24).p(3), v(24).p(1), v(29), v(30),
+          v(31), v(32), v(33), v(34), v(35),     v(36), v(0)}) {
+      st.push_back(tuned(l));
+      st64.push_back(tuned(l));
     }
   }
-  std::vector<std::string> add32 = add;
-  add32.insert(add32.begin() + 1, "tmakit-inplace");
-  add32.insert(add32.begin() + 2, "plain-ldg");
-  add32.insert(add32.begin() + 3, "plain-chunk");
-  std::vector<Workload> tuned;
+  std::vector<Impl> add32 = add;
+  add32.insert(add32.begin() + 1, named("tmakit-inplace", "tmakit"));
+  add32.insert(add32.begin() + 2, named("plain-ldg", "baseline"));
+  add32.insert(add32.begin() + 3, named("plain-chunk", "baseline"));
+  std::vector<Workload> tuned_shapes;
   if (o.tune) {
     // rows 64 elements short of 2^15: the same work without power-of-two row pitches, to
     // tell DRAM channel conflicts of the 32768-wide rows from the kernel's own limits
-    tuned.push_back({Op::transpose, DataType::float32, 1, big - 64, big - 64, tr32});
+    tuned_shapes.push_back({Op::transpose, DataType::float32, 1, big - 64, big - 64, tr32});
   }
   std::vector<Workload> all = {
       {Op::add, DataType::int32, 1, big, big, add32},
@@ -134,40 +201,46 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
       {Op::stencil, DataType::float64, 1, image, image, st64},
       {Op::stencil, DataType::float32, 16, small, small, st},
   };
-  all.insert(all.end(), tuned.begin(), tuned.end());
+  all.insert(all.end(), tuned_shapes.begin(), tuned_shapes.end());
   return all;
 }
 
-// "tmakit:c1" -> ctas_per_sm 1; "tmakit:p16" -> panel 16 tile rows; "tmakit:v2" -> layout 2.
-int knob(const std::string& impl, char key) {
-  const auto pos = impl.find(std::string(":") + key);
-  return pos == std::string::npos ? 0 : std::stoi(impl.substr(pos + 2));
+// The workload's cases as declared: "memcpy" first, timed alone (the ceiling), then each
+// implementation, timed in rounds with it. Every case moves the same bytes (the input read
+// once, the output written once); tmakit's are compared with every seed, plain and vendor
+// implementation of the workload.
+std::vector<CaseSpec> case_specs(const Workload& w) {
+  std::vector<std::string> baselines;
+  for (const Impl& i : w.impls) {
+    if (i.kind == "seed" || i.kind == "vendor" || i.kind == "baseline") baselines.push_back(i.name);
+  }
+  std::vector<CaseSpec> out(1);
+  out[0].impl = "memcpy";
+  out[0].kind = "ceiling";
+  out[0].bytes = 2 * w.bytes_each();
+  out[0].timed_by = TimedBy::alone;
+  for (const Impl& i : w.impls) {
+    CaseSpec& c = out.emplace_back();
+    c.impl = i.name;
+    c.kind = i.kind;
+    c.bytes = 2 * w.bytes_each();
+    if (c.kind == "tmakit") c.baselines = baselines;
+    c.timed_by = TimedBy::with_ceiling;
+  }
+  return out;
 }
 
-std::string kind_of(const std::string& impl) {
-  if (impl == "memcpy") return "ceiling";
-  if (impl.rfind("tmakit", 0) == 0) return "tmakit";
-  if (impl.rfind("seed", 0) == 0) return "seed";
-  if (impl.rfind("plain", 0) == 0) return "baseline";
-  if (impl.rfind("pattern:", 0) == 0) return "probe";  // not a transpose: no ratio to it
-  return "vendor";
-}
-
+// One stream, timer and runner for the memory-bound suite, and the vendor baselines, each
+// loaded when a case first asks for it.
 class Session {
  public:
-  explicit Session(const SuiteOptions& o) : options_(o) {
-    TMAKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    timer_ = std::make_unique<Timer>(o.timing, stream_);
-  }
-  ~Session() {
-    timer_.reset();
-    cudaStreamDestroy(stream_);
-  }
+  explicit Session(const SuiteOptions& o)
+      : stream_(cudaStreamNonBlocking),
+        timer_(o.timing, stream_.get()),
+        runner_(stream_.get(), timer_, o.progress) {}
 
-  bool selected(const std::string& id) const {
-    return filter_selects(options_.filter, id);
-  }
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  CaseRunner& runner() { return runner_; }
   CublasGeam& cublas() {
     if (!cublas_) cublas_ = std::make_unique<CublasGeam>();
     return *cublas_;
@@ -176,107 +249,23 @@ class Session {
     if (!cudnn_) cudnn_ = std::make_unique<CudnnConv>();
     return *cudnn_;
   }
-  void set_total(int n) { total_ = n; }
-
-  // Checks once on a poisoned output, then times. `check` returns "" or what is wrong.
-  // After the workload's memcpy, every implementation is timed in interleaved rounds with
-  // that memcpy (Timer::time_interleaved) and its ratio taken to the memcpy of its own
-  // rounds, so that clock and thermal drift during the suite does not enter the ratio.
-  void measure(const Workload& w, const std::string& impl, const std::string& note,
-               void* out, const std::function<void(cudaStream_t)>& run,
-               const std::function<std::string()>& check) {
-    Result r = start(w, impl);
-    r.note = note;
-    try {
-      poison(out, w.bytes_each(), stream_);
-      run(stream_);
-      TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      const std::string wrong = check();
-      if (!wrong.empty()) {
-        r.status = "FAILED: " + wrong;
-      } else {
-        const auto gbps = [&](const Timing& t) {
-          return static_cast<double>(r.bytes) / (t.median_ms * 1e-3) / 1e9;
-        };
-        if (impl == "memcpy" || !memcpy_run_) {
-          r.timing = timer_->time(run);
-        } else {
-          const std::vector<Timing> t = timer_->time_interleaved({memcpy_run_, run});
-          r.timing = t[1];
-          r.memcpy_gbps = gbps(t[0]);
-        }
-        r.gbps = gbps(r.timing);
-        r.status = "ok";
-        if (impl == "memcpy") {
-          memcpy_gbps_ = r.gbps;
-          memcpy_run_ = run;
-        }
-      }
-    } catch (const std::exception& e) {
-      r.status = std::string("error: ") + e.what();
-      cudaGetLastError();  // clear a sticky-free launch error so the next case runs
-    }
-    finish(std::move(r));
-  }
-  void unavailable(const Workload& w, const std::string& impl, const std::string& why) {
-    Result r = start(w, impl);
-    r.status = why;
-    finish(std::move(r));
-  }
-  void begin_workload() {
-    memcpy_gbps_ = 0;
-    memcpy_run_ = nullptr;  // it refers to the last workload's buffers
-  }
-  std::vector<Result>& results() { return results_; }
 
  private:
-  Result start(const Workload& w, const std::string& impl) {
-    Result r;
-    r.workload = w.name();
-    r.impl = impl;
-    r.id = r.workload + "/" + impl;
-    r.kind = kind_of(impl);
-    r.bytes = 2 * w.bytes_each();
-    if (options_.progress != nullptr) {
-      *options_.progress << "[" << ++done_ << "/" << total_ << "] " << r.id << " ... "
-                         << std::flush;
-    }
-    return r;
-  }
-  void finish(Result r) {
-    if (r.memcpy_gbps == 0) r.memcpy_gbps = memcpy_gbps_;  // else: its own rounds' memcpy
-    if (options_.progress != nullptr) {
-      if (r.ok()) {
-        *options_.progress << std::fixed << std::setprecision(0) << r.gbps << " GB/s";
-        if (r.memcpy_gbps > 0) {
-          *options_.progress << std::setprecision(3) << " (" << r.gbps / r.memcpy_gbps
-                             << "x memcpy)";
-        }
-        *options_.progress << "\n";
-      } else {
-        *options_.progress << r.status << "\n";
-      }
-    }
-    results_.push_back(std::move(r));
-  }
-
-  const SuiteOptions& options_;
-  cudaStream_t stream_{};
-  std::unique_ptr<Timer> timer_;
+  Stream stream_;
+  Timer timer_;
+  CaseRunner runner_;
   std::unique_ptr<CublasGeam> cublas_;
   std::unique_ptr<CudnnConv> cudnn_;
-  std::vector<Result> results_;
-  double memcpy_gbps_ = 0;
-  std::function<void(cudaStream_t)> memcpy_run_;  // the current workload's memcpy
-  int done_ = 0;
-  int total_ = 0;
 };
 
-std::string errors_text(std::uint64_t n) {
-  return n == 0 ? "" : std::to_string(n) + " wrong elements";
+// What a check of every element found: nothing wrong, or how many elements are.
+Verdict errors_verdict(std::uint64_t n) {
+  return {n == 0 ? "" : std::to_string(n) + " wrong elements", ""};
 }
 
-// ---- one workload: buffers, random input, memcpy, then each implementation ---------------
+constexpr double kAddValue = 1.0;  // what the add cases add
+
+// ---- one workload: buffers, random input, then its cases -------------------------------
 
 // Runs `fn` back to back for at least `seconds` (untimed).
 void warm_up(const std::function<void(cudaStream_t)>& fn, cudaStream_t st, double seconds) {
@@ -288,8 +277,7 @@ void warm_up(const std::function<void(cudaStream_t)>& fn, cudaStream_t st, doubl
   }
 }
 
-void run_workload(Session& s, const Workload& w, const std::vector<std::string>& impls) {
-  s.begin_workload();
+void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& cases) {
   const cudaStream_t st = s.stream();
   DeviceBuffer in(w.bytes_each());
   DeviceBuffer out(w.bytes_each());
@@ -306,166 +294,158 @@ void run_workload(Session& s, const Workload& w, const std::vector<std::string>&
   // (H200: 3849 GB/s for the first, 4285 later in the same workload); keep the memory busy
   // for a while first, for every implementation alike
   warm_up(copy, st, 0.1);
-  s.measure(w, "memcpy", "cudaMemcpyAsync device to device", out.get(), copy,
-            [&] { return std::string(); });
 
   const ConstTensorRef vin(in.get(), w.type, w.rows, w.cols, 0, w.batch);
   const TensorRef vout(out.get(), w.type, w.op == Op::transpose ? w.cols : w.rows,
                        w.op == Op::transpose ? w.rows : w.cols, 0, w.batch);
   const Filter3x3 laplacian = Filter3x3::laplacian();
-  constexpr double kAddValue = 1.0;
+  const auto add_check = [&] {
+    return errors_verdict(
+        count_add_errors(in.get(), out.get(), w.elements(), w.type, kAddValue, st));
+  };
+  const auto transpose_check = [&] {
+    return errors_verdict(count_transpose_errors(in.get(), out.get(), w.rows, w.cols, esize, st));
+  };
+  const double stencil_tolerance = w.type == DataType::float32 ? 1e-5 : 1e-12;
+  const auto stencil_check = [&] {
+    return errors_verdict(count_stencil_errors(in.get(), out.get(), w.batch, w.rows, w.cols,
+                                               w.type, laplacian, stencil_tolerance, st));
+  };
 
-  for (const auto& impl : impls) {
-    if (impl == "memcpy") continue;
+  // The calls of each case, on this workload's buffers (every case writes `out`).
+  const auto bind = [&](const CaseSpec& c) -> Binding {
+    Binding b;
+    b.out = out.get();
+    b.out_bytes = w.bytes_each();
+    if (c.impl == "memcpy") {
+      b.note = "cudaMemcpyAsync device to device";
+      b.run = [copy](cudaStream_t stream, int) { copy(stream); };
+      return b;
+    }
+    const Impl& im = w.impl(c.impl);
+    const std::string& impl = im.name;
+    const Layout& layout = im.layout;
     if (w.op == Op::add) {
-      const tune::ElementwiseTuning tuning{knob(impl, 'c'), knob(impl, 'v')};
+      const tune::ElementwiseTuning tuning{layout.ctas_per_sm, layout.variant};
+      b.check = add_check;
       if (impl == "tmakit-inplace") {
         // NOTE: in place turns the input into its own output; the check then compares with a
         // copy taken first.
-        DeviceBuffer copy(w.bytes_each());
-        TMAKIT_CUDA_CHECK(cudaMemcpyAsync(copy.get(), in.get(), w.bytes_each(),
+        auto before = std::make_shared<DeviceBuffer>(w.bytes_each());
+        TMAKIT_CUDA_CHECK(cudaMemcpyAsync(before->get(), in.get(), w.bytes_each(),
                                           cudaMemcpyDeviceToDevice, st));
         const TensorRef self(in.get(), w.type, w.rows, w.cols);
-        s.measure(
-            w, impl, "in place", out.get(),
-            [&](cudaStream_t stream) { tune::add_constant(self, self, kAddValue, stream, tuning); },
-            [&] {
-              return errors_text(
-                  count_add_errors(copy.get(), in.get(), w.elements(), w.type, kAddValue, st));
-            });
-        continue;
-      }
-      if (impl.rfind("plain-", 0) == 0) {
+        b.note = "in place";
+        b.run = [self, tuning](cudaStream_t stream, int) {
+          tune::add_constant(self, self, kAddValue, stream, tuning);
+        };
+        b.check = [&, before] {
+          return errors_verdict(
+              count_add_errors(before->get(), in.get(), w.elements(), w.type, kAddValue, st));
+        };
+      } else if (im.kind == "baseline") {
         const bool chunks = impl == "plain-chunk";
-        s.measure(
-            w, impl,
-            chunks ? "16-byte loads and stores, no TMA, a block per 16 KB"
-                   : "16-byte loads and stores, no TMA",
-            out.get(),
-            [&](cudaStream_t stream) {
-              (chunks ? plain_add_int32_chunks : plain_add_int32)(
-                  static_cast<const std::int32_t*>(in.get()),
-                  static_cast<std::int32_t*>(out.get()), w.elements(),
-                  static_cast<std::int32_t>(kAddValue), stream);
-            },
-            [&] {
-              return errors_text(
-                  count_add_errors(in.get(), out.get(), w.elements(), w.type, kAddValue, st));
-            });
-        continue;
+        b.note = chunks ? "16-byte loads and stores, no TMA, a block per 16 KB"
+                        : "16-byte loads and stores, no TMA";
+        b.run = [&, chunks](cudaStream_t stream, int) {
+          (chunks ? plain_add_int32_chunks : plain_add_int32)(
+              static_cast<const std::int32_t*>(in.get()), static_cast<std::int32_t*>(out.get()),
+              w.elements(), static_cast<std::int32_t>(kAddValue), stream);
+        };
+      } else {
+        b.run = [vin, vout, tuning](cudaStream_t stream, int) {
+          tune::add_constant(vin, vout, kAddValue, stream, tuning);
+        };
       }
-      s.measure(
-          w, impl, "", out.get(),
-          [&](cudaStream_t stream) { tune::add_constant(vin, vout, kAddValue, stream, tuning); },
-          [&] {
-            return errors_text(
-                count_add_errors(in.get(), out.get(), w.elements(), w.type, kAddValue, st));
-          });
     } else if (w.op == Op::transpose) {
-      const auto check = [&] {
-        return errors_text(count_transpose_errors(in.get(), out.get(), w.rows, w.cols, esize, st));
-      };
-      if (impl.rfind("tmakit", 0) == 0) {
-        const tune::TransposeTuning tuning{knob(impl, 'c'), knob(impl, 'p'), knob(impl, 'v')};
-        s.measure(
-            w, impl, "", out.get(),
-            [&](cudaStream_t stream) { tune::transpose(vin, vout, stream, tuning); }, check);
-      } else if (impl.rfind("seed-", 0) == 0) {
-        const SeedTranspose v = impl == "seed-naive"      ? SeedTranspose::naive
-                                : impl == "seed-swizzled" ? SeedTranspose::swizzled
-                                                          : SeedTranspose::batched;
-        s.measure(
-            w, impl, "32x32 tile per block", out.get(),
-            [&](cudaStream_t stream) {
-              seed_transpose(v, static_cast<const float*>(in.get()),
-                             static_cast<float*>(out.get()), w.rows, w.cols, stream);
-            },
-            check);
-      } else if (impl.rfind("plain:t", 0) == 0) {
-        const int tile = knob(impl, 't');
-        s.measure(
-            w, impl, "4-byte loads and stores through shared memory, no TMA", out.get(),
-            [&](cudaStream_t stream) {
-              plain_transpose_f32(tile, static_cast<const float*>(in.get()),
-                                  static_cast<float*>(out.get()), w.rows, w.cols, stream);
-            },
-            check);
-      } else if (impl.rfind("pattern:", 0) == 0) {
-        // "pattern:RxW[:r][:iN]": tiles of R rows x W bytes, row-major walk, N chunks in flight
-        TransposePattern t;
-        t.tile_rows = std::stoi(impl.substr(8));
-        t.tile_bytes = std::stoi(impl.substr(impl.find('x') + 1));
-        t.row_major = impl.find(":r") != std::string::npos;
-        t.ilp = impl.find(":i") != std::string::npos ? knob(impl, 'i') : 1;
+      b.check = transpose_check;
+      if (im.kind == "tmakit") {
+        const tune::TransposeTuning tuning{layout.ctas_per_sm, layout.panel_tiles,
+                                           layout.variant};
+        b.run = [vin, vout, tuning](cudaStream_t stream, int) {
+          tune::transpose(vin, vout, stream, tuning);
+        };
+      } else if (im.kind == "seed") {
+        const SeedTranspose seed = impl == "seed-naive"      ? SeedTranspose::naive
+                                   : impl == "seed-swizzled" ? SeedTranspose::swizzled
+                                                             : SeedTranspose::batched;
+        b.note = "32x32 tile per block";
+        b.run = [&, seed](cudaStream_t stream, int) {
+          seed_transpose(seed, static_cast<const float*>(in.get()), static_cast<float*>(out.get()),
+                         w.rows, w.cols, stream);
+        };
+      } else if (im.kind == "baseline") {
+        const int tile = im.tile;
+        b.note = "4-byte loads and stores through shared memory, no TMA";
+        b.run = [&, tile](cudaStream_t stream, int) {
+          plain_transpose_f32(tile, static_cast<const float*>(in.get()),
+                              static_cast<float*>(out.get()), w.rows, w.cols, stream);
+        };
+      } else if (im.kind == "probe") {
+        const TransposePattern t = im.pattern;
         if (w.rows % t.tile_rows != 0 || w.cols * esize % t.tile_bytes != 0) {
-          s.unavailable(w, impl, "n/a: the shape is not a whole number of these tiles");
-          continue;
+          b.status = Status::not_applicable("the shape is not a whole number of these tiles");
+          return b;
         }
-        s.measure(
-            w, impl,
+        b.note =
             "not a transpose: its loads and stores alone, 16-byte chunks copied whole to where "
-            "the tile's transpose puts them",
-            out.get(),
-            [t, &in, &out, &w, esize](cudaStream_t stream) {
-              transpose_pattern(t, in.get(), out.get(), w.rows, w.cols, esize, stream);
-            },
-            [&] {
-              return errors_text(count_transpose_pattern_errors(t, in.get(), out.get(), w.rows,
-                                                                w.cols, esize, st));
-            });
+            "the tile's transpose puts them";
+        b.run = [t, &in, &out, &w, esize](cudaStream_t stream, int) {
+          transpose_pattern(t, in.get(), out.get(), w.rows, w.cols, esize, stream);
+        };
+        b.check = [&, t] {
+          return errors_verdict(count_transpose_pattern_errors(t, in.get(), out.get(), w.rows,
+                                                               w.cols, esize, st));
+        };
       } else if (impl == "cublas-geam") {
         CublasGeam& g = s.cublas();
         if (!g.unavailable().empty()) {
-          s.unavailable(w, impl, g.unavailable());
-          continue;
+          b.status = Status::unavailable(g.unavailable());
+          return b;
         }
-        s.measure(
-            w, impl, g.library(), out.get(),
-            [&](cudaStream_t stream) {
-              g.transpose(w.type, in.get(), out.get(), w.rows, w.cols, stream);
-            },
-            check);
+        b.note = g.library();
+        b.run = [&](cudaStream_t stream, int) {
+          g.transpose(w.type, in.get(), out.get(), w.rows, w.cols, stream);
+        };
+      } else {
+        throw Error("no transpose implementation is called " + impl);
       }
     } else {
-      const double tol = w.type == DataType::float32 ? 1e-5 : 1e-12;
-      const auto check = [&] {
-        return errors_text(count_stencil_errors(in.get(), out.get(), w.batch, w.rows, w.cols,
-                                                w.type, laplacian, tol, st));
-      };
-      if (impl.rfind("tmakit", 0) == 0) {
-        const tune::StencilTuning tuning{knob(impl, 'c'), knob(impl, 'v'), knob(impl, 'p')};
+      b.check = stencil_check;
+      if (im.kind == "tmakit") {
+        const tune::StencilTuning tuning{layout.ctas_per_sm, layout.variant, layout.panel_tiles};
         const int layout =
             tuning.variant != 0 ? tuning.variant : tune::stencil3x3_default_variant(w.type);
-        s.measure(
-            w, impl, "zero padding from TMA out-of-bounds fill, layout " + std::to_string(layout),
-            out.get(),
-            [&](cudaStream_t stream) { tune::stencil3x3(vin, vout, laplacian, stream, tuning); },
-            check);
+        b.note = "zero padding from TMA out-of-bounds fill, layout " + std::to_string(layout);
+        b.run = [vin, vout, laplacian, tuning](cudaStream_t stream, int) {
+          tune::stencil3x3(vin, vout, laplacian, stream, tuning);
+        };
       } else if (impl == "seed-padded-tma") {
-        DeviceBuffer padded((w.rows + 2) * (w.cols + 2) * 8);
+        auto padded = std::make_shared<DeviceBuffer>((w.rows + 2) * (w.cols + 2) * 8);
         make_padded_copy(static_cast<const double*>(in.get()),
-                         static_cast<double*>(padded.get()), w.rows, w.cols, st);
-        s.measure(
-            w, impl, "padded copy made before timing, not counted", out.get(),
-            [&](cudaStream_t stream) {
-              seed_conv3x3_padded(static_cast<const double*>(padded.get()),
-                                  static_cast<double*>(out.get()), w.rows, w.cols, laplacian,
-                                  stream);
-            },
-            check);
+                         static_cast<double*>(padded->get()), w.rows, w.cols, st);
+        b.note = "padded copy made before timing, not counted";
+        b.run = [&, padded, laplacian](cudaStream_t stream, int) {
+          seed_conv3x3_padded(static_cast<const double*>(padded->get()),
+                              static_cast<double*>(out.get()), w.rows, w.cols, laplacian,
+                              stream);
+        };
       } else if (impl == "cudnn") {
         CudnnConv& c = s.cudnn();
-        const std::string why = c.plan(w.type, w.batch, w.rows, w.cols, laplacian, st);
-        if (!why.empty()) {
-          s.unavailable(w, impl, why);
-          continue;
+        if (const std::string why = c.plan(w.type, w.batch, w.rows, w.cols, laplacian, st);
+            !why.empty()) {
+          b.status = Status::unavailable(why);
+          return b;
         }
-        s.measure(
-            w, impl, c.algorithm() + ", " + c.library(), out.get(),
-            [&](cudaStream_t stream) { c.run(in.get(), out.get(), stream); }, check);
+        b.note = c.algorithm() + ", " + c.library();
+        b.run = [&](cudaStream_t stream, int) { c.run(in.get(), out.get(), stream); };
+      } else {
+        throw Error("no stencil implementation is called " + impl);
       }
     }
-  }
+    return b;
+  };
+  s.runner().run(w.name(), cases, bind);
 }
 
 // One glob (no '|') against the whole of `text`: the classic two-cursor match, which on a
@@ -525,14 +505,18 @@ std::optional<std::string> filter_error(std::string_view filter) {
   return std::nullopt;
 }
 
+std::vector<DeclaredWorkload> declared_workloads(const SuiteOptions& options) {
+  std::vector<DeclaredWorkload> out;
+  for (const auto& w : workloads(options)) out.push_back({w.name(), case_specs(w)});
+  for (auto& w : declared_gemm_workloads(options)) out.push_back(std::move(w));
+  return out;
+}
+
 std::vector<std::string> list_cases(const SuiteOptions& options) {
   std::vector<std::string> ids;
   for (const auto& w : workloads(options)) {
-    std::vector<std::string> all = {"memcpy"};
-    all.insert(all.end(), w.impls.begin(), w.impls.end());
-    for (const auto& impl : all) {
-      const std::string id = w.name() + "/" + impl;
-      if (filter_selects(options.filter, id)) ids.push_back(id);
+    for (const auto& c : case_specs(w)) {
+      if (case_selected(options.filter, w.name(), c)) ids.push_back(case_id(w.name(), c));
     }
   }
   const auto gemm = list_gemm_cases(options);
@@ -541,21 +525,27 @@ std::vector<std::string> list_cases(const SuiteOptions& options) {
 }
 
 std::vector<Result> run_suite(const SuiteOptions& options) {
-  Session s(options);
-  int total = 0;
-  std::vector<std::pair<Workload, std::vector<std::string>>> plan;
-  for (const auto& w : workloads(options)) {
-    std::vector<std::string> chosen;
-    for (const auto& impl : w.impls) {
-      if (s.selected(w.name() + "/" + impl)) chosen.push_back(impl);
+  std::vector<Result> results;
+  {
+    Session s(options);
+    int total = 0;
+    std::vector<std::pair<Workload, std::vector<CaseSpec>>> plan;
+    for (const auto& w : workloads(options)) {
+      // the ceiling runs whenever any case of its workload does
+      std::vector<CaseSpec> chosen;
+      for (const auto& c : case_specs(w)) {
+        if (c.timed_by == TimedBy::alone || case_selected(options.filter, w.name(), c)) {
+          chosen.push_back(c);
+        }
+      }
+      if (chosen.size() == 1 && !case_selected(options.filter, w.name(), chosen.front())) continue;
+      total += static_cast<int>(chosen.size());
+      plan.emplace_back(w, std::move(chosen));
     }
-    if (chosen.empty() && !s.selected(w.name() + "/memcpy")) continue;
-    total += 1 + static_cast<int>(chosen.size());
-    plan.emplace_back(w, chosen);
+    s.runner().set_progress_total(total);
+    for (const auto& [w, cases] : plan) run_workload(s, w, cases);
+    results = std::move(s.runner().results());
   }
-  s.set_total(total);
-  for (const auto& [w, impls] : plan) run_workload(s, w, impls);
-  std::vector<Result> results = std::move(s.results());
   // The FP8 GEMM cases (bench/gemm_cases.cu) after the memory-bound ones.
   auto gemm = run_gemm_cases(options);
   results.insert(results.end(), std::make_move_iterator(gemm.begin()),

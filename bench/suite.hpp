@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "status.hpp"
 
 namespace tmakit::bench {
 
@@ -25,25 +26,26 @@ struct SuiteOptions {
   std::ostream* progress = nullptr;
 };
 
+// One row of the reports: a case of a workload, as declared (cases.hpp) and as measured.
 struct Result {
   std::string id;        // "transpose/fp32/32768x32768/tmakit"
   std::string workload;  // "transpose/fp32/32768x32768"
   std::string impl;      // "tmakit", "memcpy", "seed-batched", "cublas-geam", ...
-  std::string kind;      // "ceiling", "tmakit", "seed", "vendor"
+  std::string kind;      // "ceiling", "tmakit", "seed", "vendor", "baseline", "probe"
   std::uint64_t bytes = 0;  // each input read once + each output written once
   std::uint64_t flops = 0;  // the work the case declares: 2 M N K for a GEMM; 0: memory-bound
-  // "ok", "FAILED: ...", "error: ...", "baseline unavailable: ..." (a library missing) or
-  // "n/a: ..." (the case does not apply to this shape)
-  std::string status;
+  // impls of the same workload this row's time is compared with (the table's "vs baselines"),
+  // and the one its speed-up is stated against in its note and the plot (empty: none)
+  std::vector<std::string> baselines;
+  std::string speedup_over;
+  Status status;
   std::string note;      // e.g. the cuDNN algorithm, the library loaded
   Timing timing;
   double gbps = 0;
   double memcpy_gbps = 0;  // the ceiling: memcpy of the same buffers, timed in the same rounds
-  bool ok() const { return status == "ok"; }
+  bool ok() const { return status.is_ok(); }
   // A wrong result or an error; a missing baseline or a case that does not apply is not.
-  bool failed() const {
-    return !ok() && status.rfind("baseline unavailable", 0) != 0 && status.rfind("n/a", 0) != 0;
-  }
+  bool failed() const { return status.failed(); }
 };
 
 // The case filter of `tmakit bench --filter`: alternatives separated by '|', each a glob

@@ -1,72 +1,19 @@
-// cuBLAS geam and cuDNN convolution, loaded with dlopen: no header or library is needed to
-// build, and a machine without them gets "baseline unavailable: <why>". The few entry
-// points are declared here with the C ABI their headers give (cublas_api.h, cudnn_*.h).
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <vector>
-
+// cuBLAS geam and cuDNN convolution, loaded at run time (vendor_library.hpp): no header or
+// library is needed to build, and a machine without them reports the baseline unavailable,
+// saying why. The few entry points are declared here with the C ABI their headers give
+// (cublas_api.h, cudnn_*.h).
 #include "baselines.hpp"
 #include "tmakit/core/cuda_check.hpp"
+#include "harness.hpp"
+#include "vendor_library.hpp"
 
 namespace tmakit::bench {
-namespace {
-
-// Candidate paths: an environment override, the loader's search, the CUDA toolkit, then
-// Python wheels (PyTorch ships cuDNN as nvidia/cudnn/lib inside site-packages).
-std::vector<std::string> candidates(const char* env, const std::vector<std::string>& sonames,
-                                    const std::string& wheel_dir) {
-  std::vector<std::string> out;
-  if (const char* e = std::getenv(env); e != nullptr && *e != '\0') out.emplace_back(e);
-  for (const auto& s : sonames) out.push_back(s);
-  for (const auto& s : sonames) out.push_back("/usr/local/cuda/lib64/" + s);
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (const char* root : {"/opt/torch/.venv/lib", "/usr/local/lib", "/usr/lib"}) {
-    if (!fs::is_directory(root, ec)) continue;
-    for (const auto& py : fs::directory_iterator(root, ec)) {
-      const std::string name = py.path().filename().string();
-      if (name.rfind("python3", 0) != 0) continue;
-      for (const char* site : {"site-packages", "dist-packages"}) {
-        for (const auto& s : sonames) {
-          // NOTE: CUDA 12 wheels use nvidia/<lib>/lib, CUDA 13 wheels nvidia/cu13/lib.
-          for (const std::string& dir : {wheel_dir, std::string("cu13")}) {
-            const fs::path p = py.path() / site / "nvidia" / dir / "lib" / s;
-            if (fs::exists(p, ec)) out.push_back(p.string());
-          }
-        }
-      }
-    }
-  }
-  return out;
-}
-
-// Opens the first candidate that loads; `path` names it, `why` collects the failures.
-void* open_first(const std::vector<std::string>& paths, std::string& path, std::string& why) {
-  for (const auto& p : paths) {
-    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      path = p;
-      return h;
-    }
-    if (why.size() < 400) why += (why.empty() ? "" : "; ") + std::string(dlerror());
-  }
-  return nullptr;
-}
-
-template <class F>
-bool bind(void* h, const char* name, F& fn, std::string& why) {
-  fn = reinterpret_cast<F>(dlsym(h, name));
-  if (fn == nullptr) why = std::string("symbol ") + name + " missing";
-  return fn != nullptr;
-}
-
-}  // namespace
 
 // ---- cuBLAS -----------------------------------------------------------------------------
 
 struct CublasGeam::Api {
-  void* lib = nullptr;
+  VendorLibrary lib{"libcublas", "TMAKIT_CUBLAS_LIBRARY", {"libcublas.so.13", "libcublas.so.12"},
+                    "cublas"};
   void* handle = nullptr;
   int (*create)(void**) = nullptr;
   int (*destroy)(void*) = nullptr;
@@ -79,25 +26,16 @@ struct CublasGeam::Api {
 };
 
 CublasGeam::CublasGeam() : api_(std::make_unique<Api>()) {
-  std::string errors;
-  api_->lib = open_first(candidates("TMAKIT_CUBLAS_LIBRARY", {"libcublas.so.13", "libcublas.so.12"},
-                                    "cublas"),
-                         path_, errors);
-  if (api_->lib == nullptr) {
-    why_ = "baseline unavailable: libcublas not found (" + errors + ")";
-    return;
-  }
-  std::string miss;
-  if (!bind(api_->lib, "cublasCreate_v2", api_->create, miss) ||
-      !bind(api_->lib, "cublasDestroy_v2", api_->destroy, miss) ||
-      !bind(api_->lib, "cublasSetStream_v2", api_->set_stream, miss) ||
-      !bind(api_->lib, "cublasSgeam", api_->sgeam, miss) ||
-      !bind(api_->lib, "cublasDgeam", api_->dgeam, miss)) {
-    why_ = "baseline unavailable: " + path_ + ": " + miss;
+  VendorLibrary& lib = api_->lib;
+  path_ = lib.path();
+  if (!lib.bind("cublasCreate_v2", api_->create) || !lib.bind("cublasDestroy_v2", api_->destroy) ||
+      !lib.bind("cublasSetStream_v2", api_->set_stream) || !lib.bind("cublasSgeam", api_->sgeam) ||
+      !lib.bind("cublasDgeam", api_->dgeam)) {
+    why_ = lib.why();
     return;
   }
   if (const int st = api_->create(&api_->handle); st != 0) {
-    why_ = "baseline unavailable: cublasCreate returned " + std::to_string(st);
+    why_ = "cublasCreate returned " + std::to_string(st);
   }
 }
 
@@ -133,7 +71,7 @@ void CublasGeam::transpose(DataType type, const void* in, void* out, std::uint64
 // ---- cuDNN ------------------------------------------------------------------------------
 
 struct CudnnConv::Api {
-  void* lib = nullptr;
+  VendorLibrary lib{"libcudnn.so.9", "TMAKIT_CUDNN_LIBRARY", {"libcudnn.so.9"}, "cudnn"};
   void* handle = nullptr;
   int (*create)(void**) = nullptr;
   int (*destroy)(void*) = nullptr;
@@ -165,64 +103,59 @@ struct FwdAlgoPerf {
   int reserved[3];
 };
 
+// One shape's descriptors, taps and workspace, all released with the plan.
 struct CudnnConv::Plan {
+  explicit Plan(const Api& api) : a(api) {}
+  ~Plan() {
+    if (x) a.destroy_tensor(x);
+    if (y) a.destroy_tensor(y);
+    if (w) a.destroy_filter(w);
+    if (conv) a.destroy_conv(conv);
+  }
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  const Api& a;
   void* x = nullptr;
   void* y = nullptr;
   void* w = nullptr;
   void* conv = nullptr;
   int algo = 0;
-  void* weights = nullptr;  // device copy of the taps
-  void* workspace = nullptr;
+  std::unique_ptr<DeviceBuffer> weights;  // the taps, on the device
+  std::unique_ptr<DeviceBuffer> workspace;
   std::size_t workspace_bytes = 0;
   DataType type = DataType::float32;
 };
 
 CudnnConv::CudnnConv() : api_(std::make_unique<Api>()) {
-  std::string errors;
-  api_->lib = open_first(candidates("TMAKIT_CUDNN_LIBRARY", {"libcudnn.so.9"}, "cudnn"), path_,
-                         errors);
-  if (api_->lib == nullptr) {
-    why_ = "baseline unavailable: libcudnn.so.9 not found (" + errors + ")";
-    return;
-  }
-  std::string miss;
-  auto* h = api_->lib;
   auto& a = *api_;
-  if (!bind(h, "cudnnCreate", a.create, miss) || !bind(h, "cudnnDestroy", a.destroy, miss) ||
-      !bind(h, "cudnnSetStream", a.set_stream, miss) ||
-      !bind(h, "cudnnGetVersion", a.get_version, miss) ||
-      !bind(h, "cudnnCreateTensorDescriptor", a.create_tensor, miss) ||
-      !bind(h, "cudnnDestroyTensorDescriptor", a.destroy_tensor, miss) ||
-      !bind(h, "cudnnSetTensor4dDescriptor", a.set_tensor4d, miss) ||
-      !bind(h, "cudnnCreateFilterDescriptor", a.create_filter, miss) ||
-      !bind(h, "cudnnDestroyFilterDescriptor", a.destroy_filter, miss) ||
-      !bind(h, "cudnnSetFilter4dDescriptor", a.set_filter4d, miss) ||
-      !bind(h, "cudnnCreateConvolutionDescriptor", a.create_conv, miss) ||
-      !bind(h, "cudnnDestroyConvolutionDescriptor", a.destroy_conv, miss) ||
-      !bind(h, "cudnnSetConvolution2dDescriptor", a.set_conv2d, miss) ||
-      !bind(h, "cudnnFindConvolutionForwardAlgorithm", a.find_fwd, miss) ||
-      !bind(h, "cudnnGetConvolutionForwardWorkspaceSize", a.workspace_size, miss) ||
-      !bind(h, "cudnnConvolutionForward", a.forward, miss)) {
-    why_ = "baseline unavailable: " + path_ + ": " + miss;
+  VendorLibrary& lib = a.lib;
+  path_ = lib.path();
+  if (!lib.bind("cudnnCreate", a.create) || !lib.bind("cudnnDestroy", a.destroy) ||
+      !lib.bind("cudnnSetStream", a.set_stream) || !lib.bind("cudnnGetVersion", a.get_version) ||
+      !lib.bind("cudnnCreateTensorDescriptor", a.create_tensor) ||
+      !lib.bind("cudnnDestroyTensorDescriptor", a.destroy_tensor) ||
+      !lib.bind("cudnnSetTensor4dDescriptor", a.set_tensor4d) ||
+      !lib.bind("cudnnCreateFilterDescriptor", a.create_filter) ||
+      !lib.bind("cudnnDestroyFilterDescriptor", a.destroy_filter) ||
+      !lib.bind("cudnnSetFilter4dDescriptor", a.set_filter4d) ||
+      !lib.bind("cudnnCreateConvolutionDescriptor", a.create_conv) ||
+      !lib.bind("cudnnDestroyConvolutionDescriptor", a.destroy_conv) ||
+      !lib.bind("cudnnSetConvolution2dDescriptor", a.set_conv2d) ||
+      !lib.bind("cudnnFindConvolutionForwardAlgorithm", a.find_fwd) ||
+      !lib.bind("cudnnGetConvolutionForwardWorkspaceSize", a.workspace_size) ||
+      !lib.bind("cudnnConvolutionForward", a.forward)) {
+    why_ = lib.why();
     return;
   }
   if (const int st = a.create(&a.handle); st != 0) {
-    why_ = "baseline unavailable: cudnnCreate returned " + std::to_string(st);
+    why_ = "cudnnCreate returned " + std::to_string(st);
     return;
   }
   path_ += " (cuDNN " + std::to_string(a.get_version()) + ")";
 }
 
 CudnnConv::~CudnnConv() {
-  if (plan_) {
-    auto& a = *api_;
-    if (plan_->x) a.destroy_tensor(plan_->x);
-    if (plan_->y) a.destroy_tensor(plan_->y);
-    if (plan_->w) a.destroy_filter(plan_->w);
-    if (plan_->conv) a.destroy_conv(plan_->conv);
-    if (plan_->weights) cudaFree(plan_->weights);
-    if (plan_->workspace) cudaFree(plan_->workspace);
-  }
+  plan_.reset();  // its descriptors before the handle
   if (api_ && api_->handle != nullptr) api_->destroy(api_->handle);
 }
 
@@ -230,16 +163,8 @@ std::string CudnnConv::plan(DataType type, std::uint64_t batch, std::uint64_t ro
                             std::uint64_t cols, const Filter3x3& filter, cudaStream_t stream) {
   if (!why_.empty()) return why_;
   auto& a = *api_;
-  if (plan_) {  // one plan at a time
-    a.destroy_tensor(plan_->x);
-    a.destroy_tensor(plan_->y);
-    a.destroy_filter(plan_->w);
-    a.destroy_conv(plan_->conv);
-    cudaFree(plan_->weights);
-    if (plan_->workspace) cudaFree(plan_->workspace);
-    plan_.reset();
-  }
-  plan_ = std::make_unique<Plan>();
+  plan_.reset();  // one plan at a time
+  plan_ = std::make_unique<Plan>(a);
   Plan& p = *plan_;
   p.type = type;
   // CUDNN_TENSOR_NCHW = 0; CUDNN_DATA_FLOAT = 0, CUDNN_DATA_DOUBLE = 1;
@@ -257,12 +182,12 @@ std::string CudnnConv::plan(DataType type, std::uint64_t batch, std::uint64_t ro
   st = st ? st : a.set_tensor4d(p.y, 0, dt, n, 1, h, w);
   st = st ? st : a.set_filter4d(p.w, dt, 0, 1, 1, 3, 3);
   st = st ? st : a.set_conv2d(p.conv, 1, 1, 1, 1, 1, 1, 1, dt);
-  if (st != 0) return "baseline unavailable: cuDNN descriptor setup returned " + std::to_string(st);
+  if (st != 0) return "cuDNN descriptor setup returned " + std::to_string(st);
   FwdAlgoPerf perf[8]{};
   int found = 0;
   st = a.find_fwd(a.handle, p.x, p.w, p.conv, p.y, 8, &found, perf);
   if (st != 0 || found == 0) {
-    return "baseline unavailable: cudnnFindConvolutionForwardAlgorithm returned " +
+    return "cudnnFindConvolutionForwardAlgorithm returned " +
            std::to_string(st);
   }
   int best = -1;
@@ -272,19 +197,20 @@ std::string CudnnConv::plan(DataType type, std::uint64_t batch, std::uint64_t ro
       break;  // sorted fastest first
     }
   }
-  if (best < 0) return "baseline unavailable: cuDNN has no working algorithm for this shape";
+  if (best < 0) return "cuDNN has no working algorithm for this shape";
   p.algo = perf[best].algo;
   st = a.workspace_size(a.handle, p.x, p.w, p.conv, p.y, p.algo, &p.workspace_bytes);
-  if (st != 0) return "baseline unavailable: cuDNN workspace query returned " + std::to_string(st);
-  if (p.workspace_bytes > 0) TMAKIT_CUDA_CHECK(cudaMalloc(&p.workspace, p.workspace_bytes));
+  if (st != 0) return "cuDNN workspace query returned " + std::to_string(st);
+  if (p.workspace_bytes > 0) p.workspace = std::make_unique<DeviceBuffer>(p.workspace_bytes);
   const std::size_t esize = type == DataType::float64 ? 8 : 4;
-  TMAKIT_CUDA_CHECK(cudaMalloc(&p.weights, 9 * esize));
+  p.weights = std::make_unique<DeviceBuffer>(9 * esize);
   if (type == DataType::float64) {
-    TMAKIT_CUDA_CHECK(cudaMemcpy(p.weights, filter.taps.data(), 72, cudaMemcpyHostToDevice));
+    TMAKIT_CUDA_CHECK(
+        cudaMemcpy(p.weights->get(), filter.taps.data(), 72, cudaMemcpyHostToDevice));
   } else {
     float taps[9];
     for (int i = 0; i < 9; ++i) taps[i] = static_cast<float>(filter.taps[i]);
-    TMAKIT_CUDA_CHECK(cudaMemcpy(p.weights, taps, 36, cudaMemcpyHostToDevice));
+    TMAKIT_CUDA_CHECK(cudaMemcpy(p.weights->get(), taps, 36, cudaMemcpyHostToDevice));
   }
   return "";
 }
@@ -306,7 +232,8 @@ void CudnnConv::run(const void* in, void* out, cudaStream_t stream) {
   const float zero_f = 0.0f;
   const bool f64 = p.type == DataType::float64;
   const int st = a.forward(a.handle, f64 ? static_cast<const void*>(&one_d) : &one_f, p.x, in, p.w,
-                           p.weights, p.conv, p.algo, p.workspace, p.workspace_bytes,
+                           p.weights->get(), p.conv, p.algo,
+                           p.workspace ? p.workspace->get() : nullptr, p.workspace_bytes,
                            f64 ? static_cast<const void*>(&zero_d) : &zero_f, p.y, out);
   if (st != 0) throw Error("cudnnConvolutionForward returned status " + std::to_string(st));
 }

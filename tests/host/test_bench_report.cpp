@@ -16,7 +16,7 @@ Result made(const std::string& workload, const std::string& impl, const std::str
   r.impl = impl;
   r.id = workload + "/" + impl;
   r.kind = kind;
-  r.status = "ok";
+  r.status = Status::ok();
   r.bytes = 2'000'000'000;
   r.timing.median_ms = median_ms;
   r.timing.runs = 20;
@@ -40,13 +40,17 @@ std::string table(const std::vector<Result>& results) {
 TEST(BenchReport, OnlyWrongResultsAndErrorsAreFailures) {
   Result r = made("transpose/fp32/64x64", "pattern:128x256", "probe", 1, 1, 1);
   EXPECT_FALSE(r.failed());
-  r.status = "n/a: the shape is not a whole number of these tiles";
+  r.status = Status::not_applicable("the shape is not a whole number of these tiles");
   EXPECT_FALSE(r.failed());
-  r.status = "baseline unavailable: libcublas not found";
+  r.status = Status::unavailable("libcublas not found");
   EXPECT_FALSE(r.failed());
-  r.status = "FAILED: 3 wrong";
+  r.status = Status::wrong("3 wrong");
   EXPECT_TRUE(r.failed());
-  r.status = "error: launch failed";
+  r.status = Status::error("launch failed");
+  EXPECT_TRUE(r.failed());
+  r.status = Status::timing_error("launch failed");
+  EXPECT_TRUE(r.failed());
+  r.status = Status::capture_error("operation not permitted when stream is capturing");
   EXPECT_TRUE(r.failed());
 }
 
@@ -70,16 +74,22 @@ TEST(BenchReport, EachRowsRatioIsToItsOwnPairedMemcpy) {
   EXPECT_NE(t.find("interleaved rounds"), std::string::npos) << t;
 }
 
+// A row is compared with the baselines it declares, in the order the rows were reported;
+// other rows of the workload (a probe, the bytes floor) are not baselines.
 TEST(BenchReport, RatiosToBaselinesAreRatiosOfTimes) {
+  Result ours = made("gemm/fp8/m1", "tmakit", "tmakit", 0.008, 2000, 0);
+  ours.baselines = {"seed-tma", "cublaslt-fp8"};
   const std::string t = table({made("gemm/fp8/m1", "cublaslt-fp8", "vendor", 0.010, 1600, 0),
                                made("gemm/fp8/m1", "seed-tma", "seed", 0.020, 800, 0),
-                               made("gemm/fp8/m1", "tmakit", "tmakit", 0.008, 2000, 0)});
-  EXPECT_NE(t.find("cublaslt-fp8 1.25x, seed-tma 2.50x"), std::string::npos) << t;
+                               made("gemm/fp8/m1", "bytes-floor", "ceiling", 0.004, 4000, 0),
+                               ours});
+  EXPECT_NE(t.find("cublaslt-fp8 1.25x, seed-tma 2.50x\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("bytes-floor 0.50x"), std::string::npos) << t;
 }
 
 TEST(BenchReport, AFailedCaseShowsItsStatusInsteadOfFigures) {
   Result bad = made("add/int32/8x8", "tmakit", "tmakit", 0, 0, 0);
-  bad.status = "FAILED: 3 wrong elements";
+  bad.status = Status::wrong("3 wrong elements");
   const std::string t = table({bad});
   EXPECT_NE(t.find("FAILED: 3 wrong elements"), std::string::npos) << t;
   EXPECT_EQ(t.find(" ms"), std::string::npos) << t;
@@ -93,9 +103,10 @@ std::string svg(const std::vector<Result>& results) {
 }
 
 Result gemm_row(const std::string& workload, const std::string& impl, const std::string& kind,
-                double median_ms) {
+                double median_ms, const std::string& speedup_over = "") {
   Result r = made(workload, impl, kind, median_ms, 100, 0);
   r.flops = 2ull * 4096 * 4096 * 4096;  // 137.4 GFLOP
+  r.speedup_over = speedup_over;
   return r;
 }
 
@@ -107,11 +118,12 @@ TEST(BenchReport, PlotShowsEachFamilyInItsOwnUnit) {
   const std::string plot =
       svg({made("add/int32/8x8", "memcpy", "ceiling", 2.0, 4000, 4000),
            made("add/int32/8x8", "tmakit", "tmakit", 2.153, 3716, 4000),
-           gemm_row(w, "tmakit", "tmakit", 0.100), gemm_row(w, "cublaslt-fp8", "vendor", 0.125),
-           gemm_row(w, "tmakit-fast", "tmakit", 0.100),
+           gemm_row(w, "tmakit", "tmakit", 0.100, "cublaslt-fp8"),
+           gemm_row(w, "cublaslt-fp8", "vendor", 0.125),
+           gemm_row(w, "tmakit-fast", "tmakit", 0.100, "cublaslt-fp8-fast"),
            gemm_row(w, "cublaslt-fp8-fast", "vendor", 0.095),
            gemm_row(w, "cublas-fp16", "vendor", 0.200),
-           gemm_row(w + "/stream", "tmakit", "tmakit", 0.110),
+           gemm_row(w + "/stream", "tmakit", "tmakit", 0.110, "cublaslt-fp8"),
            gemm_row(w + "/stream", "cublaslt-fp8", "vendor", 0.121)});
   EXPECT_NE(plot.find("Memory-bound: GB/s as a fraction of device memcpy"), std::string::npos);
   EXPECT_NE(plot.find(">0.929<"), std::string::npos) << plot;  // 3716 / 4000
@@ -128,8 +140,9 @@ TEST(BenchReport, PlotShowsEachFamilyInItsOwnUnit) {
 
 // A GEMM row whose baseline did not run says so instead of drawing a ratio.
 TEST(BenchReport, PlotNamesAMissingGemmBaseline) {
-  const std::string plot = svg({gemm_row("gemm/fp8/m1n4096k4096", "tmakit", "tmakit", 0.01)});
-  EXPECT_NE(plot.find("no cuBLASLt row"), std::string::npos) << plot;
+  const std::string plot =
+      svg({gemm_row("gemm/fp8/m1n4096k4096", "tmakit", "tmakit", 0.01, "cublaslt-fp8")});
+  EXPECT_NE(plot.find("no cublaslt-fp8 row"), std::string::npos) << plot;
   EXPECT_EQ(plot.find("Memory-bound"), std::string::npos) << plot;
 }
 

@@ -1,0 +1,196 @@
+// The benchmark's declared cases and statuses, without a GPU: the text each status renders to
+// (the table's and the JSON's), which ids a case reports and when the filter selects it, and
+// what the built-in cases declare (bytes, FLOPs, baselines, timing).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cases.hpp"
+#include "status.hpp"
+#include "suite.hpp"
+
+namespace tmakit::bench {
+namespace {
+
+TEST(BenchStatus, RendersTheTextTheReportsCarry) {
+  EXPECT_EQ(Status().text(), "ok");
+  EXPECT_EQ(Status::ok().text(), "ok");
+  EXPECT_EQ(Status::wrong("3 wrong elements").text(), "FAILED: 3 wrong elements");
+  EXPECT_EQ(Status::error("launch failed").text(), "error: launch failed");
+  EXPECT_EQ(Status::timing_error("x").text(), "error while timing: x");
+  EXPECT_EQ(Status::capture_error("x").text(), "error while capturing: x");
+  EXPECT_EQ(Status::unavailable("libcudnn.so.9 not found (no such file)").text(),
+            "baseline unavailable: libcudnn.so.9 not found (no such file)");
+  EXPECT_EQ(Status::not_applicable("the shape is not a whole number of these tiles").text(),
+            "n/a: the shape is not a whole number of these tiles");
+  EXPECT_EQ(Status::error("").text(), "error");  // no dangling ": "
+}
+
+TEST(BenchStatus, KeepsItsOutcomeAndDetailApart) {
+  const Status s = Status::unavailable("cublasLtCreate failed");
+  EXPECT_EQ(s.outcome(), Outcome::unavailable);
+  EXPECT_EQ(s.detail(), "cublasLtCreate failed");
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_FALSE(s.failed());
+  EXPECT_TRUE(Status::ok().is_ok());
+  EXPECT_FALSE(Status::ok().failed());
+  EXPECT_EQ(Status::wrong("a"), Status::wrong("a"));
+  EXPECT_NE(Status::wrong("a"), Status::error("a"));
+}
+
+TEST(BenchStatus, TheJsonAndTheTableCarryTheRenderedText) {
+  Result r;
+  r.workload = "stencil3x3/fp32/16384x16384";
+  r.impl = "cudnn";
+  r.id = r.workload + "/cudnn";
+  r.kind = "vendor";
+  r.status = Status::unavailable("libcudnn.so.9 not found (no such file)");
+  DeviceInfo d;
+  d.name = "Test GPU";
+  const auto j = nlohmann::json::parse(to_json(d, SuiteOptions{}, {r}));
+  EXPECT_EQ(j["results"][0]["status"],
+            "baseline unavailable: libcudnn.so.9 not found (no such file)");
+  std::ostringstream table;
+  print_table(table, d, {r});
+  EXPECT_NE(table.str().find("baseline unavailable: libcudnn.so.9 not found (no such file)"),
+            std::string::npos)
+      << table.str();
+}
+
+TEST(BenchCases, AStreamedCaseReportsTwoIdsAndIsSelectedByEither) {
+  CaseSpec c;
+  c.impl = "tmakit";
+  c.timed_by = TimedBy::together;
+  c.streamed = true;
+  const std::string w = "gemm/fp8/m1n4096k4096";
+  EXPECT_EQ(case_id(w, c), "gemm/fp8/m1n4096k4096/tmakit");
+  EXPECT_EQ(stream_case_id(w, c), "gemm/fp8/m1n4096k4096/stream/tmakit");
+  EXPECT_TRUE(case_selected("", w, c));
+  EXPECT_TRUE(case_selected("m1n*/tmakit", w, c));
+  EXPECT_TRUE(case_selected("stream/tmakit", w, c));  // the stream row alone runs the case
+  EXPECT_FALSE(case_selected("cublaslt", w, c));
+  c.streamed = false;
+  EXPECT_FALSE(case_selected("stream/tmakit", w, c));
+}
+
+const DeclaredWorkload* find(const std::vector<DeclaredWorkload>& all, const std::string& id) {
+  for (const auto& w : all) {
+    if (w.workload == id) return &w;
+  }
+  return nullptr;
+}
+
+const CaseSpec* find(const DeclaredWorkload& w, const std::string& impl) {
+  for (const auto& c : w.cases) {
+    if (c.impl == impl) return &c;
+  }
+  return nullptr;
+}
+
+// Each memory-bound workload's ceiling is its memcpy, timed alone and first; every other case
+// is timed in rounds with it and moves the same bytes; tmakit's are compared with the seed,
+// plain and vendor implementations of the workload, never with a probe.
+TEST(BenchCases, MemoryBoundCasesPairWithTheirMemcpy) {
+  SuiteOptions o;
+  o.tune = true;
+  const auto all = declared_workloads(o);
+  const DeclaredWorkload* w = find(all, "transpose/fp32/32768x32768");
+  ASSERT_NE(w, nullptr);
+  ASSERT_FALSE(w->cases.empty());
+  EXPECT_EQ(w->cases.front().impl, "memcpy");
+  EXPECT_EQ(w->cases.front().timed_by, TimedBy::alone);
+  const std::uint64_t bytes = 2ull * 32768 * 32768 * 4;
+  for (const auto& c : w->cases) {
+    EXPECT_EQ(c.bytes, bytes) << c.impl;
+    EXPECT_EQ(c.flops, 0u) << c.impl;
+    EXPECT_FALSE(c.streamed) << c.impl;
+    if (&c != &w->cases.front()) {
+      EXPECT_EQ(c.timed_by, TimedBy::with_ceiling) << c.impl;
+    }
+  }
+  const CaseSpec* ours = find(*w, "tmakit");
+  ASSERT_NE(ours, nullptr);
+  EXPECT_EQ(ours->baselines,
+            (std::vector<std::string>{"seed-naive", "seed-swizzled", "seed-batched", "cublas-geam",
+                                      "plain:t32", "plain:t64"}));
+  EXPECT_TRUE(find(*w, "pattern:64x256")->baselines.empty());
+  EXPECT_TRUE(find(*w, "cublas-geam")->baselines.empty());
+}
+
+// A GEMM case declares 2 M N K FLOPs and the bytes of its own operand types, is timed with
+// the other cases of its shape and as a stream of calls; tmakit's rows state their speed-up
+// over cuBLASLt FP8 in their own accumulation mode.
+TEST(BenchCases, GemmCasesDeclareTheirWorkAndBaselines) {
+  SuiteOptions o;
+  o.gemm_shapes = {{64, 4096, 8192}, {4096, 4096, 4096}};
+  const auto all = declared_workloads(o);
+  const DeclaredWorkload* small = find(all, "gemm/fp8/m64n4096k8192");
+  ASSERT_NE(small, nullptr);
+  const std::uint64_t m = 64, n = 4096, k = 8192;
+  for (const auto& c : small->cases) {
+    EXPECT_EQ(c.flops, 2 * m * n * k) << c.impl;
+    EXPECT_EQ(c.timed_by, TimedBy::together) << c.impl;
+    EXPECT_TRUE(c.streamed) << c.impl;
+    const std::uint64_t fp8 = m * k + n * k + 2 * m * n;
+    EXPECT_EQ(c.bytes, c.impl == "cublas-fp16" ? 2 * (m * k + n * k + m * n) : fp8) << c.impl;
+  }
+  EXPECT_EQ(find(*small, "tmakit")->speedup_over, "cublaslt-fp8");
+  EXPECT_EQ(find(*small, "tmakit-fast")->speedup_over, "cublaslt-fp8-fast");
+  EXPECT_EQ(
+      find(*small, "tmakit")->baselines,
+      (std::vector<std::string>{"cublaslt-fp8", "cublaslt-fp8-fast", "cublas-fp16", "seed-tma"}));
+  EXPECT_TRUE(find(*small, "cublaslt-fp8")->speedup_over.empty());
+  // the bytes floor only where the shape is bound by memory (M or N <= 128)
+  EXPECT_NE(find(*small, "bytes-floor"), nullptr);
+  const DeclaredWorkload* big = find(all, "gemm/fp8/m4096n4096k4096");
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(find(*big, "bytes-floor"), nullptr);
+}
+
+// --tune's forced GEMM configurations are cases like the others, each compared with cuBLASLt
+// in its own accumulation mode.
+TEST(BenchCases, TunedGemmVariantsAreDeclaredCases) {
+  SuiteOptions o;
+  o.tune = true;
+  o.gemm_shapes = {{128, 4096, 4096}};
+  const auto all = declared_workloads(o);
+  const DeclaredWorkload* w = find(all, "gemm/fp8/m128n4096k4096");
+  ASSERT_NE(w, nullptr);
+  int tuned = 0;
+  for (const auto& c : w->cases) {
+    if (c.impl.rfind("tmakit:", 0) == 0 || c.impl.rfind("tmakit-fast:", 0) == 0) {
+      ++tuned;
+      EXPECT_EQ(c.kind, "tmakit");
+      const bool fast = c.impl.rfind("tmakit-fast", 0) == 0;
+      EXPECT_EQ(c.speedup_over, fast ? "cublaslt-fp8-fast" : "cublaslt-fp8") << c.impl;
+    }
+  }
+  EXPECT_GT(tuned, 4);
+}
+
+// --list names exactly the declared cases: each memory-bound case once, each GEMM case call
+// by call and as a stream, the GEMM preamble (empty kernel, host overhead, memcpy) first.
+TEST(BenchCases, TheListIsTheDeclaredCases) {
+  SuiteOptions o;
+  o.quick = true;
+  const auto ids = list_cases(o);
+  std::size_t expected = 3;  // gemm/empty-kernel, gemm/host-overhead, gemm/memcpy
+  for (const auto& w : declared_workloads(o)) {
+    for (const auto& c : w.cases) {
+      expected += c.streamed ? 2 : 1;
+      EXPECT_NE(std::find(ids.begin(), ids.end(), case_id(w.workload, c)), ids.end())
+          << case_id(w.workload, c);
+      if (c.streamed) {
+        EXPECT_NE(std::find(ids.begin(), ids.end(), stream_case_id(w.workload, c)), ids.end());
+      }
+    }
+  }
+  EXPECT_EQ(ids.size(), expected);
+  o.filter = "add/int32";
+  for (const auto& id : list_cases(o)) EXPECT_NE(id.find("add/int32"), std::string::npos) << id;
+}
+
+}  // namespace
+}  // namespace tmakit::bench
