@@ -42,11 +42,10 @@ struct Row {
   const CaseSpec* spec = nullptr;
 };
 
-// The rates and the note of a measured row: TFLOP/s first when the case declares FLOPs, the
-// binding's note, the speed-up over the declared baseline among `peers` (the rows timed in the
-// same mode), what the check noted, then `extra`.
-void finish(Result& r, const std::string& check_note, const std::vector<const Result*>& peers,
-            const std::string& extra) {
+}  // namespace
+
+void finish_row(Result& r, const std::string& check_note, const std::vector<const Result*>& peers,
+                const std::string& extra) {
   if (!r.ok()) return;
   r.gbps = gbps_of(r.bytes, r.timing);
   std::string tflops;
@@ -62,8 +61,6 @@ void finish(Result& r, const std::string& check_note, const std::vector<const Re
   }
   r.note = join({tflops, r.note, speedup, check_note, extra});
 }
-
-}  // namespace
 
 std::string case_id(const std::string& workload, const CaseSpec& c) {
   return workload + "/" + c.impl;
@@ -228,13 +225,13 @@ void CaseRunner::run(const std::string& workload, const std::vector<CaseSpec>& c
   // rates and notes, each speed-up against the baseline timed in the same mode
   std::vector<const Result*> peers;
   for (const Row& row : rows) peers.push_back(&row.result);
-  for (Row& row : rows) finish(row.result, row.check_note, peers, "");
+  for (Row& row : rows) finish_row(row.result, row.check_note, peers, "");
   std::vector<const Result*> stream_peers;
   for (const Result& s : stream_rows) stream_peers.push_back(&s);
   const std::string graph =
       format("graph of %d calls over %d operand sets", streams.calls, streams.sets);
   for (std::size_t i = 0; i < stream_rows.size(); ++i) {
-    finish(stream_rows[i], stream_of[i]->check_note, stream_peers, graph);
+    finish_row(stream_rows[i], stream_of[i]->check_note, stream_peers, graph);
   }
   for (Row& row : rows) results_.push_back(std::move(row.result));
   for (Result& s : stream_rows) results_.push_back(std::move(s));

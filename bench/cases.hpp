@@ -71,6 +71,13 @@ struct Verdict {
   std::string note;
 };
 
+// The rate and the note of a row once it is timed (nothing for a row that is not ok): GB/s from
+// its bytes; the note becomes, "; " between the parts present: TFLOP/s when it declares FLOPs,
+// its binding's note, "1.25x cublaslt-fp8" over its `speedup_over` among `peers` (the rows
+// timed in the same mode) when that row is ok, what its check noted, then `extra`.
+void finish_row(Result& r, const std::string& check_note, const std::vector<const Result*>& peers,
+                const std::string& extra);
+
 // A case bound to its workload's buffers.
 struct Binding {
   // Not ok: the case is reported with this status and never run (a missing library, a

@@ -75,6 +75,55 @@ TEST(BenchCases, AStreamedCaseReportsTwoIdsAndIsSelectedByEither) {
   EXPECT_FALSE(case_selected("stream/tmakit", w, c));
 }
 
+Result timed(const std::string& workload, const std::string& impl, double median_ms) {
+  Result r;
+  r.workload = workload;
+  r.impl = impl;
+  r.id = workload + "/" + impl;
+  r.bytes = 16'777'216 + 16'777'216 + 2 * 4096 * 4096;  // 4096^3 FP8 operands, bf16 D
+  r.flops = 2ull * 4096 * 4096 * 4096;
+  r.timing.median_ms = median_ms;
+  return r;
+}
+
+// A GEMM row's note: TFLOP/s, the plan, the speed-up over its baseline timed in the same
+// mode, the check's relative error, then (stream rows) the graph, as the table has shown them.
+TEST(BenchCases, AFinishedRowCarriesItsRatesAndNoteInOrder) {
+  const std::string w = "gemm/fp8/m4096n4096k4096";
+  const Result lt = timed(w, "cublaslt-fp8", 0.125);
+  Result ours = timed(w, "tmakit", 0.100);
+  ours.speedup_over = "cublaslt-fp8";
+  ours.note = "m128n128, 1 split(s), 132 CTAs";
+  finish_row(ours, "rel. error 1.00e-03 (2048 sampled elements)", {&lt, &ours},
+             "graph of 24 calls over 4 operand sets");
+  EXPECT_EQ(ours.note,
+            "1374.4 TFLOP/s; m128n128, 1 split(s), 132 CTAs; 1.25x cublaslt-fp8; rel. error "
+            "1.00e-03 (2048 sampled elements); graph of 24 calls over 4 operand sets");
+  EXPECT_NEAR(ours.gbps, static_cast<double>(ours.bytes) / 1e-4 / 1e9, 1e-6);
+}
+
+// No FLOPs, no baseline row, nothing noted: the note stays as the binding gave it; a row that
+// did not pass its check keeps its note and gets no rate.
+TEST(BenchCases, AFinishedRowLeavesOutWhatItDoesNotHave) {
+  Result copy = timed("add/int32/8x8", "memcpy", 2.0);
+  copy.flops = 0;
+  copy.note = "cudaMemcpyAsync device to device";
+  finish_row(copy, "", {&copy}, "");
+  EXPECT_EQ(copy.note, "cudaMemcpyAsync device to device");
+  Result ours = timed("gemm/fp8/m1n4096k4096", "tmakit-fast", 0.01);
+  ours.speedup_over = "cublaslt-fp8-fast";  // not among the peers: no ratio
+  Result lt = timed("gemm/fp8/m1n4096k4096", "cublaslt-fp8-fast", 0.012);
+  lt.status = Status::unavailable("libcublasLt not found");
+  finish_row(ours, "", {&lt, &ours}, "");
+  EXPECT_EQ(ours.note.find("cublaslt"), std::string::npos) << ours.note;
+  Result bad = timed("add/int32/8x8", "tmakit", 0);
+  bad.status = Status::wrong("3 wrong elements");
+  bad.note = "layout 3";
+  finish_row(bad, "rel. error", {&bad}, "");
+  EXPECT_EQ(bad.note, "layout 3");
+  EXPECT_EQ(bad.gbps, 0);
+}
+
 const DeclaredWorkload* find(const std::vector<DeclaredWorkload>& all, const std::string& id) {
   for (const auto& w : all) {
     if (w.workload == id) return &w;
