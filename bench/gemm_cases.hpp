@@ -1,5 +1,5 @@
 // FP8 GEMM benchmark cases for `tmakit bench`: tmakit's gemm_fp8 beside cuBLASLt FP8 (same
-// scales, bf16 output) and cuBLAS FP16, both loaded with dlopen at run time. Ids:
+// scales, bf16 output) and cuBLAS FP16, both loaded at run time (vendor_library.hpp). Ids:
 // "gemm/fp8/m<M>n<N>k<K>/tmakit", ".../cublaslt-fp8", ".../cublas-fp16", and the fast
 // accumulation rows ".../tmakit-fast", ".../cublaslt-fp8-fast" (each compared with the other
 // library's row of the same mode).
@@ -16,7 +16,8 @@ namespace tmakit::bench {
 // The GEMM shapes' cases as declared (no GPU needed; the filter is not applied).
 std::vector<DeclaredWorkload> declared_gemm_workloads(const SuiteOptions& options);
 
-// Case ids in run order (no GPU needed); options.filter and options.quick apply.
+// Case ids in run order, each shape's rows call by call, then its stream rows (no GPU
+// needed); options.filter and options.quick apply.
 std::vector<std::string> list_gemm_cases(const SuiteOptions& options);
 
 // Runs the selected cases. Each result is checked on the device (2048 sampled elements against
