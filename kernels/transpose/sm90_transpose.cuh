@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
@@ -64,13 +63,6 @@ struct Params {
   TileOrder order;
   RowTail tail;
 };
-
-// The unsigned type an element of E bytes travels as (the maps' data type, transport_type).
-template <int E>
-using Word = std::conditional_t<
-    E == 1, std::uint8_t,
-    std::conditional_t<E == 2, std::uint16_t,
-                       std::conditional_t<E == 4, std::uint32_t, std::uint64_t>>>;
 
 // Word w of a 16-byte vector; w is a compile-time constant after unrolling.
 __device__ __forceinline__ std::uint32_t word(const uint4& v, int w) {
@@ -165,9 +157,10 @@ struct TransposeOp {
   static_assert(!L::kInPlace || kBlocksPerThread * V <= 16,
                 "in place, a thread's blocks must fit in registers (at most 64 words)");
   // One input slice: kBoxRows rows of 128 bytes; one output group: Slices * 8V rows of 128
-  // bytes. Both swizzled, both laid out back to back in the tile as the mapping places them.
-  using InTile = Tile<Word<E>, Swizzle::bytes128, Map::kGroupElems, kBoxRows>;
-  using OutTile = Tile<Word<E>, Swizzle::bytes128, Map::kGroupElems, kOutRows>;
+  // bytes. Both swizzled, both laid out back to back in the tile as the mapping places them;
+  // elements travel as unsigned words of their size (the maps' transport_type).
+  using InTile = Tile<stream::ElementWord<E>, Swizzle::bytes128, Map::kGroupElems, kBoxRows>;
+  using OutTile = Tile<stream::ElementWord<E>, Swizzle::bytes128, Map::kGroupElems, kOutRows>;
   static_assert(InTile::smem_bytes == Map::kSliceBytes && OutTile::smem_bytes == Map::kOutBoxBytes,
                 "the tiles and the block mapping agree on where each box sits");
 

@@ -76,6 +76,14 @@ struct TileOrder {
 
 // ---- row tails ----------------------------------------------------------------------
 
+// The unsigned type whose bits stand for an element of E bytes where only bits are moved:
+// the row tails' copies, the transpose's tiles and maps.
+template <int E>
+using ElementWord = std::conditional_t<
+    E == 1, std::uint8_t,
+    std::conditional_t<E == 2, std::uint16_t,
+                       std::conditional_t<E == 4, std::uint32_t, std::uint64_t>>>;
+
 // Where a tile's output goes for the part TMA cannot store: columns [main_cols, cols).
 struct RowTail {
   std::uint8_t* out;          // global output, first element of image 0
@@ -103,10 +111,7 @@ __device__ __forceinline__ void store_row_tail(const RowTail& t, std::int32_t x0
   if (c_begin >= c_end) return;
   const std::int32_t width = c_end - c_begin;
   const std::int32_t height = min(t.rows - y0, tile_rows);
-  using Word = std::conditional_t<
-      E == 1, std::uint8_t,
-      std::conditional_t<E == 2, std::uint16_t,
-                         std::conditional_t<E == 4, std::uint32_t, std::uint64_t>>>;
+  using Word = ElementWord<E>;
   for (std::int32_t i = static_cast<std::int32_t>(tid); i < width * height;
        i += static_cast<std::int32_t>(threads)) {
     const std::int32_t r = i / width;
