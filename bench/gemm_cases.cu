@@ -125,6 +125,11 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
       continue;
     }
     v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
+    if (name.rfind("m256n128", 0) == 0) {  // the two-wave tiles run both modes
+      GemmTuning fast{c, 0};
+      fast.accumulation = GemmAccumulation::fast;
+      v.push_back({"tmakit-fast:c" + std::to_string(c), fast});
+    }
   }
   const std::uint64_t k_blocks = (s.k + 127) / 128;
   if (s.m <= 128) {  // configuration 3, small M: clusters of 1, 2, 4, 8 along K

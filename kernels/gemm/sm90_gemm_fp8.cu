@@ -546,6 +546,7 @@ struct ConfigFacts {
   int d_box_cols;  // the epilogue's TMA-store box width
   bool promotes;   // runs GemmAccumulation::promoted (else fast only)
   bool splits_k;
+  bool plain_stores;  // stores D without TMA where its rows are not whole 16-byte chunks
   int (*resident_clusters)();
   // (params, grid, stream, overlap_launch, promote)
   void (*launch_bf16)(const Params&, unsigned, cudaStream_t, bool, bool);
@@ -560,6 +561,7 @@ constexpr ConfigFacts facts(const char* name) {
           Cfg::kDBoxCols,
           Cfg::kPromotes,
           Cfg::kSplitsK && Cfg::kClusterM == 1,
+          true,
           &max_resident_clusters<Cfg>,
           &launch<Cfg, __nv_bfloat16>,
           &launch<Cfg, __half>};
@@ -571,13 +573,19 @@ constexpr int kSmallMConfig = 3;
 constexpr int kSmallTileConfig = 5;
 // Configuration 6, 128 x 256 tiles: fast accumulation where they fill the SMs.
 constexpr int kWideConfig = 6;
+// Configuration 7, 256 x 128 tiles in two waves (sm90_gemm_fp8_waves.cuh): promotion where
+// they fill the SMs.
+constexpr int kWavesConfig = 7;
 const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
                                 facts<Config1>("m128n128"),
                                 facts<Config2>("m128n128c2"),
-                                {"smallm", 0, 0, 1, 0, true, true, nullptr, nullptr, nullptr},
+                                {"smallm", 0, 0, 1, 0, true, true, true, nullptr, nullptr, nullptr},
                                 facts<Config4>("m128n144"),
                                 facts<Config5>("m64n64"),
-                                facts<Config6>("m128n256")};
+                                facts<Config6>("m128n256"),
+                                {"m256n128", kWavesBlockM, kWavesBlockN, 1, kWavesDBoxCols, true,
+                                 false, false, &multiprocessor_count,
+                                 &launch_gemm_fp8_waves_bf16, &launch_gemm_fp8_waves_fp16}};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -852,6 +860,13 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       plan.config != kSmallMConfig && fills(tiles_of(kWideConfig))) {
     plan.config = kWideConfig;
   }
+  // NOTE: promotion on 256 x 128 tiles in two waves (config 7) where they fill 3/4 of the
+  // SMs and D's rows are whole 16-byte chunks (N a multiple of 8; gemm_fp8 also needs D's
+  // pitch to be).
+  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
+      plan.config == 1 && n % 8 == 0 && fills(tiles_of(kWavesConfig))) {
+    plan.config = kWavesConfig;
+  }
   check_config_tuning(plan.config, tuning);
   const ConfigFacts& c = kConfigs[plan.config];
   plan.tiles = tiles_of(plan.config);
@@ -933,6 +948,19 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   check_splits(tuning, k);  // before the device is asked for its SM count
   check_accumulation(tuning);
   check_config_tuning(tuning.config, tuning);
+  // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
+  // the pitch multiples of 16) for the stores to stop exactly at column N; else plain
+  // stores, which configuration 7 does not have
+  const bool d_whole_chunks = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0;
+  if (tuning.config >= 0 && !kConfigs[tuning.config].plain_stores && !d_whole_chunks) {
+    throw ArgumentError("tuning.config",
+                        std::string("configuration ") + kConfigs[tuning.config].name +
+                            " stores D with TMA only, and D's rows are not whole 16-byte "
+                            "chunks (N = " + std::to_string(n) + ", row pitch " +
+                            std::to_string(d.row_pitch()) +
+                            " bytes); use another configuration, or N and a pitch that are "
+                            "multiples of 8 elements");
+  }
   // NOTE: the plan takes the small-M kernel for every M <= 64: its rules for the splits
   // apply there whether the configuration was forced or chosen (no SM count needed)
   if (tuning.config == kSmallMConfig || (tuning.config < 0 && m <= 64)) {
@@ -959,6 +987,13 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     detail::require_device_pointer(b.data, "b.data");
     detail::require_device_pointer(d.data, "d.data");
     Prepared r{gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), tuning), Params{}};
+    if (!kConfigs[std::max(r.plan.config, 0)].plain_stores && !d_whole_chunks) {
+      // (chosen, not forced: see above) a configuration that stores D with TMA only, and D's
+      // pitch is not whole chunks: the 128 x 128 tiles instead
+      GemmTuning t = tuning;
+      t.config = 1;
+      r.plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), t);
+    }
     if (r.plan.config == kSmallMConfig) return r;
     const ConfigFacts& c = kConfigs[r.plan.config];
     // the grid as many clusters as are resident at once (cluster shapes can leave SMs idle)
@@ -967,17 +1002,15 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     Params& q = r.p;
     q.a_map = detail::cached_tensor_map(detail::view_spec(
         a, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
-                             static_cast<std::uint32_t>(c.block_m), 1}, Swizzle::bytes128));
+                             static_cast<std::uint32_t>(c.block_m), 1},
+        Swizzle::bytes128));
     q.b_map = detail::cached_tensor_map(detail::view_spec(
         b, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
                              static_cast<std::uint32_t>(c.block_n / c.cluster_m), 1},
         Swizzle::bytes128));
     q.d = d.data;
     q.d_row_elems = d.row_pitch() / 2;
-    // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
-    // the pitch multiples of 16) for the stores to stop exactly at column N; else plain
-    // stores.
-    q.d_tma_store = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0 ? 1 : 0;
+    q.d_tma_store = d_whole_chunks ? 1 : 0;
     if (q.d_tma_store) {
       q.d_map = detail::cached_tensor_map(detail::view_spec(
           d, d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1}, Swizzle::bytes128));

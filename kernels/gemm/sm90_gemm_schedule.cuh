@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -23,10 +24,10 @@ struct Params {
   std::int32_t tiles_m, tiles_n;
   std::int32_t cluster_rows;  // ceil(tiles_m / ClusterM): rows of cluster tiles
   std::int32_t splits;
-  std::int64_t units;         // cluster tiles * splits (each CTA of a cluster: one tile)
-  GemmKernelScale scale;      // alpha * scale_a * scale_b, or where the kernel reads them
-  float* workspace;           // split-K partial tiles (splits > 1)
-  std::uint32_t* counters;    // per tile: splits finished (reset to 0 by the last)
+  std::int64_t units;       // cluster tiles * splits (each CTA of a cluster: one tile)
+  GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
+  float* workspace;         // split-K partial tiles (splits > 1)
+  std::uint32_t* counters;  // per tile: splits finished (reset to 0 by the last)
 };
 
 // Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
@@ -53,11 +54,22 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u, std
   r.tn = in_group / rows;
   r.tile = r.tm * p.tiles_n + r.tn;
   // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
-  r.kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks /
-                                         p.splits);
-  r.kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks /
-                                       p.splits);
+  r.kb_begin =
+      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / p.splits);
+  r.kb_end =
+      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks / p.splits);
   return r;
 }
+
+// The two-wave kernel (sm90_gemm_fp8_waves.cu): configuration 7, 256 x 128 tiles, both
+// accumulation modes, D through TMA stores only (its rows whole 16-byte chunks), K unsplit.
+// (params, grid, stream, overlap_launch, promote)
+inline constexpr int kWavesBlockM = 256;
+inline constexpr int kWavesBlockN = 128;
+inline constexpr int kWavesDBoxCols = 64;
+void launch_gemm_fp8_waves_bf16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                                bool promote);
+void launch_gemm_fp8_waves_fp16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                                bool promote);
 
 }  // namespace tmakit::detail::gemm

@@ -213,6 +213,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     const std::string name = gemm_config_name(config);
     if (name == "smallm") continue;  // M <= 128 only: GemmSmallM below
     if (name == "m128n256") continue;  // fast accumulation only: GemmFastAccumulation below
+    if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
     const bool cluster = name.find('c') != std::string::npos;
     for (int splits : {1, 3, 0, 32}) {
       if (cluster && splits > 1) continue;  // cluster configurations do not split K
@@ -237,6 +238,7 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
       run_case({100, 336, 1040, config, 2, DataType::bfloat16, 0, true, kFast}, 301u);
       continue;
     }
+    if (name == "m256n128") continue;  // N a multiple of 8 only: TwoWaveTiles below
     for (int splits : {1, 3, 0}) {
       if (unsplit && splits > 1) continue;
       run_case({129, 300, 4096, config, splits, DataType::bfloat16, 0, true, kFast},
@@ -642,6 +644,33 @@ TEST(Gemm, WideTilesSmall) {
   run_case({130, 200, 256, 1, 0, DataType::bfloat16, 32}, 20);
 }
 
+// Configuration 7: 256 x 128 tiles as two 128-row waves per math warpgroup. Shapes with
+// partial tiles in M and N (a second warpgroup wholly past M at M = 100 and 300, waves past
+// M, boxes past N at N = 200), K not a multiple of 128, padded rows, fp16 output, one k-block,
+// and more tiles than SMs (each CTA walks several tiles through one ring).
+TEST(Gemm, TwoWaveTiles) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  std::uint32_t seed = 800;
+  for (const Case& c : {Case{100, 200, 512, 7, 0},
+                        Case{300, 136, 1040, 7, 0, DataType::float16},
+                        Case{513, 264, 384, 7, 0, DataType::bfloat16, 32},
+                        Case{256, 128, 128, 7, 0},
+                        Case{4096, 2048, 256, 7, 0},
+                        Case{1000, 1000, 4096, 7, 0, DataType::float16}}) {
+    run_case(c, seed++);
+  }
+}
+
+// Configuration 7 with fast accumulation: the sums of each wave accumulate in the tensor
+// cores across all of K.
+TEST(GemmFastAccumulation, TwoWaveTiles) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr auto kFast = GemmAccumulation::fast;
+  run_case({300, 136, 1040, 7, 0, DataType::float16, 0, true, kFast}, 820u);
+  run_case({4096, 2048, 768, 7, 0, DataType::bfloat16, 0, true, kFast}, 821u);
+  run_case({513, 264, 1040, 7, 0, DataType::float16, 32, true, kFast}, 822u);
+}
+
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // the tile counters reset themselves: a second call gives the same bits
@@ -964,7 +993,7 @@ TEST(Gemm, DeviceSideScales) {
   ASSERT_EQ(cudaMalloc(&scales_src, 8 * sizeof(float)), cudaSuccess);
   for (const Shape& sh : {Shape{16, 320, 1024, -1, 0}, Shape{100, 336, 1040, 3, 2},
                           Shape{256, 512, 1024, 1, 1}, Shape{128, 256, 2048, 5, 2},
-                          Shape{300, 200, 512, 2, 0}}) {
+                          Shape{300, 200, 512, 2, 0}, Shape{600, 256, 1024, 7, 0}}) {
     SCOPED_TRACE("M=" + std::to_string(sh.m) + " N=" + std::to_string(sh.n) +
                  " K=" + std::to_string(sh.k) + " config=" + std::to_string(sh.config));
     std::mt19937 gen(static_cast<std::uint32_t>(sh.m * 3 + sh.n));

@@ -85,10 +85,26 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132, fast).config, 6);   // 224 tiles
   EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132, fast).config, 1);    // 64 tiles
   EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132, fast).config, 3);    // small M
-  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132).config, 1);
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132).config, 7);  // promoted: two-wave 256 x 128 tiles
   wide.splits = 2;
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, wide); }), "tuning.splits");
   EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, wide); }), "tuning.splits");
+  // configuration 7 (256 x 128, two waves) runs both modes, does not split K, and stores D
+  // with TMA only (D's rows whole 16-byte chunks)
+  EXPECT_STREQ(gemm_config_name(7), "m256n128");
+  GemmTuning waves_fast = fast;
+  waves_fast.config = 7;
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, waves_fast).config, 7);
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, {7, 2}); }), "tuning.splits");
+  EXPECT_EQ(gemm_fp8_plan(300, 200, 512, 132, {7, 0}).grid, 4u);  // 2 x 2 tiles
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, {7, 0}).tiles, 16 * 32);
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, {7, 1}).splits, 1);
+  auto odd_d = o.d;  // N = 96 here: whole chunks; a pitch of 200 bytes is not
+  odd_d.row_stride_bytes = 200;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, odd_d, {}, nullptr, {7, 0}); }, &msg),
+            "tuning.config");
+  EXPECT_NE(msg.find("16-byte chunks"), std::string::npos) << msg;
+  EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, odd_d, {}, nullptr, {-1, 0}); }), "tuning.config");
 }
 
 // The small-M configuration's own rules (M <= 128; clusters of 1, 2, 4 or 8 along K) are
@@ -388,9 +404,9 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   const GemmPlan big = gemm_fp8_plan(8192, 8192, 8192, 132);
   EXPECT_EQ(big.splits, 1);
   EXPECT_EQ(big.grid, 132u);
-  EXPECT_STREQ(gemm_config_name(big.config), "m128n128");
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(4096, 7168, 2048, 132).config), "m128n128");
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(1024, 4096, 4096, 132).config), "m128n128");
+  EXPECT_STREQ(gemm_config_name(big.config), "m256n128");
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(4096, 7168, 2048, 132).config), "m256n128");
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(1024, 4096, 4096, 132).config), "m256n128");
   // 3 tile rows of 128: 2 cluster rows x 8 tile columns = 16 units, 2 CTAs each
   const GemmPlan odd = gemm_fp8_plan(333, 1000, 4096, 132, {2, 0});
   EXPECT_EQ(odd.splits, 1);

@@ -119,6 +119,11 @@ __device__ __forceinline__ void fence_barrier_init() {
 __device__ __forceinline__ void named_barrier_sync(std::uint32_t id, std::uint32_t threads) {
   ptx::bar_sync(id, threads);
 }
+// Arrive on named barrier `id` without waiting: with named_barrier_sync in other warps, one
+// group of warps signals another (e.g. whose turn it is to issue tensor-core work).
+__device__ __forceinline__ void named_barrier_arrive(std::uint32_t id, std::uint32_t threads) {
+  ptx::bar_arrive(id, threads);
+}
 
 // This CTA's rank in its cluster and the cluster's CTA count (0 and 1 in a launch without
 // clusters).

@@ -65,10 +65,12 @@ struct GemmTuning {
 };
 
 // Tile configurations a caller may force through GemmTuning::config.
-inline constexpr int kGemmConfigs = 7;
+inline constexpr int kGemmConfigs = 8;
 // "m64n128" (0), "m128n128" (1), "m128n128c2" (2: clusters of 2 sharing B), "smallm" (3:
 // M <= 128, operands swapped, K split over a cluster), "m128n144" (4), "m64n64" (5),
-// "m128n256" (6: GemmAccumulation::fast only, no split of K); "?" otherwise.
+// "m128n256" (6: GemmAccumulation::fast only, no split of K), "m256n128" (7: each math
+// warpgroup runs 128 rows as two waves, no split of K, D's rows whole 16-byte chunks: N and
+// its pitch in elements multiples of 8); "?" otherwise.
 const char* gemm_config_name(int config);
 
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).

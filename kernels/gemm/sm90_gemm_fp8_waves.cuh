@@ -1,0 +1,343 @@
+// FP8 GEMM with promotion on large tiles: D = scale * (A * B^T), A M x K and B N x K e4m3
+// (K-major), fp32 sums promoted on the CUDA cores, D bf16 / fp16 (sm_90a).
+//
+// Why another kernel: promotion keeps two sets of registers per output (the fp32 sums and the
+// partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8.cu) stops at
+// 128 x 128 tiles. Here each math warpgroup owns Waves x 64 rows of the tile and runs them as
+// waves through ONE partial-product set: per k-block, wave w's wgmmas write the partial, the
+// warpgroup waits for them and adds the partial into wave w's sums, then wave w + 1 reuses the
+// registers. 256 x 128 tiles (two waves) so cost 2 x 64 sums + 64 partials per thread, what
+// 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M MACs instead of 32 KB
+// per 2 M. A warpgroup's tensor-core work pauses while it adds; the other math warpgroup's
+// wgmmas run then (two warpgroups, out of step after the first k-block).
+//
+// Roles: warpgroup 0 is the producer (one thread streams A and B boxes into a ring of stages
+// through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. Persistent: each CTA
+// walks output tiles in the tiled kernels' rasterised order (sm90_gemm_schedule.cuh). The
+// epilogue stages D in shared memory (128B swizzle, stmatrix) and stores it with TMA, one
+// 64-row wave at a time per warpgroup. See README.md beside this file.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+
+#include "sm90_gemm_common.cuh"
+#include "sm90_gemm_schedule.cuh"
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/pipeline.hpp"
+#include "tmakit/device/tile.hpp"
+#include "tmakit/ptx/grid_dependency.hpp"
+#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/swizzle.hpp"
+
+namespace tmakit::detail::gemm {
+
+// Waves x 64 rows per math warpgroup (two of them), BlockN columns, Stages deep.
+template <int Waves, int BlockN, int Stages>
+struct WaveConfig {
+  static constexpr int kWaves = Waves;
+  static constexpr int kMathWGs = 2;
+  static constexpr int kBlockM = 64 * kMathWGs * Waves;
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kStages = Stages;
+  static constexpr int kThreads = 128 * (1 + kMathWGs);  // producer warpgroup first
+  static constexpr int kPartial = BlockN / 2;            // fp32 registers per wave per thread
+  // K-major boxes of one k-block: 128 bytes of K x the tile's rows, 128B swizzle
+  using ATile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, kBlockM>;
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, BlockN>;
+  static constexpr std::uint32_t kStageTxBytes = ATile::tx_bytes + BTile::tx_bytes;
+  // D's TMA-store box: 64 columns (one 128-byte span of bf16 / fp16) x one wave's 64 rows
+  static constexpr int kDBoxCols = 64;
+  static constexpr int kDBoxes = BlockN / kDBoxCols;
+  // NOTE: setmaxnreg moves registers from the producer (which needs few) to the math
+  // warpgroups: 128 * 40 + 256 * 232 = 64512 of the SM's 65536.
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kMathRegs = 232;
+  // sums of every wave + one partial + about 24 for addresses, indices and the ring's state
+  static constexpr int kRegsNeeded = (Waves + 1) * kPartial + 24;
+};
+// 256 x 128 tiles (configuration 7): 48 KB per stage, 4 deep.
+using WaveConfig256x128 = WaveConfig<2, 128, 4>;
+
+template <class Cfg, class T>
+struct alignas(1024) WaveStorage {
+  using DTile = Tile<T, Swizzle::bytes128, Cfg::kDBoxCols, 64>;
+  typename Cfg::ATile::Buffer a[Cfg::kStages];  // 1024-aligned: the swizzle repeat (D2)
+  typename Cfg::BTile::Buffer b[Cfg::kStages];
+  // per math warpgroup: one wave's 64 x BlockN of D, as kDBoxes boxes of 64 x 64
+  typename DTile::Buffer d[Cfg::kMathWGs][Cfg::kDBoxes];
+  PipelineBarriers<Cfg::kStages> bars;
+};
+template <class Cfg, class T>
+constexpr std::size_t kWaveSmemBytes = sizeof(WaveStorage<Cfg, T>) + 1024;  // + alignment slack
+
+// The 4 wgmmas (K = 32 each) of one k-block for one wave into `acc`; with Fresh the first
+// overwrites it. No fence, no commit: the callers put those around whole groups, with no
+// run-time control flow between the wgmmas (docs/device.md: it makes ptxas serialise them).
+template <int N, bool Fresh>
+__device__ __forceinline__ void k_block_wgmmas(float (&acc)[N / 2], std::uint32_t a_base,
+                                               std::uint32_t b_base) {
+  const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base);
+  const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base);
+#pragma unroll
+  for (int kk = 0; kk < gemm_common::kBlockK / gemm_common::kWgmmaK; ++kk) {
+    // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row selects
+    // the next K slice; the hardware applies the swizzle to the full address.
+    ptx::wgmma_mma_async_m64k32_f32_e4m3<N>(
+        acc, ptx::wgmma_smem_desc_advance(desc_a, kk * gemm_common::kWgmmaK),
+        ptx::wgmma_smem_desc_advance(desc_b, kk * gemm_common::kWgmmaK),
+        kk > 0 || !Fresh ? 1u : 0u);
+  }
+}
+
+// One wave's 64 x BlockN sums (wgmma's fragment layout: register 4j + 2h + e of lane l in warp
+// w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled and rounded once, into the
+// warpgroup's staging boxes (128B swizzle: a quarter-warp's eight rows land on eight distinct
+// 16-byte chunks, no bank conflicts), then stored by one thread with TMA, which clips rows
+// past M and columns past N. The boxes are reused once the previous wave's stores read them.
+template <class Cfg, class T>
+__device__ __forceinline__ void store_wave(const Params& p, const float (&sums)[Cfg::kPartial],
+                                           float scale,
+                                           typename WaveStorage<Cfg, T>::DTile::Buffer* boxes,
+                                           std::int32_t row0, std::int32_t col0,
+                                           std::uint32_t wg_tid, std::uint32_t barrier_id) {
+  using DTile = typename WaveStorage<Cfg, T>::DTile;
+  // NOTE: a TMA store wholly outside the tensor kills the kernel (docs/hardware.md H5): a
+  // wave past M stores nothing, and boxes past N are skipped below
+  if (row0 >= p.m) return;
+  const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
+  if (wg_tid == 0) store_wait_read<0>();  // the previous wave's stores have read the boxes
+  named_barrier_sync(barrier_id, 128);
+  // two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15, j),
+  // (0-7, j + 1), (8-15, j + 1) of this warp's 16 rows; lane l gives row l % 8 of matrix l / 8
+  const std::uint32_t mat = lane / 8;
+  const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; j += 2) {
+    const std::uint32_t col = 8 * (j + mat / 2);
+    const std::uint32_t offset = DTile::offset_bytes(col % Cfg::kDBoxCols, row);
+    ptx::stmatrix_x4(ptx::smem_u32(boxes[col / Cfg::kDBoxCols].bytes + offset),
+                     gemm_common::pack2<T>(sums[4 * j] * scale, sums[4 * j + 1] * scale),
+                     gemm_common::pack2<T>(sums[4 * j + 2] * scale, sums[4 * j + 3] * scale),
+                     gemm_common::pack2<T>(sums[4 * j + 4] * scale, sums[4 * j + 5] * scale),
+                     gemm_common::pack2<T>(sums[4 * j + 6] * scale, sums[4 * j + 7] * scale));
+  }
+  fence_view_async_shared();  // each writer, before the async proxy reads
+  named_barrier_sync(barrier_id, 128);
+  if (wg_tid == 0) {
+#pragma unroll
+    for (int b = 0; b < Cfg::kDBoxes; ++b) {
+      const std::int32_t c[2] = {col0 + Cfg::kDBoxCols * b, row0};
+      if (c[0] >= p.n) break;  // a box wholly past N (see above)
+      store_tile<DTile>(&p.d_map, boxes[b].bytes, c);
+    }
+    store_commit();
+  }
+}
+
+// Promote: GemmAccumulation::promoted (true) or fast (false: each wave's wgmmas add into its
+// sums across all of K, no partial product).
+template <class Cfg, class T, bool Promote>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    sm90_gemm_fp8_waves_kernel(const __grid_constant__ Params p) {
+  using Storage = WaveStorage<Cfg, T>;
+  static_assert(Cfg::kWaves >= 1 && Cfg::kWaves <= 2, "one or two waves per math warpgroup");
+  static_assert(Cfg::kBlockN % Cfg::kDBoxCols == 0, "D's tile is whole 64-column boxes");
+  static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
+  static_assert(Cfg::kRegsNeeded <= Cfg::kMathRegs,
+                "the sums of every wave and one partial must fit the math warpgroups' registers");
+  static_assert(128 * Cfg::kProducerRegs + 256 * Cfg::kMathRegs <= 65536,
+                "register budget after setmaxnreg exceeds the SM's 64 K registers");
+  static_assert(kWaveSmemBytes<Cfg, T> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ std::uint8_t smem_raw[];
+  auto& s = *reinterpret_cast<Storage*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
+                                        ~std::uintptr_t{1023});
+  using State = PipelineState<Cfg::kStages>;
+  Pipeline<Cfg::kStages> pipe(s.bars);
+
+  // a stage is freed by one arrival per math warp
+  if (threadIdx.x == 0) {
+    pipe.init(4 * Cfg::kMathWGs);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  // NOTE: launched to overlap the kernel before it (GemmTuning::overlap_launch), everything
+  // above touched shared memory only: warm the descriptors (kernel parameters, not written
+  // by that kernel), wait for that kernel's writes before any global access, then let the
+  // next kernel start setting up.
+  if (threadIdx.x == 0) {
+    prefetch_tensor_map(&p.a_map);
+    prefetch_tensor_map(&p.b_map);
+    prefetch_tensor_map(&p.d_map);
+  }
+  ptx::griddepcontrol_wait();
+  ptx::griddepcontrol_launch_dependents();
+
+  const std::uint32_t wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ---- producer warpgroup: one thread issues every TMA load ---------------------------
+    ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
+    if (threadIdx.x == 0) {
+      State st;
+      for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+        const Unit w = decode_unit<1>(p, u, 0);
+        for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+          Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
+          load_tile<typename Cfg::ATile>(s.a[st.stage].bytes, &p.a_map, full,
+                                         {kb * gemm_common::kBlockK, w.tm * Cfg::kBlockM});
+          load_tile<typename Cfg::BTile>(s.b[st.stage].bytes, &p.b_map, full,
+                                         {kb * gemm_common::kBlockK, w.tn * Cfg::kBlockN});
+          st.advance();
+        }
+      }
+    }
+  } else {
+    // ---- math warpgroups: Waves x 64 rows of the tile each -----------------------------
+    ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kMathRegs>();
+    const std::uint32_t mw = wg - 1;  // math warpgroup 0..1
+    const std::uint32_t wg_tid = threadIdx.x % 128;
+    const bool warp_leader = (threadIdx.x % 32) == 0;
+    // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
+    const float scale = gemm_common::kernel_scale(p.scale);
+    // this warpgroup's rows of the tile: Waves x 64 consecutive rows
+    const std::uint32_t a_row0 = mw * 64 * Cfg::kWaves;
+    const auto a_rows = [&](const State& at, int v) {
+      // rows a_row0 + 64 v of the stage: 128 bytes per row, 8-row groups 1024 bytes apart
+      return ptx::smem_u32(s.a[at.stage].bytes) + (a_row0 + 64 * v) * gemm_common::kBlockK;
+    };
+    const auto b_rows = [&](const State& at) { return ptx::smem_u32(s.b[at.stage].bytes); };
+    const auto release = [&](const State& at) {
+      if (warp_leader) pipe.consumer_release(at);
+    };
+    // NOTE: with promotion, the math warpgroups take turns issuing their wgmmas (warpgroup 0
+    // first; named barrier 3 passes the turn to warpgroup 1, 4 back), so that one's
+    // promotion runs while the other's wgmmas keep the tensor cores busy; left to
+    // themselves they drift into step and both promote at once (kernels/gemm/EXPERIMENTS.md).
+    // Every step but the kernel's first takes the turn and every step but its last passes
+    // it, so the arrivals on each barrier match its waits.
+    const auto take_turn = [&](bool first_step) {
+      if (mw == 1) {
+        named_barrier_sync(3, 256);
+      } else if (!first_step) {
+        named_barrier_sync(4, 256);
+      }
+    };
+    const auto pass_turn = [&](bool last_step) {
+      if (mw == 0) {
+        named_barrier_arrive(3, 256);
+      } else if (!last_step) {
+        named_barrier_arrive(4, 256);
+      }
+    };
+    float sums[Cfg::kWaves][Cfg::kPartial];
+    float part[Cfg::kPartial];
+    State st;
+    bool first_step = true;
+    for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+      const Unit w = decode_unit<1>(p, u, 0);
+      const bool last_unit = u + gridDim.x >= p.units;
+#pragma unroll
+      for (int v = 0; v < Cfg::kWaves; ++v) {
+#pragma unroll
+        for (int i = 0; i < Cfg::kPartial; ++i) sums[v][i] = 0.0f;
+      }
+      if constexpr (!Promote) {
+        // every wave's wgmmas of a k-block as one group; k-block j's stage is freed once
+        // k-block j + 1's group is issued and j's is done (wgmma.wait_group 1)
+        State prev = st;
+        for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+          pipe.consumer_wait(st);
+#pragma unroll
+          for (int v = 0; v < Cfg::kWaves; ++v) ptx::wgmma_fence_operands(sums[v]);
+          ptx::wgmma_fence_sync_aligned();
+#pragma unroll
+          for (int v = 0; v < Cfg::kWaves; ++v) {
+            k_block_wgmmas<Cfg::kBlockN, false>(sums[v], a_rows(st, v), b_rows(st));
+          }
+          ptx::wgmma_commit_group_sync_aligned();
+          if (kb > w.kb_begin) {
+            ptx::wgmma_wait_group_sync_aligned<1>();
+            release(prev);
+          }
+          prev = st;
+          st.advance();
+        }
+        ptx::wgmma_wait_group_sync_aligned<0>();
+        release(prev);
+#pragma unroll
+        for (int v = 0; v < Cfg::kWaves; ++v) ptx::wgmma_fence_operands(sums[v]);
+      } else {
+        // Count (1 or 2) k-blocks from `at`: per wave, their wgmmas into the partial (one
+        // group, in turn), wait, free the stages after the last wave's, add the partial into
+        // the wave's sums. NOTE: 256-deep partials (two k-blocks) halve the promotions and
+        // the turns; a tile's odd last k-block goes alone.
+        const auto promote_k_blocks = [&](const State& at, auto count, bool first, bool last) {
+          constexpr int kCount = decltype(count)::value;
+          State next = at;
+          next.advance();
+          pipe.consumer_wait(at);
+          if constexpr (kCount == 2) pipe.consumer_wait(next);
+#pragma unroll
+          for (int v = 0; v < Cfg::kWaves; ++v) {
+            take_turn(first && v == 0);
+            ptx::wgmma_fence_operands(part);
+            ptx::wgmma_fence_sync_aligned();
+            k_block_wgmmas<Cfg::kBlockN, true>(part, a_rows(at, v), b_rows(at));
+            if constexpr (kCount == 2) {
+              k_block_wgmmas<Cfg::kBlockN, false>(part, a_rows(next, v), b_rows(next));
+            }
+            ptx::wgmma_commit_group_sync_aligned();
+            pass_turn(last && v == Cfg::kWaves - 1);
+            ptx::wgmma_wait_group_sync_aligned<0>();
+            // the last wave's wgmmas have read the stages: hand them back before adding
+            if (v == Cfg::kWaves - 1) {
+              release(at);
+              if constexpr (kCount == 2) release(next);
+            }
+            // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than
+            // fp32; adding each 256-deep partial into fp32 registers keeps long sums accurate.
+            ptx::wgmma_fence_operands(part);
+#pragma unroll
+            for (int i = 0; i < Cfg::kPartial; ++i) sums[v][i] += part[i];
+          }
+        };
+        std::int32_t kb = w.kb_begin;
+        for (; kb + 1 < w.kb_end; kb += 2) {
+          promote_k_blocks(st, std::integral_constant<int, 2>{}, first_step,
+                           last_unit && kb + 2 == w.kb_end);
+          first_step = false;
+          st.advance();
+          st.advance();
+        }
+        // NOTE: written as a loop (it runs at most once): as an `if`, ptxas spilled the sums
+        for (; kb < w.kb_end; ++kb) {
+          promote_k_blocks(st, std::integral_constant<int, 1>{}, first_step,
+                           last_unit && kb + 1 == w.kb_end);
+          first_step = false;
+          st.advance();
+        }
+      }
+      const std::int32_t col0 = w.tn * Cfg::kBlockN;
+#pragma unroll
+      for (int v = 0; v < Cfg::kWaves; ++v) {
+        const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(a_row0) + 64 * v;
+        store_wave<Cfg, T>(p, sums[v], scale, s.d[mw], row0, col0, wg_tid, 1 + mw);
+      }
+    }
+    // a CTA may not exit while its stores still read shared memory
+    if (wg_tid == 0) store_wait<0>();
+  }
+#else
+  // NOTE: built for another target; fail loudly rather than return garbage.
+  if (threadIdx.x == 0) printf("sm90_gemm_fp8_waves_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+}  // namespace tmakit::detail::gemm
