@@ -661,6 +661,14 @@ TEST(Gemm, TwoWaveTiles) {
   }
 }
 
+// Configuration 7 at a size the sanitizers finish (scripts/gpu_check): one tile per CTA in
+// both modes, partial tiles in M and N, an odd k-block count.
+TEST(Gemm, TwoWaveTilesSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  run_case({300, 136, 1040, 7, 0, DataType::float16}, 830u);
+  run_case({300, 136, 1040, 7, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 831u);
+}
+
 // Configuration 7 with fast accumulation: the sums of each wave accumulate in the tensor
 // cores across all of K.
 TEST(GemmFastAccumulation, TwoWaveTiles) {
