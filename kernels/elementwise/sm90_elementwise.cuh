@@ -161,8 +161,10 @@ struct AddOp {
   __device__ static void store(const Params& p, std::int64_t tile, const std::uint8_t* src) {
     std::int32_t tx, ty, image;
     p.order.coords(tile, tx, ty, image);
-    if (p.tail.main_cols == 0) return;  // rows under 16 bytes: all of it is tail
     const std::int32_t c[2] = {tx * p.box_cols, ty * p.box_rows};
+    // NOTE: a box wholly past the output map's columns (the row's last few elements, which
+    // store_tail writes; or rows under 16 bytes, all tail) is not issued: docs/hardware.md H5
+    if (c[0] >= p.tail.main_cols) return;
     if constexpr (L::kEvictFirst) {
       store_tile<StageTile>(&p.out_map, src, c, ptx::createpolicy_fractional_l2_evict_first());
     } else {
