@@ -1,6 +1,7 @@
-// What the two FP8 GEMM kernels (sm90_gemm_fp8.cu, sm90_gemm_fp8_small_m.cu) share: the
-// k-block size, output rounding, and the software pipeline that overlaps one k-block's
-// wgmmas with the promotion of the previous one.
+// What the FP8 GEMM kernels (sm90_gemm_fp8.cu, sm90_gemm_fp8_small_m.cu,
+// sm90_gemm_fp8_waves.cuh) share: the k-block size, the start of a dependent launch, output
+// rounding, and the software pipeline that overlaps one k-block's wgmmas with the promotion
+// of the previous one.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,12 +10,26 @@
 #include <cstdint>
 
 #include "gemm_launch.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/ptx/grid_dependency.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_common {
 
 constexpr int kBlockK = 128;  // K bytes per k-block: one 128B swizzle span of e4m3
 constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+
+// A tiled kernel's start once its barriers are initialised and visible: thread 0 warms the
+// tensor maps (kernel parameters, which the kernel before does not write), then every thread
+// waits for the kernel before it (griddepcontrol.wait: complete, its writes visible; the
+// kernel is launched to overlap it, GemmTuning::overlap_launch) before any global access, and
+// lets the next kernel start setting up the same way.
+template <class... Maps>
+__device__ __forceinline__ void warm_maps_and_wait_for_previous_kernel(const Maps*... maps) {
+  if (threadIdx.x == 0) (prefetch_tensor_map(maps), ...);
+  ptx::griddepcontrol_wait();
+  ptx::griddepcontrol_launch_dependents();
+}
 
 // The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side
 // scale may be written by the kernel before this one. Read through the L2 (ld.global.cg),

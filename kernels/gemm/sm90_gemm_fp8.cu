@@ -29,7 +29,6 @@
 #include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
-#include "tmakit/ptx/grid_dependency.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 #include "tmakit/swizzle.hpp"
 
@@ -306,18 +305,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   } else {
     __syncthreads();
   }
-  // NOTE: launched to overlap the kernel before it (GemmTuning::overlap_launch), everything
-  // above touched shared memory only: warm the descriptors (kernel parameters, not written
-  // by that kernel), wait for that kernel's writes before any global access, then let the
-  // next kernel start setting up (it waits for ours the same way). Asking the L2 to
-  // prefetch the first unit's k-blocks before the wait did not
-  // pay (kernels/gemm/EXPERIMENTS.md).
-  if (threadIdx.x == 0) {
-    prefetch_tensor_map(&p.a_map);
-    prefetch_tensor_map(&p.b_map);
-  }
-  ptx::griddepcontrol_wait();
-  ptx::griddepcontrol_launch_dependents();
+  // NOTE: everything above touched shared memory only. Asking the L2 to prefetch the first
+  // unit's k-blocks before the wait did not pay (kernels/gemm/EXPERIMENTS.md).
+  gemm_common::warm_maps_and_wait_for_previous_kernel(&p.a_map, &p.b_map);
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {

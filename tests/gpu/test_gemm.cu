@@ -644,7 +644,7 @@ TEST(Gemm, WideTilesSmall) {
   run_case({130, 200, 256, 1, 0, DataType::bfloat16, 32}, 20);
 }
 
-// Configuration 7: 256 x 128 tiles as two 128-row waves per math warpgroup. Shapes with
+// Configuration 7, both modes: 256 x 128 tiles as two 64-row waves per math warpgroup. Shapes with
 // partial tiles in M and N (a second warpgroup wholly past M at M = 100 and 300, waves past
 // M, boxes past N at N = 200), K not a multiple of 128, padded rows, fp16 output, one k-block,
 // and more tiles than SMs (each CTA walks several tiles through one ring).
@@ -659,6 +659,13 @@ TEST(Gemm, TwoWaveTiles) {
                         Case{1000, 1000, 4096, 7, 0, DataType::float16}}) {
     run_case(c, seed++);
   }
+  // fast accumulation: the sums of each wave accumulate in the tensor cores across all of K
+  constexpr auto kFast = GemmAccumulation::fast;
+  for (const Case& c : {Case{300, 136, 1040, 7, 0, DataType::float16, 0, true, kFast},
+                        Case{4096, 2048, 768, 7, 0, DataType::bfloat16, 0, true, kFast},
+                        Case{513, 264, 1040, 7, 0, DataType::float16, 32, true, kFast}}) {
+    run_case(c, seed++);
+  }
 }
 
 // Configuration 7 at a size the sanitizers finish (scripts/gpu_check): one tile per CTA in
@@ -667,16 +674,6 @@ TEST(Gemm, TwoWaveTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   run_case({300, 136, 1040, 7, 0, DataType::float16}, 830u);
   run_case({300, 136, 1040, 7, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 831u);
-}
-
-// Configuration 7 with fast accumulation: the sums of each wave accumulate in the tensor
-// cores across all of K.
-TEST(GemmFastAccumulation, TwoWaveTiles) {
-  TMAKIT_SKIP_WITHOUT_GPU();
-  constexpr auto kFast = GemmAccumulation::fast;
-  run_case({300, 136, 1040, 7, 0, DataType::float16, 0, true, kFast}, 820u);
-  run_case({4096, 2048, 768, 7, 0, DataType::bfloat16, 0, true, kFast}, 821u);
-  run_case({513, 264, 1040, 7, 0, DataType::float16, 32, true, kFast}, 822u);
 }
 
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {
