@@ -116,6 +116,7 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
   serial.overlap_launch = false;
   v.push_back({"tmakit:no-overlap", serial});
   for (int c = 0; c < kGemmConfigs; ++c) {
+    if (!gemm_config_built(c)) continue;
     const std::string name = gemm_config_name(c);
     if (name == "smallm") continue;  // its cluster sizes below
     if (name == "m128n256") {        // fast accumulation only

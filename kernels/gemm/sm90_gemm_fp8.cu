@@ -5,8 +5,8 @@
 // product into fp32 registers, and store D through shared memory and TMA (or, where D's rows
 // are not whole 16-byte chunks, with ordinary stores). Shapes with too few output tiles to
 // fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
-// Configurations 0-2, 4 and 5; the small-M kernel (configuration 3) is
-// sm90_gemm_fp8_small_m.cu.
+// Configurations 0, 1, 5 and 6 (2 and 4 are retired); the small-M kernel (configuration 3) is
+// sm90_gemm_fp8_small_m.cu, the two-wave kernel (configuration 7) sm90_gemm_fp8_waves.cuh.
 // See README.md beside this file.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -39,17 +39,14 @@ using gemm_common::kWgmmaK;
 using gemm_common::pack2;
 using gemm_common::to_out;
 
-// A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep, and
-// ClusterM CTAs (consecutive tile rows of one tile column) sharing each B tile: each CTA of
-// the cluster loads 1/ClusterM of it and TMA multicasts that part to all of them.
-template <int ConsumerWGs, int BlockN, int Stages, int ClusterM, int DBoxCols = 64,
+// A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep.
+template <int ConsumerWGs, int BlockN, int Stages, int DBoxCols = 64,
           int DStaged = BlockN / DBoxCols, int PromoteEvery = 1>
 struct Config {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kBlockM = 64 * ConsumerWGs;
   static constexpr int kBlockN = BlockN;
   static constexpr int kStages = Stages;
-  static constexpr int kClusterM = ClusterM;
   // the TMA-store epilogue's boxes: DBoxCols columns (<= 64: one 128-byte swizzle span of
   // bf16/fp16) x 64 rows; BlockN is a whole number of them
   static constexpr int kDBoxCols = DBoxCols;
@@ -63,14 +60,13 @@ struct Config {
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
-  static constexpr int kBSliceRows = BlockN / ClusterM;  // rows of B each CTA loads
-  // The TMA boxes (128B swizzle): kBlockM rows of A and a CTA's slice of B, 128 bytes of K
+  // The TMA boxes (128B swizzle): kBlockM rows of A and BlockN of B, 128 bytes of K
   // (kBlockK e4m3) each; 64 rows of D's DBoxCols 2-byte elements (bf16 and fp16 alike).
   using ATile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kBlockM>;
-  using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kBSliceRows>;
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, BlockN>;
   using DTile = Tile<std::uint16_t, Swizzle::bytes128, DBoxCols, 64>;
-  // what a stage's full barrier expects: A and every CTA's slice of B
-  static constexpr std::uint32_t kStageTxBytes = ATile::tx_bytes + ClusterM * BTile::tx_bytes;
+  // what a stage's full barrier expects
+  static constexpr std::uint32_t kStageTxBytes = ATile::tx_bytes + BTile::tx_bytes;
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
   // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
@@ -83,30 +79,25 @@ struct Config {
   static constexpr bool kPromotes = 3 * (BlockN / 2) + 24 <= kConsumerRegs;
   static constexpr bool kSplitsK = kPromotes;
 };
-using Config0 = Config<1, 128, 8, 1>;  // m64n128:  small M, 24 KB per stage
+using Config0 = Config<1, 128, 8>;  // m64n128:  small M, 24 KB per stage
 // m128n128: 32 KB per stage; promotion every second k-block
 // NOTE: promoting every second k-block (256-deep partials, half the FADDs) measured
 // 0.92-0.93x cuBLASLt against 0.90-0.91x at 1024-4096^3, 0.93 against 0.88 at 4096x4096x16384
 // and 0.90 against 0.85-0.87 at 4096x7168x2048 (H100, two A/B runs); at M <= 256 (config 0,
 // memory-bound) it changed nothing, so config 0 keeps one.
-using Config1 = Config<2, 128, 6, 1, 64, 2, 2>;
-using Config2 = Config<2, 128, 6, 2>;  // m128n128, clusters of 2 along M sharing B
-// m128n144: 34 KB per stage; D in 48-column boxes, staged one at a time (not chosen by the
-// plan; see gemm_fp8_plan)
-using Config4 = Config<2, 144, 6, 1, 48, 1, 2>;  // promotion every second k-block
+using Config1 = Config<2, 128, 6, 64, 2, 2>;
 // m64n64: 16 KB per stage, 12 deep: twice the tiles of config 0, for shapes whose 64 x 128
 // tiles would leave SMs idle (M = 128, N = 4096: 64 of them on 132 SMs)
-using Config5 = Config<1, 64, 12, 1>;
+using Config5 = Config<1, 64, 12>;
 // m128n256 (fast accumulation only): 48 KB per stage, 4 deep; each consumer warpgroup one
 // m64n256 wgmma per K slice (A read once per slice, as cuBLASLt's fast 128 x 256 kernel);
 // D staged one 64-column box at a time (the ring leaves 16 KB for it)
-using Config6 = Config<2, 256, 4, 1, 64, 1>;
+using Config6 = Config<2, 256, 4, 64, 1>;
 
 template <class Cfg>
 struct alignas(1024) SharedStorage {
   typename Cfg::ATile::Buffer a[Cfg::kStages];
-  // a stage of B: the cluster's slices in rank order, which wgmma reads as one operand
-  typename Cfg::BTile::Buffer b[Cfg::kStages][Cfg::kClusterM];
+  typename Cfg::BTile::Buffer b[Cfg::kStages];
   // the epilogue's staging: per consumer warpgroup, kDStaged boxes of its 64 x BlockN tile of
   // D (a row takes a whole 128-byte span, 128B swizzle), stored by TMA
   typename Cfg::DTile::Buffer d[Cfg::kConsumerWGs][Cfg::kDStaged];
@@ -161,7 +152,7 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
                                                std::int32_t col0, std::uint32_t wg_tid,
                                                std::uint32_t barrier_id) {
   // NOTE: a TMA store wholly outside the tensor kills the kernel (docs/hardware.md H5): rows of
-  // a tile past M (a cluster's spare CTA, the second warpgroup of a short tile) store nothing
+  // a tile past M (the second warpgroup of a short tile) store nothing
   if (row0 >= p.m) return;
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
   constexpr int kPassCols = Cfg::kDBoxCols * Cfg::kDStaged;
@@ -275,36 +266,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // (each Buffer starts on the 128B swizzle's 1024-byte repeat, rule D2)
   static_assert(Cfg::ATile::smem_bytes == Cfg::ATile::tx_bytes &&
                     Cfg::BTile::smem_bytes == Cfg::BTile::tx_bytes,
-                "wgmma reads A and the cluster's slices of B as dense 128-byte rows: a box "
+                "wgmma reads A and B as dense 128-byte rows: a box "
                 "must be whole 8-row groups, with no padding after it");
   static_assert(kSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
   static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
   static_assert(!Promote || Cfg::kPromotes, "this configuration runs fast accumulation only");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool kCluster = Cfg::kClusterM > 1;
   extern __shared__ std::uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   Pipeline<Cfg::kStages> pipe(s.bars);
   using State = typename Pipeline<Cfg::kStages>::State;
-  const std::uint32_t rank = kCluster ? cluster_rank() : 0u;
-  const std::int64_t first_unit = kCluster ? blockIdx.x / Cfg::kClusterM : blockIdx.x;
-  const std::int64_t unit_step = kCluster ? gridDim.x / Cfg::kClusterM : gridDim.x;
 
   // barrier init: full[s] takes the producer's arm; empty[s] is freed by one arrival per
-  // consumer warp of every CTA that writes into this CTA's stage (the whole cluster)
+  // consumer warp
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kConsumerWGs * Cfg::kClusterM);
+    pipe.init(4 * Cfg::kConsumerWGs);
     fence_barrier_init();
   }
-  // NOTE: in a cluster, peers multicast into this CTA's stages and arrive on its barriers:
-  // every CTA's barriers must be initialised before any CTA goes on.
-  if constexpr (kCluster) {
-    cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
   // NOTE: everything above touched shared memory only. Asking the L2 to prefetch the first
   // unit's k-blocks before the wait did not pay (kernels/gemm/EXPERIMENTS.md).
   gemm_common::warm_maps_and_wait_for_previous_kernel(&p.a_map, &p.b_map);
@@ -315,24 +296,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
       State st;
-      for (std::int64_t u = first_unit; u < p.units; u += unit_step) {
-        const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
+      for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+        const Unit w = decode_unit(p, u);
         for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-          // wait until every CTA that receives this stage has freed it, then arm it for A
-          // and the whole of B (OOB fill counts too); the peers' slices may land first
-          // (Pipeline::consumer_release_cluster)
+          // wait until the consumers freed this stage, then arm it for A and B (OOB fill
+          // counts too)
           Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
           const std::int32_t ca[2] = {kb * kBlockK, w.tm * Cfg::kBlockM};
           load_tile<typename Cfg::ATile>(&s.a[st.stage], &p.a_map, full, ca);
-          const std::int32_t cb[2] = {
-              kb * kBlockK, w.tn * Cfg::kBlockN + static_cast<std::int32_t>(rank) * Cfg::kBSliceRows};
-          if constexpr (kCluster) {
-            load_tile_multicast<typename Cfg::BTile>(
-                &s.b[st.stage][rank], &p.b_map, full, cb,
-                static_cast<std::uint16_t>((1u << Cfg::kClusterM) - 1u));
-          } else {
-            load_tile<typename Cfg::BTile>(&s.b[st.stage][0], &p.b_map, full, cb);
-          }
+          const std::int32_t cb[2] = {kb * kBlockK, w.tn * Cfg::kBlockN};
+          load_tile<typename Cfg::BTile>(&s.b[st.stage], &p.b_map, full, cb);
           st.advance();
         }
       }
@@ -354,18 +327,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float part1[Cfg::kAccum];
     const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
 
-    // the stage is read: free it in every CTA whose producer writes into it
     auto release = [&](const State& done) {
-      if (!warp_leader) return;
-      if constexpr (kCluster) {
-        pipe.template consumer_release_cluster<Cfg::kClusterM>(done);
-      } else {
-        pipe.consumer_release(done);
-      }
+      if (warp_leader) pipe.consumer_release(done);
     };
     auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
       pipe.consumer_wait(at);
-      issue_k_block<Cfg>(part, ptx::smem_u32(&s.a[at.stage]) + a_off, ptx::smem_u32(s.b[at.stage]));
+      issue_k_block<Cfg>(part, ptx::smem_u32(&s.a[at.stage]) + a_off, ptx::smem_u32(&s.b[at.stage]));
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
     // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
@@ -384,9 +351,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       pipe.consumer_wait(at.s);
       pipe.consumer_wait(next);
       issue_k_block_pair<Cfg>(part, ptx::smem_u32(&s.a[at.s.stage]) + a_off,
-                              ptx::smem_u32(s.b[at.s.stage]),
+                              ptx::smem_u32(&s.b[at.s.stage]),
                               ptx::smem_u32(&s.a[next.stage]) + a_off,
-                              ptx::smem_u32(s.b[next.stage]));
+                              ptx::smem_u32(&s.b[next.stage]));
     };
     auto retire_pair = [&](float (&part)[Cfg::kAccum], const Pair& done) {
       State next = done.s;
@@ -398,8 +365,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
     };
 
-    for (std::int64_t u = first_unit; u < p.units; u += unit_step) {
-      const Unit w = decode_unit<Cfg::kClusterM>(p, u, rank);
+    for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+      const Unit w = decode_unit(p, u);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
       // NOTE: tried (one run on H200, against this build): a single stream of k-blocks over
@@ -413,7 +380,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             [&](const State& at) {
               pipe.consumer_wait(at);
               accumulate_k_block<Cfg>(acc, ptx::smem_u32(&s.a[at.stage]) + a_off,
-                                      ptx::smem_u32(s.b[at.stage]));
+                                      ptx::smem_u32(&s.b[at.stage]));
             },
             release);
         ptx::wgmma_fence_operands(acc);
@@ -475,9 +442,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // a CTA may not exit while its stores still read shared memory
     if (p.d_tma_store && wg_tid == 0) store_wait<0>();
   }
-  // NOTE: a CTA may not exit while a peer may still multicast into it or arrive on its
-  // barriers: the cluster leaves together.
-  if constexpr (kCluster) cluster_sync();
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
   if (threadIdx.x == 0) printf("sm90_gemm_fp8_kernel needs sm_90a\n");
@@ -501,43 +465,21 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, b
     if (promote) kernel = prepared_kernel<Cfg, T, true>();
   }
   KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
-  if constexpr (Cfg::kClusterM > 1) l.cluster(Cfg::kClusterM);
   if (overlap) l.overlap_previous_kernel();
   launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);
-}
-
-// Clusters of this configuration that can be resident at once on the current device (the
-// persistent grid's size); SMs / ClusterM when the query is not answered.
-template <class Cfg>
-int max_resident_clusters() {
-  if constexpr (Cfg::kClusterM == 1) {
-    return multiprocessor_count();
-  } else {
-    static PerDevice<int> clusters;
-    return clusters.get([](int) {
-      auto* kernel = prepared_kernel<Cfg, __nv_bfloat16>();
-      ClusterLaunch l(Cfg::kClusterM * 64, Cfg::kThreads, kSmemBytes<Cfg>, nullptr,
-                      Cfg::kClusterM);
-      int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, kernel, &l.config) != cudaSuccess || n <= 0) {
-        (void)cudaGetLastError();
-        n = std::max(1, multiprocessor_count() / Cfg::kClusterM);
-      }
-      return n;
-    });
-  }
 }
 
 struct ConfigFacts {
   const char* name;
   int block_m;
   int block_n;
-  int cluster_m;
   int d_box_cols;  // the epilogue's TMA-store box width
   bool promotes;   // runs GemmAccumulation::promoted (else fast only)
   bool splits_k;
   bool plain_stores;  // stores D without TMA where its rows are not whole 16-byte chunks
-  int (*resident_clusters)();
+  // a configuration no longer built: why (its id and name stay, so a caller who forces it
+  // is told), else nullptr
+  const char* retired;
   // (params, grid, stream, overlap_launch, promote)
   void (*launch_bf16)(const Params&, unsigned, cudaStream_t, bool, bool);
   void (*launch_fp16)(const Params&, unsigned, cudaStream_t, bool, bool);
@@ -547,14 +489,17 @@ constexpr ConfigFacts facts(const char* name) {
   return {name,
           Cfg::kBlockM,
           Cfg::kBlockN,
-          Cfg::kClusterM,
           Cfg::kDBoxCols,
           Cfg::kPromotes,
-          Cfg::kSplitsK && Cfg::kClusterM == 1,
+          Cfg::kSplitsK,
           true,
-          &max_resident_clusters<Cfg>,
+          nullptr,
           &launch<Cfg, __nv_bfloat16>,
           &launch<Cfg, __half>};
+}
+// A configuration measured slower than another at every shape, and so no longer built.
+constexpr ConfigFacts retired(const char* name, const char* why) {
+  return {name, 0, 0, 0, false, false, false, why, nullptr, nullptr};
 }
 // Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu): its row here only names it.
 constexpr int kSmallMConfig = 3;
@@ -568,14 +513,18 @@ constexpr int kWideConfig = 6;
 constexpr int kWavesConfig = 7;
 const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
                                 facts<Config1>("m128n128"),
-                                facts<Config2>("m128n128c2"),
-                                {"smallm", 0, 0, 1, 0, true, true, true, nullptr, nullptr, nullptr},
-                                facts<Config4>("m128n144"),
+                                retired("m128n128c2",
+                                        "clusters of 2 sharing B ran 0.85-0.97x configuration "
+                                        "1's speed at every measured shape"),
+                                {"smallm", 0, 0, 0, true, true, true, nullptr, nullptr, nullptr},
+                                retired("m128n144",
+                                        "128 x 144 tiles ran slower than configuration 1 at "
+                                        "every measured shape"),
                                 facts<Config5>("m64n64"),
                                 facts<Config6>("m128n256"),
-                                {"m256n128", kWavesBlockM, kWavesBlockN, 1, kWavesDBoxCols, true,
-                                 false, false, &multiprocessor_count,
-                                 &launch_gemm_fp8_waves_bf16, &launch_gemm_fp8_waves_fp16}};
+                                {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false,
+                                 false, nullptr, &launch_gemm_fp8_waves_bf16,
+                                 &launch_gemm_fp8_waves_fp16}};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -700,6 +649,13 @@ void check_config(const GemmTuning& tuning) {
                                              " is not a configuration; use -1 or 0.." +
                                              std::to_string(kGemmConfigs - 1));
   }
+  if (tuning.config >= 0 && kConfigs[tuning.config].retired != nullptr) {
+    throw ArgumentError("tuning.config",
+                        "configuration " + std::to_string(tuning.config) + " (" +
+                            kConfigs[tuning.config].name + ") is no longer built: " +
+                            kConfigs[tuning.config].retired +
+                            " (kernels/gemm/EXPERIMENTS.md); use -1 or configuration 1");
+  }
 }
 
 void check_splits(const GemmTuning& tuning, std::uint64_t k) {
@@ -772,6 +728,10 @@ const char* gemm_config_name(int config) {
   return detail::gemm::kConfigs[config].name;
 }
 
+bool gemm_config_built(int config) {
+  return config >= 0 && config < kGemmConfigs && detail::gemm::kConfigs[config].retired == nullptr;
+}
+
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
                        const GemmTuning& tuning) {
   using namespace detail::gemm;
@@ -794,8 +754,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // NOTE: measured on H200 (kernels/gemm/README.md): the small-M kernel up to M = 64;
   // 64-row tiles up to M = 256 (before the small-M kernel's epilogue filled whole sectors,
   // they beat it at M = 128 at every measured N: 10.2 against 11.7 us at N = 7168, K =
-  // 2048; see the next NOTE for now), 128-row tiles above; clusters sharing B
-  // (config 2) measured slower than config 1 at every shape, so they run only when asked.
+  // 2048; see the next NOTE for now), 128-row tiles above (and the two-wave 256-row tiles
+  // of config 7 where they fill the SMs, below).
   // 64 x 64 tiles (config 5) where 64 x 128 tiles would fill under 3/4 of the SMs: at M =
   // 128, N = 4096 (64 tiles of 64 x 128) 12.4 against 14.8 us with 2 splits and 13.7 without
   // (cuBLASLt 12.0); at N = 2112, K = 7168 13.9 (2 splits) against 15.0 (H100, two runs).
@@ -825,10 +785,6 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
                 : m <= 64 || small_m_fills ? kSmallMConfig
                 : m <= 256                 ? mid_m
                                            : 1;
-  // NOTE: 128 x 144 tiles (config 4) were chosen for a while where they need fewer rounds of
-  // tiles per SM (8192^3: 28 x 144 against 32 x 128; 0.96-0.98x config 1's time with 128-deep
-  // partials). With 256-deep partials config 1 is faster there too (848 against 869-871 us,
-  // two runs, H100), so the plan no longer picks config 4.
   if (plan.config == kSmallMConfig) {
     check_small_m_tuning(m, k_blocks, tuning);
     if (tuning.splits > 0) {
@@ -877,12 +833,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     }
     plan.splits = static_cast<int>(std::max<std::int64_t>(splits, 1));
   }
-  // a unit: one tile (or a column of cluster_m tiles) and one split of K
-  const std::int64_t tiles_m = static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m);
-  const std::int64_t tiles_n = static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
-  const std::int64_t units = (tiles_m + c.cluster_m - 1) / c.cluster_m * tiles_n * plan.splits;
-  const std::int64_t clusters = std::max(1, sm_count / c.cluster_m);
-  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, clusters) * c.cluster_m);
+  // a unit: one tile and one split of K; a persistent grid of at most one CTA per SM
+  const std::int64_t units = plan.tiles * plan.splits;
+  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
   return plan;
 }
 
@@ -986,9 +939,6 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     }
     if (r.plan.config == kSmallMConfig) return r;
     const ConfigFacts& c = kConfigs[r.plan.config];
-    // the grid as many clusters as are resident at once (cluster shapes can leave SMs idle)
-    r.plan.grid = std::min<unsigned>(r.plan.grid, static_cast<unsigned>(c.resident_clusters() *
-                                                                        c.cluster_m));
     Params& q = r.p;
     q.a_map = detail::cached_tensor_map(detail::view_spec(
         a, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
@@ -996,7 +946,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
         Swizzle::bytes128));
     q.b_map = detail::cached_tensor_map(detail::view_spec(
         b, DataType::uint8, {static_cast<std::uint32_t>(kBlockK),
-                             static_cast<std::uint32_t>(c.block_n / c.cluster_m), 1},
+                             static_cast<std::uint32_t>(c.block_n), 1},
         Swizzle::bytes128));
     q.d = d.data;
     q.d_row_elems = d.row_pitch() / 2;
@@ -1010,9 +960,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     q.k_blocks = static_cast<std::int32_t>((k + kBlockK - 1) / kBlockK);
     q.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
     q.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
-    q.cluster_rows = (q.tiles_m + c.cluster_m - 1) / c.cluster_m;
     q.splits = r.plan.splits;
-    q.units = static_cast<std::int64_t>(q.cluster_rows) * q.tiles_n * r.plan.splits;
+    q.units = static_cast<std::int64_t>(q.tiles_m) * q.tiles_n * r.plan.splits;
     return r;
   });
   // (not part of the key: remembered by require_device_pointer itself)

@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (threadIdx.x == 0) {
       State st;
       for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-        const Unit w = decode_unit<1>(p, u, 0);
+        const Unit w = decode_unit(p, u);
         for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
           Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
           load_tile<typename Cfg::ATile>(s.a[st.stage].bytes, &p.a_map, full,
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     State st;
     bool first_step = true;
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-      const Unit w = decode_unit<1>(p, u, 0);
+      const Unit w = decode_unit(p, u);
       const bool last_unit = u + gridDim.x >= p.units;
 #pragma unroll
       for (int v = 0; v < Cfg::kWaves; ++v) {

@@ -14,7 +14,7 @@ namespace tmakit::detail::gemm {
 
 struct Params {
   CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
-  CUtensorMap b_map;  // N x K bytes, box 128 x (BlockN / ClusterM), 128B swizzle
+  CUtensorMap b_map;  // N x K bytes, box 128 x BlockN, 128B swizzle
   CUtensorMap d_map;  // D (M x N elements), box DBoxCols x 64, 128B swizzle; when d_tma_store
   void* d;
   std::uint64_t d_row_elems;  // D's row pitch in elements
@@ -22,35 +22,30 @@ struct Params {
   std::int32_t m, n;
   std::int32_t k_blocks;
   std::int32_t tiles_m, tiles_n;
-  std::int32_t cluster_rows;  // ceil(tiles_m / ClusterM): rows of cluster tiles
   std::int32_t splits;
-  std::int64_t units;       // cluster tiles * splits (each CTA of a cluster: one tile)
+  std::int64_t units;       // tiles * splits
   GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
   float* workspace;         // split-K partial tiles (splits > 1)
   std::uint32_t* counters;  // per tile: splits finished (reset to 0 by the last)
 };
 
 // Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
-// at the same time share A rows and B rows in L2. With clusters, a unit is a column of
-// ClusterM tiles (one per CTA of the cluster, by rank), and groups count cluster rows.
-// A CTA whose tile row is past the last (tiles_m not a multiple of ClusterM) still takes
-// part in the cluster's loads; its A box is all out of bounds and it stores nothing.
+// at the same time share A rows and B rows in L2.
 constexpr int kGroupM = 8;
 struct Unit {
   std::int32_t tm, tn, tile, split;  // tile: tm * tiles_n + tn (indexes split-K state)
   std::int32_t kb_begin, kb_end;
 };
-template <int ClusterM>
-__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u, std::uint32_t rank) {
+__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   Unit r;
-  const auto cluster_tile = static_cast<std::int32_t>(u / p.splits);
+  const auto tile = static_cast<std::int32_t>(u / p.splits);
   r.split = static_cast<std::int32_t>(u % p.splits);
   const std::int32_t per_group = kGroupM * p.tiles_n;
-  const std::int32_t group = cluster_tile / per_group;
+  const std::int32_t group = tile / per_group;
   const std::int32_t first_m = group * kGroupM;
-  const std::int32_t rows = min(kGroupM, p.cluster_rows - first_m);
-  const std::int32_t in_group = cluster_tile % per_group;
-  r.tm = (first_m + in_group % rows) * ClusterM + static_cast<std::int32_t>(rank);
+  const std::int32_t rows = min(kGroupM, p.tiles_m - first_m);
+  const std::int32_t in_group = tile % per_group;
+  r.tm = first_m + in_group % rows;
   r.tn = in_group / rows;
   r.tile = r.tm * p.tiles_n + r.tn;
   // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB

@@ -407,17 +407,29 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_STREQ(gemm_config_name(big.config), "m256n128");
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(4096, 7168, 2048, 132).config), "m256n128");
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(1024, 4096, 4096, 132).config), "m256n128");
-  // 3 tile rows of 128: 2 cluster rows x 8 tile columns = 16 units, 2 CTAs each
-  const GemmPlan odd = gemm_fp8_plan(333, 1000, 4096, 132, {2, 0});
-  EXPECT_EQ(odd.splits, 1);
-  EXPECT_EQ(odd.grid, 32u);
+  // 3 tile rows of 128 x 8 tile columns: 24 units, one CTA each
+  const GemmPlan odd = gemm_fp8_plan(333, 1000, 4096, 132, {1, 1});
+  EXPECT_EQ(odd.tiles, 24);
+  EXPECT_EQ(odd.grid, 24u);
+  // retired configurations (2: clusters sharing B, 4: 128 x 144) are refused by name
+  for (int retired : {2, 4}) {
+    EXPECT_FALSE(gemm_config_built(retired));
+    std::string msg;
+    EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, {retired, 0}); }, &msg),
+              "tuning.config");
+    EXPECT_NE(msg.find("no longer built"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(gemm_config_name(retired)), std::string::npos) << msg;
+  }
+  for (int built : {0, 1, 3, 5, 6, 7}) EXPECT_TRUE(gemm_config_built(built)) << built;
+  EXPECT_FALSE(gemm_config_built(-1));
+  EXPECT_FALSE(gemm_config_built(kGemmConfigs));
   // K = 16: one k-block, nothing to split
   EXPECT_EQ(gemm_fp8_plan(7, 200, 16, 132).splits, 1);
   EXPECT_EQ(gemm_fp8_plan(300, 200, 16, 132).splits, 1);
   // forced
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).splits, 3);
   EXPECT_EQ(gemm_fp8_plan(7, 200, 4096, 132, {1, 3}).config, 1);
-  EXPECT_THROW(gemm_fp8_plan(7, 200, 4096, 132, {2, 3}), ArgumentError);
+  EXPECT_THROW(gemm_fp8_plan(7, 200, 4096, 132, {7, 3}), ArgumentError);  // 7 does not split
 }
 
 // The small-M kernel's L2 prefetch of B before the wait, per memory system (measured, see

@@ -17,11 +17,6 @@
 //
 // ClusterPipeline adds TMA multicast: the cluster's leader CTA loads each tile once into
 // every CTA, and only after every CTA armed its own full barrier for that phase.
-//
-// A Pipeline also carries a multicast in which every CTA of a cluster loads a slice of a
-// shared tile into all of them (each producer arms its own full barrier for the whole stage,
-// then multicasts its slice): init with the consumer arrivals of the whole cluster, and free
-// stages with consumer_release_cluster<CTAs>. No CTA waits for its peers' arms: see there.
 #pragma once
 
 #include <cstdint>
@@ -70,21 +65,6 @@ class Pipeline {
 
   // Consumer: done reading stage st (each of the `consumer_arrivals` arrives once).
   __device__ void consumer_release(const State& st) { bars_.empty[st.stage].arrive(); }
-
-  // Consumer, where each of the cluster's `Ctas` producers multicasts a slice of every stage
-  // into all of them: done reading stage st here, so free it in every CTA (the empty barriers
-  // count the consumer arrivals of the whole cluster). A producer so refills a stage only
-  // once every receiver's consumers have waited for its previous phase, so a peer's slice
-  // always lands in the phase being filled; it may land before this CTA's producer_arm (the
-  // tx-count dips below zero, which never completes a phase), so no CTA waits for the
-  // others' arms, unlike ClusterPipeline.
-  // NOTE: released at CTA scope: the consumers only read this CTA's own shared memory, and
-  // the cluster-scope release made the FP8 GEMM's clusters 2x slower.
-  template <std::uint32_t Ctas>
-  __device__ void consumer_release_cluster(const State& st) {
-#pragma unroll
-    for (std::uint32_t r = 0; r < Ctas; ++r) bars_.empty[st.stage].arrive_remote_cta_scope(r);
-  }
 
  private:
   PipelineBarriers<Stages>& bars_;

@@ -64,14 +64,18 @@ struct GemmTuning {
   GemmAccumulation accumulation = GemmAccumulation::promoted;
 };
 
-// Tile configurations a caller may force through GemmTuning::config.
+// Tile configuration ids (GemmTuning::config), 0..kGemmConfigs - 1.
 inline constexpr int kGemmConfigs = 8;
-// "m64n128" (0), "m128n128" (1), "m128n128c2" (2: clusters of 2 sharing B), "smallm" (3:
-// M <= 128, operands swapped, K split over a cluster), "m128n144" (4), "m64n64" (5),
-// "m128n256" (6: GemmAccumulation::fast only, no split of K), "m256n128" (7: each math
-// warpgroup runs 128 rows as two waves, no split of K, D's rows whole 16-byte chunks: N and
-// its pitch in elements multiples of 8); "?" otherwise.
+// "m64n128" (0), "m128n128" (1), "smallm" (3: M <= 128, operands swapped, K split over a
+// cluster), "m64n64" (5), "m128n256" (6: GemmAccumulation::fast only, no split of K),
+// "m256n128" (7: each math warpgroup runs 128 rows as two waves, no split of K, D's rows
+// whole 16-byte chunks: N and its pitch in elements multiples of 8); "m128n128c2" (2) and
+// "m128n144" (4) are retired (see gemm_config_built); "?" otherwise.
 const char* gemm_config_name(int config);
+// Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
+// the retired ones (2 and 4: measured slower than configuration 1 at every shape, no longer
+// built; forcing one throws ArgumentError "tuning.config" saying so).
+bool gemm_config_built(int config);
 
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).
 struct GemmPlan {
