@@ -65,8 +65,6 @@ struct Config {
   using ATile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kBlockM>;
   using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, BlockN>;
   using DTile = Tile<std::uint16_t, Swizzle::bytes128, DBoxCols, 64>;
-  // what a stage's full barrier expects
-  static constexpr std::uint32_t kStageTxBytes = ATile::tx_bytes + BTile::tx_bytes;
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
   // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
@@ -294,22 +292,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (wg == 0) {
     // ---- producer warpgroup: one thread issues every TMA load ---------------------------
     ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      State st;
-      for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-        const Unit w = decode_unit(p, u);
-        for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-          // wait until the consumers freed this stage, then arm it for A and B (OOB fill
-          // counts too)
-          Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
-          const std::int32_t ca[2] = {kb * kBlockK, w.tm * Cfg::kBlockM};
-          load_tile<typename Cfg::ATile>(&s.a[st.stage], &p.a_map, full, ca);
-          const std::int32_t cb[2] = {kb * kBlockK, w.tn * Cfg::kBlockN};
-          load_tile<typename Cfg::BTile>(&s.b[st.stage], &p.b_map, full, cb);
-          st.advance();
-        }
-      }
-    }
+    if (threadIdx.x == 0) load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
   } else {
     // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
     ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kConsumerRegs>();

@@ -49,7 +49,6 @@ struct WaveConfig {
   // K-major boxes of one k-block: 128 bytes of K x the tile's rows, 128B swizzle
   using ATile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, kBlockM>;
   using BTile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, BlockN>;
-  static constexpr std::uint32_t kStageTxBytes = ATile::tx_bytes + BTile::tx_bytes;
   // D's TMA-store box: 64 columns (one 128-byte span of bf16 / fp16) x one wave's 64 rows
   static constexpr int kDBoxCols = 64;
   static constexpr int kDBoxes = BlockN / kDBoxCols;
@@ -173,20 +172,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (wg == 0) {
     // ---- producer warpgroup: one thread issues every TMA load ---------------------------
     ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      State st;
-      for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-        const Unit w = decode_unit(p, u);
-        for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-          Barrier& full = pipe.producer_arm(st, Cfg::kStageTxBytes);
-          load_tile<typename Cfg::ATile>(s.a[st.stage].bytes, &p.a_map, full,
-                                         {kb * gemm_common::kBlockK, w.tm * Cfg::kBlockM});
-          load_tile<typename Cfg::BTile>(s.b[st.stage].bytes, &p.b_map, full,
-                                         {kb * gemm_common::kBlockK, w.tn * Cfg::kBlockN});
-          st.advance();
-        }
-      }
-    }
+    if (threadIdx.x == 0) load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
   } else {
     // ---- math warpgroups: Waves x 64 rows of the tile each -----------------------------
     ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kMathRegs>();

@@ -9,6 +9,8 @@
 #include <cstdint>
 
 #include "gemm_launch.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/pipeline.hpp"
 
 namespace tmakit::detail::gemm {
 
@@ -54,6 +56,28 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   r.kb_end =
       static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks / p.splits);
   return r;
+}
+
+// A tiled kernel's producer (one thread): every unit's k-blocks, in the order above, into the
+// ring: wait until the consumers freed the stage, arm its full barrier for A's and B's boxes
+// (out-of-bounds fill counts too), load both. BlockM x 128 bytes of A, BlockN x 128 of B.
+template <class ATile, class BTile, int Stages>
+__device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pipe,
+                                           typename ATile::Buffer (&a)[Stages],
+                                           typename BTile::Buffer (&b)[Stages]) {
+  constexpr std::int32_t kBlockK = static_cast<std::int32_t>(ATile::box[0]);
+  constexpr auto kBlockM = static_cast<std::int32_t>(ATile::box[1]);
+  constexpr auto kBlockN = static_cast<std::int32_t>(BTile::box[1]);
+  PipelineState<Stages> st;
+  for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+    const Unit w = decode_unit(p, u);
+    for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+      Barrier& full = pipe.producer_arm(st, ATile::tx_bytes + BTile::tx_bytes);
+      load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
+      load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
+      st.advance();
+    }
+  }
 }
 
 // The two-wave kernel (sm90_gemm_fp8_waves.cu): configuration 7, 256 x 128 tiles, both
