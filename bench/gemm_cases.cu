@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 
@@ -489,9 +490,9 @@ Vendor& vendor() {
 struct LtPlan {
   explicit LtPlan(const Vendor& vendor) : v(vendor) {}
   ~LtPlan() {
-    if (la) v.layout_destroy(la);
-    if (lb) v.layout_destroy(lb);
-    if (ld) v.layout_destroy(ld);
+    for (cublasLtMatrixLayout_t layout : {la, lb, ld}) {
+      if (layout != nullptr) v.layout_destroy(layout);
+    }
     if (desc) v.desc_destroy(desc);
   }
   LtPlan(const LtPlan&) = delete;
