@@ -30,24 +30,32 @@ struct Shape {
   std::uint64_t m, n, k;
 };
 
+// Each shape once, in the order first given (8192^3 is also a Llama projection; a shape
+// repeated on the command line runs once).
 std::vector<Shape> shapes(const SuiteOptions& o) {
   std::vector<Shape> s;
+  const auto add = [&s](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+    for (const Shape& x : s) {
+      if (x.m == m && x.n == n && x.k == k) return;
+    }
+    s.push_back({m, n, k});
+  };
   if (!o.gemm_shapes.empty()) {
-    for (const auto& [m, n, k] : o.gemm_shapes) s.push_back({m, n, k});
+    for (const auto& [m, n, k] : o.gemm_shapes) add(m, n, k);
     return s;
   }
   if (o.quick) return {{1, 4096, 4096}, {128, 4096, 4096}, {1024, 1024, 1024}};
-  for (std::uint64_t m : {1, 16, 32, 64, 128, 256, 512, 1024, 4096}) s.push_back({m, 4096, 4096});
-  s.push_back({8192, 8192, 8192});
-  s.push_back({4096, 7168, 2048});
-  s.push_back({128, 7168, 2048});
-  s.push_back({128, 2112, 7168});
+  for (std::uint64_t m : {1, 16, 32, 64, 128, 256, 512, 1024, 4096}) add(m, 4096, 4096);
+  add(8192, 8192, 8192);
+  add(4096, 7168, 2048);
+  add(128, 7168, 2048);
+  add(128, 2112, 7168);
   // the projections of a Llama-3-70B layer (N x K: QKV, attention output, gate and up, down)
   // at a decode batch, a small prefill and a large one
   for (std::uint64_t m : {16, 128, 8192}) {
     for (const auto& [n, k] : {std::pair<std::uint64_t, std::uint64_t>{10240, 8192},
                                {8192, 8192}, {57344, 8192}, {8192, 28672}}) {
-      s.push_back({m, n, k});
+      add(m, n, k);
     }
   }
   return s;

@@ -237,6 +237,18 @@ TEST(BenchCases, TheListIsTheDeclaredCases) {
     }
   }
   EXPECT_EQ(ids.size(), expected);
+  // every id once: the full list (8192^3 is also a Llama projection) and repeated shapes
+  SuiteOptions full;
+  for (const auto& list : {list_cases(full), [] {
+         SuiteOptions twice;
+         twice.gemm_shapes = {{64, 256, 512}, {64, 256, 512}};
+         return list_cases(twice);
+       }()}) {
+    std::vector<std::string> sorted = list;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+        << *std::adjacent_find(sorted.begin(), sorted.end());
+  }
   o.filter = "add/int32";
   for (const auto& id : list_cases(o)) EXPECT_NE(id.find("add/int32"), std::string::npos) << id;
 }
