@@ -32,15 +32,11 @@ int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
 
 int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
                      double dram_bytes_per_second) {
-  // NOTE: measured in streams of calls (kernels/gemm/EXPERIMENTS.md, 2026-11-22 14:4xZ-15:0xZ).
-  // In clusters 4 k-blocks paid on both parts in runs of GEMMs alone (H100: 64x1024x4096 5.16
-  // -> 4.88 us, 16x1024x4096 4.22 -> 3.94; H200: 4.92 -> 4.75, 3.95 -> 3.88; not timed after
-  // the memory-bound workloads, see below). At one CTA per tile on H100, 4 took M =
-  // 32 / 64 from 7.98 / 8.41 to 7.81 / 8.25 and 2 took 128x7168x2048 from 8.40 to 8.20, in
-  // every context measured; at M <= 16 a prefetch helped in runs of GEMMs alone (M = 1: 7.20
-  // -> 7.00 with 8) and hurt after the memory-bound workloads (7.23 -> 7.36), so none there.
-  // On H200 the late start of the next kernel cost more than any prefetch gave at one CTA per
-  // tile (M = 1: 6.16 us without, 6.35 starting late, 6.4-6.7 with 2-16 k-blocks).
+  // NOTE: measured in streams of calls on both parts (kernels/gemm/EXPERIMENTS.md, "The
+  // small-M prefetch"): in clusters 4 k-blocks paid on both; at one CTA per tile, on H100 4
+  // for 16 < M <= 64 and 2 above paid in every context measured, at M <= 16 a prefetch helped
+  // in runs of GEMMs alone and hurt after the memory-bound workloads, and on H200 the late
+  // start of the next kernel cost more than any prefetch gave.
   // Never more than half of a rank's k-blocks.
   int depth = 0;
   if (splits > 1) {

@@ -79,10 +79,8 @@ struct Config {
 };
 using Config0 = Config<1, 128, 8>;  // m64n128:  small M, 24 KB per stage
 // m128n128: 32 KB per stage; promotion every second k-block
-// NOTE: promoting every second k-block (256-deep partials, half the FADDs) measured
-// 0.92-0.93x cuBLASLt against 0.90-0.91x at 1024-4096^3, 0.93 against 0.88 at 4096x4096x16384
-// and 0.90 against 0.85-0.87 at 4096x7168x2048 (H100, two A/B runs); at M <= 256 (config 0,
-// memory-bound) it changed nothing, so config 0 keeps one.
+// NOTE: 256-deep partials halve the FADDs and measured faster at M > 256; at M <= 256
+// (config 0, memory-bound) they changed nothing, so config 0 keeps 128-deep ones.
 using Config1 = Config<2, 128, 6, 64, 2, 2>;
 // m64n64: 16 KB per stage, 12 deep: twice the tiles of config 0, for shapes whose 64 x 128
 // tiles would leave SMs idle (M = 128, N = 4096: 64 of them on 132 SMs)
@@ -734,22 +732,11 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
            static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
   };
   GemmPlan plan;
-  // NOTE: measured on H200 (kernels/gemm/README.md): the small-M kernel up to M = 64;
-  // 64-row tiles up to M = 256 (before the small-M kernel's epilogue filled whole sectors,
-  // they beat it at M = 128 at every measured N: 10.2 against 11.7 us at N = 7168, K =
-  // 2048; see the next NOTE for now), 128-row tiles above (and the two-wave 256-row tiles
-  // of config 7 where they fill the SMs, below).
-  // 64 x 64 tiles (config 5) where 64 x 128 tiles would fill under 3/4 of the SMs: at M =
-  // 128, N = 4096 (64 tiles of 64 x 128) 12.4 against 14.8 us with 2 splits and 13.7 without
-  // (cuBLASLt 12.0); at N = 2112, K = 7168 13.9 (2 splits) against 15.0 (H100, two runs).
-  // Where 64 x 128 tiles fill the GPU they stay ahead (N = 7168, K = 2048: 11.4-11.9
-  // against 13.1; M = 256: 14.0 against 17.9).
-  // NOTE: the small-M kernel for 64 < M <= 128 too where its CTAs (one per 64 rows of B)
-  // fill 3/4 of the SMs in one round and K <= 4096: since its epilogue stores whole
-  // sectors, M = 128 N = 7168 K = 2048 takes 8.4 against 9.3 us in streams (11.1 against
-  // 12.2 call by call), M = 128 N = 8192 K = 4096 15.0 against 16.3; at K = 7168 (M = 100)
-  // it lost call by call (27.2 against 23.9 us) and tied in streams (H100, 2026-11-22,
-  // kernels/gemm/EXPERIMENTS.md).
+  // NOTE: the rules below follow measurements (kernels/gemm/EXPERIMENTS.md, "The plan's
+  // rules"): the small-M kernel up to M = 64, and for 64 < M <= 128 where its CTAs (one per
+  // 64 rows of B) fill 3/4 of the SMs in one round and K <= 4096; 64-row tiles up to
+  // M = 256, 64 x 64 ones (config 5) where 64 x 128 tiles would fill under 3/4 of the SMs;
+  // 128-row tiles above, and the two-wave 256-row tiles (config 7) where they fill the SMs.
   const auto fills = [&](std::int64_t ctas) {
     return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
   };
@@ -757,10 +744,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const bool small_m_fills =
       m <= 128 && k <= 4096 && fills(small_m_ctas) && small_m_ctas <= sm_count;
   // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
-  // gives way to one whose tiles fit in one. M = 160-192, N = 4096: 64 x 64 tiles (192, two
-  // rounds) took 15.0-17.2 us in streams against 11.4-13.1 for 64 x 128 (96); M = 192, N =
-  // 7168, K = 2048: 64 x 128 tiles (168) 13.1 against 12.0 for 128 x 128 (112) (H100,
-  // 2026-11-22, kernels/gemm/EXPERIMENTS.md).
+  // gives way to one whose tiles fit in one (measured, EXPERIMENTS.md).
   const auto one_round = [&](int config) { return tiles_of(config) <= sm_count; };
   const int mid_m = fills(tiles_of(0)) ? (!one_round(0) && one_round(1) ? 1 : 0)
                                        : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
@@ -780,11 +764,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     return plan;
   }
   // NOTE: fast accumulation frees the promotion's registers for 128 x 256 tiles (config 6),
-  // taken where they fill 3/4 of the SMs: faster than the 128 x 128 tiles of config 1 at
-  // 4096^3 (99.2 against 103.9 us), 8192^3 (848 / 867), 4096 x 7168 x 2048 (124.5 / 131.7),
-  // 1024 x 4096 x 4096 (36.9 / 38.0) and 8192 x 57344 x 8192 (6.06 / 6.28 ms), the same at
-  // 8192 x 10240 x 8192, and than config 0's 64 x 128 at 128 x 57344 x 8192 in streams
-  // (140.8 / 161.0 us; call by call 135.4 / 134.2) (H200, one run, kernels/gemm/README.md).
+  // taken where they fill 3/4 of the SMs: measured faster than 128 x 128 or 64 x 128 tiles
+  // there (EXPERIMENTS.md, "The plan's rules").
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::fast &&
       plan.config != kSmallMConfig && fills(tiles_of(kWideConfig))) {
     plan.config = kWideConfig;

@@ -246,12 +246,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       cluster_wait();  // every peer has started (the arrive above)
       // push each slice of registers to the rank that owns it, into slot `rank` there, 16
       // bytes per store, counted off that rank's `reduced` barrier
-      // NOTE: remote stores need no reply, so they stream. A first version read the peers'
-      // partials with remote loads, a round trip each, and a cluster made it slower (H200).
-      // One with a 4-byte remote store per register took 1.2 us (M = 1) to 3.6 us (M = 64)
-      // more than the same clusters without a reduction, and one with 16-byte stores and a
-      // cluster barrier after them (its release compiles to a GPU-wide memory barrier) still
-      // 1.5 us at M = 64 (H100, kernels/gemm/EXPERIMENTS.md).
+      // NOTE: remote stores need no reply, so they stream; remote loads (a round trip each),
+      // 4-byte pushes, and a cluster barrier after the pushes (its release compiles to a
+      // GPU-wide memory barrier) all measured slower (kernels/gemm/EXPERIMENTS.md).
       for (std::uint32_t r = 0; r < ranks; ++r) {
         const int rb = static_cast<int>(r * C::kQuads / ranks);
         const int re = static_cast<int>((r + 1) * C::kQuads / ranks);

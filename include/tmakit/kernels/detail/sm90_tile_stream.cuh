@@ -105,7 +105,7 @@ __device__ __forceinline__ void store_row_tail(const RowTail& t, std::int32_t x0
                                                std::uint32_t threads) {
   // NOTE: x0 + tile_cols stays below 2^31: launchers refuse extents past kMaxExtent
   // (launch_support.hpp). Written as min(t.cols - x0, tile_cols), the int32 add measured
-  // 0.9% slower on H100 (2026-11-22, two A/B runs), the code of the whole loop changing.
+  // slower (the code of the whole loop changed).
   const std::int32_t c_begin = max(t.main_cols, x0) - x0;
   const std::int32_t c_end = min(t.cols, x0 + tile_cols) - x0;
   if (c_begin >= c_end) return;
