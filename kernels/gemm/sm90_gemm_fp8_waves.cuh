@@ -4,12 +4,12 @@
 // Why another kernel: promotion keeps two sets of registers per output (the fp32 sums and the
 // partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8.cu) stops at
 // 128 x 128 tiles. Here each math warpgroup owns Waves x 64 rows of the tile and runs them as
-// waves through ONE partial-product set: per k-block, wave w's wgmmas write the partial, the
-// warpgroup waits for them and adds the partial into wave w's sums, then wave w + 1 reuses the
-// registers. 256 x 128 tiles (two waves) so cost 2 x 64 sums + 64 partials per thread, what
-// 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M MACs instead of 32 KB
-// per 2 M. A warpgroup's tensor-core work pauses while it adds; the other math warpgroup's
-// wgmmas run then (two warpgroups, out of step after the first k-block).
+// waves through ONE partial-product set: per pair of k-blocks, wave w's wgmmas write the
+// partial, the warpgroup waits for them and adds the partial into wave w's sums, then wave
+// w + 1 reuses the registers. 256 x 128 tiles (two waves) so cost 2 x 64 sums + 64 partials
+// per thread, what 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M
+// MACs instead of 32 KB per 2 M. A warpgroup's tensor-core work pauses while it adds, so the
+// two math warpgroups take turns issuing: one adds while the other's wgmmas run.
 //
 // Roles: warpgroup 0 is the producer (one thread streams A and B boxes into a ring of stages
 // through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. Persistent: each CTA
