@@ -40,6 +40,16 @@ void seed_gemm_fp8(const std::uint8_t* a, const std::uint8_t* b, __nv_bfloat16* 
                    std::uint64_t m, std::uint64_t n, std::uint64_t k, float scale,
                    cudaStream_t stream);
 
+// The GEMM table's compute ceiling (sm90_tensor_floor.cu): one CTA per SM (`grid`) runs its
+// share of ceil(flops / (2 x 128 x 256 x 128)) k-blocks of m64n256k32 wgmmas on operands that
+// stay in shared memory: no loads, no promotion, no epilogue. Each CTA writes its two
+// warpgroups' first sums to `out` (2 x grid floats); check_tensor_floor reads them back and
+// says what is wrong ("" when every CTA ran its k-blocks).
+inline constexpr std::uint32_t kTensorFloorRestart = 32;  // k-blocks chained into one sum
+std::uint64_t tensor_floor_k_blocks(std::uint64_t flops);
+void tensor_floor(std::uint64_t flops, unsigned grid, float* out, cudaStream_t stream);
+std::string check_tensor_floor(const float* out, std::uint64_t flops, unsigned grid);
+
 // The plain CUDA add-constant: 16-byte loads and stores through registers, no TMA (dense,
 // 16-byte aligned, a whole number of 16-byte vectors; Error otherwise).
 void plain_add_int32(const std::int32_t* in, std::int32_t* out, std::uint64_t count,

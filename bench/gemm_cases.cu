@@ -569,6 +569,7 @@ constexpr const char* kLtFast = "cublaslt-fp8-fast";
 constexpr const char* kFp16 = "cublas-fp16";
 constexpr const char* kSeed = "seed-tma";
 constexpr const char* kBytesFloor = "bytes-floor";
+constexpr const char* kTensorFloor = "tensor-floor";
 
 // A case, with the tuning its call passes when it is one of tmakit's.
 struct GemmCase {
@@ -611,6 +612,13 @@ std::vector<GemmCase> gemm_cases(const SuiteOptions& o, const Shape& s) {
   out.push_back({declare(kSeed, "seed", fp8_bytes), {}});
   // the bytes alone: the floor of the shapes bound by memory
   if (memory_bound(s)) out.push_back({declare(kBytesFloor, "ceiling", fp8_bytes), {}});
+  // the FLOPs alone: the floor of the others (it moves nothing, so one call is all a stream
+  // of them would time)
+  if (!memory_bound(s)) {
+    CaseSpec c = declare(kTensorFloor, "ceiling", 0);
+    c.streamed = false;
+    out.push_back({c, {}});
+  }
   return out;
 }
 
@@ -632,7 +640,7 @@ std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
     // each implementation is timed call by call and as a stream of calls
     for (const bool stream : {false, true}) {
       for (const CaseSpec& c : w.cases) {
-        if (!case_selected(options.filter, w.workload, c)) continue;
+        if (!case_selected(options.filter, w.workload, c) || (stream && !c.streamed)) continue;
         ids.push_back(stream ? stream_case_id(w.workload, c) : case_id(w.workload, c));
       }
     }
@@ -688,6 +696,8 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   const GemmScales sc{0.75f, 1.5f, 0.5f};
   const DeviceBuffer floor_sink_buffer(sizeof(unsigned));  // bytes_floor's never-taken branch
   auto* const floor_sink = static_cast<unsigned*>(floor_sink_buffer.get());  // writes here
+  const DeviceBuffer tensor_floor_buffer(2 * sizeof(float) * static_cast<unsigned>(sms));
+  auto* const tensor_floor_sums = static_cast<float*>(tensor_floor_buffer.get());
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
   const float scale = sc.alpha * sc.scale_a * sc.scale_b;
@@ -844,6 +854,20 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
           const std::uint64_t nonzero = count_nonzero_bytes(pd, d_bytes);
           return Verdict{nonzero == 0 ? "" : std::to_string(nonzero) + " bytes of D not zero", ""};
         };
+      } else if (c.impl == kTensorFloor) {
+        // the FLOPs alone: every CTA's sums must count its k-blocks (its check)
+        const std::uint64_t flops = 2 * s.m * s.n * s.k;
+        char note[200];
+        std::snprintf(note, sizeof note,
+                      "no GEMM: %llu k-blocks of m64n256k32 wgmmas (128 x 256 x 128 each) on "
+                      "operands kept in shared memory, one CTA per SM: the tensor cores' time",
+                      static_cast<unsigned long long>(tensor_floor_k_blocks(flops)));
+        b.note = note;
+        b.out = tensor_floor_sums;
+        b.out_bytes = tensor_floor_buffer.bytes();
+        const auto grid = static_cast<unsigned>(sms);
+        b.run = [=](cudaStream_t st, int) { tensor_floor(flops, grid, tensor_floor_sums, st); };
+        b.check = [=] { return Verdict{check_tensor_floor(tensor_floor_sums, flops, grid), ""}; };
       } else {
         throw Error("no GEMM implementation is called " + c.impl);
       }

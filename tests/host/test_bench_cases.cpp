@@ -196,6 +196,15 @@ TEST(BenchCases, GemmCasesDeclareTheirWorkAndBaselines) {
   const DeclaredWorkload* big = find(all, "gemm/fp8/m4096n4096k4096");
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(find(*big, "bytes-floor"), nullptr);
+  // the tensor floor where it is not: the shape's FLOPs alone, timed with the others but not
+  // as a stream (it reads no operands)
+  EXPECT_EQ(find(*small, "tensor-floor"), nullptr);
+  const CaseSpec* tensor = find(*big, "tensor-floor");
+  ASSERT_NE(tensor, nullptr);
+  EXPECT_EQ(tensor->kind, "ceiling");
+  EXPECT_EQ(tensor->flops, 2ull * 4096 * 4096 * 4096);
+  EXPECT_EQ(tensor->bytes, 0u);
+  EXPECT_FALSE(tensor->streamed);
 }
 
 // --tune's forced GEMM configurations are cases like the others, each compared with cuBLASLt
