@@ -128,6 +128,7 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
     if (!gemm_config_built(c)) continue;
     const std::string name = gemm_config_name(c);
     if (name == "smallm") continue;  // its cluster sizes below
+    if (name == "smallm128" && s.m > 64) continue;  // M <= 64 only
     if (name == "m128n256") {        // fast accumulation only
       GemmTuning fast{c, 0};
       fast.accumulation = GemmAccumulation::fast;

@@ -15,8 +15,10 @@
 
 namespace tmakit::detail {
 
-// Rows of B (columns of D) per small-M CTA: wgmma's M.
+// Rows of B (columns of D) per small-M CTA: wgmma's M (configuration 3), or two waves of it
+// (configuration 8: M <= 64, one CTA per tile).
 inline constexpr int kSmallMRowsB = 64;
+inline constexpr int kSmallMWideRowsB = 128;
 
 // M rounded up to the kernel's widths 8, 16, 32, 64, 128; 0 when M > 128.
 int small_m_padded(std::uint64_t m);
@@ -86,12 +88,12 @@ struct LastCall {
   }
 };
 
-// D = scale * A B^T for M <= 128, K split over clusters of `splits` (1, 2, 4 or 8, at most
-// the k-blocks of 128). Arguments already validated; `key` describes them (LastCall);
-// `overlap`: GemmTuning::overlap_launch.
+// D = scale * A B^T for M <= 128, `rows_b` rows of B per CTA (kSmallMRowsB; or
+// kSmallMWideRowsB for M <= 64 with splits 1), K split over clusters of `splits` (1, 2, 4 or
+// 8, at most the k-blocks of 128). Arguments already validated; `key` describes them
+// (LastCall); `overlap`: GemmTuning::overlap_launch.
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
-                             const GemmKernelScale& scale,
-                             int splits, cudaStream_t stream, const GemmCallKey& key,
-                             bool overlap);
+                             const GemmKernelScale& scale, int rows_b, int splits,
+                             cudaStream_t stream, const GemmCallKey& key, bool overlap);
 
 }  // namespace tmakit::detail

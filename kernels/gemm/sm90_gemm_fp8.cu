@@ -482,8 +482,13 @@ constexpr ConfigFacts facts(const char* name) {
 constexpr ConfigFacts retired(const char* name, const char* why) {
   return {name, 0, 0, 0, false, false, false, why, nullptr, nullptr};
 }
-// Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu): its row here only names it.
+// Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu), and 8 the same on 128 rows
+// of B per CTA: their rows here only name them.
 constexpr int kSmallMConfig = 3;
+constexpr int kSmallMWideConfig = 8;
+constexpr bool small_m_config(int config) {
+  return config == kSmallMConfig || config == kSmallMWideConfig;
+}
 // Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
 // its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
@@ -505,7 +510,9 @@ const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
                                 facts<Config6>("m128n256"),
                                 {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false,
                                  false, nullptr, &launch_gemm_fp8_waves_bf16,
-                                 &launch_gemm_fp8_waves_fp16}};
+                                 &launch_gemm_fp8_waves_fp16},
+                                {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr,
+                                 nullptr}};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -649,8 +656,23 @@ void check_splits(const GemmTuning& tuning, std::uint64_t k) {
 }
 
 // Configuration 3 (the small-M kernel) takes M <= 128 and K split over a cluster of 1, 2, 4
-// or 8 CTAs (0: chosen); nothing here depends on the device.
-void check_small_m_tuning(std::uint64_t m, std::int64_t k_blocks, const GemmTuning& tuning) {
+// or 8 CTAs (0: chosen); configuration 8 (its 128 rows of B per CTA) M <= 64 and no split.
+// Nothing here depends on the device.
+void check_small_m_tuning(int config, std::uint64_t m, std::int64_t k_blocks,
+                          const GemmTuning& tuning) {
+  if (config == kSmallMWideConfig) {
+    if (m > 64) {
+      throw ArgumentError("tuning.config", "configuration smallm128 takes M <= 64 (two waves "
+                                           "of 64 x M sums in registers); M is " +
+                                               std::to_string(m) + "; use configuration 3");
+    }
+    if (tuning.splits > 1) {
+      throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
+                                               ": configuration smallm128 does not split K; "
+                                               "use splits 0 or 1, or configuration 3");
+    }
+    return;
+  }
   if (m > 128) {
     throw ArgumentError("tuning.config",
                         "configuration smallm takes M <= 128; M is " + std::to_string(m));
@@ -676,7 +698,7 @@ void check_accumulation(const GemmTuning& tuning) {
 // A forced tiled configuration's own limits (after check_accumulation): no split of K where it
 // has none, no promotion where its registers cannot hold it.
 void check_config_tuning(int config, const GemmTuning& tuning) {
-  if (config < 0 || config == kSmallMConfig) return;
+  if (config < 0 || small_m_config(config)) return;
   const ConfigFacts& c = kConfigs[config];
   if (tuning.splits > 1 && !c.splits_k) {
     throw ArgumentError("tuning.splits", std::string("configuration ") + c.name +
@@ -743,23 +765,34 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const auto small_m_ctas = static_cast<std::int64_t>((n + 63) / 64);
   const bool small_m_fills =
       m <= 128 && k <= 4096 && fills(small_m_ctas) && small_m_ctas <= sm_count;
+  // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8) where they
+  // fit in one round (16 x 10240 x 8192 on 132 SMs: 80 CTAs against two rounds of 160;
+  // kernels/gemm/EXPERIMENTS.md, "128 rows of B per small-M CTA")
+  const auto wide_ctas = static_cast<std::int64_t>((n + 127) / 128);
+  const bool small_m_wide =
+      m <= 64 && tuning.splits <= 1 && small_m_ctas > sm_count && wide_ctas <= sm_count;
   // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
   // gives way to one whose tiles fit in one (measured, EXPERIMENTS.md).
   const auto one_round = [&](int config) { return tiles_of(config) <= sm_count; };
   const int mid_m = fills(tiles_of(0)) ? (!one_round(0) && one_round(1) ? 1 : 0)
                                        : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
   plan.config = tuning.config >= 0 ? tuning.config
+                : small_m_wide             ? kSmallMWideConfig
                 : m <= 64 || small_m_fills ? kSmallMConfig
                 : m <= 256                 ? mid_m
                                            : 1;
-  if (plan.config == kSmallMConfig) {
-    check_small_m_tuning(m, k_blocks, tuning);
+  if (small_m_config(plan.config)) {
+    check_small_m_tuning(plan.config, m, k_blocks, tuning);
     if (tuning.splits > 0) {
       plan.splits = tuning.splits;
+    } else if (plan.config == kSmallMWideConfig) {
+      plan.splits = 1;
     } else {
       plan.splits = detail::small_m_splits(n, static_cast<std::uint64_t>(k_blocks), sm_count);
     }
-    plan.tiles = static_cast<std::int64_t>((n + 63) / 64);
+    const std::uint64_t rows =
+        plan.config == kSmallMWideConfig ? detail::kSmallMWideRowsB : detail::kSmallMRowsB;
+    plan.tiles = static_cast<std::int64_t>((n + rows - 1) / rows);
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
   }
@@ -767,7 +800,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // taken where they fill 3/4 of the SMs: measured faster than 128 x 128 or 64 x 128 tiles
   // there (EXPERIMENTS.md, "The plan's rules").
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::fast &&
-      plan.config != kSmallMConfig && fills(tiles_of(kWideConfig))) {
+      !small_m_config(plan.config) && fills(tiles_of(kWideConfig))) {
     plan.config = kWideConfig;
   }
   // NOTE: promotion on 256 x 128 tiles in two waves (config 7) where they fill 3/4 of the
@@ -870,8 +903,9 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   }
   // NOTE: the plan takes the small-M kernel for every M <= 64: its rules for the splits
   // apply there whether the configuration was forced or chosen (no SM count needed)
-  if (tuning.config == kSmallMConfig || (tuning.config < 0 && m <= 64)) {
-    check_small_m_tuning(m, static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK), tuning);
+  if (small_m_config(tuning.config) || (tuning.config < 0 && m <= 64)) {
+    check_small_m_tuning(tuning.config < 0 ? kSmallMConfig : tuning.config, m,
+                         static_cast<std::int64_t>((k + kBlockK - 1) / kBlockK), tuning);
   }
 
   // step 2: the plan, parameters and cached tensor maps (box: 128 bytes of K x the tile's
@@ -901,7 +935,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
       t.config = 1;
       r.plan = gemm_fp8_plan(m, n, k, detail::multiprocessor_count(), t);
     }
-    if (r.plan.config == kSmallMConfig) return r;
+    if (small_m_config(r.plan.config)) return r;
     const ConfigFacts& c = kConfigs[r.plan.config];
     Params& q = r.p;
     q.a_map = detail::cached_tensor_map(detail::view_spec(
@@ -936,9 +970,11 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     detail::require_device_pointer(scales.scale_b_device, "scales.scale_b_device");
   }
   const GemmPlan& plan = prepared.plan;
-  if (plan.config == kSmallMConfig) {
-    detail::launch_gemm_fp8_small_m(a, b, d, scale, plan.splits, stream, key,
-                                      tuning.overlap_launch);
+  if (small_m_config(plan.config)) {
+    const int rows = plan.config == kSmallMWideConfig ? detail::kSmallMWideRowsB
+                                                      : detail::kSmallMRowsB;
+    detail::launch_gemm_fp8_small_m(a, b, d, scale, rows, plan.splits, stream, key,
+                                    tuning.overlap_launch);
     return;
   }
   const ConfigFacts& c = kConfigs[plan.config];

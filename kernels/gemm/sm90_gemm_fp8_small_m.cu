@@ -3,6 +3,9 @@
 // to 8, 16, 32, 64 or 128), so A costs a few registers and B streams through a deep ring.
 // K is split over a cluster of S CTAs (S in 1, 2, 4, 8); the partial tiles are summed
 // through distributed shared memory, in rank order, with no trip through global memory.
+// A CTA takes 64 rows of B (configuration 3), or 128 as two 64-row waves of wgmmas in one
+// group (configuration 8, M <= 64, no cluster): where N has more 64-row tiles than the GPU
+// has SMs but no more 128-row ones, one round of CTAs streams all of B instead of two.
 // See README.md beside this file ("small M").
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,21 +27,29 @@ namespace tmakit::detail::gemm_small_m {
 using gemm_common::kBlockK;
 using gemm_common::kWgmmaK;
 using gemm_common::to_out;
-constexpr int kRowsB = kSmallMRowsB;  // rows of B per CTA: wgmma's M
+constexpr int kWaveRows = 64;  // rows of B per wave of wgmmas: wgmma's M
 constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 1: wgmma
 
-template <int MP>
+// MP: M rounded up (wgmma's N); RowsB: rows of B per CTA (kSmallMRowsB or kSmallMWideRowsB).
+template <int MP, int RowsB>
 struct Config {
-  static constexpr int kAccum = MP / 2;  // fp32 accumulators per thread (64 x MP tile)
-  // The TMA boxes (128B swizzle): 64 rows of B and the MP rows of A (rows past M read as
+  static constexpr int kWaves = RowsB / kWaveRows;
+  static constexpr int kWaveAccum = MP / 2;              // per wave: a 64 x MP tile
+  static constexpr int kAccum = kWaves * kWaveAccum;  // fp32 accumulators per thread
+  // The TMA boxes (128B swizzle): RowsB rows of B and the MP rows of A (rows past M read as
   // zeros), 128 bytes of K (kBlockK e4m3) each. A stage holds one of each.
-  using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, kRowsB>;
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, RowsB>;
   using ATile = Tile<std::uint8_t, Swizzle::bytes128, kBlockK, MP>;
   static constexpr std::uint32_t kStageBytes = BTile::tx_bytes + ATile::tx_bytes;
+  // The epilogue stages D's tile in shared memory: MP rows (m) of RowsB 2-byte elements (n),
+  // at a pitch 16 bytes over a row, so that the fragment's writes hit distinct banks.
+  static constexpr std::uint32_t kStagePitch = RowsB * 2 + 16;
   // the reduction moves registers in quads (16 bytes): rank r owns quads [r Q / S, (r + 1) Q
-  // / S) of the Q = kAccum / 4, and holds S slots of ceil(Q / S) quads per consumer thread
+  // / S) of the Q = kAccum / 4, and holds S slots of ceil(Q / S) quads per consumer thread.
+  // Two waves run without a cluster: the slots only hold the staging tile.
   static constexpr int kQuads = kAccum / 4;
-  static constexpr std::uint32_t kReduceBytes = std::max(kQuads, 8) * 128 * 16;
+  static constexpr std::uint32_t kReduceBytes =
+      kWaves == 1 ? std::max(kQuads, 8) * 128 * 16 : (MP * kStagePitch + 15) / 16 * 16;
   // as deep as 200 KB allows (16 at most): a CTA's whole share of B is often in flight
   static constexpr int kStages =
       std::min<int>(16, static_cast<int>((200u * 1024u - kReduceBytes) / kStageBytes));
@@ -59,9 +70,9 @@ struct Params {
   std::int32_t prefetch_kblocks;
 };
 
-template <int MP>
+template <int MP, int RowsB>
 struct alignas(1024) SharedStorage {
-  using C = Config<MP>;
+  using C = Config<MP, RowsB>;
   typename C::BTile::Buffer b[C::kStages];
   typename C::ATile::Buffer a[C::kStages];
   // the reduction: slot q of this CTA's slice of registers, written by cluster rank q
@@ -69,42 +80,41 @@ struct alignas(1024) SharedStorage {
   PipelineBarriers<C::kStages> bars;
   Barrier reduced;  // the peers' quads of this rank's slice have all arrived
 };
-template <int MP>
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP>) + 1024;  // + alignment slack
+template <int MP, int RowsB>
+constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP, RowsB>) + 1024;  // + slack
 
-// The epilogue stages D's tile in shared memory: MP rows (m) of 64 elements (n), 128 bytes,
-// at a pitch of 144 so that the fragment's writes hit distinct banks.
-constexpr std::uint32_t kStagePitch = 144;
-
-// Register i of thread t holds D^T(row, col) of this CTA's 64 x MP tile (PTX ISA, wgmma
-// .m64nNk32 fragments): row = 16 * warp + lane / 4 + 8 * h (a row of B: n), col = 8 * j +
-// 2 * (lane % 4) + e (a row of A: m), with i = 4j + 2h + e. Written scaled and rounded into
-// the staging tile.
-template <class T>
+// Register i = w * kWaveAccum + r of thread t holds D^T(row, col) of wave w's 64 x MP tile
+// (PTX ISA, wgmma .m64nNk32 fragments): row = 64 * w + 16 * warp + lane / 4 + 8 * h (a row
+// of B: n), col = 8 * j + 2 * (lane % 4) + e (a row of A: m), with r = 4j + 2h + e. Written
+// scaled and rounded into the staging tile.
+template <class C, class T>
 __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::uint32_t tid,
                                               float v) {
   const auto warp = static_cast<std::uint32_t>(tid / 32),
              lane = static_cast<std::uint32_t>(tid % 32);
-  const std::uint32_t n = 16 * warp + lane / 4 + 8 * static_cast<std::uint32_t>((i / 2) % 2);
+  const int w = i / C::kWaveAccum, r = i % C::kWaveAccum;
+  const std::uint32_t n = static_cast<std::uint32_t>(kWaveRows * w) + 16 * warp + lane / 4 +
+                          8 * static_cast<std::uint32_t>((r / 2) % 2);
   const std::uint32_t m =
-      8 * static_cast<std::uint32_t>(i / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(i % 2);
-  *reinterpret_cast<T*>(stage + m * kStagePitch + n * sizeof(T)) = to_out<T>(v);
+      8 * static_cast<std::uint32_t>(r / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(r % 2);
+  *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = to_out<T>(v);
 }
 
 // Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
 // staged: 16 bytes (8 elements) per thread and store, so that every store fills whole 32-byte
 // sectors (2-byte stores straight from the fragment left sectors half written, and the L2
 // completed them from DRAM: 1.2 us at M = 64, H100, kernels/gemm/EXPERIMENTS.md).
-template <class T>
+template <class C, class T>
 __device__ __forceinline__ void store_rows(const Params& p, const std::uint8_t* stage,
                                            std::int32_t m_begin, std::int32_t m_end,
                                            std::uint32_t tid, std::int32_t n0) {
-  const std::int32_t chunk = static_cast<std::int32_t>(tid % 8);  // 8 elements of a row
+  constexpr std::int32_t kChunks = C::kWaves * kWaveRows / 8;  // 8-element chunks of a row
+  const std::int32_t chunk = static_cast<std::int32_t>(tid) % kChunks;
   const std::int32_t n = n0 + 8 * chunk;
-  for (std::int32_t m = m_begin + static_cast<std::int32_t>(tid / 8); m < min(m_end, p.m);
-       m += 16) {
+  for (std::int32_t m = m_begin + static_cast<std::int32_t>(tid) / kChunks; m < min(m_end, p.m);
+       m += 128 / kChunks) {
     const uint4 v =
-        *reinterpret_cast<const uint4*>(stage + static_cast<std::uint32_t>(m) * kStagePitch +
+        *reinterpret_cast<const uint4*>(stage + static_cast<std::uint32_t>(m) * C::kStagePitch +
                                         static_cast<std::uint32_t>(chunk) * 16);
     T* row = static_cast<T*>(p.d) + static_cast<std::uint64_t>(m) * p.d_row_elems;
     if (p.d_vec && n + 8 <= p.n) {
@@ -116,30 +126,34 @@ __device__ __forceinline__ void store_rows(const Params& p, const std::uint8_t* 
   }
 }
 
-template <int MP, class T>
+template <int MP, int RowsB, class T>
 __global__ void __launch_bounds__(kThreads, 1)
     sm90_gemm_fp8_small_m_kernel(const __grid_constant__ Params p) {
-  using C = Config<MP>;
+  using C = Config<MP, RowsB>;
+  using Storage = SharedStorage<MP, RowsB>;
   static_assert(MP % 8 == 0 && MP <= 256, "wgmma N: 8..256, step 8");
+  static_assert(RowsB % kWaveRows == 0 && C::kWaves <= 2, "one or two 64-row waves of B");
+  static_assert(C::kWaves == 1 || C::kAccum <= 64,
+                "two waves hold 3 x kAccum registers per thread (sums, two partials)");
   // (each Buffer starts on the 128B swizzle's 1024-byte repeat, rule D2)
   static_assert(C::ATile::smem_bytes == C::ATile::tx_bytes &&
                     C::BTile::smem_bytes == C::BTile::tx_bytes,
                 "wgmma reads A and B as dense 128-byte rows: a box must be whole 8-row groups");
   static_assert(C::kStages >= 4, "the ring needs depth");
-  static_assert(MP * kStagePitch <= sizeof(SharedStorage<MP>::b) &&
-                    MP * kStagePitch <= sizeof(SharedStorage<MP>::partial),
+  static_assert(MP * C::kStagePitch <= sizeof(Storage::b) &&
+                    MP * C::kStagePitch <= sizeof(Storage::partial),
                 "the ring and the reduction's slots each hold the staging tile");
-  static_assert(kSmemBytes<MP> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+  static_assert(kSmemBytes<MP, RowsB> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<SharedStorage<MP>*>(
+  auto& s = *reinterpret_cast<Storage*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   Pipeline<C::kStages> pipe(s.bars);
   using State = typename Pipeline<C::kStages>::State;
-  // a cluster of S CTAs shares one tile of 64 rows of B; rank r takes the r-th share of K
+  // a cluster of S CTAs shares one tile of RowsB rows of B; rank r takes the r-th share of K
   const std::uint32_t rank = cluster_rank();
   const std::uint32_t ranks = cluster_size();
-  const std::int32_t n0 = static_cast<std::int32_t>(blockIdx.x / ranks) * kRowsB;
+  const std::int32_t n0 = static_cast<std::int32_t>(blockIdx.x / ranks) * RowsB;
   const auto kb_begin = static_cast<std::int32_t>(static_cast<std::int64_t>(rank) * p.k_blocks / ranks);
   const auto kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(rank + 1) * p.k_blocks / ranks);
 
@@ -217,12 +231,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.b[at.stage]));
       const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.a[at.stage]));
 #pragma unroll
-      for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-        // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
-        // swizzle, the K slice selected by the start address as in the main kernel
-        ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
-            part, ptx::wgmma_smem_desc_advance(desc_b, kk * kWgmmaK),
-            ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 ? 1u : 0u);
+      for (int w = 0; w < C::kWaves; ++w) {
+        // wave w: rows [64 w, 64 w + 64) of B's box (whole 1024-byte swizzle repeats further
+        // on) into registers [w kWaveAccum, (w + 1) kWaveAccum) of the partial
+        auto& wave = *reinterpret_cast<float(*)[C::kWaveAccum]>(&part[w * C::kWaveAccum]);
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+          // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
+          // swizzle, the K slice selected by the start address as in the main kernel
+          ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
+              wave, ptx::wgmma_smem_desc_advance(desc_b, w * kWaveRows * kBlockK + kk * kWgmmaK),
+              ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 ? 1u : 0u);
+        }
       }
       ptx::wgmma_commit_group_sync_aligned();
     };
@@ -239,10 +259,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       // share of the last wgmmas may still be reading the ring
       auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
 #pragma unroll
-      for (int i = 0; i < C::kAccum; ++i) stage_element<T>(staging, i, tid, acc[i] * scale);
+      for (int i = 0; i < C::kAccum; ++i) stage_element<C, T>(staging, i, tid, acc[i] * scale);
       named_barrier_sync(1, 128);
-      store_rows<T>(p, staging, 0, MP, tid, n0);
-    } else {
+      store_rows<C, T>(p, staging, 0, MP, tid, n0);
+    } else if constexpr (C::kWaves == 1) {  // (two waves never run in a cluster: the launcher)
       cluster_wait();  // every peer has started (the arrive above)
       // push each slice of registers to the rank that owns it, into slot `rank` there, 16
       // bytes per store, counted off that rank's `reduced` barrier
@@ -271,6 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // not wait for it. No CTA exits while a peer writes into it: each waits for its peers'
   // bytes before it goes on.
   if (ranks == 1 || threadIdx.x < 128) return;
+  if constexpr (C::kWaves == 1) {
 
   // ---- the cluster's reduction: rank r owns register quads [r Q / S, (r + 1) Q / S) of the
   // tile and sums the S partials of them in rank order (the same sum whatever the timing)
@@ -289,14 +310,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       sum.z += v.z;
       sum.w += v.w;
     }
-    stage_element<T>(staging, 4 * u, tid, sum.x * scale);
-    stage_element<T>(staging, 4 * u + 1, tid, sum.y * scale);
-    stage_element<T>(staging, 4 * u + 2, tid, sum.z * scale);
-    stage_element<T>(staging, 4 * u + 3, tid, sum.w * scale);
+    stage_element<C, T>(staging, 4 * u, tid, sum.x * scale);
+    stage_element<C, T>(staging, 4 * u + 1, tid, sum.y * scale);
+    stage_element<C, T>(staging, 4 * u + 2, tid, sum.z * scale);
+    stage_element<C, T>(staging, 4 * u + 3, tid, sum.w * scale);
   }
   // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
   named_barrier_sync(1, 128);
-  store_rows<T>(p, staging, 8 * qb, 8 * qe, tid, n0);
+  store_rows<C, T>(p, staging, 8 * qb, 8 * qe, tid, n0);
+  }
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
   if (threadIdx.x == 0) printf("sm90_gemm_fp8_small_m_kernel needs sm_90a\n");
@@ -304,29 +326,38 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int MP, class T>
+template <int MP, int RowsB, class T>
 void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream,
                bool overlap) {
-  auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, T>;
+  auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T>;
   // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
-  allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, T>>(kSmemBytes<MP>);
+  allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T>>(kSmemBytes<MP, RowsB>);
   // NOTE: no cluster attribute for one CTA per tile (the kernel reads rank 0 of a cluster
   // of one): a cluster launch places CTAs differently (kernels/gemm/EXPERIMENTS.md)
-  KernelLaunch l(tiles * ranks, kThreads, kSmemBytes<MP>, stream);
+  KernelLaunch l(tiles * ranks, kThreads, kSmemBytes<MP, RowsB>, stream);
   if (ranks > 1) l.cluster(ranks);
   if (overlap) l.overlap_previous_kernel();
   launch_kernel_ex(l, kernel, "sm90_gemm_fp8_small_m_kernel", p);
 }
 
 template <class T>
-void launch_type(int mp, const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream,
-                 bool overlap) {
+void launch_type(int mp, int rows_b, const Params& p, unsigned tiles, unsigned ranks,
+                 cudaStream_t stream, bool overlap) {
+  if (rows_b == kSmallMWideRowsB) {  // M <= 64, one CTA per tile (gemm_fp8 checked)
+    switch (mp) {
+      case 8: launch_mp<8, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
+      case 16: launch_mp<16, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
+      case 32: launch_mp<32, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
+      default: launch_mp<64, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
+    }
+    return;
+  }
   switch (mp) {
-    case 8: launch_mp<8, T>(p, tiles, ranks, stream, overlap); break;
-    case 16: launch_mp<16, T>(p, tiles, ranks, stream, overlap); break;
-    case 32: launch_mp<32, T>(p, tiles, ranks, stream, overlap); break;
-    case 64: launch_mp<64, T>(p, tiles, ranks, stream, overlap); break;
-    default: launch_mp<128, T>(p, tiles, ranks, stream, overlap); break;
+    case 8: launch_mp<8, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
+    case 16: launch_mp<16, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
+    case 32: launch_mp<32, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
+    case 64: launch_mp<64, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
+    default: launch_mp<128, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
   }
 }
 
@@ -335,12 +366,11 @@ void launch_type(int mp, const Params& p, unsigned tiles, unsigned ranks, cudaSt
 namespace tmakit::detail {
 
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
-                             const GemmKernelScale& scale,
-                             int splits, cudaStream_t stream, const GemmCallKey& key,
-                             bool overlap) {
+                             const GemmKernelScale& scale, int rows_b, int splits,
+                             cudaStream_t stream, const GemmCallKey& key, bool overlap) {
   using namespace gemm_small_m;
   const int mp = small_m_padded(a.rows);
-  const auto tiles = static_cast<unsigned>((b.rows + kRowsB - 1) / kRowsB);
+  const auto tiles = static_cast<unsigned>((b.rows + rows_b - 1) / rows_b);
   thread_local LastCall<Params> last;
   Params p = last.get(key, [&] {
     Params q{};
@@ -350,7 +380,7 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
                                           Swizzle::bytes128));
     q.b_map = cached_tensor_map(view_spec(b, DataType::uint8,
                                           {static_cast<std::uint32_t>(kBlockK),
-                                           static_cast<std::uint32_t>(kRowsB), 1},
+                                           static_cast<std::uint32_t>(rows_b), 1},
                                           Swizzle::bytes128));
     q.d = d.data;
     q.d_row_elems = d.row_pitch() / 2;
@@ -371,9 +401,10 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
   // once and the loads follow)
   if (!overlap) p.prefetch_kblocks = 0;
   if (d.type == DataType::bfloat16) {
-    launch_type<__nv_bfloat16>(mp, p, tiles, static_cast<unsigned>(splits), stream, overlap);
+    launch_type<__nv_bfloat16>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream,
+                               overlap);
   } else {
-    launch_type<__half>(mp, p, tiles, static_cast<unsigned>(splits), stream, overlap);
+    launch_type<__half>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream, overlap);
   }
 }
 

@@ -213,6 +213,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (!gemm_config_built(config)) continue;  // retired: GemmLauncher's host tests
     const std::string name = gemm_config_name(config);
     if (name == "smallm") continue;  // M <= 128 only: GemmSmallM below
+    if (name == "smallm128") continue;  // M <= 64 only: GemmSmallM.TwoWavesOfB
     if (name == "m128n256") continue;  // fast accumulation only: GemmFastAccumulation below
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
     for (int splits : {1, 3, 0, 32}) {
@@ -236,6 +237,10 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
     const bool unsplit = name == "m128n256";
     if (name == "smallm") {
       run_case({100, 336, 1040, config, 2, DataType::bfloat16, 0, true, kFast}, 301u);
+      continue;
+    }
+    if (name == "smallm128") {
+      run_case({40, 333, 1040, config, 1, DataType::bfloat16, 0, true, kFast}, 302u);
       continue;
     }
     if (name == "m256n128") continue;  // N a multiple of 8 only: TwoWaveTiles below
@@ -303,6 +308,23 @@ TEST(GemmSmallM, EveryWidthAndClusterSize) {
   run_case({77, 1, 4096, 3, 0, DataType::float16, 32}, ++seed);  // N = 1, padded D rows
   run_case({13, 333, 1040, 3, 2, DataType::bfloat16, 0, false}, ++seed);  // ordinary launch
   run_case({64, 333, 1040, 3, 1, DataType::bfloat16, 0, false}, ++seed);
+}
+
+// Configuration 8, the small-M kernel on 128 rows of B per CTA (two 64-row waves): every
+// width up to M = 64, N not a multiple of 128 (a last tile of one wave and a part, and one
+// of under a wave), N = 333 (D's rows element by element), K not a multiple of 128, both
+// output types, an ordinary launch, and the shape the plan takes it for.
+TEST(GemmSmallM, TwoWavesOfB) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  std::uint32_t seed = 140;
+  for (std::uint64_t m : {1, 8, 13, 16, 31, 64}) {
+    run_case({m, 333, 1040, 8, 0}, ++seed);
+    run_case({m, 336, 1040, 8, 1}, ++seed);
+    run_case({m, 1000, 1040, 8, 0, DataType::float16, 16}, ++seed);
+  }
+  run_case({5, 128, 16, 8, 0}, ++seed);                                   // one k-block, one tile
+  run_case({40, 300, 4096, 8, 0, DataType::bfloat16, 0, false}, ++seed);  // ordinary launch
+  run_case({16, 10240, 1024, -1, 0}, ++seed);  // chosen where N has 160 tiles of 64 rows
 }
 
 // Launch set-up is per device (shared-memory limits, the split-K workspace): after device 0,

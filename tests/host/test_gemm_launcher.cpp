@@ -391,6 +391,23 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(192, 2112, 7168, 132).config, 5);  // 51 < 99: 99 of 64 x 64
   EXPECT_EQ(gemm_fp8_plan(192, 7168, 2048, 132).config, 1);  // 168 > 132, 112 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
+  // M <= 64 with more 64-row tiles of B than SMs: 128 rows of B per CTA where those fit in
+  // one round (configuration 8), never split
+  const GemmPlan wide = gemm_fp8_plan(16, 10240, 8192, 132);
+  EXPECT_STREQ(gemm_config_name(wide.config), "smallm128");
+  EXPECT_EQ(wide.tiles, 80);
+  EXPECT_EQ(wide.splits, 1);
+  EXPECT_EQ(wide.grid, 80u);
+  EXPECT_EQ(gemm_fp8_plan(64, 8449, 4096, 132).config, 8);    // 133 tiles of 64 rows, 67 of 128
+  EXPECT_EQ(gemm_fp8_plan(64, 8448, 4096, 132).config, 3);    // 132: one round already
+  EXPECT_EQ(gemm_fp8_plan(1, 16896, 4096, 132).config, 8);    // 132 of 128 rows
+  EXPECT_EQ(gemm_fp8_plan(1, 16897, 4096, 132).config, 3);    // 133 of 128 rows: both need two
+  EXPECT_EQ(gemm_fp8_plan(65, 10240, 4096, 132).config, 1);   // M > 64: two waves do not fit
+  EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).config, 3);  // a split asked for
+  EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).splits, 2);
+  EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132, {8, 0}).grid, 8u);     // forced: 8 tiles
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(65, 1000, 4096, 132, {8, 0}); }), "tuning.config");
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(16, 1000, 4096, 132, {8, 2}); }), "tuning.splits");
   EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 4096, 132, {3, 3}), ArgumentError);
   EXPECT_THROW(gemm_fp8_plan(64, 64, 256, 132, {3, 4}), ArgumentError);  // 2 k-blocks
@@ -420,7 +437,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
     EXPECT_NE(msg.find("no longer built"), std::string::npos) << msg;
     EXPECT_NE(msg.find(gemm_config_name(retired)), std::string::npos) << msg;
   }
-  for (int built : {0, 1, 3, 5, 6, 7}) EXPECT_TRUE(gemm_config_built(built)) << built;
+  for (int built : {0, 1, 3, 5, 6, 7, 8}) EXPECT_TRUE(gemm_config_built(built)) << built;
   EXPECT_FALSE(gemm_config_built(-1));
   EXPECT_FALSE(gemm_config_built(kGemmConfigs));
   // K = 16: one k-block, nothing to split

@@ -41,14 +41,15 @@ struct GemmScales {
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
 //     instructions, and the registers promotion needs go to 128 x 256 tiles (configuration
 //     6, chosen where they fill the GPU); an error that grows with K (the GPU tests bound an
-//     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Configuration 3 (smallm,
-//     memory-bound) promotes either way: there the promotion costs no time.
+//     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Configurations 3 and 8
+//     (smallm, smallm128: memory-bound) promote either way: there the promotion costs no time.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
   int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
   // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
-  // which the plan always takes for M <= 64, splits over a cluster of 1, 2, 4 or 8 CTAs only.
+  // which the plan takes for M <= 64 (8, smallm128, where N has more 64-row tiles than the
+  // GPU has SMs and no more 128-row ones), splits over a cluster of 1, 2, 4 or 8 CTAs only.
   int splits = 0;
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
@@ -65,11 +66,12 @@ struct GemmTuning {
 };
 
 // Tile configuration ids (GemmTuning::config), 0..kGemmConfigs - 1.
-inline constexpr int kGemmConfigs = 8;
+inline constexpr int kGemmConfigs = 9;
 // "m64n128" (0), "m128n128" (1), "smallm" (3: M <= 128, operands swapped, K split over a
 // cluster), "m64n64" (5), "m128n256" (6: GemmAccumulation::fast only, no split of K),
 // "m256n128" (7: each math warpgroup runs 128 rows as two waves, no split of K, D's rows
-// whole 16-byte chunks: N and its pitch in elements multiples of 8); "m128n128c2" (2) and
+// whole 16-byte chunks: N and its pitch in elements multiples of 8), "smallm128" (8: the
+// small-M kernel on 128 rows of B per CTA, M <= 64, no split of K); "m128n128c2" (2) and
 // "m128n144" (4) are retired (see gemm_config_built); "?" otherwise.
 const char* gemm_config_name(int config);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
