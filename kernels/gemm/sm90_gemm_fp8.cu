@@ -756,15 +756,20 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   GemmPlan plan;
   // NOTE: the rules below follow measurements (kernels/gemm/EXPERIMENTS.md, "The plan's
   // rules"): the small-M kernel up to M = 64, and for 64 < M <= 128 where its CTAs (one per
-  // 64 rows of B) fill 3/4 of the SMs in one round and K <= 4096; 64-row tiles up to
-  // M = 256, 64 x 64 ones (config 5) where 64 x 128 tiles would fill under 3/4 of the SMs;
-  // 128-row tiles above, and the two-wave 256-row tiles (config 7) where they fill the SMs.
+  // 64 rows of B) fill 3/4 of the SMs in one round and K <= 4096 (8192 at M = 128); 64-row
+  // tiles up to M = 256, 64 x 64 ones (config 5) where 64 x 128 tiles would fill under 3/4 of
+  // the SMs; 128-row tiles above, and the two-wave 256-row tiles (config 7) where they fill
+  // the SMs.
   const auto fills = [&](std::int64_t ctas) {
     return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
   };
+  // NOTE: at 4096 < K <= 8192 only for M = 128, where no row of A is zero-filled: 128 x
+  // {6400, 7168, 8192} x 8192 measured 0.92-0.96x configuration 0's time in streams and the
+  // same call by call; M = 96 and 100 were 3 us slower call by call (EXPERIMENTS.md,
+  // "M = 128 at K = 8192")
   const auto small_m_ctas = static_cast<std::int64_t>((n + 63) / 64);
-  const bool small_m_fills =
-      m <= 128 && k <= 4096 && fills(small_m_ctas) && small_m_ctas <= sm_count;
+  const bool small_m_fills = m <= 128 && (k <= 4096 || (m == 128 && k <= 8192)) &&
+                             fills(small_m_ctas) && small_m_ctas <= sm_count;
   // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8) where they
   // fit in one round (16 x 10240 x 8192 on 132 SMs: 80 CTAs against two rounds of 160;
   // kernels/gemm/EXPERIMENTS.md, "128 rows of B per small-M CTA")
