@@ -6,9 +6,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tmakit/core/dtype.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
@@ -41,13 +43,18 @@ void seed_gemm_fp8(const std::uint8_t* a, const std::uint8_t* b, __nv_bfloat16* 
                    cudaStream_t stream);
 
 // The GEMM table's compute ceiling (sm90_tensor_floor.cu): one CTA per SM (`grid`) runs its
-// share of ceil(flops / (2 x 128 x 256 x 128)) k-blocks of m64n256k32 wgmmas on operands that
-// stay in shared memory: no loads, no promotion, no epilogue. Each CTA writes its two
-// warpgroups' first sums to `out` (2 x grid floats); check_tensor_floor reads them back and
-// says what is wrong ("" when every CTA ran its k-blocks).
-inline constexpr std::uint32_t kTensorFloorRestart = 32;  // k-blocks chained into one sum
+// share of ceil(flops / (2 x 128 x 256 x 128)) k-blocks of m64n256k32 wgmmas on random e4m3
+// operands that stay in shared memory: no loads, no promotion, no epilogue. Each CTA writes
+// its two warpgroups' first sums and its k-block count to `out` (3 x grid floats);
+// check_tensor_floor reads them back and says what is wrong ("" when every CTA ran its share).
+inline constexpr std::uint32_t kTensorFloorRestart = 8;  // k-blocks chained into one sum
+// Its operands as shared memory holds them (128B swizzle), copied in by every CTA first:
+// the caller puts tensor_floor_image() in device memory once and passes it as `image`.
+inline constexpr std::size_t kTensorFloorImageBytes = (128 + 256) * 128;
+std::vector<std::uint8_t> tensor_floor_image();
 std::uint64_t tensor_floor_k_blocks(std::uint64_t flops);
-void tensor_floor(std::uint64_t flops, unsigned grid, float* out, cudaStream_t stream);
+void tensor_floor(const void* image, std::uint64_t flops, unsigned grid, float* out,
+                  cudaStream_t stream);
 std::string check_tensor_floor(const float* out, std::uint64_t flops, unsigned grid);
 
 // The plain CUDA add-constant: 16-byte loads and stores through registers, no TMA (dense,

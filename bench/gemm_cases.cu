@@ -697,8 +697,14 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   const GemmScales sc{0.75f, 1.5f, 0.5f};
   const DeviceBuffer floor_sink_buffer(sizeof(unsigned));  // bytes_floor's never-taken branch
   auto* const floor_sink = static_cast<unsigned*>(floor_sink_buffer.get());  // writes here
-  const DeviceBuffer tensor_floor_buffer(2 * sizeof(float) * static_cast<unsigned>(sms));
+  const DeviceBuffer tensor_floor_buffer(3 * sizeof(float) * static_cast<unsigned>(sms));
   auto* const tensor_floor_sums = static_cast<float*>(tensor_floor_buffer.get());
+  const DeviceBuffer tensor_floor_operands(kTensorFloorImageBytes);
+  {
+    const std::vector<std::uint8_t> image = tensor_floor_image();
+    TMAKIT_CUDA_CHECK(cudaMemcpy(tensor_floor_operands.get(), image.data(), image.size(),
+                                 cudaMemcpyHostToDevice));
+  }
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
   TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
   const float scale = sc.alpha * sc.scale_a * sc.scale_b;
@@ -856,18 +862,22 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
           return Verdict{nonzero == 0 ? "" : std::to_string(nonzero) + " bytes of D not zero", ""};
         };
       } else if (c.impl == kTensorFloor) {
-        // the FLOPs alone: every CTA's sums must count its k-blocks (its check)
+        // the FLOPs alone: every CTA runs its share of k-blocks, its sums right (its check)
         const std::uint64_t flops = 2 * s.m * s.n * s.k;
         char note[200];
         std::snprintf(note, sizeof note,
                       "no GEMM: %llu k-blocks of m64n256k32 wgmmas (128 x 256 x 128 each) on "
-                      "operands kept in shared memory, one CTA per SM: the tensor cores' time",
+                      "random operands kept in shared memory, one CTA per SM: the tensor cores' "
+                      "time",
                       static_cast<unsigned long long>(tensor_floor_k_blocks(flops)));
         b.note = note;
         b.out = tensor_floor_sums;
         b.out_bytes = tensor_floor_buffer.bytes();
         const auto grid = static_cast<unsigned>(sms);
-        b.run = [=](cudaStream_t st, int) { tensor_floor(flops, grid, tensor_floor_sums, st); };
+        const void* image = tensor_floor_operands.get();
+        b.run = [=](cudaStream_t st, int) {
+          tensor_floor(image, flops, grid, tensor_floor_sums, st);
+        };
         b.check = [=] { return Verdict{check_tensor_floor(tensor_floor_sums, flops, grid), ""}; };
       } else {
         throw Error("no GEMM implementation is called " + c.impl);
