@@ -173,7 +173,7 @@ TEST(BenchCases, MemoryBoundCasesPairWithTheirMemcpy) {
 // over cuBLASLt FP8 in their own accumulation mode.
 TEST(BenchCases, GemmCasesDeclareTheirWorkAndBaselines) {
   SuiteOptions o;
-  o.gemm_shapes = {{64, 4096, 8192}, {4096, 4096, 4096}};
+  o.gemm_shapes = {{64, 4096, 8192}, {4096, 4096, 4096}, {1024, 4096, 4096}, {4096, 7168, 2048}};
   const auto all = declared_workloads(o);
   const DeclaredWorkload* small = find(all, "gemm/fp8/m64n4096k8192");
   ASSERT_NE(small, nullptr);
@@ -196,9 +196,13 @@ TEST(BenchCases, GemmCasesDeclareTheirWorkAndBaselines) {
   const DeclaredWorkload* big = find(all, "gemm/fp8/m4096n4096k4096");
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(find(*big, "bytes-floor"), nullptr);
-  // the tensor floor where it is not: the shape's FLOPs alone, timed with the others but not
-  // as a stream (it reads no operands)
+  // the tensor floor where it is not, from 2^36 FLOPs on: the shape's FLOPs alone, timed
+  // with the others but not as a stream (it reads no operands)
   EXPECT_EQ(find(*small, "tensor-floor"), nullptr);
+  const DeclaredWorkload* mid = find(all, "gemm/fp8/m1024n4096k4096");
+  ASSERT_NE(mid, nullptr);
+  EXPECT_EQ(find(*mid, "tensor-floor"), nullptr);
+  EXPECT_NE(find(*find(all, "gemm/fp8/m4096n7168k2048"), "tensor-floor"), nullptr);
   const CaseSpec* tensor = find(*big, "tensor-floor");
   ASSERT_NE(tensor, nullptr);
   EXPECT_EQ(tensor->kind, "ceiling");
