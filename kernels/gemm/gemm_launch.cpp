@@ -30,7 +30,7 @@ int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
   return 1;
 }
 
-int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
+int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits, int rows_b,
                      double dram_bytes_per_second) {
   // NOTE: measured in streams of calls on both parts (kernels/gemm/EXPERIMENTS.md, "The
   // small-M prefetch"): in clusters 4 k-blocks paid on both; at one CTA per tile, on H100 4
@@ -38,8 +38,14 @@ int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
   // in runs of GEMMs alone and hurt after the memory-bound workloads, and on H200 the late
   // start of the next kernel cost more than any prefetch gave.
   // Never more than half of a rank's k-blocks.
+  // NOTE: 128 rows of B per CTA (configuration 8) leave a third of the SMs free, where the
+  // next call's CTAs start early: 2 k-blocks took 16 x 10240 x 8192 from 34.3 to 31.1 us in
+  // streams on H100 and from 29.1 to 24.8 on H200, call by call the same (EXPERIMENTS.md,
+  // "The L2 prefetch for 128 rows of B").
   int depth = 0;
-  if (splits > 1) {
+  if (rows_b == kSmallMWideRowsB) {
+    depth = 2;
+  } else if (splits > 1) {
     depth = 4;
   } else if (dram_bytes_per_second < 4e12) {
     depth = m <= 16 ? 0 : m <= 64 ? 4 : 2;

@@ -25,12 +25,13 @@ int small_m_padded(std::uint64_t m);
 // The cluster size (K splits: 8, 4, 2 or 1): the largest that keeps CTAs to half the SMs.
 int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count);
 // k-blocks of B each CTA asks the L2 for before it waits for the kernel before it (0: none),
-// at M rows, `rank_k_blocks` k-blocks per cluster rank, `splits` ranks, on a device of this
-// peak DRAM bandwidth (bytes/s): 4 in clusters; at one CTA per tile 4 for 16 < M <= 64 and 2
-// above on H100-class memory, else none. Measured per memory system, like the stencil's
-// layouts. (The launcher takes it only for a dependent launch whose CTAs are no more than
-// the SMs; a forced cluster of 4 or 8 may still need two rounds, docs/bench.md.)
-int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits,
+// at M rows, `rank_k_blocks` k-blocks per cluster rank, `splits` ranks, `rows_b` rows of B
+// per CTA, on a device of this peak DRAM bandwidth (bytes/s): 4 in clusters; at one CTA per
+// tile of 64 rows 4 for 16 < M <= 64 and 2 above on H100-class memory, else none; 2 for
+// tiles of 128 rows on both. Measured per memory system, like the stencil's layouts. (The
+// launcher takes it only for a dependent launch whose CTAs are no more than the SMs; a forced
+// cluster of 4 or 8 may still need two rounds, docs/bench.md.)
+int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits, int rows_b,
                      double dram_bytes_per_second);
 // alpha * scale_a * scale_b formed in double and rounded once to float: the scale the kernel
 // and the CPU reference apply. Throws ArgumentError("scales") when no float holds it (not

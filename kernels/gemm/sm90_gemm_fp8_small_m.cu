@@ -389,7 +389,7 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
     q.n = static_cast<std::int32_t>(b.rows);
     q.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
     q.prefetch_kblocks = small_m_prefetch(a.rows, static_cast<std::uint64_t>(q.k_blocks) / splits,
-                                          splits, peak_dram_bytes_per_second());
+                                          splits, rows_b, peak_dram_bytes_per_second());
     // NOTE: measured only on grids of one round on the SMs (the key names the device). The
     // plan's cluster sizes keep to half the SMs; a forced size of 4 or 8 over more than 120
     // CTAs (what fits of such clusters on an H100, docs/bench.md) passes this count in two.

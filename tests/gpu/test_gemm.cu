@@ -773,10 +773,12 @@ TEST(GemmOverlapLaunch, WaitsForTheKernelBeforeIt) {
   };
   cudaStream_t stream = nullptr;  // not the legacy default stream (see above)
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  // (the small-M kernel prefetches B at M = 48 on H100-class memory and in clusters on both)
+  // (the small-M kernel prefetches B at M = 48 on H100-class memory, and in clusters and on
+  // 128 rows of B per CTA on both)
   for (const Shape& sh :
        {Shape{16, 256, 512, 3, 1}, Shape{48, 256, 512, 3, 1}, Shape{40, 192, 1024, 3, 4},
-        Shape{256, 512, 1024, 1, 1}, Shape{128, 256, 2048, 5, 2}, Shape{300, 512, 512, 7, 0}}) {
+        Shape{16, 384, 512, 8, 1}, Shape{256, 512, 1024, 1, 1}, Shape{128, 256, 2048, 5, 2},
+        Shape{300, 512, 512, 7, 0}}) {
     SCOPED_TRACE("M=" + std::to_string(sh.m) + " N=" + std::to_string(sh.n) +
                  " K=" + std::to_string(sh.k) + " config=" + std::to_string(sh.config));
     std::mt19937 gen(static_cast<std::uint32_t>(sh.m + sh.n));

@@ -259,12 +259,13 @@ TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
   // prefetch depth: 4 k-blocks in clusters; at one CTA per tile on H100-class memory 4 for
   // 16 < M <= 64 and 2 above, none at M <= 16 or on H200-class memory; at most half a rank's
   constexpr double h100 = 3.35e12, h200 = 4.8e12;
-  EXPECT_EQ(small_m_prefetch(16, 32, 4, h200), 4);
-  EXPECT_EQ(small_m_prefetch(16, 6, 4, h100), 3);
-  EXPECT_EQ(small_m_prefetch(16, 32, 1, h100), 0);
-  EXPECT_EQ(small_m_prefetch(32, 32, 1, h100), 4);
-  EXPECT_EQ(small_m_prefetch(128, 32, 1, h100), 2);
-  EXPECT_EQ(small_m_prefetch(64, 32, 1, h200), 0);
+  constexpr int rows = kSmallMRowsB;
+  EXPECT_EQ(small_m_prefetch(16, 32, 4, rows, h200), 4);
+  EXPECT_EQ(small_m_prefetch(16, 6, 4, rows, h100), 3);
+  EXPECT_EQ(small_m_prefetch(16, 32, 1, rows, h100), 0);
+  EXPECT_EQ(small_m_prefetch(32, 32, 1, rows, h100), 4);
+  EXPECT_EQ(small_m_prefetch(128, 32, 1, rows, h100), 2);
+  EXPECT_EQ(small_m_prefetch(64, 32, 1, rows, h200), 0);
 }
 
 TEST(GemmPlan, RefusesEmptyShapesAndBadKnobs) {
@@ -454,25 +455,31 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
 }
 
 // The small-M kernel's L2 prefetch of B before the wait, per memory system (measured, see
-// small_m_prefetch): 4 k-blocks in clusters on both parts; at one CTA per tile on H100-class
-// memory none up to M = 16, 4 up to 64, 2 above, on H200-class memory none; never more than
-// half of a rank's k-blocks.
+// small_m_prefetch): 4 k-blocks in clusters on both parts; at one CTA per tile of 64 rows on
+// H100-class memory none up to M = 16, 4 up to 64, 2 above, on H200-class memory none; 2 for
+// tiles of 128 rows on both; never more than half of a rank's k-blocks.
 TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
   constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
-  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kH100), 0);
-  EXPECT_EQ(detail::small_m_prefetch(16, 32, 1, kH100), 0);
-  EXPECT_EQ(detail::small_m_prefetch(17, 32, 1, kH100), 4);
-  EXPECT_EQ(detail::small_m_prefetch(64, 32, 1, kH100), 4);
-  EXPECT_EQ(detail::small_m_prefetch(65, 16, 1, kH100), 2);
-  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kH100), 2);
-  EXPECT_EQ(detail::small_m_prefetch(64, 3, 1, kH100), 1);
-  EXPECT_EQ(detail::small_m_prefetch(64, 1, 1, kH100), 0);
-  EXPECT_EQ(detail::small_m_prefetch(1, 8, 4, kH100), 4);  // 1 x 1024 x 4096, clusters of 4
-  EXPECT_EQ(detail::small_m_prefetch(64, 28, 2, kH100), 4);
-  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kH200), 0);
-  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kH200), 0);
-  EXPECT_EQ(detail::small_m_prefetch(64, 8, 4, kH200), 4);
-  EXPECT_EQ(detail::small_m_prefetch(1, 2, 8, kH200), 1);
+  constexpr int kRows = detail::kSmallMRowsB, kWide = detail::kSmallMWideRowsB;
+  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kRows, kH100), 0);
+  EXPECT_EQ(detail::small_m_prefetch(16, 32, 1, kRows, kH100), 0);
+  EXPECT_EQ(detail::small_m_prefetch(17, 32, 1, kRows, kH100), 4);
+  EXPECT_EQ(detail::small_m_prefetch(64, 32, 1, kRows, kH100), 4);
+  EXPECT_EQ(detail::small_m_prefetch(65, 16, 1, kRows, kH100), 2);
+  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kRows, kH100), 2);
+  EXPECT_EQ(detail::small_m_prefetch(64, 3, 1, kRows, kH100), 1);
+  EXPECT_EQ(detail::small_m_prefetch(64, 1, 1, kRows, kH100), 0);
+  EXPECT_EQ(detail::small_m_prefetch(1, 8, 4, kRows, kH100), 4);  // 1 x 1024 x 4096, clusters of 4
+  EXPECT_EQ(detail::small_m_prefetch(64, 28, 2, kRows, kH100), 4);
+  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kRows, kH200), 0);
+  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kRows, kH200), 0);
+  EXPECT_EQ(detail::small_m_prefetch(64, 8, 4, kRows, kH200), 4);
+  EXPECT_EQ(detail::small_m_prefetch(1, 2, 8, kRows, kH200), 1);
+  // 128 rows of B per CTA (configuration 8): 2 on both parts, at any M it takes
+  EXPECT_EQ(detail::small_m_prefetch(1, 64, 1, kWide, kH100), 2);
+  EXPECT_EQ(detail::small_m_prefetch(64, 32, 1, kWide, kH100), 2);
+  EXPECT_EQ(detail::small_m_prefetch(16, 64, 1, kWide, kH200), 2);
+  EXPECT_EQ(detail::small_m_prefetch(16, 3, 1, kWide, kH200), 1);
 }
 
 }  // namespace
