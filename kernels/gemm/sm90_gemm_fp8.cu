@@ -770,12 +770,11 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const auto small_m_ctas = static_cast<std::int64_t>((n + 63) / 64);
   const bool small_m_fills = m <= 128 && (k <= 4096 || (m == 128 && k <= 8192)) &&
                              fills(small_m_ctas) && small_m_ctas <= sm_count;
-  // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8) where they
-  // fit in one round (16 x 10240 x 8192 on 132 SMs: 80 CTAs against two rounds of 160;
-  // kernels/gemm/EXPERIMENTS.md, "128 rows of B per small-M CTA")
-  const auto wide_ctas = static_cast<std::int64_t>((n + 127) / 128);
-  const bool small_m_wide =
-      m <= 64 && tuning.splits <= 1 && small_m_ctas > sm_count && wide_ctas <= sm_count;
+  // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8), in one round
+  // or several (16 x 10240 x 8192 on 132 SMs: 80 CTAs against two rounds of 160; 16 x 28672
+  // x 4096: 224 against 448, 8% faster; kernels/gemm/EXPERIMENTS.md, "128 rows of B per
+  // small-M CTA" and "Configuration 8 past one round")
+  const bool small_m_wide = m <= 64 && tuning.splits <= 1 && small_m_ctas > sm_count;
   // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
   // gives way to one whose tiles fit in one (measured, EXPERIMENTS.md).
   const auto one_round = [&](int config) { return tiles_of(config) <= sm_count; };

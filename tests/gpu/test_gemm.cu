@@ -313,7 +313,8 @@ TEST(GemmSmallM, EveryWidthAndClusterSize) {
 // Configuration 8, the small-M kernel on 128 rows of B per CTA (two 64-row waves): every
 // width up to M = 64, N not a multiple of 128 (a last tile of one wave and a part, and one
 // of under a wave), N = 333 (D's rows element by element), K not a multiple of 128, both
-// output types, an ordinary launch, and the shape the plan takes it for.
+// output types, an ordinary launch, and the shapes the plan takes it for (one round of CTAs
+// and two).
 TEST(GemmSmallM, TwoWavesOfB) {
   TMAKIT_SKIP_WITHOUT_GPU();
   std::uint32_t seed = 140;
@@ -325,6 +326,7 @@ TEST(GemmSmallM, TwoWavesOfB) {
   run_case({5, 128, 16, 8, 0}, ++seed);                                   // one k-block, one tile
   run_case({40, 300, 4096, 8, 0, DataType::bfloat16, 0, false}, ++seed);  // ordinary launch
   run_case({16, 10240, 1024, -1, 0}, ++seed);  // chosen where N has 160 tiles of 64 rows
+  run_case({8, 17000, 256, -1, 0}, ++seed);     // chosen: 133 tiles of 128 rows, two rounds
 }
 
 // Launch set-up is per device (shared-memory limits, the split-K workspace): after device 0,

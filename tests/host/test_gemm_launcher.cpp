@@ -84,7 +84,8 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(gemm_fp8_plan(1024, 4096, 4096, 132, fast).config, 6);   // 128 tiles
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132, fast).config, 6);   // 224 tiles
   EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132, fast).config, 1);    // 64 tiles
-  EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132, fast).config, 3);    // small M
+  EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132, fast).config, 8);    // small M, 128-row tiles
+  EXPECT_EQ(gemm_fp8_plan(16, 8192, 8192, 132, fast).config, 3);     // small M
   EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132).config, 7);  // promoted: two-wave 256 x 128 tiles
   wide.splits = 2;
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, wide); }), "tuning.splits");
@@ -396,8 +397,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(192, 2112, 7168, 132).config, 5);  // 51 < 99: 99 of 64 x 64
   EXPECT_EQ(gemm_fp8_plan(192, 7168, 2048, 132).config, 1);  // 168 > 132, 112 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
-  // M <= 64 with more 64-row tiles of B than SMs: 128 rows of B per CTA where those fit in
-  // one round (configuration 8), never split
+  // M <= 64 with more 64-row tiles of B than SMs: 128 rows of B per CTA (configuration 8),
+  // never split
   const GemmPlan wide = gemm_fp8_plan(16, 10240, 8192, 132);
   EXPECT_STREQ(gemm_config_name(wide.config), "smallm128");
   EXPECT_EQ(wide.tiles, 80);
@@ -406,7 +407,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(64, 8449, 4096, 132).config, 8);    // 133 tiles of 64 rows, 67 of 128
   EXPECT_EQ(gemm_fp8_plan(64, 8448, 4096, 132).config, 3);    // 132: one round already
   EXPECT_EQ(gemm_fp8_plan(1, 16896, 4096, 132).config, 8);    // 132 of 128 rows
-  EXPECT_EQ(gemm_fp8_plan(1, 16897, 4096, 132).config, 3);    // 133 of 128 rows: both need two
+  EXPECT_EQ(gemm_fp8_plan(1, 16897, 4096, 132).config, 8);    // 133 of 128 rows: two rounds
+  EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132).grid, 448u);  // 448 of 128 rows, not 896 of 64
   EXPECT_EQ(gemm_fp8_plan(65, 10240, 4096, 132).config, 1);   // M > 64: two waves do not fit
   EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).config, 3);  // a split asked for
   EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).splits, 2);
