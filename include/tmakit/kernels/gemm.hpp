@@ -49,7 +49,7 @@ struct GemmTuning {
   int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
   // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
   // which the plan takes for M <= 64 (8, smallm128, where N has more 64-row tiles than the
-  // GPU has SMs and no more 128-row ones), splits over a cluster of 1, 2, 4 or 8 CTAs only.
+  // GPU has SMs), splits over a cluster of 1, 2, 4 or 8 CTAs only.
   int splits = 0;
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
