@@ -5,7 +5,7 @@
 // through distributed shared memory, in rank order, with no trip through global memory.
 // A CTA takes 64 rows of B (configuration 3), or 128 as two 64-row waves of wgmmas in one
 // group (configuration 8, M <= 64, no cluster): where N has more 64-row tiles than the GPU
-// has SMs but no more 128-row ones, one round of CTAs streams all of B instead of two.
+// has SMs, half the CTAs each stream twice the rows (one round instead of two, or fewer).
 // See README.md beside this file ("small M").
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
