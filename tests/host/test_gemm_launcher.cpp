@@ -463,25 +463,40 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
 TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
   constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
   constexpr int kRows = detail::kSmallMRowsB, kWide = detail::kSmallMWideRowsB;
-  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kRows, kH100), 0);
-  EXPECT_EQ(detail::small_m_prefetch(16, 32, 1, kRows, kH100), 0);
-  EXPECT_EQ(detail::small_m_prefetch(17, 32, 1, kRows, kH100), 4);
-  EXPECT_EQ(detail::small_m_prefetch(64, 32, 1, kRows, kH100), 4);
-  EXPECT_EQ(detail::small_m_prefetch(65, 16, 1, kRows, kH100), 2);
-  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kRows, kH100), 2);
-  EXPECT_EQ(detail::small_m_prefetch(64, 3, 1, kRows, kH100), 1);
-  EXPECT_EQ(detail::small_m_prefetch(64, 1, 1, kRows, kH100), 0);
-  EXPECT_EQ(detail::small_m_prefetch(1, 8, 4, kRows, kH100), 4);  // 1 x 1024 x 4096, clusters of 4
-  EXPECT_EQ(detail::small_m_prefetch(64, 28, 2, kRows, kH100), 4);
-  EXPECT_EQ(detail::small_m_prefetch(1, 32, 1, kRows, kH200), 0);
-  EXPECT_EQ(detail::small_m_prefetch(128, 16, 1, kRows, kH200), 0);
-  EXPECT_EQ(detail::small_m_prefetch(64, 8, 4, kRows, kH200), 4);
-  EXPECT_EQ(detail::small_m_prefetch(1, 2, 8, kRows, kH200), 1);
-  // 128 rows of B per CTA (configuration 8): 2 on both parts, at any M it takes
-  EXPECT_EQ(detail::small_m_prefetch(1, 64, 1, kWide, kH100), 2);
-  EXPECT_EQ(detail::small_m_prefetch(64, 32, 1, kWide, kH100), 2);
-  EXPECT_EQ(detail::small_m_prefetch(16, 64, 1, kWide, kH200), 2);
-  EXPECT_EQ(detail::small_m_prefetch(16, 3, 1, kWide, kH200), 1);
+  struct Case {
+    std::uint64_t m, rank_k_blocks;
+    int splits, rows_b;
+    double dram;
+    int depth;
+  };
+  for (const Case& c : {
+           // one CTA per tile of 64 rows on H100: none up to M = 16, 4 up to 64, 2 above
+           Case{1, 32, 1, kRows, kH100, 0},
+           Case{16, 32, 1, kRows, kH100, 0},
+           Case{17, 32, 1, kRows, kH100, 4},
+           Case{64, 32, 1, kRows, kH100, 4},
+           Case{65, 16, 1, kRows, kH100, 2},
+           Case{128, 16, 1, kRows, kH100, 2},
+           Case{64, 3, 1, kRows, kH100, 1},
+           Case{64, 1, 1, kRows, kH100, 0},
+           // clusters: 4 on both parts
+           Case{1, 8, 4, kRows, kH100, 4},  // 1 x 1024 x 4096, clusters of 4
+           Case{64, 28, 2, kRows, kH100, 4},
+           Case{64, 8, 4, kRows, kH200, 4},
+           Case{1, 2, 8, kRows, kH200, 1},
+           // one CTA per tile of 64 rows on H200: none
+           Case{1, 32, 1, kRows, kH200, 0},
+           Case{128, 16, 1, kRows, kH200, 0},
+           // 128 rows of B per CTA (configuration 8): 2 on both parts, at any M it takes
+           Case{1, 64, 1, kWide, kH100, 2},
+           Case{64, 32, 1, kWide, kH100, 2},
+           Case{16, 64, 1, kWide, kH200, 2},
+           Case{16, 3, 1, kWide, kH200, 1},
+       }) {
+    EXPECT_EQ(detail::small_m_prefetch(c.m, c.rank_k_blocks, c.splits, c.rows_b, c.dram), c.depth)
+        << "M " << c.m << ", " << c.rank_k_blocks << " k-blocks, " << c.splits << " splits, "
+        << c.rows_b << " rows";
+  }
 }
 
 }  // namespace
