@@ -6,8 +6,8 @@
 // running these GEMMs sits at its power limit, and the tensor cores' power depends on the bits
 // they multiply; operands of constant 1.0 ran this kernel at clocks no GEMM of random data
 // reaches (kernels/gemm/EXPERIMENTS.md).
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -32,8 +32,7 @@ constexpr int kSmemBytes = (kRowsA + kRowsB) * kBlockK + 1024;  // + alignment s
 
 // The e4m3 bits at (row, k) of operand `which` (0: A, 1: B): the bench's distribution
 // (exponent field 1..8, any mantissa, any sign), from a hash of the position.
-std::uint8_t operand_bits(std::uint32_t which, std::uint32_t row,
-                                                     std::uint32_t k) {
+std::uint8_t operand_bits(std::uint32_t which, std::uint32_t row, std::uint32_t k) {
   std::uint32_t h = (which * 0x9E3779B9u) ^ (row * 0x85EBCA6Bu) ^ (k * 0xC2B2AE35u);
   h ^= h >> 16;
   h *= 0x7FEB352Du;
@@ -63,7 +62,8 @@ __global__ void __launch_bounds__(256, 1)
   __syncthreads();
   const std::uint32_t wg = threadIdx.x / 128;
   const std::uint64_t mine = k_blocks / gridDim.x + (blockIdx.x < k_blocks % gridDim.x ? 1 : 0);
-  const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(a + wg * 64 * kBlockK));
+  const std::uint64_t desc_a =
+      ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(a + wg * 64 * kBlockK));
   const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(b));
   float acc[kAccum];
   std::uint32_t chained = 0;  // k-blocks in acc since the last restart
@@ -73,9 +73,9 @@ __global__ void __launch_bounds__(256, 1)
     ptx::wgmma_fence_sync_aligned();
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 32; ++kk) {
-      ptx::wgmma_mma_async_m64k32_f32_e4m3<kRowsB>(acc, ptx::wgmma_smem_desc_advance(desc_a, 32 * kk),
-                                                   ptx::wgmma_smem_desc_advance(desc_b, 32 * kk),
-                                                   kk > 0 ? 1u : keep);
+      ptx::wgmma_mma_async_m64k32_f32_e4m3<kRowsB>(
+          acc, ptx::wgmma_smem_desc_advance(desc_a, 32 * kk),
+          ptx::wgmma_smem_desc_advance(desc_b, 32 * kk), kk > 0 ? 1u : keep);
     }
     ptx::wgmma_commit_group_sync_aligned();
     // two groups in flight, as a GEMM's main loop keeps them
@@ -121,15 +121,15 @@ void tensor_floor(const void* image, std::uint64_t flops, unsigned grid, float* 
   }();
   (void)sized;
   if (grid == 0) throw Error("tensor_floor: grid must be at least one CTA");
-  tensor_floor_kernel<<<grid, 256, kSmemBytes, stream>>>(static_cast<const uint4*>(image),
-                                                         tensor_floor_k_blocks(flops),
-                                                         kTensorFloorRestart, out);
+  tensor_floor_kernel<<<grid, 256, kSmemBytes, stream>>>(
+      static_cast<const uint4*>(image), tensor_floor_k_blocks(flops), kTensorFloorRestart, out);
   TMAKIT_CUDA_CHECK(cudaGetLastError());
 }
 
 std::string check_tensor_floor(const float* out, std::uint64_t flops, unsigned grid) {
   std::vector<float> got(3 * static_cast<std::size_t>(grid));
-  TMAKIT_CUDA_CHECK(cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  TMAKIT_CUDA_CHECK(
+      cudaMemcpy(got.data(), out, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
   // D(64 wg, 0) of one k-block, and the sum of its terms' magnitudes
   double dot[2] = {0, 0}, mag[2] = {0, 0};
   for (std::uint32_t wg = 0; wg < 2; ++wg) {
@@ -145,7 +145,8 @@ std::string check_tensor_floor(const float* out, std::uint64_t flops, unsigned g
   for (unsigned c = 0; c < grid; ++c) {
     const std::uint64_t mine = k_blocks / grid + (c < k_blocks % grid ? 1 : 0);
     wrong_count += got[3 * c + 2] == static_cast<float>(mine) ? 0 : 1;
-    const double chained = mine == 0 ? 0.0 : static_cast<double>((mine - 1) % kTensorFloorRestart + 1);
+    const double chained =
+        mine == 0 ? 0.0 : static_cast<double>((mine - 1) % kTensorFloorRestart + 1);
     for (int wg = 0; wg < 2; ++wg) {
       // the tensor cores' own accumulation: 2^-13 of sum |a b| per 32 of K (the GEMM tests')
       const double tol = chained * mag[wg] * std::ldexp(chained * kBlockK / 32.0, -13) + 1e-6;
@@ -156,8 +157,9 @@ std::string check_tensor_floor(const float* out, std::uint64_t flops, unsigned g
     return std::to_string(wrong_count) + " of " + std::to_string(grid) +
            " CTAs ran another count of k-blocks than their share";
   }
-  return wrong_sum == 0 ? "" : std::to_string(wrong_sum) + " of " + std::to_string(2 * grid) +
-                                   " warpgroup sums off the dot products they chain";
+  return wrong_sum == 0 ? ""
+                        : std::to_string(wrong_sum) + " of " + std::to_string(2 * grid) +
+                              " warpgroup sums off the dot products they chain";
 }
 
 }  // namespace tmakit::bench

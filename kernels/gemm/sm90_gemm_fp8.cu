@@ -497,22 +497,21 @@ constexpr int kWideConfig = 6;
 // Configuration 7, 256 x 128 tiles in two waves (sm90_gemm_fp8_waves.cuh): promotion where
 // they fill the SMs.
 constexpr int kWavesConfig = 7;
-const ConfigFacts kConfigs[] = {facts<Config0>("m64n128"),
-                                facts<Config1>("m128n128"),
-                                retired("m128n128c2",
-                                        "clusters of 2 sharing B ran 0.85-0.97x configuration "
-                                        "1's speed at every measured shape"),
-                                {"smallm", 0, 0, 0, true, true, true, nullptr, nullptr, nullptr},
-                                retired("m128n144",
-                                        "128 x 144 tiles ran slower than configuration 1 at "
-                                        "every measured shape"),
-                                facts<Config5>("m64n64"),
-                                facts<Config6>("m128n256"),
-                                {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false,
-                                 false, nullptr, &launch_gemm_fp8_waves_bf16,
-                                 &launch_gemm_fp8_waves_fp16},
-                                {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr,
-                                 nullptr}};
+const ConfigFacts kConfigs[] = {
+    facts<Config0>("m64n128"),
+    facts<Config1>("m128n128"),
+    retired("m128n128c2",
+            "clusters of 2 sharing B ran 0.85-0.97x configuration "
+            "1's speed at every measured shape"),
+    {"smallm", 0, 0, 0, true, true, true, nullptr, nullptr, nullptr},
+    retired("m128n144",
+            "128 x 144 tiles ran slower than configuration 1 at "
+            "every measured shape"),
+    facts<Config5>("m64n64"),
+    facts<Config6>("m128n256"),
+    {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false, false, nullptr,
+     &launch_gemm_fp8_waves_bf16, &launch_gemm_fp8_waves_fp16},
+    {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr, nullptr}};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -662,9 +661,10 @@ void check_small_m_tuning(int config, std::uint64_t m, std::int64_t k_blocks,
                           const GemmTuning& tuning) {
   if (config == kSmallMWideConfig) {
     if (m > 64) {
-      throw ArgumentError("tuning.config", "configuration smallm128 takes M <= 64 (two waves "
-                                           "of 64 x M sums in registers); M is " +
-                                               std::to_string(m) + "; use configuration 3");
+      throw ArgumentError("tuning.config",
+                          "configuration smallm128 takes M <= 64 (two waves "
+                          "of 64 x M sums in registers); M is " +
+                              std::to_string(m) + "; use configuration 3");
     }
     if (tuning.splits > 1) {
       throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
@@ -780,7 +780,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const auto one_round = [&](int config) { return tiles_of(config) <= sm_count; };
   const int mid_m = fills(tiles_of(0)) ? (!one_round(0) && one_round(1) ? 1 : 0)
                                        : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
-  plan.config = tuning.config >= 0 ? tuning.config
+  plan.config = tuning.config >= 0         ? tuning.config
                 : small_m_wide             ? kSmallMWideConfig
                 : m <= 64 || small_m_fills ? kSmallMConfig
                 : m <= 256                 ? mid_m
@@ -975,8 +975,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   }
   const GemmPlan& plan = prepared.plan;
   if (small_m_config(plan.config)) {
-    const int rows = plan.config == kSmallMWideConfig ? detail::kSmallMWideRowsB
-                                                      : detail::kSmallMRowsB;
+    const int rows =
+        plan.config == kSmallMWideConfig ? detail::kSmallMWideRowsB : detail::kSmallMRowsB;
     detail::launch_gemm_fp8_small_m(a, b, d, scale, rows, plan.splits, stream, key,
                                     tuning.overlap_launch);
     return;

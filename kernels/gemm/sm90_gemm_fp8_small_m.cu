@@ -34,7 +34,7 @@ constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 
 template <int MP, int RowsB>
 struct Config {
   static constexpr int kWaves = RowsB / kWaveRows;
-  static constexpr int kWaveAccum = MP / 2;              // per wave: a 64 x MP tile
+  static constexpr int kWaveAccum = MP / 2;           // per wave: a 64 x MP tile
   static constexpr int kAccum = kWaves * kWaveAccum;  // fp32 accumulators per thread
   // The TMA boxes (128B swizzle): RowsB rows of B and the MP rows of A (rows past M read as
   // zeros), 128 bytes of K (kBlockK e4m3) each. A stage holds one of each.
@@ -140,14 +140,14 @@ __global__ void __launch_bounds__(kThreads, 1)
                     C::BTile::smem_bytes == C::BTile::tx_bytes,
                 "wgmma reads A and B as dense 128-byte rows: a box must be whole 8-row groups");
   static_assert(C::kStages >= 4, "the ring needs depth");
-  static_assert(MP * C::kStagePitch <= sizeof(Storage::b) &&
-                    MP * C::kStagePitch <= sizeof(Storage::partial),
-                "the ring and the reduction's slots each hold the staging tile");
+  static_assert(
+      MP * C::kStagePitch <= sizeof(Storage::b) && MP * C::kStagePitch <= sizeof(Storage::partial),
+      "the ring and the reduction's slots each hold the staging tile");
   static_assert(kSmemBytes<MP, RowsB> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<Storage*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  auto& s = *reinterpret_cast<Storage*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
+                                        ~std::uintptr_t{1023});
   Pipeline<C::kStages> pipe(s.bars);
   using State = typename Pipeline<C::kStages>::State;
   // a cluster of S CTAs shares one tile of RowsB rows of B; rank r takes the r-th share of K
@@ -292,32 +292,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   // bytes before it goes on.
   if (ranks == 1 || threadIdx.x < 128) return;
   if constexpr (C::kWaves == 1) {
-
-  // ---- the cluster's reduction: rank r owns register quads [r Q / S, (r + 1) Q / S) of the
-  // tile and sums the S partials of them in rank order (the same sum whatever the timing)
-  // every consumer warp is past its last wgmma (the ring is idle: it holds the staging tile)
-  // and this rank's own slot is written; then every peer's
-  named_barrier_sync(1, 128);
-  s.reduced.wait_cluster(0);
-  auto* const staging = reinterpret_cast<std::uint8_t*>(s.b);
-  for (int u = qb; u < qe; ++u) {
-    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (std::uint32_t q = 0; q < ranks; ++q) {
-      const float4 v =
-          s.partial[(q * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
-      sum.x += v.x;
-      sum.y += v.y;
-      sum.z += v.z;
-      sum.w += v.w;
+    // ---- the cluster's reduction: rank r owns register quads [r Q / S, (r + 1) Q / S) of the
+    // tile and sums the S partials of them in rank order (the same sum whatever the timing)
+    // every consumer warp is past its last wgmma (the ring is idle: it holds the staging tile)
+    // and this rank's own slot is written; then every peer's
+    named_barrier_sync(1, 128);
+    s.reduced.wait_cluster(0);
+    auto* const staging = reinterpret_cast<std::uint8_t*>(s.b);
+    for (int u = qb; u < qe; ++u) {
+      float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (std::uint32_t q = 0; q < ranks; ++q) {
+        const float4 v =
+            s.partial[(q * slot_quads + static_cast<std::uint32_t>(u - qb)) * 128 + tid];
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+      stage_element<C, T>(staging, 4 * u, tid, sum.x * scale);
+      stage_element<C, T>(staging, 4 * u + 1, tid, sum.y * scale);
+      stage_element<C, T>(staging, 4 * u + 2, tid, sum.z * scale);
+      stage_element<C, T>(staging, 4 * u + 3, tid, sum.w * scale);
     }
-    stage_element<C, T>(staging, 4 * u, tid, sum.x * scale);
-    stage_element<C, T>(staging, 4 * u + 1, tid, sum.y * scale);
-    stage_element<C, T>(staging, 4 * u + 2, tid, sum.z * scale);
-    stage_element<C, T>(staging, 4 * u + 3, tid, sum.w * scale);
-  }
-  // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
-  named_barrier_sync(1, 128);
-  store_rows<C, T>(p, staging, 8 * qb, 8 * qe, tid, n0);
+    // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
+    named_barrier_sync(1, 128);
+    store_rows<C, T>(p, staging, 8 * qb, 8 * qe, tid, n0);
   }
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
@@ -327,8 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int MP, int RowsB, class T>
-void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream,
-               bool overlap) {
+void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream, bool overlap) {
   auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T>;
   // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
   allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T>>(kSmemBytes<MP, RowsB>);
@@ -378,10 +376,10 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
                                           {static_cast<std::uint32_t>(kBlockK),
                                            static_cast<std::uint32_t>(mp), 1},
                                           Swizzle::bytes128));
-    q.b_map = cached_tensor_map(view_spec(b, DataType::uint8,
-                                          {static_cast<std::uint32_t>(kBlockK),
-                                           static_cast<std::uint32_t>(rows_b), 1},
-                                          Swizzle::bytes128));
+    q.b_map = cached_tensor_map(
+        view_spec(b, DataType::uint8,
+                  {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(rows_b), 1},
+                  Swizzle::bytes128));
     q.d = d.data;
     q.d_row_elems = d.row_pitch() / 2;
     q.d_vec = d.row_pitch() % 16 == 0 ? 1 : 0;  // d.data is 16-byte aligned (gemm_fp8 checks)

@@ -326,7 +326,7 @@ TEST(GemmSmallM, TwoWavesOfB) {
   run_case({5, 128, 16, 8, 0}, ++seed);                                   // one k-block, one tile
   run_case({40, 300, 4096, 8, 0, DataType::bfloat16, 0, false}, ++seed);  // ordinary launch
   run_case({16, 10240, 1024, -1, 0}, ++seed);  // chosen where N has 160 tiles of 64 rows
-  run_case({8, 17000, 256, -1, 0}, ++seed);     // chosen: 133 tiles of 128 rows, two rounds
+  run_case({8, 17000, 256, -1, 0}, ++seed);    // chosen: 133 tiles of 128 rows, two rounds
 }
 
 // Launch set-up is per device (shared-memory limits, the split-K workspace): after device 0,

@@ -367,10 +367,10 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(65, 6272, 4096, 132).config, 0);                    // 98 < 99 tiles
   EXPECT_EQ(gemm_fp8_plan(128, 8448, 4096, 132).config, 3);                   // 132: one round
   EXPECT_EQ(gemm_fp8_plan(128, 8512, 4096, 132).config, 1);  // 133: two rounds (134 of 64 x 128)
-  EXPECT_EQ(gemm_fp8_plan(100, 7168, 4112, 132).config, 0);                   // K > 4096
+  EXPECT_EQ(gemm_fp8_plan(100, 7168, 4112, 132).config, 0);  // K > 4096
   // ... up to K = 8192 where M = 128 (no row of A zero-filled)
   EXPECT_EQ(gemm_fp8_plan(128, 8192, 8192, 132).config, 3);
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132).config, 0);                   // K > 8192
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132).config, 0);  // K > 8192
   EXPECT_EQ(gemm_fp8_plan(127, 8192, 8192, 132).config, 0);
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(100, 7168, 7168, 132).config), "m64n128");  // K
   // 64 < M <= 256 otherwise: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64
@@ -412,7 +412,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(65, 10240, 4096, 132).config, 1);   // M > 64: two waves do not fit
   EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).config, 3);  // a split asked for
   EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).splits, 2);
-  EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132, {8, 0}).grid, 8u);     // forced: 8 tiles
+  EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132, {8, 0}).grid, 8u);  // forced: 8 tiles
   EXPECT_EQ(refused([&] { gemm_fp8_plan(65, 1000, 4096, 132, {8, 0}); }), "tuning.config");
   EXPECT_EQ(refused([&] { gemm_fp8_plan(16, 1000, 4096, 132, {8, 2}); }), "tuning.splits");
   EXPECT_THROW(gemm_fp8_plan(129, 64, 4096, 132, {3, 0}), ArgumentError);
