@@ -489,6 +489,10 @@ constexpr int kSmallMWideConfig = 8;
 constexpr bool small_m_config(int config) {
   return config == kSmallMConfig || config == kSmallMWideConfig;
 }
+// Rows of B per CTA of a small-M configuration (the plan's tiles, the launch's kernel).
+constexpr int small_m_rows_b(int config) {
+  return config == kSmallMWideConfig ? detail::kSmallMWideRowsB : detail::kSmallMRowsB;
+}
 // Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
 // its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
@@ -767,7 +771,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // {6400, 7168, 8192} x 8192 measured 0.92-0.96x configuration 0's time in streams and the
   // same call by call; M = 96 and 100 were 3 us slower call by call (EXPERIMENTS.md,
   // "M = 128 at K = 8192")
-  const auto small_m_ctas = static_cast<std::int64_t>((n + 63) / 64);
+  const auto small_m_ctas = static_cast<std::int64_t>(
+      (n + detail::kSmallMRowsB - 1) / static_cast<std::uint64_t>(detail::kSmallMRowsB));
   const bool small_m_fills = m <= 128 && (k <= 4096 || (m == 128 && k <= 8192)) &&
                              fills(small_m_ctas) && small_m_ctas <= sm_count;
   // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8), in one round
@@ -794,8 +799,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     } else {
       plan.splits = detail::small_m_splits(n, static_cast<std::uint64_t>(k_blocks), sm_count);
     }
-    const std::uint64_t rows =
-        plan.config == kSmallMWideConfig ? detail::kSmallMWideRowsB : detail::kSmallMRowsB;
+    const auto rows = static_cast<std::uint64_t>(small_m_rows_b(plan.config));
     plan.tiles = static_cast<std::int64_t>((n + rows - 1) / rows);
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
@@ -975,10 +979,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   }
   const GemmPlan& plan = prepared.plan;
   if (small_m_config(plan.config)) {
-    const int rows =
-        plan.config == kSmallMWideConfig ? detail::kSmallMWideRowsB : detail::kSmallMRowsB;
-    detail::launch_gemm_fp8_small_m(a, b, d, scale, rows, plan.splits, stream, key,
-                                    tuning.overlap_launch);
+    detail::launch_gemm_fp8_small_m(a, b, d, scale, small_m_rows_b(plan.config), plan.splits,
+                                    stream, key, tuning.overlap_launch);
     return;
   }
   const ConfigFacts& c = kConfigs[plan.config];
