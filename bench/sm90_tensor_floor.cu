@@ -16,6 +16,7 @@
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/core/error.hpp"
 #include "tmakit/device/copy.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/ptx/sm90_wgmma.hpp"
 
@@ -114,16 +115,11 @@ std::uint64_t tensor_floor_k_blocks(std::uint64_t flops) {
 
 void tensor_floor(const void* image, std::uint64_t flops, unsigned grid, float* out,
                   cudaStream_t stream) {
-  static const bool sized = [] {
-    TMAKIT_CUDA_CHECK(cudaFuncSetAttribute(
-        tensor_floor_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-    return true;
-  }();
-  (void)sized;
   if (grid == 0) throw Error("tensor_floor: grid must be at least one CTA");
+  detail::allow_dynamic_smem<tensor_floor_kernel>(kSmemBytes);
   tensor_floor_kernel<<<grid, 256, kSmemBytes, stream>>>(
       static_cast<const uint4*>(image), tensor_floor_k_blocks(flops), kTensorFloorRestart, out);
-  TMAKIT_CUDA_CHECK(cudaGetLastError());
+  detail::check_launch("tensor_floor_kernel");
 }
 
 std::string check_tensor_floor(const float* out, std::uint64_t flops, unsigned grid) {
