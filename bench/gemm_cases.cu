@@ -155,7 +155,7 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
       v.push_back({"tmakit:c3:s" + std::to_string(splits), {3, splits}});
     }
   }
-  for (int splits : {1, 2, 8, 16}) {
+  for (int splits : {1, 2, 3, 4, 8, 16}) {
     if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
     v.push_back({"tmakit:c1:s" + std::to_string(splits), {1, splits}});
   }
