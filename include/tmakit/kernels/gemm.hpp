@@ -50,6 +50,10 @@ struct GemmTuning {
   // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
   // which the plan takes for M <= 64 (8, smallm128, where N has more 64-row tiles than the
   // GPU has SMs), splits over a cluster of 1, 2, 4 or 8 CTAs only.
+  // NOTE: the plan splits only where every split of every tile has an SM of its own; splits
+  // forced past that run in rounds, each tile's last split summing the others' partials before
+  // its CTA goes on, and measured far slower (512 x 4096 x 4096 with 16 splits: 403 against
+  // 18.7 us unsplit, H100; kernels/gemm/EXPERIMENTS.md, "Splitting K further").
   int splits = 0;
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
