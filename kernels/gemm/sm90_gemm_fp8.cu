@@ -89,6 +89,10 @@ using Config5 = Config<1, 64, 12>;
 // m64n256 wgmma per K slice (A read once per slice, as cuBLASLt's fast 128 x 256 kernel);
 // D staged one 64-column box at a time (the ring leaves 16 KB for it)
 using Config6 = Config<2, 256, 4, 64, 1>;
+// m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For M <= 128-ish shapes whose
+// 128 x 128 tiles leave a third of the SMs idle in their one round: 128 x 10240 on 132 SMs
+// is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
+using Config9 = Config<2, 80, 7, 40, 2, 2>;
 
 template <class Cfg>
 struct alignas(1024) SharedStorage {
@@ -501,6 +505,8 @@ constexpr int kWideConfig = 6;
 // Configuration 7, 256 x 128 tiles in two waves (sm90_gemm_fp8_waves.cuh): promotion where
 // they fill the SMs.
 constexpr int kWavesConfig = 7;
+// Configuration 9, 128 x 80 tiles: where 128 x 128 ones would leave SMs idle.
+constexpr int kNarrowConfig = 9;
 const ConfigFacts kConfigs[] = {
     facts<Config0>("m64n128"),
     facts<Config1>("m128n128"),
@@ -515,7 +521,8 @@ const ConfigFacts kConfigs[] = {
     facts<Config6>("m128n256"),
     {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false, false, nullptr,
      &launch_gemm_fp8_waves_bf16, &launch_gemm_fp8_waves_fp16},
-    {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr, nullptr}};
+    {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr, nullptr},
+    facts<Config9>("m128n80")};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -803,6 +810,16 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     plan.tiles = static_cast<std::int64_t>((n + rows - 1) / rows);
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
+  }
+  // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
+  // 128 x 80 ones (config 9) where those fill the SMs in one round and M fills 3/4 of their
+  // rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams), 256 x 5120 x
+  // 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us at N = 10240,
+  // K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles").
+  const bool rows_filled = m % 128 == 0 || m % 128 > 96;
+  if (tuning.config < 0 && plan.config == 1 && rows_filled && !fills(tiles_of(1)) &&
+      fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig)) {
+    plan.config = kNarrowConfig;
   }
   // NOTE: fast accumulation frees the promotion's registers for 128 x 256 tiles (config 6),
   // taken where they fill 3/4 of the SMs: measured faster than 128 x 128 or 64 x 128 tiles

@@ -689,6 +689,31 @@ TEST(Gemm, TwoWaveTilesSmall) {
   run_case({300, 136, 1040, 7, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 831u);
 }
 
+// Configuration 9 (128 x 80 tiles, D in two 40-column boxes): taken by the plan (asserted on
+// a 132-SM plan; the call itself uses this GPU's count), a last tile of one box (N = 10200),
+// an odd k-block count (promotion every k-block), both modes and output types, an ordinary
+// launch, and more tiles than SMs.
+TEST(Gemm, NarrowTiles) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  ASSERT_STREQ(gemm_config_name(gemm_fp8_plan(128, 10200, 640, 132).config), "m128n80");
+  constexpr auto kFast = GemmAccumulation::fast;
+  std::uint32_t seed = 850;
+  for (const Case& c : {Case{128, 10200, 640, -1, 0},
+                        Case{128, 10200, 640, 9, 0, DataType::float16, 0, true, kFast},
+                        Case{1000, 1000, 256, 9, 0, DataType::bfloat16, 0, false, kFast}}) {
+    run_case(c, seed++);
+  }
+}
+
+// Configuration 9 at a size the sanitizers finish (scripts/gpu_check): a second tile row
+// mostly past M, a box wholly past N (N = 520), padded rows and plain stores (N = 330), both
+// modes.
+TEST(Gemm, NarrowTilesSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  run_case({129, 520, 1040, 9, 1, DataType::float16, 32}, 860u);
+  run_case({70, 330, 384, 9, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 861u);
+}
+
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // the tile counters reset themselves: a second call gives the same bits

@@ -366,7 +366,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(65, 6336, 4096, 132).config, 3);                              // 99 tiles
   EXPECT_EQ(gemm_fp8_plan(65, 6272, 4096, 132).config, 0);                    // 98 < 99 tiles
   EXPECT_EQ(gemm_fp8_plan(128, 8448, 4096, 132).config, 3);                   // 132: one round
-  EXPECT_EQ(gemm_fp8_plan(128, 8512, 4096, 132).config, 1);  // 133: two rounds (134 of 64 x 128)
+  // 133: two rounds (134 of 64 x 128); 67 of 128 x 128 (under 3/4), 107 of 128 x 80
+  EXPECT_EQ(gemm_fp8_plan(128, 8512, 4096, 132).config, 9);
   EXPECT_EQ(gemm_fp8_plan(100, 7168, 4112, 132).config, 0);  // K > 4096
   // ... up to K = 8192 where M = 128 (no row of A zero-filled)
   EXPECT_EQ(gemm_fp8_plan(128, 8192, 8192, 132).config, 3);
@@ -397,6 +398,22 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(192, 2112, 7168, 132).config, 5);  // 51 < 99: 99 of 64 x 64
   EXPECT_EQ(gemm_fp8_plan(192, 7168, 2048, 132).config, 1);  // 168 > 132, 112 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
+  // 128 x 128 tiles in one round under 3/4 of the SMs: 128 x 80 ones where they fill the SMs
+  // in one round and M fills 3/4 of their 128 rows
+  const GemmPlan narrow = gemm_fp8_plan(128, 10240, 8192, 132);
+  EXPECT_STREQ(gemm_config_name(narrow.config), "m128n80");
+  EXPECT_EQ(narrow.tiles, 128);
+  EXPECT_EQ(narrow.splits, 1);
+  EXPECT_EQ(narrow.grid, 128u);
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  EXPECT_EQ(gemm_fp8_plan(128, 10240, 8192, 132, fast).config, 9);  // 40 of 128 x 256
+  EXPECT_EQ(gemm_fp8_plan(256, 5120, 8192, 132).config, 9);   // 80 of 128 x 128, 128 of 80
+  EXPECT_EQ(gemm_fp8_plan(97, 10240, 8192, 132).config, 9);   // 97 of 128 rows
+  EXPECT_EQ(gemm_fp8_plan(96, 10240, 8192, 132).config, 1);   // 96: 3/4 of 128 rows, not more
+  EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);  // 160 of 128 x 128: two rounds
+  EXPECT_EQ(gemm_fp8_plan(128, 10880, 8192, 132).config, 1);  // 136 of 128 x 80: two rounds
+  EXPECT_EQ(gemm_fp8_plan(128, 10240, 8192, 132, {1, 0}).config, 1);  // forced
   // M <= 64 with more 64-row tiles of B than SMs: 128 rows of B per CTA (configuration 8),
   // never split
   const GemmPlan wide = gemm_fp8_plan(16, 10240, 8192, 132);
