@@ -408,11 +408,11 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   GemmTuning fast;
   fast.accumulation = GemmAccumulation::fast;
   EXPECT_EQ(gemm_fp8_plan(128, 10240, 8192, 132, fast).config, 9);  // 40 of 128 x 256
-  EXPECT_EQ(gemm_fp8_plan(256, 5120, 8192, 132).config, 9);   // 80 of 128 x 128, 128 of 80
-  EXPECT_EQ(gemm_fp8_plan(97, 10240, 8192, 132).config, 9);   // 97 of 128 rows
-  EXPECT_EQ(gemm_fp8_plan(96, 10240, 8192, 132).config, 1);   // 96: 3/4 of 128 rows, not more
-  EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);  // 160 of 128 x 128: two rounds
-  EXPECT_EQ(gemm_fp8_plan(128, 10880, 8192, 132).config, 1);  // 136 of 128 x 80: two rounds
+  EXPECT_EQ(gemm_fp8_plan(256, 5120, 8192, 132).config, 9);         // 80 of 128 x 128, 128 of 80
+  EXPECT_EQ(gemm_fp8_plan(97, 10240, 8192, 132).config, 9);         // 97 of 128 rows
+  EXPECT_EQ(gemm_fp8_plan(96, 10240, 8192, 132).config, 1);         // 96: 3/4 of 128 rows, not more
+  EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);        // 160 of 128 x 128: two rounds
+  EXPECT_EQ(gemm_fp8_plan(128, 10880, 8192, 132).config, 1);        // 136 of 128 x 80: two rounds
   EXPECT_EQ(gemm_fp8_plan(128, 10240, 8192, 132, {1, 0}).config, 1);  // forced
   // M <= 64 with more 64-row tiles of B than SMs: 128 rows of B per CTA (configuration 8),
   // never split
