@@ -89,8 +89,8 @@ using Config5 = Config<1, 64, 12>;
 // m64n256 wgmma per K slice (A read once per slice, as cuBLASLt's fast 128 x 256 kernel);
 // D staged one 64-column box at a time (the ring leaves 16 KB for it)
 using Config6 = Config<2, 256, 4, 64, 1>;
-// m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For M <= 128-ish shapes whose
-// 128 x 128 tiles leave a third of the SMs idle in their one round: 128 x 10240 on 132 SMs
+// m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For shapes whose 128 x 128
+// tiles, in their one round, leave a quarter of the SMs or more idle: 128 x 10240 on 132 SMs
 // is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
 using Config9 = Config<2, 80, 7, 40, 2, 2>;
 
@@ -812,10 +812,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     return plan;
   }
   // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
-  // 128 x 80 ones (config 9) where those fill the SMs in one round and M fills 3/4 of their
-  // rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams), 256 x 5120 x
-  // 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us at N = 10240,
-  // K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles").
+  // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
+  // their rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams),
+  // 256 x 5120 x 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us
+  // at N = 10240, K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles").
   const bool rows_filled = m % 128 == 0 || m % 128 > 96;
   if (tuning.config < 0 && plan.config == 1 && rows_filled && !fills(tiles_of(1)) &&
       fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig)) {
