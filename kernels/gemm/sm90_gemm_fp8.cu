@@ -816,7 +816,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // their rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams),
   // 256 x 5120 x 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us
   // at N = 10240, K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles").
-  const bool rows_filled = m % 128 == 0 || m % 128 > 96;
+  const auto narrow_rows = static_cast<std::uint64_t>(kConfigs[kNarrowConfig].block_m);
+  const bool rows_filled = m % narrow_rows == 0 || 4 * (m % narrow_rows) > 3 * narrow_rows;
   if (tuning.config < 0 && plan.config == 1 && rows_filled && !fills(tiles_of(1)) &&
       fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig)) {
     plan.config = kNarrowConfig;
