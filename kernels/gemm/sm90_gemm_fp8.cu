@@ -298,7 +298,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   } else {
     // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
     ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kConsumerRegs>();
-    const std::uint32_t cw = wg - 1;                   // consumer warpgroup 0..C-1
+    // NOTE: read from lane 0 so that ptxas knows it is warp-uniform: the wgmma descriptors
+    // built from it then live in uniform registers (no R2UR before every wgmma)
+    const std::uint32_t cw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // consumer warpgroup 0..C-1
     const std::uint32_t wg_tid = threadIdx.x % 128;
     const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
     const bool warp_leader = (threadIdx.x % 32) == 0;
@@ -395,7 +397,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           s.last_split = done == static_cast<std::uint32_t>(p.splits - 1) ? 1 : 0;
         }
         named_barrier_sync(1, Cfg::kConsumerThreads);
-        if (!s.last_split) continue;
+        // NOTE: through lane 0, so that ptxas knows the branch is warp-uniform; a plain load
+        // here made every later value of the loop (the ring's state, the wgmma descriptors)
+        // per-thread, and each wgmma then waited for R2UR copies of its descriptors
+        if (!__shfl_sync(0xffffffffu, s.last_split, 0)) continue;
         // the last split of the tile: sum every split's partial in split order (the same
         // order whichever CTA is last, so results do not depend on timing)
         __threadfence();

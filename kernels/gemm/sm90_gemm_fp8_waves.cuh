@@ -176,7 +176,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   } else {
     // ---- math warpgroups: Waves x 64 rows of the tile each -----------------------------
     ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kMathRegs>();
-    const std::uint32_t mw = wg - 1;  // math warpgroup 0..1
+    // NOTE: read from lane 0 so that ptxas knows it is warp-uniform: the wgmma descriptors
+    // built from it then live in uniform registers (no R2UR before every wgmma)
+    const std::uint32_t mw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // math warpgroup 0..1
     const std::uint32_t wg_tid = threadIdx.x % 128;
     const bool warp_leader = (threadIdx.x % 32) == 0;
     // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
