@@ -51,8 +51,8 @@ struct Config {
   // bf16/fp16) x 64 rows; BlockN is a whole number of them
   static constexpr int kDBoxCols = DBoxCols;
   static constexpr int kDBoxes = BlockN / DBoxCols;
-  // boxes staged in shared memory at a time: fewer than kDBoxes store the tile in passes,
-  // each waiting for the previous pass's stores to have read the buffer
+  // box buffers in shared memory per consumer warpgroup: kDBoxes store the tile in one pass;
+  // fewer take the boxes in turn, each reused once its previous store has read it
   static constexpr int kDStaged = DStaged;
   // k-blocks of 128 the tensor cores sum before each promotion into fp32 registers (1 or 2;
   // tiles with an odd number of k-blocks promote every k-block)
@@ -87,8 +87,9 @@ using Config1 = Config<2, 128, 6, 64, 2, 2>;
 using Config5 = Config<1, 64, 12>;
 // m128n256 (fast accumulation only): 48 KB per stage, 4 deep; each consumer warpgroup one
 // m64n256 wgmma per K slice (A read once per slice, as cuBLASLt's fast 128 x 256 kernel);
-// D staged one 64-column box at a time (the ring leaves 16 KB for it)
-using Config6 = Config<2, 256, 4, 64, 1>;
+// D through two 64-column box buffers per warpgroup, one box written while the other's store
+// reads (the ring leaves 32 KB for them)
+using Config6 = Config<2, 256, 4, 64, 2>;
 // m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For shapes whose 128 x 128
 // tiles, in their one round, leave a quarter of the SMs or more idle: 128 x 10240 on 132 SMs
 // is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
@@ -143,8 +144,10 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
 // tile, scaled and rounded, into 64 x kDBoxCols boxes with the 128B swizzle (a quarter-warp's eight
 // rows land on eight distinct 16-byte chunks: no bank conflicts), then one thread stores the
 // boxes; TMA clips rows past M and columns past N (N * 2 is a multiple of 16 here, so no
-// 16-byte chunk spills past a row). kDStaged boxes at a time (the whole tile, or passes);
-// the buffer is reused once the previous stores have read it.
+// 16-byte chunk spills past a row). With a buffer per box (kDStaged == kDBoxes) the whole tile
+// goes in one pass, once the previous tile's stores have read the buffers; with fewer, box b
+// goes through buffer b % kDStaged, once the store that used it before has read it, so one
+// box is written while the stores of the ones before it read shared memory.
 template <class Cfg, class T>
 __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&acc)[Cfg::kAccum],
                                                float scale, typename Cfg::DTile::Buffer* boxes,
@@ -155,14 +158,25 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   // a tile past M (the second warpgroup of a short tile) store nothing
   if (row0 >= p.m) return;
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
-  constexpr int kPassCols = Cfg::kDBoxCols * Cfg::kDStaged;
-  static_assert(Cfg::kDBoxes % Cfg::kDStaged == 0, "passes of equal box counts");
+  constexpr bool kOnePass = Cfg::kDStaged == Cfg::kDBoxes;
+  constexpr int kPassBoxes = kOnePass ? Cfg::kDBoxes : 1;
+  constexpr int kPassCols = Cfg::kDBoxCols * kPassBoxes;
+  static_assert(Cfg::kDStaged >= 1 && Cfg::kDStaged <= Cfg::kDBoxes, "1..kDBoxes buffers");
   static_assert(kPassCols % 16 == 0, "a pass is whole pairs of 8-column groups (stmatrix.x4)");
 #pragma unroll
-  for (int pass = 0; pass < Cfg::kDBoxes / Cfg::kDStaged; ++pass) {
+  for (int pass = 0; pass < Cfg::kDBoxes / kPassBoxes; ++pass) {
     if (col0 + pass * kPassCols >= p.n) break;  // boxes wholly past N (see above)
-    if (wg_tid == 0) store_wait_read<0>();  // earlier stores read it
+    // the buffers this pass writes: read by every earlier store (the previous tile's) for the
+    // first pass; else by the store kDStaged boxes back, with kDStaged - 1 newer ones pending
+    if (wg_tid == 0) {
+      if (kOnePass || pass == 0) {
+        store_wait_read<0>();
+      } else if (pass >= Cfg::kDStaged) {
+        store_wait_read<Cfg::kDStaged - 1>();
+      }
+    }
     named_barrier_sync(barrier_id, 128);
+    typename Cfg::DTile::Buffer* pass_boxes = kOnePass ? boxes : &boxes[pass % Cfg::kDStaged];
     // two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15, j),
     // (0-7, j + 1), (8-15, j + 1) of this warp's 16 rows; lane l gives the address of row
     // l % 8 of matrix l / 8
@@ -172,7 +186,7 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
     for (int j = pass * kPassCols / 8; j < (pass + 1) * kPassCols / 8; j += 2) {
       const std::uint32_t col = 8 * (j + mat / 2) - pass * kPassCols;  // in the pass
       const std::uint32_t offset = Cfg::DTile::offset_bytes(col % Cfg::kDBoxCols, row);
-      ptx::stmatrix_x4(ptx::smem_u32(&boxes[col / Cfg::kDBoxCols].bytes[offset]),
+      ptx::stmatrix_x4(ptx::smem_u32(&pass_boxes[col / Cfg::kDBoxCols].bytes[offset]),
                        pack2<T>(acc[4 * j] * scale, acc[4 * j + 1] * scale),
                        pack2<T>(acc[4 * j + 2] * scale, acc[4 * j + 3] * scale),
                        pack2<T>(acc[4 * j + 4] * scale, acc[4 * j + 5] * scale),
@@ -182,10 +196,10 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
     named_barrier_sync(barrier_id, 128);
     if (wg_tid == 0) {
 #pragma unroll
-      for (int b = 0; b < Cfg::kDStaged; ++b) {
+      for (int b = 0; b < kPassBoxes; ++b) {
         const std::int32_t c[2] = {col0 + pass * kPassCols + Cfg::kDBoxCols * b, row0};
         if (c[0] >= p.n) break;  // a box wholly past N (see above)
-        tmakit::store_tile<typename Cfg::DTile>(&p.d_map, &boxes[b], c);
+        tmakit::store_tile<typename Cfg::DTile>(&p.d_map, &pass_boxes[b], c);
       }
       store_commit();
     }
