@@ -1,11 +1,11 @@
 // FP8 GEMM, D = alpha * scale_a * scale_b * (A * B^T), on TMA + wgmma (sm_90a).
 // One persistent kernel: one thread of a producer warpgroup streams 128B-swizzled K-major
 // tiles of A and B into a ring of shared-memory stages (full/empty mbarriers); one or two
-// consumer warpgroups run wgmma m64nNk32 e4m3 on them, promote each 128- or 256-deep partial
+// consumer warpgroups run wgmma m64nNk32 e4m3 on them, promote each 128-deep partial
 // product into fp32 registers, and store D through shared memory and TMA (or, where D's rows
 // are not whole 16-byte chunks, with ordinary stores). Shapes with too few output tiles to
 // fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
-// Configurations 0, 1, 5 and 6 (2 and 4 are retired); the small-M kernel (configuration 3) is
+// Configurations 0, 1, 5, 6 and 9 (2 and 4 are retired); the small-M kernel (configuration 3) is
 // sm90_gemm_fp8_small_m.cu, the two-wave kernel (configuration 7) sm90_gemm_fp8_waves.cuh.
 // See README.md beside this file.
 #include <cuda_bf16.h>
@@ -41,7 +41,7 @@ using gemm_common::to_out;
 
 // A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep.
 template <int ConsumerWGs, int BlockN, int Stages, int DBoxCols = 64,
-          int DStaged = BlockN / DBoxCols, int PromoteEvery = 1>
+          int DStaged = BlockN / DBoxCols>
 struct Config {
   static constexpr int kConsumerWGs = ConsumerWGs;
   static constexpr int kBlockM = 64 * ConsumerWGs;
@@ -54,9 +54,6 @@ struct Config {
   // box buffers in shared memory per consumer warpgroup: kDBoxes store the tile in one pass;
   // fewer take the boxes in turn, each reused once its previous store has read it
   static constexpr int kDStaged = DStaged;
-  // k-blocks of 128 the tensor cores sum before each promotion into fp32 registers (1 or 2;
-  // tiles with an odd number of k-blocks promote every k-block)
-  static constexpr int kPromoteEvery = PromoteEvery;
   static constexpr int kConsumerThreads = 128 * ConsumerWGs;
   static constexpr int kThreads = 128 + kConsumerThreads;  // producer warpgroup first
   static constexpr int kAccum = BlockN / 2;                // fp32 accumulators per thread
@@ -78,10 +75,8 @@ struct Config {
   static constexpr bool kSplitsK = kPromotes;
 };
 using Config0 = Config<1, 128, 8>;  // m64n128:  small M, 24 KB per stage
-// m128n128: 32 KB per stage; promotion every second k-block
-// NOTE: 256-deep partials halve the FADDs and measured faster at M > 256; at M <= 256
-// (config 0, memory-bound) they changed nothing, so config 0 keeps 128-deep ones.
-using Config1 = Config<2, 128, 6, 64, 2, 2>;
+// m128n128: 32 KB per stage
+using Config1 = Config<2, 128, 6>;
 // m64n64: 16 KB per stage, 12 deep: twice the tiles of config 0, for shapes whose 64 x 128
 // tiles would leave SMs idle (M = 128, N = 4096: 64 of them on 132 SMs)
 using Config5 = Config<1, 64, 12>;
@@ -93,7 +88,7 @@ using Config6 = Config<2, 256, 4, 64, 2>;
 // m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For shapes whose 128 x 128
 // tiles, in their one round, leave a quarter of the SMs or more idle: 128 x 10240 on 132 SMs
 // is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
-using Config9 = Config<2, 80, 7, 40, 2, 2>;
+using Config9 = Config<2, 80, 7, 40>;
 
 template <class Cfg>
 struct alignas(1024) SharedStorage {
@@ -234,30 +229,6 @@ __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::u
   ptx::wgmma_commit_group_sync_aligned();
 }
 
-// Two k-blocks (both stages' data already waited for) into one fresh partial product: 8
-// wgmmas, one group. No run-time control flow between the wgmmas (docs/device.md: it makes
-// ptxas serialise them).
-template <class Cfg>
-__device__ __forceinline__ void issue_k_block_pair(float (&part)[Cfg::kAccum],
-                                                   std::uint32_t a0, std::uint32_t b0,
-                                                   std::uint32_t a1, std::uint32_t b1) {
-  ptx::wgmma_fence_operands(part);
-  ptx::wgmma_fence_sync_aligned();
-  k_block_wgmmas<Cfg, true>(part, a0, b0);
-  k_block_wgmmas<Cfg, false>(part, a1, b1);
-  ptx::wgmma_commit_group_sync_aligned();
-}
-
-// Two ring positions as one step (promotion every second k-block).
-template <class State>
-struct PairState {
-  State s;
-  __device__ void advance() {
-    s.advance();
-    s.advance();
-  }
-};
-
 // One k-block of a consumer warpgroup (its stage's data already waited for) added into the
 // running sums `acc` (GemmAccumulation::fast), committed as one group.
 template <class Cfg>
@@ -336,31 +307,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       issue_k_block<Cfg>(part, ptx::smem_u32(&s.a[at.stage]) + a_off, ptx::smem_u32(&s.b[at.stage]));
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
-    // adding each 128-deep partial into fp32 registers keeps K = 4096 sums accurate.
+    // adding each 128-deep partial into fp32 registers keeps long sums accurate. (256-deep
+    // partials, two k-blocks per group, measured slower once the descriptors sat in uniform
+    // registers: a pair holds four stages, so fewer are in flight; EXPERIMENTS.md.)
     auto retire = [&](float (&part)[Cfg::kAccum], const State& done) {
       release(done);
-      ptx::wgmma_fence_operands(part);
-#pragma unroll
-      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
-    };
-
-    // promotion every second k-block: a unit is two stages, waited for before either's wgmmas
-    using Pair = PairState<State>;
-    auto issue_pair = [&](float (&part)[Cfg::kAccum], const Pair& at) {
-      State next = at.s;
-      next.advance();
-      pipe.consumer_wait(at.s);
-      pipe.consumer_wait(next);
-      issue_k_block_pair<Cfg>(part, ptx::smem_u32(&s.a[at.s.stage]) + a_off,
-                              ptx::smem_u32(&s.b[at.s.stage]),
-                              ptx::smem_u32(&s.a[next.stage]) + a_off,
-                              ptx::smem_u32(&s.b[next.stage]));
-    };
-    auto retire_pair = [&](float (&part)[Cfg::kAccum], const Pair& done) {
-      State next = done.s;
-      next.advance();
-      release(done.s);
-      release(next);
       ptx::wgmma_fence_operands(part);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
@@ -386,13 +337,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             release);
         ptx::wgmma_fence_operands(acc);
       } else if constexpr (Cfg::kPromotes) {
-        if (Cfg::kPromoteEvery == 2 && kbs % 2 == 0) {
-          Pair ps{st};
-          gemm_common::pipelined_k_blocks(kbs / 2, ps, part0, part1, issue_pair, retire_pair);
-          st = ps.s;
-        } else {
-          gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
-        }
+        gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
       }
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
@@ -841,18 +786,27 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig)) {
     plan.config = kNarrowConfig;
   }
+  // NOTE: tiles of twice 128 x 128 (configs 6 and 7) pay where they fill 3/4 of the SMs and
+  // their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends the
+  // call): two of their rounds against at most 33/32 of one round of config 1, as one of
+  // them took 0.98 of the time of two 128 x 128 tiles at 1024 x 4096 x 4096 and 4096^3. At
+  // 768 x 8192 x 4096 (two rounds of 192 tiles against three of 384) they measured 50.1
+  // against 41.9 us (EXPERIMENTS.md, "Uniform registers").
+  const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
+  const auto twice_tiles_pay = [&](int config) {
+    return fills(tiles_of(config)) && 64 * rounds(config) <= 33 * rounds(1);
+  };
   // NOTE: fast accumulation frees the promotion's registers for 128 x 256 tiles (config 6),
-  // taken where they fill 3/4 of the SMs: measured faster than 128 x 128 or 64 x 128 tiles
-  // there (EXPERIMENTS.md, "The plan's rules").
+  // measured faster than 128 x 128 or 64 x 128 tiles where they pay (EXPERIMENTS.md, "The
+  // plan's rules").
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::fast &&
-      !small_m_config(plan.config) && fills(tiles_of(kWideConfig))) {
+      !small_m_config(plan.config) && twice_tiles_pay(kWideConfig)) {
     plan.config = kWideConfig;
   }
-  // NOTE: promotion on 256 x 128 tiles in two waves (config 7) where they fill 3/4 of the
-  // SMs and D's rows are whole 16-byte chunks (N a multiple of 8; gemm_fp8 also needs D's
-  // pitch to be).
-  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
-      plan.config == 1 && n % 8 == 0 && fills(tiles_of(kWavesConfig))) {
+  // NOTE: promotion on 256 x 128 tiles in two waves (config 7) where they pay and D's rows
+  // are whole 16-byte chunks (N a multiple of 8; gemm_fp8 also needs D's pitch to be).
+  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
+      n % 8 == 0 && twice_tiles_pay(kWavesConfig)) {
     plan.config = kWavesConfig;
   }
   check_config_tuning(plan.config, tuning);

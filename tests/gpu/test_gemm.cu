@@ -115,7 +115,7 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   // accumulation error: they sum the products of each wgmma with about 14 bits kept (seen on
   // H200, 2026-11-22: element errors up to 2^-12.4 of sum |a b|, clustered near 2^-13, at
   // K = 48 as at K = 4096, with 128-deep partials), so the slack is 2^-11 of sum |a b|; the
-  // 128-row configurations sum 256-deep partials since 2026-11-22 and pass the same bound. A
+  // two-wave configuration (7) sums 256-deep partials and passes the same bound. A
   // wrong product or tile is of the order of sum |a b| / sqrt(K) or more, and the aggregate
   // check below stays tight.
   // NOTE: GemmAccumulation::fast keeps the running sum in the tensor cores' accumulator, each

@@ -87,6 +87,16 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132, fast).config, 8);    // small M, 128-row tiles
   EXPECT_EQ(gemm_fp8_plan(16, 8192, 8192, 132, fast).config, 3);     // small M
   EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132).config, 7);  // promoted: two-wave 256 x 128 tiles
+  // tiles of twice 128 x 128 (configurations 6 and 7) only where their rounds on the SMs are
+  // no longer than 128 x 128 tiles' (two of theirs against up to 33/32 of one)
+  EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132).config, 1);        // 2 rounds of 192 vs 3 of 384
+  EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132, fast).config, 1);  // the same for 128 x 256
+  EXPECT_EQ(gemm_fp8_plan(1024, 4096, 4096, 132).config, 7);       // 1 round of 128 vs 2 of 256
+  EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132).config, 7);       // 16 rounds vs 32
+  EXPECT_EQ(gemm_fp8_plan(8192, 10240, 8192, 132).config, 7);      // 20 rounds vs 39
+  EXPECT_EQ(gemm_fp8_plan(8192, 10240, 8192, 132, fast).config, 6);
+  EXPECT_EQ(gemm_fp8_plan(4096, 7168, 2048, 132).config, 7);  // 7 rounds vs 14
+  EXPECT_EQ(gemm_fp8_plan(2304, 8192, 4096, 132).config, 1);  // 5 rounds of 576 vs 9 of 1152
   wide.splits = 2;
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, wide); }), "tuning.splits");
   EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, wide); }), "tuning.splits");
