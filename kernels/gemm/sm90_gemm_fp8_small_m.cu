@@ -203,7 +203,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < C::kAccum; ++i) acc[i] = 0.0f;
   const std::uint32_t tid = threadIdx.x % 128;
 
-  if (threadIdx.x < 128) {
+  // NOTE: the role read through lane 0, so that ptxas knows the branch is warp-uniform and
+  // keeps the consumer's ring state and wgmma descriptors in uniform registers
+  if (__shfl_sync(0xffffffffu, threadIdx.x, 0) < 128) {
     // ---- producer: one thread streams this CTA's share of B, and A beside it -----------
     if (threadIdx.x == 0) {
       State st;
