@@ -790,8 +790,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends the
   // call): two of their rounds against at most 33/32 of one round of config 1, as one of
   // them took 0.98 of the time of two 128 x 128 tiles at 1024 x 4096 x 4096 and 4096^3. At
-  // 768 x 8192 x 4096 (two rounds of 192 tiles against three of 384) they measured 50.1
-  // against 41.9 us (EXPERIMENTS.md, "Uniform registers").
+  // 768 x 8192 x 4096 (two rounds of 192 tiles against three of 384) they measured 49.4
+  // against 40.8 us in one run (EXPERIMENTS.md, "Uniform registers").
   const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
   const auto twice_tiles_pay = [&](int config) {
     return fills(tiles_of(config)) && 64 * rounds(config) <= 33 * rounds(1);
