@@ -254,17 +254,19 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
   }
   run_case({1000, 1032, 512, 1, 0, DataType::float16, 32, true, kFast}, 501u);  // TMA stores
   run_case({1100, 1500, 256, -1, 0, DataType::bfloat16, 0, true, kFast}, 502u);
-  // 128 x 256 tiles: D through TMA in four 64-column passes (a last tile 8 columns wide, rows
-  // past M, padded rows), with plain stores (odd N), several tiles per CTA, K = 16
+  // 128 x 256 tiles: D through TMA as four 64-column boxes in two buffers (a last tile 8
+  // columns wide, rows past M, padded rows), with plain stores (odd N), more tiles than SMs
+  // (143: a CTA's next tile reuses the buffers its last stores read), K = 16
   run_case({1000, 1032, 512, 6, 0, DataType::float16, 32, true, kFast}, 503u);
   run_case({333, 777, 4096, 6, 1, DataType::bfloat16, 0, true, kFast}, 504u);
   run_case({1100, 2600, 256, 6, 0, DataType::bfloat16, 0, true, kFast}, 505u);
   run_case({7, 300, 16, 6, 0, DataType::float16, 0, false, kFast}, 506u);
+  run_case({1400, 3300, 256, 6, 0, DataType::bfloat16, 0, true, kFast}, 508u);
   run_case({1024, 4096, 256, -1, 0, DataType::bfloat16, 0, true, kFast}, 507u);  // chosen
 }
 
-// Small enough for compute-sanitizer: the 128 x 256 tiles' epilogue (four 64-column passes
-// through one staged box, each waiting for the last pass's stores to read it; a partial and
+// Small enough for compute-sanitizer: the 128 x 256 tiles' epilogue (four 64-column boxes
+// through two buffers, each reused once the store two boxes back has read it; a partial and
 // a skipped box; padded rows) and their plain-store path, and a fast 128 x 128 tile beside.
 TEST(GemmFastAccumulation, WideTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
