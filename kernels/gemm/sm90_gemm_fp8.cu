@@ -775,15 +775,22 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
   }
+  const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
   // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
   // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
   // their rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams),
   // 256 x 5120 x 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us
-  // at N = 10240, K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles").
+  // at N = 10240, K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles"). So do 128 x
+  // 128 tiles in two rounds where 128 x 80 ones take two rounds too (the second round of 128
+  // x 128 tiles is then at most about a quarter full): 640 x 4096 x 4096 25.0 against 27.4
+  // us, 1280 x 2048 x 4096 26.0 against 28.4 (EXPERIMENTS.md, "Uniform registers").
   const auto narrow_rows = static_cast<std::uint64_t>(kConfigs[kNarrowConfig].block_m);
   const bool rows_filled = m % narrow_rows == 0 || 4 * (m % narrow_rows) > 3 * narrow_rows;
-  if (tuning.config < 0 && plan.config == 1 && rows_filled && !fills(tiles_of(1)) &&
-      fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig)) {
+  const bool narrow_one_round =
+      !fills(tiles_of(1)) && fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig);
+  const bool narrow_two_rounds = rounds(1) == 2 && rounds(kNarrowConfig) == 2;
+  if (tuning.config < 0 && plan.config == 1 && rows_filled &&
+      (narrow_one_round || narrow_two_rounds)) {
     plan.config = kNarrowConfig;
   }
   // NOTE: tiles of twice 128 x 128 (configs 6 and 7) pay where they fill 3/4 of the SMs and
@@ -792,7 +799,6 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // them took 0.98 of the time of two 128 x 128 tiles at 1024 x 4096 x 4096 and 4096^3. At
   // 768 x 8192 x 4096 (two rounds of 192 tiles against three of 384) they measured 49.4
   // against 40.8 us in one run (EXPERIMENTS.md, "Uniform registers").
-  const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
   const auto twice_tiles_pay = [&](int config) {
     return fills(tiles_of(config)) && 64 * rounds(config) <= 33 * rounds(1);
   };

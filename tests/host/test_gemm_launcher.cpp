@@ -419,6 +419,13 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   fast.accumulation = GemmAccumulation::fast;
   EXPECT_EQ(gemm_fp8_plan(128, 10240, 8192, 132, fast).config, 9);  // 40 of 128 x 256
   EXPECT_EQ(gemm_fp8_plan(256, 5120, 8192, 132).config, 9);         // 80 of 128 x 128, 128 of 80
+  // two rounds of 128 x 128 tiles where 128 x 80 ones also take two (M filling their rows)
+  EXPECT_EQ(gemm_fp8_plan(640, 4096, 4096, 132).config, 9);  // 160 tiles, 260 of 80
+  EXPECT_EQ(gemm_fp8_plan(640, 4096, 4096, 132, fast).config, 9);
+  EXPECT_EQ(gemm_fp8_plan(1280, 2048, 4096, 132).config, 9);        // 160 tiles, 260 of 80
+  EXPECT_EQ(gemm_fp8_plan(1664, 2048, 4096, 132).config, 7);        // 338 of 80: 3 rounds
+  EXPECT_EQ(gemm_fp8_plan(768, 4096, 4096, 132).config, 1);         // 192 tiles, 312 of 80
+  EXPECT_EQ(gemm_fp8_plan(660, 4096, 4096, 132).config, 1);         // 660 mod 128 = 20 rows
   EXPECT_EQ(gemm_fp8_plan(97, 10240, 8192, 132).config, 9);         // 97 of 128 rows
   EXPECT_EQ(gemm_fp8_plan(96, 10240, 8192, 132).config, 1);         // 96: 3/4 of 128 rows, not more
   EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);        // 160 of 128 x 128: two rounds
