@@ -753,7 +753,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const bool small_m_wide = m <= 64 && tuning.splits <= 1 && small_m_ctas > sm_count;
   // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
   // gives way to one whose tiles fit in one (measured, EXPERIMENTS.md).
-  const auto one_round = [&](int config) { return tiles_of(config) <= sm_count; };
+  // rounds of a configuration's tiles on the SMs (a CTA's last round ends the call)
+  const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
+  const auto one_round = [&](int config) { return rounds(config) == 1; };
   const int mid_m = fills(tiles_of(0)) ? (!one_round(0) && one_round(1) ? 1 : 0)
                                        : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
   plan.config = tuning.config >= 0         ? tuning.config
@@ -775,7 +777,6 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
   }
-  const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
   // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
   // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
   // their rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams),
