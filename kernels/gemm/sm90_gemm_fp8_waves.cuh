@@ -266,18 +266,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             take_turn(first && v == 0);
             ptx::wgmma_fence_operands(part);
             ptx::wgmma_fence_sync_aligned();
+            const bool last_wave = v == Cfg::kWaves - 1;  // (v is unrolled: a constant)
             k_block_wgmmas<Cfg::kBlockN, true>(part, a_rows(at, v), b_rows(at));
+            // NOTE: the last wave's wgmmas are the stages' last readers. It commits a pair's
+            // k-blocks as two groups, so that the first stage goes back to the producer once
+            // its own wgmmas are done, a quarter of a step before the second: its loads then
+            // have that much longer to land (3-6% at M = 8192; EXPERIMENTS.md).
+            if (kCount == 2 && last_wave) ptx::wgmma_commit_group_sync_aligned();
             if constexpr (kCount == 2) {
               k_block_wgmmas<Cfg::kBlockN, false>(part, a_rows(next, v), b_rows(next));
             }
             ptx::wgmma_commit_group_sync_aligned();
-            pass_turn(last && v == Cfg::kWaves - 1);
-            ptx::wgmma_wait_group_sync_aligned<0>();
-            // the last wave's wgmmas have read the stages: hand them back before adding
-            if (v == Cfg::kWaves - 1) {
+            pass_turn(last && last_wave);
+            if (kCount == 2 && last_wave) {
+              ptx::wgmma_wait_group_sync_aligned<1>();
               release(at);
-              if constexpr (kCount == 2) release(next);
             }
+            ptx::wgmma_wait_group_sync_aligned<0>();
+            // hand the (last) stage back before adding
+            if (last_wave) release(kCount == 2 ? next : at);
             // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than
             // fp32; adding each 256-deep partial into fp32 registers keeps long sums accurate.
             ptx::wgmma_fence_operands(part);
