@@ -251,16 +251,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
         for (int v = 0; v < Cfg::kWaves; ++v) ptx::wgmma_fence_operands(sums[v]);
       } else {
-        // Count (1 or 2) k-blocks from `at`: per wave, their wgmmas into the partial (one
-        // group, in turn), wait, free the stages after the last wave's, add the partial into
-        // the wave's sums. NOTE: 256-deep partials (two k-blocks) halve the promotions and
+        // Count (1 or 2) k-blocks from `at`: per wave, their wgmmas into the partial (in
+        // turn), wait, free the stages after the last wave's, add the partial into the
+        // wave's sums. NOTE: 256-deep partials (two k-blocks) halve the promotions and
         // the turns; a tile's odd last k-block goes alone.
         const auto promote_k_blocks = [&](const State& at, auto count, bool first, bool last) {
           constexpr int kCount = decltype(count)::value;
           State next = at;
           next.advance();
           pipe.consumer_wait(at);
-          if constexpr (kCount == 2) pipe.consumer_wait(next);
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
             take_turn(first && v == 0);
@@ -271,9 +270,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             // NOTE: the last wave's wgmmas are the stages' last readers. It commits a pair's
             // k-blocks as two groups, so that the first stage goes back to the producer once
             // its own wgmmas are done, a quarter of a step before the second: its loads then
-            // have that much longer to land (3-6% at M = 8192; EXPERIMENTS.md).
-            if (kCount == 2 && last_wave) ptx::wgmma_commit_group_sync_aligned();
+            // have that much longer to land (3-6% at M = 8192). The first wave does the same
+            // to start on the first stage before the second has landed (about 1% more at
+            // large K; EXPERIMENTS.md). No wait stands between the wgmmas of one group.
+            if (kCount == 2 && (v == 0 || last_wave)) ptx::wgmma_commit_group_sync_aligned();
             if constexpr (kCount == 2) {
+              if (v == 0) pipe.consumer_wait(next);
               k_block_wgmmas<Cfg::kBlockN, false>(part, a_rows(next, v), b_rows(next));
             }
             ptx::wgmma_commit_group_sync_aligned();
