@@ -783,8 +783,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // 256 x 5120 x 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us
   // at N = 10240, K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles"). So do 128 x
   // 128 tiles in two rounds where 128 x 80 ones take two rounds too (the second round of 128
-  // x 128 tiles is then at most about a quarter full): 640 x 4096 x 4096 25.0 against 27.4
-  // us, 1280 x 2048 x 4096 26.0 against 28.4 (EXPERIMENTS.md, "Uniform registers").
+  // x 128 tiles is then at most about a quarter full): 640 x 4096 x 4096 25.0 against 27.6
+  // us, 1280 x 2048 x 4096 26.0 against 28.0 (EXPERIMENTS.md, "Uniform registers").
   const auto narrow_rows = static_cast<std::uint64_t>(kConfigs[kNarrowConfig].block_m);
   const bool rows_filled = m % narrow_rows == 0 || 4 * (m % narrow_rows) > 3 * narrow_rows;
   const bool narrow_one_round =
