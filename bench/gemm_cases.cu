@@ -142,7 +142,7 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
       continue;
     }
     v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
-    if (name == "m256n128" || name == "m128n128") {  // both modes: against configuration 6
+    if (name == "m256n128" || name == "m128n256w" || name == "m128n128") {  // both modes
       GemmTuning fast{c, 0};
       fast.accumulation = GemmAccumulation::fast;
       v.push_back({"tmakit-fast:c" + std::to_string(c), fast});
@@ -411,11 +411,12 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
   atomicAdd(&sums[1], ref * ref);
 }
 
-// The accumulation slack of the check: 2^-11 of sum |a b| with promotion; with fast
-// accumulation 2^-13 per 32 of K, at least that (the GPU tests' bound, tests/gpu/test_gemm.cu).
+// The accumulation slack of the check, as include/tmakit/kernels/gemm.hpp documents it: 2^-10
+// of sum |a b| with promotion (256-deep partials at most); with fast accumulation 2^-13 per
+// 32 of K, at least 2^-11 (tests/gpu/test_gemm.cu holds each configuration to its own).
 double accumulation_slack(bool fast, std::uint64_t k) {
   return fast ? std::max(1.0 / 2048, std::ldexp(static_cast<double>((k + 31) / 32), -13))
-              : 1.0 / 2048;
+              : 1.0 / 1024;
 }
 
 // The wrong elements of 2048 samples, and their relative Frobenius error (|D - ref| / |ref|

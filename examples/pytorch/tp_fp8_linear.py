@@ -11,7 +11,7 @@ stays a kernel library: the distribution is PyTorch's.
 one GPU (the same quantised operands) and with the exact product of those operands: each
 output column comes from the same row of W and the same fp8 input, but the GEMM plans its
 tiles and the order of its partial sums by shape, so the two may differ within the error the
-GEMM documents (include/tmakit/kernels/gemm.hpp): one bf16 rounding plus 2^-11 of
+GEMM documents (include/tmakit/kernels/gemm.hpp): one bf16 rounding plus 2^-10 of
 sum |x w| per element. Exit 0 when every rank's result and the one-GPU result are within
 that bound of the exact product.
 """

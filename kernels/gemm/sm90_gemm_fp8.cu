@@ -471,6 +471,9 @@ constexpr int kWideConfig = 6;
 constexpr int kWavesConfig = 7;
 // Configuration 9, 128 x 80 tiles: where 128 x 128 ones would leave SMs idle.
 constexpr int kNarrowConfig = 9;
+// Configuration 10, 128 x 256 tiles in two waves along N: promotion at M <= 128 where they
+// fill the SMs.
+constexpr int kWavesNConfig = 10;
 const ConfigFacts kConfigs[] = {
     facts<Config0>("m64n128"),
     facts<Config1>("m128n128"),
@@ -486,7 +489,9 @@ const ConfigFacts kConfigs[] = {
     {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false, false, nullptr,
      &launch_gemm_fp8_waves_bf16, &launch_gemm_fp8_waves_fp16},
     {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr, nullptr},
-    facts<Config9>("m128n80")};
+    facts<Config9>("m128n80"),
+    {"m128n256w", kWavesNBlockM, kWavesNBlockN, kWavesDBoxCols, true, false, false, nullptr,
+     &launch_gemm_fp8_waves_n_bf16, &launch_gemm_fp8_waves_n_fp16}};
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
@@ -815,6 +820,16 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
       n % 8 == 0 && twice_tiles_pay(kWavesConfig)) {
     plan.config = kWavesConfig;
+  }
+  // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay
+  // and M fills more than 3/4 of their rows, in place of 64 x 128 or 128 x 128 tiles: 128 x
+  // 28672 x 8192 88.2 against 94.0 us on H100 (65.5-66.3 against 78.7-79.9 on H200), 128 x
+  // 57344 x 8192 167.3 against 170.4 (in streams on H200 132.5 against 146-149)
+  // (EXPERIMENTS.md, "128 x 256 tiles in two waves along N").
+  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
+      !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 &&
+      twice_tiles_pay(kWavesNConfig)) {
+    plan.config = kWavesNConfig;
   }
   check_config_tuning(plan.config, tuning);
   const ConfigFacts& c = kConfigs[plan.config];

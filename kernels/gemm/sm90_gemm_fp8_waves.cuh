@@ -3,19 +3,21 @@
 //
 // Why another kernel: promotion keeps two sets of registers per output (the fp32 sums and the
 // partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8.cu) stops at
-// 128 x 128 tiles. Here each math warpgroup owns Waves x 64 rows of the tile and runs them as
-// waves through ONE partial-product set: per pair of k-blocks, wave w's wgmmas write the
-// partial, the warpgroup waits for them and adds the partial into wave w's sums, then wave
-// w + 1 reuses the registers. 256 x 128 tiles (two waves) so cost 2 x 64 sums + 64 partials
-// per thread, what 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M
-// MACs instead of 32 KB per 2 M. A warpgroup's tensor-core work pauses while it adds, so the
-// two math warpgroups take turns issuing: one adds while the other's wgmmas run.
+// 128 x 128 tiles. Here each math warpgroup owns Waves waves of 64 rows x 128 columns of the
+// tile and runs them through ONE partial-product set: per pair of k-blocks, wave w's wgmmas
+// write the partial, the warpgroup waits for them and adds the partial into wave w's sums,
+// then wave w + 1 reuses the registers. Two waves so cost 2 x 64 sums + 64 partials per
+// thread, what 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M MACs
+// instead of 32 KB per 2 M: down M they make 256 x 128 tiles (configuration 7), along N
+// 128 x 256 ones (configuration 10, for M <= 128). A warpgroup's tensor-core work pauses
+// while it adds, so the two math warpgroups take turns issuing: one adds while the other's
+// wgmmas run.
 //
 // Roles: warpgroup 0 is the producer (one thread streams A and B boxes into a ring of stages
 // through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. Persistent: each CTA
 // walks output tiles in the tiled kernels' rasterised order (sm90_gemm_schedule.cuh). The
 // epilogue stages D in shared memory (128B swizzle, stmatrix) and stores it with TMA, one
-// 64-row wave at a time per warpgroup. See README.md beside this file.
+// wave at a time per warpgroup. See README.md beside this file.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -36,22 +38,30 @@
 
 namespace tmakit::detail::gemm {
 
-// Waves x 64 rows per math warpgroup (two of them), BlockN columns, Stages deep.
-template <int Waves, int BlockN, int Stages>
+// Where a math warpgroup's waves lie in the tile: down M (wave v is rows 64 v further) or
+// along N (wave v is columns WaveN v further, the same 64 rows).
+enum class WaveAxis { m, n };
+
+// Two math warpgroups, each running Waves waves of 64 rows x WaveN columns; Stages deep. Waves
+// down M make a (128 Waves) x WaveN tile, waves along N a 128 x (WaveN Waves) one.
+template <int Waves, int WaveN, int Stages, WaveAxis Axis = WaveAxis::m>
 struct WaveConfig {
   static constexpr int kWaves = Waves;
+  static constexpr WaveAxis kAxis = Axis;
   static constexpr int kMathWGs = 2;
-  static constexpr int kBlockM = 64 * kMathWGs * Waves;
-  static constexpr int kBlockN = BlockN;
+  static constexpr int kWaveN = WaveN;
+  static constexpr int kWgRows = Axis == WaveAxis::m ? 64 * Waves : 64;  // per math warpgroup
+  static constexpr int kBlockM = kMathWGs * kWgRows;
+  static constexpr int kBlockN = Axis == WaveAxis::m ? WaveN : WaveN * Waves;
   static constexpr int kStages = Stages;
   static constexpr int kThreads = 128 * (1 + kMathWGs);  // producer warpgroup first
-  static constexpr int kPartial = BlockN / 2;            // fp32 registers per wave per thread
+  static constexpr int kPartial = WaveN / 2;             // fp32 registers per wave per thread
   // K-major boxes of one k-block: 128 bytes of K x the tile's rows, 128B swizzle
   using ATile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, kBlockM>;
-  using BTile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, BlockN>;
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, kBlockN>;
   // D's TMA-store box: 64 columns (one 128-byte span of bf16 / fp16) x one wave's 64 rows
   static constexpr int kDBoxCols = 64;
-  static constexpr int kDBoxes = BlockN / kDBoxCols;
+  static constexpr int kDBoxes = WaveN / kDBoxCols;
   // NOTE: setmaxnreg moves registers from the producer (which needs few) to the math
   // warpgroups: 128 * 40 + 256 * 232 = 64512 of the SM's 65536.
   static constexpr int kProducerRegs = 40;
@@ -61,13 +71,15 @@ struct WaveConfig {
 };
 // 256 x 128 tiles (configuration 7): 48 KB per stage, 4 deep.
 using WaveConfig256x128 = WaveConfig<2, 128, 4>;
+// 128 x 256 tiles, the waves along N: the same stage bytes and registers
+using WaveConfig128x256 = WaveConfig<2, 128, 4, WaveAxis::n>;
 
 template <class Cfg, class T>
 struct alignas(1024) WaveStorage {
   using DTile = Tile<T, Swizzle::bytes128, Cfg::kDBoxCols, 64>;
   typename Cfg::ATile::Buffer a[Cfg::kStages];  // 1024-aligned: the swizzle repeat (D2)
   typename Cfg::BTile::Buffer b[Cfg::kStages];
-  // per math warpgroup: one wave's 64 x BlockN of D, as kDBoxes boxes of 64 x 64
+  // per math warpgroup: one wave's 64 x WaveN of D, as kDBoxes boxes of 64 x 64
   typename DTile::Buffer d[Cfg::kMathWGs][Cfg::kDBoxes];
   PipelineBarriers<Cfg::kStages> bars;
 };
@@ -93,7 +105,7 @@ __device__ __forceinline__ void k_block_wgmmas(float (&acc)[N / 2], std::uint32_
   }
 }
 
-// One wave's 64 x BlockN sums (wgmma's fragment layout: register 4j + 2h + e of lane l in warp
+// One wave's 64 x WaveN sums (wgmma's fragment layout: register 4j + 2h + e of lane l in warp
 // w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled and rounded once, into the
 // warpgroup's staging boxes (128B swizzle: a quarter-warp's eight rows land on eight distinct
 // 16-byte chunks, no bank conflicts), then stored by one thread with TMA, which clips rows
@@ -116,7 +128,7 @@ __device__ __forceinline__ void store_wave(const Params& p, const float (&sums)[
   const std::uint32_t mat = lane / 8;
   const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
 #pragma unroll
-  for (int j = 0; j < Cfg::kBlockN / 8; j += 2) {
+  for (int j = 0; j < Cfg::kWaveN / 8; j += 2) {
     const std::uint32_t col = 8 * (j + mat / 2);
     const std::uint32_t offset = DTile::offset_bytes(col % Cfg::kDBoxCols, row);
     ptx::stmatrix_x4(ptx::smem_u32(boxes[col / Cfg::kDBoxCols].bytes + offset),
@@ -145,7 +157,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_waves_kernel(const __grid_constant__ Params p) {
   using Storage = WaveStorage<Cfg, T>;
   static_assert(Cfg::kWaves >= 1 && Cfg::kWaves <= 2, "one or two waves per math warpgroup");
-  static_assert(Cfg::kBlockN % Cfg::kDBoxCols == 0, "D's tile is whole 64-column boxes");
+  static_assert(Cfg::kWaveN % Cfg::kDBoxCols == 0, "a wave of D is whole 64-column boxes");
   static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
   static_assert(Cfg::kRegsNeeded <= Cfg::kMathRegs,
                 "the sums of every wave and one partial must fit the math warpgroups' registers");
@@ -184,12 +196,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
     const float scale = gemm_common::kernel_scale(p.scale);
     // this warpgroup's rows of the tile: Waves x 64 consecutive rows
-    const std::uint32_t a_row0 = mw * 64 * Cfg::kWaves;
+    const std::uint32_t a_row0 = mw * Cfg::kWgRows;
+    constexpr bool kDownM = Cfg::kAxis == WaveAxis::m;
+    // wave v's rows of the stage's A and B boxes: 128 bytes per row, 8-row groups 1024 bytes
+    // apart (whole 64-row steps keep the swizzle's 1024-byte alignment)
     const auto a_rows = [&](const State& at, int v) {
-      // rows a_row0 + 64 v of the stage: 128 bytes per row, 8-row groups 1024 bytes apart
-      return ptx::smem_u32(s.a[at.stage].bytes) + (a_row0 + 64 * v) * gemm_common::kBlockK;
+      const std::uint32_t row = a_row0 + (kDownM ? 64 * v : 0);
+      return ptx::smem_u32(s.a[at.stage].bytes) + row * gemm_common::kBlockK;
     };
-    const auto b_rows = [&](const State& at) { return ptx::smem_u32(s.b[at.stage].bytes); };
+    const auto b_rows = [&](const State& at, int v) {
+      const std::uint32_t row = kDownM ? 0 : Cfg::kWaveN * v;
+      return ptx::smem_u32(s.b[at.stage].bytes) + row * gemm_common::kBlockK;
+    };
     const auto release = [&](const State& at) {
       if (warp_leader) pipe.consumer_release(at);
     };
@@ -236,7 +254,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           ptx::wgmma_fence_sync_aligned();
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
-            k_block_wgmmas<Cfg::kBlockN, false>(sums[v], a_rows(st, v), b_rows(st));
+            k_block_wgmmas<Cfg::kWaveN, false>(sums[v], a_rows(st, v), b_rows(st, v));
           }
           ptx::wgmma_commit_group_sync_aligned();
           if (kb > w.kb_begin) {
@@ -266,7 +284,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             ptx::wgmma_fence_operands(part);
             ptx::wgmma_fence_sync_aligned();
             const bool last_wave = v == Cfg::kWaves - 1;  // (v is unrolled: a constant)
-            k_block_wgmmas<Cfg::kBlockN, true>(part, a_rows(at, v), b_rows(at));
+            k_block_wgmmas<Cfg::kWaveN, true>(part, a_rows(at, v), b_rows(at, v));
             // NOTE: the last wave's wgmmas are the stages' last readers. It commits a pair's
             // k-blocks as two groups, so that the first stage goes back to the producer once
             // its own wgmmas are done, a quarter of a step before the second: its loads then
@@ -276,7 +294,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             if (kCount == 2 && (v == 0 || last_wave)) ptx::wgmma_commit_group_sync_aligned();
             if constexpr (kCount == 2) {
               if (v == 0) pipe.consumer_wait(next);
-              k_block_wgmmas<Cfg::kBlockN, false>(part, a_rows(next, v), b_rows(next));
+              k_block_wgmmas<Cfg::kWaveN, false>(part, a_rows(next, v), b_rows(next, v));
             }
             ptx::wgmma_commit_group_sync_aligned();
             pass_turn(last && last_wave);
@@ -310,10 +328,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           st.advance();
         }
       }
-      const std::int32_t col0 = w.tn * Cfg::kBlockN;
 #pragma unroll
       for (int v = 0; v < Cfg::kWaves; ++v) {
-        const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(a_row0) + 64 * v;
+        const std::int32_t row0 =
+            w.tm * Cfg::kBlockM + static_cast<std::int32_t>(a_row0) + (kDownM ? 64 * v : 0);
+        const std::int32_t col0 = w.tn * Cfg::kBlockN + (kDownM ? 0 : Cfg::kWaveN * v);
         store_wave<Cfg, T>(p, sums[v], scale, s.d[mw], row0, col0, wg_tid, 1 + mw);
       }
     }

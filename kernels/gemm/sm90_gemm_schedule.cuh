@@ -80,15 +80,22 @@ __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pi
   }
 }
 
-// The two-wave kernel (sm90_gemm_fp8_waves.cu): configuration 7, 256 x 128 tiles, both
-// accumulation modes, D through TMA stores only (its rows whole 16-byte chunks), K unsplit.
+// The two-wave kernel (sm90_gemm_fp8_waves.cu): configuration 7, 256 x 128 tiles (waves
+// down M), and configuration 10, 128 x 256 tiles (waves along N); both accumulation modes, D
+// through TMA stores only (its rows whole 16-byte chunks), K unsplit.
 // (params, grid, stream, overlap_launch, promote)
 inline constexpr int kWavesBlockM = 256;
 inline constexpr int kWavesBlockN = 128;
+inline constexpr int kWavesNBlockM = 128;
+inline constexpr int kWavesNBlockN = 256;
 inline constexpr int kWavesDBoxCols = 64;
 void launch_gemm_fp8_waves_bf16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
                                 bool promote);
 void launch_gemm_fp8_waves_fp16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
                                 bool promote);
+void launch_gemm_fp8_waves_n_bf16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                                  bool promote);
+void launch_gemm_fp8_waves_n_fp16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                                  bool promote);
 
 }  // namespace tmakit::detail::gemm

@@ -358,7 +358,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     amax needs no host synchronisation, and a CUDA graph replay reads the current value).
     alpha * scale_a * scale_b, for host values, must be a finite, nonzero float.
     ``accumulate``: "promoted" (default; the tensor cores' partial sums added into fp32 every
-    128 or 256 of K: element errors within 2^-11 of sum |a b|) or "fast" (the tensor cores
+    128 or 256 of K: element errors within 2^-10 of sum |a b|) or "fast" (the tensor cores
     accumulate across all of K, as torch._scaled_mm's use_fast_accum=True; the error grows
     with K). See kernels/gemm/README.md.
 

@@ -74,6 +74,14 @@ float out_to_float(DataType t, const std::uint8_t* p) {
   return __half2float(__half(raw));
 }
 
+// This GPU's SM count, as the launcher plans with it.
+int device_sm_count() {
+  int device = 0, sms = 0;
+  EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
+  EXPECT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  return sms;
+}
+
 // Runs one case; returns the relative Frobenius error (or a failure).
 void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
               std::vector<std::uint8_t>* out_bytes = nullptr) {
@@ -114,18 +122,24 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   // NOTE: one unit in the last place of the output type, plus the tensor cores' own fp8
   // accumulation error: they sum the products of each wgmma with about 14 bits kept (seen on
   // H200, 2026-11-22: element errors up to 2^-12.4 of sum |a b|, clustered near 2^-13, at
-  // K = 48 as at K = 4096, with 128-deep partials), so the slack is 2^-11 of sum |a b|; the
-  // two-wave configuration (7) sums 256-deep partials and passes the same bound. A
-  // wrong product or tile is of the order of sum |a b| / sqrt(K) or more, and the aggregate
-  // check below stays tight.
+  // K = 48 as at K = 4096, with 128-deep partials), up to 2^-13 of sum |a b| per wgmma (32
+  // of K) of a partial: 2^-11 for 128-deep partials, 2^-10 for the two-wave configurations'
+  // 256-deep ones (7 and 10; 2^-10.4 seen at K = 256, fp16 output, Gemm.TwoWaveAxesAgree's
+  // first case). A wrong product or tile is of the order of sum |a b| / sqrt(K) or more, and
+  // the aggregate check below stays tight.
   // NOTE: GemmAccumulation::fast keeps the running sum in the tensor cores' accumulator, each
   // wgmma (32 of K) adding with about 14 bits kept: up to 2^-13 of sum |a b| per 32 of K
   // (bounds the truncation of every addition by the whole sum's magnitude; measured errors
   // stay far below it, kernels/gemm/README.md), never less than the promoted slack.
+  const int config = c.config >= 0 ? c.config
+                                   : gemm_fp8_plan(c.m, c.n, c.k, device_sm_count(),
+                                                   {-1, c.splits, c.overlap, c.accumulation})
+                                         .config;
   const double slack =
       c.accumulation == GemmAccumulation::fast
           ? std::max(1.0 / 2048, std::ldexp(static_cast<double>((c.k + 31) / 32), -13))
-          : 1.0 / 2048;
+      : config == 7 || config == 10 ? 1.0 / 1024
+                                    : 1.0 / 2048;
   const double rounding = c.out == DataType::bfloat16 ? 1.0 / 128 : 1.0 / 1024;
   // sum |a b| per element, rows spread over the host's cores (the GPU tests' slowest part)
   std::vector<float> abs_a(c.m * c.k), abs_b(c.n * c.k);
@@ -216,6 +230,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (name == "smallm128") continue;  // M <= 64 only: GemmSmallM.TwoWavesOfB
     if (name == "m128n256") continue;  // fast accumulation only: GemmFastAccumulation below
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
+    if (name == "m128n256w") continue;  // N a multiple of 8 only: Gemm.TwoWavesAlongN
     for (int splits : {1, 3, 0, 32}) {
       run_case({129, 300, 4096, config, splits}, 7u + config * 10 + splits);
       run_case({200, 520, 1024, config, splits == 32 ? 8 : splits}, 99u + config + splits);
@@ -243,7 +258,7 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
       run_case({40, 333, 1040, config, 1, DataType::bfloat16, 0, true, kFast}, 302u);
       continue;
     }
-    if (name == "m256n128") continue;  // N a multiple of 8 only: TwoWaveTiles below
+    if (name == "m256n128" || name == "m128n256w") continue;  // Gemm.TwoWaveTiles, ...AlongN
     for (int splits : {1, 3, 0}) {
       if (unsplit && splits > 1) continue;
       run_case({129, 300, 4096, config, splits, DataType::bfloat16, 0, true, kFast},
@@ -689,6 +704,55 @@ TEST(Gemm, TwoWaveTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   run_case({300, 136, 1040, 7, 0, DataType::float16}, 830u);
   run_case({300, 136, 1040, 7, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 831u);
+}
+
+// Configuration 10, both modes: 128 x 256 tiles as two 128-column waves per math warpgroup,
+// taken by the plan at M <= 128 with many columns (asserted on a 132-SM plan; the call itself
+// uses this GPU's count). Rows past M (M = 100, a second warpgroup wholly past it at M = 60),
+// a second wave partly past N (N = 136, 200) and wholly past it (N = 128), K not a multiple
+// of 128 and a single k-block, padded rows, fp16 output, and more tiles than SMs (153).
+TEST(Gemm, TwoWavesAlongN) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  ASSERT_STREQ(gemm_config_name(gemm_fp8_plan(128, 25344, 512, 132).config), "m128n256w");
+  std::uint32_t seed = 870;
+  for (const Case& c :
+       {Case{128, 25344, 512, -1, 0}, Case{100, 200, 1040, 10, 0, DataType::float16},
+        Case{60, 136, 384, 10, 0}, Case{128, 128, 128, 10, 0},
+        Case{300, 600, 384, 10, 0, DataType::bfloat16, 32},
+        Case{1100, 4352, 256, 10, 0, DataType::float16}}) {
+    run_case(c, seed++);
+  }
+  constexpr auto kFast = GemmAccumulation::fast;
+  for (const Case& c : {Case{300, 136, 1040, 10, 0, DataType::float16, 0, true, kFast},
+                        Case{1100, 4352, 768, 10, 0, DataType::bfloat16, 0, false, kFast}}) {
+    run_case(c, seed++);
+  }
+}
+
+// Configurations 7 and 10 run each output's wgmmas and promotions in the same order (waves
+// down M or along N only place the tile): D bit-identical on the same inputs, both modes.
+TEST(Gemm, TwoWaveAxesAgree) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const Case& c :
+       {Case{1100, 4352, 256, 7, 0, DataType::float16},
+        Case{300, 600, 1040, 7, 0, DataType::bfloat16, 32},
+        Case{300, 600, 1040, 7, 0, DataType::float16, 0, true, GemmAccumulation::fast}}) {
+    std::vector<std::uint8_t> down_m, along_n;
+    run_case(c, 875u, nullptr, &down_m);
+    Case n = c;
+    n.config = 10;
+    run_case(n, 875u, nullptr, &along_n);
+    ASSERT_EQ(down_m.size(), along_n.size());
+    EXPECT_TRUE(down_m == along_n) << describe(c) << ": D differs between configurations 7 and 10";
+  }
+}
+
+// Configuration 10 at a size the sanitizers finish (scripts/gpu_check): a partial tile in M,
+// a second wave partly past N, an odd k-block count, both modes.
+TEST(Gemm, TwoWavesAlongNSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  run_case({130, 200, 1040, 10, 0, DataType::float16}, 880u);
+  run_case({100, 136, 384, 10, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 881u);
 }
 
 // Configuration 9 (128 x 80 tiles, D in two 40-column boxes): taken by the plan (asserted on

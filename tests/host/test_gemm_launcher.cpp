@@ -116,6 +116,16 @@ TEST(GemmLauncher, NamesTheArgument) {
             "tuning.config");
   EXPECT_NE(msg.find("16-byte chunks"), std::string::npos) << msg;
   EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, odd_d, {}, nullptr, {-1, 0}); }), "tuning.config");
+  // configuration 10 (128 x 256, two waves along N) the same
+  EXPECT_STREQ(gemm_config_name(10), "m128n256w");
+  EXPECT_EQ(refused(
+                [&] {
+                  gemm_fp8(o.a, o.b, odd_d, {}, nullptr, {10, 0});
+                },
+                &msg),
+            "tuning.config");
+  EXPECT_NE(msg.find("16-byte chunks"), std::string::npos) << msg;
+  EXPECT_EQ(gemm_fp8_plan(300, 600, 512, 132, {10, 0}).grid, 9u);  // 3 x 3 tiles
 }
 
 // The small-M configuration's own rules (M <= 128; clusters of 1, 2, 4 or 8 along K) are
@@ -430,6 +440,28 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(96, 10240, 8192, 132).config, 1);         // 96: 3/4 of 128 rows, not more
   EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);        // 160 of 128 x 128: two rounds
   EXPECT_EQ(gemm_fp8_plan(128, 10880, 8192, 132).config, 1);        // 136 of 128 x 80: two rounds
+  // M <= 128 with many columns: 128 x 256 tiles in two waves along N (promotion) where they
+  // fill 3/4 of the SMs, M fills more than 3/4 of their rows and N is a multiple of 8
+  const GemmPlan waves_n = gemm_fp8_plan(128, 28672, 8192, 132);
+  EXPECT_STREQ(gemm_config_name(waves_n.config), "m128n256w");
+  EXPECT_EQ(waves_n.tiles, 112);
+  EXPECT_EQ(waves_n.splits, 1);
+  EXPECT_EQ(waves_n.grid, 112u);
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).config, 10);  // 224 tiles: two rounds
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).grid, 132u);
+  EXPECT_EQ(gemm_fp8_plan(97, 25344, 4096, 132).config, 10);        // 99 tiles, 97 of 128 rows
+  EXPECT_EQ(gemm_fp8_plan(128, 25088, 4096, 132).config, 0);        // 98 < 99 tiles
+  EXPECT_EQ(gemm_fp8_plan(96, 57344, 8192, 132).config, 0);         // 96: 3/4 of the rows, not more
+  EXPECT_EQ(gemm_fp8_plan(128, 57340, 8192, 132).config, 0);        // N not a multiple of 8
+  EXPECT_EQ(gemm_fp8_plan(129, 57344, 8192, 132).config, 0);        // two tile rows
+  EXPECT_EQ(gemm_fp8_plan(128, 8192, 28672, 132).config, 0);        // 32 tiles
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132, fast).config, 6);  // fast: one wave of 256
+  EXPECT_EQ(gemm_fp8_plan(64, 57344, 8192, 132).config, 8);         // M <= 64: the small-M kernel
+  GemmTuning forced_fast{10, 0};
+  forced_fast.accumulation = GemmAccumulation::fast;
+  EXPECT_EQ(gemm_fp8_plan(128, 4096, 4096, 132, forced_fast).config, 10);  // both modes
+  EXPECT_EQ(gemm_fp8_plan(128, 4096, 4096, 132, {10, 0}).tiles, 16);
+  EXPECT_EQ(refused([&] { gemm_fp8_plan(128, 57344, 8192, 132, {10, 2}); }), "tuning.splits");
   EXPECT_EQ(gemm_fp8_plan(128, 10240, 8192, 132, {1, 0}).config, 1);  // forced
   // M <= 64 with more 64-row tiles of B than SMs: 128 rows of B per CTA (configuration 8),
   // never split
@@ -478,7 +510,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
     EXPECT_NE(msg.find("no longer built"), std::string::npos) << msg;
     EXPECT_NE(msg.find(gemm_config_name(retired)), std::string::npos) << msg;
   }
-  for (int built : {0, 1, 3, 5, 6, 7, 8}) EXPECT_TRUE(gemm_config_built(built)) << built;
+  for (int built : {0, 1, 3, 5, 6, 7, 8, 9, 10}) EXPECT_TRUE(gemm_config_built(built)) << built;
   EXPECT_FALSE(gemm_config_built(-1));
   EXPECT_FALSE(gemm_config_built(kGemmConfigs));
   // K = 16: one k-block, nothing to split

@@ -36,7 +36,9 @@ struct GemmScales {
 // How the fp32 sums are formed. The tensor cores' fp8 accumulation keeps fewer bits than
 // fp32 (about 14 below the largest term of a sum, kernels/gemm/README.md):
 //   promoted: each 128- or 256-deep partial sum of the tensor cores is added into fp32
-//     registers (cuBLASLt's default): element errors within 2^-11 of sum |a b| at any K.
+//     registers (cuBLASLt's default): element errors within 2^-10 of sum |a b| at any K
+//     (2^-13 per 32 of K in a partial: 2^-11 where the partials are 128 deep, every
+//     configuration but 7 and 10, whose two waves promote every 256 of K).
 //   fast: the tensor cores accumulate across all of K in their own accumulator, as cuBLASLt
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
 //     instructions, and the registers promotion needs go to 128 x 256 tiles (configuration
@@ -70,13 +72,15 @@ struct GemmTuning {
 };
 
 // Tile configuration ids (GemmTuning::config), 0..kGemmConfigs - 1.
-inline constexpr int kGemmConfigs = 10;
+inline constexpr int kGemmConfigs = 11;
 // "m64n128" (0), "m128n128" (1), "smallm" (3: M <= 128, operands swapped, K split over a
 // cluster), "m64n64" (5), "m128n256" (6: GemmAccumulation::fast only, no split of K),
 // "m256n128" (7: each math warpgroup runs 128 rows as two waves, no split of K, D's rows
 // whole 16-byte chunks: N and its pitch in elements multiples of 8), "smallm128" (8: the
 // small-M kernel on 128 rows of B per CTA, M <= 64, no split of K), "m128n80" (9: 128 x 80
-// tiles, for N whose 128-column tiles would leave SMs idle); "m128n128c2" (2) and
+// tiles, for N whose 128-column tiles would leave SMs idle), "m128n256w" (10: 128 x 256
+// tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M; M <= 128
+// with many columns); "m128n128c2" (2) and
 // "m128n144" (4) are retired (see gemm_config_built); "?" otherwise.
 const char* gemm_config_name(int config);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
