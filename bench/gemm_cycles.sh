@@ -23,18 +23,22 @@ if ((${#shapes[@]} == 0)); then
     8192x8192x28672 8192x57344x8192)
 fi
 for s in "${shapes[@]}"; do
-  [[ "$s" =~ ^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$ ]] || { echo "gemm_cycles: $s is not MxNxK" >&2; exit 1; }
+  if [[ ! "$s" =~ ^[1-9][0-9]*x[1-9][0-9]*x[1-9][0-9]*$ ]]; then
+    echo "gemm_cycles: $s is not MxNxK" >&2
+    exit 1
+  fi
 done
 command -v "$ncu" >/dev/null || { echo "gemm_cycles: $ncu not found (set NCU)" >&2; exit 1; }
 [ -x "$tmakit" ] || { echo "gemm_cycles: $tmakit not built (set TMAKIT)" >&2; exit 1; }
 # one kernel's SM cycles (max over SMs), its clock in GHz and the SM count, or "- - -"
+sm_count=device__attribute_multiprocessor_count
 cycles() {  # shape case kernel-regex
   local log="$log_dir/$1_$2.csv" m n k
   IFS=x read -r m n k <<<"$1"
   # NOTE: the bench declares the default mode's case before the fast one, so the first launch
   # the regex matches under --filter "<shape>/tmakit" is the default case's check
   "$ncu" --launch-count 1 -k "regex:$3" --csv --print-units base \
-    --metrics sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,device__attribute_multiprocessor_count \
+    --metrics "sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,$sm_count" \
     "$tmakit" bench --gemm-shape "$1" --filter "gemm/fp8/m${m}n${n}k${k}/$2" >"$log" 2>&1 || true
   awk -F'","' '
     function value(s) { gsub(/[",]/, "", s); return s }

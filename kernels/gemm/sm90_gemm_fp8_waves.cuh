@@ -3,8 +3,8 @@
 //
 // Why another kernel: promotion keeps two sets of registers per output (the fp32 sums and the
 // partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8.cu) stops at
-// 128 x 128 tiles. Here each math warpgroup owns Waves waves of 64 rows x 128 columns of the
-// tile and runs them through ONE partial-product set: per pair of k-blocks, wave w's wgmmas
+// 128 x 128 tiles. Here each math warpgroup owns Waves waves of 64 rows x WaveN columns of
+// the tile and runs them through ONE partial-product set: per pair of k-blocks, wave w's wgmmas
 // write the partial, the warpgroup waits for them and adds the partial into wave w's sums,
 // then wave w + 1 reuses the registers. Two waves so cost 2 x 64 sums + 64 partials per
 // thread, what 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M MACs
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const bool warp_leader = (threadIdx.x % 32) == 0;
     // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
     const float scale = gemm_common::kernel_scale(p.scale);
-    // this warpgroup's rows of the tile: Waves x 64 consecutive rows
+    // this warpgroup's first row of the tile (kWgRows consecutive rows)
     const std::uint32_t a_row0 = mw * Cfg::kWgRows;
     constexpr bool kDownM = Cfg::kAxis == WaveAxis::m;
     // wave v's rows of the stage's A and B boxes: 128 bytes per row, 8-row groups 1024 bytes
