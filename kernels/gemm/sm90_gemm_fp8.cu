@@ -821,13 +821,15 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       n % 8 == 0 && twice_tiles_pay(kWavesConfig)) {
     plan.config = kWavesConfig;
   }
-  // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay
-  // and M fills more than 3/4 of their rows, in place of 64 x 128 or 128 x 128 tiles: 128 x
-  // 28672 x 8192 88.2 against 94.0 us on H100 (65.5-66.3 against 78.7-79.9 on H200), 128 x
-  // 57344 x 8192 167.3 against 170.4 (in streams on H200 132.5 against 146-149)
+  // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay,
+  // M fills more than 3/4 of their rows and K is 4096 or more, in place of 64 x 128 or 128 x
+  // 128 tiles: 128 x 28672 x 8192 88.2 against 94.0 us on H100 (65.5-66.3 against 78.7-79.9 on
+  // H200), 128 x 57344 x 8192 167.3 against 170.4 (in streams on H200 132.5 against 146-149),
+  // 128 x 28672 x 4096 48.1-48.6 against 50.2-50.3; at K = 2048 64 x 128 tiles stayed ahead
+  // at N = 57344 and 65536 (48.5-48.8 and 54.6-55.0 against 50.1-50.3 and 55.8-56.4)
   // (EXPERIMENTS.md, "128 x 256 tiles in two waves along N").
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
-      !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 &&
+      !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 && k_blocks >= 32 &&
       twice_tiles_pay(kWavesNConfig)) {
     plan.config = kWavesNConfig;
   }

@@ -441,7 +441,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);        // 160 of 128 x 128: two rounds
   EXPECT_EQ(gemm_fp8_plan(128, 10880, 8192, 132).config, 1);        // 136 of 128 x 80: two rounds
   // M <= 128 with many columns: 128 x 256 tiles in two waves along N (promotion) where they
-  // fill 3/4 of the SMs, M fills more than 3/4 of their rows and N is a multiple of 8
+  // fill 3/4 of the SMs, M fills more than 3/4 of their rows, N is a multiple of 8 and K at
+  // least 4096
   const GemmPlan waves_n = gemm_fp8_plan(128, 28672, 8192, 132);
   EXPECT_STREQ(gemm_config_name(waves_n.config), "m128n256w");
   EXPECT_EQ(waves_n.tiles, 112);
@@ -455,6 +456,9 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(128, 57340, 8192, 132).config, 0);        // N not a multiple of 8
   EXPECT_EQ(gemm_fp8_plan(129, 57344, 8192, 132).config, 0);        // two tile rows
   EXPECT_EQ(gemm_fp8_plan(128, 8192, 28672, 132).config, 0);        // 32 tiles
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 3968, 132).config, 0);        // 31 k-blocks
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 3969, 132).config, 10);       // 32, the last one partial
+  EXPECT_EQ(gemm_fp8_plan(128, 40960, 8192, 132).config, 0);        // 2 rounds, 3 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132, fast).config, 6);  // fast: one wave of 256
   EXPECT_EQ(gemm_fp8_plan(64, 57344, 8192, 132).config, 8);         // M <= 64: the small-M kernel
   GemmTuning forced_fast{10, 0};

@@ -80,7 +80,7 @@ inline constexpr int kGemmConfigs = 11;
 // small-M kernel on 128 rows of B per CTA, M <= 64, no split of K), "m128n80" (9: 128 x 80
 // tiles, for N whose 128-column tiles would leave SMs idle), "m128n256w" (10: 128 x 256
 // tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M; M <= 128
-// with many columns); "m128n128c2" (2) and
+// with many columns and K >= 4096); "m128n128c2" (2) and
 // "m128n144" (4) are retired (see gemm_config_built); "?" otherwise.
 const char* gemm_config_name(int config);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
