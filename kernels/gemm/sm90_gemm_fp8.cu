@@ -761,8 +761,16 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // rounds of a configuration's tiles on the SMs (a CTA's last round ends the call)
   const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
   const auto one_round = [&](int config) { return rounds(config) == 1; };
-  const int mid_m = fills(tiles_of(0)) ? (!one_round(0) && one_round(1) ? 1 : 0)
-                                       : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
+  // NOTE: and where M fills more than 3/4 of a second 128-row tile (224 < M <= 256), 128-row
+  // tiles whenever 64 x 128 ones take several rounds (configs 7 or 9 in their place where
+  // they pay): 256 x 57344 x 8192 196.3-197.0 against 230.9-232.7 us, 256 x 40960 x 4096
+  // 75.7-75.9 against 91.8, 256 x 28672 x 8192 107.1-107.8 (config 7) against 117.8-118.0;
+  // at M = 160 and 192 the 64 x 128 tiles stayed ahead (60.9 against 75.1-89.2 us at 160 x
+  // 32768 x 4096) (EXPERIMENTS.md, "128-row tiles at M = 256").
+  const bool rows_of_two_tiles = m > 224;
+  const int mid_m = fills(tiles_of(0))
+                        ? (!one_round(0) && (one_round(1) || rows_of_two_tiles) ? 1 : 0)
+                        : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
   plan.config = tuning.config >= 0         ? tuning.config
                 : small_m_wide             ? kSmallMWideConfig
                 : m <= 64 || small_m_fills ? kSmallMConfig

@@ -395,9 +395,11 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(127, 8192, 8192, 132).config, 0);
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(100, 7168, 7168, 132).config), "m64n128");  // K
   // 64 < M <= 256 otherwise: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64
-  // tiles (split K when those are still too few)
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(256, 16384, 2048, 132).config), "m64n128");
-  EXPECT_EQ(gemm_fp8_plan(256, 16384, 2048, 132).splits, 1);  // 512 tiles, 256 of 128 x 128
+  // tiles (split K when those are still too few); at 224 < M <= 256 128-row tiles once 64 x
+  // 128 ones take several rounds (here 256 x 128: one round of 128 against four of 512)
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(192, 16384, 2048, 132).config), "m64n128");
+  EXPECT_EQ(gemm_fp8_plan(192, 16384, 2048, 132).splits, 1);  // 384 tiles
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(256, 16384, 2048, 132).config), "m256n128");
   // ... and 128 x 128 tiles where 64 x 128 need two rounds and they need one
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(129, 7168, 2048, 132).config), "m128n128");
   const GemmPlan p128 = gemm_fp8_plan(128, 4096, 4096, 132);  // 64 tiles of 64 x 128
@@ -418,6 +420,14 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(192, 2112, 7168, 132).config, 5);  // 51 < 99: 99 of 64 x 64
   EXPECT_EQ(gemm_fp8_plan(192, 7168, 2048, 132).config, 1);  // 168 > 132, 112 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
+  // 224 < M <= 256: 128-row tiles wherever 64 x 128 ones take several rounds
+  EXPECT_EQ(gemm_fp8_plan(256, 57344, 8192, 132).config, 1);  // 7 rounds against 14
+  EXPECT_EQ(gemm_fp8_plan(240, 40960, 4096, 132).config, 1);
+  EXPECT_EQ(gemm_fp8_plan(256, 28672, 8192, 132).config, 7);  // 256 x 128: 2 rounds against 4
+  EXPECT_EQ(gemm_fp8_plan(256, 65536, 4096, 132).config, 7);
+  EXPECT_EQ(gemm_fp8_plan(224, 57344, 8192, 132).config, 0);  // 224: not more than 3/4
+  EXPECT_EQ(gemm_fp8_plan(192, 57344, 8192, 132).config, 0);
+  EXPECT_EQ(gemm_fp8_plan(256, 4096, 4096, 132).config, 0);  // one round of 64 x 128
   // 128 x 128 tiles in one round under 3/4 of the SMs: 128 x 80 ones where they fill the SMs
   // in one round and M fills 3/4 of their 128 rows
   const GemmPlan narrow = gemm_fp8_plan(128, 10240, 8192, 132);
