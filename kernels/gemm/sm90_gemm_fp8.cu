@@ -767,10 +767,22 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // 75.7-75.9 against 91.8, 256 x 28672 x 8192 107.1-107.8 (config 7) against 117.8-118.0;
   // at M = 160 and 192 the 64 x 128 tiles stayed ahead (60.9 against 75.1-89.2 us at 160 x
   // 32768 x 4096) (EXPERIMENTS.md, "128-row tiles at M = 256").
+  // NOTE: and in one row of 128-row tiles that M fills more than 3/4 (96 < M <= 128), 128 x
+  // 128 tiles where their rounds are no longer than half the 64 x 128 tiles' (33/32 of it):
+  // 128 x 28672 x 2048 26.4 against 27.9-28.0 us, 128 x 65536 x 2048 in streams 53.7 against
+  // 57.0-57.1, 112 x 49152 x 4096 in streams 75.3 against 82.1-82.3; where they are longer
+  // the 64 x 128 tiles stayed ahead (128 x 57344 x 2048 48.5-48.8 against 50.7-51.0, 128 x
+  // 36864 x 4096 61.8 against 66.1-66.2) (EXPERIMENTS.md, "128 x 256 tiles in two waves along
+  // N", the sweep around its rule).
   const bool rows_of_two_tiles = m > 224;
-  const int mid_m = fills(tiles_of(0))
-                        ? (!one_round(0) && (one_round(1) || rows_of_two_tiles) ? 1 : 0)
-                        : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
+  const bool one_row_filled = m > 96 && m <= 128;
+  const bool half_rounds = 64 * rounds(1) <= 33 * rounds(0);
+  const int mid_m =
+      fills(tiles_of(0))
+          ? (!one_round(0) && (one_round(1) || rows_of_two_tiles || (one_row_filled && half_rounds))
+                 ? 1
+                 : 0)
+          : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
   plan.config = tuning.config >= 0         ? tuning.config
                 : small_m_wide             ? kSmallMWideConfig
                 : m <= 64 || small_m_fills ? kSmallMConfig

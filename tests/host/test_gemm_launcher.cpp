@@ -420,6 +420,15 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(192, 2112, 7168, 132).config, 5);  // 51 < 99: 99 of 64 x 64
   EXPECT_EQ(gemm_fp8_plan(192, 7168, 2048, 132).config, 1);  // 168 > 132, 112 of 128 x 128
   EXPECT_EQ(gemm_fp8_plan(200, 1024, 4096, 132).config, 5);  // 32 tiles of 64 x 128
+  // 96 < M <= 128: 128 x 128 tiles where their rounds are at most (33/32 of) half the 64 x 128
+  // tiles' (the two-wave rules may then take their place)
+  EXPECT_EQ(gemm_fp8_plan(128, 28672, 2048, 132).config, 1);   // 2 rounds against 4
+  EXPECT_EQ(gemm_fp8_plan(128, 65536, 2048, 132).config, 1);   // 4 against 8
+  EXPECT_EQ(gemm_fp8_plan(112, 49152, 4096, 132).config, 1);   // 3 against 6
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 2048, 132).config, 0);   // 4 against 7
+  EXPECT_EQ(gemm_fp8_plan(128, 36864, 4096, 132).config, 0);   // 3 against 5
+  EXPECT_EQ(gemm_fp8_plan(96, 28672, 2048, 132).config, 0);    // 96: 3/4 of the rows, not more
+  EXPECT_EQ(gemm_fp8_plan(128, 28672, 4096, 132).config, 10);  // K >= 4096: configuration 10
   // 224 < M <= 256: 128-row tiles wherever 64 x 128 ones take several rounds
   EXPECT_EQ(gemm_fp8_plan(256, 57344, 8192, 132).config, 1);  // 7 rounds against 14
   EXPECT_EQ(gemm_fp8_plan(240, 40960, 4096, 132).config, 1);
