@@ -777,12 +777,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const bool rows_of_two_tiles = m > 224;
   const bool one_row_filled = m > 96 && m <= 128;
   const bool half_rounds = 64 * rounds(1) <= 33 * rounds(0);
-  const int mid_m =
-      fills(tiles_of(0))
-          ? (!one_round(0) && (one_round(1) || rows_of_two_tiles || (one_row_filled && half_rounds))
-                 ? 1
-                 : 0)
-          : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
+  const bool rows_128 =
+      !one_round(0) && (one_round(1) || rows_of_two_tiles || (one_row_filled && half_rounds));
+  const int mid_m = fills(tiles_of(0)) ? (rows_128 ? 1 : 0)
+                                       : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
   plan.config = tuning.config >= 0         ? tuning.config
                 : small_m_wide             ? kSmallMWideConfig
                 : m <= 64 || small_m_fills ? kSmallMConfig
