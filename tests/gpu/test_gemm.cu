@@ -707,10 +707,10 @@ TEST(Gemm, TwoWaveTilesSmall) {
 }
 
 // Configuration 10, both modes: 128 x 256 tiles as two 128-column waves per math warpgroup
-// (the shapes the plan gives it: GemmPlan's host tests). Rows past M (M = 100, a second warpgroup
-// wholly past it at M = 60), a second wave partly past N (N = 136, 200) and wholly past it (N =
-// 128), K not a multiple of 128 and a single k-block, padded rows, fp16 output, and more tiles than
-// SMs (153).
+// (the shapes the plan gives it: GemmPlan's host tests). Rows past M (M = 100; at M = 60 the
+// second warpgroup wholly past it), a second wave partly past N (N = 136, 200) and wholly
+// past it (N = 128), K not a multiple of 128 and a single k-block, padded rows, fp16 output,
+// and more tiles than SMs (153).
 TEST(Gemm, TwoWavesAlongN) {
   TMAKIT_SKIP_WITHOUT_GPU();
   std::uint32_t seed = 870;
