@@ -743,18 +743,15 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const auto fills = [&](std::int64_t ctas) {
     return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
   };
-  // NOTE: at 4096 < K <= 8192 only for M = 128, where no row of A is zero-filled: 128 x
-  // {6400, 7168, 8192} x 8192 measured 0.92-0.96x configuration 0's time in streams and the
-  // same call by call; M = 96 and 100 were 3 us slower call by call (EXPERIMENTS.md,
-  // "M = 128 at K = 8192")
+  // NOTE: at 4096 < K <= 8192 only for M = 128, where no row of A is zero-filled: the
+  // small-M kernel was ahead there and behind at M = 96-100 (EXPERIMENTS.md, "The plan's
+  // rules")
   const auto small_m_ctas = static_cast<std::int64_t>(
       (n + detail::kSmallMRowsB - 1) / static_cast<std::uint64_t>(detail::kSmallMRowsB));
   const bool small_m_fills = m <= 128 && (k <= 4096 || (m == 128 && k <= 8192)) &&
                              fills(small_m_ctas) && small_m_ctas <= sm_count;
   // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8), in one round
-  // or several (16 x 10240 x 8192 on 132 SMs: 80 CTAs against two rounds of 160; 16 x 28672
-  // x 4096: 224 against 448, 8% faster; kernels/gemm/EXPERIMENTS.md, "128 rows of B per
-  // small-M CTA" and "Configuration 8 past one round")
+  // or several: half the CTAs, and so half the rounds (EXPERIMENTS.md, "The plan's rules")
   const bool small_m_wide = m <= 64 && tuning.splits <= 1 && small_m_ctas > sm_count;
   // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
   // gives way to one whose tiles fit in one (measured, EXPERIMENTS.md).
@@ -763,17 +760,12 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const auto one_round = [&](int config) { return rounds(config) == 1; };
   // NOTE: and where M fills more than 3/4 of a second 128-row tile (224 < M <= 256), 128-row
   // tiles whenever 64 x 128 ones take several rounds (configs 7 or 9 in their place where
-  // they pay): 256 x 57344 x 8192 196.3-197.0 against 230.9-232.7 us, 256 x 40960 x 4096
-  // 75.7-75.9 against 91.8, 256 x 28672 x 8192 107.1-107.8 (config 7) against 117.8-118.0;
-  // at M = 160 and 192 the 64 x 128 tiles stayed ahead (60.9 against 75.1-89.2 us at 160 x
-  // 32768 x 4096) (EXPERIMENTS.md, "128-row tiles at M = 256").
+  // they pay): half as many tiles for the same work once the tiles are mostly full; at M =
+  // 160 and 192 they are not, and 64 x 128 tiles stayed ahead.
   // NOTE: and in one row of 128-row tiles that M fills more than 3/4 (96 < M <= 128), 128 x
-  // 128 tiles where their rounds are no longer than half the 64 x 128 tiles' (33/32 of it):
-  // 128 x 28672 x 2048 26.4 against 27.9-28.0 us, 128 x 65536 x 2048 in streams 53.7 against
-  // 57.0-57.1, 112 x 49152 x 4096 in streams 75.3 against 82.1-82.3; where they are longer
-  // the 64 x 128 tiles stayed ahead (128 x 57344 x 2048 48.5-48.8 against 50.7-51.0, 128 x
-  // 36864 x 4096 61.8 against 66.1-66.2) (EXPERIMENTS.md, "128 x 256 tiles in two waves along
-  // N", the sweep around its rule).
+  // 128 tiles where their rounds are no longer than half the 64 x 128 tiles' (33/32 of it);
+  // where they are longer the 64 x 128 tiles stayed ahead (EXPERIMENTS.md, "The plan's
+  // rules").
   const bool rows_of_two_tiles = m > 224;
   const bool one_row_filled = m > 96 && m <= 128;
   const bool half_rounds = 64 * rounds(1) <= 33 * rounds(0);
@@ -802,12 +794,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   }
   // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
   // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
-  // their rows: 128 x 10240 x 8192 36.4 against 38.8 us (33.9 against 37.9 in streams),
-  // 256 x 5120 x 8192 26.6 against 30.7; at M = 65 slower call by call (26.6 against 24.4 us
-  // at N = 10240, K = 4096), at M = 96 level (EXPERIMENTS.md, "128 x 80 tiles"). So do 128 x
-  // 128 tiles in two rounds where 128 x 80 ones take two rounds too (the second round of 128
-  // x 128 tiles is then at most about a quarter full): 640 x 4096 x 4096 25.0 against 27.6
-  // us, 1280 x 2048 x 4096 26.0 against 28.0 (EXPERIMENTS.md, "Uniform registers").
+  // their rows (at M = 65 they were slower, at M = 96 level). So do 128 x 128 tiles in two
+  // rounds where 128 x 80 ones take two rounds too: the second round of 128 x 128 tiles is
+  // then at most about a quarter full (EXPERIMENTS.md, "The plan's rules").
   const auto narrow_rows = static_cast<std::uint64_t>(kConfigs[kNarrowConfig].block_m);
   const bool rows_filled = m % narrow_rows == 0 || 4 * (m % narrow_rows) > 3 * narrow_rows;
   const bool narrow_one_round =
@@ -817,12 +806,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       (narrow_one_round || narrow_two_rounds)) {
     plan.config = kNarrowConfig;
   }
-  // NOTE: tiles of twice 128 x 128 (configs 6 and 7) pay where they fill 3/4 of the SMs and
-  // their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends the
-  // call): two of their rounds against at most 33/32 of one round of config 1, as one of
-  // them took 0.98 of the time of two 128 x 128 tiles at 1024 x 4096 x 4096 and 4096^3. At
-  // 768 x 8192 x 4096 (two rounds of 192 tiles against three of 384) they measured 49.4
-  // against 40.8 us in one run (EXPERIMENTS.md, "Uniform registers").
+  // NOTE: tiles of twice 128 x 128 (configs 6, 7 and 10) pay where they fill 3/4 of the SMs
+  // and their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends
+  // the call): one of their tiles takes about 0.98 of the time of two 128 x 128 tiles, so
+  // their rounds may be at most 33/64 of config 1's (EXPERIMENTS.md, "The plan's rules").
   const auto twice_tiles_pay = [&](int config) {
     return fills(tiles_of(config)) && 64 * rounds(config) <= 33 * rounds(1);
   };
@@ -841,11 +828,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   }
   // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay,
   // M fills more than 3/4 of their rows and K is 4096 or more, in place of 64 x 128 or 128 x
-  // 128 tiles: 128 x 28672 x 8192 88.2 against 94.0 us on H100 (65.5-66.3 against 78.7-79.9 on
-  // H200), 128 x 57344 x 8192 167.3 against 170.4 (in streams on H200 132.5 against 146-149),
-  // 128 x 28672 x 4096 48.1-48.6 against 50.2-50.3; at K = 2048 64 x 128 tiles stayed ahead
-  // at N = 57344 and 65536 (48.5-48.8 and 54.6-55.0 against 50.1-50.3 and 55.8-56.4)
-  // (EXPERIMENTS.md, "128 x 256 tiles in two waves along N").
+  // 128 tiles; at K = 2048 the 64 x 128 tiles stayed ahead (EXPERIMENTS.md, "The plan's
+  // rules").
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
       !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 && k_blocks >= 32 &&
       twice_tiles_pay(kWavesNConfig)) {
