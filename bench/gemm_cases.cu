@@ -142,7 +142,8 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
       continue;
     }
     v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
-    if (name == "m256n128" || name == "m128n256w" || name == "m128n128") {  // both modes
+    if (name == "m256n128" || name == "m128n256w" || name == "m128n128" || name == "m64n128" ||
+        name == "m128n80") {  // both modes
       GemmTuning fast{c, 0};
       fast.accumulation = GemmAccumulation::fast;
       v.push_back({"tmakit-fast:c" + std::to_string(c), fast});

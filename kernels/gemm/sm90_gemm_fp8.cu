@@ -806,13 +806,30 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       (narrow_one_round || narrow_two_rounds)) {
     plan.config = kNarrowConfig;
   }
+  // NOTE: where 128 x 128 tiles are so few that K would be split (256 < M <= 512), 64 x 128
+  // tiles unsplit wherever they fill half the SMs in one round: the split's partial tiles cost
+  // more than the 64-row tiles' extra bytes (EXPERIMENTS.md, "The plan past the bench's
+  // shapes").
+  if (tuning.config < 0 && plan.config == 1 && m > 256 && m <= 512 && tiles_of(1) * 2 <= sm_count &&
+      one_round(0) && tiles_of(0) * 2 > sm_count) {
+    plan.config = 0;
+  }
   // NOTE: tiles of twice 128 x 128 (configs 6, 7 and 10) pay where they fill 3/4 of the SMs
   // and their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends
   // the call): one of their tiles takes about 0.98 of the time of two 128 x 128 tiles, so
   // their rounds may be at most 33/64 of config 1's (EXPERIMENTS.md, "The plan's rules").
+  // NOTE: and above M = 256, where they take one round and 128 x 128 tiles two, they pay
+  // below 3/4 of the SMs too, in place of 128 x 128 tiles (EXPERIMENTS.md, "The plan past the
+  // bench's shapes").
   const auto twice_tiles_pay = [&](int config) {
-    return fills(tiles_of(config)) && 64 * rounds(config) <= 33 * rounds(1);
+    const bool one_against_two = m > 256 && plan.config == 1 && one_round(config) && rounds(1) == 2;
+    return (fills(tiles_of(config)) || one_against_two) && 64 * rounds(config) <= 33 * rounds(1);
   };
+  // NOTE: 256-row tiles only where M fills more than half of the last one: with it half
+  // empty or more (M = 320, 384) they ran 1.2-1.5x slower than 128-row tiles, with a quarter
+  // empty (M = 448) as fast (EXPERIMENTS.md, "The plan past the bench's shapes").
+  const auto waves_rows = static_cast<std::uint64_t>(kConfigs[kWavesConfig].block_m);
+  const bool waves_rows_half = m % waves_rows == 0 || 2 * (m % waves_rows) > waves_rows;
   // NOTE: fast accumulation frees the promotion's registers for 128 x 256 tiles (config 6),
   // measured faster than 128 x 128 or 64 x 128 tiles where they pay (EXPERIMENTS.md, "The
   // plan's rules").
@@ -823,7 +840,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // NOTE: promotion on 256 x 128 tiles in two waves (config 7) where they pay and D's rows
   // are whole 16-byte chunks (N a multiple of 8; gemm_fp8 also needs D's pitch to be).
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
-      n % 8 == 0 && twice_tiles_pay(kWavesConfig)) {
+      n % 8 == 0 && waves_rows_half && twice_tiles_pay(kWavesConfig)) {
     plan.config = kWavesConfig;
   }
   // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay,
@@ -833,6 +850,13 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
       !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 && k_blocks >= 32 &&
       twice_tiles_pay(kWavesNConfig)) {
+    plan.config = kWavesNConfig;
+  }
+  // NOTE: and above M = 256 where 256-row tiles would leave their last one half empty, the
+  // same 128 x 256 tiles in place of 128 x 128 ones (the same rows) where they pay
+  // (EXPERIMENTS.md, "The plan past the bench's shapes").
+  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
+      m > 256 && !waves_rows_half && n % 8 == 0 && twice_tiles_pay(kWavesNConfig)) {
     plan.config = kWavesNConfig;
   }
   check_config_tuning(plan.config, tuning);

@@ -452,12 +452,48 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(640, 4096, 4096, 132).config, 9);  // 160 tiles, 260 of 80
   EXPECT_EQ(gemm_fp8_plan(640, 4096, 4096, 132, fast).config, 9);
   EXPECT_EQ(gemm_fp8_plan(1280, 2048, 4096, 132).config, 9);        // 160 tiles, 260 of 80
-  EXPECT_EQ(gemm_fp8_plan(1664, 2048, 4096, 132).config, 7);        // 338 of 80: 3 rounds
-  EXPECT_EQ(gemm_fp8_plan(768, 4096, 4096, 132).config, 1);         // 192 tiles, 312 of 80
-  EXPECT_EQ(gemm_fp8_plan(660, 4096, 4096, 132).config, 1);         // 660 mod 128 = 20 rows
+  EXPECT_EQ(gemm_fp8_plan(1664, 2048, 4096, 132).config, 10);       // 338 of 80: 3 rounds
+  EXPECT_EQ(gemm_fp8_plan(768, 4096, 4096, 132).config, 7);  // 192 tiles, 312 of 80; 96 of 256
+  EXPECT_EQ(gemm_fp8_plan(660, 4096, 4096, 132).config, 7);  // 660 mod 128 = 20 rows; 96 of 256
   EXPECT_EQ(gemm_fp8_plan(97, 10240, 8192, 132).config, 9);         // 97 of 128 rows
   EXPECT_EQ(gemm_fp8_plan(96, 10240, 8192, 132).config, 1);         // 96: 3/4 of 128 rows, not more
   EXPECT_EQ(gemm_fp8_plan(200, 10240, 8192, 132).config, 0);        // 160 of 128 x 128: two rounds
+  // above M = 256, tiles of twice 128 x 128 in one round where 128 x 128 ones take two, under
+  // 3/4 of the SMs too
+  EXPECT_EQ(gemm_fp8_plan(768, 4096, 14336, 132).config, 7);        // 96 of 256 x 128, 192
+  EXPECT_EQ(gemm_fp8_plan(768, 4096, 14336, 132, fast).config, 6);  // 96 of 128 x 256
+  EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132).config, 7);
+  EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132, fast).config, 6);
+  EXPECT_EQ(gemm_fp8_plan(1024, 1536, 7168, 132).config, 1);  // 96 of 128 x 128: 1 round
+  EXPECT_EQ(gemm_fp8_plan(1536, 1536, 7168, 132).config, 9);  // 128 x 80 stay (2 rounds)
+  EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132).config, 1);   // 2 rounds of them: no
+  // 256-row tiles only where M fills more than half of the last one; else 128 x 256 ones in
+  // two waves along N in place of 128 x 128 tiles, where they pay
+  EXPECT_EQ(gemm_fp8_plan(384, 8192, 8192, 132).config, 10);       // 96 of 128 x 256, 192
+  EXPECT_EQ(gemm_fp8_plan(384, 8192, 8192, 132, fast).config, 6);  // 96 of 128 x 256
+  EXPECT_EQ(gemm_fp8_plan(320, 8192, 8192, 132).config, 10);
+  EXPECT_EQ(gemm_fp8_plan(384, 7168, 2048, 132).config, 10);   // 84 of 128 x 256, 168
+  EXPECT_EQ(gemm_fp8_plan(384, 28672, 4096, 132).config, 10);  // 3 rounds against 6
+  EXPECT_EQ(gemm_fp8_plan(384, 4096, 4096, 132).config, 1);    // 96 of 128 x 128: 1 round
+  EXPECT_EQ(gemm_fp8_plan(384, 8196, 8192, 132).config, 1);    // N not a multiple of 8
+  EXPECT_EQ(gemm_fp8_plan(448, 8192, 8192, 132).config, 7);    // 192 of 256 rows
+  EXPECT_EQ(gemm_fp8_plan(480, 8192, 8192, 132).config, 7);
+  EXPECT_EQ(gemm_fp8_plan(1664, 2048, 4096, 132).config, 10);  // 1664 mod 256 = 128
+  EXPECT_EQ(gemm_fp8_plan(1792, 2048, 4096, 132).config, 7);
+  // 256 < M <= 512 where 128 x 128 tiles would split K: 64 x 128 tiles, unsplit, in one round
+  // over half the SMs or more
+  for (const GemmTuning& t : {GemmTuning{}, fast}) {
+    const GemmPlan p384 = gemm_fp8_plan(384, 1536, 7168, 132, t);
+    EXPECT_EQ(p384.config, 0);
+    EXPECT_EQ(p384.tiles, 72);
+    EXPECT_EQ(p384.splits, 1);
+    EXPECT_EQ(gemm_fp8_plan(384, 2112, 7168, 132, t).config, 0);  // 102 tiles
+    EXPECT_EQ(gemm_fp8_plan(512, 1536, 7168, 132, t).config, 0);  // 96 tiles
+    EXPECT_EQ(gemm_fp8_plan(512, 2112, 7168, 132, t).config, 9);  // 136 of 64 x 128: 2 rounds
+    EXPECT_EQ(gemm_fp8_plan(384, 512, 7168, 132, t).config, 1);   // 24 of 64 x 128: split
+    EXPECT_EQ(gemm_fp8_plan(768, 1024, 7168, 132, t).config, 1);  // M > 512
+    EXPECT_EQ(gemm_fp8_plan(768, 1024, 7168, 132, t).splits, 2);
+  }
   EXPECT_EQ(gemm_fp8_plan(128, 10880, 8192, 132).config, 1);        // 136 of 128 x 80: two rounds
   // M <= 128 with many columns: 128 x 256 tiles in two waves along N (promotion) where they
   // fill 3/4 of the SMs, M fills more than 3/4 of their rows, N is a multiple of 8 and K at
