@@ -816,8 +816,14 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
         const GemmTuning tuning = tunings.at(c.impl);
         const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
         char note[160];
-        std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
-                      p.splits, p.grid);
+        if (p.splits > 1 && p.split_tiles < p.tiles) {  // a split tail
+          std::snprintf(note, sizeof note, "%s, %d split(s) of the last %lld tiles, %u CTAs",
+                        gemm_config_name(p.config), p.splits, static_cast<long long>(p.split_tiles),
+                        p.grid);
+        } else {
+          std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
+                        p.splits, p.grid);
+        }
         b.note = note;
         b.run = [&, tuning](cudaStream_t st, int set) {
           gemm_fp8(ConstTensorRef(ops.fp8_a(set), DataType::uint8, s.m, s.k),

@@ -342,17 +342,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
       const std::int32_t col0 = w.tn * Cfg::kBlockN;
-      if (Cfg::kSplitsK && p.splits > 1) {
+      if (Cfg::kSplitsK && w.splits > 1) {
         // split-K: publish this split's partial tile (thread-major, coalesced, L2 only)
         constexpr int kTileFloats = Cfg::kBlockM * Cfg::kBlockN;
-        float* tile_ws = p.workspace + static_cast<std::int64_t>(w.tile) * p.splits * kTileFloats;
+        float* tile_ws = p.workspace + static_cast<std::int64_t>(w.slot) * p.splits * kTileFloats;
         float* mine = tile_ws + static_cast<std::int64_t>(w.split) * kTileFloats;
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) __stcg(mine + i * Cfg::kConsumerThreads + ctid, acc[i]);
         __threadfence();
         named_barrier_sync(1, Cfg::kConsumerThreads);
         if (ctid == 0) {
-          const std::uint32_t done = atomicAdd(&p.counters[w.tile], 1u);
+          const std::uint32_t done = atomicAdd(&p.counters[w.slot], 1u);
           s.last_split = done == static_cast<std::uint32_t>(p.splits - 1) ? 1 : 0;
         }
         named_barrier_sync(1, Cfg::kConsumerThreads);
@@ -380,7 +380,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = part0[i];
-        if (ctid == 0) p.counters[w.tile] = 0;  // ready for the next call
+        if (ctid == 0) p.counters[w.slot] = 0;  // ready for the next call
       }
       if (p.d_tma_store) {
         store_tile_tma<Cfg, T>(p, acc, scale, s.d[cw], row0, col0, wg_tid, 2 + cw);
@@ -789,9 +789,18 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     }
     const auto rows = static_cast<std::uint64_t>(small_m_rows_b(plan.config));
     plan.tiles = static_cast<std::int64_t>((n + rows - 1) / rows);
+    plan.split_tiles = plan.splits > 1 ? plan.tiles : 0;
     plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
     return plan;
   }
+  // NOTE: a split tail. Past one round, where the last round's 128 x 128 tiles would keep at
+  // most a quarter of the SMs busy and K is long (6144 or more), those tiles split K four
+  // ways over the idle SMs, the rounds before running whole tiles: the call then takes about
+  // a quarter of a round where it took a whole one, plus the partial tiles' sum (EXPERIMENTS.md,
+  // "A split tail"). The rules below count its rounds so.
+  const std::int64_t tail_tiles = tiles_of(1) - (rounds(1) - 1) * sm_count;
+  const bool split_tail = tuning.config < 0 && tuning.splits == 0 && plan.config == 1 && m > 256 &&
+                          rounds(1) >= 2 && tail_tiles * 4 <= sm_count && k_blocks >= 48;
   // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
   // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
   // their rows (at M = 65 they were slower, at M = 96 level). So do 128 x 128 tiles in two
@@ -802,7 +811,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   const bool narrow_one_round =
       !fills(tiles_of(1)) && fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig);
   const bool narrow_two_rounds = rounds(1) == 2 && rounds(kNarrowConfig) == 2;
-  if (tuning.config < 0 && plan.config == 1 && rows_filled &&
+  if (tuning.config < 0 && plan.config == 1 && !split_tail && rows_filled &&
       (narrow_one_round || narrow_two_rounds)) {
     plan.config = kNarrowConfig;
   }
@@ -818,12 +827,15 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // and their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends
   // the call): one of their tiles takes about 0.98 of the time of two 128 x 128 tiles, so
   // their rounds may be at most 33/64 of config 1's (EXPERIMENTS.md, "The plan's rules").
+  // (their rounds in quarters of configuration 1's: with a split tail, its last round is one)
+  const std::int64_t quarter_rounds_1 = 4 * rounds(1) - (split_tail ? 3 : 0);
   // NOTE: and above M = 256, where they take one round and 128 x 128 tiles two, they pay
   // below 3/4 of the SMs too, in place of 128 x 128 tiles (EXPERIMENTS.md, "The plan past the
   // bench's shapes").
   const auto twice_tiles_pay = [&](int config) {
     const bool one_against_two = m > 256 && plan.config == 1 && one_round(config) && rounds(1) == 2;
-    return (fills(tiles_of(config)) || one_against_two) && 64 * rounds(config) <= 33 * rounds(1);
+    return (fills(tiles_of(config)) || one_against_two) &&
+           256 * rounds(config) <= 33 * quarter_rounds_1;
   };
   // NOTE: 256-row tiles only where M fills more than half of the last one: with it half
   // empty or more (M = 320, 384) they ran 1.2-1.5x slower than 128-row tiles, with a quarter
@@ -869,6 +881,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
                                                " k-blocks of 128; use at most that many");
     }
     plan.splits = tuning.splits;
+  } else if (plan.config == 1 && split_tail) {
+    plan.splits = 4;
+    plan.split_tiles = tail_tiles;
   } else if (c.splits_k) {
     // NOTE: too few tiles to give every SM one: split K so every SM streams a share of B,
     // keeping at least 4 k-blocks (512 of K) per split.
@@ -879,8 +894,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     }
     plan.splits = static_cast<int>(std::max<std::int64_t>(splits, 1));
   }
-  // a unit: one tile and one split of K; a persistent grid of at most one CTA per SM
-  const std::int64_t units = plan.tiles * plan.splits;
+  if (plan.splits > 1 && plan.split_tiles == 0) plan.split_tiles = plan.tiles;
+  // a unit: one whole tile, or one split of K of a split tile; a persistent grid of at most
+  // one CTA per SM
+  const std::int64_t units = plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
   plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
   return plan;
 }
@@ -1008,7 +1025,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     q.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
     q.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
     q.splits = r.plan.splits;
-    q.units = static_cast<std::int64_t>(q.tiles_m) * q.tiles_n * r.plan.splits;
+    q.whole_tiles = static_cast<std::int32_t>(r.plan.tiles - r.plan.split_tiles);
+    q.units = r.plan.tiles - r.plan.split_tiles + r.plan.split_tiles * r.plan.splits;
     return r;
   });
   // (not part of the key: remembered by require_device_pointer itself)
@@ -1039,8 +1057,9 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   };
   if (plan.splits > 1) {
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
-    const Workspace w = stream_workspace(tile_bytes * static_cast<std::size_t>(p.units),
-                                         static_cast<std::size_t>(plan.tiles), stream);
+    const auto split_units = static_cast<std::size_t>(plan.split_tiles * plan.splits);
+    const Workspace w = stream_workspace(tile_bytes * split_units,
+                                         static_cast<std::size_t>(plan.split_tiles), stream);
     p.workspace = w.partials;
     p.counters = w.counters;
   }

@@ -24,24 +24,38 @@ struct Params {
   std::int32_t m, n;
   std::int32_t k_blocks;
   std::int32_t tiles_m, tiles_n;
-  std::int32_t splits;
-  std::int64_t units;       // tiles * splits
+  std::int32_t splits;       // of each of the last split_tiles tiles (in the units' order)
+  std::int32_t whole_tiles;  // tiles before those, each one unit with all of K
+  std::int64_t units;        // whole_tiles + split_tiles * splits
   GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
-  float* workspace;         // split-K partial tiles (splits > 1)
-  std::uint32_t* counters;  // per tile: splits finished (reset to 0 by the last)
+  float* workspace;         // split-K partial tiles: split_tiles * splits of them
+  std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
 };
 
 // Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
-// at the same time share A rows and B rows in L2.
+// at the same time share A rows and B rows in L2. The first whole_tiles units are whole
+// tiles; each tile after them is `splits` units, one share of K each (a split tail: the last
+// round's few tiles spread over the SMs, or every tile when whole_tiles is 0).
 constexpr int kGroupM = 8;
 struct Unit {
-  std::int32_t tm, tn, tile, split;  // tile: tm * tiles_n + tn (indexes split-K state)
+  std::int32_t tm, tn, tile;   // tile: in the rasterised order
+  std::int32_t split, splits;  // this unit's share of K, of `splits`
+  std::int32_t slot;           // a split tile's index among the split ones (split-K state)
   std::int32_t kb_begin, kb_end;
 };
 __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   Unit r;
-  const auto tile = static_cast<std::int32_t>(u / p.splits);
-  r.split = static_cast<std::int32_t>(u % p.splits);
+  std::int32_t tile = static_cast<std::int32_t>(u);
+  r.split = 0;
+  r.splits = 1;
+  r.slot = 0;
+  if (u >= p.whole_tiles) {
+    const std::int64_t v = u - p.whole_tiles;
+    r.slot = static_cast<std::int32_t>(v / p.splits);
+    tile = p.whole_tiles + r.slot;
+    r.split = static_cast<std::int32_t>(v % p.splits);
+    r.splits = p.splits;
+  }
   const std::int32_t per_group = kGroupM * p.tiles_n;
   const std::int32_t group = tile / per_group;
   const std::int32_t first_m = group * kGroupM;
@@ -52,9 +66,9 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   r.tile = r.tm * p.tiles_n + r.tn;
   // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
   r.kb_begin =
-      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / p.splits);
+      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / r.splits);
   r.kb_end =
-      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks / p.splits);
+      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks / r.splits);
   return r;
 }
 

@@ -114,9 +114,24 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   cudaFree(dd);
 
   std::vector<float> ref(c.m * c.n);
-  reference::gemm_fp8(ConstTensorRef(a.data(), DataType::uint8, c.m, c.k, ap),
-                      ConstTensorRef(b.data(), DataType::uint8, c.n, c.k, bp), ref.data(),
-                      scales);
+  {
+    // the reference's rows in chunks over the host's cores (each worker dequantises all of
+    // B, n * k floats: at most 2 GB of them in all)
+    unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    workers = static_cast<unsigned>(std::max<std::uint64_t>(
+        1, std::min<std::uint64_t>(workers, (std::uint64_t{1} << 31) / (c.n * c.k * 4 + 1))));
+    const std::uint64_t chunk = (c.m + workers - 1) / workers;
+    std::vector<std::thread> pool;
+    for (std::uint64_t r0 = 0; r0 < c.m; r0 += chunk) {
+      pool.emplace_back([&, r0] {
+        const std::uint64_t rows = std::min(chunk, c.m - r0);
+        reference::gemm_fp8(ConstTensorRef(a.data() + r0 * ap, DataType::uint8, rows, c.k, ap),
+                            ConstTensorRef(b.data(), DataType::uint8, c.n, c.k, bp),
+                            ref.data() + r0 * c.n, scales);
+      });
+    }
+    for (auto& t : pool) t.join();
+  }
   // |sum| of |a||b| per element bounds the accumulation error
   const double scale = 0.75 * 1.5 * 0.5;
   // NOTE: one unit in the last place of the output type, plus the tensor cores' own fp8
@@ -777,6 +792,29 @@ TEST(Gemm, NarrowTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   run_case({129, 520, 1040, 9, 1, DataType::float16, 32}, 860u);
   run_case({70, 330, 384, 9, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 861u);
+}
+
+// A split tail: the plan runs whole 128 x 128 tiles for a round, then splits K four ways for
+// the few tiles of the last round (17 tiles across N; M just past one round of the SMs).
+TEST(Gemm, SplitTailMatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int sms = device_sm_count();
+  const std::uint64_t m = 128 * static_cast<std::uint64_t>(sms / 17 + 1), n = 17 * 128 - 64;
+  const std::uint64_t k = 6144;
+  for (const GemmAccumulation mode : {GemmAccumulation::promoted, GemmAccumulation::fast}) {
+    const GemmPlan plan = gemm_fp8_plan(m, n, k, sms, {-1, 0, true, mode});
+    ASSERT_EQ(plan.config, 1) << "M=" << m << " on " << sms << " SMs";
+    ASSERT_EQ(plan.splits, 4);
+    ASSERT_GT(plan.split_tiles, 0);
+    ASSERT_LT(plan.split_tiles, plan.tiles);
+    Case c{m, n, k};
+    c.accumulation = mode;
+    std::vector<std::uint8_t> first, second;
+    run_case(c, 31, nullptr, &first);
+    if (mode == GemmAccumulation::fast) continue;  // the same split path: one run
+    run_case(c, 31, nullptr, &second);
+    EXPECT_EQ(first, second) << "the split tiles' sum depends on timing";
+  }
 }
 
 TEST(Gemm, SplitKIsDeterministicAcrossCalls) {

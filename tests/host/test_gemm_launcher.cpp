@@ -465,7 +465,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132).config, 7);
   EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132, fast).config, 6);
   EXPECT_EQ(gemm_fp8_plan(1024, 1536, 7168, 132).config, 1);  // 96 of 128 x 128: 1 round
-  EXPECT_EQ(gemm_fp8_plan(1536, 1536, 7168, 132).config, 9);  // 128 x 80 stay (2 rounds)
+  EXPECT_EQ(gemm_fp8_plan(1536, 1536, 4096, 132).config, 9);  // 128 x 80 stay (2 rounds)
   EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132).config, 1);   // 2 rounds of them: no
   // 256-row tiles only where M fills more than half of the last one; else 128 x 256 ones in
   // two waves along N in place of 128 x 128 tiles, where they pay
@@ -480,6 +480,34 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(480, 8192, 8192, 132).config, 7);
   EXPECT_EQ(gemm_fp8_plan(1664, 2048, 4096, 132).config, 10);  // 1664 mod 256 = 128
   EXPECT_EQ(gemm_fp8_plan(1792, 2048, 4096, 132).config, 7);
+  // a split tail: past one round, a last round of 128 x 128 tiles on at most a quarter of the
+  // SMs, at K >= 6144, splits K four ways; the rounds before run whole tiles
+  for (const GemmTuning& t : {GemmTuning{}, fast}) {
+    const GemmPlan tail = gemm_fp8_plan(1024, 2112, 7168, 132, t);  // 136 tiles: 132 + 4
+    EXPECT_EQ(tail.config, 1);
+    EXPECT_EQ(tail.tiles, 136);
+    EXPECT_EQ(tail.splits, 4);
+    EXPECT_EQ(tail.split_tiles, 4);
+    EXPECT_EQ(tail.grid, 132u);  // 132 + 4 * 4 units
+    EXPECT_EQ(gemm_fp8_plan(1536, 1536, 7168, 132, t).split_tiles, 12);
+    EXPECT_EQ(gemm_fp8_plan(2048, 2112, 7168, 132, t).split_tiles, 8);   // 272: 264 + 8
+    EXPECT_EQ(gemm_fp8_plan(3072, 1536, 7168, 132, t).split_tiles, 24);  // 288: 264 + 24
+    EXPECT_EQ(gemm_fp8_plan(3072, 1536, 7168, 132, t).config, 1);
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).config, 9);  // K < 6144
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).split_tiles, 0);
+    EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132, t).split_tiles, 0);  // 60 > 132 / 4
+    EXPECT_EQ(gemm_fp8_plan(256, 33792, 8192, 132, t).split_tiles, 0);  // M <= 256
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 7168, 132, {1, 0, true, t.accumulation}).split_tiles,
+              0);  // a forced configuration: no split tail
+  }
+  // where tiles of twice 128 x 128 pay against the quarter round, they stay
+  EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132).config, 7);  // 4096 tiles: 31 rounds + 4
+  EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132).split_tiles, 0);
+  EXPECT_EQ(gemm_fp8_plan(8192, 57344, 8192, 132).config, 7);  // 217 rounds + 28
+  EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132, fast).config, 6);
+  // a split asked for: every tile splits
+  const GemmPlan asked = gemm_fp8_plan(512, 4096, 4096, 132, {1, 2});
+  EXPECT_EQ(asked.split_tiles, asked.tiles);
   // 256 < M <= 512 where 128 x 128 tiles would split K: 64 x 128 tiles, unsplit, in one round
   // over half the SMs or more
   for (const GemmTuning& t : {GemmTuning{}, fast}) {

@@ -52,9 +52,11 @@ struct GemmTuning {
   // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
   // which the plan takes for M <= 64 (8, smallm128, where N has more 64-row tiles than the
   // GPU has SMs), splits over a cluster of 1, 2, 4 or 8 CTAs only.
-  // NOTE: the plan splits only where every split of every tile has an SM of its own; splits
-  // forced past that run in rounds, each tile's last split summing the others' partials before
-  // its CTA goes on, and measured far slower (512 x 4096 x 4096 with 16 splits: 403 against
+  // NOTE: the plan splits every tile only where every split of every tile has an SM of its
+  // own, and past one round only a last round's few tiles, four ways, at long K (a split
+  // tail: GemmPlan::split_tiles); a split asked for applies to every tile. Splits forced past
+  // one round run in rounds, each tile's last split summing the others' partials before its
+  // CTA goes on, and measured far slower (512 x 4096 x 4096 with 16 splits: 403 against
   // 18.7 us unsplit, H100; kernels/gemm/EXPERIMENTS.md, "Splitting K further").
   int splits = 0;
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
@@ -91,9 +93,12 @@ bool gemm_config_built(int config);
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).
 struct GemmPlan {
   int config = 0;
-  int splits = 1;
-  std::int64_t tiles = 0;  // output tiles
-  unsigned grid = 0;       // persistent CTAs
+  int splits = 1;                // K split this many ways in each of the split tiles
+  std::int64_t tiles = 0;        // output tiles
+  std::int64_t split_tiles = 0;  // the last tiles in the schedule's order that split K: all of
+                                 // them when splits > 1 was asked for, a last round's few
+                                 // tiles where the plan splits only those (a split tail)
+  unsigned grid = 0;             // persistent CTAs
 };
 // Throws ArgumentError for M, N or K of 0, sm_count < 1, or tuning out of range.
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
