@@ -93,12 +93,12 @@ bool gemm_config_built(int config);
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).
 struct GemmPlan {
   int config = 0;
-  int splits = 1;                // K split this many ways in each of the split tiles
-  std::int64_t tiles = 0;        // output tiles
-  std::int64_t split_tiles = 0;  // the last tiles in the schedule's order that split K: all of
-                                 // them when splits > 1 was asked for, a last round's few
-                                 // tiles where the plan splits only those (a split tail)
-  unsigned grid = 0;             // persistent CTAs
+  int splits = 1;          // K split this many ways in each of the split tiles
+  std::int64_t tiles = 0;  // output tiles
+  unsigned grid = 0;       // persistent CTAs
+  // the last tiles in the schedule's order that split K: all of them when K is split for
+  // every tile, a last round's few tiles where the plan splits only those (a split tail)
+  std::int64_t split_tiles = 0;
 };
 // Throws ArgumentError for M, N or K of 0, sm_count < 1, or tuning out of range.
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
