@@ -800,7 +800,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // "A split tail"). The rules below count its rounds so.
   const std::int64_t tail_tiles = tiles_of(1) - (rounds(1) - 1) * sm_count;
   const bool split_tail = tuning.config < 0 && tuning.splits == 0 && plan.config == 1 && m > 256 &&
-                          rounds(1) >= 2 && tail_tiles * 4 <= sm_count && k_blocks >= 48;
+                          rounds(1) >= 2 && tail_tiles * 4 <= sm_count && k >= 6144;
   // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
   // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
   // their rows (at M = 65 they were slower, at M = 96 level). So do 128 x 128 tiles in two
@@ -827,7 +827,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // and their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends
   // the call): one of their tiles takes about 0.98 of the time of two 128 x 128 tiles, so
   // their rounds may be at most 33/64 of config 1's (EXPERIMENTS.md, "The plan's rules").
-  // (their rounds in quarters of configuration 1's: with a split tail, its last round is one)
+  // (configuration 1's rounds in quarters: a split tail's last round counts as one quarter)
   const std::int64_t quarter_rounds_1 = 4 * rounds(1) - (split_tail ? 3 : 0);
   // NOTE: and above M = 256, where they take one round and 128 x 128 tiles two, they pay
   // below 3/4 of the SMs too, in place of 128 x 128 tiles (EXPERIMENTS.md, "The plan past the

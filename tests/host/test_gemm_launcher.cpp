@@ -495,6 +495,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
     EXPECT_EQ(gemm_fp8_plan(3072, 1536, 7168, 132, t).config, 1);
     EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).config, 9);  // K < 6144
     EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).split_tiles, 0);
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 6128, 132, t).split_tiles, 0);  // K < 6144
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 6144, 132, t).split_tiles, 4);
     EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132, t).split_tiles, 0);  // 60 > 132 / 4
     EXPECT_EQ(gemm_fp8_plan(256, 33792, 8192, 132, t).split_tiles, 0);  // M <= 256
     EXPECT_EQ(gemm_fp8_plan(1024, 2112, 7168, 132, {1, 0, true, t.accumulation}).split_tiles,
