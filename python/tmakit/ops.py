@@ -351,7 +351,9 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     (the layout ``torch._scaled_mm(a, b.t(), ...)`` takes), K a multiple of 16, data and row
     strides 16-byte aligned. D rounded once to ``out_dtype`` (torch.bfloat16 by default, or
     torch.float16; taken from ``out`` when given). ``out``: (M, N), unit column stride, any
-    row stride, 16-byte aligned data, not overlapping a or b.
+    row stride, 16-byte aligned data, not overlapping a or b. Speed: row strides of a and b
+    that are multiples of 32 bytes (K = 4112, an odd multiple of 16, measured 1.6-1.9x the
+    time of K = 4096).
 
     ``scale_a`` / ``scale_b``: Python floats, or one-element float32 tensors on the GPU that
     the kernel reads when it runs (after the work before it on the stream: a dynamic-scaling

@@ -116,6 +116,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // peer's with access enabled): malloc'd host memory is refused. Throws ArgumentError naming
 // the argument before anything is written; CudaError if the launch fails. Asynchronous on
 // `stream`.
+// NOTE: speed: A's and B's row strides are best multiples of 32 bytes. With a stride that is
+// an odd multiple of 16 (dense rows with K = 4112, 6160, ...) every other row starts halfway
+// into a 32-byte sector, and calls measured 1.6-1.9x the time of the nearest aligned K
+// (cuBLASLt 1.2-1.3x; H100, kernels/gemm/EXPERIMENTS.md, "Row strides").
 // NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) sum partial
 // tiles through a workspace the library keeps per stream (per device and stream handle, and
 // per host thread for cudaStreamPerThread): calls on different streams share nothing and may
