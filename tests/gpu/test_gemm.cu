@@ -82,6 +82,20 @@ int device_sm_count() {
   return sms;
 }
 
+// fn(r0, r1) for rows [r0, r1) of [0, rows), in contiguous chunks, one thread each over the
+// host's cores (16 at most, and at most max_chunks).
+template <class Fn>
+void over_row_chunks(std::uint64_t rows, std::uint64_t max_chunks, Fn&& fn) {
+  const std::uint64_t workers = std::max<std::uint64_t>(
+      1, std::min<std::uint64_t>({16, std::thread::hardware_concurrency(), max_chunks}));
+  const std::uint64_t chunk = (rows + workers - 1) / workers;
+  std::vector<std::thread> pool;
+  for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+    pool.emplace_back([&fn, r0, r1 = std::min(rows, r0 + chunk)] { fn(r0, r1); });
+  }
+  for (auto& t : pool) t.join();
+}
+
 // Runs one case; returns the relative Frobenius error (or a failure).
 void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
               std::vector<std::uint8_t>* out_bytes = nullptr) {
@@ -113,25 +127,15 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   cudaFree(db);
   cudaFree(dd);
 
+  // the reference's rows in chunks over the host's cores (each chunk dequantises all of B,
+  // n * k floats: at most 2 GB of them in all)
   std::vector<float> ref(c.m * c.n);
-  {
-    // the reference's rows in chunks over the host's cores (each worker dequantises all of
-    // B, n * k floats: at most 2 GB of them in all)
-    unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-    workers = static_cast<unsigned>(std::max<std::uint64_t>(
-        1, std::min<std::uint64_t>(workers, (std::uint64_t{1} << 31) / (c.n * c.k * 4 + 1))));
-    const std::uint64_t chunk = (c.m + workers - 1) / workers;
-    std::vector<std::thread> pool;
-    for (std::uint64_t r0 = 0; r0 < c.m; r0 += chunk) {
-      pool.emplace_back([&, r0] {
-        const std::uint64_t rows = std::min(chunk, c.m - r0);
-        reference::gemm_fp8(ConstTensorRef(a.data() + r0 * ap, DataType::uint8, rows, c.k, ap),
+  over_row_chunks(
+      c.m, (std::uint64_t{1} << 31) / (c.n * c.k * 4 + 1), [&](std::uint64_t r0, std::uint64_t r1) {
+        reference::gemm_fp8(ConstTensorRef(a.data() + r0 * ap, DataType::uint8, r1 - r0, c.k, ap),
                             ConstTensorRef(b.data(), DataType::uint8, c.n, c.k, bp),
                             ref.data() + r0 * c.n, scales);
       });
-    }
-    for (auto& t : pool) t.join();
-  }
   // |sum| of |a||b| per element bounds the accumulation error
   const double scale = 0.75 * 1.5 * 0.5;
   // NOTE: one unit in the last place of the output type, plus the tensor cores' own fp8
@@ -169,22 +173,15 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
     }
   }
   std::vector<double> abs_sums(c.m * c.n);
-  {
-    const unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (unsigned w = 0; w < workers; ++w) {
-      pool.emplace_back([&, w] {
-        for (std::uint64_t i = w; i < c.m; i += workers) {
-          for (std::uint64_t j = 0; j < c.n; ++j) {
-            double sum = 0;  // products of e4m3 magnitudes are exact in float
-            for (std::uint64_t q = 0; q < c.k; ++q) sum += abs_a[i * c.k + q] * abs_b[j * c.k + q];
-            abs_sums[i * c.n + j] = sum;
-          }
-        }
-      });
+  over_row_chunks(c.m, c.m, [&](std::uint64_t r0, std::uint64_t r1) {
+    for (std::uint64_t i = r0; i < r1; ++i) {
+      for (std::uint64_t j = 0; j < c.n; ++j) {
+        double sum = 0;  // products of e4m3 magnitudes are exact in float
+        for (std::uint64_t q = 0; q < c.k; ++q) sum += abs_a[i * c.k + q] * abs_b[j * c.k + q];
+        abs_sums[i * c.n + j] = sum;
+      }
     }
-    for (auto& t : pool) t.join();
-  }
+  });
   double err2 = 0, ref2 = 0;
   std::uint64_t wrong = 0, padding_written = 0;
   for (std::uint64_t i = 0; i < c.m; ++i) {

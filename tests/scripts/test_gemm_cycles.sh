@@ -6,14 +6,8 @@ set -uo pipefail
 script=$(realpath "${1:?usage: test_gemm_cycles.sh <path to bench/gemm_cycles.sh>}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-expect() {  # expect WHAT COMMAND...
-  local what=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); else echo "FAIL: $what"; failed=$((failed + 1)); fi
-}
-has() { grep -qF -- "$1" <<<"$2"; }
+# shellcheck source=SCRIPTDIR/expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 # The stand-in: logs its arguments; answers as ncu --csv does for one profiled kernel (the
 # numbers depend on the kernel regex), or with no kernel at all when the filter names M = 64.
@@ -78,5 +72,4 @@ rc=$?
 expect "no tmakit: exit 1" test $rc -eq 1
 expect "no tmakit: named" has "no-such-tmakit not built" "$out"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+expect_summary

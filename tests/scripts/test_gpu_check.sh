@@ -7,15 +7,8 @@ set -uo pipefail
 script=$(realpath "${1:?usage: test_gpu_check.sh <path to scripts/gpu_check>}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-expect() {  # expect WHAT COMMAND...
-  local what=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); else echo "FAIL: $what"; failed=$((failed + 1)); fi
-}
-has() { grep -qF -- "$1" <<<"$2"; }
-lacks() { ! grep -qF -- "$1" <<<"$2"; }
+# shellcheck source=SCRIPTDIR/expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/expect.sh"
 
 # The pack: two of the binaries the sanitizer plan names, each a stand-in that prints a gtest
 # summary (a failure when FAIL_<name> is set) and logs its arguments.
@@ -108,5 +101,4 @@ expect "unknown part: exit 2" test "$rc" -eq 2
 expect "unknown part: named" has "GPU_CHECK_PART is 'everything'; use all, tests or sanitize" "$out"
 expect "unknown part: nothing ran" test ! -s "$work/calls"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+expect_summary
