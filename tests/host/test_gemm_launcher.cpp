@@ -534,7 +534,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(waves_n.splits, 1);
   EXPECT_EQ(waves_n.grid, 112u);
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).config, 10);  // 224 tiles: two rounds
-  EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).grid, 132u);
+  EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).grid, 112u);  // two tiles per CTA
   EXPECT_EQ(gemm_fp8_plan(97, 25344, 4096, 132).config, 10);        // 99 tiles, 97 of 128 rows
   EXPECT_EQ(gemm_fp8_plan(128, 25088, 4096, 132).config, 0);        // 98 < 99 tiles
   EXPECT_EQ(gemm_fp8_plan(96, 57344, 8192, 132).config, 0);         // 96: 3/4 of the rows, not more
@@ -579,10 +579,21 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(p256.splits, 1);
   EXPECT_EQ(p256.grid, 128u);
   EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132).config, 1);
-  // large shapes: one split, a persistent grid of one CTA per SM
+  // large shapes: one split, a persistent grid of at most one CTA per SM, as few as take
+  // the same rounds: 2048 tiles of 256 x 128 take 16 rounds on 132 SMs, and on 128
   const GemmPlan big = gemm_fp8_plan(8192, 8192, 8192, 132);
   EXPECT_EQ(big.splits, 1);
-  EXPECT_EQ(big.grid, 132u);
+  EXPECT_EQ(big.tiles, 2048);
+  EXPECT_EQ(big.grid, 128u);
+  EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 128).grid, 128u);
+  EXPECT_EQ(gemm_fp8_plan(8192, 57344, 8192, 132).grid, 132u);  // 14336 tiles: 109 rounds
+  EXPECT_EQ(gemm_fp8_plan(4096, 7168, 2048, 132).grid, 128u);   // 896 tiles: 7 rounds
+  EXPECT_EQ(gemm_fp8_plan(2048, 4096, 4096, 132).grid, 128u);   // 256 tiles: 2 rounds
+  EXPECT_EQ(gemm_fp8_plan(2048, 4224, 4096, 132).grid, 132u);   // 264 tiles: 2 whole rounds
+  // ... but a split tail keeps every SM: its last round is the idle SMs' share
+  const GemmPlan tail = gemm_fp8_plan(1024, 2112, 7168, 132);
+  EXPECT_GT(tail.split_tiles, 0);
+  EXPECT_EQ(tail.grid, 132u);
   EXPECT_STREQ(gemm_config_name(big.config), "m256n128");
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(4096, 7168, 2048, 132).config), "m256n128");
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(1024, 4096, 4096, 132).config), "m256n128");

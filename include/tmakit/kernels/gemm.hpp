@@ -95,7 +95,9 @@ struct GemmPlan {
   int config = 0;
   int splits = 1;          // K split this many ways in each of the split tiles
   std::int64_t tiles = 0;  // output tiles
-  unsigned grid = 0;       // persistent CTAs
+  // persistent CTAs: at most one per SM, and where whole tiles take several rounds as few as
+  // take the same number of rounds
+  unsigned grid = 0;
   // the last tiles in the schedule's order that split K: all of them when K is split for
   // every tile, a last round's few tiles where the plan splits only those (a split tail)
   std::int64_t split_tiles = 0;
