@@ -85,6 +85,11 @@ using Config5 = Config<1, 64, 12>;
 // D through two 64-column box buffers per warpgroup, one box written while the other's store
 // reads (the ring leaves 32 KB for them)
 using Config6 = Config<2, 256, 4, 64, 2>;
+// The same where CTAs take several tiles: 3 deep, and a buffer for each of D's four boxes
+// per warpgroup, so that a tile's epilogue never waits for its own stores and the next
+// tile's wgmmas start sooner. NOTE: one tile per CTA (1024 x 4096 x 4096) ran 1-2.5% slower
+// so, several 1-4% faster (EXPERIMENTS.md, "Configuration 6's epilogue").
+using Config6Rounds = Config<2, 256, 3, 64, 4>;
 // m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For shapes whose 128 x 128
 // tiles, in their one round, leave a quarter of the SMs or more idle: 128 x 10240 on 132 SMs
 // is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
@@ -418,6 +423,16 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, b
   launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);
 }
 
+// Configuration 6: Config6Rounds where some CTA takes more than one tile, else Config6.
+template <class T>
+void launch_wide(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
+  if (p.units > static_cast<std::int64_t>(grid)) {
+    launch<Config6Rounds, T>(p, grid, stream, overlap, promote);
+  } else {
+    launch<Config6, T>(p, grid, stream, overlap, promote);
+  }
+}
+
 struct ConfigFacts {
   const char* name;
   int block_m;
@@ -434,7 +449,8 @@ struct ConfigFacts {
   void (*launch_fp16)(const Params&, unsigned, cudaStream_t, bool, bool);
 };
 template <class Cfg>
-constexpr ConfigFacts facts(const char* name) {
+constexpr ConfigFacts facts(const char* name, decltype(ConfigFacts::launch_bf16) bf16 = nullptr,
+                            decltype(ConfigFacts::launch_fp16) fp16 = nullptr) {
   return {name,
           Cfg::kBlockM,
           Cfg::kBlockN,
@@ -443,8 +459,8 @@ constexpr ConfigFacts facts(const char* name) {
           Cfg::kSplitsK,
           true,
           nullptr,
-          &launch<Cfg, __nv_bfloat16>,
-          &launch<Cfg, __half>};
+          bf16 != nullptr ? bf16 : &launch<Cfg, __nv_bfloat16>,
+          fp16 != nullptr ? fp16 : &launch<Cfg, __half>};
 }
 // A configuration measured slower than another at every shape, and so no longer built.
 constexpr ConfigFacts retired(const char* name, const char* why) {
@@ -485,7 +501,7 @@ const ConfigFacts kConfigs[] = {
             "128 x 144 tiles ran slower than configuration 1 at "
             "every measured shape"),
     facts<Config5>("m64n64"),
-    facts<Config6>("m128n256"),
+    facts<Config6>("m128n256", &launch_wide<__nv_bfloat16>, &launch_wide<__half>),
     {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false, false, nullptr,
      &launch_gemm_fp8_waves_bf16, &launch_gemm_fp8_waves_fp16},
     {"smallm128", 0, 0, 0, true, false, true, nullptr, nullptr, nullptr},

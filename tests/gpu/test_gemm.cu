@@ -283,7 +283,8 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
   run_case({1100, 1500, 256, -1, 0, DataType::bfloat16, 0, true, kFast}, 502u);
   // 128 x 256 tiles: D through TMA as four 64-column boxes in two buffers (a last tile 8
   // columns wide, rows past M, padded rows), with plain stores (odd N), more tiles than SMs
-  // (143: a CTA's next tile reuses the buffers its last stores read), K = 16
+  // (143: a buffer per box, and a CTA's next tile reuses the buffers its last stores read),
+  // K = 16
   run_case({1000, 1032, 512, 6, 0, DataType::float16, 32, true, kFast}, 503u);
   run_case({333, 777, 4096, 6, 1, DataType::bfloat16, 0, true, kFast}, 504u);
   run_case({1100, 2600, 256, 6, 0, DataType::bfloat16, 0, true, kFast}, 505u);
@@ -294,13 +295,16 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
 
 // Small enough for compute-sanitizer: the 128 x 256 tiles' epilogue (four 64-column boxes
 // through two buffers, each reused once the store two boxes back has read it; a partial and
-// a skipped box; padded rows) and their plain-store path, and a fast 128 x 128 tile beside.
+// a skipped box; padded rows) and their plain-store path, and a fast 128 x 128 tile beside;
+// then more tiles than SMs, where the kernel has a buffer per box and three stages (a CTA's
+// next tile writes the buffers its last tile's stores read).
 TEST(GemmFastAccumulation, WideTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   constexpr auto kFast = GemmAccumulation::fast;
   run_case({130, 200, 256, 6, 0, DataType::float16, 32, true, kFast}, 701u);
   run_case({70, 333, 384, 6, 0, DataType::bfloat16, 0, true, kFast}, 702u);
   run_case({130, 200, 256, 1, 0, DataType::bfloat16, 32, true, kFast}, 703u);
+  run_case({520, 8500, 384, 6, 0, DataType::bfloat16, 0, true, kFast}, 704u);  // 170 tiles
 }
 
 // The two accumulation modes on the same inputs against the fp32 reference, K up to 16384,
