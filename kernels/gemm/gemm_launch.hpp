@@ -92,9 +92,10 @@ struct LastCall {
 // D = scale * A B^T for M <= 128, `rows_b` rows of B per CTA (kSmallMRowsB; or
 // kSmallMWideRowsB for M <= 64 with splits 1), K split over clusters of `splits` (1, 2, 4 or
 // 8, at most the k-blocks of 128). Arguments already validated; `key` describes them
-// (LastCall); `overlap`: GemmTuning::overlap_launch.
+// (LastCall); `overlap`: GemmTuning::overlap_launch; `promote`: GemmAccumulation::promoted.
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
                              const GemmKernelScale& scale, int rows_b, int splits,
-                             cudaStream_t stream, const GemmCallKey& key, bool overlap);
+                             cudaStream_t stream, const GemmCallKey& key, bool overlap,
+                             bool promote);
 
 }  // namespace tmakit::detail

@@ -1064,7 +1064,8 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   const GemmPlan& plan = prepared.plan;
   if (small_m_config(plan.config)) {
     detail::launch_gemm_fp8_small_m(a, b, d, scale, small_m_rows_b(plan.config), plan.splits,
-                                    stream, key, tuning.overlap_launch);
+                                    stream, key, tuning.overlap_launch,
+                                    tuning.accumulation == GemmAccumulation::promoted);
     return;
   }
   const ConfigFacts& c = kConfigs[plan.config];

@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "gemm_launch.hpp"
 #include "sm90_gemm_common.cuh"
@@ -126,7 +127,9 @@ __device__ __forceinline__ void store_rows(const Params& p, const std::uint8_t* 
   }
 }
 
-template <int MP, int RowsB, class T>
+// Promote: GemmAccumulation::promoted (true) or fast (false: the wgmmas add into the sums
+// across all of K, no partial products).
+template <int MP, int RowsB, class T, bool Promote>
 __global__ void __launch_bounds__(kThreads, 1)
     sm90_gemm_fp8_small_m_kernel(const __grid_constant__ Params p) {
   using C = Config<MP, RowsB>;
@@ -221,12 +224,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (p.prefetch_kblocks != 0) ptx::griddepcontrol_launch_dependents();
     }
   } else {
-    // ---- consumer warpgroup: 64 x MP partial products, promoted into fp32 ---------------
-    float part0[C::kAccum];
-    float part1[C::kAccum];
+    // ---- consumer warpgroup: 64 x MP sums, promoted from partial products, or fast --------
     const bool warp_leader = (threadIdx.x % 32) == 0;
     State st;
-    auto issue = [&](float (&part)[C::kAccum], const State& at) {
+    // k-block `at`'s wgmmas into `part`: a fresh partial product (fresh), or added to it
+    auto issue = [&](float(&part)[C::kAccum], const State& at, auto fresh) {
+      constexpr bool kFresh = decltype(fresh)::value;
       pipe.consumer_wait(at);
       ptx::wgmma_fence_operands(part);
       ptx::wgmma_fence_sync_aligned();
@@ -243,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           // swizzle, the K slice selected by the start address as in the main kernel
           ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
               wave, ptx::wgmma_smem_desc_advance(desc_b, w * kWaveRows * kBlockK + kk * kWgmmaK),
-              ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 ? 1u : 0u);
+              ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 || !kFresh ? 1u : 0u);
         }
       }
       ptx::wgmma_commit_group_sync_aligned();
@@ -254,7 +257,22 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) acc[i] += part[i];
     };
-    gemm_common::pipelined_k_blocks(kb_end - kb_begin, st, part0, part1, issue, retire);
+    if constexpr (Promote) {
+      float part0[C::kAccum];
+      float part1[C::kAccum];
+      gemm_common::pipelined_k_blocks(
+          kb_end - kb_begin, st, part0, part1,
+          [&](float(&part)[C::kAccum], const State& at) { issue(part, at, std::true_type{}); },
+          retire);
+    } else {
+      // NOTE: fast accumulation: the sums (zeroed above) take every k-block's wgmmas
+      gemm_common::accumulated_k_blocks(
+          kb_end - kb_begin, st, [&](const State& at) { issue(acc, at, std::false_type{}); },
+          [&](const State& done) {
+            if (warp_leader) pipe.consumer_release(done);
+          });
+      ptx::wgmma_fence_operands(acc);
+    }
     if (ranks == 1) {
       // the staging tile in the reduction's slots, unused without a cluster
       // NOTE: not in the ring: wgmma.wait_group waits for this warp only, so another warp's
@@ -328,10 +346,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int MP, int RowsB, class T>
-void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream, bool overlap) {
-  auto* kernel = &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T>;
+void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream, bool overlap,
+               bool promote) {
+  auto* kernel = promote ? &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, true>
+                         : &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, false>;
   // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
-  allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T>>(kSmemBytes<MP, RowsB>);
+  if (promote) {
+    allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, true>>(kSmemBytes<MP, RowsB>);
+  } else {
+    allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, false>>(kSmemBytes<MP, RowsB>);
+  }
   // NOTE: no cluster attribute for one CTA per tile (the kernel reads rank 0 of a cluster
   // of one): a cluster launch places CTAs differently (kernels/gemm/EXPERIMENTS.md)
   KernelLaunch l(tiles * ranks, kThreads, kSmemBytes<MP, RowsB>, stream);
@@ -342,22 +366,22 @@ void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t str
 
 template <class T>
 void launch_type(int mp, int rows_b, const Params& p, unsigned tiles, unsigned ranks,
-                 cudaStream_t stream, bool overlap) {
+                 cudaStream_t stream, bool overlap, bool promote) {
   if (rows_b == kSmallMWideRowsB) {  // M <= 64, one CTA per tile (gemm_fp8 checked)
     switch (mp) {
-      case 8: launch_mp<8, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
-      case 16: launch_mp<16, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
-      case 32: launch_mp<32, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
-      default: launch_mp<64, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap); break;
+      case 8: launch_mp<8, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+      case 16: launch_mp<16, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+      case 32: launch_mp<32, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+      default: launch_mp<64, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
     }
     return;
   }
   switch (mp) {
-    case 8: launch_mp<8, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
-    case 16: launch_mp<16, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
-    case 32: launch_mp<32, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
-    case 64: launch_mp<64, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
-    default: launch_mp<128, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap); break;
+    case 8: launch_mp<8, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 16: launch_mp<16, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 32: launch_mp<32, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 64: launch_mp<64, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+    default: launch_mp<128, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
   }
 }
 
@@ -367,7 +391,8 @@ namespace tmakit::detail {
 
 void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
                              const GemmKernelScale& scale, int rows_b, int splits,
-                             cudaStream_t stream, const GemmCallKey& key, bool overlap) {
+                             cudaStream_t stream, const GemmCallKey& key, bool overlap,
+                             bool promote) {
   using namespace gemm_small_m;
   const int mp = small_m_padded(a.rows);
   const auto tiles = static_cast<unsigned>((b.rows + rows_b - 1) / rows_b);
@@ -401,10 +426,11 @@ void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
   // once and the loads follow)
   if (!overlap) p.prefetch_kblocks = 0;
   if (d.type == DataType::bfloat16) {
-    launch_type<__nv_bfloat16>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream,
-                               overlap);
+    launch_type<__nv_bfloat16>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream, overlap,
+                               promote);
   } else {
-    launch_type<__half>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream, overlap);
+    launch_type<__half>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream, overlap,
+                        promote);
   }
 }
 

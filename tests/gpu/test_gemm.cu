@@ -252,7 +252,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
   }
 }
 
-// GemmAccumulation::fast: every configuration (the small-M one promotes either way), split K
+// GemmAccumulation::fast: every configuration (the small-M kernel's: GemmSmallM), split K
 // and not, both output types, within the fast bound of run_case.
 TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
   TMAKIT_SKIP_WITHOUT_GPU();
@@ -348,6 +348,23 @@ TEST(GemmSmallM, EveryWidthAndClusterSize) {
 // of under a wave), N = 333 (D's rows element by element), K not a multiple of 128, both
 // output types, an ordinary launch, and the shapes the plan takes it for (one round of CTAs
 // and two).
+// The small-M kernel with fast accumulation (its sums take every k-block's wgmmas): every
+// width, clusters along K (the reduction then sums the sums), 128 rows of B per CTA, fp16.
+TEST(GemmSmallM, FastAccumulation) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr auto kFast = GemmAccumulation::fast;
+  std::uint32_t seed = 240;
+  for (std::uint64_t m : {1, 8, 16, 31, 64, 100, 128}) {
+    for (int splits : {1, 2, 8}) {
+      run_case({m, 333, 1040, 3, splits, DataType::bfloat16, 0, true, kFast}, ++seed);
+    }
+    run_case({m, 336, 2048, 3, 0, DataType::float16, 16, true, kFast}, ++seed);
+    if (m <= 64) run_case({m, 1000, 1040, 8, 0, DataType::bfloat16, 0, true, kFast}, ++seed);
+  }
+  run_case({5, 64, 16, 3, 0, DataType::bfloat16, 0, true, kFast}, ++seed);         // one k-block
+  run_case({128, 7168, 2048, -1, 0, DataType::bfloat16, 0, true, kFast}, ++seed);  // chosen
+}
+
 TEST(GemmSmallM, TwoWavesOfB) {
   TMAKIT_SKIP_WITHOUT_GPU();
   std::uint32_t seed = 140;

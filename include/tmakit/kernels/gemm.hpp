@@ -43,8 +43,8 @@ struct GemmScales {
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
 //     instructions, and the registers promotion needs go to 128 x 256 tiles (configuration
 //     6, chosen where they fill the GPU); an error that grows with K (the GPU tests bound an
-//     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Configurations 3 and 8
-//     (smallm, smallm128: memory-bound) promote either way: there the promotion costs no time.
+//     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Every configuration
+//     that promotes (all but 6) runs both modes.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
