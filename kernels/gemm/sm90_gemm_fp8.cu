@@ -90,6 +90,10 @@ using Config6 = Config<2, 256, 4, 64, 2>;
 // tile's wgmmas start sooner. NOTE: one tile per CTA (1024 x 4096 x 4096) ran 1-2.5% slower
 // so, several 1-4% faster (EXPERIMENTS.md, "Configuration 6's epilogue").
 using Config6Rounds = Config<2, 256, 3, 64, 4>;
+static_assert(Config6Rounds::kBlockM == Config6::kBlockM &&
+                  Config6Rounds::kBlockN == Config6::kBlockN &&
+                  Config6Rounds::kDBoxCols == Config6::kDBoxCols,
+              "configuration 6's two forms share its tensor maps (tiles and D's boxes)");
 // m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For shapes whose 128 x 128
 // tiles, in their one round, leave a quarter of the SMs or more idle: 128 x 10240 on 132 SMs
 // is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
