@@ -345,17 +345,19 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// The kernel of one width and mode, its shared-memory limit raised on the current device.
+template <int MP, int RowsB, class T, bool Promote>
+auto* prepared_small_m_kernel() {
+  allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, Promote>>(kSmemBytes<MP, RowsB>);
+  return &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, Promote>;
+}
+
 template <int MP, int RowsB, class T>
 void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream, bool overlap,
                bool promote) {
-  auto* kernel = promote ? &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, true>
-                         : &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, false>;
+  auto* kernel = promote ? prepared_small_m_kernel<MP, RowsB, T, true>()
+                         : prepared_small_m_kernel<MP, RowsB, T, false>();
   // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
-  if (promote) {
-    allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, true>>(kSmemBytes<MP, RowsB>);
-  } else {
-    allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, false>>(kSmemBytes<MP, RowsB>);
-  }
   // NOTE: no cluster attribute for one CTA per tile (the kernel reads rank 0 of a cluster
   // of one): a cluster launch places CTAs differently (kernels/gemm/EXPERIMENTS.md)
   KernelLaunch l(tiles * ranks, kThreads, kSmemBytes<MP, RowsB>, stream);
