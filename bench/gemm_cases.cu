@@ -143,7 +143,7 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
     }
     v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
     if (name == "m256n128" || name == "m128n256w" || name == "m128n128" || name == "m64n128" ||
-        name == "m128n80") {  // both modes
+        name == "m128n80" || name == "m128n144") {  // both modes
       GemmTuning fast{c, 0};
       fast.accumulation = GemmAccumulation::fast;
       v.push_back({"tmakit-fast:c" + std::to_string(c), fast});

@@ -5,7 +5,7 @@
 // product into fp32 registers, and store D through shared memory and TMA (or, where D's rows
 // are not whole 16-byte chunks, with ordinary stores). Shapes with too few output tiles to
 // fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
-// Configurations 0, 1, 5, 6 and 9 (2 and 4 are retired); the small-M kernel (configuration 3) is
+// Configurations 0, 1, 4, 5, 6 and 9 (2 is retired); the small-M kernel (configuration 3) is
 // sm90_gemm_fp8_small_m.cu, the two-wave kernel (configuration 7) sm90_gemm_fp8_waves.cuh.
 // See README.md beside this file.
 #include <cuda_bf16.h>
@@ -94,6 +94,10 @@ static_assert(Config6Rounds::kBlockM == Config6::kBlockM &&
                   Config6Rounds::kBlockN == Config6::kBlockN &&
                   Config6Rounds::kDBoxCols == Config6::kDBoxCols,
               "configuration 6's two forms share its tensor maps (tiles and D's boxes)");
+// m128n144: 34 KB per stage, 6 deep; D in three 48-column boxes (a 96-byte box row takes a
+// whole 128-byte swizzle span), one buffer per warpgroup, box after box. Three sets of 72
+// registers (sums and two partials) fit at 240 registers per consumer thread.
+using Config4 = Config<2, 144, 6, 48, 1>;
 // m128n80: 26 KB per stage, 7 deep; D in two 40-column boxes. For shapes whose 128 x 128
 // tiles, in their one round, leave a quarter of the SMs or more idle: 128 x 10240 on 132 SMs
 // is 80 tiles of 128 columns, 128 of 80 (the tile cuBLASLt's kernel takes there).
@@ -484,6 +488,8 @@ constexpr int small_m_rows_b(int config) {
 // Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
 // its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
+// Configuration 4, 128 x 144 tiles: where they take a round less than 128 x 128 tiles.
+constexpr int kWide144Config = 4;
 // Configuration 6, 128 x 256 tiles: fast accumulation where they fill the SMs.
 constexpr int kWideConfig = 6;
 // Configuration 7, 256 x 128 tiles in two waves (sm90_gemm_fp8_waves.cuh): promotion where
@@ -501,9 +507,7 @@ const ConfigFacts kConfigs[] = {
             "clusters of 2 sharing B ran 0.85-0.97x configuration "
             "1's speed at every measured shape"),
     {"smallm", 0, 0, 0, true, true, true, nullptr, nullptr, nullptr},
-    retired("m128n144",
-            "128 x 144 tiles ran slower than configuration 1 at "
-            "every measured shape"),
+    facts<Config4>("m128n144"),
     facts<Config5>("m64n64"),
     facts<Config6>("m128n256", &launch_wide<__nv_bfloat16>, &launch_wide<__half>),
     {"m256n128", kWavesBlockM, kWavesBlockN, kWavesDBoxCols, true, false, false, nullptr,
@@ -890,6 +894,17 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
       m > 256 && !waves_rows_half && n % 8 == 0 && twice_tiles_pay(kWavesNConfig)) {
     plan.config = kWavesNConfig;
+  }
+  // NOTE: 128 x 144 tiles (config 4) above M = 256 at K >= 4096, in place of 128 x 128 or 128
+  // x 80 tiles (split tail or not), where their rounds are at most 4/5 of 128 x 128 tiles'
+  // (2 against 1 up to 5 against 4): a round of them took 1.0-1.3 times one of 128 x 128
+  // tiles, so one round saved in five or fewer paid (1024 x 2112 x 7168: 120 tiles in one
+  // round against 136 in two, 27.4 against 34.5 us), one in seven or more did not (6144 x
+  // 3072 x 7168: 223 against 191 us). EXPERIMENTS.md, "128 x 144 tiles again".
+  if (tuning.config < 0 && m > 256 && k_blocks >= 32 &&
+      (plan.config == 1 || plan.config == kNarrowConfig) &&
+      5 * rounds(kWide144Config) <= 4 * rounds(1)) {
+    plan.config = kWide144Config;
   }
   check_config_tuning(plan.config, tuning);
   const ConfigFacts& c = kConfigs[plan.config];

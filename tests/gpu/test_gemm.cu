@@ -812,6 +812,24 @@ TEST(Gemm, NarrowTilesSmall) {
   run_case({70, 330, 384, 9, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 861u);
 }
 
+// 128 x 144 tiles (configuration 4), small enough for compute-sanitizer: D in three 48-column
+// boxes through one buffer per warpgroup (a last tile 16 columns wide, rows past M, padded
+// rows), plain stores (odd N), both modes, split K.
+TEST(Gemm, Tiles144Small) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  run_case({200, 304, 1040, 4, 1, DataType::float16, 32}, 870u);
+  run_case({130, 333, 512, 4, 1, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 871u);
+  run_case({129, 300, 1024, 4, 2}, 872u);
+}
+
+// The plan's 128 x 144 tiles where they save a round (1024 x 2112: 120 tiles against 136 of
+// 128 x 128), checked against the reference in both modes.
+TEST(Gemm, Tiles144Chosen) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  run_case({1024, 2112, 4096, -1, 0}, 873u);
+  run_case({1000, 2100, 4096, -1, 0, DataType::float16, 0, true, GemmAccumulation::fast}, 874u);
+}
+
 // A split tail: the plan runs whole 128 x 128 tiles for a round, then splits K four ways for
 // the few tiles of the last round (17 tiles across N; M just past one round of the SMs).
 TEST(Gemm, SplitTailMatchesReference) {

@@ -465,7 +465,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132).config, 7);
   EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132, fast).config, 6);
   EXPECT_EQ(gemm_fp8_plan(1024, 1536, 7168, 132).config, 1);  // 96 of 128 x 128: 1 round
-  EXPECT_EQ(gemm_fp8_plan(1536, 1536, 4096, 132).config, 9);  // 128 x 80 stay (2 rounds)
+  EXPECT_EQ(gemm_fp8_plan(1536, 1536, 4096, 132).config, 4);  // 132 of 128 x 144: 1 round
   EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132).config, 1);   // 2 rounds of them: no
   // 256-row tiles only where M fills more than half of the last one; else 128 x 256 ones in
   // two waves along N in place of 128 x 128 tiles, where they pay
@@ -483,25 +483,43 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   // a split tail: past one round, a last round of 128 x 128 tiles on at most a quarter of the
   // SMs, at K >= 6144, splits K four ways; the rounds before run whole tiles
   for (const GemmTuning& t : {GemmTuning{}, fast}) {
-    const GemmPlan tail = gemm_fp8_plan(1024, 2112, 7168, 132, t);  // 136 tiles: 132 + 4
+    const GemmPlan tail = gemm_fp8_plan(1152, 2112, 7168, 132, t);  // 153 tiles: 132 + 21
     EXPECT_EQ(tail.config, 1);
-    EXPECT_EQ(tail.tiles, 136);
+    EXPECT_EQ(tail.tiles, 153);
     EXPECT_EQ(tail.splits, 4);
-    EXPECT_EQ(tail.split_tiles, 4);
-    EXPECT_EQ(tail.grid, 132u);  // 132 + 4 * 4 units
-    EXPECT_EQ(gemm_fp8_plan(1536, 1536, 7168, 132, t).split_tiles, 12);
-    EXPECT_EQ(gemm_fp8_plan(2048, 2112, 7168, 132, t).split_tiles, 8);   // 272: 264 + 8
-    EXPECT_EQ(gemm_fp8_plan(3072, 1536, 7168, 132, t).split_tiles, 24);  // 288: 264 + 24
-    EXPECT_EQ(gemm_fp8_plan(3072, 1536, 7168, 132, t).config, 1);
-    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).config, 9);  // K < 6144
-    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).split_tiles, 0);
-    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 6128, 132, t).split_tiles, 0);  // K < 6144
-    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 6144, 132, t).split_tiles, 4);
+    EXPECT_EQ(tail.split_tiles, 21);
+    EXPECT_EQ(tail.grid, 132u);                                          // 132 + 4 * 21 units
+    EXPECT_EQ(gemm_fp8_plan(1280, 2048, 7168, 132, t).split_tiles, 28);  // 160: 132 + 28
+    EXPECT_EQ(gemm_fp8_plan(1536, 7168, 7168, 132, t).split_tiles, 12);  // 672: 660 + 12
+    EXPECT_EQ(gemm_fp8_plan(1152, 2112, 6128, 132, t).split_tiles, 0);   // K < 6144
+    EXPECT_EQ(gemm_fp8_plan(1152, 2112, 6144, 132, t).split_tiles, 21);
     EXPECT_EQ(gemm_fp8_plan(2048, 1536, 7168, 132, t).split_tiles, 0);  // 60 > 132 / 4
     EXPECT_EQ(gemm_fp8_plan(256, 33792, 8192, 132, t).split_tiles, 0);  // M <= 256
-    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 7168, 132, {1, 0, true, t.accumulation}).split_tiles,
+    EXPECT_EQ(gemm_fp8_plan(1152, 2112, 7168, 132, {1, 0, true, t.accumulation}).split_tiles,
               0);  // a forced configuration: no split tail
   }
+  // 128 x 144 tiles above M = 256 at K >= 4096 in place of 128 x 128 (or 128 x 80) tiles
+  // where their rounds are at most 4/5 of those (both modes)
+  for (const GemmTuning& t : {GemmTuning{}, fast}) {
+    const GemmPlan p144 = gemm_fp8_plan(1024, 2112, 7168, 132, t);  // 120 tiles against 136
+    EXPECT_STREQ(gemm_config_name(p144.config), "m128n144");
+    EXPECT_EQ(p144.tiles, 120);
+    EXPECT_EQ(p144.splits, 1);
+    EXPECT_EQ(p144.split_tiles, 0);
+    EXPECT_EQ(p144.grid, 120u);
+    EXPECT_EQ(gemm_fp8_plan(1536, 1536, 7168, 132, t).config, 4);  // 132: 1 round against 2
+    EXPECT_EQ(gemm_fp8_plan(2048, 2112, 7168, 132, t).config, 4);  // 240: 2 against 3
+    EXPECT_EQ(gemm_fp8_plan(3072, 1536, 7168, 132, t).config, 4);  // 264: 2 against 3
+    EXPECT_EQ(gemm_fp8_plan(4096, 2112, 7168, 132, t).config, 4);  // 480: 4 against 5
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 4096, 132, t).config, 4);  // in place of 128 x 80
+    EXPECT_EQ(gemm_fp8_plan(1536, 1536, 4096, 132, t).config, 4);
+    EXPECT_EQ(gemm_fp8_plan(1024, 2112, 2048, 132, t).config, 9);  // K < 4096
+    EXPECT_EQ(gemm_fp8_plan(6144, 2112, 7168, 132, t).config, 1);  // 6 rounds against 7
+    EXPECT_EQ(gemm_fp8_plan(6144, 3072, 7168, 132, t).config, 1);  // 8 against 9
+    EXPECT_EQ(gemm_fp8_plan(1024, 1536, 7168, 132, t).config, 1);  // 1 round either way
+    EXPECT_NE(gemm_fp8_plan(256, 2112, 7168, 132, t).config, 4);   // M <= 256
+  }
+  EXPECT_EQ(gemm_fp8_plan(1024, 2112, 7168, 132, {4, 0}).splits, 1);  // forced, one round
   // where tiles of twice 128 x 128 pay against the quarter round, they stay
   EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132).config, 7);  // 4096 tiles: 31 rounds + 4
   EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132).split_tiles, 0);
@@ -591,7 +609,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(2048, 4096, 4096, 132).grid, 128u);   // 256 tiles: 2 rounds
   EXPECT_EQ(gemm_fp8_plan(2048, 4224, 4096, 132).grid, 132u);   // 264 tiles: 2 whole rounds
   // ... but a split tail keeps every SM: its last round is the idle SMs' share
-  const GemmPlan tail = gemm_fp8_plan(1024, 2112, 7168, 132);
+  const GemmPlan tail = gemm_fp8_plan(1152, 2112, 7168, 132);
   EXPECT_GT(tail.split_tiles, 0);
   EXPECT_EQ(tail.grid, 132u);
   EXPECT_STREQ(gemm_config_name(big.config), "m256n128");
@@ -601,8 +619,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   const GemmPlan odd = gemm_fp8_plan(333, 1000, 4096, 132, {1, 1});
   EXPECT_EQ(odd.tiles, 24);
   EXPECT_EQ(odd.grid, 24u);
-  // retired configurations (2: clusters sharing B, 4: 128 x 144) are refused by name
-  for (int retired : {2, 4}) {
+  // a retired configuration (2: clusters sharing B) is refused by name
+  for (int retired : {2}) {
     EXPECT_FALSE(gemm_config_built(retired));
     std::string msg;
     EXPECT_EQ(refused([&] { gemm_fp8_plan(4096, 4096, 4096, 132, {retired, 0}); }, &msg),
@@ -610,7 +628,7 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
     EXPECT_NE(msg.find("no longer built"), std::string::npos) << msg;
     EXPECT_NE(msg.find(gemm_config_name(retired)), std::string::npos) << msg;
   }
-  for (int built : {0, 1, 3, 5, 6, 7, 8, 9, 10}) EXPECT_TRUE(gemm_config_built(built)) << built;
+  for (int built : {0, 1, 3, 4, 5, 6, 7, 8, 9, 10}) EXPECT_TRUE(gemm_config_built(built)) << built;
   EXPECT_FALSE(gemm_config_built(-1));
   EXPECT_FALSE(gemm_config_built(kGemmConfigs));
   // K = 16: one k-block, nothing to split

@@ -76,14 +76,14 @@ struct GemmTuning {
 // Tile configuration ids (GemmTuning::config), 0..kGemmConfigs - 1.
 inline constexpr int kGemmConfigs = 11;
 // "m64n128" (0), "m128n128" (1), "smallm" (3: M <= 128, operands swapped, K split over a
-// cluster), "m64n64" (5), "m128n256" (6: GemmAccumulation::fast only, no split of K),
-// "m256n128" (7: each math warpgroup runs 128 rows as two waves, no split of K, D's rows
-// whole 16-byte chunks: N and its pitch in elements multiples of 8), "smallm128" (8: the
-// small-M kernel on 128 rows of B per CTA, M <= 64, no split of K), "m128n80" (9: 128 x 80
-// tiles, for N whose 128-column tiles would leave SMs idle), "m128n256w" (10: 128 x 256
-// tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M; M <= 128
-// with many columns and K >= 4096); "m128n128c2" (2) and
-// "m128n144" (4) are retired (see gemm_config_built); "?" otherwise.
+// cluster), "m128n144" (4: 128 x 144 tiles, where they take fewer rounds), "m64n64" (5), "m128n256"
+// (6: GemmAccumulation::fast only, no split of K), "m256n128" (7: each math warpgroup runs 128 rows
+// as two waves, no split of K, D's rows whole 16-byte chunks: N and its pitch in elements multiples
+// of 8), "smallm128" (8: the small-M kernel on 128 rows of B per CTA, M <= 64, no split of K),
+// "m128n80" (9: 128 x 80 tiles, for N whose 128-column tiles would leave SMs idle), "m128n256w"
+// (10: 128 x 256 tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M; M
+// <= 128 with many columns and K >= 4096); "m128n128c2" (2) is retired (see gemm_config_built);
+// "?" otherwise.
 const char* gemm_config_name(int config);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
 // the retired ones (2 and 4: measured slower than configuration 1 at every shape, no longer
