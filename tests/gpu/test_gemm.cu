@@ -835,7 +835,9 @@ TEST(Gemm, Tiles144Chosen) {
 TEST(Gemm, SplitTailMatchesReference) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const int sms = device_sm_count();
-  const std::uint64_t m = 128 * static_cast<std::uint64_t>(sms / 17 + 1), n = 17 * 128 - 64;
+  // 17 tiles of 128 x 128 per tile row, a few more rows of them than fill the SMs once (the
+  // plan's 128 x 144 tiles, 15 per row, take as many rounds there)
+  const std::uint64_t m = 128 * static_cast<std::uint64_t>(sms / 17 + 2), n = 17 * 128 - 64;
   const std::uint64_t k = 6144;
   for (const GemmAccumulation mode : {GemmAccumulation::promoted, GemmAccumulation::fast}) {
     const GemmPlan plan = gemm_fp8_plan(m, n, k, sms, {-1, 0, true, mode});
