@@ -488,6 +488,10 @@ constexpr int small_m_rows_b(int config) {
 // Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
 // its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
+// A plan's work units: one per whole tile, and one per split of K of each split tile.
+constexpr std::int64_t plan_units(const GemmPlan& plan) {
+  return plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
+}
 // Configuration 4, 128 x 144 tiles: where they take a round less than 128 x 128 tiles.
 constexpr int kWide144Config = 4;
 // Configuration 6, 128 x 256 tiles: fast accumulation where they fill the SMs.
@@ -932,7 +936,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   if (plan.splits > 1 && plan.split_tiles == 0) plan.split_tiles = plan.tiles;
   // a unit: one whole tile, or one split of K of a split tile; a persistent grid of at most
   // one CTA per SM
-  const std::int64_t units = plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
+  const std::int64_t units = plan_units(plan);
   plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
   // NOTE: whole tiles in several rounds: as few CTAs as take the same number of rounds (2048
   // tiles on 132 SMs: 128 CTAs of 16 tiles, not 68 of 16 and 64 of 15). The call takes as
@@ -1070,7 +1074,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     q.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
     q.splits = r.plan.splits;
     q.whole_tiles = static_cast<std::int32_t>(r.plan.tiles - r.plan.split_tiles);
-    q.units = r.plan.tiles - r.plan.split_tiles + r.plan.split_tiles * r.plan.splits;
+    q.units = plan_units(r.plan);
     return r;
   });
   // (not part of the key: remembered by require_device_pointer itself)
