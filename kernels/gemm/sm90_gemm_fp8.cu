@@ -5,8 +5,9 @@
 // product into fp32 registers, and store D through shared memory and TMA (or, where D's rows
 // are not whole 16-byte chunks, with ordinary stores). Shapes with too few output tiles to
 // fill the GPU split K; the last CTA of a tile to finish sums the partial tiles.
-// Configurations 0, 1, 4, 5, 6 and 9 (2 is retired); the small-M kernel (configuration 3) is
-// sm90_gemm_fp8_small_m.cu, the two-wave kernel (configuration 7) sm90_gemm_fp8_waves.cuh.
+// Configurations 0, 1, 4, 5, 6 and 9 (2 is retired); the small-M kernel (configurations 3 and
+// 8) is sm90_gemm_fp8_small_m.cu, the two-wave kernel (configurations 7 and 10)
+// sm90_gemm_fp8_waves.cuh.
 // See README.md beside this file.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -69,8 +70,9 @@ struct Config {
   static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
   // Promotion needs three sets of BlockN / 2 registers (sums and two partials) and about 24
-  // more (addresses, indices, the ring's state); split K a second set in its epilogue: wider
-  // tiles run GemmAccumulation::fast only, and unsplit.
+  // more (addresses, indices, the ring's state), split K a second set in its epilogue: 144
+  // columns (3 * 72 + 24 = 240) still promote and split; 256 run GemmAccumulation::fast only,
+  // and unsplit.
   static constexpr bool kPromotes = 3 * (BlockN / 2) + 24 <= kConsumerRegs;
   static constexpr bool kSplitsK = kPromotes;
 };
@@ -825,7 +827,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
   // most a quarter of the SMs busy and K is long (6144 or more), those tiles split K four
   // ways over the idle SMs, the rounds before running whole tiles: the call then takes about
   // a quarter of a round where it took a whole one, plus the partial tiles' sum (EXPERIMENTS.md,
-  // "A split tail"). The rules below count its rounds so.
+  // "A split tail"). The rules of configurations 6, 7 and 10 below count its rounds so; 9 is
+  // not taken in its place, and 4's rule compares whole rounds.
   const std::int64_t tail_tiles = tiles_of(1) - (rounds(1) - 1) * sm_count;
   const bool split_tail = tuning.config < 0 && tuning.splits == 0 && plan.config == 1 && m > 256 &&
                           rounds(1) >= 2 && tail_tiles * 4 <= sm_count && k >= 6144;
@@ -844,9 +847,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
     plan.config = kNarrowConfig;
   }
   // NOTE: where 128 x 128 tiles are so few that K would be split (256 < M <= 512), 64 x 128
-  // tiles unsplit wherever they fill half the SMs in one round: the split's partial tiles cost
-  // more than the 64-row tiles' extra bytes (EXPERIMENTS.md, "The plan past the bench's
-  // shapes").
+  // tiles unsplit wherever they fill more than half the SMs in one round: the split's partial
+  // tiles cost more than the 64-row tiles' extra bytes (EXPERIMENTS.md, "The plan past the
+  // bench's shapes").
   if (tuning.config < 0 && plan.config == 1 && m > 256 && m <= 512 && tiles_of(1) * 2 <= sm_count &&
       one_round(0) && tiles_of(0) * 2 > sm_count) {
     plan.config = 0;
@@ -883,10 +886,10 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       n % 8 == 0 && waves_rows_half && twice_tiles_pay(kWavesConfig)) {
     plan.config = kWavesConfig;
   }
-  // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay,
-  // M fills more than 3/4 of their rows and K is 4096 or more, in place of 64 x 128 or 128 x
-  // 128 tiles; at K = 2048 the 64 x 128 tiles stayed ahead (EXPERIMENTS.md, "The plan's
-  // rules").
+  // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay, M
+  // fills more than 3/4 of their rows and K has 32 k-blocks or more (K > 3968), in place of 64 x
+  // 128 or 128 x 128 tiles; at K = 2048 the 64 x 128 tiles stayed ahead (EXPERIMENTS.md, "The
+  // plan's rules").
   if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
       !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 && k_blocks >= 32 &&
       twice_tiles_pay(kWavesNConfig)) {
@@ -899,12 +902,12 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
       m > 256 && !waves_rows_half && n % 8 == 0 && twice_tiles_pay(kWavesNConfig)) {
     plan.config = kWavesNConfig;
   }
-  // NOTE: 128 x 144 tiles (config 4) above M = 256 at K >= 4096, in place of 128 x 128 or 128
-  // x 80 tiles (split tail or not), where their rounds are at most 4/5 of 128 x 128 tiles'
-  // (2 against 1 up to 5 against 4): a round of them took 1.0-1.3 times one of 128 x 128
-  // tiles, so one round saved in five or fewer paid (1024 x 2112 x 7168: 120 tiles in one
-  // round against 136 in two, 27.4 against 34.5 us), one in seven or more did not (6144 x
-  // 3072 x 7168: 223 against 191 us). EXPERIMENTS.md, "128 x 144 tiles again".
+  // NOTE: 128 x 144 tiles (config 4) above M = 256 at 32 k-blocks or more (K > 3968; measured at K
+  // = 4096-7168), in place of 128 x 128 or 128 x 80 tiles (split tail or not), where their rounds
+  // are at most 4/5 of 128 x 128 tiles' (2 against 1 up to 5 against 4): a round of them took
+  // 1.0-1.3 times one of 128 x 128 tiles, so one round saved in five or fewer paid (1024 x 2112 x
+  // 7168: 120 tiles in one round against 136 in two, 27.4 against 34.5 us), one in seven or more
+  // did not (6144 x 3072 x 7168: 223 against 191 us). EXPERIMENTS.md, "128 x 144 tiles again".
   if (tuning.config < 0 && m > 256 && k_blocks >= 32 &&
       (plan.config == 1 || plan.config == kNarrowConfig) &&
       5 * rounds(kWide144Config) <= 4 * rounds(1)) {

@@ -358,7 +358,9 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     ``scale_a`` / ``scale_b``: Python floats, or one-element float32 tensors on the GPU that
     the kernel reads when it runs (after the work before it on the stream: a dynamic-scaling
     amax needs no host synchronisation, and a CUDA graph replay reads the current value).
-    alpha * scale_a * scale_b, for host values, must be a finite, nonzero float.
+    alpha * scale_a * scale_b, for host values, formed in double, must round to a finite float
+    that is 0 only when the product is (0 gives D = 0; a product below float's range is
+    refused, not flushed to 0).
     ``accumulate``: "promoted" (default; the tensor cores' partial sums added into fp32 every
     128 or 256 of K: element errors within 2^-10 of sum |a b|) or "fast" (the tensor cores
     accumulate across all of K, as torch._scaled_mm's use_fast_accum=True; the error grows

@@ -81,13 +81,14 @@ inline constexpr int kGemmConfigs = 11;
 // as two waves, no split of K, D's rows whole 16-byte chunks: N and its pitch in elements multiples
 // of 8), "smallm128" (8: the small-M kernel on 128 rows of B per CTA, M <= 64, no split of K),
 // "m128n80" (9: 128 x 80 tiles, for N whose 128-column tiles would leave SMs idle), "m128n256w"
-// (10: 128 x 256 tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M; M
-// <= 128 with many columns and K >= 4096); "m128n128c2" (2) is retired (see gemm_config_built);
-// "?" otherwise.
+// (10: 128 x 256 tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M;
+// M <= 128 with many columns and 32 or more k-blocks of 128, or M > 256 where 256-row tiles would
+// leave their last one half empty); "m128n128c2" (2) is retired (see gemm_config_built); "?"
+// otherwise.
 const char* gemm_config_name(int config);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
-// the retired ones (2 and 4: measured slower than configuration 1 at every shape, no longer
-// built; forcing one throws ArgumentError "tuning.config" saying so).
+// the retired one (2: clusters of two sharing B, measured slower than configuration 1 at every
+// shape, no longer built; forcing it throws ArgumentError "tuning.config" saying so).
 bool gemm_config_built(int config);
 
 // What the launcher would run for this shape (no GPU needed beyond the SM count given).
@@ -95,8 +96,10 @@ struct GemmPlan {
   int config = 0;
   int splits = 1;          // K split this many ways in each of the split tiles
   std::int64_t tiles = 0;  // output tiles
-  // persistent CTAs: at most one per SM, and where whole tiles take several rounds as few as
-  // take the same number of rounds
+  // CTAs launched. The tiled and two-wave kernels (persistent): at most one per SM, and where
+  // whole tiles take several rounds as few as take the same number of rounds. The small-M
+  // kernel (configurations 3 and 8): one per tile and split, tiles * splits, which may exceed
+  // the SMs (16 x 57344 on configuration 8: 448).
   unsigned grid = 0;
   // the last tiles in the schedule's order that split K: all of them when K is split for
   // every tile, a last round's few tiles where the plan splits only those (a split tail)
