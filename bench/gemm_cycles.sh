@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# SM cycles of one FP8 GEMM call at fixed clocks (Nsight Compute's default base-clock control,
-# one launch each, caches flushed): tmakit's plan and cuBLASLt, each in both accumulation
-# modes, against the tensor cores' peak for the shape (2 M N K FLOP at 8192 FP8 FLOP per cycle
-# per SM). Cycles, not times: a power-limited clock differs between kernels even under ncu.
+# SM cycles of one FP8 GEMM call (one launch each, caches flushed): tmakit's plan and
+# cuBLASLt, each in both accumulation modes, against the tensor cores' peak for the shape (2 M
+# N K FLOP at 8192 FP8 FLOP per cycle per SM). Cycles, not times: a power-limited clock differs
+# between kernels.
+# NOTE: the GPU's clocks are left as they are (ncu --clock-control none) unless
+# NCU_CLOCK_CONTROL names another of ncu's modes: "base" locks them at base for the profiled
+# launch, as ncu does by default, which changes a setting of the card; do that only on a GPU
+# that is yours to change.
 # A ratio of cycles is the speed-up at equal clocks, and no kernel's cycles can go below the
 # peak's: cuBLASLt at a share s of the peak bounds any speed-up over it at x <= 1 / s.
 #
@@ -10,11 +14,17 @@
 # bench's host-overhead row calls, which would be the launch profiled.
 #   bench/gemm_cycles.sh [MxNxK ...]    (default: the bench's shapes with M >= 1024)
 #   TMAKIT=path/to/tmakit NCU=ncu       (defaults: build/tools/tmakit, ncu on PATH)
+#   NCU_CLOCK_CONTROL=none|base         (default none)
 # Prints a Markdown table; ncu's own output goes to ${LOG_DIR:-/tmp/gemm_cycles}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmakit=${TMAKIT:-build/tools/tmakit}
 ncu=${NCU:-ncu}
+clock_control=${NCU_CLOCK_CONTROL:-none}
+case "$clock_control" in
+  none | base) ;;
+  *) echo "gemm_cycles: NCU_CLOCK_CONTROL=$clock_control is not none or base" >&2; exit 1 ;;
+esac
 log_dir=${LOG_DIR:-/tmp/gemm_cycles}
 mkdir -p "$log_dir"
 shapes=("$@")
@@ -37,7 +47,7 @@ cycles() {  # shape case kernel-regex
   IFS=x read -r m n k <<<"$1"
   # NOTE: the bench declares the default mode's case before the fast one, so the first launch
   # the regex matches under --filter "<shape>/tmakit" is the default case's check
-  "$ncu" --launch-count 1 -k "regex:$3" --csv --print-units base \
+  "$ncu" --clock-control "$clock_control" --launch-count 1 -k "regex:$3" --csv --print-units base \
     --metrics "sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second,$sm_count" \
     "$tmakit" bench --gemm-shape "$1" --filter "gemm/fp8/m${m}n${n}k${k}/$2" >"$log" 2>&1 || true
   awk -F'","' '

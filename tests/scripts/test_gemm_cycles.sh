@@ -51,6 +51,14 @@ expect "one launch, the tiled and two-wave kernels only" has \
 expect "SM cycles and the clock" has \
   "--metrics sm__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second" "$args"
 expect "ncu's output kept" test -s "$work/logs/1024x4096x4096_tmakit.csv"
+expect "the GPU's clocks left alone by default" test \
+  "$(grep -c -- "--clock-control none " "$NCU_ARGS")" -eq 4
+
+# 1b. base clocks only when asked
+: >"$NCU_ARGS"
+NCU_CLOCK_CONTROL=base bash "$script" 1024x4096x4096 >/dev/null 2>&1
+expect "NCU_CLOCK_CONTROL=base: ncu told so" test \
+  "$(grep -c -- "--clock-control base " "$NCU_ARGS")" -eq 4
 
 # 2. a shape whose kernels ncu never saw: said, not a number
 out=$(bash "$script" 64x4096x4096 2>&1)
@@ -67,6 +75,11 @@ out=$(NCU=$work/no-such-ncu bash "$script" 2>&1)
 rc=$?
 expect "no ncu: exit 1" test $rc -eq 1
 expect "no ncu: named" has "no-such-ncu not found" "$out"
+out=$(NCU_CLOCK_CONTROL=boost bash "$script" 2>&1)
+rc=$?
+expect "an unknown clock control: exit 1" test $rc -eq 1
+expect "an unknown clock control: named" has "NCU_CLOCK_CONTROL=boost is not none or base" "$out"
+expect "an unknown clock control: no ncu run" test ! -s "$NCU_ARGS"
 out=$(TMAKIT=$work/no-such-tmakit bash "$script" 2>&1)
 rc=$?
 expect "no tmakit: exit 1" test $rc -eq 1
