@@ -14,15 +14,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <compare>
-#include <map>
-#include <mutex>
-#include <thread>
+#include <cstdint>
+#include <string>
 #include <utility>
-#include <vector>
 
 #include "gemm_launch.hpp"
 #include "gemm_plan.hpp"
+#include "gemm_workspace.hpp"
 #include "sm90_gemm_common.cuh"
 #include "sm90_gemm_schedule.cuh"
 #include "tmakit/device/barrier.hpp"
@@ -493,121 +491,6 @@ static_assert(kConfigShapes[kSmallMConfig].block_m == 0 &&
                   kConfigShapes[kSmallMWideConfig].block_m == 0 &&
                   kConfigShapes[2].retired != nullptr,
               "the small-M kernel's rows and the retired one have no tiled kernel");
-
-// A stream's split-K workspace: partial tiles and tile counters.
-struct Workspace {
-  float* partials = nullptr;
-  std::size_t partial_bytes = 0;
-  std::uint32_t* counters = nullptr;
-  std::size_t counter_count = 0;
-};
-
-// Which stream a workspace belongs to: the device, the stream's handle, and for the
-// per-thread default stream (one handle, one stream per host thread) the calling thread.
-// NOTE: not cudaStreamGetId: it is refused while the stream captures a graph, and the refusal
-// breaks the capture. A handle names one stream at a time: cudaStreamDestroy releases it
-// only once the stream's work is done, so a new stream given an old handle takes over a
-// workspace no kernel still uses. The null stream is the legacy default stream here (the
-// library is built without per-thread default streams), as is cudaStreamLegacy.
-struct StreamKey {
-  int device;
-  std::uintptr_t handle;
-  std::thread::id thread;  // cudaStreamPerThread only
-  auto operator<=>(const StreamKey&) const = default;
-};
-StreamKey stream_key(cudaStream_t stream) {
-  StreamKey k{0, reinterpret_cast<std::uintptr_t>(stream), {}};
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&k.device));
-  if (stream == nullptr) k.handle = reinterpret_cast<std::uintptr_t>(cudaStreamLegacy);
-  if (stream == cudaStreamPerThread) k.thread = std::this_thread::get_id();
-  return k;
-}
-
-// The workspace of each stream that has made a split-K call. A workspace is never shared
-// between two streams, so calls on different streams run concurrently without any ordering
-// of the caller's; within a stream, calls are ordered on the GPU and take turns with one
-// workspace.
-struct StreamWorkspaces {
-  struct Entry {
-    Workspace live;
-    // buffers this stream outgrew: a CUDA graph that captured a call may still use them
-    std::vector<void*> retired;
-  };
-  std::mutex mutex;
-  std::map<StreamKey, Entry> entries;
-};
-StreamWorkspaces& stream_workspaces() {
-  // NOTE: never destroyed: nothing may call cudaFree once the runtime is shutting down
-  static StreamWorkspaces* w = new StreamWorkspaces;
-  return *w;
-}
-
-// The workspace of `stream` on the current device with at least these sizes, grown if needed.
-// NOTE: a CUDA graph that captured a call keeps that call's buffers: a workspace outgrown
-// later stays allocated (until gemm_fp8_release_workspace) so that replaying such a graph
-// stays safe, and it grows to at least twice its size so that few are left. Growing needs
-// cudaMalloc, which a stream capture forbids (it would invalidate the capture): a call
-// captured on `stream` whose workspace must grow is refused, naming the stream, before any
-// allocation. New counters are zeroed on `stream` itself (cudaMemsetAsync), so they are
-// zero before the call's kernel reads them without any device-wide synchronisation; the
-// kernel leaves them zero.
-Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters,
-                           cudaStream_t stream) {
-  const StreamKey key = stream_key(stream);
-  StreamWorkspaces& all = stream_workspaces();
-  std::lock_guard<std::mutex> lock(all.mutex);
-  StreamWorkspaces::Entry& e = all.entries[key];
-  Workspace& w = e.live;
-  if (w.partial_bytes >= partial_bytes && w.counter_count >= counters) return w;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  TMAKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone) {
-    throw ArgumentError("stream", "is capturing a CUDA graph, and this split-K call needs " +
-                                      std::to_string(partial_bytes) + " bytes of partials and " +
-                                      std::to_string(counters) +
-                                      " tile counters, more than this stream's workspace "
-                                      "holds (" + std::to_string(w.partial_bytes) + ", " +
-                                      std::to_string(w.counter_count) +
-                                      "); make the same call on this stream once before "
-                                      "capturing");
-  }
-  if (w.partial_bytes < partial_bytes) {
-    const std::size_t bytes = std::max(partial_bytes, 2 * w.partial_bytes);
-    float* grown = nullptr;
-    TMAKIT_CUDA_CHECK(cudaMalloc(&grown, bytes));
-    if (w.partials != nullptr) e.retired.push_back(w.partials);
-    w.partials = grown;
-    w.partial_bytes = bytes;
-  }
-  if (w.counter_count < counters) {
-    const std::size_t count = std::max(counters, 2 * w.counter_count);
-    std::uint32_t* grown = nullptr;
-    TMAKIT_CUDA_CHECK(cudaMalloc(&grown, count * sizeof(std::uint32_t)));
-    TMAKIT_CUDA_CHECK(cudaMemsetAsync(grown, 0, count * sizeof(std::uint32_t), stream));
-    if (w.counters != nullptr) e.retired.push_back(w.counters);
-    w.counters = grown;
-    w.counter_count = count;
-  }
-  return w;
-}
-
-// Frees the workspace `stream` holds on the current device (gemm_fp8_release_workspace).
-void release_stream_workspace(cudaStream_t stream) {
-  const StreamKey key = stream_key(stream);
-  StreamWorkspaces& all = stream_workspaces();
-  std::lock_guard<std::mutex> lock(all.mutex);
-  const auto it = all.entries.find(key);
-  if (it == all.entries.end()) return;
-  // the stream's last split-K call may still be running
-  TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  StreamWorkspaces::Entry& e = it->second;
-  e.retired.push_back(e.live.partials);
-  e.retired.push_back(e.live.counters);
-  for (void* p : e.retired) {
-    if (p != nullptr) TMAKIT_CUDA_CHECK(cudaFree(p));
-  }
-  all.entries.erase(it);
-}
 
 void check_operand_type(const char* arg, const ConstTensorRef& v) {
   if (v.type != DataType::uint8) {
