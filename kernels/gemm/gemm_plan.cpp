@@ -1,10 +1,10 @@
 // The FP8 GEMM's plan (gemm_fp8_plan): which configuration, how many splits of K and CTAs for
-// a shape, from the measurements its rules cite (kernels/gemm/EXPERIMENTS.md); and the checks
-// of a GemmTuning. Pure host code: the host tests call it for any SM count without a GPU.
+// a shape, from the measurements its rules cite (kernels/gemm/EXPERIMENTS.md); the checks of a
+// GemmTuning; gemm_config_name and gemm_config_built. Pure host code: the host tests call the
+// plan for any SM count without a GPU.
 #include "gemm_plan.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <string>
 
 #include "tmakit/kernels/tensor_ref.hpp"

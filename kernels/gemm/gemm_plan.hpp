@@ -1,8 +1,10 @@
-// The FP8 GEMM's configurations as its plan sees them (host code, no GPU): each one's tile,
-// epilogue boxes and abilities, the ids the plan's rules name, and the checks of a
-// GemmTuning. gemm_plan.cpp holds the plan (gemm_fp8_plan) and the checks; sm90_gemm_fp8.cu
-// holds the kernels behind the ids and asserts at compile time that each built kernel's
-// Config agrees with its row here.
+// The FP8 GEMM's configurations in host code (no GPU): each one's tile, epilogue boxes and
+// abilities, which the plan and the launcher read; the ids the plan's rules name; the checks
+// of a GemmTuning. gemm_plan.cpp defines the plan (gemm_fp8_plan), gemm_config_name,
+// gemm_config_built and the checks. The kernels behind the ids: sm90_gemm_fp8.cu (the tiled
+// kernel, 0, 1, 4, 5, 6, 9), sm90_gemm_fp8_small_m.cu (3, 8), sm90_gemm_fp8_waves.cu (7,
+// 10); sm90_gemm_fp8.cu asserts at compile time that the tiled kernel's Configs and the
+// two-wave kernel's tiles agree with their rows here.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +17,7 @@ namespace tmakit::detail::gemm {
 // K per k-block: 128 bytes of e4m3, one 128B swizzle span (the kernels' kBlockK).
 inline constexpr int kKBlock = 128;
 
-// A configuration as the plan sees it.
+// A configuration as the plan and the launcher see it.
 struct ConfigShape {
   const char* name;
   int block_m;     // rows of A (of D) per tile; 0 for the small-M kernel (its own plan)
@@ -47,7 +49,8 @@ static_assert(sizeof(kConfigShapes) / sizeof(kConfigShapes[0]) == kGemmConfigs,
               "gemm.hpp's kGemmConfigs counts the configurations here");
 
 // Configuration 3 is the small-M kernel (sm90_gemm_fp8_small_m.cu), and 8 the same on 128 rows
-// of B per CTA: their rows here only name them.
+// of B per CTA: their rows here give a name and their abilities (that kernel has its own plan
+// of tiles, gemm_launch.hpp, and stores D without TMA wherever it must).
 constexpr int kSmallMConfig = 3;
 constexpr int kSmallMWideConfig = 8;
 constexpr bool small_m_config(int config) {
@@ -60,10 +63,6 @@ constexpr int small_m_rows_b(int config) {
 // Configuration 5, 64 x 64 tiles: what the plan takes when 64 x 128 tiles are too few and
 // its own fit in one round on the SMs.
 constexpr int kSmallTileConfig = 5;
-// A plan's work units: one per whole tile, and one per split of K of each split tile.
-constexpr std::int64_t plan_units(const GemmPlan& plan) {
-  return plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
-}
 // Configuration 4, 128 x 144 tiles: where they take a round less than 128 x 128 tiles.
 constexpr int kWide144Config = 4;
 // Configuration 6, 128 x 256 tiles: fast accumulation where they fill the SMs.
@@ -77,8 +76,13 @@ constexpr int kNarrowConfig = 9;
 // fill the SMs.
 constexpr int kWavesNConfig = 10;
 
-// The checks of a GemmTuning, each throwing ArgumentError naming the field (gemm_fp8 runs them
-// before it asks the device anything; gemm_fp8_plan too).
+// A plan's work units: one per whole tile, and one per split of K of each split tile.
+constexpr std::int64_t plan_units(const GemmPlan& plan) {
+  return plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
+}
+
+// The checks of a GemmTuning, each throwing ArgumentError naming the field; gemm_fp8 runs
+// them before it asks the device anything, gemm_fp8_plan before it plans.
 void check_config(const GemmTuning& tuning);
 void check_splits(const GemmTuning& tuning, std::uint64_t k);
 // Configuration 3 (the small-M kernel) takes M <= 128 and K split over a cluster of 1, 2, 4
@@ -86,8 +90,8 @@ void check_splits(const GemmTuning& tuning, std::uint64_t k);
 void check_small_m_tuning(int config, std::uint64_t m, std::int64_t k_blocks,
                           const GemmTuning& tuning);
 void check_accumulation(const GemmTuning& tuning);
-// A forced tiled configuration's own limits (after check_accumulation): no split of K where it
-// has none, no promotion where its registers cannot hold it.
+// A tiled configuration's own limits, forced or chosen (after check_accumulation): no split
+// of K where it has none, no promotion where its registers cannot hold it.
 void check_config_tuning(int config, const GemmTuning& tuning);
 
 }  // namespace tmakit::detail::gemm

@@ -13,10 +13,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "gemm_launch.hpp"
 #include "gemm_plan.hpp"
@@ -559,7 +558,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   check_config_tuning(tuning.config, tuning);
   // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
   // the pitch multiples of 16) for the stores to stop exactly at column N; else plain
-  // stores, which configuration 7 does not have
+  // stores, which the two-wave kernel (configurations 7 and 10) does not have
   const bool d_whole_chunks = (n * 2) % 16 == 0 && d.row_pitch() % 16 == 0;
   if (tuning.config >= 0 && !kConfigShapes[tuning.config].plain_stores && !d_whole_chunks) {
     throw ArgumentError("tuning.config",
