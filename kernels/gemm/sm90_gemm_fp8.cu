@@ -411,21 +411,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
 }
 
-// The kernel of a configuration, its shared-memory limit raised on the current device (once
-// per device), so that a call costs one launch on the host.
-template <class Cfg, class T, bool Promote = true>
-auto* prepared_kernel() {
-  allow_dynamic_smem<sm90_gemm_fp8_kernel<Cfg, T, Promote>>(kSmemBytes<Cfg>);
-  return &sm90_gemm_fp8_kernel<Cfg, T, Promote>;
-}
-
+// The kernel of a configuration and mode, its shared-memory limit raised on the current device
+// (once per device), so that a call costs one launch on the host.
 template <class Cfg, class T>
 void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
   // (gemm_fp8 refuses promotion for a configuration that cannot promote)
-  auto* kernel = prepared_kernel<Cfg, T, false>();
-  if constexpr (Cfg::kPromotes) {
-    if (promote) kernel = prepared_kernel<Cfg, T, true>();
-  }
+  auto* const kernel = [promote] {
+    if constexpr (Cfg::kPromotes) {
+      if (promote) return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true>>(kSmemBytes<Cfg>);
+    }
+    return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, false>>(kSmemBytes<Cfg>);
+  }();
   KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
   if (overlap) l.overlap_previous_kernel();
   launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);

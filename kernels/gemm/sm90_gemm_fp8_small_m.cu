@@ -345,18 +345,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// The kernel of one width and mode, its shared-memory limit raised on the current device.
-template <int MP, int RowsB, class T, bool Promote>
-auto* prepared_small_m_kernel() {
-  allow_dynamic_smem<sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, Promote>>(kSmemBytes<MP, RowsB>);
-  return &sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, Promote>;
-}
-
 template <int MP, int RowsB, class T>
 void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t stream, bool overlap,
                bool promote) {
-  auto* kernel = promote ? prepared_small_m_kernel<MP, RowsB, T, true>()
-                         : prepared_small_m_kernel<MP, RowsB, T, false>();
+  constexpr std::size_t kBytes = kSmemBytes<MP, RowsB>;
+  auto* kernel = promote
+                     ? prepared_kernel<&sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, true>>(kBytes)
+                     : prepared_kernel<&sm90_gemm_fp8_small_m_kernel<MP, RowsB, T, false>>(kBytes);
   // NOTE: clusters of 8 are the portable maximum; nothing larger is asked for
   // NOTE: no cluster attribute for one CTA per tile (the kernel reads rank 0 of a cluster
   // of one): a cluster launch places CTAs differently (kernels/gemm/EXPERIMENTS.md)

@@ -7,12 +7,6 @@
 namespace tmakit::detail::gemm {
 namespace {
 
-template <class Cfg, class T, bool Promote>
-auto* prepared_waves_kernel() {
-  allow_dynamic_smem<sm90_gemm_fp8_waves_kernel<Cfg, T, Promote>>(kWaveSmemBytes<Cfg, T>);
-  return &sm90_gemm_fp8_waves_kernel<Cfg, T, Promote>;
-}
-
 template <class Cfg, class T>
 void launch_waves(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
   static_assert(((Cfg::kBlockM == kWavesBlockM && Cfg::kBlockN == kWavesBlockN) ||
@@ -21,8 +15,9 @@ void launch_waves(const Params& p, unsigned grid, cudaStream_t stream, bool over
                 "sm90_gemm_schedule.cuh states this kernel's tiles for the launcher");
   KernelLaunch l(grid, Cfg::kThreads, kWaveSmemBytes<Cfg, T>, stream);
   if (overlap) l.overlap_previous_kernel();
-  auto* kernel =
-      promote ? prepared_waves_kernel<Cfg, T, true>() : prepared_waves_kernel<Cfg, T, false>();
+  constexpr std::size_t kBytes = kWaveSmemBytes<Cfg, T>;
+  auto* kernel = promote ? prepared_kernel<&sm90_gemm_fp8_waves_kernel<Cfg, T, true>>(kBytes)
+                         : prepared_kernel<&sm90_gemm_fp8_waves_kernel<Cfg, T, false>>(kBytes);
   launch_kernel_ex(l, kernel, "sm90_gemm_fp8_waves_kernel", p);
 }
 

@@ -349,6 +349,15 @@ void allow_dynamic_smem(std::size_t bytes) {
   });
 }
 
+// `Kernel` with its dynamic shared-memory limit raised as above: what a launcher passes to
+// launch_kernel_ex when it picks one of several instantiations at run time:
+//   auto* kernel = promote ? prepared_kernel<k<true>>(bytes) : prepared_kernel<k<false>>(bytes);
+template <auto Kernel>
+auto* prepared_kernel(std::size_t bytes) {
+  allow_dynamic_smem<Kernel>(bytes);
+  return Kernel;
+}
+
 // Throws CudaError for a failed launch (configuration errors surface here, not later).
 inline void check_launch(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
