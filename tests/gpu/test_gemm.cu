@@ -710,16 +710,17 @@ TEST(Gemm, TiledEpilogueSmall) {
 // Configuration 7, both modes: 256 x 128 tiles as two 64-row waves per math warpgroup. Shapes with
 // partial tiles in M and N (a second warpgroup wholly past M at M = 100 and 300, waves past
 // M, boxes past N at N = 200), K not a multiple of 128, padded rows, fp16 output, one k-block,
-// and more tiles than SMs (each CTA walks several tiles through one ring).
+// and more tiles than SMs (each CTA walks several tiles of one, two or three k-blocks through one
+// ring).
 TEST(Gemm, TwoWaveTiles) {
   TMAKIT_SKIP_WITHOUT_GPU();
   std::uint32_t seed = 800;
-  for (const Case& c : {Case{100, 200, 512, 7, 0},
-                        Case{300, 136, 1040, 7, 0, DataType::float16},
-                        Case{513, 264, 384, 7, 0, DataType::bfloat16, 32},
-                        Case{256, 128, 128, 7, 0},
-                        Case{4096, 2048, 256, 7, 0},
-                        Case{1000, 1000, 4096, 7, 0, DataType::float16}}) {
+  for (const Case& c :
+       {Case{100, 200, 512, 7, 0}, Case{300, 136, 1040, 7, 0, DataType::float16},
+        Case{513, 264, 384, 7, 0, DataType::bfloat16, 32}, Case{256, 128, 128, 7, 0},
+        Case{4096, 2048, 256, 7, 0}, Case{4096, 2048, 128, 7, 0, DataType::float16},
+        Case{4000, 2000, 384, 7, 0, DataType::bfloat16, 16},
+        Case{1000, 1000, 4096, 7, 0, DataType::float16}}) {
     run_case(c, seed++);
   }
   // fast accumulation: the sums of each wave accumulate in the tensor cores across all of K
@@ -732,11 +733,13 @@ TEST(Gemm, TwoWaveTiles) {
 }
 
 // Configuration 7 at a size the sanitizers finish (scripts/gpu_check): one tile per CTA in
-// both modes, partial tiles in M and N, an odd k-block count.
+// both modes, partial tiles in M and N, an odd k-block count; and 144 tiles, more than the SMs
+// (CTAs of two tiles: a tile's D staged while the next tile's first stages land).
 TEST(Gemm, TwoWaveTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   run_case({300, 136, 1040, 7, 0, DataType::float16}, 830u);
   run_case({300, 136, 1040, 7, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 831u);
+  run_case({2304, 2000, 384, 7, 0, DataType::bfloat16}, 832u);
 }
 
 // Configuration 10, both modes: 128 x 256 tiles as two 128-column waves per math warpgroup
