@@ -2,14 +2,14 @@
 // (K-major), fp32 sums promoted on the CUDA cores, D bf16 / fp16 (sm_90a).
 //
 // Why another kernel: promotion keeps two sets of registers per output (the fp32 sums and the
-// partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8.cu) stops at
+// partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8_tiled.cuh) stops at
 // 128 x 128 tiles. Here each math warpgroup owns Waves waves of 64 rows x WaveN columns of
 // the tile and runs them through ONE partial-product set: per pair of k-blocks, wave w's wgmmas
 // write the partial, the warpgroup waits for them and adds the partial into wave w's sums,
 // then wave w + 1 reuses the registers. Two waves so cost 2 x 64 sums + 64 partials per
 // thread, what 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M MACs
-// instead of 32 KB per 2 M: down M they make 256 x 128 tiles (configuration 7), along N
-// 128 x 256 ones (configuration 10, for M <= 128). A warpgroup's tensor-core work pauses
+// instead of 32 KB per 2 M: down M they make 256 x 128 tiles (m256n128), along N
+// 128 x 256 ones (m128n256w). A warpgroup's tensor-core work pauses
 // while it adds, so the two math warpgroups take turns issuing: one adds while the other's
 // wgmmas run.
 //
@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "gemm_configs.hpp"
 #include "sm90_gemm_common.cuh"
 #include "sm90_gemm_schedule.cuh"
 #include "tmakit/device/barrier.hpp"
@@ -69,10 +70,13 @@ struct WaveConfig {
   // sums of every wave + one partial + about 24 for addresses, indices and the ring's state
   static constexpr int kRegsNeeded = (Waves + 1) * kPartial + 24;
 };
-// 256 x 128 tiles (configuration 7): 48 KB per stage, 4 deep.
-using WaveConfig256x128 = WaveConfig<2, 128, 4>;
-// 128 x 256 tiles, the waves along N: the same stage bytes and registers
-using WaveConfig128x256 = WaveConfig<2, 128, 4, WaveAxis::n>;
+// A two-wave configuration of the table (gemm_configs.hpp): two waves per math warpgroup,
+// down M (waves_m: m256n128, 48 KB per stage) or along N (waves_n: m128n256w, the same stage
+// bytes and registers).
+template <int Id>
+using TwoWaveConfig =
+    WaveConfig<2, row(Id).family == Family::waves_m ? row(Id).block_n : row(Id).block_n / 2,
+               row(Id).stages, row(Id).family == Family::waves_m ? WaveAxis::m : WaveAxis::n>;
 
 template <class Cfg, class T>
 struct alignas(1024) WaveStorage {

@@ -1,6 +1,6 @@
-// The tiled FP8 GEMM kernels' launch parameters and work schedule: what the launcher
-// (sm90_gemm_fp8.cu) fills once per distinct call and every tiled kernel decodes its units
-// from (sm90_gemm_fp8.cu's configurations and sm90_gemm_fp8_waves.cuh).
+// The tiled FP8 GEMM kernels' launch parameters and work schedule: what their launch
+// (sm90_gemm_fp8_tiled.cu) fills once per distinct call and every tiled kernel decodes its units
+// from (sm90_gemm_fp8_tiled.cuh and sm90_gemm_fp8_waves.cuh).
 #pragma once
 
 #include <cuda.h>
@@ -94,22 +94,10 @@ __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pi
   }
 }
 
-// The two-wave kernel (sm90_gemm_fp8_waves.cu): configuration 7, 256 x 128 tiles (waves
-// down M), and configuration 10, 128 x 256 tiles (waves along N); both accumulation modes, D
-// through TMA stores only (its rows whole 16-byte chunks), K unsplit.
-// (params, grid, stream, overlap_launch, promote)
-inline constexpr int kWavesBlockM = 256;
-inline constexpr int kWavesBlockN = 128;
-inline constexpr int kWavesNBlockM = 128;
-inline constexpr int kWavesNBlockN = 256;
-inline constexpr int kWavesDBoxCols = 64;
-void launch_gemm_fp8_waves_bf16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                                bool promote);
-void launch_gemm_fp8_waves_fp16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                                bool promote);
-void launch_gemm_fp8_waves_n_bf16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                                  bool promote);
-void launch_gemm_fp8_waves_n_fp16(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                                  bool promote);
+// The two-wave kernel's launch (sm90_gemm_fp8_waves.cu, instantiated there for the two
+// configurations of its families): (params, grid, stream, overlap_launch, promote).
+template <int Id, class T>
+void launch_two_waves(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                      bool promote);
 
 }  // namespace tmakit::detail::gemm

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm/gemm_launch.hpp"
+#include "gemm/gemm_plan.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
@@ -261,9 +261,9 @@ TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
   EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
 }
 
-// The small-M kernel's plan (gemm_launch.hpp): pure functions of the shape and the device.
+// The small-M kernel's plan (gemm_plan.hpp): pure functions of the shape and the device.
 TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
-  using namespace detail;
+  using namespace detail::gemm;
   EXPECT_EQ(small_m_padded(1), 8);
   EXPECT_EQ(small_m_padded(8), 8);
   EXPECT_EQ(small_m_padded(9), 16);
@@ -280,7 +280,7 @@ TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
   // prefetch depth: 4 k-blocks in clusters; at one CTA per tile on H100-class memory 4 for
   // 16 < M <= 64 and 2 above, none at M <= 16 or on H200-class memory; at most half a rank's
   constexpr double h100 = 3.35e12, h200 = 4.8e12;
-  constexpr int rows = kSmallMRowsB;
+  constexpr int rows = row(config::smallm).block_n;
   EXPECT_EQ(small_m_prefetch(16, 32, 4, rows, h200), 4);
   EXPECT_EQ(small_m_prefetch(16, 6, 4, rows, h100), 3);
   EXPECT_EQ(small_m_prefetch(16, 32, 1, rows, h100), 0);
@@ -646,7 +646,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
 // tiles of 128 rows on both; never more than half of a rank's k-blocks.
 TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
   constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
-  constexpr int kRows = detail::kSmallMRowsB, kWide = detail::kSmallMWideRowsB;
+  constexpr int kRows = detail::gemm::row(detail::gemm::config::smallm).block_n;
+  constexpr int kWide = detail::gemm::row(detail::gemm::config::smallm128).block_n;
   struct Case {
     std::uint64_t m, rank_k_blocks;
     int splits, rows_b;
@@ -677,7 +678,7 @@ TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
            Case{16, 64, 1, kWide, kH200, 2},
            Case{16, 3, 1, kWide, kH200, 1},
        }) {
-    EXPECT_EQ(detail::small_m_prefetch(c.m, c.rank_k_blocks, c.splits, c.rows_b, c.dram), c.depth)
+    EXPECT_EQ(detail::gemm::small_m_prefetch(c.m, c.rank_k_blocks, c.splits, c.rows_b, c.dram), c.depth)
         << "M " << c.m << ", " << c.rank_k_blocks << " k-blocks, " << c.splits << " splits, "
         << c.rows_b << " rows";
   }
