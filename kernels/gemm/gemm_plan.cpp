@@ -558,6 +558,21 @@ int gemm_config_id(const std::string& name) { return detail::gemm::config_id(nam
 
 bool gemm_config_built(int config) { return detail::gemm::built(config); }
 
+GemmConfigInfo gemm_config_info(int config) {
+  GemmConfigInfo info;
+  if (config < 0 || config >= kGemmConfigs) return info;
+  const detail::gemm::ConfigRow& c = detail::gemm::row(config);
+  info.name = c.name;
+  info.built = detail::gemm::built(config);
+  info.block_m = c.block_m;
+  info.block_n = c.block_n;
+  info.promotes = c.promotes;
+  info.splits_k = c.splits_k;
+  info.max_m = static_cast<std::uint64_t>(c.max_m);
+  info.what = c.what;
+  return info;
+}
+
 GemmPlan gemm_fp8_plan(const GemmProblem& problem) {
   detail::gemm::check_tuning(problem);
   return detail::gemm::plan_checked(problem);

@@ -86,6 +86,18 @@ int gemm_config_id(const std::string& name);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
 // the retired one ("m128n128c2": forcing it throws ArgumentError "tuning.config" saying why).
 bool gemm_config_built(int config);
+// A configuration as a caller sees it (its row of the table; kernels/gemm/README.md,
+// "Configurations"); for ids outside 0..kGemmConfigs - 1, name "?" and built false.
+struct GemmConfigInfo {
+  const char* name = "?";
+  bool built = false;
+  int block_m = 0, block_n = 0;  // the tile (block_m 0: the small-M kernel, block_n rows of B)
+  bool promotes = false;         // runs GemmAccumulation::promoted (every built one runs fast)
+  bool splits_k = false;         // takes GemmTuning::splits > 1
+  std::uint64_t max_m = 0;       // the largest M it takes (0: any)
+  const char* what = "";         // what it is for, one line
+};
+GemmConfigInfo gemm_config_info(int config);
 
 // Everything that decides what a call runs: the shape, D's row pitch, the tuning and the
 // device's facts. gemm_fp8 plans its calls from one (gemm_fp8_plan below returns exactly
