@@ -4,20 +4,16 @@
 // of the previous one.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
 
 #include "gemm_launch.hpp"
 #include "tmakit/device/copy.hpp"
-#include "tmakit/ptx/grid_dependency.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_common {
 
-constexpr int kBlockK = 128;  // K bytes per k-block: one 128B swizzle span of e4m3
-constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+constexpr int kBlockK = kWgmmaKBlockBytes;  // K bytes per k-block: one 128B swizzle span
+constexpr int kWgmmaK = kWgmmaKBytes;       // K per wgmma (fp8)
 
 // A tiled kernel's start once its barriers are initialised and visible: thread 0 warms the
 // tensor maps (kernel parameters, which the kernel before does not write), then every thread
@@ -27,8 +23,8 @@ constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
 template <class... Maps>
 __device__ __forceinline__ void warm_maps_and_wait_for_previous_kernel(const Maps*... maps) {
   if (threadIdx.x == 0) (prefetch_tensor_map(maps), ...);
-  ptx::griddepcontrol_wait();
-  ptx::griddepcontrol_launch_dependents();
+  wait_for_previous_kernel();
+  allow_next_kernel();
 }
 
 // The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side
@@ -42,31 +38,9 @@ __device__ __forceinline__ float kernel_scale(const GemmKernelScale& s) {
   return static_cast<float>(v);
 }
 
-// One value of D, rounded to nearest even once.
-template <class T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) {
-  return __float2half_rn(v);
-}
-
-// Two values of D as one 32-bit word (lo in the low half).
-template <class T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-template <>
-__device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
-  const __half2 r = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
+// Output rounding (the device layer's): one value of D, or two as one 32-bit word.
+using tmakit::round_pair;
+using tmakit::round_to;
 
 // A consumer warpgroup's walk over `count` (>= 1) k-blocks of the ring, from `st`:
 // issue(part, state) waits for the stage and commits its wgmmas into `part` (a fresh partial
@@ -84,7 +58,7 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
     const State cur = st;
     issue(next, st);
     st.advance();
-    ptx::wgmma_wait_group_sync_aligned<1>();
+    wgmma_wait<1>();
     retire(last, prev);
     prev = cur;
   };
@@ -93,13 +67,13 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
   st.advance();
   for (std::int32_t j = 1;; j += 2) {
     if (j >= count) {
-      ptx::wgmma_wait_group_sync_aligned<0>();
+      wgmma_wait<0>();
       retire(part0, prev);
       return;
     }
     step(part1, part0, prev);
     if (j + 1 >= count) {
-      ptx::wgmma_wait_group_sync_aligned<0>();
+      wgmma_wait<0>();
       retire(part1, prev);
       return;
     }
@@ -122,11 +96,11 @@ __device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& 
     const State cur = st;
     issue(st);
     st.advance();
-    ptx::wgmma_wait_group_sync_aligned<1>();
+    wgmma_wait<1>();
     release(prev);
     prev = cur;
   }
-  ptx::wgmma_wait_group_sync_aligned<0>();
+  wgmma_wait<0>();
   release(prev);
 }
 

@@ -22,16 +22,14 @@
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
-#include "tmakit/ptx/grid_dependency.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_small_m {
 
 using gemm::launched_config;
 using gemm::row;
 using gemm_common::kBlockK;
-using gemm_common::kWgmmaK;
-using gemm_common::to_out;
+using gemm_common::round_to;
 namespace config = gemm::config;
 constexpr int kWaveRows = 64;  // rows of B per wave of wgmmas: wgmma's M
 constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 1: wgmma
@@ -104,7 +102,7 @@ __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::u
                           8 * static_cast<std::uint32_t>((r / 2) % 2);
   const std::uint32_t m =
       8 * static_cast<std::uint32_t>(r / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(r % 2);
-  *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = to_out<T>(v);
+  *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = round_to<T>(v);
 }
 
 // Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
@@ -196,8 +194,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       prefetch_tile<typename C::BTile>(&p.b_map, cb);
     }
   }
-  ptx::griddepcontrol_wait();
-  if (p.prefetch_kblocks == 0) ptx::griddepcontrol_launch_dependents();
+  wait_for_previous_kernel();
+  if (p.prefetch_kblocks == 0) allow_next_kernel();
   // past the wait: a device-side scale written by the kernel before is visible (read by the
   // consumer warpgroup only, where the epilogue uses it)
   const float scale = threadIdx.x < 128 ? 1.0f : gemm_common::kernel_scale(p.scale);
@@ -227,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         st.advance();
       }
       // a CTA's trigger is its first thread's (the others never give one)
-      if (p.prefetch_kblocks != 0) ptx::griddepcontrol_launch_dependents();
+      if (p.prefetch_kblocks != 0) allow_next_kernel();
     }
   } else {
     // ---- consumer warpgroup: 64 x MP sums, promoted from partial products, or fast --------
@@ -237,29 +235,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     auto issue = [&](float(&part)[C::kAccum], const State& at, auto fresh) {
       constexpr bool kFresh = decltype(fresh)::value;
       pipe.consumer_wait(at);
-      ptx::wgmma_fence_operands(part);
-      ptx::wgmma_fence_sync_aligned();
-      const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.b[at.stage]));
-      const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.a[at.stage]));
+      wgmma_fence_registers(part);
+      wgmma_fence();
+      const std::uint64_t desc_b = wgmma_operand_sw128(smem_address(&s.b[at.stage]));
+      const std::uint64_t desc_a = wgmma_operand_sw128(smem_address(&s.a[at.stage]));
 #pragma unroll
       for (int w = 0; w < C::kWaves; ++w) {
         // wave w: rows [64 w, 64 w + 64) of B's box (whole 1024-byte swizzle repeats further
-        // on) into registers [w kWaveAccum, (w + 1) kWaveAccum) of the partial
+        // on) into registers [w kWaveAccum, (w + 1) kWaveAccum) of the partial. B is wgmma's
+        // A operand (64 rows), A its B operand (MP rows)
         auto& wave = *reinterpret_cast<float(*)[C::kWaveAccum]>(&part[w * C::kWaveAccum]);
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-          // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
-          // swizzle, the K slice selected by the start address as in the main kernel
-          ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
-              wave, ptx::wgmma_smem_desc_advance(desc_b, w * kWaveRows * kBlockK + kk * kWgmmaK),
-              ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 || !kFresh ? 1u : 0u);
-        }
+        wgmma_k_block_e4m3<MP, kFresh>(
+            wave, wgmma_operand_advance(desc_b, w * kWaveRows * kBlockK), desc_a);
       }
-      ptx::wgmma_commit_group_sync_aligned();
+      wgmma_commit();
     };
     auto retire = [&](float (&part)[C::kAccum], const State& done) {
       if (warp_leader) pipe.consumer_release(done);
-      ptx::wgmma_fence_operands(part);
+      wgmma_fence_registers(part);
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) acc[i] += part[i];
     };
@@ -277,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           [&](const State& done) {
             if (warp_leader) pipe.consumer_release(done);
           });
-      ptx::wgmma_fence_operands(acc);
+      wgmma_fence_registers(acc);
     }
     if (ranks == 1) {
       // the staging tile in the reduction's slots, unused without a cluster

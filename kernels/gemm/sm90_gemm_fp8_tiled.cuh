@@ -22,15 +22,13 @@
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/device/tile.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
 #include "tmakit/swizzle.hpp"
 
 namespace tmakit::detail::gemm {
 
 using gemm_common::kBlockK;
 using gemm_common::kWgmmaK;
-using gemm_common::pack2;
-using gemm_common::to_out;
 
 // A tile configuration: ConsumerWGs x 64 rows of A, BlockN rows of B, Stages deep.
 template <int ConsumerWGs, int BlockN, int Stages, int DBoxCols = 64,
@@ -114,10 +112,10 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
       const float v1 = acc[4 * j + 2 * h + 1] * scale;
       T* dst = d + static_cast<std::uint64_t>(row) * p.d_row_elems + col;
       if (paired && col + 1 < p.n) {
-        *reinterpret_cast<std::uint32_t*>(dst) = pack2<T>(v0, v1);
+        *reinterpret_cast<std::uint32_t*>(dst) = round_pair<T>(v0, v1);
       } else {
-        dst[0] = to_out<T>(v0);
-        if (col + 1 < p.n) dst[1] = to_out<T>(v1);
+        dst[0] = round_to<T>(v0);
+        if (col + 1 < p.n) dst[1] = round_to<T>(v1);
       }
     }
   }
@@ -160,21 +158,8 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
     }
     named_barrier_sync(barrier_id, 128);
     typename Cfg::DTile::Buffer* pass_boxes = kOnePass ? boxes : &boxes[pass % Cfg::kDStaged];
-    // two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15, j),
-    // (0-7, j + 1), (8-15, j + 1) of this warp's 16 rows; lane l gives the address of row
-    // l % 8 of matrix l / 8
-    const std::uint32_t mat = lane / 8;
-    const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
-#pragma unroll
-    for (int j = pass * kPassCols / 8; j < (pass + 1) * kPassCols / 8; j += 2) {
-      const std::uint32_t col = 8 * (j + mat / 2) - pass * kPassCols;  // in the pass
-      const std::uint32_t offset = Cfg::DTile::offset_bytes(col % Cfg::kDBoxCols, row);
-      ptx::stmatrix_x4(ptx::smem_u32(&pass_boxes[col / Cfg::kDBoxCols].bytes[offset]),
-                       pack2<T>(acc[4 * j] * scale, acc[4 * j + 1] * scale),
-                       pack2<T>(acc[4 * j + 2] * scale, acc[4 * j + 3] * scale),
-                       pack2<T>(acc[4 * j + 4] * scale, acc[4 * j + 5] * scale),
-                       pack2<T>(acc[4 * j + 6] * scale, acc[4 * j + 7] * scale));
-    }
+    stmatrix_fragment<typename Cfg::DTile, T, kPassCols>(acc, scale, pass_boxes,
+                                                         pass, warp, lane);
     fence_view_async_shared();  // each writer, before the async proxy reads
     named_barrier_sync(barrier_id, 128);
     if (wg_tid == 0) {
@@ -189,32 +174,16 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   }
 }
 
-// The 4 wgmmas of K = 32 of one k-block into `part`; with Fresh, the first overwrites it (a new
-// partial product). No fence, no commit: the callers put these around whole groups.
-template <class Cfg, bool Fresh>
-__device__ __forceinline__ void k_block_wgmmas(float (&part)[Cfg::kAccum], std::uint32_t a_base,
-                                               std::uint32_t b_base) {
-  const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base);
-  const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base);
-#pragma unroll
-  for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-    // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row selects
-    // the next K slice; the hardware applies the swizzle to the full address.
-    ptx::wgmma_mma_async_m64k32_f32_e4m3<Cfg::kBlockN>(
-        part, ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK),
-        ptx::wgmma_smem_desc_advance(desc_b, kk * kWgmmaK), kk > 0 || !Fresh ? 1u : 0u);
-  }
-}
-
 // One k-block of a consumer warpgroup (its stage's data already waited for) into a fresh
 // partial product, committed as one group (not waited for here).
 template <class Cfg>
 __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::uint32_t a_base,
                                               std::uint32_t b_base) {
-  ptx::wgmma_fence_operands(part);
-  ptx::wgmma_fence_sync_aligned();
-  k_block_wgmmas<Cfg, true>(part, a_base, b_base);
-  ptx::wgmma_commit_group_sync_aligned();
+  wgmma_fence_registers(part);
+  wgmma_fence();
+  wgmma_k_block_e4m3<Cfg::kBlockN, true>(part, wgmma_operand_sw128(a_base),
+                                         wgmma_operand_sw128(b_base));
+  wgmma_commit();
 }
 
 // One k-block of a consumer warpgroup (its stage's data already waited for) added into the
@@ -222,10 +191,11 @@ __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::u
 template <class Cfg>
 __device__ __forceinline__ void accumulate_k_block(float (&acc)[Cfg::kAccum],
                                                    std::uint32_t a_base, std::uint32_t b_base) {
-  ptx::wgmma_fence_operands(acc);
-  ptx::wgmma_fence_sync_aligned();
-  k_block_wgmmas<Cfg, false>(acc, a_base, b_base);
-  ptx::wgmma_commit_group_sync_aligned();
+  wgmma_fence_registers(acc);
+  wgmma_fence();
+  wgmma_k_block_e4m3<Cfg::kBlockN, false>(acc, wgmma_operand_sw128(a_base),
+                                          wgmma_operand_sw128(b_base));
+  wgmma_commit();
 }
 
 // Promote: GemmAccumulation::promoted (true) or fast (false).
@@ -266,11 +236,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer warpgroup: one thread issues every TMA load ---------------------------
-    ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
+    warpgroup_release_registers<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
   } else {
     // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
-    ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kConsumerRegs>();
+    warpgroup_claim_registers<Cfg::kConsumerRegs>();
     // NOTE: read from lane 0 so that ptxas knows it is warp-uniform: the wgmma descriptors
     // built from it then live in uniform registers (no R2UR before every wgmma)
     const std::uint32_t cw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // consumer warpgroup 0..C-1
@@ -292,7 +262,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
     auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
       pipe.consumer_wait(at);
-      issue_k_block<Cfg>(part, ptx::smem_u32(&s.a[at.stage]) + a_off, ptx::smem_u32(&s.b[at.stage]));
+      issue_k_block<Cfg>(part, smem_address(&s.a[at.stage]) + a_off, smem_address(&s.b[at.stage]));
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
     // adding each 128-deep partial into fp32 registers keeps long sums accurate. (256-deep
@@ -300,7 +270,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // registers: a pair holds four stages, so fewer are in flight; EXPERIMENTS.md.)
     auto retire = [&](float (&part)[Cfg::kAccum], const State& done) {
       release(done);
-      ptx::wgmma_fence_operands(part);
+      wgmma_fence_registers(part);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
     };
@@ -319,11 +289,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             kbs, st,
             [&](const State& at) {
               pipe.consumer_wait(at);
-              accumulate_k_block<Cfg>(acc, ptx::smem_u32(&s.a[at.stage]) + a_off,
-                                      ptx::smem_u32(&s.b[at.stage]));
+              accumulate_k_block<Cfg>(acc, smem_address(&s.a[at.stage]) + a_off,
+                                      smem_address(&s.b[at.stage]));
             },
             release);
-        ptx::wgmma_fence_operands(acc);
+        wgmma_fence_registers(acc);
       } else if constexpr (Cfg::kPromotes) {
         gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
       }
