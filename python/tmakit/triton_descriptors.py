@@ -229,7 +229,8 @@ def _type_of(dtype: Any) -> tuple:
         triton_type = _TORCH_NAMES.get(name)
         if triton_type is None:
             itemsize = getattr(dtype, "itemsize", _OTHER_TORCH_BYTES.get(name, 0))
-            return None, text, itemsize, bool(getattr(dtype, "is_floating_point", False))
+            floating = getattr(dtype, "is_floating_point", name.startswith("float"))
+            return None, text, itemsize, bool(floating)
         bits = _TRITON_TYPES[triton_type][0]
         return triton_type, text, max(bits // 8, 1), triton_type in _FLOATING
     triton_type = _NUMPY_NAMES.get(name) or _TORCH_NAMES.get(name)
@@ -405,7 +406,7 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
             f"use float8_e4m3fn or float8_e5m2", block)
     if 0 in block:
         return _triton_refuses(
-            "TT4", "a block dimension of 0", "the kernel's block type",
+            "TT13", "a block dimension of 0", "the compiler (the kernel's block type)",
             f"block_shape {block} has a dimension of 0: the constructor's power-of-two check "
             f"lets 0 through, but no kernel can load an empty block", block)
     bits = _TRITON_TYPES[base.triton_type][0]
