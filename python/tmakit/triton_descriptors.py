@@ -410,14 +410,6 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
             f"block_shape {block} has a dimension of 0: the constructor's power-of-two check "
             f"lets 0 through, but no kernel can load an empty block", block)
     bits = _TRITON_TYPES[base.triton_type][0]
-    block_bytes = numel * bits // 8
-    if block_bytes + MBARRIER_BYTES > SM90_MAX_SHARED_BYTES:
-        return _triton_refuses(
-            "TT10", "out of resource: shared memory", "the launcher (OutOfResources)",
-            f"a descriptor load stages the whole block {block} in shared memory: "
-            f"{block_bytes} bytes + an {MBARRIER_BYTES}-byte barrier exceed the "
-            f"{SM90_MAX_SHARED_BYTES} bytes an sm_90 block may use; halve a dimension", block)
-
     if swizzle is None:
         swizzle_bytes = None
         assumed = ("the shared layout Triton picks when no user of the load asks for another "
@@ -432,6 +424,15 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
                                "NVMMA Shared Layout", "the compiler (getTMABlockShape)",
                                str(error).split(": Triton")[0], block, assumed=assumed)
 
+    # The launcher's checks: the kernel's shared memory (after compiling), then the encode.
+    block_bytes = numel * bits // 8
+    if block_bytes + MBARRIER_BYTES > SM90_MAX_SHARED_BYTES:
+        return _triton_refuses(
+            "TT10", "out of resource: shared memory", "the launcher (OutOfResources)",
+            f"a descriptor load stages the whole block {block} in shared memory: "
+            f"{block_bytes} bytes + an {MBARRIER_BYTES}-byte barrier exceed the "
+            f"{SM90_MAX_SHARED_BYTES} bytes an sm_90 block may use; halve a dimension", block)
+
     # NOTE: the launcher reads shape and strides last, as it encodes.
     for name, values in (("shape", shape), ("strides", strides)):
         i = _not_python_int(values)
@@ -439,7 +440,7 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
             original = getattr(values[i], "original", values[i])
             return _triton_refuses(
                 "TT12", "shape must be an int", "the launcher (fill_tma_descriptor)",
-                f"{name}[{i}] = {original!r} is a {type(original).__name__}; the launcher "
+                f"{name}[{i}] = {original!r} is of type {type(original).__name__}; the launcher "
                 f"takes only Python ints (TypeError at launch): give int() values", block)
     shape = [int(v) for v in shape]
     strides = [int(v) for v in strides]
