@@ -27,6 +27,7 @@ TRITON_MAX_TENSOR_NUMEL = 1 << 20      # triton._utils.TRITON_MAX_TENSOR_NUMEL
 BOX_DIM_MAX = 256                      # getTMABlockShape clamps every block dimension to this
 SM90_MAX_SHARED_BYTES = 232448         # 227 KiB: what an sm_90 block may opt into
 MBARRIER_BYTES = 8                     # the barrier a descriptor load allocates beside the block
+INT32_MAX = (1 << 31) - 1              # the launcher passes extents to the kernel as int32
 
 # Triton's element types (the names its JIT gives a torch dtype): bits, the TMA data type the
 # compiler picks for it (getTMAElementType: fp16/bf16/fp32/fp64 by name, every other type
@@ -461,6 +462,18 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
         "oobFill": "NAN_REQUEST_ZERO_FMA" if padding == "nan" else "NONE",
     }
     verdict = check(TensorMap(spec))
+    if verdict.ok:
+        # NOTE: the launcher passes the kernel each extent as an int32 after encoding the
+        # tensor map (make_launcher's argument format), so an extent the driver takes can
+        # still be refused there.
+        for i, extent in enumerate(shape):
+            if extent > INT32_MAX:
+                return _triton_refuses(
+                    "TT14", "signed integer is greater than maximum",
+                    "the launcher (the kernel's int32 shape arguments)",
+                    f"shape[{i}] = {extent} exceeds 2^31 - 1: Triton passes the kernel each "
+                    f"extent as an int32 (OverflowError at launch); split the dimension",
+                    block, assumed=assumed)
     result = TritonCheckResult(verdict.verdict, verdict.rule, verdict.message, verdict.fix,
                                refused_by=None if verdict.ok else "driver", block=block,
                                box=box, swizzle_bytes=swizzle_bytes, spec=spec,

@@ -158,8 +158,9 @@ def draw_cases(seed, count):
             i = rng.randrange(rank - 1)
             shape[i], strides[i] = 1, 1 << 40
         elif odd < 0.06:
-            # An extent past 2^32 on the outermost dimension (the load reads its first rows).
-            shape[0] = (1 << 32) + rng.choice([1, 16])
+            # An extent past 2^32 (the driver's limit) or past 2^31 - 1 (the int32 the kernel
+            # gets) on the outermost dimension; the load reads its first rows only.
+            shape[0] = rng.choice([1 << 32, 1 << 31]) + rng.choice([1, 16])
         cases.append(dict(dtype=dtype, shape=shape, strides=strides, block=list(block),
                           padding=padding, offset=offset))
     return cases
