@@ -252,6 +252,9 @@ def _read_base(base: Any, dtype: Any) -> _Base:
             raise ValueError("dtype: an integer base address needs dtype= (e.g. "
                              "torch.float16 or 'float16')")
         triton_type, name, itemsize, floating = _type_of(dtype)
+        if not itemsize:
+            raise ValueError(f"dtype: {dtype!r} is not a torch or NumPy dtype (e.g. "
+                             f"torch.float16 or 'float16')")
         return _Base(address, triton_type, name, itemsize, floating, None, None)
     if type(base).__module__.startswith("torch") and hasattr(base, "data_ptr"):
         triton_type, name, itemsize, floating = _type_of(base.dtype)

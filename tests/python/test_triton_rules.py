@@ -193,6 +193,7 @@ def test_descriptor_objects_and_host_arrays():
     (args((64, 64), shape=(256, None)), TypeError, "shape[1]: expected an int"),
     (args((True, 64)), TypeError, "block_shape[0]: expected an int, got bool"),
     (args((64, 64), dtype=None), ValueError, "dtype: an integer base address needs dtype="),
+    (args((64, 64), dtype="bogus"), ValueError, "dtype: 'bogus' is not a torch or NumPy dtype"),
     (dict(base=4096, dtype="float16", block_shape=[8]), ValueError, "shape: missing"),
     (dict(base=4096, dtype="float16", shape=[8]), ValueError, "strides: missing"),
     (dict(dtype="float16", shape=[8], strides=[1], block_shape=[8]), ValueError,
