@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from typing import Any, NamedTuple, Optional, Sequence
 
-from .tensor_maps import CheckResult, TensorMap, _json_value, check
+from .tensor_maps import CheckResult, TensorMap, check
 
 TRITON_VERSION = "3.6"
 
@@ -29,9 +29,9 @@ SM90_MAX_SHARED_BYTES = 232448         # 227 KiB: what an sm_90 block may opt in
 MBARRIER_BYTES = 8                     # the barrier a descriptor load allocates beside the block
 INT32_MAX = (1 << 31) - 1              # the launcher passes extents to the kernel as int32
 
-# Triton's element types (the names its JIT gives a torch dtype): bits, the TMA data type the
-# compiler picks for it (getTMAElementType: fp16/bf16/fp32/fp64 by name, every other type
-# by size, 4- and 8-byte integers signed or not) and whether it is a floating type.
+# Triton's element types (the names its JIT gives a torch dtype): bits per element and the TMA
+# data type the compiler encodes (getTMAElementType: fp16/bf16/fp32/fp64 by name, every other
+# type by size, 4- and 8-byte integers signed or not; i1 has none).
 _TRITON_TYPES = {
     "fp16": (16, "FLOAT16"), "bf16": (16, "BFLOAT16"), "fp32": (32, "FLOAT32"),
     "fp64": (64, "FLOAT64"),
@@ -259,7 +259,7 @@ def _read_base(base: Any, dtype: Any) -> _Base:
     if type(base).__module__.startswith("torch") and hasattr(base, "data_ptr"):
         triton_type, name, itemsize, floating = _type_of(base.dtype)
         itemsize = base.element_size()
-        if dtype is not None and _type_of(dtype)[1] != name:
+        if dtype is not None and _type_of(dtype)[0] != triton_type:
             raise ValueError(f"dtype: {dtype!r} differs from base's {name}; give dtype= only "
                              "with an integer base address")
         return _Base(base.data_ptr(), triton_type, name, itemsize, floating,
@@ -282,6 +282,9 @@ def _read_base(base: Any, dtype: Any) -> _Base:
             step *= extent
         strides = tuple(out)
     else:
+        if any(int(s) % itemsize for s in strides):
+            raise ValueError(f"base: byte strides {tuple(strides)} are not whole elements of "
+                             f"{itemsize} bytes; a descriptor's strides count elements")
         strides = tuple(int(s) // itemsize for s in strides)
     return _Base(int(interface["data"][0]), triton_type, name, itemsize, floating, shape,
                  strides)
