@@ -151,3 +151,45 @@ def test_a_bool_descriptor_aborts_tritons_compiler():
     explained = tmakit.explain_triton(base=1 << 20, dtype="bool", shape=[64, 64],
                                       strides=[64, 1], block_shape=[16, 64])
     assert explained.rule == "TT9" and "aborts" in explained.message
+
+
+def test_torch_tensors_meet_the_same_checks_as_their_arguments():
+    # CPU tensors stand for CUDA ones here: the constructor and the JIT's types read only the
+    # address and the dtype.
+    torch = pytest.importorskip("torch")
+    from triton.runtime.jit import mangle_type
+    checked = 0
+    for name in draws.DTYPES:
+        if not hasattr(torch, name):
+            continue
+        size = draws.DTYPES[name]
+        storage = torch.empty((64 * 80 + 64) * size, dtype=torch.uint8).view(getattr(torch, name))
+        start = (-storage.data_ptr()) % 16 // storage.element_size()
+        x = storage[start:start + 64 * 80].view(64, 80)
+        for block, padding, view in [((16, 64), "zero", x), ((16, 64), "nan", x),
+                                     ((16, 48), "zero", x), ((16, 16), "zero", x[:, 1:])]:
+            explained = tmakit.explain_triton(base=view, block_shape=list(block),
+                                              padding=padding)
+            try:
+                desc = descriptor_module.TensorDescriptor.from_tensor(view, list(block), padding)
+            except (AssertionError, TypeError, ValueError) as error:
+                assert explained.refused_by == "triton" and int(explained.rule[2:]) <= 8, \
+                    (name, block, padding, error, explained)
+                continue
+            same = tmakit.explain_triton(desc)
+            assert (same.verdict, same.rule, same.box) == \
+                (explained.verdict, explained.rule, explained.box)
+            try:
+                signature = mangle_type(desc)
+            except KeyError:
+                assert explained.rule == "TT9" and "no Triton type" in explained.message, \
+                    (name, explained)
+                checked += 1
+                continue
+            if signature.startswith("tensordesc<u1["):
+                assert explained.rule == "TT9" and "aborts" in explained.message
+            else:
+                assert signature == f"tensordesc<{canonicalize_dtype(name)}[{block[0]}, " \
+                    f"{block[1]}]>"
+            checked += 1
+    assert checked >= 25  # built descriptors whose JIT signature was compared
