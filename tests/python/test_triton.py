@@ -1,5 +1,5 @@
-"""explain_triton against Triton itself, on the host (needs Triton, not torch nor a GPU;
-skipped without Triton).
+"""explain_triton against Triton itself, on the host (needs Triton, no GPU; skipped without
+Triton; the last test also needs torch, CPU tensors do).
 
 - The constructor: the random descriptors of test_triton_gpu.py, built by Triton's own
   TensorDescriptor over a stand-in base (an address and a dtype): explain_triton, given the
@@ -8,6 +8,8 @@ skipped without Triton).
   Triton's own compiler; the box, swizzle and TMA type Triton records for the launcher
   (tensordesc_meta) are those explain_triton derives, the shared memory the kernel needs
   decides the shared-memory refusal, and the compiler's refusals are the ones it names.
+- Torch tensors: Triton's constructor and its JIT's type for each torch dtype against the
+  verdict on the same tensor.
 """
 
 import subprocess
