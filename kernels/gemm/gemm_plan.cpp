@@ -297,7 +297,7 @@ const PlanRule kSplitsRules[] = {
     {"K2",
      "the small-M kernel: a cluster of 8, 4 or 2 CTAs along K, the largest that keeps CTAs "
      "to half the SMs (at most K's k-blocks)",
-     "The small-M kernel's clusters"},
+     "The plan's rules"},
     {"K3", "smallm128 and the configurations that do not split K: no split", ""},
     {"K4",
      "a split tail: past one round of 128 x 128 tiles, a last round keeping at most a quarter "
@@ -306,7 +306,7 @@ const PlanRule kSplitsRules[] = {
     {"K5",
      "too few tiles to give every SM one (tiles <= SMs / 2): split K so every SM streams a "
      "share of B, at least 4 k-blocks per split, at most 32 splits",
-     "Splitting K"},
+     "The plan's rules"},
     {"K6", "enough tiles: no split", ""},
 };
 

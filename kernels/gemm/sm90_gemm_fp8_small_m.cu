@@ -3,8 +3,8 @@
 // to 8, 16, 32, 64 or 128), so A costs a few registers and B streams through a deep ring.
 // K is split over a cluster of S CTAs (S in 1, 2, 4, 8); the partial tiles are summed
 // through distributed shared memory, in rank order, with no trip through global memory.
-// A CTA takes 64 rows of B (configuration 3), or 128 as two 64-row waves of wgmmas in one
-// group (configuration 8, M <= 64, no cluster): where N has more 64-row tiles than the GPU
+// A CTA takes 64 rows of B (configuration smallm), or 128 as two 64-row waves of wgmmas in one
+// group (configuration smallm128, M <= 64, no cluster): where N has more 64-row tiles than the GPU
 // has SMs, half the CTAs each stream twice the rows (one round instead of two, or fewer).
 // See README.md beside this file ("small M").
 #include <cuda_bf16.h>
@@ -397,9 +397,9 @@ void launch_small_m(const GemmCall& call) {
   const int rows_b = row(plan.config).block_n;
   const int mp = small_m_padded(call.a.rows);
   const auto tiles = static_cast<unsigned>(plan.tiles);
-  thread_local LastCall<Params> last;
-  Params p = last.get(call.key, [&] {
-    Params q{};
+  thread_local LastCall<gemm_small_m::Params> last;
+  gemm_small_m::Params p = last.get(call.key, [&] {
+    gemm_small_m::Params q{};
     q.a_map = cached_tensor_map(view_spec(call.a, DataType::uint8,
                                           {static_cast<std::uint32_t>(kBlockK),
                                            static_cast<std::uint32_t>(mp), 1},

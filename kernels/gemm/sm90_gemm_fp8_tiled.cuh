@@ -17,7 +17,6 @@
 
 #include "gemm_configs.hpp"
 #include "sm90_gemm_common.cuh"
-#include "sm90_gemm_schedule.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"

@@ -15,7 +15,7 @@
 //
 // Roles: warpgroup 0 is the producer (one thread streams A and B boxes into a ring of stages
 // through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. Persistent: each CTA
-// walks output tiles in the tiled kernels' rasterised order (sm90_gemm_schedule.cuh). The
+// walks output tiles in the tiled kernels' rasterised order (sm90_gemm_common.cuh). The
 // epilogue stages D in shared memory (128B swizzle, stmatrix) and stores it with TMA, one
 // wave at a time per warpgroup. See README.md beside this file.
 #pragma once
@@ -29,7 +29,6 @@
 
 #include "gemm_configs.hpp"
 #include "sm90_gemm_common.cuh"
-#include "sm90_gemm_schedule.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
