@@ -490,9 +490,18 @@ GemmPlan plan_checked(const GemmProblem& q) {
   return plan;
 }
 
-GemmKernelScale check_arguments(const ConstTensorRef& a, const ConstTensorRef& b,
-                                const TensorRef& d, const GemmScales& scales,
-                                const GemmTuning& tuning) {
+GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef& b_in,
+                                const TensorRef& d_in, const GemmScales& scales,
+                                const GemmTuning& tuning, Addresses addresses) {
+  ConstTensorRef a = a_in, b = b_in;
+  TensorRef d = d_in;
+  if (addresses == Addresses::unknown) {
+    // NOTE: stand-in addresses, 16-byte aligned and apart by more than any view spans (2^48
+    // bytes at most, check_span), so that only the rules that need no address can fail
+    a.data = reinterpret_cast<const void*>(std::uintptr_t{1} << 49);
+    b.data = reinterpret_cast<const void*>(std::uintptr_t{2} << 49);
+    d.data = reinterpret_cast<void*>(std::uintptr_t{3} << 49);
+  }
   // NOTE: K first: a K that is not a multiple of 16 also gives rows no TMA stride can step,
   // and the fix is to pad K, not the stride
   const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
@@ -571,6 +580,11 @@ GemmConfigInfo gemm_config_info(int config) {
   info.max_m = static_cast<std::uint64_t>(c.max_m);
   info.what = c.what;
   return info;
+}
+
+void gemm_fp8_check_shapes(ConstTensorRef a, ConstTensorRef b, TensorRef d,
+                           const GemmScales& scales, const GemmTuning& tuning) {
+  detail::gemm::check_arguments(a, b, d, scales, tuning, detail::gemm::Addresses::unknown);
 }
 
 GemmPlan gemm_fp8_plan(const GemmProblem& problem) {

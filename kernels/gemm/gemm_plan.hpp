@@ -16,11 +16,14 @@ namespace tmakit::detail::gemm {
 
 // Every argument of a gemm_fp8 call, checked once, before anything is asked of the device:
 // the operands' types, K, the views, D's type, shape and pitch, overlap, the scales and the
-// tuning (each throws ArgumentError naming the argument and the fix).
-// Returns the scale the kernel applies.
+// tuning (each throws ArgumentError naming the argument and the fix). Returns the scale the
+// kernel applies. With Addresses::unknown (a traced call, whose memory is not there yet:
+// torch.compile's fake tensors) the views' data pointers are not read: everything but them
+// is checked, as if each view had memory of its own, 16-byte aligned.
+enum class Addresses { known, unknown };
 GemmKernelScale check_arguments(const ConstTensorRef& a, const ConstTensorRef& b,
                                 const TensorRef& d, const GemmScales& scales,
-                                const GemmTuning& tuning);
+                                const GemmTuning& tuning, Addresses addresses = Addresses::known);
 
 // The problem's tuning, alone (what gemm_fp8_plan checks before it plans).
 void check_tuning(const GemmProblem& problem);

@@ -34,7 +34,10 @@ __all__ = ["gemm_fp8", "transpose", "stencil3x3", "add"]
 _ADD_TYPES = {torch.int32: "INT32", torch.float32: "FLOAT32", torch.bfloat16: "BFLOAT16",
               torch.float16: "FLOAT16"}
 _STENCIL_TYPES = {torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
-_GEMM_OUT_TYPES = {torch.bfloat16: "BFLOAT16", torch.float16: "FLOAT16"}
+_GEMM_OUT_TYPES = {torch.bfloat16: _tmakit.DataType.bfloat16,
+                   torch.float16: _tmakit.DataType.float16}
+_ACCUMULATION = {"promoted": _tmakit.GemmAccumulation.promoted,
+                 "fast": _tmakit.GemmAccumulation.fast}
 # The transpose moves bits: any element type, by size.
 _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
 
@@ -178,38 +181,45 @@ def _direct(*tensors: torch.Tensor) -> bool:
 # --- launches (real tensors; every data-dependent check happens here, before the kernel) ---
 
 
-def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out,
-                 fresh_out=False):
+def _gemm_pitch(t: torch.Tensor, name: str) -> int:
+    """The row pitch in bytes of a 2-D GEMM operand, as the launcher takes it (0: a single
+    row). A row stride of 0 (an expanded tensor) is torch's, not a pitch: refused here, since
+    the launcher reads 0 as "dense"; every other rule of the rows is the launcher's."""
+    rows, cols = t.shape
+    if rows > 1 and t.stride(0) == 0 and cols > 0:
+        raise ValueError(f"{name}: rows are 0 elements apart but {cols} long, so they overlap "
+                         f"(an expanded tensor?); pass a separate ({rows}, {cols}) "
+                         f"{'out' if name == 'out' else 'tensor'}")
+    return t.stride(0) * t.element_size() if rows > 1 else 0
+
+
+def _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
+    """The launcher's arguments after the addresses: the rules are checked there, once."""
     m, k = a.shape
-    n = b.shape[0]
-    if m == 0 or n == 0:
+    n, kb = b.shape
+    return (_GEMM_OUT_TYPES[out.dtype], m, n, k, kb, out.shape[0], out.shape[1],
+            _gemm_pitch(a, "a"), _gemm_pitch(b, "b"), _gemm_pitch(out, "out"), alpha, scale_a,
+            scale_b)
+
+
+def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
+    m, k = a.shape
+    n, kb = b.shape
+    if m == 0 or n == 0 or k == 0:
+        # NOTE: empty extents are torch's (the launcher takes M, N, K >= 1): an empty product
+        # writes nothing, or zeros for K = 0, as a @ b.T does
+        if kb != k:
+            raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} "
+                             f"has K = {k}; b is (N, K), as in a @ b.T")
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
+        if k == 0:
+            out.zero_()
         return
-    if k == 0:
-        out.zero_()
-        return
-    a_ptr, b_ptr, d_ptr = a.data_ptr(), b.data_ptr(), out.data_ptr()
-    a_rows, b_rows, d_rows = a.stride(0), b.stride(0), out.stride(0)
-    a_stride = _check_rows(a, "a", m, k, a_rows, a_ptr)
-    b_stride = _check_rows(b, "b", n, k, b_rows, b_ptr)
-    if d_ptr % 16:
-        raise ValueError(f"out: data at 0x{d_ptr:x} is not 16-byte aligned; pass an out that "
-                         f"starts on a 16-byte boundary")
-    # NOTE: the launcher reads a row stride of 0 as "dense"; an expanded out must not get there.
-    if m > 1 and d_rows < n:
-        raise ValueError(f"out: rows are {d_rows} elements apart but {n} long, so they overlap "
-                         f"(an expanded tensor?); pass a separate (M, N) out")
-    # NOTE: an out allocated by gemm_fp8 itself cannot overlap; the spans of these 2-D views
-    # follow from what was read above (fp8: one byte an element, D two).
-    if not fresh_out:
-        d_end = d_ptr + ((m - 1) * d_rows + n) * 2
-        if (d_ptr < a_ptr + (m - 1) * a_rows + k and a_ptr < d_end) or (
-                d_ptr < b_ptr + (n - 1) * b_rows + k and b_ptr < d_end):
-            raise ValueError("out: overlaps a or b; the GEMM writes D while it reads A and B: "
-                             "pass a separate out")
-    _launch(out, _tmakit.gemm_fp8, a_ptr, b_ptr, d_ptr, _GEMM_OUT_TYPES[out.dtype], m, n, k,
-            a_stride, b_stride, d_rows * 2 if m > 1 else 0, alpha, scale_a, scale_b,
+    args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
+    _launch(out, _tmakit.gemm_fp8, a.data_ptr(), b.data_ptr(), out.data_ptr(), *args,
             0 if scale_a_t is None else scale_a_t.data_ptr(),
-            0 if scale_b_t is None else scale_b_t.data_ptr(), accumulate)
+            0 if scale_b_t is None else scale_b_t.data_ptr(), _ACCUMULATION[accumulate])
 
 
 def _launch_transpose(x, out):
@@ -278,6 +288,12 @@ def _gemm_fp8_out(a: torch.Tensor, b: torch.Tensor, scale_a: float, scale_b: flo
 
 @_gemm_fp8_out.register_fake
 def _(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out):
+    # a traced call: the launcher's rules but those of the addresses, before any memory exists
+    if a.numel() and b.numel():
+        _tmakit.gemm_fp8_check(
+            *_gemm_args(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor,
+                        accumulate, out),
+            scale_a_tensor is not None, scale_b_tensor is not None, _ACCUMULATION[accumulate])
     return None
 
 
@@ -386,23 +402,15 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
                              f"strides {t.stride()}; pass {name}.contiguous()"
                              + (" (for b, the (N, K) matrix itself, not b.t())"
                                 if name == "b" else ""))
-    m, k = a.shape
-    n, kb = b.shape
-    if kb != k:
-        raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} has "
-                         f"K = {k}; b is (N, K), as in a @ b.T")
-    if k % 16:
-        raise ValueError(f"a: K = {k} is not a multiple of 16 (TMA moves rows of whole 16-byte "
-                         f"units); pad K with zeros to {-(-k // 16) * 16} in a and b")
+    m, n = a.shape[0], b.shape[0]
     s_a, t_a = _scale(scale_a, "scale_a", a.device)
     s_b, t_b = _scale(scale_b, "scale_b", a.device)
     try:
         s_alpha = float(alpha)
     except (TypeError, ValueError):
         raise TypeError(f"alpha: expected a float, got {type(alpha).__name__}") from None
-    if accumulate not in ("promoted", "fast"):
+    if accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
-    fresh_out = out is None
     if out is None:
         dtype = torch.bfloat16 if out_dtype is None else out_dtype
         if dtype not in _GEMM_OUT_TYPES:
@@ -417,13 +425,13 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
                             f"torch.float16")
         if out_dtype is not None and out_dtype != out.dtype:
             raise TypeError(f"out_dtype: {out_dtype} differs from out.dtype {out.dtype}")
-        if tuple(out.shape) != (m, n):
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
-        if n > 1 and out.stride(1) != 1:
+        if out.dim() != 2:
+            raise ValueError(f"out: expected 2 dimensions (M, N), got shape {tuple(out.shape)}")
+        if out.shape[1] > 1 and out.stride(1) != 1:
             raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N "
                              f"contiguous elements (stride 1 along N)")
     if _direct(a, b, out):
-        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out, fresh_out)
+        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     else:
         torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     return out

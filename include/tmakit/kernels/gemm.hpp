@@ -171,6 +171,13 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 
+// gemm_fp8's checks of its arguments without its views' data pointers (which may be null):
+// what a framework tracing a call before its memory exists (torch.compile's fake tensors) can
+// check. Throws the ArgumentError gemm_fp8 would for anything but the addresses (null,
+// alignment, overlap, memory the device cannot use), as if each view had memory of its own.
+void gemm_fp8_check_shapes(ConstTensorRef a, ConstTensorRef b, TensorRef d,
+                           const GemmScales& scales = {}, const GemmTuning& tuning = {});
+
 // Frees the split-K workspace `stream` holds on the current device (see gemm_fp8), after
 // waiting for the stream's work. Call it when a stream that made split-K calls is about to be
 // destroyed, or to give the memory back, and only once no CUDA graph that captured a split-K
