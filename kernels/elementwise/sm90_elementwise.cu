@@ -4,6 +4,7 @@
 #include "elementwise/plain_elementwise.hpp"
 #include "elementwise/sm90_elementwise.cuh"
 #include "tmakit/kernels/detail/plain_path.hpp"
+#include "tmakit/kernels/detail/plain_view_check.hpp"
 
 namespace tmakit::detail::elementwise {
 

@@ -4,6 +4,7 @@
 #include "stencil3x3/plain_stencil3x3.hpp"
 #include "stencil3x3/sm90_stencil3x3.cuh"
 #include "tmakit/kernels/detail/plain_path.hpp"
+#include "tmakit/kernels/detail/plain_view_check.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
 
 namespace tmakit::detail::stencil3x3 {

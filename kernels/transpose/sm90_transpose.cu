@@ -2,6 +2,7 @@
 // plain kernel (plain_transpose.cu), or plan -> maps -> launch of the TMA kernel (the maps and
 // the launch are launch_with in sm90_transpose.cuh).
 #include "tmakit/kernels/detail/plain_path.hpp"
+#include "tmakit/kernels/detail/plain_view_check.hpp"
 #include "transpose/plain_transpose.hpp"
 #include "transpose/sm90_transpose.cuh"
 #include "transpose/transpose_plan.hpp"
