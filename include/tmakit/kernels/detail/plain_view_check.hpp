@@ -40,7 +40,7 @@ void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_all
                                          std::to_string(esize) + "-byte elements");
   }
   const std::uint64_t row_bytes = v.cols * esize;
-  if (v.rows > 1 && v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes) {
+  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes) {
     throw ArgumentError(n + ".row_stride_bytes", std::to_string(v.row_stride_bytes) +
                                                      " is less than a row's " +
                                                      std::to_string(row_bytes) + " bytes");
