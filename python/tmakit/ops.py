@@ -8,10 +8,12 @@ the functions below check their arguments, allocate ``out`` when none is given, 
 Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
 
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
-are torch tensors (``cupy.from_dlpack(result)`` gives them back). Every argument is checked
-before anything is written: wrong types raise TypeError, wrong
-devices, shapes, strides, alignments or overlaps raise ValueError naming the argument and
-the fix. The launchers check again (their ArgumentError arrives as ValueError).
+are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
+add take any shape, stride and start (each docstring says which path a layout takes);
+gemm_fp8 keeps TMA's 16-byte rules. Every argument is checked before anything is written:
+wrong types raise TypeError, wrong devices, shapes, overlaps (and for the GEMM strides and
+alignments) raise ValueError naming the argument and the fix. The launchers check again
+(their ArgumentError arrives as ValueError).
 
 NOTE: in eager mode the functions call the launcher directly rather than through the
 dispatcher, which would add several microseconds of host time per call; under torch.compile,
@@ -39,6 +41,14 @@ _ADD_TYPES = {torch.int8: "UINT8", torch.uint8: "UINT8", torch.int16: "UINT16",
 for _name, _launcher_type in (("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64")):
     if hasattr(torch, _name):  # NOTE: torch 2.3 and later
         _ADD_TYPES[getattr(torch, _name)] = _launcher_type
+# The Python ints add takes per integer dtype (torch's rule for a scalar: a signed type its
+# range, an unsigned n-bit type -(2^n - 1)..2^n - 1). NOTE: read here, not while tracing.
+_INTEGER_RANGES = {}
+for _dtype in _ADD_TYPES:
+    if not _dtype.is_floating_point:
+        _bits = 8 * _dtype.itemsize
+        _INTEGER_RANGES[_dtype] = ((-(1 << (_bits - 1)), (1 << (_bits - 1)) - 1) if _dtype.is_signed
+                                   else (1 - (1 << _bits), (1 << _bits) - 1))
 _STENCIL_TYPES = {torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
 _GEMM_OUT_TYPES = {torch.bfloat16: "BFLOAT16", torch.float16: "FLOAT16"}
 # The transpose moves bits: any element type, by size.
@@ -111,8 +121,11 @@ def _check_writable(out: torch.Tensor, name: str = "out") -> None:
     refuse to write one too."""
     if out.numel() <= 1:
         return
-    overlapping = (_internal_overlap(out) == 1 if _internal_overlap is not None else
-                   any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride())))
+    overlapping = any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride()))
+    # NOTE: torch's own test (strides that interleave too) is not traceable by dynamo: under
+    # torch.compile the expanded dimensions are what is checked
+    if not overlapping and _internal_overlap is not None and not torch.compiler.is_compiling():
+        overlapping = _internal_overlap(out) == 1
     if overlapping:
         raise ValueError(f"{name}: some of its elements share memory (an expanded tensor?), so "
                          f"it cannot be written; pass a tensor of its own")
@@ -590,11 +603,10 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
     """``value`` as the int64 the launcher adds to an integer tensor (the sum wraps modulo
     2^bits), after torch's own range rule for a Python int added to a tensor of ``dtype``: a
     signed type takes its range, an unsigned n-bit type -(2^n - 1)..2^n - 1."""
-    info = torch.iinfo(dtype)
-    low = info.min if info.min < 0 else -info.max
-    if not low <= value <= info.max:
+    low, high = _INTEGER_RANGES[dtype]
+    if not low <= value <= high:
         raise ValueError(f"value: {value} does not fit {dtype} (torch refuses it too); pass a "
-                         f"value in [{low}, {info.max}]")
+                         f"value in [{low}, {high}]")
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
