@@ -1,8 +1,8 @@
 // Transpose without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes): a block
 // stages a square tile through shared memory, reading in's rows and writing out's rows with
-// consecutive threads on consecutive elements. Tiles are 32 elements square for 4- and 8-byte
-// elements and 64 for 1- and 2-byte ones, so a warp's row is at least 64 bytes; a padding
-// column keeps the column reads off one bank.
+// consecutive threads on consecutive elements. A tile's row is 128 bytes (128, 64 and 32
+// elements of 1, 2 and 4 bytes; 32 elements of 8 bytes), the line TMA's kernels move too;
+// each shared row is padded by 4 bytes, so the 32 lanes reading a tile column hit 32 banks.
 #include <cstdint>
 
 #include "tmakit/core/cuda_check.hpp"
@@ -29,7 +29,8 @@ struct PlainParams {
 
 template <class T, int Tile>
 __global__ void __launch_bounds__(kWarpCols* kBlockRows) plain_transpose_kernel(const PlainParams p) {
-  __shared__ T tile[Tile][Tile + 1];
+  constexpr int kPad = sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
+  __shared__ T tile[Tile][Tile + kPad];
   const int tx = static_cast<int>(threadIdx.x);
   const int ty = static_cast<int>(threadIdx.y);
   for (std::int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
@@ -81,7 +82,7 @@ void launch_plain(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   p.rows = static_cast<std::int64_t>(in.rows);
   p.cols = static_cast<std::int64_t>(in.cols);
   switch (in.element_size()) {
-    case 1: return launch_typed<std::uint8_t, 64>(p, stream);
+    case 1: return launch_typed<std::uint8_t, 128>(p, stream);
     case 2: return launch_typed<std::uint16_t, 64>(p, stream);
     case 4: return launch_typed<std::uint32_t, 32>(p, stream);
     default: return launch_typed<std::uint64_t, 32>(p, stream);

@@ -607,7 +607,8 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
     if not low <= value <= high:
         raise ValueError(f"value: {value} does not fit {dtype} (torch refuses it too); pass a "
                          f"value in [{low}, {high}]")
-    return value - (1 << 64) if value >= 1 << 63 else value
+    wrapped = value % (1 << 64)  # the same sum modulo 2^bits, as an int64
+    return wrapped - (1 << 64) if wrapped >= 1 << 63 else wrapped
 
 
 def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
