@@ -50,6 +50,8 @@ for _dtype in _ADD_TYPES:
         _INTEGER_RANGES[_dtype] = ((-(1 << (_bits - 1)), (1 << (_bits - 1)) - 1) if _dtype.is_signed
                                    else (1 - (1 << _bits), (1 << _bits) - 1))
 _STENCIL_TYPES = {torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
+# The 16-bit types the stencil takes as torch's conv2d does, computed in float32 (below).
+_STENCIL_HALF_TYPES = (torch.float16, torch.bfloat16)
 _GEMM_OUT_TYPES = {torch.bfloat16: "BFLOAT16", torch.float16: "FLOAT16"}
 # The transpose moves bits: any element type, by size.
 _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
@@ -291,6 +293,14 @@ def _launch_stencil(x, taps, out):
     if _overlaps(out, x):
         raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
                          "a separate out")
+    if x.dtype in _STENCIL_HALF_TYPES:
+        # NOTE: 16-bit images: the taps rounded to x's dtype (as conv2d's weight would be),
+        # then the float32 kernel on a float32 copy, its result rounded once into out
+        taps = torch.tensor(taps, dtype=x.dtype).float().tolist()
+        wide = torch.empty(out.shape, dtype=torch.float32, device=out.device)
+        _launch_stencil(x.float(), taps, wide)
+        out.copy_(wide)
+        return
     batch, rows, cols = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
     x_view = _images_view(x)
     if x_view is None:
@@ -565,20 +575,22 @@ def _taps(weight) -> list:
 
 def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """3x3 cross-correlation with zero padding (``conv2d(x[:, None], weight[None, None],
-    padding=1)``): ``x`` (H, W) or (B, H, W) float32 or float64 on a GPU, any shape (empty
-    too), strides and start; ``weight`` 3x3 (tensor or nested list; taps rounded to x's dtype,
-    summed in row-major order with fused multiply-adds). ``out``: same shape and dtype, any
-    strides, not overlapping x; allocated dense when not given.
+    padding=1)``): ``x`` (H, W) or (B, H, W) float32 or float64 (or 16-bit, below) on a GPU,
+    any shape (empty too), strides and start; ``weight`` 3x3 (tensor or nested list; taps
+    rounded to x's dtype, summed in row-major order with fused multiply-adds). ``out``: same
+    shape and dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA
     kernel; other views of rows of consecutive elements through the library's plain kernel
     (kernels/stencil3x3/README.md). An x whose rows are not consecutive elements (or whose
     images interleave) is first made contiguous (one copy); such an out is written through a
-    dense temporary and one strided copy.
-    Differs from torch: conv2d also takes float16 and bfloat16; this stencil does not."""
+    dense temporary and one strided copy. float16 and bfloat16 (which conv2d takes too): taps
+    rounded to x's dtype, x widened to a float32 copy, the float32 kernel, its result rounded
+    once to x's dtype (three passes over memory: not the fast path)."""
     x = _tensor(x, "x")
-    if x.dtype not in _STENCIL_TYPES:
-        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32 or torch.float64")
+    if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32, float64, float16 "
+                        f"or bfloat16")
     if x.dim() not in (2, 3):
         raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
     taps = _taps(weight)

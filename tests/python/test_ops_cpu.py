@@ -95,7 +95,8 @@ def test_shape_and_type_errors_come_before_any_device_work():
         tmakit.add(i8, 1.5)
     with pytest.raises(ValueError, match=r"value: 300 does not fit torch.int8 .*\[-128, 127\]"):
         tmakit.add(i8, 300)
-    with pytest.raises(TypeError, match="the stencil takes torch.float32 or torch.float64"):
+    with pytest.raises(TypeError, match="the stencil takes torch.float32, float64, float16 or "
+                                        "bfloat16"):
         tmakit.stencil3x3(i8, LAPLACE)
     with pytest.raises(ValueError, match="weight: expected 3 rows of 3 taps"):
         tmakit.stencil3x3(x, [[1, 2], [3, 4]])
