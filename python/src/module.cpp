@@ -205,6 +205,14 @@ void add_constant(std::uintptr_t in, std::uintptr_t out, const std::string& type
   tmakit::add_constant(i, o, value, stream_of(stream));
 }
 
+void add_integer(std::uintptr_t in, std::uintptr_t out, const std::string& type,
+                 std::uint64_t rows, std::uint64_t cols, std::uint64_t in_row_stride_bytes,
+                 std::uint64_t out_row_stride_bytes, std::int64_t value, std::uintptr_t stream) {
+  const auto i = view<tmakit::ConstTensorRef>(in, type, rows, cols, in_row_stride_bytes, 1, 0, "in.type");
+  const auto o = view<tmakit::TensorRef>(out, type, rows, cols, out_row_stride_bytes, 1, 0, "out.type");
+  tmakit::add_integer(i, o, value, stream_of(stream));
+}
+
 void transpose(std::uintptr_t in, std::uintptr_t out, const std::string& type, std::uint64_t rows,
                std::uint64_t cols, std::uint64_t in_row_stride_bytes,
                std::uint64_t out_row_stride_bytes, std::uintptr_t stream) {
@@ -344,6 +352,8 @@ NB_MODULE(_tmakit, m) {
         "What one tiled load writes to a 1024-aligned shared buffer: (bytes, written).");
 
   m.def("add_constant", &add_constant, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
+        "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "value"_a, "stream"_a);
+  m.def("add_integer", &add_integer, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
         "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "value"_a, "stream"_a);
   m.def("transpose", &transpose, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
         "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "stream"_a);
