@@ -136,33 +136,6 @@ def _check_writable(out: torch.Tensor, name: str = "out") -> None:
                          f"it cannot be written; pass a tensor of its own")
 
 
-def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: int,
-                address: Optional[int] = None) -> int:
-    """The 16-byte rules of TMA (docs/rules.md T4, T6) for a view of rows; returns the row
-    stride in bytes (0 for a single row, which needs none)."""
-    esize = t.element_size()
-    if address is None:
-        address = t.data_ptr()
-    if address % 16:
-        raise ValueError(
-            f"{name}: data at 0x{address:x} is not 16-byte aligned (a view such as x[1:] or "
-            f"x[:, 1:] starts inside a 16-byte unit); TMA needs 16-byte aligned data (T4): "
-            f"pass {name}.clone(), or slice at multiples of {16 // esize if esize < 16 else 1} "
-            f"elements")
-    if rows <= 1:
-        return 0
-    if row_stride < cols:
-        raise ValueError(f"{name}: rows are {row_stride} elements apart but {cols} long, so "
-                         f"they overlap (an expanded tensor?); pass {name}.contiguous()")
-    stride_bytes = row_stride * esize
-    if stride_bytes % 16:
-        padded = -(-stride_bytes // 16) * 16 // esize
-        raise ValueError(
-            f"{name}: rows are {stride_bytes} bytes apart, not a multiple of 16 (T6); pad each "
-            f"row to {padded} elements, e.g. torch.empty(rows, {padded})[:, :{cols}]")
-    return stride_bytes
-
-
 def _span(t: torch.Tensor):
     """[first byte, one past the last) of a non-empty tensor's storage use."""
     start = t.data_ptr()
