@@ -481,8 +481,9 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
         if dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out_dtype: {dtype}; the GEMM writes torch.bfloat16 or "
                             f"torch.float16")
-        if m and n and a.shape[1] and b.shape[1]:
-            # NOTE: the launcher's checks (all but the addresses) before out is allocated
+        if m and n and a.shape[1] and b.shape[1] and not _is_compiling():
+            # NOTE: the launcher's checks (all but the addresses) before out is allocated (a
+            # compiled graph runs them in the op's fake implementation, at trace time)
             _tmakit.gemm_fp8_check(_GEMM_OUT_TYPES[dtype], m, n, a.shape[1], b.shape[1], m, n,
                                    _gemm_pitch(a, "a"), _gemm_pitch(b, "b"),
                                    n * 2 if m > 1 else 0, s_alpha, s_a, s_b, t_a is not None,
