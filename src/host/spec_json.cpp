@@ -13,11 +13,23 @@ namespace {
 
 using nlohmann::json;
 
+// The first at most `max_bytes` bytes of `text`, cut before a UTF-8 sequence rather than
+// inside one, so that a message quoting non-ASCII text stays valid UTF-8.
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t cut = max_bytes;
+  // back over continuation bytes (10xxxxxx) to the start of the sequence the cut falls in
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++i) {
+    --cut;
+  }
+  return std::string(text.substr(0, cut));
+}
+
 // `text` cut to `max_bytes`, saying how much was left out.
 std::string bounded(const std::string& text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
-  return text.substr(0, max_bytes) + "... (" + std::to_string(text.size() - max_bytes) +
-         " more bytes)";
+  const std::string kept = utf8_prefix(text, max_bytes);
+  return kept + "... (" + std::to_string(text.size() - kept.size()) + " more bytes)";
 }
 
 // NOTE: recursion bounded by kQuoteDepth and output by max_bytes, whatever the value holds.
@@ -41,14 +53,14 @@ void quote_into(std::string& out, const Json& v, int depth, std::size_t max_byte
         }
         if (!first) out += ',';
         first = false;
-        if (!array) out += scalar(Json(it.key().substr(0, max_bytes))) + ':';
+        if (!array) out += scalar(Json(utf8_prefix(it.key(), max_bytes))) + ':';
         quote_into(out, *it, depth + 1, max_bytes);
       }
     }
     out += array ? ']' : '}';
   } else if (v.is_string()) {
     const auto& text = v.template get_ref<const std::string&>();
-    out += scalar(Json(text.substr(0, max_bytes + 1)));
+    out += scalar(Json(utf8_prefix(text, max_bytes + 1)));
   } else {
     out += scalar(v);
   }
@@ -259,7 +271,7 @@ nlohmann::json parse_json_line(std::string_view line) { return parse_guarded<jso
 std::string quote_json(const nlohmann::json& value, std::size_t max_bytes) {
   std::string out;
   quote_into(out, value, 0, max_bytes);
-  if (out.size() > max_bytes) out = out.substr(0, max_bytes) + "...";
+  if (out.size() > max_bytes) out = utf8_prefix(out, max_bytes) + "...";
   return out;
 }
 
