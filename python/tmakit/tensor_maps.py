@@ -73,6 +73,9 @@ def _show(value: Any) -> str:
         return str(number)
     if isinstance(value, float):
         return float.__repr__(value)
+    if isinstance(value, (np.integer, np.floating)) and \
+            not isinstance(value, (np.datetime64, np.timedelta64)):
+        return _show(value.item())
     if isinstance(value, str):
         text = str.__str__(value)
         shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
@@ -173,6 +176,8 @@ def _convert_str(text: str, path: str, budget: _Budget) -> str:
 
 
 def _convert_numpy_scalar(value: Any, path: str, budget: _Budget) -> Any:
+    if isinstance(value, (np.datetime64, np.timedelta64)):  # timedelta64 is an np.integer
+        raise TypeError(f"{path}: a NumPy {value.dtype} value is not a JSON value; give an int")
     if isinstance(value, np.bool_):
         budget.charge(7, path)
         return bool(value)
@@ -323,7 +328,16 @@ def _spec_line(spec: Any, keys: frozenset = _SPEC_KEYS) -> str:
     return _spec_parts(spec, keys)[0]
 
 
-def _spec_parts(spec: Any, keys: frozenset = _SPEC_KEYS) -> tuple:
+def _spec_parts(spec: Any, keys: frozenset = _SPEC_KEYS, for_check: bool = False) -> tuple:
+    try:
+        return _spec_parts_of(spec, keys)
+    except _UnreadableLine as error:
+        if for_check:
+            raise
+        raise ValueError(str(error)) from None
+
+
+def _spec_parts_of(spec: Any, keys: frozenset) -> tuple:
     if isinstance(spec, TensorMap):
         spec = spec.json
         if not isinstance(spec, str):
@@ -384,7 +398,7 @@ def check(spec: Any) -> CheckResult:
     for the wrong value (NaN, nesting past 16 levels, a value containing itself).
     """
     try:
-        line = _spec_line(spec)
+        line = _spec_parts(spec, for_check=True)[0]
     except _UnreadableLine as error:
         return CheckResult("error", None, str(error))
     verdict, rule, message, fix = _tmakit.check_line(line)
