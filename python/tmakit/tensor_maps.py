@@ -177,7 +177,8 @@ def _convert_str(text: str, path: str, budget: _Budget) -> str:
 
 def _convert_numpy_scalar(value: Any, path: str, budget: _Budget) -> Any:
     if isinstance(value, (np.datetime64, np.timedelta64)):  # timedelta64 is an np.integer
-        raise TypeError(f"{path}: a NumPy {value.dtype} value is not a JSON value; give an int")
+        raise TypeError(f"{path}: a NumPy {type(value).__name__} value is not a JSON value; "
+                        f"give an int")
     if isinstance(value, np.bool_):
         budget.charge(7, path)
         return bool(value)
@@ -187,8 +188,8 @@ def _convert_numpy_scalar(value: Any, path: str, budget: _Budget) -> Any:
         return _convert(float(value), path, 0, budget, set())
     if isinstance(value, np.str_):
         return _convert_str(str(value), path, budget)
-    raise TypeError(f"{path}: a NumPy {value.dtype} value is not a JSON value; give an int, a "
-                    f"float or a str")
+    raise TypeError(f"{path}: a NumPy {type(value).__name__} value is not a JSON value; give "
+                    f"an int, a float or a str")
 
 
 def _convert_container(value: Any, path: str, depth: int, budget: _Budget,
