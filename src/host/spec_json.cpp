@@ -60,7 +60,9 @@ void quote_into(std::string& out, const Json& v, int depth, std::size_t max_byte
     out += array ? ']' : '}';
   } else if (v.is_string()) {
     const auto& text = v.template get_ref<const std::string&>();
-    out += scalar(Json(utf8_prefix(text, max_bytes + 1)));
+    // past max_bytes even when the cut backs off a character (up to 3 bytes), so that
+    // quote_json's final cut marks the text as cut
+    out += scalar(Json(utf8_prefix(text, max_bytes + 4)));
   } else {
     out += scalar(v);
   }

@@ -47,6 +47,44 @@ TEST(SpecJson, RoundTrips) {
   EXPECT_EQ(parse_spec_json(spec_to_json(s)), s);
 }
 
+// Whether `text` is well-formed UTF-8 (no sequence cut short, no stray continuation byte).
+bool valid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+TEST(SpecJson, MessagesQuotingNonAsciiTextNeverCutACharacter) {
+  // NOTE: the Python package turns messages into str: a character cut in half would raise
+  // UnicodeDecodeError in place of the message. Every cut offset, for 2-, 3- and 4-byte ones.
+  for (const std::string ch : {"\u00e9", "\u201c", "\U0001F600"}) {
+    for (std::size_t prefix = 0; prefix < 8; ++prefix) {
+      std::string text(prefix, 'a');
+      while (text.size() < 200) text += ch;
+      const std::string tail = R"(,"globalAddress":0,"globalDim":[16],"boxDim":[4]})";
+      for (const std::string& line : {R"({"dataType":")" + text + "\"" + tail,
+                                      R"({"dataType":"FLOAT32",")" + text + R"(":1e999)" + tail}) {
+        std::string message;
+        try {
+          parse_spec_json(line);
+        } catch (const ParseError& e) {
+          message = e.what();
+        }
+        ASSERT_FALSE(message.empty()) << line;
+        EXPECT_TRUE(valid_utf8(message)) << message;
+        EXPECT_NE(message.find("..."), std::string::npos) << "the text was cut: " << message;
+      }
+    }
+  }
+}
+
 TEST(Encode, ValidatesBeforeTheDriver) {
   TensorMapSpec s = example();
   s.box_dim[0] = 65;  // T9 (130 bytes > the 128B span) comes after T7 (130 % 16 != 0)
