@@ -72,7 +72,15 @@ PyObject* out_of_memory_type() {
     PyErr_Clear();
     return PyExc_MemoryError;
   }
+  // torch.OutOfMemoryError, or torch.cuda.OutOfMemoryError (the same class) before torch 2.5
   PyObject* type = PyObject_GetAttrString(torch, "OutOfMemoryError");
+  if (type == nullptr) {
+    PyErr_Clear();
+    if (PyObject* cuda = PyObject_GetAttrString(torch, "cuda")) {
+      type = PyObject_GetAttrString(cuda, "OutOfMemoryError");
+      Py_DECREF(cuda);
+    }
+  }
   Py_DECREF(torch);
   if (type == nullptr || !PyExceptionClass_Check(type)) {
     PyErr_Clear();
