@@ -73,9 +73,10 @@ def _show(value: Any) -> str:
         return str(number)
     if isinstance(value, float):
         return float.__repr__(value)
-    if isinstance(value, (np.integer, np.floating)) and \
-            not isinstance(value, (np.datetime64, np.timedelta64)):
-        return _show(value.item())
+    if isinstance(value, np.integer) and not isinstance(value, np.timedelta64):
+        return _show(int(value))
+    if isinstance(value, np.floating):  # a longdouble's item() is itself
+        return _show(float(value))
     if isinstance(value, str):
         text = str.__str__(value)
         shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
@@ -310,6 +311,9 @@ def _dict_line(spec: dict, keys: frozenset = _SPEC_KEYS) -> tuple:
     for (key, value), name in zip(items, names):
         if name is not None and name in keys:
             continue
+        if budget.left < 16:  # nothing more fits: the rest are left out unread
+            dropped[key] = value
+            continue
         saved = budget.left
         try:
             if name is None:
@@ -340,7 +344,7 @@ def _spec_parts(spec: Any, keys: frozenset = _SPEC_KEYS, for_check: bool = False
 
 def _spec_parts_of(spec: Any, keys: frozenset) -> tuple:
     if isinstance(spec, TensorMap):
-        spec = spec.json
+        spec = getattr(spec, "json", None)
         if not isinstance(spec, str):
             raise TypeError(f"spec: a TensorMap whose json is a {_type_name(spec)}, not a str")
     if isinstance(spec, str):
@@ -422,7 +426,7 @@ def fix(spec: Any) -> dict:
         return mended
     # the unknown keys left out of the line, back in their places
     out = {}
-    for key in spec:
+    for key in dict.keys(spec):
         name = str.__str__(key) if isinstance(key, str) else None
         if key in dropped:
             out[key] = dropped[key]
@@ -806,13 +810,25 @@ def _coords(values: Any) -> list:
     return listed
 
 
+# The largest non-contiguous buffer simulate copies to read it as one run of bytes.
+_MAX_COPY_BYTES = 1 << 30
+
+
 def _byte_array(data: Any, argument: str) -> np.ndarray:
     """The bytes of a buffer or NumPy array as a contiguous uint8 array (a view where the data
-    is contiguous already)."""
+    is contiguous already, else a copy of at most 1 GiB)."""
+    def copyable(nbytes: int) -> None:
+        if nbytes > _MAX_COPY_BYTES:
+            raise ValueError(f"{argument}: not contiguous, and its {nbytes} bytes are more than "
+                             f"the {_MAX_COPY_BYTES} copied to read it; give a contiguous "
+                             f"buffer (e.g. np.ascontiguousarray of the part the load reads)")
+
     if isinstance(data, np.ndarray):
         if data.dtype.hasobject:
             raise TypeError(f"{argument}: a NumPy array of {data.dtype} dtype holds Python "
                             f"objects, not bytes")
+        if not data.flags.c_contiguous:
+            copyable(int(data.nbytes))
         return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     if isinstance(data, str):
         raise TypeError(f"{argument}: a str is text, not bytes; give bytes (e.g. "
@@ -822,7 +838,13 @@ def _byte_array(data: Any, argument: str) -> np.ndarray:
         if view.c_contiguous:
             return np.frombuffer(view, dtype=np.uint8) if view.nbytes else \
                 np.zeros(0, dtype=np.uint8)
+        copyable(view.nbytes)
         return np.frombuffer(view.tobytes(), dtype=np.uint8)
-    except (TypeError, ValueError, BufferError, NotImplementedError):
+    except ValueError as error:
+        if str(error).startswith(argument):
+            raise
+        raise TypeError(f"{argument}: expected bytes, a bytearray, a NumPy array or another "
+                        f"buffer, got {_type_name(data)}") from None
+    except (TypeError, BufferError, NotImplementedError):
         raise TypeError(f"{argument}: expected bytes, a bytearray, a NumPy array or another "
                         f"buffer, got {_type_name(data)}") from None

@@ -168,3 +168,10 @@ def test_global_bytes_of_any_buffer_or_refused_by_name():
         with pytest.raises(TypeError) as raised:
             tmakit.simulate(SMALL, data)
         assert str(raised.value).startswith(message)
+
+
+def test_a_huge_non_contiguous_buffer_is_refused_not_copied():
+    huge = np.broadcast_to(np.uint8(0), (1 << 20, 1 << 20))  # 1 TiB of one byte
+    with pytest.raises(ValueError, match=r"^global_bytes: not contiguous, and its 1099511627776 "
+                                         r"bytes are more than the 1073741824 copied"):
+        tmakit.simulate(SMALL, huge)
