@@ -11,7 +11,7 @@ import json
 import math
 import operator
 import re
-from typing import Any, Iterable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -140,7 +140,7 @@ def _convert(value: Any, path: str, depth: int, budget: _Budget, active: set) ->
                         f"give a list")
     if isinstance(value, np.generic):
         return _convert_numpy_scalar(value, path, budget)
-    if isinstance(value, (list, tuple, range, dict, np.ndarray)) or hasattr(value, "tolist"):
+    if isinstance(value, (list, tuple, range, dict, np.ndarray)) or _has(value, "tolist"):
         if depth >= _MAX_JSON_DEPTH:
             raise ValueError(f"{path}: nested deeper than {_MAX_JSON_DEPTH} levels of lists "
                              f"and dicts (a spec line's bound)")
@@ -229,6 +229,14 @@ def _convert_container(value: Any, path: str, depth: int, budget: _Budget,
         raise TypeError(f"{path}: {_a(_type_name(value))} whose tolist() raised "
                         f"{type(error).__name__} is not a JSON value") from None
     return _convert(listed, path, depth + 1, budget, active)
+
+
+def _has(value: Any, attribute: str) -> bool:
+    # hasattr, save that a foreign __getattr__'s failure means no
+    try:
+        return hasattr(value, attribute)
+    except Exception:
+        return False
 
 
 def _size_of(value: Any) -> Optional[int]:
@@ -484,7 +492,8 @@ class _ArrayInfo(NamedTuple):
 def _array_info(array: Any, name: str) -> _ArrayInfo:
     """Address, shape and byte strides of a torch tensor or an object with the CUDA / NumPy
     array interface, without importing any framework."""
-    if type(array).__module__.startswith("torch") and hasattr(array, "data_ptr"):
+    if str(getattr(type(array), "__module__", "")).startswith("torch") and \
+            _has(array, "data_ptr"):
         itemsize = array.element_size()
         return _ArrayInfo(array.data_ptr(), tuple(array.shape),
                           tuple(s * itemsize for s in array.stride()), itemsize,

@@ -77,6 +77,11 @@ class HugeToList:
         raise AssertionError("tolist() called on a value too large for any line")
 
 
+class RaisingGetattr:
+    def __getattr__(self, name):
+        raise RuntimeError(name)
+
+
 class RaisingStr:
     def __str__(self):
         raise RuntimeError("str")
@@ -203,7 +208,8 @@ class Hostile:
                               memoryview(b"abcdefgh").cast("I"), {1, 2}, frozenset(),
                               1j, decimal.Decimal("1.5"), fractions.Fraction(1, 3), object(),
                               RaisingIndex(), RaisingToList(), SelfToList(), ChainToList(),
-                              HugeToList(), RaisingStr(), WeirdInt(5), Ellipsis, len,
+                              HugeToList(), RaisingStr(), RaisingGetattr(), WeirdInt(5),
+                              Ellipsis, len,
                               array.array("i", [1, 2]), array.array("d", [float("nan")])])
         if kind == 10:
             return self.pick([nested_list(r.randrange(10, 40)), nested_dict(r.randrange(10, 40)),
@@ -348,7 +354,7 @@ def run_case(tmakit, h, name, oracle_failures):
                                                   {"typestr": "<f4", "shape": (4,),
                                                    "data": h.value()}]),
                                           cuda=r.random() < 0.5)])
-        rank = len(getattr(tensor, "shape", (1,)) or (1,))
+        rank = max(tensor.ndim, 1) if isinstance(tensor, np.ndarray) else len(shape)
         box = [h.pick([1, 8, 16, 32]) for _ in range(rank)] if r.random() < 0.7 else h.value()
         options = {}
         for key, good in (("swizzle", ["none", "128B", 64, np.int64(128)]),
