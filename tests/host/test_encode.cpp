@@ -1,6 +1,7 @@
 // describe() and encode()'s behaviour without a GPU (the live driver is tests/gpu's job).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "tmakit/host/driver.hpp"
@@ -83,6 +84,32 @@ TEST(SpecJson, MessagesQuotingNonAsciiTextNeverCutACharacter) {
       }
     }
   }
+}
+
+TEST(SpecJson, RewriteKeepsTheKeysOrderAndTakesLinearTimeInThem) {
+  // boxDim[0] = 25 FLOAT32s breaks T7; the mended line keeps every other key where it was,
+  // a repeated key where it first appears with its last value, as a JSON object keeps it
+  const std::string head = R"({"z":1,"dataType":"FLOAT32","globalAddress":4096,"z":2,)";
+  const std::string tail = R"("globalDim":[1024,512],"globalStrides":[4096],"boxDim":[25,32]})";
+  const TensorMapSpec from = parse_spec_json(head + tail);
+  TensorMapSpec to = from;
+  to.box_dim[0] = 24;
+  to.swizzle = Swizzle::bytes32;
+  EXPECT_EQ(rewrite_spec_json(head + tail, from, to),
+            R"({"z":2,"dataType":"FLOAT32","globalAddress":4096,"globalDim":[1024,512],)"
+            R"("globalStrides":[4096],"boxDim":[24,32],"swizzle":"32B"})");
+  // 90,000 keys in a line under 1 MiB: quadratic in them (a linear search per key), this took
+  // minutes
+  std::string many = R"({"dataType":"FLOAT32","globalAddress":4096,)";
+  for (int i = 0; i < 90000; ++i) many += "\"k" + std::to_string(i) + "\":0,";
+  const auto started = std::chrono::steady_clock::now();
+  const std::string mended = rewrite_spec_json(many + tail, from, to);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_EQ(mended.substr(0, 57), R"({"dataType":"FLOAT32","globalAddress":4096,"k0":0,"k1":0,)");
+  EXPECT_NE(mended.find(R"("k89999":0,"globalDim":[1024,512])"), std::string::npos);
+  EXPECT_EQ(parse_spec_json(mended).box_dim[0], 24u);
 }
 
 TEST(Encode, ValidatesBeforeTheDriver) {
