@@ -303,37 +303,19 @@ def _checked_line(line: str) -> str:
 
 
 def _dict_line(spec: dict, keys: frozenset = _SPEC_KEYS) -> tuple:
-    """(the JSON line of a spec dict, the unknown keys left out of it). The keys the library
-    reads are converted by _json_value, any failure raised naming the key; an unknown key
-    whose value JSON cannot hold (bytes, NaN, a set, a cycle, too large) is left out, being
-    ignored either way."""
+    """(the JSON line of a spec dict, the other keys). The keys the library reads (`keys`)
+    are converted by _json_value, any failure raised naming the key; every other key is left
+    out of the line unread, whatever it holds, since the library would ignore it."""
     budget = _Budget(_MAX_LINE_BYTES - 2)
-    items = list(dict.items(spec))
-    names = [str.__str__(key) if isinstance(key, str) else None for key, _ in items]
-    converted, dropped = {}, {}
-    # The keys the library reads first, so that unknown ones get what is left of the line.
-    for (key, value), name in zip(items, names):
+    converted, others = {}, {}
+    for key, value in list(dict.items(spec)):
+        name = str.__str__(key) if isinstance(key, str) else None
         if name is not None and name in keys:
             budget.charge(len(name) + 6, name)
             converted[name] = _convert(value, name, 1, budget, set())
-    for (key, value), name in zip(items, names):
-        if name is not None and name in keys:
-            continue
-        if budget.left < 16:  # nothing more fits: the rest are left out unread
-            dropped[key] = value
-            continue
-        saved = budget.left
-        try:
-            if name is None:
-                raise TypeError("not a str key")
-            name = _convert_str(name, "spec", budget)
-            budget.charge(6, name)
-            converted[name] = _convert(value, name, 1, budget, set())
-        except (TypeError, ValueError):
-            budget.left = saved
-            dropped[key] = value
-    ordered = {name: converted[name] for name in names if name in converted}
-    return json.dumps(ordered, allow_nan=False), dropped
+        else:
+            others[key] = value
+    return json.dumps(converted, allow_nan=False), others
 
 
 def _spec_line(spec: Any, keys: frozenset = _SPEC_KEYS) -> str:
@@ -423,21 +405,21 @@ def fix(spec: Any) -> dict:
     passes, else the fixes of its broken rules applied one after another. Returns a dict (the
     other keys kept, unknown ones as given); ValueError when the spec cannot be read or no fix
     mends it."""
-    line, dropped = _spec_parts(spec)
+    line, others = _spec_parts(spec)
     passed, text = _tmakit.fix_line(line)
     if not passed:
         raise ValueError(text[len("error: "):] if text.startswith("error: ") else text)
     # NOTE: a line that passes comes back as given, and the library's parser, as `tmakit
     # check`, skips a leading byte-order mark that json.loads refuses.
     mended = json.loads(text[1:] if text.startswith("\ufeff") else text)
-    if not dropped:
+    if not others:
         return mended
-    # the unknown keys left out of the line, back in their places
+    # a dict's other keys, left out of the line, back in their places
     out = {}
     for key in dict.keys(spec):
         name = str.__str__(key) if isinstance(key, str) else None
-        if key in dropped:
-            out[key] = dropped[key]
+        if key in others:
+            out[key] = others[key]
         elif name in mended:
             out[name] = mended.pop(name)
     out.update(mended)
