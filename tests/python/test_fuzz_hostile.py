@@ -269,7 +269,7 @@ class Hostile:
     def line(self):
         r = self.rng
         text = json.dumps(self.base_spec())
-        choice = r.randrange(8)
+        choice = r.randrange(9)
         if choice == 0:
             return "\ufeff" + text
         if choice == 1:
@@ -285,6 +285,9 @@ class Hostile:
             return "".join(chr(r.randrange(1, 0x250)) for _ in range(r.randrange(60)))
         if choice == 6:
             return text[:-1] + ', "deep": ' + "[" * r.randrange(10, 3000) + "]}"
+        if choice == 7:  # many keys (a linear search per key would take minutes)
+            return "{" + "".join(f'"k{i}":{i},' for i in range(r.randrange(1, 90000))) + \
+                text[1:]
         return text
 
 
@@ -468,7 +471,7 @@ def test_check_agrees_with_the_cli_on_hostile_lines(cli):
     import tmakit
 
     h = Hostile(SEED + 1)
-    lines = [h.line() for _ in range(600)]
+    lines = [h.line() for _ in range(400)]
     # one line each, as the CLI splits its input (at "\n" only)
     lines = [line for line in lines if "\n" not in line and "\r" not in line]
     data = "\n".join(lines).encode("utf-8", "surrogatepass") + b"\n"
@@ -483,7 +486,7 @@ def test_check_agrees_with_the_cli_on_hostile_lines(cli):
         if not any(0xD800 <= ord(c) < 0xE000 for c in line):
             assert str(result) == cli_line, line[:200]
             agreed += 1
-    assert agreed > 400
+    assert agreed > 250
 
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "--worker":
