@@ -120,8 +120,11 @@ struct Operands {
   __half* fp16_d(int set) const { return static_cast<__half*>(d16[set]->get()); }
 };
 
-// With --tune: "tmakit:c<config>" and "tmakit:c<config>:s<splits>" variants, each a forced
-// GemmTuning (configurations that do not split K only with splits chosen).
+// With --tune: "tmakit:<configuration>", "tmakit-fast:<configuration>" and
+// "tmakit:<configuration>:s<splits>" variants, each a forced GemmTuning, for every built
+// configuration that takes the shape (gemm_config_info: its M, modes and splits); K split
+// 1-16 ways where a configuration splits (the small-M one over clusters of 1, 2, 4, 8; the
+// 64-row tiles, m64n128 and m64n64, at M <= 256 with up to 4).
 std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOptions& o,
                                                                const Shape& s) {
   std::vector<std::pair<std::string, GemmTuning>> v;
@@ -130,42 +133,32 @@ std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOption
   GemmTuning serial;
   serial.overlap_launch = false;
   v.push_back({"tmakit:no-overlap", serial});
+  const std::uint64_t k_blocks = (s.k + 127) / 128;
   for (int c = 0; c < kGemmConfigs; ++c) {
-    if (!gemm_config_built(c)) continue;
-    const std::string name = gemm_config_name(c);
-    if (name == "smallm") continue;  // its cluster sizes below
-    if (name == "smallm128" && s.m > 64) continue;  // M <= 64 only
-    if (name == "m128n256") {        // fast accumulation only
-      GemmTuning fast{c, 0};
-      fast.accumulation = GemmAccumulation::fast;
-      v.push_back({"tmakit-fast:c" + std::to_string(c), fast});
+    const GemmConfigInfo info = gemm_config_info(c);
+    if (!info.built || (info.max_m != 0 && s.m > info.max_m)) continue;
+    const std::string name = info.name;
+    const bool small_m = info.block_m == 0;
+    if (info.promotes && !small_m) v.push_back({"tmakit:" + name, {c, 0}});
+    GemmTuning fast{c, 0};
+    fast.accumulation = GemmAccumulation::fast;
+    if (!small_m) v.push_back({"tmakit-fast:" + name, fast});
+    if (!info.splits_k) {
+      if (small_m) v.push_back({"tmakit:" + name, {c, 0}});
       continue;
     }
-    v.push_back({"tmakit:c" + std::to_string(c), {c, 0}});
-    if (name == "m256n128" || name == "m128n256w" || name == "m128n128" || name == "m64n128" ||
-        name == "m128n80" || name == "m128n144") {  // both modes
-      GemmTuning fast{c, 0};
-      fast.accumulation = GemmAccumulation::fast;
-      v.push_back({"tmakit-fast:c" + std::to_string(c), fast});
+    std::vector<int> splits_tried = {1, 2, 3, 4, 8, 16};
+    if (small_m) {
+      splits_tried = {1, 2, 4, 8};  // a cluster along K
+    } else if (info.block_m == 64) {
+      if (s.m > 256) continue;
+      splits_tried = {1, 2, 3, 4};
+    } else if (name != "m128n128") {
+      continue;
     }
-  }
-  const std::uint64_t k_blocks = (s.k + 127) / 128;
-  if (s.m <= 128) {  // configuration 3, small M: clusters of 1, 2, 4, 8 along K
-    for (int splits : {1, 2, 4, 8}) {
+    for (int splits : splits_tried) {
       if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
-      v.push_back({"tmakit:c3:s" + std::to_string(splits), {3, splits}});
-    }
-  }
-  for (int splits : {1, 2, 3, 4, 8, 16}) {
-    if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
-    v.push_back({"tmakit:c1:s" + std::to_string(splits), {1, splits}});
-  }
-  if (s.m <= 256) {  // the 64-row tiles (configurations 0 and 5) with few splits
-    for (int splits : {1, 2, 3, 4}) {
-      if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
-      for (int c : {0, 5}) {
-        v.push_back({"tmakit:c" + std::to_string(c) + ":s" + std::to_string(splits), {c, splits}});
-      }
+      v.push_back({"tmakit:" + name + ":s" + std::to_string(splits), {c, splits}});
     }
   }
   return v;

@@ -319,7 +319,8 @@ __global__ void transpose_check_kernel(const std::uint8_t* in, const std::uint8_
 }
 
 __global__ void add_check_kernel(const void* in, const void* out, std::uint64_t n, int type,
-                                 std::int32_t ci, float cf, unsigned long long* errors) {
+                                 std::int32_t ci, float cf, double cd,
+                                 unsigned long long* errors) {
   unsigned long long local = 0;
   const auto t = static_cast<DataType>(type);
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < n;
@@ -331,6 +332,9 @@ __global__ void add_check_kernel(const void* in, const void* out, std::uint64_t 
     } else if (t == DataType::float32) {
       ok = __float_as_uint(static_cast<const float*>(in)[i] + cf) ==
            static_cast<const std::uint32_t*>(out)[i];
+    } else if (t == DataType::float64) {
+      ok = __double_as_longlong(static_cast<const double*>(in)[i] + cd) ==
+           static_cast<const long long*>(out)[i];
     } else if (t == DataType::bfloat16) {
       const __nv_bfloat16 e =
           __float2bfloat16_rn(__bfloat162float(static_cast<const __nv_bfloat16*>(in)[i]) + cf);
@@ -404,7 +408,7 @@ std::uint64_t count_add_errors(const void* in, const void* out, std::uint64_t el
                    : type == DataType::float16 ? __half2float(__double2half(value))
                                                : static_cast<float>(value);
   add_check_kernel<<<kGrid, 256, 0, stream>>>(in, out, elements, static_cast<int>(type),
-                                              static_cast<std::int32_t>(value), cf,
+                                              static_cast<std::int32_t>(value), cf, value,
                                               c.reset(stream));
   return c.read(stream);
 }

@@ -12,6 +12,7 @@
 #include "cases.hpp"
 #include "gemm_cases.hpp"
 #include "tmakit/core/cuda_check.hpp"
+#include "tmakit/kernels/detail/plain_path.hpp"
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
@@ -201,6 +202,25 @@ std::vector<Workload> workloads(const SuiteOptions& o) {
       {Op::stencil, DataType::float64, 1, image, image, st64},
       {Op::stencil, DataType::float32, 16, small, small, st},
   };
+  // NOTE: odd shapes: rows of 8193 elements are not a multiple of 16 bytes apart for any
+  // element size, so TMA cannot describe them and the public launchers take their plain
+  // kernels (tmakit/kernels/detail/plain_path.hpp); the transposed rows (8191) neither
+  const std::uint64_t odd_rows = o.quick ? 1023 : 8191;
+  const std::uint64_t odd_cols = o.quick ? 1025 : 8193;
+  const std::vector<Impl> odd = {tmakit};
+  const std::vector<Impl> odd_geam = {tmakit, geam};
+  const std::vector<Impl> odd_cudnn = {tmakit, cudnn};
+  for (const DataType t : {DataType::int32, DataType::float32, DataType::float64}) {
+    all.push_back({Op::add, t, 1, odd_rows, odd_cols, odd});
+  }
+  for (const DataType t : {DataType::float32, DataType::bfloat16, DataType::uint8,
+                           DataType::float64}) {
+    const bool blas = t == DataType::float32 || t == DataType::float64;
+    all.push_back({Op::transpose, t, 1, odd_rows, odd_cols, blas ? odd_geam : odd});
+  }
+  for (const DataType t : {DataType::float32, DataType::float64}) {
+    all.push_back({Op::stencil, t, 1, odd_rows, odd_cols, odd_cudnn});
+  }
   all.insert(all.end(), tuned_shapes.begin(), tuned_shapes.end());
   return all;
 }
@@ -264,6 +284,19 @@ Verdict errors_verdict(std::uint64_t n) {
 }
 
 constexpr double kAddValue = 1.0;  // what the add cases add
+
+bool add_has_tma(DataType t) {
+  return t == DataType::int32 || t == DataType::float32 || t == DataType::bfloat16 ||
+         t == DataType::float16;
+}
+
+// What the public launcher runs for these views: "TMA rows" or "plain kernel (P4: ...)".
+std::string path_note(ConstTensorRef in, TensorRef out, bool tma_type) {
+  const detail::PathPlan p = detail::plan_path(in, out, tma_type);
+  if (p.path == detail::Path::tma_rows) return "TMA rows";
+  return std::string("plain kernel, no TMA (") + p.id() + ": " + detail::kPathRules[p.rule].when +
+         ")";
+}
 
 // ---- one workload: buffers, random input, then its cases -------------------------------
 
@@ -335,9 +368,9 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
         TMAKIT_CUDA_CHECK(cudaMemcpyAsync(before->get(), in.get(), w.bytes_each(),
                                           cudaMemcpyDeviceToDevice, st));
         const TensorRef self(in.get(), w.type, w.rows, w.cols);
-        b.note = "in place";
-        b.run = [self, tuning](cudaStream_t stream, int) {
-          tune::add_constant(self, self, kAddValue, stream, tuning);
+        b.note = "in place, tmakit::add_constant";
+        b.run = [self](cudaStream_t stream, int) {
+          tmakit::add_constant(self, self, kAddValue, stream);
         };
         b.check = [&, before] {
           return errors_verdict(
@@ -352,6 +385,13 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
               static_cast<const std::int32_t*>(in.get()), static_cast<std::int32_t*>(out.get()),
               w.elements(), static_cast<std::int32_t>(kAddValue), stream);
         };
+      } else if (impl == "tmakit") {
+        // NOTE: the library's own row is the public launcher: its path (TMA rows or the plain
+        // kernel) is what a user gets
+        b.note = path_note(vin, vout, add_has_tma(w.type));
+        b.run = [vin, vout](cudaStream_t stream, int) {
+          tmakit::add_constant(vin, vout, kAddValue, stream);
+        };
       } else {
         b.run = [vin, vout, tuning](cudaStream_t stream, int) {
           tune::add_constant(vin, vout, kAddValue, stream, tuning);
@@ -359,7 +399,10 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
       }
     } else if (w.op == Op::transpose) {
       b.check = transpose_check;
-      if (im.kind == "tmakit") {
+      if (impl == "tmakit") {
+        b.note = path_note(vin, vout, true);
+        b.run = [vin, vout](cudaStream_t stream, int) { tmakit::transpose(vin, vout, stream); };
+      } else if (im.kind == "tmakit") {
         const tune::TransposeTuning tuning{layout.ctas_per_sm, layout.panel_tiles,
                                            layout.variant};
         b.run = [vin, vout, tuning](cudaStream_t stream, int) {
@@ -412,7 +455,15 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
       }
     } else {
       b.check = stencil_check;
-      if (im.kind == "tmakit") {
+      if (impl == "tmakit") {
+        const bool tma = detail::plan_path(vin, vout, true).path == detail::Path::tma_rows;
+        b.note = tma ? "zero padding from TMA out-of-bounds fill, layout " +
+                           std::to_string(tune::stencil3x3_default_variant(w.type))
+                     : path_note(vin, vout, true);
+        b.run = [vin, vout, laplacian](cudaStream_t stream, int) {
+          tmakit::stencil3x3(vin, vout, laplacian, stream);
+        };
+      } else if (im.kind == "tmakit") {
         const tune::StencilTuning tuning{layout.ctas_per_sm, layout.variant, layout.panel_tiles};
         const int layout =
             tuning.variant != 0 ? tuning.variant : tune::stencil3x3_default_variant(w.type);

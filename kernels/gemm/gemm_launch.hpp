@@ -1,9 +1,8 @@
-// The FP8 GEMM's launch header: what its launcher (sm90_gemm_fp8.cu, the one public entry
-// gemm_fp8) shares with the small-M kernel's launch (sm90_gemm_fp8_small_m.cu, configuration 3
-// of kernels/gemm/README.md): the small-M plan (pure functions, tested on the host), the
-// scales (gemm_launch.cpp; the CPU reference applies the same one), the per-thread memo of the
-// last call's launch (GemmCallKey, LastCall), and the small-M launch itself, called once
-// gemm_fp8 has checked every argument.
+// What the FP8 GEMM's entry (sm90_gemm_fp8.cu, gemm_fp8) hands the kernels' launches: the
+// call (operands, scale, stream, mode) and its plan. Each kernel family's file launches the
+// configurations of its family (sm90_gemm_fp8_tiled.cu: the tiled and two-wave kernels;
+// sm90_gemm_fp8_small_m.cu: the small-M kernel). Also the scales (gemm_launch.cpp; the CPU
+// reference applies the same one) and the per-thread memo of the last call's launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,24 +14,6 @@
 
 namespace tmakit::detail {
 
-// Rows of B (columns of D) per small-M CTA: wgmma's M (configuration 3), or two waves of it
-// (configuration 8: M <= 64, one CTA per tile).
-inline constexpr int kSmallMRowsB = 64;
-inline constexpr int kSmallMWideRowsB = 128;
-
-// M rounded up to the kernel's widths 8, 16, 32, 64, 128; 0 when M > 128.
-int small_m_padded(std::uint64_t m);
-// The cluster size (K splits: 8, 4, 2 or 1): the largest that keeps CTAs to half the SMs.
-int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count);
-// k-blocks of B each CTA asks the L2 for before it waits for the kernel before it (0: none),
-// at M rows, `rank_k_blocks` k-blocks per cluster rank, `splits` ranks, `rows_b` rows of B
-// per CTA, on a device of this peak DRAM bandwidth (bytes/s): 4 in clusters; at one CTA per
-// tile of 64 rows 4 for 16 < M <= 64 and 2 above on H100-class memory, else none; 2 for
-// tiles of 128 rows on both. Measured per memory system, like the stencil's layouts. (The
-// launcher takes it only for a dependent launch whose CTAs are no more than the SMs; a forced
-// cluster of 4 or 8 may still need two rounds, docs/bench.md.)
-int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits, int rows_b,
-                     double dram_bytes_per_second);
 // alpha * scale_a * scale_b formed in double and rounded once to float: the scale the kernel
 // and the CPU reference apply. Throws ArgumentError("scales") when no float holds it (not
 // finite, or a nonzero product that rounds to 0).
@@ -64,6 +45,7 @@ struct GemmCallKey {
   DataType d_type;
   int config, splits, device;
   GemmAccumulation accumulation;
+  bool overlap;
   bool operator==(const GemmCallKey&) const = default;
 };
 
@@ -89,13 +71,26 @@ struct LastCall {
   }
 };
 
-// D = scale * A B^T for M <= 128, `rows_b` rows of B per CTA (kSmallMRowsB; or
-// kSmallMWideRowsB for M <= 64 with splits 1), K split over clusters of `splits` (1, 2, 4 or
-// 8, at most the k-blocks of 128). Arguments already validated; `key` describes them
-// (LastCall); `overlap`: GemmTuning::overlap_launch; `promote`: GemmAccumulation::promoted.
-void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
-                             const GemmKernelScale& scale, int rows_b, int splits,
-                             cudaStream_t stream, const GemmCallKey& key, bool overlap,
-                             bool promote);
+// One checked call and its plan, as the kernels' launches take it.
+struct GemmCall {
+  ConstTensorRef a, b;
+  TensorRef d;
+  GemmKernelScale scale;
+  cudaStream_t stream;
+  GemmCallKey key;
+  GemmPlan plan;
+};
+
+namespace gemm {
+// The tiled and two-wave configurations (sm90_gemm_fp8_tiled.cu) and the small-M ones
+// (sm90_gemm_fp8_small_m.cu): tensor maps for the plan's tiles (memoised per key), then the
+// one kernel instantiation of the plan's configuration, D's type and mode.
+void launch_tiled(const GemmCall& call);
+void launch_small_m(const GemmCall& call);
+
+// Tests only: the configuration whose kernel instantiation this thread launched last, as
+// that instantiation names it (-1: none yet).
+int& launched_config();
+}  // namespace gemm
 
 }  // namespace tmakit::detail

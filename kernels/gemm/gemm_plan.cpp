@@ -1,28 +1,44 @@
-// The FP8 GEMM's plan (gemm_fp8_plan): which configuration, how many splits of K and CTAs for
-// a shape, from the measurements its rules cite (kernels/gemm/EXPERIMENTS.md); the checks of a
-// GemmTuning; gemm_config_name and gemm_config_built. Pure host code: the host tests call the
-// plan for any SM count without a GPU.
+// The FP8 GEMM's plan (gemm_fp8_plan) and the checks of a call's arguments. Pure host code:
+// the host tests call the plan for any device facts without a GPU. The plan's choices are an
+// ordered table of rules with ids (kRules); each rule's measurement lives in
+// kernels/gemm/EXPERIMENTS.md under the section the table names.
 #include "gemm_plan.hpp"
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
-#include "tmakit/kernels/tensor_ref.hpp"
+#include "gemm_launch.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
 
 namespace tmakit::detail::gemm {
+namespace {
+
+std::string config_label(int id) { return std::string("configuration ") + row(id).name; }
+
+void check_operand_type(const char* arg, const ConstTensorRef& v) {
+  if (v.type != DataType::uint8) {
+    throw ArgumentError(std::string(arg) + ".type",
+                        std::string(name(v.type)) +
+                            " is not UINT8; pass e4m3 bits as UINT8 (fp8 travels as UINT8 "
+                            "through TMA)");
+  }
+}
+
+// ---- the checks of a GemmTuning, each naming its field --------------------------------------
 
 void check_config(const GemmTuning& tuning) {
-  if (tuning.config < -1 || tuning.config >= kGemmConfigs) {
+  if (tuning.config < -1 || tuning.config >= config::count) {
     throw ArgumentError("tuning.config", std::to_string(tuning.config) +
                                              " is not a configuration; use -1 or 0.." +
-                                             std::to_string(kGemmConfigs - 1));
+                                             std::to_string(config::count - 1) +
+                                             " (gemm_config_id(name))");
   }
-  if (tuning.config >= 0 && kConfigShapes[tuning.config].retired != nullptr) {
-    throw ArgumentError("tuning.config",
-                        "configuration " + std::to_string(tuning.config) + " (" +
-                            kConfigShapes[tuning.config].name +
-                            ") is no longer built: " + kConfigShapes[tuning.config].retired +
-                            " (kernels/gemm/EXPERIMENTS.md); use -1 or configuration 1");
+  if (tuning.config >= 0 && !built(tuning.config)) {
+    throw ArgumentError("tuning.config", config_label(tuning.config) + " (" +
+                                             std::to_string(tuning.config) +
+                                             ") is no longer built: " + row(tuning.config).retired +
+                                             " (kernels/gemm/EXPERIMENTS.md); use -1 or m128n128");
   }
 }
 
@@ -30,38 +46,8 @@ void check_splits(const GemmTuning& tuning, std::uint64_t k) {
   const std::uint64_t k_blocks = (k + kKBlock - 1) / kKBlock;
   if (tuning.splits < 0 || static_cast<std::uint64_t>(tuning.splits) > k_blocks) {
     throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
-                                             " is not 0 (chosen) "
-                                             "or 1.." +
+                                             " is not 0 (chosen) or 1.." +
                                              std::to_string(k_blocks) + " (K's k-blocks of 128)");
-  }
-}
-
-void check_small_m_tuning(int config, std::uint64_t m, std::int64_t k_blocks,
-                          const GemmTuning& tuning) {
-  if (config == kSmallMWideConfig) {
-    if (m > 64) {
-      throw ArgumentError("tuning.config",
-                          "configuration smallm128 takes M <= 64 (two waves "
-                          "of 64 x M sums in registers); M is " +
-                              std::to_string(m) + "; use configuration 3");
-    }
-    if (tuning.splits > 1) {
-      throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
-                                               ": configuration smallm128 does not split K; "
-                                               "use splits 0 or 1, or configuration 3");
-    }
-    return;
-  }
-  if (m > 128) {
-    throw ArgumentError("tuning.config",
-                        "configuration smallm takes M <= 128; M is " + std::to_string(m));
-  }
-  if (tuning.splits > 0 && ((tuning.splits & (tuning.splits - 1)) != 0 || tuning.splits > 8 ||
-                            tuning.splits > k_blocks)) {
-    throw ArgumentError("tuning.splits", std::to_string(tuning.splits) +
-                                             ": configuration smallm splits K over a cluster "
-                                             "of 1, 2, 4 or 8 CTAs, at most " +
-                                             std::to_string(k_blocks) + " (K's k-blocks)");
   }
 }
 
@@ -74,20 +60,498 @@ void check_accumulation(const GemmTuning& tuning) {
   }
 }
 
-void check_config_tuning(int config, const GemmTuning& tuning) {
-  if (config < 0 || small_m_config(config)) return;
-  const ConfigShape& c = kConfigShapes[config];
-  if (tuning.splits > 1 && !c.splits_k) {
-    throw ArgumentError("tuning.splits", std::string("configuration ") + c.name +
-                                             " does not split K; use splits 0 or 1");
+// A configuration's own limits, forced or chosen: M, splits of K, promotion, D's stores.
+void check_config_tuning(int id, const GemmProblem& q) {
+  const ConfigRow& c = row(id);
+  const GemmTuning& t = q.tuning;
+  const std::int64_t k_blocks = static_cast<std::int64_t>((q.k + kKBlock - 1) / kKBlock);
+  if (c.max_m != 0 && q.m > static_cast<std::uint64_t>(c.max_m)) {
+    throw ArgumentError("tuning.config", config_label(id) + " takes M <= " +
+                                             std::to_string(c.max_m) + "; M is " +
+                                             std::to_string(q.m) +
+                                             (id == config::smallm128 ? "; use smallm" : ""));
   }
-  if (!c.promotes && tuning.accumulation == GemmAccumulation::promoted) {
+  if (small_m(id)) {
+    if (!c.splits_k && t.splits > 1) {
+      throw ArgumentError("tuning.splits", std::to_string(t.splits) + ": " + config_label(id) +
+                                               " does not split K; use splits 0 or 1, or "
+                                               "configuration smallm");
+    }
+    if (t.splits > 0 &&
+        ((t.splits & (t.splits - 1)) != 0 || t.splits > 8 || t.splits > k_blocks)) {
+      throw ArgumentError("tuning.splits", std::to_string(t.splits) + ": " + config_label(id) +
+                                               " splits K over a cluster of 1, 2, 4 or 8 CTAs, "
+                                               "at most " +
+                                               std::to_string(k_blocks) + " (K's k-blocks)");
+    }
+    return;
+  }
+  if (t.splits > 1 && !c.splits_k) {
+    throw ArgumentError("tuning.splits",
+                        config_label(id) + " does not split K; use splits 0 or 1");
+  }
+  if (!c.promotes && t.accumulation == GemmAccumulation::promoted) {
     throw ArgumentError("tuning.accumulation",
-                        std::string("configuration ") + c.name + " holds " +
-                            std::to_string(c.block_n / 2) +
+                        config_label(id) + " holds " + std::to_string(c.block_n / 2) +
                             " fp32 sums per thread and has no registers to promote into; use "
                             "GemmAccumulation::fast or another configuration");
   }
+}
+
+// D's rows are whole 16-byte chunks: TMA stores stop exactly at column N.
+bool d_whole_chunks(const GemmProblem& q) {
+  const std::uint64_t pitch = q.d_row_pitch_bytes != 0 ? q.d_row_pitch_bytes : q.n * 2;
+  return (q.n * 2) % 16 == 0 && pitch % 16 == 0;
+}
+
+// ---- the facts the rules read ------------------------------------------------------------
+
+struct Facts {
+  const GemmProblem& q;
+  std::uint64_t m, n, k;
+  std::int64_t k_blocks;
+  std::int64_t sm;
+  bool forced;
+
+  std::int64_t tiles(int id) const {
+    const ConfigRow& c = row(id);
+    return static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m) *
+           static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
+  }
+  // rounds of a configuration's tiles on the SMs (a CTA's last round ends the call)
+  std::int64_t rounds(int id) const { return (tiles(id) + sm - 1) / sm; }
+  bool one_round(int id) const { return rounds(id) == 1; }
+  // CTAs that keep 3/4 of the SMs busy
+  bool fills(std::int64_t ctas) const { return ctas * 4 >= sm * 3; }
+  std::int64_t small_m_ctas() const {
+    return static_cast<std::int64_t>((n + row(config::smallm).block_n - 1) /
+                                     static_cast<std::uint64_t>(row(config::smallm).block_n));
+  }
+  // a last round of 128 x 128 tiles that keeps at most a quarter of the SMs busy, at long K
+  std::int64_t tail_tiles() const { return tiles(config::m128n128) - (rounds(config::m128n128) - 1) * sm; }
+  bool split_tail() const {
+    return !forced && q.tuning.splits == 0 && m > 256 && rounds(config::m128n128) >= 2 &&
+           tail_tiles() * 4 <= sm && k >= 6144;
+  }
+  // M fills more than 3/4 of the last 128-row tile
+  bool rows_filled() const { return m % 128 == 0 || 4 * (m % 128) > 3 * 128; }
+  // M fills more than half of the last 256-row tile
+  bool waves_rows_half() const { return m % 256 == 0 || 2 * (m % 256) > 256; }
+  bool promoted() const { return q.tuning.accumulation == GemmAccumulation::promoted; }
+  // tiles of twice 128 x 128 pay where they fill 3/4 of the SMs (or, above M = 256, take
+  // one round where 128 x 128 ones take two) and their rounds are at most 33/64 of
+  // 128 x 128 tiles' (a split tail's last round counting a quarter)
+  bool twice_tiles_pay(int id, int chosen) const {
+    const std::int64_t quarter_rounds_1 = 4 * rounds(config::m128n128) - (split_tail() ? 3 : 0);
+    const bool one_against_two =
+        m > 256 && chosen == config::m128n128 && one_round(id) && rounds(config::m128n128) == 2;
+    return (fills(tiles(id)) || one_against_two) && 256 * rounds(id) <= 33 * quarter_rounds_1;
+  }
+};
+
+// ---- the configuration rules, in order: the last that applies decides --------------------
+
+struct ConfigRule {
+  PlanRule rule;
+  int config;
+  bool (*applies)(const Facts& f, int chosen);
+};
+constexpr int kUnset = -1;
+
+const ConfigRule kConfigRules[] = {
+    {{"C1", "a configuration forced by GemmTuning::config runs, whatever the shape", ""},
+     kUnset,  // (the forced id: see plan_config)
+     [](const Facts& f, int) { return f.forced; }},
+    {{"C2",
+      "M <= 64 with more 64-row tiles of B than SMs (and no split asked for): 128 rows of B per "
+      "CTA, half the CTAs and so half the rounds",
+      "The plan's rules"},
+     config::smallm128,
+     [](const Facts& f, int chosen) {
+       return chosen == kUnset && f.m <= 64 && f.q.tuning.splits <= 1 && f.small_m_ctas() > f.sm;
+     }},
+    {{"C3",
+      "M <= 64, or M <= 128 where one CTA per 64 rows of B fills 3/4 of the SMs in one round "
+      "and K <= 4096 (8192 at M = 128): the small-M kernel",
+      "The plan's rules"},
+     config::smallm,
+     [](const Facts& f, int chosen) {
+       const bool fills = f.m <= 128 && (f.k <= 4096 || (f.m == 128 && f.k <= 8192)) &&
+                          f.fills(f.small_m_ctas()) && f.small_m_ctas() <= f.sm;
+       return chosen == kUnset && (f.m <= 64 || fills);
+     }},
+    {{"C4",
+      "64 < M <= 256 where 64 x 128 tiles fill 3/4 of the SMs, or where neither they nor 64 x "
+      "64 tiles in one round do: 64 x 128 tiles",
+      "The plan's rules"},
+     config::m64n128,
+     [](const Facts& f, int chosen) { return chosen == kUnset && f.m <= 256; }},
+    {{"C5",
+      "64 < M <= 256 where 64 x 128 tiles take several rounds and 128 x 128 ones one, or M > "
+      "224, or 96 < M <= 128 with rounds no longer than half the 64 x 128 tiles' (33/32): "
+      "128 x 128 tiles",
+      "The plan's rules"},
+     config::m128n128,
+     [](const Facts& f, int chosen) {
+       if (chosen != config::m64n128 || !f.fills(f.tiles(config::m64n128))) return false;
+       const bool half_rounds = 64 * f.rounds(config::m128n128) <= 33 * f.rounds(config::m64n128);
+       return !f.one_round(config::m64n128) &&
+              (f.one_round(config::m128n128) || f.m > 224 ||
+               (f.m > 96 && f.m <= 128 && half_rounds));
+     }},
+    {{"C6",
+      "64 < M <= 256 where 64 x 128 tiles fill under 3/4 of the SMs and 64 x 64 ones fit one "
+      "round: 64 x 64 tiles",
+      "The plan's rules"},
+     config::m64n64,
+     [](const Facts& f, int chosen) {
+       return chosen == config::m64n128 && !f.fills(f.tiles(config::m64n128)) &&
+              f.one_round(config::m64n64);
+     }},
+    {{"C7", "M > 256: 128 x 128 tiles", "The plan's rules"},
+     config::m128n128,
+     [](const Facts&, int chosen) { return chosen == kUnset; }},
+    {{"C8",
+      "128 x 128 tiles that leave a quarter of the SMs idle in one round, or take two rounds "
+      "where 128 x 80 ones take two too, with M filling 3/4 of the last row of tiles (no "
+      "split tail): 128 x 80 tiles",
+      "The plan's rules"},
+     config::m128n80,
+     [](const Facts& f, int chosen) {
+       const bool one_round = !f.fills(f.tiles(config::m128n128)) &&
+                              f.fills(f.tiles(config::m128n80)) && f.one_round(config::m128n80);
+       const bool two_rounds =
+           f.rounds(config::m128n128) == 2 && f.rounds(config::m128n80) == 2;
+       return chosen == config::m128n128 && !f.split_tail() && f.rows_filled() &&
+              (one_round || two_rounds);
+     }},
+    {{"C9",
+      "256 < M <= 512 where 128 x 128 tiles would split K and 64 x 128 ones fill more than "
+      "half the SMs in one round: 64 x 128 tiles, unsplit",
+      "The plan past the bench's shapes"},
+     config::m64n128,
+     [](const Facts& f, int chosen) {
+       return chosen == config::m128n128 && f.m > 256 && f.m <= 512 &&
+              f.tiles(config::m128n128) * 2 <= f.sm && f.one_round(config::m64n128) &&
+              f.tiles(config::m64n128) * 2 > f.sm;
+     }},
+    {{"C10",
+      "fast accumulation where 128 x 256 tiles pay (their rounds at most 33/64 of 128 x 128 "
+      "tiles'): 128 x 256 tiles",
+      "The plan's rules"},
+     config::m128n256,
+     [](const Facts& f, int chosen) {
+       return !f.promoted() && !small_m(chosen) && f.twice_tiles_pay(config::m128n256, chosen);
+     }},
+    {{"C11",
+      "promotion in place of 128 x 128 tiles where 256 x 128 ones pay, M fills more than half "
+      "their last row and N is a multiple of 8: 256 x 128 tiles in two waves",
+      "The plan's rules"},
+     config::m256n128,
+     [](const Facts& f, int chosen) {
+       return f.promoted() && chosen == config::m128n128 && f.n % 8 == 0 &&
+              f.waves_rows_half() && f.twice_tiles_pay(config::m256n128, chosen);
+     }},
+    {{"C12",
+      "promotion at M <= 128 where 128 x 256 tiles pay, M fills 3/4 of their rows, N is a "
+      "multiple of 8 and K has 32 k-blocks or more: 128 x 256 tiles in two waves along N",
+      "The plan's rules"},
+     config::m128n256w,
+     [](const Facts& f, int chosen) {
+       return f.promoted() && !small_m(chosen) && f.m <= 128 && f.rows_filled() &&
+              f.n % 8 == 0 && f.k_blocks >= 32 && f.twice_tiles_pay(config::m128n256w, chosen);
+     }},
+    {{"C13",
+      "promotion above M = 256 where 256-row tiles would leave their last one half empty: "
+      "128 x 256 tiles in two waves along N where they pay",
+      "The plan past the bench's shapes"},
+     config::m128n256w,
+     [](const Facts& f, int chosen) {
+       return f.promoted() && chosen == config::m128n128 && f.m > 256 && !f.waves_rows_half() &&
+              f.n % 8 == 0 && f.twice_tiles_pay(config::m128n256w, chosen);
+     }},
+    {{"C14",
+      "above M = 256 with 32 k-blocks or more, in place of 128 x 128 or 128 x 80 tiles, where "
+      "128 x 144 tiles take at most 4/5 of 128 x 128 tiles' rounds: 128 x 144 tiles",
+      "128 x 144 tiles again"},
+     config::m128n144,
+     [](const Facts& f, int chosen) {
+       return !f.forced && f.m > 256 && f.k_blocks >= 32 &&
+              (chosen == config::m128n128 || chosen == config::m128n80) &&
+              5 * f.rounds(config::m128n144) <= 4 * f.rounds(config::m128n128);
+     }},
+    {{"C15",
+      "a chosen configuration that stores D with TMA only, where D's rows are not whole "
+      "16-byte chunks: 128 x 128 tiles (plain stores)",
+      "Configurations"},
+     config::m128n128,
+     [](const Facts& f, int chosen) {
+       return !f.forced && !row(chosen).plain_stores && !d_whole_chunks(f.q);
+     }},
+};
+
+// ---- the splits rules ----------------------------------------------------------------------
+
+const PlanRule kSplitsRules[] = {
+    {"K1", "splits forced by GemmTuning::splits apply to every tile", ""},
+    {"K2",
+     "the small-M kernel: a cluster of 8, 4 or 2 CTAs along K, the largest that keeps CTAs "
+     "to half the SMs (at most K's k-blocks)",
+     "The plan's rules"},
+    {"K3", "smallm128 and the configurations that do not split K: no split", ""},
+    {"K4",
+     "a split tail: past one round of 128 x 128 tiles, a last round keeping at most a quarter "
+     "of the SMs busy at K >= 6144 splits its tiles four ways",
+     "A split tail"},
+    {"K5",
+     "too few tiles to give every SM one (tiles <= SMs / 2): split K so every SM streams a "
+     "share of B, at least 4 k-blocks per split, at most 32 splits",
+     "The plan's rules"},
+    {"K6", "enough tiles: no split", ""},
+};
+
+std::vector<PlanRule> all_rules() {
+  std::vector<PlanRule> r;
+  for (const ConfigRule& c : kConfigRules) r.push_back(c.rule);
+  for (const PlanRule& s : kSplitsRules) r.push_back(s);
+  return r;
+}
+
+const PlanRule& splits_rule(const char* id) {
+  for (const PlanRule& r : kSplitsRules) {
+    if (std::string(r.id) == id) return r;
+  }
+  return kSplitsRules[0];
+}
+
+}  // namespace
+
+int small_m_padded(std::uint64_t m) {
+  for (int mp : {8, 16, 32, 64, 128}) {
+    if (m <= static_cast<std::uint64_t>(mp)) return mp;
+  }
+  return 0;
+}
+
+int small_m_splits(std::uint64_t n, std::uint64_t k_blocks, int sm_count) {
+  // NOTE: clusters pay only when the tiles alone would leave most SMs idle; with half of
+  // them busy, one CTA per tile was as fast or faster (EXPERIMENTS.md, "The small-M
+  // kernel's clusters").
+  const auto rows = static_cast<std::uint64_t>(row(config::smallm).block_n);
+  const std::uint64_t tiles = (n + rows - 1) / rows;
+  for (int s : {8, 4, 2}) {
+    if (static_cast<std::uint64_t>(s) <= k_blocks &&
+        tiles * s <= static_cast<std::uint64_t>(sm_count) / 2) {
+      return s;
+    }
+  }
+  return 1;
+}
+
+int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits, int rows_b,
+                     double dram_bytes_per_second) {
+  // NOTE: measured in streams of calls on both memory systems (EXPERIMENTS.md, "The small-M
+  // prefetch" and "The L2 prefetch for 128 rows of B"): 4 k-blocks in clusters; at one CTA
+  // per 64-row tile, on H100-class memory 4 for 16 < M <= 64 and 2 above (at M <= 16 it hurt
+  // after memory-bound work), on H200-class memory none (the next kernel's late start cost
+  // more); 128 rows of B per CTA leave SMs free for the next call's CTAs: 2 on both. Never
+  // more than half of a rank's k-blocks.
+  int depth = 0;
+  if (rows_b == row(config::smallm128).block_n) {
+    depth = 2;
+  } else if (splits > 1) {
+    depth = 4;
+  } else if (dram_bytes_per_second < 4e12) {
+    depth = m <= 16 ? 0 : m <= 64 ? 4 : 2;
+  }
+  return static_cast<int>(
+      std::min<std::uint64_t>(static_cast<std::uint64_t>(depth), rank_k_blocks / 2));
+}
+
+const PlanRule* plan_rules(std::size_t* count) {
+  static const std::vector<PlanRule> rules = all_rules();
+  *count = rules.size();
+  return rules.data();
+}
+
+void check_tuning(const GemmProblem& q) {
+  if (q.m == 0 || q.n == 0 || q.k == 0) {
+    throw ArgumentError(q.m == 0 ? "m" : q.n == 0 ? "n" : "k", "is 0; a GEMM needs M, N, K >= 1");
+  }
+  if (q.sm_count < 1) {
+    throw ArgumentError("sm_count", std::to_string(q.sm_count) + " is not a multiprocessor count");
+  }
+  check_config(q.tuning);
+  check_splits(q.tuning, q.k);
+  check_accumulation(q.tuning);
+  if (q.tuning.config >= 0) {
+    check_config_tuning(q.tuning.config, q);
+    // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
+    // the pitch multiples of 16) for the stores to stop exactly at column N; the two-wave
+    // kernel has no plain stores
+    if (!row(q.tuning.config).plain_stores && !d_whole_chunks(q)) {
+      const std::uint64_t pitch = q.d_row_pitch_bytes != 0 ? q.d_row_pitch_bytes : q.n * 2;
+      throw ArgumentError("tuning.config",
+                          config_label(q.tuning.config) +
+                              " stores D with TMA only, and D's rows are not whole 16-byte "
+                              "chunks (N = " +
+                              std::to_string(q.n) + ", row pitch " + std::to_string(pitch) +
+                              " bytes); use another configuration, or N and a pitch that are "
+                              "multiples of 8 elements");
+    }
+  } else if (q.m <= 64) {
+    // NOTE: the plan takes a small-M configuration for every M <= 64: its rules for the
+    // splits apply whether it was forced or chosen (C2, C3), before any SM count is known
+    check_config_tuning(q.tuning.splits <= 1 ? config::smallm128 : config::smallm, q);
+  }
+}
+
+GemmPlan plan_checked(const GemmProblem& q) {
+  const Facts f{q,
+                q.m,
+                q.n,
+                q.k,
+                static_cast<std::int64_t>((q.k + kKBlock - 1) / kKBlock),
+                q.sm_count,
+                q.tuning.config >= 0};
+  GemmPlan plan;
+  // the configuration: every rule in order, the last that applies decides
+  int chosen = kUnset;
+  for (const ConfigRule& r : kConfigRules) {
+    if (!r.applies(f, chosen)) continue;
+    chosen = r.config == kUnset ? q.tuning.config : r.config;
+    plan.config_rule = r.rule.id;
+    if (f.forced) break;
+  }
+  plan.config = chosen;
+  // (a chosen configuration's own limits: the rules above keep to them)
+  check_config_tuning(plan.config, q);
+  const ConfigRow& c = row(plan.config);
+  const bool fell_back = std::string(plan.config_rule) == "C15";
+  plan.d_tma_store = d_whole_chunks(q);
+
+  // the splits of K
+  const char* splits_id = "K6";
+  if (small_m(plan.config)) {
+    if (q.tuning.splits > 0) {
+      plan.splits = q.tuning.splits;
+      splits_id = "K1";
+    } else if (!c.splits_k) {
+      plan.splits = 1;
+      splits_id = "K3";
+    } else {
+      plan.splits = small_m_splits(q.n, static_cast<std::uint64_t>(f.k_blocks), q.sm_count);
+      splits_id = "K2";
+    }
+    plan.tiles = static_cast<std::int64_t>((q.n + c.block_n - 1) / c.block_n);
+    plan.split_tiles = plan.splits > 1 ? plan.tiles : 0;
+    plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
+    // the L2 prefetch: for a dependent launch (without one the wait returns at once) whose
+    // CTAs fit one round on the SMs (measured only there)
+    if (q.tuning.overlap_launch && plan.tiles * plan.splits <= q.sm_count) {
+      plan.prefetch_k_blocks =
+          small_m_prefetch(q.m, static_cast<std::uint64_t>(f.k_blocks) / plan.splits, plan.splits,
+                           c.block_n, q.dram_bytes_per_second);
+    }
+    plan.splits_rule = splits_rule(splits_id).id;
+    return plan;
+  }
+  plan.tiles = f.tiles(plan.config);
+  if (q.tuning.splits > 0) {
+    plan.splits = q.tuning.splits;
+    splits_id = "K1";
+  } else if (!c.splits_k) {
+    splits_id = "K3";
+  } else if (plan.config == config::m128n128 && f.split_tail() && !fell_back) {
+    plan.splits = 4;
+    plan.split_tiles = f.tail_tiles();
+    splits_id = "K4";
+  } else if (plan.tiles * 2 <= q.sm_count) {
+    // keep at least 4 k-blocks (512 of K) per split
+    std::int64_t splits = std::min<std::int64_t>(q.sm_count / plan.tiles,
+                                                 std::max<std::int64_t>(1, f.k_blocks / 4));
+    plan.splits = static_cast<int>(std::max<std::int64_t>(std::min<std::int64_t>(splits, 32), 1));
+    splits_id = plan.splits > 1 ? "K5" : "K6";
+  }
+  if (plan.splits > 1 && plan.split_tiles == 0) plan.split_tiles = plan.tiles;
+  plan.splits_rule = splits_rule(splits_id).id;
+  // the grid: a unit is one whole tile or one split of K of a split tile; a persistent grid
+  // of at most one CTA per SM
+  const std::int64_t units = plan_units(plan);
+  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, q.sm_count));
+  // NOTE: whole tiles in several rounds: as few CTAs as take the same number of rounds (2048
+  // tiles on 132 SMs: 128 CTAs of 16 tiles, not 68 of 16 and 64 of 15), which leaves the
+  // other SMs to other streams (EXPERIMENTS.md, "Fewer CTAs for the same rounds"). Not with a
+  // split tail, whose last round is meant for the SMs the whole tiles leave idle.
+  if (plan.split_tiles == 0 && units > q.sm_count) {
+    const std::int64_t rounds = (units + q.sm_count - 1) / q.sm_count;
+    plan.grid = static_cast<unsigned>((units + rounds - 1) / rounds);
+  }
+  return plan;
+}
+
+GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef& b_in,
+                                const TensorRef& d_in, const GemmScales& scales,
+                                const GemmTuning& tuning, Addresses addresses) {
+  ConstTensorRef a = a_in, b = b_in;
+  TensorRef d = d_in;
+  if (addresses == Addresses::unknown) {
+    // NOTE: stand-in addresses, 16-byte aligned and apart by more than any view spans (2^48
+    // bytes at most, check_span), so that only the rules that need no address can fail
+    a.data = reinterpret_cast<const void*>(std::uintptr_t{1} << 49);
+    b.data = reinterpret_cast<const void*>(std::uintptr_t{2} << 49);
+    d.data = reinterpret_cast<void*>(std::uintptr_t{3} << 49);
+  }
+  // NOTE: K first: a K that is not a multiple of 16 also gives rows no TMA stride can step,
+  // and the fix is to pad K, not the stride
+  const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
+  check_operand_type("a", a);
+  check_operand_type("b", b);
+  if (k % 16 != 0) {
+    throw ArgumentError("a.cols", "K = " + std::to_string(k) +
+                                      " is not a multiple of 16 (TMA's 16-byte rows); pad K "
+                                      "with zeros to " + std::to_string((k + 15) / 16 * 16));
+  }
+  if (b.cols != a.cols) {
+    throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
+                                      std::to_string(a.cols) + " (K of A); both are K-major");
+  }
+  check_view("a", a, false);
+  check_view("b", b, false);
+  // (throws for scales no float holds, misaligned device scales)
+  const GemmKernelScale scale = gemm_kernel_scale(scales);
+  if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
+  if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
+    throw ArgumentError("d.data", hex_address(d.data) + " is not 16-byte aligned");
+  }
+  if (d.type != DataType::bfloat16 && d.type != DataType::float16) {
+    throw ArgumentError("d.type", std::string(name(d.type)) + " is not supported; use "
+                                                              "BFLOAT16 or FLOAT16");
+  }
+  if (d.rows != m || d.cols != n) {
+    throw ArgumentError("d", "shape " + std::to_string(d.rows) + "x" + std::to_string(d.cols) +
+                                 " is not M x N = " + std::to_string(m) + "x" +
+                                 std::to_string(n));
+  }
+  if (d.batch != 1) throw ArgumentError("d.batch", "must be 1: one matrix");
+  if (d.row_stride_bytes != 0 && (d.row_stride_bytes < n * 2 || d.row_stride_bytes % 2 != 0)) {
+    throw ArgumentError("d.row_stride_bytes", std::to_string(d.row_stride_bytes) +
+                                                  " is under a row's " + std::to_string(n * 2) +
+                                                  " bytes or not whole elements");
+  }
+  check_span("d", d);  // before the overlap test: a wrapped span would miss overlap
+  if (overlaps(d, a) || overlaps(d, b)) {
+    throw ArgumentError("d.data", "overlaps a or b; D must be separate memory");
+  }
+  GemmProblem q;
+  q.m = m;
+  q.n = n;
+  q.k = k;
+  q.d_row_pitch_bytes = d.row_pitch();
+  q.sm_count = 1;  // (not asked of the device yet: the tuning's checks need none)
+  q.tuning = tuning;
+  check_tuning(q);
+  return scale;
 }
 
 }  // namespace tmakit::detail::gemm
@@ -96,221 +560,50 @@ namespace tmakit {
 
 const char* gemm_config_name(int config) {
   if (config < 0 || config >= kGemmConfigs) return "?";
-  return detail::gemm::kConfigShapes[config].name;
+  return detail::gemm::row(config).name;
 }
 
-bool gemm_config_built(int config) {
-  return config >= 0 && config < kGemmConfigs &&
-         detail::gemm::kConfigShapes[config].retired == nullptr;
+int gemm_config_id(const std::string& name) { return detail::gemm::config_id(name); }
+
+bool gemm_config_built(int config) { return detail::gemm::built(config); }
+
+GemmConfigInfo gemm_config_info(int config) {
+  GemmConfigInfo info;
+  if (config < 0 || config >= kGemmConfigs) return info;
+  const detail::gemm::ConfigRow& c = detail::gemm::row(config);
+  info.name = c.name;
+  info.built = detail::gemm::built(config);
+  info.block_m = c.block_m;
+  info.block_n = c.block_n;
+  info.promotes = c.promotes;
+  info.splits_k = c.splits_k;
+  info.max_m = static_cast<std::uint64_t>(c.max_m);
+  info.what = c.what;
+  return info;
+}
+
+void gemm_fp8_check_shapes(ConstTensorRef a, ConstTensorRef b, TensorRef d,
+                           const GemmScales& scales, const GemmTuning& tuning) {
+  detail::gemm::check_arguments(a, b, d, scales, tuning, detail::gemm::Addresses::unknown);
+}
+
+GemmPlan gemm_fp8_plan(const GemmProblem& problem) {
+  detail::gemm::check_tuning(problem);
+  return detail::gemm::plan_checked(problem);
 }
 
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
                        const GemmTuning& tuning) {
-  using namespace detail::gemm;
-  if (m == 0 || n == 0 || k == 0) {
-    throw ArgumentError(m == 0 ? "m" : n == 0 ? "n" : "k", "is 0; a GEMM needs M, N, K >= 1");
-  }
-  if (sm_count < 1) {
-    throw ArgumentError("sm_count", std::to_string(sm_count) + " is not a multiprocessor count");
-  }
-  check_config(tuning);
-  const std::int64_t k_blocks = static_cast<std::int64_t>((k + kKBlock - 1) / kKBlock);
-  check_splits(tuning, k);
-  check_accumulation(tuning);
-  auto tiles_of = [&](int config) {
-    const ConfigShape& c = kConfigShapes[config];
-    return static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m) *
-           static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
-  };
-  GemmPlan plan;
-  // NOTE: the rules below follow measurements (kernels/gemm/EXPERIMENTS.md, "The plan's
-  // rules"): the small-M kernel up to M = 64, and for 64 < M <= 128 where its CTAs (one per
-  // 64 rows of B) fill 3/4 of the SMs in one round and K <= 4096 (8192 at M = 128); 64-row
-  // tiles up to M = 256, 64 x 64 ones (config 5) where 64 x 128 tiles would fill under 3/4 of
-  // the SMs; 128-row tiles above, and the two-wave 256-row tiles (config 7) where they fill
-  // the SMs.
-  const auto fills = [&](std::int64_t ctas) {
-    return ctas * 4 >= static_cast<std::int64_t>(sm_count) * 3;
-  };
-  // NOTE: at 4096 < K <= 8192 only for M = 128, where no row of A is zero-filled: the
-  // small-M kernel was ahead there and behind at M = 96-100 (EXPERIMENTS.md, "The plan's
-  // rules")
-  const auto small_m_ctas = static_cast<std::int64_t>(
-      (n + detail::kSmallMRowsB - 1) / static_cast<std::uint64_t>(detail::kSmallMRowsB));
-  const bool small_m_fills = m <= 128 && (k <= 4096 || (m == 128 && k <= 8192)) &&
-                             fills(small_m_ctas) && small_m_ctas <= sm_count;
-  // NOTE: M <= 64 and more 64-row tiles of B than SMs: 128-row tiles (config 8), in one round
-  // or several: half the CTAs, and so half the rounds (EXPERIMENTS.md, "The plan's rules")
-  const bool small_m_wide = m <= 64 && tuning.splits <= 1 && small_m_ctas > sm_count;
-  // NOTE: 64 < M <= 256 otherwise: a configuration whose tiles need a second round on the SMs
-  // gives way to one whose tiles fit in one (measured, EXPERIMENTS.md).
-  // rounds of a configuration's tiles on the SMs (a CTA's last round ends the call)
-  const auto rounds = [&](int config) { return (tiles_of(config) + sm_count - 1) / sm_count; };
-  const auto one_round = [&](int config) { return rounds(config) == 1; };
-  // NOTE: and where M fills more than 3/4 of a second 128-row tile (224 < M <= 256), 128-row
-  // tiles whenever 64 x 128 ones take several rounds (configs 7 or 9 in their place where
-  // they pay): half as many tiles for the same work once the tiles are mostly full; at M =
-  // 160 and 192 they are not, and 64 x 128 tiles stayed ahead.
-  // NOTE: and in one row of 128-row tiles that M fills more than 3/4 (96 < M <= 128), 128 x
-  // 128 tiles where their rounds are no longer than half the 64 x 128 tiles' (33/32 of it);
-  // where they are longer the 64 x 128 tiles stayed ahead (EXPERIMENTS.md, "The plan's
-  // rules").
-  const bool rows_of_two_tiles = m > 224;
-  const bool one_row_filled = m > 96 && m <= 128;
-  const bool half_rounds = 64 * rounds(1) <= 33 * rounds(0);
-  const bool rows_128 =
-      !one_round(0) && (one_round(1) || rows_of_two_tiles || (one_row_filled && half_rounds));
-  const int mid_m = fills(tiles_of(0)) ? (rows_128 ? 1 : 0)
-                                       : (one_round(kSmallTileConfig) ? kSmallTileConfig : 0);
-  plan.config = tuning.config >= 0         ? tuning.config
-                : small_m_wide             ? kSmallMWideConfig
-                : m <= 64 || small_m_fills ? kSmallMConfig
-                : m <= 256                 ? mid_m
-                                           : 1;
-  if (small_m_config(plan.config)) {
-    check_small_m_tuning(plan.config, m, k_blocks, tuning);
-    if (tuning.splits > 0) {
-      plan.splits = tuning.splits;
-    } else if (plan.config == kSmallMWideConfig) {
-      plan.splits = 1;
-    } else {
-      plan.splits = detail::small_m_splits(n, static_cast<std::uint64_t>(k_blocks), sm_count);
-    }
-    const auto rows = static_cast<std::uint64_t>(small_m_rows_b(plan.config));
-    plan.tiles = static_cast<std::int64_t>((n + rows - 1) / rows);
-    plan.split_tiles = plan.splits > 1 ? plan.tiles : 0;
-    plan.grid = static_cast<unsigned>(plan.tiles * plan.splits);
-    return plan;
-  }
-  // NOTE: a split tail. Past one round, where the last round's 128 x 128 tiles would keep at
-  // most a quarter of the SMs busy and K is long (6144 or more), those tiles split K four
-  // ways over the idle SMs, the rounds before running whole tiles: the call then takes about
-  // a quarter of a round where it took a whole one, plus the partial tiles' sum (EXPERIMENTS.md,
-  // "A split tail"). The rules of configurations 6, 7 and 10 below count its rounds so; 9 is
-  // not taken in its place, and 4's rule compares whole rounds.
-  const std::int64_t tail_tiles = tiles_of(1) - (rounds(1) - 1) * sm_count;
-  const bool split_tail = tuning.config < 0 && tuning.splits == 0 && plan.config == 1 && m > 256 &&
-                          rounds(1) >= 2 && tail_tiles * 4 <= sm_count && k >= 6144;
-  // NOTE: 128 x 128 tiles in one round that leave a quarter of the SMs or more idle give way to
-  // 128 x 80 ones (config 9) where those fill the SMs in one round and M more than 3/4 of
-  // their rows (at M = 65 they were slower, at M = 96 level). So do 128 x 128 tiles in two
-  // rounds where 128 x 80 ones take two rounds too: the second round of 128 x 128 tiles is
-  // then at most about a quarter full (EXPERIMENTS.md, "The plan's rules").
-  const auto narrow_rows = static_cast<std::uint64_t>(kConfigShapes[kNarrowConfig].block_m);
-  const bool rows_filled = m % narrow_rows == 0 || 4 * (m % narrow_rows) > 3 * narrow_rows;
-  const bool narrow_one_round =
-      !fills(tiles_of(1)) && fills(tiles_of(kNarrowConfig)) && one_round(kNarrowConfig);
-  const bool narrow_two_rounds = rounds(1) == 2 && rounds(kNarrowConfig) == 2;
-  if (tuning.config < 0 && plan.config == 1 && !split_tail && rows_filled &&
-      (narrow_one_round || narrow_two_rounds)) {
-    plan.config = kNarrowConfig;
-  }
-  // NOTE: where 128 x 128 tiles are so few that K would be split (256 < M <= 512), 64 x 128
-  // tiles unsplit wherever they fill more than half the SMs in one round: the split's partial
-  // tiles cost more than the 64-row tiles' extra bytes (EXPERIMENTS.md, "The plan past the
-  // bench's shapes").
-  if (tuning.config < 0 && plan.config == 1 && m > 256 && m <= 512 && tiles_of(1) * 2 <= sm_count &&
-      one_round(0) && tiles_of(0) * 2 > sm_count) {
-    plan.config = 0;
-  }
-  // NOTE: tiles of twice 128 x 128 (configs 6, 7 and 10) pay where they fill 3/4 of the SMs
-  // and their rounds on the SMs are no longer than 128 x 128 tiles' (a CTA's last round ends
-  // the call): one of their tiles takes about 0.98 of the time of two 128 x 128 tiles, so
-  // their rounds may be at most 33/64 of config 1's (EXPERIMENTS.md, "The plan's rules").
-  // (configuration 1's rounds in quarters: a split tail's last round counts as one quarter)
-  const std::int64_t quarter_rounds_1 = 4 * rounds(1) - (split_tail ? 3 : 0);
-  // NOTE: and above M = 256, where they take one round and 128 x 128 tiles two, they pay
-  // below 3/4 of the SMs too, in place of 128 x 128 tiles (EXPERIMENTS.md, "The plan past the
-  // bench's shapes").
-  const auto twice_tiles_pay = [&](int config) {
-    const bool one_against_two = m > 256 && plan.config == 1 && one_round(config) && rounds(1) == 2;
-    return (fills(tiles_of(config)) || one_against_two) &&
-           256 * rounds(config) <= 33 * quarter_rounds_1;
-  };
-  // NOTE: 256-row tiles only where M fills more than half of the last one: with it half
-  // empty or more (M = 320, 384) they ran 1.2-1.5x slower than 128-row tiles, with a quarter
-  // empty (M = 448) as fast (EXPERIMENTS.md, "The plan past the bench's shapes").
-  const auto waves_rows = static_cast<std::uint64_t>(kConfigShapes[kWavesConfig].block_m);
-  const bool waves_rows_half = m % waves_rows == 0 || 2 * (m % waves_rows) > waves_rows;
-  // NOTE: fast accumulation frees the promotion's registers for 128 x 256 tiles (config 6),
-  // measured faster than 128 x 128 or 64 x 128 tiles where they pay (EXPERIMENTS.md, "The
-  // plan's rules").
-  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::fast &&
-      !small_m_config(plan.config) && twice_tiles_pay(kWideConfig)) {
-    plan.config = kWideConfig;
-  }
-  // NOTE: promotion on 256 x 128 tiles in two waves (config 7) where they pay and D's rows
-  // are whole 16-byte chunks (N a multiple of 8; gemm_fp8 also needs D's pitch to be).
-  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
-      n % 8 == 0 && waves_rows_half && twice_tiles_pay(kWavesConfig)) {
-    plan.config = kWavesConfig;
-  }
-  // NOTE: at M <= 128 the same two waves along N (config 10: 128 x 256 tiles) where they pay, M
-  // fills more than 3/4 of their rows and K has 32 k-blocks or more (K > 3968), in place of 64 x
-  // 128 or 128 x 128 tiles; at K = 2048 the 64 x 128 tiles stayed ahead (EXPERIMENTS.md, "The
-  // plan's rules").
-  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted &&
-      !small_m_config(plan.config) && m <= 128 && rows_filled && n % 8 == 0 && k_blocks >= 32 &&
-      twice_tiles_pay(kWavesNConfig)) {
-    plan.config = kWavesNConfig;
-  }
-  // NOTE: and above M = 256 where 256-row tiles would leave their last one half empty, the
-  // same 128 x 256 tiles in place of 128 x 128 ones (the same rows) where they pay
-  // (EXPERIMENTS.md, "The plan past the bench's shapes").
-  if (tuning.config < 0 && tuning.accumulation == GemmAccumulation::promoted && plan.config == 1 &&
-      m > 256 && !waves_rows_half && n % 8 == 0 && twice_tiles_pay(kWavesNConfig)) {
-    plan.config = kWavesNConfig;
-  }
-  // NOTE: 128 x 144 tiles (config 4) above M = 256 at 32 k-blocks or more (K > 3968; measured at K
-  // = 4096-7168), in place of 128 x 128 or 128 x 80 tiles (split tail or not), where their rounds
-  // are at most 4/5 of 128 x 128 tiles' (2 against 1 up to 5 against 4): a round of them took
-  // 1.0-1.3 times one of 128 x 128 tiles, so one round saved in five or fewer paid (1024 x 2112 x
-  // 7168: 120 tiles in one round against 136 in two, 27.4 against 34.5 us), one in seven or more
-  // did not (6144 x 3072 x 7168: 223 against 191 us). EXPERIMENTS.md, "128 x 144 tiles again".
-  if (tuning.config < 0 && m > 256 && k_blocks >= 32 &&
-      (plan.config == 1 || plan.config == kNarrowConfig) &&
-      5 * rounds(kWide144Config) <= 4 * rounds(1)) {
-    plan.config = kWide144Config;
-  }
-  check_config_tuning(plan.config, tuning);
-  const ConfigShape& c = kConfigShapes[plan.config];
-  plan.tiles = tiles_of(plan.config);
-  if (tuning.splits > 0) {
-    if (tuning.splits > k_blocks) {
-      throw ArgumentError("tuning.splits", std::to_string(tuning.splits) + " splits of " +
-                                               std::to_string(k_blocks) +
-                                               " k-blocks of 128; use at most that many");
-    }
-    plan.splits = tuning.splits;
-  } else if (plan.config == 1 && split_tail) {
-    plan.splits = 4;
-    plan.split_tiles = tail_tiles;
-  } else if (c.splits_k) {
-    // NOTE: too few tiles to give every SM one: split K so every SM streams a share of B,
-    // keeping at least 4 k-blocks (512 of K) per split.
-    std::int64_t splits = 1;
-    if (plan.tiles * 2 <= sm_count) {
-      splits =
-          std::min<std::int64_t>(sm_count / plan.tiles, std::max<std::int64_t>(1, k_blocks / 4));
-      splits = std::min<std::int64_t>(splits, 32);
-    }
-    plan.splits = static_cast<int>(std::max<std::int64_t>(splits, 1));
-  }
-  if (plan.splits > 1 && plan.split_tiles == 0) plan.split_tiles = plan.tiles;
-  // a unit: one whole tile, or one split of K of a split tile; a persistent grid of at most
-  // one CTA per SM
-  const std::int64_t units = plan_units(plan);
-  plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, sm_count));
-  // NOTE: whole tiles in several rounds: as few CTAs as take the same number of rounds (2048
-  // tiles on 132 SMs: 128 CTAs of 16 tiles, not 68 of 16 and 64 of 15). The call takes as
-  // many rounds and leaves the other SMs free for other streams' kernels; measured level or
-  // up to 2% faster (EXPERIMENTS.md, "Fewer CTAs for the same rounds"). Not with a split
-  // tail, whose last round is meant for the SMs the whole tiles leave idle.
-  if (plan.split_tiles == 0 && units > sm_count) {
-    const std::int64_t rounds_of_units = (units + sm_count - 1) / sm_count;
-    plan.grid = static_cast<unsigned>((units + rounds_of_units - 1) / rounds_of_units);
-  }
-  return plan;
+  GemmProblem q;
+  q.m = m;
+  q.n = n;
+  q.k = k;
+  q.sm_count = sm_count;
+  q.tuning = tuning;
+  return gemm_fp8_plan(q);
 }
+
+static_assert(kGemmConfigs == detail::gemm::config::count,
+              "gemm.hpp's kGemmConfigs counts the table's rows");
 
 }  // namespace tmakit

@@ -1,23 +1,25 @@
-// What the FP8 GEMM kernels (sm90_gemm_fp8.cu, sm90_gemm_fp8_small_m.cu,
-// sm90_gemm_fp8_waves.cuh) share: the k-block size, the start of a dependent launch, output
-// rounding, and the software pipeline that overlaps one k-block's wgmmas with the promotion
-// of the previous one.
+// What the FP8 GEMM kernels (sm90_gemm_fp8_tiled.cuh, sm90_gemm_fp8_small_m.cu,
+// sm90_gemm_fp8_waves.cuh) share: the k-block size, the start of a dependent launch, the
+// scale, the software pipeline that overlaps one k-block's wgmmas with the promotion of the
+// previous one; and the tiled and two-wave kernels' launch parameters and work schedule, which
+// their launch (sm90_gemm_fp8_tiled.cu) fills once per distinct call and the kernels decode
+// their units from.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "gemm_launch.hpp"
 #include "tmakit/device/copy.hpp"
-#include "tmakit/ptx/grid_dependency.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/device/pipeline.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_common {
 
-constexpr int kBlockK = 128;  // K bytes per k-block: one 128B swizzle span of e4m3
-constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
+constexpr int kBlockK = kWgmmaKBlockBytes;  // K bytes per k-block: one 128B swizzle span
+constexpr int kWgmmaK = kWgmmaKBytes;       // K per wgmma (fp8)
 
 // A tiled kernel's start once its barriers are initialised and visible: thread 0 warms the
 // tensor maps (kernel parameters, which the kernel before does not write), then every thread
@@ -27,8 +29,8 @@ constexpr int kWgmmaK = 32;   // K per wgmma (fp8)
 template <class... Maps>
 __device__ __forceinline__ void warm_maps_and_wait_for_previous_kernel(const Maps*... maps) {
   if (threadIdx.x == 0) (prefetch_tensor_map(maps), ...);
-  ptx::griddepcontrol_wait();
-  ptx::griddepcontrol_launch_dependents();
+  wait_for_previous_kernel();
+  allow_next_kernel();
 }
 
 // The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side
@@ -42,31 +44,9 @@ __device__ __forceinline__ float kernel_scale(const GemmKernelScale& s) {
   return static_cast<float>(v);
 }
 
-// One value of D, rounded to nearest even once.
-template <class T>
-__device__ __forceinline__ T to_out(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_out<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half to_out<__half>(float v) {
-  return __float2half_rn(v);
-}
-
-// Two values of D as one 32-bit word (lo in the low half).
-template <class T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ std::uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
-template <>
-__device__ __forceinline__ std::uint32_t pack2<__half>(float lo, float hi) {
-  const __half2 r = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&r);
-}
+// Output rounding (the device layer's): one value of D, or two as one 32-bit word.
+using tmakit::round_pair;
+using tmakit::round_to;
 
 // A consumer warpgroup's walk over `count` (>= 1) k-blocks of the ring, from `st`:
 // issue(part, state) waits for the stage and commits its wgmmas into `part` (a fresh partial
@@ -84,7 +64,7 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
     const State cur = st;
     issue(next, st);
     st.advance();
-    ptx::wgmma_wait_group_sync_aligned<1>();
+    wgmma_wait<1>();
     retire(last, prev);
     prev = cur;
   };
@@ -93,13 +73,13 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
   st.advance();
   for (std::int32_t j = 1;; j += 2) {
     if (j >= count) {
-      ptx::wgmma_wait_group_sync_aligned<0>();
+      wgmma_wait<0>();
       retire(part0, prev);
       return;
     }
     step(part1, part0, prev);
     if (j + 1 >= count) {
-      ptx::wgmma_wait_group_sync_aligned<0>();
+      wgmma_wait<0>();
       retire(part1, prev);
       return;
     }
@@ -122,12 +102,102 @@ __device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& 
     const State cur = st;
     issue(st);
     st.advance();
-    ptx::wgmma_wait_group_sync_aligned<1>();
+    wgmma_wait<1>();
     release(prev);
     prev = cur;
   }
-  ptx::wgmma_wait_group_sync_aligned<0>();
+  wgmma_wait<0>();
   release(prev);
 }
 
 }  // namespace tmakit::detail::gemm_common
+
+namespace tmakit::detail::gemm {
+
+struct Params {
+  CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
+  CUtensorMap b_map;  // N x K bytes, box 128 x BlockN, 128B swizzle
+  CUtensorMap d_map;  // D (M x N elements), box DBoxCols x 64, 128B swizzle; when d_tma_store
+  void* d;
+  std::uint64_t d_row_elems;  // D's row pitch in elements
+  std::int32_t d_tma_store;   // 1: the epilogue stores D through shared memory and TMA
+  std::int32_t m, n;
+  std::int32_t k_blocks;
+  std::int32_t tiles_m, tiles_n;
+  std::int32_t splits;       // of each of the last split_tiles tiles (in the units' order)
+  std::int32_t whole_tiles;  // tiles before those, each one unit with all of K
+  std::int64_t units;        // whole_tiles + split_tiles * splits
+  GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
+  float* workspace;         // split-K partial tiles: split_tiles * splits of them
+  std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
+};
+
+// Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
+// at the same time share A rows and B rows in L2. The first whole_tiles units are whole
+// tiles; each tile after them is `splits` units, one share of K each (a split tail: the last
+// round's few tiles spread over the SMs, or every tile when whole_tiles is 0).
+constexpr int kGroupM = 8;
+struct Unit {
+  std::int32_t tm, tn, tile;   // tile: in the rasterised order
+  std::int32_t split, splits;  // this unit's share of K, of `splits`
+  std::int32_t slot;           // a split tile's index among the split ones (split-K state)
+  std::int32_t kb_begin, kb_end;
+};
+__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
+  Unit r;
+  std::int32_t tile = static_cast<std::int32_t>(u);
+  r.split = 0;
+  r.splits = 1;
+  r.slot = 0;
+  if (u >= p.whole_tiles) {
+    const std::int64_t v = u - p.whole_tiles;
+    r.slot = static_cast<std::int32_t>(v / p.splits);
+    tile = p.whole_tiles + r.slot;
+    r.split = static_cast<std::int32_t>(v % p.splits);
+    r.splits = p.splits;
+  }
+  const std::int32_t per_group = kGroupM * p.tiles_n;
+  const std::int32_t group = tile / per_group;
+  const std::int32_t first_m = group * kGroupM;
+  const std::int32_t rows = min(kGroupM, p.tiles_m - first_m);
+  const std::int32_t in_group = tile % per_group;
+  r.tm = first_m + in_group % rows;
+  r.tn = in_group / rows;
+  r.tile = r.tm * p.tiles_n + r.tn;
+  // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
+  r.kb_begin =
+      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / r.splits);
+  r.kb_end =
+      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks / r.splits);
+  return r;
+}
+
+// A tiled kernel's producer (one thread): every unit's k-blocks, in the order above, into the
+// ring: wait until the consumers freed the stage, arm its full barrier for A's and B's boxes
+// (out-of-bounds fill counts too), load both. BlockM x 128 bytes of A, BlockN x 128 of B.
+template <class ATile, class BTile, int Stages>
+__device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pipe,
+                                           typename ATile::Buffer (&a)[Stages],
+                                           typename BTile::Buffer (&b)[Stages]) {
+  constexpr std::int32_t kBlockK = static_cast<std::int32_t>(ATile::box[0]);
+  constexpr auto kBlockM = static_cast<std::int32_t>(ATile::box[1]);
+  constexpr auto kBlockN = static_cast<std::int32_t>(BTile::box[1]);
+  PipelineState<Stages> st;
+  for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+    const Unit w = decode_unit(p, u);
+    for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+      Barrier& full = pipe.producer_arm(st, ATile::tx_bytes + BTile::tx_bytes);
+      load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
+      load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
+      st.advance();
+    }
+  }
+}
+
+// The two-wave kernel's launch (sm90_gemm_fp8_waves.cu, instantiated there for the two
+// configurations of its families): (params, grid, stream, overlap_launch, promote).
+template <int Id, class T>
+void launch_two_waves(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                      bool promote);
+
+}  // namespace tmakit::detail::gemm

@@ -3,8 +3,8 @@
 // to 8, 16, 32, 64 or 128), so A costs a few registers and B streams through a deep ring.
 // K is split over a cluster of S CTAs (S in 1, 2, 4, 8); the partial tiles are summed
 // through distributed shared memory, in rank order, with no trip through global memory.
-// A CTA takes 64 rows of B (configuration 3), or 128 as two 64-row waves of wgmmas in one
-// group (configuration 8, M <= 64, no cluster): where N has more 64-row tiles than the GPU
+// A CTA takes 64 rows of B (configuration smallm), or 128 as two 64-row waves of wgmmas in one
+// group (configuration smallm128, M <= 64, no cluster): where N has more 64-row tiles than the GPU
 // has SMs, half the CTAs each stream twice the rows (one round instead of two, or fewer).
 // See README.md beside this file ("small M").
 #include <cuda_bf16.h>
@@ -13,25 +13,29 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "gemm_configs.hpp"
 #include "gemm_launch.hpp"
+#include "gemm_plan.hpp"
 #include "sm90_gemm_common.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/device/tile.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
-#include "tmakit/ptx/grid_dependency.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
 
 namespace tmakit::detail::gemm_small_m {
 
+using gemm::launched_config;
+using gemm::row;
 using gemm_common::kBlockK;
-using gemm_common::kWgmmaK;
-using gemm_common::to_out;
+using gemm_common::round_to;
+namespace config = gemm::config;
 constexpr int kWaveRows = 64;  // rows of B per wave of wgmmas: wgmma's M
 constexpr int kThreads = 256;  // warpgroup 0: producer (one thread); warpgroup 1: wgmma
 
-// MP: M rounded up (wgmma's N); RowsB: rows of B per CTA (kSmallMRowsB or kSmallMWideRowsB).
+// MP: M rounded up (wgmma's N); RowsB: rows of B per CTA (the table's block_n: 64 for
+// smallm, 128 for smallm128).
 template <int MP, int RowsB>
 struct Config {
   static constexpr int kWaves = RowsB / kWaveRows;
@@ -66,7 +70,7 @@ struct Params {
   GemmKernelScale scale;
   std::int32_t d_vec;  // 1: D's rows start 16-byte aligned (8-element chunks stored whole)
   // k-blocks of its B each CTA asks the L2 for before waiting for the kernel before it
-  // (small_m_prefetch); with any, the next kernel may start once the producer has issued its
+  // (GemmPlan::prefetch_k_blocks); with any, the next kernel may start once the producer has issued its
   // last load, else at once
   std::int32_t prefetch_kblocks;
 };
@@ -98,7 +102,7 @@ __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::u
                           8 * static_cast<std::uint32_t>((r / 2) % 2);
   const std::uint32_t m =
       8 * static_cast<std::uint32_t>(r / 4) + 2 * (lane % 4) + static_cast<std::uint32_t>(r % 2);
-  *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = to_out<T>(v);
+  *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = round_to<T>(v);
 }
 
 // Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
@@ -190,8 +194,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       prefetch_tile<typename C::BTile>(&p.b_map, cb);
     }
   }
-  ptx::griddepcontrol_wait();
-  if (p.prefetch_kblocks == 0) ptx::griddepcontrol_launch_dependents();
+  wait_for_previous_kernel();
+  if (p.prefetch_kblocks == 0) allow_next_kernel();
   // past the wait: a device-side scale written by the kernel before is visible (read by the
   // consumer warpgroup only, where the epilogue uses it)
   const float scale = threadIdx.x < 128 ? 1.0f : gemm_common::kernel_scale(p.scale);
@@ -221,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         st.advance();
       }
       // a CTA's trigger is its first thread's (the others never give one)
-      if (p.prefetch_kblocks != 0) ptx::griddepcontrol_launch_dependents();
+      if (p.prefetch_kblocks != 0) allow_next_kernel();
     }
   } else {
     // ---- consumer warpgroup: 64 x MP sums, promoted from partial products, or fast --------
@@ -231,29 +235,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     auto issue = [&](float(&part)[C::kAccum], const State& at, auto fresh) {
       constexpr bool kFresh = decltype(fresh)::value;
       pipe.consumer_wait(at);
-      ptx::wgmma_fence_operands(part);
-      ptx::wgmma_fence_sync_aligned();
-      const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.b[at.stage]));
-      const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(ptx::smem_u32(&s.a[at.stage]));
+      wgmma_fence_registers(part);
+      wgmma_fence();
+      const std::uint64_t desc_b = wgmma_operand_sw128(smem_address(&s.b[at.stage]));
+      const std::uint64_t desc_a = wgmma_operand_sw128(smem_address(&s.a[at.stage]));
 #pragma unroll
       for (int w = 0; w < C::kWaves; ++w) {
         // wave w: rows [64 w, 64 w + 64) of B's box (whole 1024-byte swizzle repeats further
-        // on) into registers [w kWaveAccum, (w + 1) kWaveAccum) of the partial
+        // on) into registers [w kWaveAccum, (w + 1) kWaveAccum) of the partial. B is wgmma's
+        // A operand (64 rows), A its B operand (MP rows)
         auto& wave = *reinterpret_cast<float(*)[C::kWaveAccum]>(&part[w * C::kWaveAccum]);
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-          // B is wgmma's A operand (64 rows), A its B operand (MP rows); both K-major, 128B
-          // swizzle, the K slice selected by the start address as in the main kernel
-          ptx::wgmma_mma_async_m64k32_f32_e4m3<MP>(
-              wave, ptx::wgmma_smem_desc_advance(desc_b, w * kWaveRows * kBlockK + kk * kWgmmaK),
-              ptx::wgmma_smem_desc_advance(desc_a, kk * kWgmmaK), kk > 0 || !kFresh ? 1u : 0u);
-        }
+        wgmma_k_block_e4m3<MP, kFresh>(
+            wave, wgmma_operand_advance(desc_b, w * kWaveRows * kBlockK), desc_a);
       }
-      ptx::wgmma_commit_group_sync_aligned();
+      wgmma_commit();
     };
     auto retire = [&](float (&part)[C::kAccum], const State& done) {
       if (warp_leader) pipe.consumer_release(done);
-      ptx::wgmma_fence_operands(part);
+      wgmma_fence_registers(part);
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) acc[i] += part[i];
     };
@@ -271,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           [&](const State& done) {
             if (warp_leader) pipe.consumer_release(done);
           });
-      ptx::wgmma_fence_operands(acc);
+      wgmma_fence_registers(acc);
     }
     if (ranks == 1) {
       // the staging tile in the reduction's slots, unused without a cluster
@@ -361,74 +360,73 @@ void launch_mp(const Params& p, unsigned tiles, unsigned ranks, cudaStream_t str
   launch_kernel_ex(l, kernel, "sm90_gemm_fp8_small_m_kernel", p);
 }
 
+// The instantiation of M rounded up (MP) and D's type for a configuration of `rows_b` rows
+// of B per CTA (smallm: 64, any MP; smallm128: 128, MP <= 64, the plan checked).
 template <class T>
 void launch_type(int mp, int rows_b, const Params& p, unsigned tiles, unsigned ranks,
                  cudaStream_t stream, bool overlap, bool promote) {
-  if (rows_b == kSmallMWideRowsB) {  // M <= 64, one CTA per tile (gemm_fp8 checked)
+  constexpr int kWide = row(config::smallm128).block_n;
+  constexpr int kNarrow = row(config::smallm).block_n;
+  if (rows_b == kWide) {
     switch (mp) {
-      case 8: launch_mp<8, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-      case 16: launch_mp<16, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-      case 32: launch_mp<32, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-      default: launch_mp<64, kSmallMWideRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+      case 8: launch_mp<8, kWide, T>(p, tiles, ranks, stream, overlap, promote); break;
+      case 16: launch_mp<16, kWide, T>(p, tiles, ranks, stream, overlap, promote); break;
+      case 32: launch_mp<32, kWide, T>(p, tiles, ranks, stream, overlap, promote); break;
+      default: launch_mp<64, kWide, T>(p, tiles, ranks, stream, overlap, promote); break;
     }
+    launched_config() = config::smallm128;
     return;
   }
   switch (mp) {
-    case 8: launch_mp<8, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-    case 16: launch_mp<16, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-    case 32: launch_mp<32, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-    case 64: launch_mp<64, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
-    default: launch_mp<128, kSmallMRowsB, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 8: launch_mp<8, kNarrow, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 16: launch_mp<16, kNarrow, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 32: launch_mp<32, kNarrow, T>(p, tiles, ranks, stream, overlap, promote); break;
+    case 64: launch_mp<64, kNarrow, T>(p, tiles, ranks, stream, overlap, promote); break;
+    default: launch_mp<128, kNarrow, T>(p, tiles, ranks, stream, overlap, promote); break;
   }
+  launched_config() = config::smallm;
 }
 
 }  // namespace tmakit::detail::gemm_small_m
 
-namespace tmakit::detail {
+namespace tmakit::detail::gemm {
 
-void launch_gemm_fp8_small_m(ConstTensorRef a, ConstTensorRef b, TensorRef d,
-                             const GemmKernelScale& scale, int rows_b, int splits,
-                             cudaStream_t stream, const GemmCallKey& key, bool overlap,
-                             bool promote) {
+void launch_small_m(const GemmCall& call) {
   using namespace gemm_small_m;
-  const int mp = small_m_padded(a.rows);
-  const auto tiles = static_cast<unsigned>((b.rows + rows_b - 1) / rows_b);
-  thread_local LastCall<Params> last;
-  Params p = last.get(key, [&] {
-    Params q{};
-    q.a_map = cached_tensor_map(view_spec(a, DataType::uint8,
+  const GemmPlan& plan = call.plan;
+  const int rows_b = row(plan.config).block_n;
+  const int mp = small_m_padded(call.a.rows);
+  const auto tiles = static_cast<unsigned>(plan.tiles);
+  thread_local LastCall<gemm_small_m::Params> last;
+  gemm_small_m::Params p = last.get(call.key, [&] {
+    gemm_small_m::Params q{};
+    q.a_map = cached_tensor_map(view_spec(call.a, DataType::uint8,
                                           {static_cast<std::uint32_t>(kBlockK),
                                            static_cast<std::uint32_t>(mp), 1},
                                           Swizzle::bytes128));
     q.b_map = cached_tensor_map(
-        view_spec(b, DataType::uint8,
+        view_spec(call.b, DataType::uint8,
                   {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(rows_b), 1},
                   Swizzle::bytes128));
-    q.d = d.data;
-    q.d_row_elems = d.row_pitch() / 2;
-    q.d_vec = d.row_pitch() % 16 == 0 ? 1 : 0;  // d.data is 16-byte aligned (gemm_fp8 checks)
-    q.m = static_cast<std::int32_t>(a.rows);
-    q.n = static_cast<std::int32_t>(b.rows);
-    q.k_blocks = static_cast<std::int32_t>((a.cols + kBlockK - 1) / kBlockK);
-    q.prefetch_kblocks = small_m_prefetch(a.rows, static_cast<std::uint64_t>(q.k_blocks) / splits,
-                                          splits, rows_b, peak_dram_bytes_per_second());
-    // NOTE: measured only on grids of one round on the SMs (the key names the device). The
-    // plan's cluster sizes keep to half the SMs; a forced size of 4 or 8 over more than 120
-    // CTAs (what fits of such clusters on an H100, docs/bench.md) passes this count in two.
-    if (static_cast<std::int64_t>(tiles) * splits > multiprocessor_count()) q.prefetch_kblocks = 0;
+    q.d = call.d.data;
+    q.d_row_elems = call.d.row_pitch() / 2;
+    // (d.data is 16-byte aligned: check_arguments)
+    q.d_vec = call.d.row_pitch() % 16 == 0 ? 1 : 0;
+    q.m = static_cast<std::int32_t>(call.a.rows);
+    q.n = static_cast<std::int32_t>(call.b.rows);
+    q.k_blocks = static_cast<std::int32_t>((call.a.cols + kBlockK - 1) / kBlockK);
+    q.prefetch_kblocks = plan.prefetch_k_blocks;
     return q;
   });
-  p.scale = scale;
-  // NOTE: the prefetch is for a call launched as a dependent (without, the wait returns at
-  // once and the loads follow)
-  if (!overlap) p.prefetch_kblocks = 0;
-  if (d.type == DataType::bfloat16) {
-    launch_type<__nv_bfloat16>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream, overlap,
+  p.scale = call.scale;
+  const bool promote = call.key.accumulation == GemmAccumulation::promoted;
+  const auto ranks = static_cast<unsigned>(plan.splits);
+  if (call.d.type == DataType::bfloat16) {
+    launch_type<__nv_bfloat16>(mp, rows_b, p, tiles, ranks, call.stream, call.key.overlap,
                                promote);
   } else {
-    launch_type<__half>(mp, rows_b, p, tiles, static_cast<unsigned>(splits), stream, overlap,
-                        promote);
+    launch_type<__half>(mp, rows_b, p, tiles, ranks, call.stream, call.key.overlap, promote);
   }
 }
 
-}  // namespace tmakit::detail
+}  // namespace tmakit::detail::gemm

@@ -2,20 +2,20 @@
 // (K-major), fp32 sums promoted on the CUDA cores, D bf16 / fp16 (sm_90a).
 //
 // Why another kernel: promotion keeps two sets of registers per output (the fp32 sums and the
-// partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8.cu) stops at
+// partial product the tensor cores write), so the tiled kernel (sm90_gemm_fp8_tiled.cuh) stops at
 // 128 x 128 tiles. Here each math warpgroup owns Waves waves of 64 rows x WaveN columns of
 // the tile and runs them through ONE partial-product set: per pair of k-blocks, wave w's wgmmas
 // write the partial, the warpgroup waits for them and adds the partial into wave w's sums,
 // then wave w + 1 reuses the registers. Two waves so cost 2 x 64 sums + 64 partials per
 // thread, what 128 x 128 tiles with two partials cost, and load 48 KB from L2 per 4 M MACs
-// instead of 32 KB per 2 M: down M they make 256 x 128 tiles (configuration 7), along N
-// 128 x 256 ones (configuration 10, for M <= 128). A warpgroup's tensor-core work pauses
+// instead of 32 KB per 2 M: down M they make 256 x 128 tiles (m256n128), along N
+// 128 x 256 ones (m128n256w). A warpgroup's tensor-core work pauses
 // while it adds, so the two math warpgroups take turns issuing: one adds while the other's
 // wgmmas run.
 //
 // Roles: warpgroup 0 is the producer (one thread streams A and B boxes into a ring of stages
 // through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. Persistent: each CTA
-// walks output tiles in the tiled kernels' rasterised order (sm90_gemm_schedule.cuh). The
+// walks output tiles in the tiled kernels' rasterised order (sm90_gemm_common.cuh). The
 // epilogue stages D in shared memory (128B swizzle, stmatrix) and stores it with TMA, one
 // wave at a time per warpgroup. See README.md beside this file.
 #pragma once
@@ -27,13 +27,13 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "gemm_configs.hpp"
 #include "sm90_gemm_common.cuh"
-#include "sm90_gemm_schedule.cuh"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/device/tile.hpp"
-#include "tmakit/ptx/sm90_wgmma.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
 #include "tmakit/swizzle.hpp"
 
 namespace tmakit::detail::gemm {
@@ -69,10 +69,13 @@ struct WaveConfig {
   // sums of every wave + one partial + about 24 for addresses, indices and the ring's state
   static constexpr int kRegsNeeded = (Waves + 1) * kPartial + 24;
 };
-// 256 x 128 tiles (configuration 7): 48 KB per stage, 4 deep.
-using WaveConfig256x128 = WaveConfig<2, 128, 4>;
-// 128 x 256 tiles, the waves along N: the same stage bytes and registers
-using WaveConfig128x256 = WaveConfig<2, 128, 4, WaveAxis::n>;
+// A two-wave configuration of the table (gemm_configs.hpp): two waves per math warpgroup,
+// down M (waves_m: m256n128, 48 KB per stage) or along N (waves_n: m128n256w, the same stage
+// bytes and registers).
+template <int Id>
+using TwoWaveConfig =
+    WaveConfig<2, row(Id).family == Family::waves_m ? row(Id).block_n : row(Id).block_n / 2,
+               row(Id).stages, row(Id).family == Family::waves_m ? WaveAxis::m : WaveAxis::n>;
 
 template <class Cfg, class T>
 struct alignas(1024) WaveStorage {
@@ -85,25 +88,6 @@ struct alignas(1024) WaveStorage {
 };
 template <class Cfg, class T>
 constexpr std::size_t kWaveSmemBytes = sizeof(WaveStorage<Cfg, T>) + 1024;  // + alignment slack
-
-// The 4 wgmmas (K = 32 each) of one k-block for one wave into `acc`; with Fresh the first
-// overwrites it. No fence, no commit: the callers put those around whole groups, with no
-// run-time control flow between the wgmmas (docs/device.md: it makes ptxas serialise them).
-template <int N, bool Fresh>
-__device__ __forceinline__ void k_block_wgmmas(float (&acc)[N / 2], std::uint32_t a_base,
-                                               std::uint32_t b_base) {
-  const std::uint64_t desc_a = ptx::wgmma_smem_desc_k_major_sw128(a_base);
-  const std::uint64_t desc_b = ptx::wgmma_smem_desc_k_major_sw128(b_base);
-#pragma unroll
-  for (int kk = 0; kk < gemm_common::kBlockK / gemm_common::kWgmmaK; ++kk) {
-    // NOTE: advancing the start address by 32 bytes inside the 128-byte swizzled row selects
-    // the next K slice; the hardware applies the swizzle to the full address.
-    ptx::wgmma_mma_async_m64k32_f32_e4m3<N>(
-        acc, ptx::wgmma_smem_desc_advance(desc_a, kk * gemm_common::kWgmmaK),
-        ptx::wgmma_smem_desc_advance(desc_b, kk * gemm_common::kWgmmaK),
-        kk > 0 || !Fresh ? 1u : 0u);
-  }
-}
 
 // One wave's 64 x WaveN sums (wgmma's fragment layout: register 4j + 2h + e of lane l in warp
 // w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled and rounded once, into the
@@ -123,20 +107,7 @@ __device__ __forceinline__ void store_wave(const Params& p, const float (&sums)[
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
   if (wg_tid == 0) store_wait_read<0>();  // the previous wave's stores have read the boxes
   named_barrier_sync(barrier_id, 128);
-  // two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15, j),
-  // (0-7, j + 1), (8-15, j + 1) of this warp's 16 rows; lane l gives row l % 8 of matrix l / 8
-  const std::uint32_t mat = lane / 8;
-  const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
-#pragma unroll
-  for (int j = 0; j < Cfg::kWaveN / 8; j += 2) {
-    const std::uint32_t col = 8 * (j + mat / 2);
-    const std::uint32_t offset = DTile::offset_bytes(col % Cfg::kDBoxCols, row);
-    ptx::stmatrix_x4(ptx::smem_u32(boxes[col / Cfg::kDBoxCols].bytes + offset),
-                     gemm_common::pack2<T>(sums[4 * j] * scale, sums[4 * j + 1] * scale),
-                     gemm_common::pack2<T>(sums[4 * j + 2] * scale, sums[4 * j + 3] * scale),
-                     gemm_common::pack2<T>(sums[4 * j + 4] * scale, sums[4 * j + 5] * scale),
-                     gemm_common::pack2<T>(sums[4 * j + 6] * scale, sums[4 * j + 7] * scale));
-  }
+  stmatrix_fragment<DTile, T, Cfg::kWaveN>(sums, scale, boxes, 0, warp, lane);
   fence_view_async_shared();  // each writer, before the async proxy reads
   named_barrier_sync(barrier_id, 128);
   if (wg_tid == 0) {
@@ -183,11 +154,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
     // ---- producer warpgroup: one thread issues every TMA load ---------------------------
-    ptx::setmaxnreg_dec_sync_aligned_u32<Cfg::kProducerRegs>();
+    warpgroup_release_registers<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
   } else {
     // ---- math warpgroups: Waves x 64 rows of the tile each -----------------------------
-    ptx::setmaxnreg_inc_sync_aligned_u32<Cfg::kMathRegs>();
+    warpgroup_claim_registers<Cfg::kMathRegs>();
     // NOTE: read from lane 0 so that ptxas knows it is warp-uniform: the wgmma descriptors
     // built from it then live in uniform registers (no R2UR before every wgmma)
     const std::uint32_t mw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // math warpgroup 0..1
@@ -202,11 +173,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // apart (whole 64-row steps keep the swizzle's 1024-byte alignment)
     const auto a_rows = [&](const State& at, int v) {
       const std::uint32_t row = a_row0 + (kDownM ? 64 * v : 0);
-      return ptx::smem_u32(s.a[at.stage].bytes) + row * gemm_common::kBlockK;
+      return smem_address(s.a[at.stage].bytes) + row * gemm_common::kBlockK;
     };
     const auto b_rows = [&](const State& at, int v) {
       const std::uint32_t row = kDownM ? 0 : Cfg::kWaveN * v;
-      return ptx::smem_u32(s.b[at.stage].bytes) + row * gemm_common::kBlockK;
+      return smem_address(s.b[at.stage].bytes) + row * gemm_common::kBlockK;
     };
     const auto release = [&](const State& at) {
       if (warp_leader) pipe.consumer_release(at);
@@ -250,24 +221,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
           pipe.consumer_wait(st);
 #pragma unroll
-          for (int v = 0; v < Cfg::kWaves; ++v) ptx::wgmma_fence_operands(sums[v]);
-          ptx::wgmma_fence_sync_aligned();
+          for (int v = 0; v < Cfg::kWaves; ++v) wgmma_fence_registers(sums[v]);
+          wgmma_fence();
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
-            k_block_wgmmas<Cfg::kWaveN, false>(sums[v], a_rows(st, v), b_rows(st, v));
+            wgmma_k_block_e4m3<Cfg::kWaveN, false>(sums[v], wgmma_operand_sw128(a_rows(st, v)),
+                                                     wgmma_operand_sw128(b_rows(st, v)));
           }
-          ptx::wgmma_commit_group_sync_aligned();
+          wgmma_commit();
           if (kb > w.kb_begin) {
-            ptx::wgmma_wait_group_sync_aligned<1>();
+            wgmma_wait<1>();
             release(prev);
           }
           prev = st;
           st.advance();
         }
-        ptx::wgmma_wait_group_sync_aligned<0>();
+        wgmma_wait<0>();
         release(prev);
 #pragma unroll
-        for (int v = 0; v < Cfg::kWaves; ++v) ptx::wgmma_fence_operands(sums[v]);
+        for (int v = 0; v < Cfg::kWaves; ++v) wgmma_fence_registers(sums[v]);
       } else {
         // Count (1 or 2) k-blocks from `at`: per wave, their wgmmas into the partial (in
         // turn), wait, free the stages after the last wave's, add the partial into the
@@ -281,33 +253,35 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
             take_turn(first && v == 0);
-            ptx::wgmma_fence_operands(part);
-            ptx::wgmma_fence_sync_aligned();
+            wgmma_fence_registers(part);
+            wgmma_fence();
             const bool last_wave = v == Cfg::kWaves - 1;  // (v is unrolled: a constant)
-            k_block_wgmmas<Cfg::kWaveN, true>(part, a_rows(at, v), b_rows(at, v));
+            wgmma_k_block_e4m3<Cfg::kWaveN, true>(part, wgmma_operand_sw128(a_rows(at, v)),
+                                                  wgmma_operand_sw128(b_rows(at, v)));
             // NOTE: the last wave's wgmmas are the stages' last readers. It commits a pair's
             // k-blocks as two groups, so that the first stage goes back to the producer once
             // its own wgmmas are done, a quarter of a step before the second: its loads then
             // have that much longer to land (3-6% at M = 8192). The first wave does the same
             // to start on the first stage before the second has landed (about 1% more at
             // large K; EXPERIMENTS.md). No wait stands between the wgmmas of one group.
-            if (kCount == 2 && (v == 0 || last_wave)) ptx::wgmma_commit_group_sync_aligned();
+            if (kCount == 2 && (v == 0 || last_wave)) wgmma_commit();
             if constexpr (kCount == 2) {
               if (v == 0) pipe.consumer_wait(next);
-              k_block_wgmmas<Cfg::kWaveN, false>(part, a_rows(next, v), b_rows(next, v));
+              wgmma_k_block_e4m3<Cfg::kWaveN, false>(part, wgmma_operand_sw128(a_rows(next, v)),
+                                                     wgmma_operand_sw128(b_rows(next, v)));
             }
-            ptx::wgmma_commit_group_sync_aligned();
+            wgmma_commit();
             pass_turn(last && last_wave);
             if (kCount == 2 && last_wave) {
-              ptx::wgmma_wait_group_sync_aligned<1>();
+              wgmma_wait<1>();
               release(at);
             }
-            ptx::wgmma_wait_group_sync_aligned<0>();
+            wgmma_wait<0>();
             // hand the (last) stage back before adding
             if (last_wave) release(kCount == 2 ? next : at);
             // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than
             // fp32; adding each 256-deep partial into fp32 registers keeps long sums accurate.
-            ptx::wgmma_fence_operands(part);
+            wgmma_fence_registers(part);
 #pragma unroll
             for (int i = 0; i < Cfg::kPartial; ++i) sums[v][i] += part[i];
           }

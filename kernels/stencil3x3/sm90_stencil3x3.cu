@@ -1,13 +1,17 @@
-// The 3x3 stencil's launcher: validate -> plan -> maps -> launch (the maps and the launch are
-// launch<T, Layout> in sm90_stencil3x3.cuh).
+// The 3x3 stencil's launcher: validate -> path (tmakit/kernels/detail/plain_path.hpp) -> the
+// plain kernel (plain_stencil3x3.cu), or plan -> maps -> launch of the TMA kernel (the maps
+// and the launch are launch<T, Layout> in sm90_stencil3x3.cuh).
+#include "stencil3x3/plain_stencil3x3.hpp"
 #include "stencil3x3/sm90_stencil3x3.cuh"
+#include "tmakit/kernels/detail/plain_path.hpp"
+#include "tmakit/kernels/detail/plain_view_check.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
 
 namespace tmakit::detail::stencil3x3 {
 
-void check_arguments(ConstTensorRef in, TensorRef out, const Filter3x3& filter) {
-  detail::check_view("in", in, true);
-  detail::check_view("out", out, true);
+void check_operands(ConstTensorRef in, TensorRef out, const Filter3x3& filter) {
+  detail::check_any_view("in", in, true);
+  detail::check_any_view("out", out, true);
   if (in.type != DataType::float32 && in.type != DataType::float64) {
     throw ArgumentError("in.type",
                         std::string(name(in.type)) + " is not supported; use FLOAT32 or FLOAT64");
@@ -39,6 +43,12 @@ void check_arguments(ConstTensorRef in, TensorRef out, const Filter3x3& filter) 
   }
 }
 
+void check_arguments(ConstTensorRef in, TensorRef out, const Filter3x3& filter) {
+  detail::check_view("in", in, true);
+  detail::check_view("out", out, true);
+  check_operands(in, out, filter);
+}
+
 namespace {
 
 template <class T>
@@ -60,10 +70,13 @@ namespace tmakit {
 void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream) {
   using namespace detail::stencil3x3;
   // step 1: every argument checked before anything is written
-  check_arguments(in, out, filter);
+  check_operands(in, out, filter);
+  const detail::PathPlan path = detail::plan_path(in, out, true);
+  if (path.path == detail::Path::nothing) return;
   // NOTE: after every argument check that needs no driver (remembered for repeated calls)
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
+  if (path.path == detail::Path::plain_loads) return launch_plain(in, out, filter, stream);
   // steps 2-4: plan, maps, launch
   if (in.type == DataType::float64) {
     launch_planned<double>(in, out, filter, stream);

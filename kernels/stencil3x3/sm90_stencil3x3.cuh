@@ -308,6 +308,9 @@ constexpr int max_ctas() {
 // The checks of the arguments that need no driver (types, shapes, overlap, taps); throws
 // ArgumentError naming the argument. The launchers then check the pointers
 // (detail::require_device_pointer).
+// check_operands: what either path takes (any alignment, empty views); check_arguments: what
+// this TMA kernel takes (16-byte rules), for callers that launch it directly (bench/tune).
+void check_operands(ConstTensorRef in, TensorRef out, const Filter3x3& filter);
 void check_arguments(ConstTensorRef in, TensorRef out, const Filter3x3& filter);
 
 }  // namespace tmakit::detail::stencil3x3

@@ -1,13 +1,17 @@
-// The transpose's launcher: validate -> plan -> maps -> launch (the maps and the launch are
-// launch_with in sm90_transpose.cuh).
+// The transpose's launcher: validate -> path (tmakit/kernels/detail/plain_path.hpp) -> the
+// plain kernel (plain_transpose.cu), or plan -> maps -> launch of the TMA kernel (the maps and
+// the launch are launch_with in sm90_transpose.cuh).
+#include "tmakit/kernels/detail/plain_path.hpp"
+#include "tmakit/kernels/detail/plain_view_check.hpp"
+#include "transpose/plain_transpose.hpp"
 #include "transpose/sm90_transpose.cuh"
 #include "transpose/transpose_plan.hpp"
 
 namespace tmakit::detail::transpose {
 
-void check_arguments(ConstTensorRef in, TensorRef out) {
-  detail::check_view("in", in, false);
-  detail::check_view("out", out, false);
+void check_operands(ConstTensorRef in, TensorRef out) {
+  detail::check_any_view("in", in, false);
+  detail::check_any_view("out", out, false);
   const auto esize = static_cast<std::uint32_t>(in.element_size());
   if (out.element_size() != esize) {
     throw ArgumentError("out.type",
@@ -22,6 +26,12 @@ void check_arguments(ConstTensorRef in, TensorRef out) {
   if (detail::overlaps(in, out)) {
     throw ArgumentError("out.data", "overlaps in; a transpose cannot run in place");
   }
+}
+
+void check_arguments(ConstTensorRef in, TensorRef out) {
+  detail::check_view("in", in, false);
+  detail::check_view("out", out, false);
+  check_operands(in, out);
 }
 
 namespace {
@@ -40,10 +50,13 @@ namespace tmakit {
 void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   using namespace detail::transpose;
   // step 1: every argument checked before anything is written
-  check_arguments(in, out);
+  check_operands(in, out);
+  const detail::PathPlan path = detail::plan_path(in, out, true);
+  if (path.path == detail::Path::nothing) return;
   // NOTE: after every argument check that needs no driver (remembered for repeated calls)
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
+  if (path.path == detail::Path::plain_loads) return launch_plain(in, out, stream);
   // steps 2-4: plan, maps, launch
   switch (plan_layout(static_cast<std::uint32_t>(in.element_size()))) {
     case PlannedLayout::one_tile_in_place_128x128:

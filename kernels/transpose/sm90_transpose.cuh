@@ -365,6 +365,9 @@ void launch_with(const LayoutFacts& layout, LaunchKernel&& launch_kernel, ConstT
 // The checks of the arguments that need no driver (shapes, element sizes, overlap); throws
 // ArgumentError naming the argument. The launchers then check the pointers
 // (detail::require_device_pointer).
+// check_operands: what either path takes (any alignment, empty views); check_arguments: what
+// this TMA kernel takes (16-byte rules), for callers that launch it directly (bench/tune).
+void check_operands(ConstTensorRef in, TensorRef out);
 void check_arguments(ConstTensorRef in, TensorRef out);
 
 }  // namespace tmakit::detail::transpose

@@ -293,6 +293,14 @@ void add_constant(std::uintptr_t in, std::uintptr_t out, const std::string& type
   tmakit::add_constant(i, o, value, stream_of(stream));
 }
 
+void add_integer(std::uintptr_t in, std::uintptr_t out, const std::string& type,
+                 std::uint64_t rows, std::uint64_t cols, std::uint64_t in_row_stride_bytes,
+                 std::uint64_t out_row_stride_bytes, std::int64_t value, std::uintptr_t stream) {
+  const auto i = view<tmakit::ConstTensorRef>(in, type, rows, cols, in_row_stride_bytes, 1, 0, "in.type");
+  const auto o = view<tmakit::TensorRef>(out, type, rows, cols, out_row_stride_bytes, 1, 0, "out.type");
+  tmakit::add_integer(i, o, value, stream_of(stream));
+}
+
 void transpose(std::uintptr_t in, std::uintptr_t out, const std::string& type, std::uint64_t rows,
                std::uint64_t cols, std::uint64_t in_row_stride_bytes,
                std::uint64_t out_row_stride_bytes, std::uintptr_t stream) {
@@ -313,30 +321,89 @@ void stencil3x3(std::uintptr_t in, std::uintptr_t out, const std::string& type,
   tmakit::stencil3x3(i, o, tmakit::Filter3x3{taps}, stream_of(stream));
 }
 
-void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, const std::string& d_type,
-              std::uint64_t m, std::uint64_t n, std::uint64_t k, std::uint64_t a_row_stride_bytes,
-              std::uint64_t b_row_stride_bytes, std::uint64_t d_row_stride_bytes, double alpha,
-              double scale_a, double scale_b, std::uintptr_t scale_a_device,
-              std::uintptr_t scale_b_device, const std::string& accumulate,
-              std::uintptr_t stream) {
-  const auto av = view<tmakit::ConstTensorRef>(a, "UINT8", m, k, a_row_stride_bytes, 1, 0, "a.type");
-  const auto bv = view<tmakit::ConstTensorRef>(b, "UINT8", n, k, b_row_stride_bytes, 1, 0, "b.type");
-  const auto dv = view<tmakit::TensorRef>(d, d_type, m, n, d_row_stride_bytes, 1, 0, "d.type");
+// The GEMM's arguments as the op passes them: addresses (all 0 for a traced call, whose memory
+// is not there yet), extents, row pitches in bytes, D's type and the accumulation as enums.
+struct GemmArgs {
+  tmakit::ConstTensorRef a, b;
+  tmakit::TensorRef d;
   tmakit::GemmScales scales;
-  scales.alpha = static_cast<float>(alpha);
-  scales.scale_a = static_cast<float>(scale_a);
-  scales.scale_b = static_cast<float>(scale_b);
-  scales.scale_a_device = reinterpret_cast<const float*>(scale_a_device);
-  scales.scale_b_device = reinterpret_cast<const float*>(scale_b_device);
   tmakit::GemmTuning tuning;
-  if (accumulate == "promoted") {
-    tuning.accumulation = tmakit::GemmAccumulation::promoted;
-  } else if (accumulate == "fast") {
-    tuning.accumulation = tmakit::GemmAccumulation::fast;
-  } else {
-    throw tmakit::ArgumentError("accumulate", "'" + accumulate + "' is not 'promoted' or 'fast'");
+};
+
+GemmArgs gemm_args(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit::DataType d_type,
+                   std::uint64_t m, std::uint64_t n, std::uint64_t k_a, std::uint64_t k_b,
+                   std::uint64_t d_rows, std::uint64_t d_cols, std::uint64_t a_pitch,
+                   std::uint64_t b_pitch, std::uint64_t d_pitch, double alpha, double scale_a,
+                   double scale_b, std::uintptr_t scale_a_device, std::uintptr_t scale_b_device,
+                   tmakit::GemmAccumulation accumulation) {
+  GemmArgs r{tmakit::ConstTensorRef(reinterpret_cast<const void*>(a), tmakit::DataType::uint8, m,
+                                    k_a, a_pitch),
+             tmakit::ConstTensorRef(reinterpret_cast<const void*>(b), tmakit::DataType::uint8, n,
+                                    k_b, b_pitch),
+             tmakit::TensorRef(reinterpret_cast<void*>(d), d_type, d_rows, d_cols, d_pitch),
+             {}, {}};
+  r.scales.alpha = static_cast<float>(alpha);
+  r.scales.scale_a = static_cast<float>(scale_a);
+  r.scales.scale_b = static_cast<float>(scale_b);
+  r.scales.scale_a_device = reinterpret_cast<const float*>(scale_a_device);
+  r.scales.scale_b_device = reinterpret_cast<const float*>(scale_b_device);
+  r.tuning.accumulation = accumulation;
+  return r;
+}
+
+// The library's argument names as the Python op calls them: "d.row_stride_bytes" -> "out:
+// row_stride_bytes ...", "a.cols" -> "a: ...", "tuning.accumulation" -> "accumulate: ...".
+[[noreturn]] void rethrow_gemm_error(const tmakit::ArgumentError& e) {
+  const std::string& arg = e.argument();
+  const std::string what = e.what();
+  const std::string message = what.substr(std::min(what.size(), arg.size() + 2));
+  const std::size_t dot = arg.find('.');
+  const std::string head = arg.substr(0, dot);
+  std::string field = dot == std::string::npos ? "" : arg.substr(dot + 1);
+  std::string py = head == "d"        ? "out"
+                   : head == "tuning" ? (field == "accumulation" ? "accumulate" : arg)
+                   : head == "scales" ? (field.rfind("scale_a", 0) == 0   ? "scale_a"
+                                         : field.rfind("scale_b", 0) == 0 ? "scale_b"
+                                                                          : "alpha, scale_a, scale_b")
+                                      : head;
+  if (head == "scales" || head == "tuning" || field == "data" || field == "cols" ||
+      field == "type") {
+    field.clear();
   }
-  tmakit::gemm_fp8(av, bv, dv, scales, stream_of(stream), tuning);
+  throw tmakit::ArgumentError(py, field.empty() ? message : field + " " + message);
+}
+
+// The checks of a traced call (torch.compile's fake tensors): everything but the addresses.
+void gemm_fp8_check(tmakit::DataType d_type, std::uint64_t m, std::uint64_t n, std::uint64_t k_a,
+                    std::uint64_t k_b, std::uint64_t d_rows, std::uint64_t d_cols,
+                    std::uint64_t a_pitch, std::uint64_t b_pitch, std::uint64_t d_pitch,
+                    double alpha, double scale_a, double scale_b, bool scale_a_device,
+                    bool scale_b_device, tmakit::GemmAccumulation accumulation) {
+  // (a device scale's address is not known either: an aligned stand-in)
+  const GemmArgs g = gemm_args(0, 0, 0, d_type, m, n, k_a, k_b, d_rows, d_cols, a_pitch, b_pitch,
+                               d_pitch, alpha, scale_a, scale_b, scale_a_device ? 16 : 0,
+                               scale_b_device ? 16 : 0, accumulation);
+  try {
+    tmakit::gemm_fp8_check_shapes(g.a, g.b, g.d, g.scales, g.tuning);
+  } catch (const tmakit::ArgumentError& e) {
+    rethrow_gemm_error(e);
+  }
+}
+
+void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit::DataType d_type,
+              std::uint64_t m, std::uint64_t n, std::uint64_t k_a, std::uint64_t k_b,
+              std::uint64_t d_rows, std::uint64_t d_cols, std::uint64_t a_pitch,
+              std::uint64_t b_pitch, std::uint64_t d_pitch, double alpha, double scale_a,
+              double scale_b, std::uintptr_t scale_a_device, std::uintptr_t scale_b_device,
+              tmakit::GemmAccumulation accumulation, std::uintptr_t stream) {
+  const GemmArgs g = gemm_args(a, b, d, d_type, m, n, k_a, k_b, d_rows, d_cols, a_pitch, b_pitch,
+                               d_pitch, alpha, scale_a, scale_b, scale_a_device, scale_b_device,
+                               accumulation);
+  try {
+    tmakit::gemm_fp8(g.a, g.b, g.d, g.scales, stream_of(stream), g.tuning);
+  } catch (const tmakit::ArgumentError& e) {
+    rethrow_gemm_error(e);
+  }
 }
 
 }  // namespace
@@ -390,13 +457,26 @@ NB_MODULE(_tmakit, m) {
 
   m.def("add_constant", &add_constant, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
         "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "value"_a, "stream"_a);
+  m.def("add_integer", &add_integer, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
+        "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "value"_a, "stream"_a);
   m.def("transpose", &transpose, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
         "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "stream"_a);
   m.def("stencil3x3", &stencil3x3, "in_"_a, "out"_a, "type"_a, "batch"_a, "rows"_a, "cols"_a,
         "in_row_stride_bytes"_a, "in_image_stride_bytes"_a, "out_row_stride_bytes"_a,
         "out_image_stride_bytes"_a, "taps"_a, "stream"_a);
-  m.def("gemm_fp8", &gemm_fp8, "a"_a, "b"_a, "d"_a, "d_type"_a, "m"_a, "n"_a, "k"_a,
-        "a_row_stride_bytes"_a, "b_row_stride_bytes"_a, "d_row_stride_bytes"_a, "alpha"_a,
-        "scale_a"_a, "scale_b"_a, "scale_a_device"_a, "scale_b_device"_a, "accumulate"_a,
-        "stream"_a);
+  nb::enum_<tmakit::DataType>(m, "DataType")
+      .value("bfloat16", tmakit::DataType::bfloat16)
+      .value("float16", tmakit::DataType::float16);
+  nb::enum_<tmakit::GemmAccumulation>(m, "GemmAccumulation")
+      .value("promoted", tmakit::GemmAccumulation::promoted)
+      .value("fast", tmakit::GemmAccumulation::fast);
+  m.def("gemm_fp8", &gemm_fp8, "a"_a, "b"_a, "d"_a, "d_type"_a, "m"_a, "n"_a, "k_a"_a, "k_b"_a,
+        "d_rows"_a, "d_cols"_a, "a_row_stride_bytes"_a, "b_row_stride_bytes"_a,
+        "d_row_stride_bytes"_a, "alpha"_a, "scale_a"_a, "scale_b"_a, "scale_a_device"_a,
+        "scale_b_device"_a, "accumulation"_a, "stream"_a);
+  m.def("gemm_fp8_check", &gemm_fp8_check, "d_type"_a, "m"_a, "n"_a, "k_a"_a, "k_b"_a,
+        "d_rows"_a, "d_cols"_a, "a_row_stride_bytes"_a, "b_row_stride_bytes"_a,
+        "d_row_stride_bytes"_a, "alpha"_a, "scale_a"_a, "scale_b"_a, "scale_a_device"_a,
+        "scale_b_device"_a, "accumulation"_a,
+        "gemm_fp8's checks of a traced call: every rule but those of the addresses.");
 }

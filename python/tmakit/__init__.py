@@ -5,7 +5,7 @@ Tensor maps (no GPU, no torch needed)::
     tmakit.check({"dataType": "FLOAT32", "globalDim": [1024, 512], "globalStrides": [4096],
                   "boxDim": [25, 32]})          # .ok False, .rule "T7", .message with the fix
     tmakit.tensor_map(x, box=(64, 32), swizzle="128B").check()
-    tmakit.explain_triton(desc)                 # a triton TensorDescriptor, judged the same way
+    tmakit.explain_triton(desc)                 # a Triton TensorDescriptor, as Triton 3.6 encodes it
     tmakit.simulate(spec, global_bytes)         # what the load writes to shared memory
 
 Kernels as PyTorch ops on CUDA tensors (torch imported on first use)::
@@ -21,12 +21,12 @@ from .tensor_maps import (
     TensorMap,
     check,
     describe,
-    explain_triton,
     fix,
     rules,
     simulate,
     tensor_map,
 )
+from .triton_descriptors import TritonCheckResult, explain_triton
 
 __version__ = "0.1.0"
 
@@ -34,6 +34,7 @@ __all__ = [
     "CheckResult",
     "Simulation",
     "TensorMap",
+    "TritonCheckResult",
     "add",
     "check",
     "describe",

@@ -3,12 +3,14 @@
     python -m tmakit.bench [--filter TEXT] [--reps N] [--json FILE] [--svg FILE] [--small]
 
 Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
-conv2d (cuDNN), add / torch.add. As in `tmakit bench`, every result is checked against the
-counterpart before anything is timed (a case whose results differ is reported, not timed);
-each call runs after an L2 flush and is timed with CUDA events; the two sides alternate call
-by call so that both see the same clocks; the table gives medians. Last, the host time per
-call of gemm_fp8 (eager, and through the dispatcher) against torch._scaled_mm's eager call,
-on a shape small enough that the GPU never holds the host back.
+conv2d (cuDNN), add / torch.add, the memory-bound ops also against a copy of the same bytes
+(``out.copy_(x)``: "x memcpy"), on aligned shapes and on 8191 x 8193, whose rows TMA cannot
+describe (the ops' plain kernels run). As in `tmakit bench`, every result is checked against
+the counterpart before anything is timed (a case whose results differ is reported, not
+timed); each call runs after an L2 flush and is timed with CUDA events; the sides alternate
+call by call so that all see the same clocks; the table gives medians. Last, the host time
+per call of each op (eager, and through the dispatcher as a compiled graph calls it) against
+torch's eager call, on shapes small enough that the GPU never holds the host back.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Case(NamedTuple):
     theirs: Callable[[], object]
     baseline: str          # the counterpart's name
     check: Callable[[], Optional[str]]  # None when the results agree, else why not
+    memcpy: Optional[Callable[[], object]] = None  # a copy of the same bytes (memory-bound)
 
 
 class Result(NamedTuple):
@@ -46,6 +49,7 @@ class Result(NamedTuple):
     ours_rate: float
     theirs_rate: float
     problem: Optional[str]
+    memcpy_us: float = 0.0  # 0: not measured
 
 
 def _close(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> Optional[str]:
@@ -86,8 +90,20 @@ def _gemm_case(m: int, n: int, k: int) -> Case:
                 "torch._scaled_mm", check)
 
 
+def _copy(x: torch.Tensor, out: torch.Tensor) -> Callable[[], object]:
+    """A copy of x's bytes into out's (the same count): what the memory gives the op."""
+    src, dst = x.reshape(-1), out.view(-1)
+    return lambda: dst.copy_(src)
+
+
+def _values(rows: int, cols: int, dtype: torch.dtype) -> torch.Tensor:
+    if dtype.is_floating_point:
+        return torch.randn(rows, cols, device="cuda").to(dtype)
+    return torch.randint(0, 100, (rows, cols), device="cuda").to(dtype)
+
+
 def _transpose_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
-    x = torch.randn(rows, cols, device="cuda").to(dtype)
+    x = _values(rows, cols, dtype)
     out = torch.empty(cols, rows, dtype=dtype, device="cuda")
     ref = torch.empty_like(out)
     name = str(dtype).replace("torch.", "")
@@ -100,7 +116,8 @@ def _transpose_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
         return None if torch.equal(out, ref) else "results differ"
 
     return Case(f"transpose {name} {rows}x{cols}", "GB/s", 2.0 * x.numel() * x.element_size(),
-                lambda: ops.transpose(x, out=out), theirs, "x.t().contiguous()", check)
+                lambda: ops.transpose(x, out=out), theirs, "x.t().contiguous()", check,
+                _copy(x, out))
 
 
 def _stencil_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
@@ -122,26 +139,29 @@ def _stencil_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
         return _close(out, want, rtol=tol, atol=tol * 16)
 
     return Case(f"stencil3x3 {name} {rows}x{cols}", "GB/s", 2.0 * x.numel() * x.element_size(),
-                lambda: ops.stencil3x3(x, weight, out=out), theirs, "conv2d (cuDNN)", check)
+                lambda: ops.stencil3x3(x, weight, out=out), theirs, "conv2d (cuDNN)", check,
+                _copy(x, out))
 
 
 def _add_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
-    x = torch.randn(rows, cols, device="cuda").to(dtype)
+    x = _values(rows, cols, dtype)
     out = torch.empty_like(x)
     ref = torch.empty_like(x)
     name = str(dtype).replace("torch.", "")
+    value = 1.5 if dtype.is_floating_point else 3
 
     def check():
-        ops.add(x, 1.5, out=out), torch.add(x, 1.5, out=ref)
+        ops.add(x, value, out=out), torch.add(x, value, out=ref)
         return None if torch.equal(out, ref) else "results differ"
 
     return Case(f"add {name} {rows}x{cols}", "GB/s", 2.0 * x.numel() * x.element_size(),
-                lambda: ops.add(x, 1.5, out=out), lambda: torch.add(x, 1.5, out=ref),
-                "torch.add", check)
+                lambda: ops.add(x, value, out=out), lambda: torch.add(x, value, out=ref),
+                "torch.add", check, _copy(x, out))
 
 
 def cases(small: bool) -> List[Case]:
     side = 4096 if small else 16384
+    odd = (2047, 2049) if small else (8191, 8193)
     return [
         _gemm_case(16, 8192, 8192),
         _gemm_case(128, 8192, 8192),
@@ -151,27 +171,33 @@ def cases(small: bool) -> List[Case]:
         _stencil_case(side, side, torch.float32),
         _stencil_case(side, side, torch.float64),
         _add_case(side, side, torch.float32),
+        # rows TMA cannot describe: 8193 elements are never a multiple of 16 bytes
+        *[_transpose_case(odd[0], odd[1], t) for t in (torch.float32, torch.bfloat16,
+                                                       torch.uint8, torch.float64)],
+        *[_add_case(odd[0], odd[1], t) for t in (torch.int32, torch.float32, torch.float64)],
+        *[_stencil_case(odd[0], odd[1], t) for t in (torch.float32, torch.float64)],
     ]
 
 
 def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
-    """Median microseconds of each side, alternating call by call, each after an L2 flush."""
+    """Median microseconds of each side (ours, theirs, the copy or 0), alternating call by
+    call, each after an L2 flush."""
+    sides = [case.ours, case.theirs] + ([case.memcpy] if case.memcpy is not None else [])
     for _ in range(3):  # warm-up: first launches, cuDNN / cuBLAS plans, GEMM workspaces
-        case.ours(), case.theirs()
-    events = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(reps)]
-    for e in events:
-        flush.zero_()
-        e[0].record()
-        case.ours()
-        e[1].record()
-        flush.zero_()
-        e[2].record()
-        case.theirs()
-        e[3].record()
+        for call in sides:
+            call()
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in sides] for _ in range(reps)]
+    for rep in events:
+        for call, (start, end) in zip(sides, rep):
+            flush.zero_()
+            start.record()
+            call()
+            end.record()
     torch.cuda.synchronize()
-    ours = statistics.median(e[0].elapsed_time(e[1]) for e in events) * 1e3
-    theirs = statistics.median(e[2].elapsed_time(e[3]) for e in events) * 1e3
-    return ours, theirs
+    medians = [statistics.median(rep[i][0].elapsed_time(rep[i][1]) for rep in events) * 1e3
+               for i in range(len(sides))]
+    return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
 
 
 def host_overhead(calls: int = 2000) -> dict:
@@ -192,6 +218,42 @@ def host_overhead(calls: int = 2000) -> dict:
             a, b, 1.0, 1.0, 1.0, None, None, "promoted", d),
         "torch._scaled_mm": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
                                                      out_dtype=torch.bfloat16),
+    }
+    rounds = {name: [] for name in variants}
+    for _ in range(5):  # interleaved rounds; the median round per variant
+        for name, call in variants.items():
+            for _ in range(50):
+                call()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                call()
+            elapsed = time.perf_counter() - start
+            torch.cuda.synchronize()
+            rounds[name].append(elapsed / calls * 1e6)
+    return {name: statistics.median(values) for name, values in rounds.items()}
+
+
+def host_overhead_memory_bound(calls: int = 2000) -> dict:
+    """Host microseconds per call of transpose, stencil3x3 and add on tiny tensors: eager,
+    through torch.ops.tmakit.* (what a torch.compile'd graph calls), and torch's own eager op."""
+    x = torch.randn(16, 32, device="cuda")
+    t = torch.empty(32, 16, device="cuda")
+    s = torch.empty_like(x)
+    y = torch.empty_like(x)
+    taps = [0.0, 1.0, 0.0, 1.0, -4.0, 1.0, 0.0, 1.0, 0.0]
+    w = torch.tensor(taps, device="cuda").reshape(1, 1, 3, 3)
+    x4 = x[None, None]
+    variants = {
+        "tmakit.transpose": lambda: ops.transpose(x, out=t),
+        "torch.ops.tmakit.transpose_out": lambda: torch.ops.tmakit.transpose_out(x, t),
+        "t.copy_(x.t())": lambda: t.copy_(x.t()),
+        "tmakit.stencil3x3": lambda: ops.stencil3x3(x, [taps[:3], taps[3:6], taps[6:]], out=s),
+        "torch.ops.tmakit.stencil3x3_out": lambda: torch.ops.tmakit.stencil3x3_out(x, taps, s),
+        "conv2d": lambda: torch.nn.functional.conv2d(x4, w, padding=1),
+        "tmakit.add": lambda: ops.add(x, 1.5, out=y),
+        "torch.ops.tmakit.add_out": lambda: torch.ops.tmakit.add_out(x, 1.5, 0, y),
+        "torch.add": lambda: torch.add(x, 1.5, out=y),
     }
     rounds = {name: [] for name in variants}
     for _ in range(5):  # interleaved rounds; the median round per variant
@@ -269,23 +331,24 @@ def main(argv: Optional[List[str]] = None) -> int:
             results.append(Result(case.name, case.baseline, case.unit, 0, 0, 0, 0, problem))
             print(f"{case.name}: NOT TIMED: {problem}", file=sys.stderr)
             continue
-        ours, theirs = _time(case, args.reps, flush)
+        ours, theirs, memcpy = _time(case, args.reps, flush)
         scale = 1e-12 if case.unit == "TFLOP/s" else 1e-9
         results.append(Result(case.name, case.baseline, case.unit, ours, theirs,
                               case.work / (ours * 1e-6) * scale,
-                              case.work / (theirs * 1e-6) * scale, None))
+                              case.work / (theirs * 1e-6) * scale, None, memcpy))
 
     header = (f"{'case':34} {'counterpart':20} {'tmakit us':>10} {'theirs us':>10} "
-              f"{'tmakit':>9} {'theirs':>9} {'unit':8} {'speedup':>7}")
+              f"{'tmakit':>9} {'theirs':>9} {'unit':8} {'speedup':>7} {'x memcpy':>8}")
     print(header)
     print("-" * len(header))
     for r in results:
         if r.problem:
             print(f"{r.name:34} {r.baseline:20} {'FAILED: ' + r.problem}")
             continue
+        vs_copy = f"{r.memcpy_us / r.ours_us:8.3f}" if r.memcpy_us else f"{'':8}"
         print(f"{r.name:34} {r.baseline:20} {r.ours_us:10.1f} {r.theirs_us:10.1f} "
               f"{r.ours_rate:9.1f} {r.theirs_rate:9.1f} {r.unit:8} "
-              f"{r.theirs_us / r.ours_us:7.2f}")
+              f"{r.theirs_us / r.ours_us:7.2f} {vs_copy}")
 
     overhead = {}
     if not args.no_overhead:
@@ -293,6 +356,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("\n# host time per call, 16x64x128 GEMM (median of 5 bursts of 2000 calls)")
         for name, us in overhead.items():
             print(f"{name:34} {us:6.2f} us")
+        memory_bound = host_overhead_memory_bound()
+        print("\n# host time per call, 16x32 float32 (median of 5 bursts of 2000 calls)")
+        for name, us in memory_bound.items():
+            print(f"{name:34} {us:6.2f} us")
+        overhead.update(memory_bound)
 
     if args.json:
         with open(args.json, "w") as f:

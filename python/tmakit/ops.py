@@ -8,10 +8,12 @@ the functions below check their arguments, allocate ``out`` when none is given, 
 Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
 
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
-are torch tensors (``cupy.from_dlpack(result)`` gives them back). Every argument is checked
-before anything is written: wrong types raise TypeError, wrong
-devices, shapes, strides, alignments or overlaps raise ValueError naming the argument and
-the fix. The launchers check again (their ArgumentError arrives as ValueError).
+are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
+add take any shape, stride and start (each docstring says which path a layout takes);
+gemm_fp8 keeps TMA's 16-byte rules. Every argument is checked before anything is written:
+wrong types raise TypeError, wrong devices, shapes, overlaps (and for the GEMM strides and
+alignments) raise ValueError naming the argument and the fix. The launchers check again
+(their ArgumentError arrives as ValueError).
 
 NOTE: in eager mode the functions call the launcher directly rather than through the
 dispatcher, which would add several microseconds of host time per call; under torch.compile,
@@ -31,10 +33,29 @@ __all__ = ["gemm_fp8", "transpose", "stencil3x3", "add"]
 
 # --- argument checks ------------------------------------------------------------------------
 
-_ADD_TYPES = {torch.int32: "INT32", torch.float32: "FLOAT32", torch.bfloat16: "BFLOAT16",
-              torch.float16: "FLOAT16"}
+# add: every type torch's `x + c` takes of up to 8 bytes but bool and complex. Integer types
+# wrap modulo 2^bits, so the unsigned launcher types serve the signed tensors of their width.
+_ADD_TYPES = {torch.int8: "UINT8", torch.uint8: "UINT8", torch.int16: "UINT16",
+              torch.int32: "INT32", torch.int64: "INT64", torch.float16: "FLOAT16",
+              torch.bfloat16: "BFLOAT16", torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
+for _name, _launcher_type in (("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64")):
+    if hasattr(torch, _name):  # NOTE: torch 2.3 and later
+        _ADD_TYPES[getattr(torch, _name)] = _launcher_type
+# The Python ints add takes per integer dtype (torch's rule for a scalar: a signed type its
+# range, an unsigned n-bit type -(2^n - 1)..2^n - 1). NOTE: read here, not while tracing.
+_INTEGER_RANGES = {}
+for _dtype in _ADD_TYPES:
+    if not _dtype.is_floating_point:
+        _bits = 8 * _dtype.itemsize
+        _INTEGER_RANGES[_dtype] = ((-(1 << (_bits - 1)), (1 << (_bits - 1)) - 1) if _dtype.is_signed
+                                   else (1 - (1 << _bits), (1 << _bits) - 1))
 _STENCIL_TYPES = {torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
-_GEMM_OUT_TYPES = {torch.bfloat16: "BFLOAT16", torch.float16: "FLOAT16"}
+# The 16-bit types the stencil takes as torch's conv2d does, computed in float32 (below).
+_STENCIL_HALF_TYPES = (torch.float16, torch.bfloat16)
+_GEMM_OUT_TYPES = {torch.bfloat16: _tmakit.DataType.bfloat16,
+                   torch.float16: _tmakit.DataType.float16}
+_ACCUMULATION = {"promoted": _tmakit.GemmAccumulation.promoted,
+                 "fast": _tmakit.GemmAccumulation.fast}
 # The transpose moves bits: any element type, by size.
 _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
 
@@ -59,16 +80,17 @@ def _same_device(t: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -
                          f"put them on one GPU")
 
 
-def _rows_view(t: torch.Tensor, name: str):
-    """(rows, cols, row stride in elements) of a tensor read as rows of its last dimension:
-    the leading dimensions must merge into one (as in a reshape that needs no copy)."""
+def _rows_view(t: torch.Tensor):
+    """(rows, cols, row stride in elements) of a tensor read as rows of its last dimension,
+    the leading dimensions merged into one (as in a reshape that needs no copy); None when
+    the launchers cannot describe it (elements of a row not consecutive, leading dimensions
+    that do not merge, rows that overlap). The row stride of a single row is 0."""
     if t.dim() == 0:
-        return 1, 1, 1
+        return 1, 1, 0
     shape, stride = t.shape, t.stride()
     cols = shape[-1]
     if cols > 1 and stride[-1] != 1:
-        raise ValueError(f"{name}: its last dimension has stride {stride[-1]}; the kernels "
-                         f"read rows of consecutive elements (pass {name}.contiguous())")
+        return None
     rows, row_stride = 1, 0
     for d in range(t.dim() - 2, -1, -1):  # innermost leading dimension first
         if shape[d] == 1:
@@ -76,12 +98,42 @@ def _rows_view(t: torch.Tensor, name: str):
         if rows == 1:
             row_stride = stride[d]
         elif stride[d] != row_stride * rows:
-            raise ValueError(f"{name}: dimensions {tuple(shape)} with strides {tuple(stride)} "
-                             f"do not form one run of rows (pass {name}.contiguous())")
+            return None
         rows *= shape[d]
     if rows == 1:
-        row_stride = cols
+        return 1, cols, 0
+    if row_stride < cols:
+        return None  # an expanded tensor (stride 0) or rows that overlap
     return rows, cols, row_stride
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Whether ``t``'s elements fill one run of memory from data_ptr() (contiguous, or a
+    permutation of a contiguous tensor), so that it is one row of numel() elements."""
+    expected = 1
+    for step, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1):
+        if step != expected:
+            return False
+        expected *= size
+    return True
+
+
+_internal_overlap = getattr(torch._C, "_debug_has_internal_overlap", None)
+
+
+def _check_writable(out: torch.Tensor, name: str = "out") -> None:
+    """Refuses an output whose elements share memory (an expanded tensor): torch's own ops
+    refuse to write one too."""
+    if out.numel() <= 1:
+        return
+    overlapping = any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride()))
+    # NOTE: torch's own test (strides that interleave too) is not traceable by dynamo: under
+    # torch.compile the expanded dimensions are what is checked
+    if not overlapping and _internal_overlap is not None and not torch.compiler.is_compiling():
+        overlapping = _internal_overlap(out) == 1
+    if overlapping:
+        raise ValueError(f"{name}: some of its elements share memory (an expanded tensor?), so "
+                         f"it cannot be written; pass a tensor of its own")
 
 
 def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: int,
@@ -109,22 +161,6 @@ def _check_rows(t: torch.Tensor, name: str, rows: int, cols: int, row_stride: in
             f"{name}: rows are {stride_bytes} bytes apart, not a multiple of 16 (T6); pad each "
             f"row to {padded} elements, e.g. torch.empty(rows, {padded})[:, :{cols}]")
     return stride_bytes
-
-
-def _empty_rows(shape, dtype: torch.dtype, device) -> torch.Tensor:
-    """An output of ``shape`` whose rows (last dimension) start 16 bytes apart as TMA needs:
-    contiguous when a row is a multiple of 16 bytes, else a view of a buffer with each row
-    padded to the next multiple."""
-    shape = tuple(shape)
-    esize = dtype.itemsize
-    cols = shape[-1] if shape else 1
-    rows = 1
-    for extent in shape[:-1]:
-        rows *= extent
-    if rows <= 1 or (cols * esize) % 16 == 0 or 16 % esize:
-        return torch.empty(shape, dtype=dtype, device=device)
-    padded = -(-cols * esize // 16) * 16 // esize
-    return torch.empty((*shape[:-1], padded), dtype=dtype, device=device)[..., :cols]
 
 
 def _span(t: torch.Tensor):
@@ -178,91 +214,155 @@ def _direct(*tensors: torch.Tensor) -> bool:
 # --- launches (real tensors; every data-dependent check happens here, before the kernel) ---
 
 
-def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out,
-                 fresh_out=False):
+def _gemm_pitch(t: torch.Tensor, name: str) -> int:
+    """The row pitch in bytes of a 2-D GEMM operand, as the launcher takes it (0: a single
+    row). A row stride of 0 (an expanded tensor) is torch's, not a pitch: refused here, since
+    the launcher reads 0 as "dense"; every other rule of the rows is the launcher's."""
+    rows, cols = t.shape
+    if rows > 1 and t.stride(0) == 0 and cols > 0:
+        raise ValueError(f"{name}: rows are 0 elements apart but {cols} long, so they overlap "
+                         f"(an expanded tensor?); pass a separate ({rows}, {cols}) "
+                         f"{'out' if name == 'out' else 'tensor'}")
+    return t.stride(0) * t.element_size() if rows > 1 else 0
+
+
+def _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
+    """The launcher's arguments after the addresses: the rules are checked there, once."""
     m, k = a.shape
-    n = b.shape[0]
-    if m == 0 or n == 0:
+    n, kb = b.shape
+    return (_GEMM_OUT_TYPES[out.dtype], m, n, k, kb, out.shape[0], out.shape[1],
+            _gemm_pitch(a, "a"), _gemm_pitch(b, "b"), _gemm_pitch(out, "out"), alpha, scale_a,
+            scale_b)
+
+
+def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
+    m, k = a.shape
+    n, kb = b.shape
+    if m == 0 or n == 0 or k == 0:
+        # NOTE: empty extents are torch's (the launcher takes M, N, K >= 1): an empty product
+        # writes nothing, or zeros for K = 0, as a @ b.T does
+        if kb != k:
+            raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} "
+                             f"has K = {k}; b is (N, K), as in a @ b.T")
+        if tuple(out.shape) != (m, n):
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
+        if k == 0:
+            out.zero_()
         return
-    if k == 0:
-        out.zero_()
-        return
-    a_ptr, b_ptr, d_ptr = a.data_ptr(), b.data_ptr(), out.data_ptr()
-    a_rows, b_rows, d_rows = a.stride(0), b.stride(0), out.stride(0)
-    a_stride = _check_rows(a, "a", m, k, a_rows, a_ptr)
-    b_stride = _check_rows(b, "b", n, k, b_rows, b_ptr)
-    if d_ptr % 16:
-        raise ValueError(f"out: data at 0x{d_ptr:x} is not 16-byte aligned; pass an out that "
-                         f"starts on a 16-byte boundary")
-    # NOTE: the launcher reads a row stride of 0 as "dense"; an expanded out must not get there.
-    if m > 1 and d_rows < n:
-        raise ValueError(f"out: rows are {d_rows} elements apart but {n} long, so they overlap "
-                         f"(an expanded tensor?); pass a separate (M, N) out")
-    # NOTE: an out allocated by gemm_fp8 itself cannot overlap; the spans of these 2-D views
-    # follow from what was read above (fp8: one byte an element, D two).
-    if not fresh_out:
-        d_end = d_ptr + ((m - 1) * d_rows + n) * 2
-        if (d_ptr < a_ptr + (m - 1) * a_rows + k and a_ptr < d_end) or (
-                d_ptr < b_ptr + (n - 1) * b_rows + k and b_ptr < d_end):
-            raise ValueError("out: overlaps a or b; the GEMM writes D while it reads A and B: "
-                             "pass a separate out")
-    _launch(out, _tmakit.gemm_fp8, a_ptr, b_ptr, d_ptr, _GEMM_OUT_TYPES[out.dtype], m, n, k,
-            a_stride, b_stride, d_rows * 2 if m > 1 else 0, alpha, scale_a, scale_b,
+    args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
+    _launch(out, _tmakit.gemm_fp8, a.data_ptr(), b.data_ptr(), out.data_ptr(), *args,
             0 if scale_a_t is None else scale_a_t.data_ptr(),
-            0 if scale_b_t is None else scale_b_t.data_ptr(), accumulate)
+            0 if scale_b_t is None else scale_b_t.data_ptr(), _ACCUMULATION[accumulate])
+
+
+def _matrix_stride(t: torch.Tensor):
+    """The row stride in elements of a 2-D tensor the launchers can describe (rows of
+    consecutive elements, not overlapping; 0 for a single row), or None."""
+    view = _rows_view(t)
+    return None if view is None else view[2]
 
 
 def _launch_transpose(x, out):
     rows, cols = x.shape
     if x.numel() == 0:
         return
-    x_stride = _check_rows(x, "x", rows, cols, x.stride(0))
-    out_stride = _check_rows(out, "out", cols, rows, out.stride(0))
     if _overlaps(out, x):
         raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
-    _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[x.element_size()],
-            rows, cols, x_stride, out_stride)
+    x_row, out_row = _matrix_stride(x), _matrix_stride(out)
+    if x_row is None or out_row is None:
+        # NOTE: elements of a row not consecutive (x.t() of a contiguous tensor, a column
+        # slice with a step): torch's strided copy of x.t() into out is one pass; for
+        # x.t() of a contiguous tensor it is a contiguous copy
+        out.copy_(x.t())
+        return
+    esize = x.element_size()
+    _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[esize], rows, cols,
+            x_row * esize, out_row * esize)
+
+
+def _images_view(t: torch.Tensor):
+    """(row stride, image stride) in elements of a (H, W) or (B, H, W) tensor the stencil's
+    launcher can describe (0 where there is one row or one image), or None."""
+    rows, cols = t.shape[-2], t.shape[-1]
+    if cols > 1 and t.stride(-1) != 1:
+        return None
+    row = t.stride(-2) if rows > 1 else 0
+    if rows > 1 and row < cols:
+        return None
+    image = t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
+    if image and image < rows * (row or cols):
+        return None  # images that overlap or interleave (an expanded batch: stride 0)
+    if t.dim() == 3 and t.shape[0] > 1 and image == 0:
+        return None
+    return row, image
 
 
 def _launch_stencil(x, taps, out):
     if x.numel() == 0:
         return
-    batch, rows, cols = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
-    x_stride = _check_rows(x, "x", rows, cols, x.stride(-2))
-    out_stride = _check_rows(out, "out", rows, cols, out.stride(-2))
-    esize = x.element_size()
-    x_image = x.stride(0) * esize if x.dim() == 3 and batch > 1 else 0
-    out_image = out.stride(0) * esize if out.dim() == 3 and batch > 1 else 0
-    for name, image, row_bytes in (("x", x_image, x_stride), ("out", out_image, out_stride)):
-        image_bytes = rows * (row_bytes or cols * esize)
-        # NOTE: the launcher reads an image stride of 0 as "dense", so an expanded batch
-        # (stride 0) must be refused here, with any other overlap of images.
-        if batch > 1 and image < image_bytes:
-            raise ValueError(f"{name}: images are {image} bytes apart but {image_bytes} long, so "
-                             f"they overlap (an expanded batch?); pass {name}.contiguous()")
-        if image % 16:
-            raise ValueError(f"{name}: images are {image} bytes apart, not a multiple of 16 "
-                             f"(T6); pass {name}.contiguous() with rows padded to 16 bytes")
     if _overlaps(out, x):
         raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
                          "a separate out")
-    _launch(out, _tmakit.stencil3x3, x.data_ptr(), out.data_ptr(), _STENCIL_TYPES[x.dtype],
-            batch, rows, cols, x_stride, x_image, out_stride, out_image, list(taps))
+    if x.dtype in _STENCIL_HALF_TYPES:
+        # NOTE: 16-bit images: the taps rounded to x's dtype (as conv2d's weight would be),
+        # then the float32 kernel on a float32 copy, its result rounded once into out
+        taps = torch.tensor(taps, dtype=x.dtype).float().tolist()
+        wide = torch.empty(out.shape, dtype=torch.float32, device=out.device)
+        _launch_stencil(x.float(), taps, wide)
+        out.copy_(wide)
+        return
+    batch, rows, cols = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
+    x_view = _images_view(x)
+    if x_view is None:
+        # NOTE: one contiguous copy of an input the launcher cannot describe
+        x = x.contiguous()
+        x_view = _images_view(x)
+    target = out
+    out_view = _images_view(out)
+    if out_view is None:
+        # NOTE: into a dense temporary, then one strided copy into out
+        target = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        out_view = _images_view(target)
+    esize = x.element_size()
+    _launch(target, _tmakit.stencil3x3, x.data_ptr(), target.data_ptr(), _STENCIL_TYPES[x.dtype],
+            batch, rows, cols, x_view[0] * esize, x_view[1] * esize, out_view[0] * esize,
+            out_view[1] * esize, list(taps))
+    if target is not out:
+        out.copy_(target)
 
 
-def _launch_add(x, value, out):
+def _launch_add(x, value, int_value, out):
     if x.numel() == 0:
         return
-    rows, cols, x_row = _rows_view(x, "x")
-    _, _, out_row = _rows_view(out, "out")
-    x_stride = _check_rows(x, "x", rows, cols, x_row)
-    out_stride = _check_rows(out, "out", rows, cols, out_row)
-    in_place = x.data_ptr() == out.data_ptr() and x_stride == out_stride
+    in_place = out is x or (out.data_ptr() == x.data_ptr() and out.stride() == x.stride())
     if not in_place and _overlaps(out, x):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
-    _launch(out, _tmakit.add_constant, x.data_ptr(), out.data_ptr(), _ADD_TYPES[x.dtype], rows,
-            cols, x_stride, out_stride, float(value))
+    target = out
+    if _dense(x) and (in_place or out.stride() == x.stride()):
+        # NOTE: one row of numel() elements (a permuted dense tensor too): the whole grid on it
+        rows, cols, x_row, out_row = 1, x.numel(), 0, 0
+    else:
+        x_view, out_view = _rows_view(x), _rows_view(out)
+        if x_view is None:
+            # NOTE: one contiguous copy of an input the launcher cannot describe
+            x = x.contiguous()
+            x_view = _rows_view(x)
+        if out_view is None:
+            # NOTE: into a dense temporary, then one strided copy into out
+            target = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+            out_view = _rows_view(target)
+        rows, cols, x_row = x_view
+        out_row = out_view[2]
+    esize = x.element_size()
+    if x.is_floating_point():
+        _launch(target, _tmakit.add_constant, x.data_ptr(), target.data_ptr(), _ADD_TYPES[x.dtype],
+                rows, cols, x_row * esize, out_row * esize, value)
+    else:
+        _launch(target, _tmakit.add_integer, x.data_ptr(), target.data_ptr(), _ADD_TYPES[x.dtype],
+                rows, cols, x_row * esize, out_row * esize, int_value)
+    if target is not out:
+        out.copy_(target)
 
 
 # --- torch.library registration -------------------------------------------------------------
@@ -278,6 +378,12 @@ def _gemm_fp8_out(a: torch.Tensor, b: torch.Tensor, scale_a: float, scale_b: flo
 
 @_gemm_fp8_out.register_fake
 def _(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out):
+    # a traced call: the launcher's rules but those of the addresses, before any memory exists
+    if a.numel() and b.numel():
+        _tmakit.gemm_fp8_check(
+            *_gemm_args(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor,
+                        accumulate, out),
+            scale_a_tensor is not None, scale_b_tensor is not None, _ACCUMULATION[accumulate])
     return None
 
 
@@ -301,23 +407,25 @@ def _(x, taps, out):
     return None
 
 
+# NOTE: add's constant travels as a float for floating-point x and as an int (int64, exact)
+# for integer x; the other is 0.
 @torch.library.custom_op("tmakit::add_out", mutates_args=("out",), device_types="cuda")
-def _add_out(x: torch.Tensor, value: float, out: torch.Tensor) -> None:
-    _launch_add(x, value, out)
+def _add_out(x: torch.Tensor, value: float, int_value: int, out: torch.Tensor) -> None:
+    _launch_add(x, value, int_value, out)
 
 
 @_add_out.register_fake
-def _(x, value, out):
+def _(x, value, int_value, out):
     return None
 
 
 @torch.library.custom_op("tmakit::add_", mutates_args=("x",), device_types="cuda")
-def _add_inplace(x: torch.Tensor, value: float) -> None:
-    _launch_add(x, value, x)
+def _add_inplace(x: torch.Tensor, value: float, int_value: int) -> None:
+    _launch_add(x, value, int_value, x)
 
 
 @_add_inplace.register_fake
-def _(x, value):
+def _(x, value, int_value):
     return None
 
 
@@ -386,28 +494,26 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
                              f"strides {t.stride()}; pass {name}.contiguous()"
                              + (" (for b, the (N, K) matrix itself, not b.t())"
                                 if name == "b" else ""))
-    m, k = a.shape
-    n, kb = b.shape
-    if kb != k:
-        raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} has "
-                         f"K = {k}; b is (N, K), as in a @ b.T")
-    if k % 16:
-        raise ValueError(f"a: K = {k} is not a multiple of 16 (TMA moves rows of whole 16-byte "
-                         f"units); pad K with zeros to {-(-k // 16) * 16} in a and b")
+    m, n = a.shape[0], b.shape[0]
     s_a, t_a = _scale(scale_a, "scale_a", a.device)
     s_b, t_b = _scale(scale_b, "scale_b", a.device)
     try:
         s_alpha = float(alpha)
     except (TypeError, ValueError):
         raise TypeError(f"alpha: expected a float, got {type(alpha).__name__}") from None
-    if accumulate not in ("promoted", "fast"):
+    if accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
-    fresh_out = out is None
     if out is None:
         dtype = torch.bfloat16 if out_dtype is None else out_dtype
         if dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out_dtype: {dtype}; the GEMM writes torch.bfloat16 or "
                             f"torch.float16")
+        if m and n and a.shape[1] and b.shape[1]:
+            # NOTE: the launcher's checks (all but the addresses) before out is allocated
+            _tmakit.gemm_fp8_check(_GEMM_OUT_TYPES[dtype], m, n, a.shape[1], b.shape[1], m, n,
+                                   _gemm_pitch(a, "a"), _gemm_pitch(b, "b"),
+                                   n * 2 if m > 1 else 0, s_alpha, s_a, s_b, t_a is not None,
+                                   t_b is not None, _ACCUMULATION[accumulate])
         out = torch.empty((m, n), dtype=dtype, device=a.device)
     else:
         out = _tensor(out, "out")
@@ -417,36 +523,37 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
                             f"torch.float16")
         if out_dtype is not None and out_dtype != out.dtype:
             raise TypeError(f"out_dtype: {out_dtype} differs from out.dtype {out.dtype}")
-        if tuple(out.shape) != (m, n):
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
-        if n > 1 and out.stride(1) != 1:
+        if out.dim() != 2:
+            raise ValueError(f"out: expected 2 dimensions (M, N), got shape {tuple(out.shape)}")
+        if out.shape[1] > 1 and out.stride(1) != 1:
             raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N "
                              f"contiguous elements (stride 1 along N)")
     if _direct(a, b, out):
-        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out, fresh_out)
+        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     else:
         torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     return out
 
 
 def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """out = x.T for a 2-D CUDA tensor of 1-, 2-, 4- or 8-byte elements (the bits are moved,
-    any dtype of those sizes). Rows of x and out: contiguous elements, 16-byte aligned data
-    and row strides. ``out`` (x.shape[1], x.shape[0]), same dtype, not overlapping x; when
-    none is given and a row of x.T is not a multiple of 16 bytes, the result is a view of a
-    buffer whose rows are padded to one (``out.stride(0) > out.shape[1]``)."""
+    """out = x.T materialised, for a 2-D CUDA tensor of any dtype of 1, 2, 4 or 8 bytes (the
+    bits are moved), any shape (empty too), any strides and start. ``out``: (x.shape[1],
+    x.shape[0]), same dtype, any strides, not overlapping x; allocated dense when not given.
+
+    Paths: rows whose starts and pitches are 16-byte aligned (x's and out's) run through the
+    TMA kernel; other rows of consecutive elements through the library's plain tiled kernel
+    (kernels/transpose/README.md); when the elements of x's or out's rows are not consecutive
+    (x = y.t(), a column step), torch's strided copy ``out.copy_(x.t())`` does the one pass
+    (a contiguous copy for x = y.t() of a contiguous y)."""
     x = _tensor(x, "x")
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
     if x.element_size() not in _BITS_TYPES:
         raise TypeError(f"x: dtype {x.dtype} has {x.element_size()}-byte elements; the "
                         f"transpose moves 1-, 2-, 4- or 8-byte elements")
-    if x.shape[1] > 1 and x.stride(1) != 1:
-        raise ValueError(f"x: strides {x.stride()}; rows must be contiguous (stride 1 along "
-                         f"the last dimension); pass x.contiguous()")
     rows, cols = x.shape
     if out is None:
-        out = _empty_rows((cols, rows), x.dtype, x.device)
+        out = torch.empty((cols, rows), dtype=x.dtype, device=x.device)
     else:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -454,8 +561,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
             raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
         if tuple(out.shape) != (cols, rows):
             raise ValueError(f"out: shape {tuple(out.shape)}, expected ({cols}, {rows})")
-        if rows > 1 and out.stride(1) != 1:
-            raise ValueError(f"out: strides {out.stride()}; rows must be contiguous")
+        _check_writable(out)
     if _direct(x, out):
         _launch_transpose(x, out)
     else:
@@ -483,20 +589,27 @@ def _taps(weight) -> list:
 
 def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """3x3 cross-correlation with zero padding (``conv2d(x[:, None], weight[None, None],
-    padding=1)``): ``x`` (H, W) or (B, H, W) float32 or float64 on a GPU, rows contiguous with
-    16-byte aligned data, row and image strides; ``weight`` 3x3 (tensor or nested list; taps
+    padding=1)``): ``x`` (H, W) or (B, H, W) float32 or float64 (or 16-bit, below) on a GPU,
+    any shape (empty too), strides and start; ``weight`` 3x3 (tensor or nested list; taps
     rounded to x's dtype, summed in row-major order with fused multiply-adds). ``out``: same
-    shape and dtype, not overlapping x."""
+    shape and dtype, any strides, not overlapping x; allocated dense when not given.
+
+    Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA
+    kernel; other views of rows of consecutive elements through the library's plain kernel
+    (kernels/stencil3x3/README.md). An x whose rows are not consecutive elements (or whose
+    images interleave) is first made contiguous (one copy); such an out is written through a
+    dense temporary and one strided copy. float16 and bfloat16 (which conv2d takes too): taps
+    rounded to x's dtype, x widened to a float32 copy, the float32 kernel, its result rounded
+    once to x's dtype (three passes over memory: not the fast path)."""
     x = _tensor(x, "x")
-    if x.dtype not in _STENCIL_TYPES:
-        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32 or torch.float64")
+    if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32, float64, float16 "
+                        f"or bfloat16")
     if x.dim() not in (2, 3):
         raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
-    if x.shape[-1] > 1 and x.stride(-1) != 1:
-        raise ValueError(f"x: strides {x.stride()}; rows must be contiguous; pass x.contiguous()")
     taps = _taps(weight)
     if out is None:
-        out = _empty_rows(x.shape, x.dtype, x.device)
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     else:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -504,8 +617,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
             raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
         if out.shape != x.shape:
             raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
-        if out.shape[-1] > 1 and out.stride(-1) != 1:
-            raise ValueError(f"out: strides {out.stride()}; rows must be contiguous")
+        _check_writable(out)
     if _direct(x, out):
         _launch_stencil(x, taps, out)
     else:
@@ -513,22 +625,55 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     return out
 
 
-def add(x: torch.Tensor, value: float, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """out = x + value for int32 (wrapping; value an integer in range), float32, bfloat16 and
-    float16 (value rounded to x's dtype first, the sum in float32, rounded once). ``out=x``
-    adds in place; otherwise ``out`` has x's shape and dtype and does not overlap it. Rows (the
-    last dimension) contiguous, 16-byte aligned data and row strides."""
+def _integer_constant(value: int, dtype: torch.dtype) -> int:
+    """``value`` as the int64 the launcher adds to an integer tensor (the sum wraps modulo
+    2^bits), after torch's own range rule for a Python int added to a tensor of ``dtype``: a
+    signed type takes its range, an unsigned n-bit type -(2^n - 1)..2^n - 1."""
+    low, high = _INTEGER_RANGES[dtype]
+    if not low <= value <= high:
+        raise ValueError(f"value: {value} does not fit {dtype} (torch refuses it too); pass a "
+                         f"value in [{low}, {high}]")
+    wrapped = value % (1 << 64)  # the same sum modulo 2^bits, as an int64
+    return wrapped - (1 << 64) if wrapped >= 1 << 63 else wrapped
+
+
+def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """out = x + value, as torch's ``x + value`` for a Python int or float ``value``, any
+    shape (empty too), strides and start. Types: float32, float64, bfloat16 and float16
+    (value rounded to x's dtype first; bf16/fp16 sums in float32, rounded once), int8, int16,
+    int32, int64, uint8 (and uint16, uint32, uint64 where torch has them): integer sums wrap
+    modulo 2^bits, value an int in the dtype's range (an unsigned dtype also takes down to
+    -max). ``out=x`` adds in place; otherwise ``out`` has x's shape and dtype, any strides,
+    and does not overlap x; allocated with x's strides when x is dense (contiguous or a
+    permutation of contiguous), else contiguous.
+
+    Paths: a dense x with an out of the same strides is one row for the kernels; otherwise
+    rows of the last dimension. Rows whose starts and pitches are 16-byte aligned, of int32,
+    float32, bfloat16 or float16, run through the TMA kernel; the rest through the library's
+    plain vectorised kernel (kernels/elementwise/README.md). An x whose leading dimensions do
+    not merge into rows of consecutive elements is first made contiguous (one copy); such an
+    out is written through a dense temporary and one strided copy.
+    Differs from torch: an integer x with a float value (torch promotes to a float result) is
+    refused with TypeError, as are bool and complex x, and tensor values."""
     in_place = out is x
     x = _tensor(x, "x")
     if in_place:
         out = x
     if x.dtype not in _ADD_TYPES:
-        raise TypeError(f"x: dtype {x.dtype}; add takes torch.int32, float32, bfloat16 or "
-                        f"float16")
+        raise TypeError(f"x: dtype {x.dtype}; add takes torch.int8, int16, int32, int64, uint8, "
+                        f"float16, bfloat16, float32 or float64")
     if isinstance(value, torch.Tensor) or not isinstance(value, (int, float)):
         raise TypeError(f"value: expected a Python int or float, got {type(value).__name__}")
+    if x.is_floating_point():
+        value, int_value = float(value), 0
+    else:
+        if isinstance(value, float):
+            raise TypeError(f"value: {value!r} is a float; torch would promote {x.dtype} + float "
+                            f"to a float result: pass an int, or x.float()")
+        value, int_value = 0.0, _integer_constant(int(value), x.dtype)
     if out is None:
-        out = _empty_rows(x.shape, x.dtype, x.device)
+        out = (torch.empty_like(x, memory_format=torch.preserve_format) if _dense(x) else
+               torch.empty(x.shape, dtype=x.dtype, device=x.device))
     elif out is not x:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -536,10 +681,13 @@ def add(x: torch.Tensor, value: float, *, out: Optional[torch.Tensor] = None) ->
             raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
         if out.shape != x.shape:
             raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
-    if _direct(x, out):
-        _launch_add(x, value, out)
-    elif out is x:
-        torch.ops.tmakit.add_(x, float(value))
+        _check_writable(out)
     else:
-        torch.ops.tmakit.add_out(x, float(value), out)
+        _check_writable(out, "x")
+    if _direct(x, out):
+        _launch_add(x, value, int_value, out)
+    elif out is x:
+        torch.ops.tmakit.add_(x, value, int_value)
+    else:
+        torch.ops.tmakit.add_out(x, value, int_value, out)
     return out

@@ -711,39 +711,6 @@ def tensor_map(tensor: Any, box: Sequence[int], *, swizzle: Any = "none",
                                element_strides=element_strides, data_type=data_type))
 
 
-def explain_triton(descriptor: Any, *, swizzle: Any = None, **options: Any) -> CheckResult:
-    """Judge a Triton host-side ``TensorDescriptor`` (``base``, ``shape``, ``strides`` in
-    elements, ``block_shape``, ``padding``) as the driver will, and say which rule it breaks.
-
-    ``swizzle``: Triton's compiler picks the shared layout; by default this assumes the widest
-    swizzle span (128, 64 or 32 bytes) that the block's row fills, as Triton's NVMMA layout
-    does for a contiguous row. Pass the one your kernel uses to be exact. Other keywords go to
-    tensor_map (l2_promotion, ...).
-    """
-    for attribute in ("base", "shape", "strides", "block_shape"):
-        if not hasattr(descriptor, attribute):
-            raise TypeError(f"descriptor: has no '{attribute}'; expected a "
-                            f"triton.tools.tensor_descriptor.TensorDescriptor")
-    info = _array_info(descriptor.base, "descriptor.base")
-    shape = [int(_json_value(d)) for d in descriptor.shape]
-    strides_bytes = [int(_json_value(s)) * info.itemsize for s in descriptor.strides]
-    block = [int(_json_value(b)) for b in descriptor.block_shape]
-    if swizzle is None:
-        row_bytes = block[-1] * info.itemsize if block else 0
-        swizzle = next((s for s in (128, 64, 32) if row_bytes >= s), 0)
-    padding = getattr(descriptor, "padding", "zero")
-    options.setdefault("oob_fill", "nan" if str(padding).lower() == "nan" else "none")
-    spec = _spec_for(info, shape, strides_bytes, block, name="descriptor", swizzle=swizzle,
-                     interleave=options.pop("interleave", "none"),
-                     l2_promotion=options.pop("l2_promotion", "none"),
-                     oob_fill=options.pop("oob_fill"),
-                     element_strides=options.pop("element_strides", None),
-                     data_type=options.pop("data_type", None))
-    if options:
-        raise TypeError(f"explain_triton: unexpected keyword {next(iter(options))!r}")
-    return check(TensorMap(spec))
-
-
 # --- the CPU model ------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "gemm/gemm_launch.hpp"
 #include "test_kernels_common.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
@@ -119,7 +120,12 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   const ConstTensorRef ra(da, DataType::uint8, c.m, c.k, ap);
   const ConstTensorRef rb(db, DataType::uint8, c.n, c.k, bp);
   const TensorRef rd(dd, c.out, c.m, c.n, dp);
-  gemm_fp8(ra, rb, rd, scales, nullptr, {c.config, c.splits, c.overlap, c.accumulation});
+  const GemmTuning tuning{c.config, c.splits, c.overlap, c.accumulation};
+  detail::gemm::launched_config() = -1;
+  gemm_fp8(ra, rb, rd, scales, nullptr, tuning);
+  // the configuration whose kernel ran is the plan's for this call (D's pitch included)
+  EXPECT_EQ(detail::gemm::launched_config(),
+            gemm_fp8_plan({c.m, c.n, c.k, dp, device_sm_count(), 0, tuning}).config);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint8_t> got(c.m * dp);
   ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -232,6 +238,78 @@ TEST_P(GemmOddShapes, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmOddShapes,
                          ::testing::Combine(::testing::Range(0, 4), ::testing::Range(0, 3),
                                             ::testing::Range(0, 3)));
+
+// What runs is what the plan says, at every bench shape (`tmakit bench --filter gemm`'s list)
+// in both modes and for every configuration forced on it that takes it: the kernel
+// instantiation launched names its configuration (detail::gemm::launched_config), compared
+// with gemm_fp8_plan for the same problem. (The results: the tests above and below.)
+TEST(GemmPlanIsWhatRuns, BenchShapesChosenAndForced) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  struct Shape {
+    std::uint64_t m, n, k;
+  };
+  std::vector<Shape> shapes;
+  for (std::uint64_t m : {1, 16, 32, 64, 128, 256, 512, 1024, 4096}) shapes.push_back({m, 4096, 4096});
+  for (const Shape& s : {Shape{8192, 8192, 8192}, Shape{4096, 7168, 2048}, Shape{128, 7168, 2048},
+                         Shape{128, 2112, 7168}}) {
+    shapes.push_back(s);
+  }
+  for (std::uint64_t m : {16, 128, 8192}) {
+    for (const auto& [n, k] : {std::pair<std::uint64_t, std::uint64_t>{10240, 8192},
+                               {8192, 8192}, {57344, 8192}, {8192, 28672}}) {
+      shapes.push_back({m, n, k});
+    }
+  }
+  std::uint64_t max_a = 0, max_b = 0, max_d = 0;
+  for (const Shape& s : shapes) {
+    max_a = std::max(max_a, s.m * s.k);
+    max_b = std::max(max_b, s.n * s.k);
+    max_d = std::max(max_d, s.m * s.n * 2);
+  }
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, max_a), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, max_b), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d, max_d), cudaSuccess);
+  ASSERT_EQ(cudaMemset(a, 0x38, max_a), cudaSuccess);  // e4m3 1.0
+  ASSERT_EQ(cudaMemset(b, 0x38, max_b), cudaSuccess);
+  const int sms = device_sm_count();
+  int launches = 0;
+  for (const Shape& s : shapes) {
+    std::vector<GemmTuning> tunings;
+    for (GemmAccumulation mode : {GemmAccumulation::promoted, GemmAccumulation::fast}) {
+      GemmTuning chosen;
+      chosen.accumulation = mode;
+      tunings.push_back(chosen);
+      for (int config = 0; config < kGemmConfigs; ++config) {
+        const GemmConfigInfo info = gemm_config_info(config);
+        if (!info.built || (info.max_m != 0 && s.m > info.max_m)) continue;
+        if (mode == GemmAccumulation::promoted && !info.promotes) continue;
+        GemmTuning forced = chosen;
+        forced.config = config;
+        tunings.push_back(forced);
+      }
+    }
+    for (const GemmTuning& t : tunings) {
+      SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+                   " config " + std::to_string(t.config) +
+                   (t.accumulation == GemmAccumulation::fast ? " fast" : " promoted"));
+      detail::gemm::launched_config() = -1;
+      gemm_fp8(ConstTensorRef(a, DataType::uint8, s.m, s.k),
+               ConstTensorRef(b, DataType::uint8, s.n, s.k),
+               TensorRef(d, DataType::bfloat16, s.m, s.n), {}, nullptr, t);
+      const GemmPlan plan = gemm_fp8_plan({s.m, s.n, s.k, 0, sms, 0, t});
+      EXPECT_EQ(detail::gemm::launched_config(), plan.config)
+          << "plan " << gemm_config_name(plan.config) << " (rule " << plan.config_rule << ")";
+      if (t.config >= 0) EXPECT_EQ(plan.config, t.config);
+      ++launches;
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  RecordProperty("launches", launches);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(d);
+}
 
 TEST(Gemm, EveryConfigurationAndSplit) {
   TMAKIT_SKIP_WITHOUT_GPU();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm/gemm_launch.hpp"
+#include "gemm/gemm_plan.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
@@ -261,9 +261,9 @@ TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
   EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
 }
 
-// The small-M kernel's plan (gemm_launch.hpp): pure functions of the shape and the device.
+// The small-M kernel's plan (gemm_plan.hpp): pure functions of the shape and the device.
 TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
-  using namespace detail;
+  using namespace detail::gemm;
   EXPECT_EQ(small_m_padded(1), 8);
   EXPECT_EQ(small_m_padded(8), 8);
   EXPECT_EQ(small_m_padded(9), 16);
@@ -280,7 +280,7 @@ TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
   // prefetch depth: 4 k-blocks in clusters; at one CTA per tile on H100-class memory 4 for
   // 16 < M <= 64 and 2 above, none at M <= 16 or on H200-class memory; at most half a rank's
   constexpr double h100 = 3.35e12, h200 = 4.8e12;
-  constexpr int rows = kSmallMRowsB;
+  constexpr int rows = row(config::smallm).block_n;
   EXPECT_EQ(small_m_prefetch(16, 32, 4, rows, h200), 4);
   EXPECT_EQ(small_m_prefetch(16, 6, 4, rows, h100), 3);
   EXPECT_EQ(small_m_prefetch(16, 32, 1, rows, h100), 0);
@@ -646,7 +646,8 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
 // tiles of 128 rows on both; never more than half of a rank's k-blocks.
 TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
   constexpr double kH100 = 3.35e12, kH200 = 4.8e12;
-  constexpr int kRows = detail::kSmallMRowsB, kWide = detail::kSmallMWideRowsB;
+  constexpr int kRows = detail::gemm::row(detail::gemm::config::smallm).block_n;
+  constexpr int kWide = detail::gemm::row(detail::gemm::config::smallm128).block_n;
   struct Case {
     std::uint64_t m, rank_k_blocks;
     int splits, rows_b;
@@ -677,7 +678,7 @@ TEST(GemmPlan, SmallMPrefetchFollowsTheMemorySystem) {
            Case{16, 64, 1, kWide, kH200, 2},
            Case{16, 3, 1, kWide, kH200, 1},
        }) {
-    EXPECT_EQ(detail::small_m_prefetch(c.m, c.rank_k_blocks, c.splits, c.rows_b, c.dram), c.depth)
+    EXPECT_EQ(detail::gemm::small_m_prefetch(c.m, c.rank_k_blocks, c.splits, c.rows_b, c.dram), c.depth)
         << "M " << c.m << ", " << c.rank_k_blocks << " k-blocks, " << c.splits << " splits, "
         << c.rows_b << " rows";
   }
@@ -708,3 +709,97 @@ TEST(KernelLaunch, EachAttributeOnce) {
   EXPECT_EQ(c.config.numAttrs, 1u);
   EXPECT_THROW(c.cluster(2), std::logic_error);
 }
+
+namespace tmakit {
+namespace {
+
+// Each rule of the plan (gemm_plan.cpp's table, kernels/gemm/README.md "The plan's rules") on
+// a shape it decides, on 132 SMs: the configuration and the splits, and the rule's id.
+TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
+  struct Case {
+    std::uint64_t m, n, k;
+    int config;
+    bool fast;
+    std::uint64_t d_pitch;
+    const char* want_config;
+    const char* config_rule;
+    const char* splits_rule;
+  };
+  const Case cases[] = {
+      {4096, 4096, 4096, 1, false, 0, "m128n128", "C1", "K6"},
+      {16, 57344, 8192, -1, false, 0, "smallm128", "C2", "K3"},
+      {16, 1024, 4096, -1, false, 0, "smallm", "C3", "K2"},
+      {65, 6272, 4096, -1, false, 0, "m64n128", "C4", "K6"},
+      {96, 12288, 1024, -1, false, 0, "m128n128", "C5", "K6"},
+      {128, 4096, 4096, -1, false, 0, "m64n64", "C6", "K6"},
+      {96, 1024, 1024, -1, false, 0, "m64n64", "C6", "K5"},
+      {512, 4096, 4096, -1, false, 0, "m128n128", "C7", "K6"},
+      {640, 4096, 8192, -1, false, 0, "m128n128", "C7", "K4"},
+      {128, 10240, 8192, -1, false, 0, "m128n80", "C8", "K6"},
+      {300, 2048, 1024, -1, false, 0, "m64n128", "C9", "K6"},
+      {4096, 4096, 4096, -1, true, 0, "m128n256", "C10", "K3"},
+      {4096, 4096, 4096, -1, false, 0, "m256n128", "C11", "K3"},
+      {128, 28672, 8192, -1, false, 0, "m128n256w", "C12", "K3"},
+      {320, 8192, 8192, -1, false, 0, "m128n256w", "C13", "K3"},
+      {1024, 2112, 7168, -1, false, 0, "m128n144", "C14", "K6"},
+      // D's rows 8200 bytes apart (not whole 16-byte chunks): not the two-wave tiles of C11
+      {4096, 4096, 4096, -1, false, 8200, "m128n128", "C15", "K6"},
+  };
+  for (const Case& c : cases) {
+    GemmProblem q;
+    q.m = c.m;
+    q.n = c.n;
+    q.k = c.k;
+    q.d_row_pitch_bytes = c.d_pitch;
+    q.sm_count = 132;
+    q.tuning.config = c.config;
+    if (c.fast) q.tuning.accumulation = GemmAccumulation::fast;
+    const GemmPlan p = gemm_fp8_plan(q);
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    EXPECT_STREQ(gemm_config_name(p.config), c.want_config);
+    EXPECT_STREQ(p.config_rule, c.config_rule);
+    EXPECT_STREQ(p.splits_rule, c.splits_rule);
+  }
+  // K1: forced splits; a split tail's tiles are the last round's few
+  const GemmPlan forced = gemm_fp8_plan(64, 4096, 4096, 132, {-1, 4});
+  EXPECT_STREQ(forced.splits_rule, "K1");
+  EXPECT_EQ(forced.splits, 4);
+  const GemmPlan tail = gemm_fp8_plan(640, 4096, 8192, 132);
+  EXPECT_EQ(tail.splits, 4);
+  EXPECT_EQ(tail.tiles, 160);
+  EXPECT_EQ(tail.split_tiles, 160 - 132);
+  // plain stores where D's rows are not whole chunks; the small-M prefetch for a dependent
+  // launch on H100-class memory, none for an ordinary launch
+  EXPECT_FALSE(gemm_fp8_plan({4096, 4096, 4096, 8200, 132, 0, {}}).d_tma_store);
+  EXPECT_TRUE(gemm_fp8_plan({4096, 4096, 4096, 0, 132, 0, {}}).d_tma_store);
+  GemmTuning serial;
+  serial.overlap_launch = false;
+  EXPECT_EQ(gemm_fp8_plan({32, 4096, 4096, 0, 132, 3.35e12, {}}).prefetch_k_blocks, 4);
+  EXPECT_EQ(gemm_fp8_plan({32, 4096, 4096, 0, 132, 3.35e12, serial}).prefetch_k_blocks, 0);
+  EXPECT_EQ(gemm_fp8_plan({32, 4096, 4096, 0, 132, 4.8e12, {}}).prefetch_k_blocks, 0);
+}
+
+// The table's rows: every id is listed once in the plan's rules, every configuration has a
+// name and an id that round-trips, and the retired one is not built.
+TEST(GemmPlanRules, TheTableAndTheRuleList) {
+  std::size_t count = 0;
+  const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
+  ASSERT_EQ(count, 15u + 6u);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string id = rules[i].id;
+    const std::string want = (i < 15 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 14));
+    EXPECT_EQ(id, want);
+    EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
+  }
+  for (int id = 0; id < kGemmConfigs; ++id) {
+    const GemmConfigInfo info = gemm_config_info(id);
+    EXPECT_EQ(gemm_config_id(info.name), id);
+    EXPECT_EQ(info.built, gemm_config_built(id));
+  }
+  EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
+  EXPECT_EQ(gemm_config_id("m128x128"), -1);
+  EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");
+}
+
+}  // namespace
+}  // namespace tmakit

@@ -10,7 +10,9 @@
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
+#include "elementwise/elementwise_constant.hpp"
 #include "elementwise/elementwise_plan.hpp"
+#include "tmakit/kernels/detail/plain_path.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
 #include "transpose/transpose_plan.hpp"
 #include "tune/tuning.hpp"
@@ -43,35 +45,45 @@ TEST(KernelLaunchers, AddConstantNamesTheArgument) {
             "in.data");
   EXPECT_EQ(refused([&] { add_constant(in, TensorRef(nullptr, DataType::float32, 64, 64), 1); }),
             "out.data");
-  EXPECT_EQ(refused([&] { add_constant(TensorRef(fake(kA + 4), DataType::float32, 64, 64), out, 1); }),
+  // any alignment of whole elements runs (the plain path); inside an element it cannot
+  EXPECT_EQ(refused([&] { add_constant(TensorRef(fake(kA + 2), DataType::float32, 64, 64), out, 1); }),
             "in.data");
-  EXPECT_EQ(refused([&] { add_constant(TensorRef(fake(kA), DataType::float32, 0, 64), out, 1); }),
-            "in.rows");
+  // an empty view of either shape: nothing to do, and no CUDA call is made
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::float32, 0, 64),
+                           TensorRef(fake(kB), DataType::float32, 0, 64), 1);
+            }),
+            "");
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(nullptr, DataType::float64, 7, 0),
+                           TensorRef(nullptr, DataType::float64, 7, 0), 1);
+            }),
+            "");
   EXPECT_EQ(refused([&] { add_constant(in, TensorRef(fake(kB), DataType::float32, 64, 0), 1); }),
-            "out.cols");
+            "out");
   EXPECT_EQ(refused([&] { add_constant(in, TensorRef(fake(kB), DataType::float32, 64, 68), 1); }),
             "out");
   EXPECT_EQ(refused([&] { add_constant(in, TensorRef(fake(kB), DataType::int32, 64, 64), 1); }),
             "out.type");
-  EXPECT_EQ(refused([&] {
-              add_constant(TensorRef(fake(kA), DataType::float64, 64, 64),
-                           TensorRef(fake(kB), DataType::float64, 64, 64), 1);
-            }),
-            "in.type");
-  // a 16-bit row of 5 elements is 10 bytes: not a multiple of 16 (rule T6)
   std::string msg;
   EXPECT_EQ(refused([&] {
-              add_constant(TensorRef(fake(kA), DataType::float16, 3, 5),
-                           TensorRef(fake(kB), DataType::float16, 3, 5), 1);
-            },
-                    &msg),
-            "in.row_stride_bytes");
-  EXPECT_NE(msg.find("multiple of 16"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("16 bytes"), std::string::npos) << msg;  // the fix: pad rows to 16
+              add_constant(TensorRef(fake(kA), DataType::tfloat32, 64, 64),
+                           TensorRef(fake(kB), DataType::tfloat32, 64, 64), 1);
+            }, &msg),
+            "in.type");
+  EXPECT_NE(msg.find("FLOAT64"), std::string::npos) << msg;
   EXPECT_EQ(refused([&] {
               add_constant(TensorRef(fake(kA), DataType::float32, 4, 8, 16), out, 1);
             }),
             "in.row_stride_bytes");  // stride shorter than a row
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), DataType::float32, 4, 8, 34),
+                           TensorRef(fake(kB), DataType::float32, 4, 8), 1);
+            }, &msg),
+            "in.row_stride_bytes");  // stride inside an element
+  EXPECT_NE(msg.find("4-byte element"), std::string::npos) << msg;
+  // add_integer is for integer types
+  EXPECT_EQ(refused([&] { add_integer(in, out, 1); }), "in.type");
 }
 
 TEST(KernelLaunchers, AddConstantValueAndAliasing) {
@@ -79,6 +91,13 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
   const TensorRef ints_out(fake(kB), DataType::int32, 64, 64);
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 1.5); }), "value");
   EXPECT_EQ(refused([&] { add_constant(ints, ints_out, 3e9); }), "value");
+  const TensorRef bytes(fake(kA), DataType::uint8, 64, 64);
+  const TensorRef bytes_out(fake(kB), DataType::uint8, 64, 64);
+  EXPECT_EQ(refused([&] { add_constant(bytes, bytes_out, 256); }), "value");
+  EXPECT_EQ(refused([&] { add_constant(bytes, bytes_out, -256); }), "value");
+  const TensorRef longs(fake(kA), DataType::int64, 64, 64);
+  const TensorRef longs_out(fake(kB), DataType::int64, 64, 64);
+  EXPECT_EQ(refused([&] { add_constant(longs, longs_out, 9223372036854775808.0); }), "value");
   const TensorRef halfs(fake(kA), DataType::float16, 64, 64);
   const TensorRef halfs_out(fake(kB), DataType::float16, 64, 64);
   EXPECT_EQ(refused([&] { add_constant(halfs, halfs_out, 1e6); }), "value");  // fp16 overflow
@@ -145,12 +164,29 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
   // in place is refused: a transpose reads what it would overwrite
   const TensorRef square(fake(kA), DataType::float32, 64, 64);
   EXPECT_EQ(refused([&] { transpose(square, square); }), "out.data");
-  EXPECT_EQ(refused([&] { transpose(TensorRef(fake(kA + 8), DataType::float32, 64, 32), out); }),
+  // the plain path takes any whole-element alignment and stride, nothing inside an element
+  EXPECT_EQ(refused([&] { transpose(TensorRef(fake(kA + 2), DataType::float32, 64, 32), out); }),
             "in.data");
   EXPECT_EQ(refused([&] {
-              transpose(TensorRef(fake(kA), DataType::float32, 64, 32, 136), out);
+              transpose(TensorRef(fake(kA), DataType::float32, 64, 32, 130), out);
             }),
             "in.row_stride_bytes");
+  EXPECT_EQ(refused([&] {
+              transpose(TensorRef(fake(kA), DataType::float32, 64, 32, 120), out);
+            }),
+            "in.row_stride_bytes");  // shorter than a row
+  // empty: nothing launched, no CUDA call
+  EXPECT_EQ(refused([&] {
+              transpose(TensorRef(fake(kA), DataType::uint16, 0, 5),
+                        TensorRef(fake(kB), DataType::uint16, 5, 0));
+            }),
+            "");
+  // the tuning lab launches the TMA kernel itself: it keeps TMA's rules
+  EXPECT_EQ(refused([&] {
+              tune::transpose(TensorRef(fake(kA + 8), DataType::float32, 64, 32), out, nullptr,
+                              tune::TransposeTuning{});
+            }),
+            "in.data");
   EXPECT_EQ(refused([&] { tune::transpose(in, out, nullptr, tune::TransposeTuning{5, 0}); }),
             "tuning.ctas_per_sm");
   // any type of 1, 2, 4 or 8 bytes goes through as bits: int32 into float32 is allowed
@@ -238,17 +274,22 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
   Filter3x3 bad = f;
   bad.taps[4] = std::numeric_limits<double>::infinity();
   EXPECT_EQ(refused([&] { stencil3x3(in, out, bad); }), "filter.taps[4]");
-  // 3 rows of 16 bytes: an image stride of 40 is too short, one of 56 not a multiple of 16
+  // 3 rows of 16 bytes: an image stride of 40 is too short, one of 52 inside an element
   EXPECT_EQ(refused([&] {
               stencil3x3(TensorRef(fake(kA), DataType::float64, 3, 2, 16, 2, 40),
                          TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
             }),
             "in.image_stride_bytes");
   EXPECT_EQ(refused([&] {
-              stencil3x3(TensorRef(fake(kA), DataType::float64, 3, 2, 16, 2, 56),
+              stencil3x3(TensorRef(fake(kA), DataType::float64, 3, 2, 16, 2, 52),
                          TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2, 48), f);
             }),
             "in.image_stride_bytes");
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::float32, 0, 9, 0, 3),
+                         TensorRef(fake(kB), DataType::float32, 0, 9, 0, 3), f);
+            }),
+            "");
   // layouts are 1..36 plus 0 (the default); checked before any device query
   EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{0, tune::kStencilVariants}); }),
             "tuning.variant");
@@ -273,6 +314,73 @@ TEST(KernelLaunchers, StencilNamesTheArgument) {
             "tuning.panel_tiles");
   EXPECT_EQ(refused([&] { tune::stencil3x3(in, out, f, nullptr, tune::StencilTuning{0, 13, 2}); }),
             "tuning.panel_tiles");
+}
+
+// The path of a view, rule by rule (tmakit/kernels/detail/plain_path.hpp).
+TEST(KernelPlans, PathFollowsTheRules) {
+  using detail::Path;
+  using detail::plan_path;
+  const auto plan = [](const TensorRef& in, const TensorRef& out, bool tma_type = true) {
+    return std::string(plan_path(in, out, tma_type).id());
+  };
+  const TensorRef aligned(fake(kA), DataType::float32, 8191, 8192);
+  const TensorRef aligned_t(fake(kB), DataType::float32, 8192, 8191, 8192 * 4);
+  EXPECT_EQ(plan(aligned, TensorRef(fake(kB), DataType::float32, 8191, 8192)), "P6");
+  EXPECT_EQ(plan_path(aligned, aligned, true).path, Path::tma_rows);
+  // P1: no element (either view), before anything else
+  EXPECT_EQ(plan(TensorRef(fake(kA + 4), DataType::float32, 0, 3),
+                 TensorRef(fake(kB), DataType::float32, 0, 3)), "P1");
+  EXPECT_EQ(plan_path(TensorRef(nullptr, DataType::float32, 2, 3, 0, 0),
+                      TensorRef(nullptr, DataType::float32, 2, 3, 0, 0), false).path,
+            Path::nothing);
+  // P2: a type without a TMA kernel, whatever the alignment
+  EXPECT_EQ(plan(aligned, aligned, false), "P2");
+  // P3: a start off 16 bytes, in or out
+  EXPECT_EQ(plan(TensorRef(fake(kA + 4), DataType::float32, 4, 8),
+                 TensorRef(fake(kB), DataType::float32, 4, 8)), "P3");
+  EXPECT_EQ(plan(TensorRef(fake(kA), DataType::float32, 4, 8),
+                 TensorRef(fake(kB + 8), DataType::float32, 4, 8)), "P3");
+  // P4: the shapes: 8191 x 8193 fp32 rows are 32772 bytes apart
+  EXPECT_EQ(plan(TensorRef(fake(kA), DataType::float32, 8191, 8193),
+                 TensorRef(fake(kB), DataType::float32, 8191, 8193)), "P4");
+  EXPECT_EQ(plan(aligned, TensorRef(fake(kB), DataType::float32, 8191, 8192, 8192 * 4 + 4)),
+            "P4");
+  EXPECT_EQ(plan_path(aligned_t, TensorRef(fake(kA), DataType::float32, 8191, 8192), true).path,
+            Path::tma_rows);
+  // a single row needs no pitch: 1 x 5 float32 runs through TMA
+  EXPECT_EQ(plan(TensorRef(fake(kA), DataType::float32, 1, 5),
+                 TensorRef(fake(kB), DataType::float32, 1, 5)), "P6");
+  // P5: images off 16 bytes (3 x 257 x 128 float64: rows of 1024 bytes, images 263168 apart is
+  // aligned; 3 rows of 2 doubles at an image stride of 56 is not)
+  EXPECT_EQ(plan(TensorRef(fake(kA), DataType::float64, 3, 2, 16, 2, 56),
+                 TensorRef(fake(kB), DataType::float64, 3, 2, 16, 2)), "P5");
+  EXPECT_EQ(plan(TensorRef(fake(kA), DataType::float64, 257, 128, 0, 3),
+                 TensorRef(fake(kB), DataType::float64, 257, 128, 0, 3)), "P6");
+  // every rule has a distinct id
+  for (int i = 0; i < detail::kPathRuleCount; ++i) {
+    for (int j = i + 1; j < detail::kPathRuleCount; ++j) {
+      EXPECT_STRNE(detail::kPathRules[i].id, detail::kPathRules[j].id);
+    }
+  }
+}
+
+// The constant an integer tensor adds: wrapped to the element's width by the add, exact for
+// every int64; an unsigned type takes -(2^n - 1)..2^n - 1.
+TEST(KernelPlans, IntegerConstantsWrap) {
+  using detail::elementwise::integer_constant;
+  using detail::elementwise::make_constant;
+  EXPECT_EQ(integer_constant(-1).bits, ~std::uint64_t{0});
+  EXPECT_EQ(integer_constant(-1).i32, -1);
+  EXPECT_EQ(integer_constant(9007199254740993).bits, 9007199254740993u);  // 2^53 + 1
+  EXPECT_EQ(make_constant(DataType::uint8, -255).bits, static_cast<std::uint64_t>(-255));
+  EXPECT_EQ(make_constant(DataType::uint8, 255).bits, 255u);
+  EXPECT_EQ(make_constant(DataType::int64, -9223372036854775808.0).bits, std::uint64_t{1} << 63);
+  EXPECT_EQ(make_constant(DataType::uint64, 18446744073709549568.0).bits,
+            18446744073709549568u);
+  EXPECT_EQ(make_constant(DataType::float64, 0.1).f64, 0.1);
+  EXPECT_EQ(refused([] { make_constant(DataType::uint16, 65536); }), "value");
+  EXPECT_EQ(refused([] { make_constant(DataType::uint64, 18446744073709551616.0); }), "value");
+  EXPECT_EQ(refused([] { make_constant(DataType::int64, 0.5); }), "value");
 }
 
 }  // namespace

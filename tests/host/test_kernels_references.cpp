@@ -45,6 +45,29 @@ TEST(KernelReferences, AddConstantRoundsHalfTypesOnce) {
                ArgumentError);
 }
 
+// The types the plain kernel adds: bytes wrap (uint8 for int8 tensors: -1 subtracts one),
+// int64 exact past 2^53, float64 in double, rows at an odd pitch.
+TEST(KernelReferences, AddConstantWrapsEveryIntegerWidth) {
+  std::vector<std::uint8_t> bytes = {0, 1, 255, 9, 128, 127, 9};  // 2 x 3, rows 4 bytes apart
+  std::vector<std::uint8_t> bytes_out(7, 9);
+  reference::add_constant(ConstTensorRef(bytes.data(), DataType::uint8, 2, 3, 4),
+                          TensorRef(bytes_out.data(), DataType::uint8, 2, 3, 4), -1);
+  EXPECT_EQ(bytes_out, (std::vector<std::uint8_t>{255, 0, 254, 9, 127, 126, 8}));
+  std::vector<std::int64_t> longs = {0, -1, 9007199254740992};
+  reference::add_integer(ConstTensorRef(longs.data(), DataType::int64, 1, 3),
+                         TensorRef(longs.data(), DataType::int64, 1, 3), 9007199254740993);
+  EXPECT_EQ(longs, (std::vector<std::int64_t>{9007199254740993, 9007199254740992,
+                                              18014398509481985}));
+  std::vector<double> d = {0.1, -2.5};
+  reference::add_constant(ConstTensorRef(d.data(), DataType::float64, 1, 2),
+                          TensorRef(d.data(), DataType::float64, 1, 2), 0.2);
+  EXPECT_EQ(d[0], 0.1 + 0.2);  // in double: 0.30000000000000004
+  EXPECT_EQ(d[1], -2.3);
+  EXPECT_THROW(reference::add_integer(ConstTensorRef(d.data(), DataType::float64, 1, 2),
+                                      TensorRef(d.data(), DataType::float64, 1, 2), 1),
+               ArgumentError);
+}
+
 TEST(KernelReferences, TransposeMovesBitsWithStrides) {
   // 2 x 3 uint16 with 8-byte rows -> 3 x 2 dense
   std::vector<std::uint16_t> in = {1, 2, 3, 0xAAAA, 4, 5, 6, 0xAAAA};

@@ -77,26 +77,64 @@ def test_shape_and_type_errors_come_before_any_device_work():
         x = torch.empty(16, 32, device="cuda:0")
         wrong = torch.empty(16, 16, device="cuda:0")
         i8 = torch.empty(16, 32, device="cuda:0", dtype=torch.int8)
-    with pytest.raises(ValueError, match="b: shape \\(40, 96\\) has K = 96"):
+        flags = torch.empty(16, 32, device="cuda:0", dtype=torch.bool)
+    with pytest.raises(ValueError, match="b: 96 \\(K of B\\) differs from a.cols 128"):
         tmakit.gemm_fp8(a, b)
     with pytest.raises(TypeError, match="a: dtype torch.float16"):
         tmakit.gemm_fp8(h, a)
     with pytest.raises(ValueError, match="a: K = 100 is not a multiple of 16 .*; pad K with "
-                                         "zeros to 112 in a and b"):
+                                         "zeros to 112"):
         tmakit.gemm_fp8(k100, k100)
     with pytest.raises(TypeError, match="out_dtype: torch.float32"):
         tmakit.gemm_fp8(a, a, out_dtype=torch.float32)
     with pytest.raises(ValueError, match=r"out: shape \(16, 16\), expected \(32, 16\)"):
         tmakit.transpose(x, out=wrong)
-    with pytest.raises(TypeError, match="add takes torch.int32"):
-        tmakit.add(i8, 1)
-    with pytest.raises(TypeError, match="the stencil takes torch.float32 or torch.float64"):
+    with pytest.raises(TypeError, match="x: dtype torch.bool; add takes torch.int8"):
+        tmakit.add(flags, 1)
+    with pytest.raises(TypeError, match="value: 1.5 is a float; torch would promote"):
+        tmakit.add(i8, 1.5)
+    with pytest.raises(ValueError, match=r"value: 300 does not fit torch.int8 .*\[-128, 127\]"):
+        tmakit.add(i8, 300)
+    with pytest.raises(TypeError, match="the stencil takes torch.float32, float64, float16 or "
+                                        "bfloat16"):
         tmakit.stencil3x3(i8, LAPLACE)
     with pytest.raises(ValueError, match="weight: expected 3 rows of 3 taps"):
         tmakit.stencil3x3(x, [[1, 2], [3, 4]])
-    with pytest.raises(ValueError, match="x: strides"):
-        tmakit.transpose(x.t())
+    with pytest.raises(ValueError, match="x: expected 2 dimensions"):
+        tmakit.transpose(x[None])
     with pytest.raises(ValueError, match="scale_a: is on cpu, the operands on cuda:0"):
         tmakit.gemm_fp8(a, a, scale_a=torch.ones(1))
     with pytest.raises(ValueError, match="accumulate: 'exact' is not 'promoted' or 'fast'"):
         tmakit.gemm_fp8(a, a, accumulate="exact")
+
+
+def test_any_layout_traces_through_the_ops():
+    with FakeTensorMode():
+        x = torch.empty(997, 3001, device="cuda:0")
+        images = torch.empty(3, 257, 129, device="cuda:0", dtype=torch.float64)
+        ints = torch.empty(1025, 4099, device="cuda:0", dtype=torch.int32)
+        longs = torch.empty(5, 7, device="cuda:0", dtype=torch.int64)
+
+    def f(x, images, ints, longs):
+        return (tmakit.transpose(x), tmakit.transpose(x.t()), tmakit.stencil3x3(images, LAPLACE),
+                tmakit.add(ints, 7), tmakit.add(longs.t(), 2**62), tmakit.add(x[:, ::2], 0.5))
+
+    graph = make_fx(f, tracing_mode="fake")(x, images, ints, longs)
+    assert "tmakit.transpose_out" in graph.code and "tmakit.add_out" in graph.code
+    with FakeTensorMode():
+        t, tt, s, i, lt, h = f(x, images, ints, longs)
+    assert t.shape == (3001, 997) and t.is_contiguous()
+    assert tt.shape == (997, 3001) and s.shape == images.shape and s.is_contiguous()
+    # add keeps a dense x's strides (as torch's x + c does) and makes the rest contiguous
+    assert i.is_contiguous() and lt.stride() == longs.t().stride()
+    assert h.shape == (997, 1501) and h.is_contiguous()
+
+
+def test_expanded_out_is_refused():
+    with FakeTensorMode():
+        x = torch.empty(4, 8, device="cuda:0")
+        shared = torch.empty(1, 8, device="cuda:0").expand(4, 8)
+    with pytest.raises(ValueError, match="out: some of its elements share memory"):
+        tmakit.add(x, 1.0, out=shared)
+    with pytest.raises(ValueError, match="out: some of its elements share memory"):
+        tmakit.stencil3x3(x, LAPLACE, out=shared)

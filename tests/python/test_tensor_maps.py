@@ -1,7 +1,5 @@
-"""tmakit.tensor_map and explain_triton over host arrays (NumPy): the spec a descriptor over
-the array would have, judged by the validator."""
-
-from types import SimpleNamespace
+"""tmakit.tensor_map over host arrays (NumPy): the spec a descriptor over the array would have,
+judged by the validator. (explain_triton: test_triton_rules.py.)"""
 
 import numpy as np
 import pytest
@@ -76,25 +74,6 @@ def test_element_strides_and_oob_fill_reach_the_spec():
     assert tm.check().ok
     bad = tmakit.tensor_map(aligned((64, 128), np.int32), box=(8, 32), oob_fill="nan").check()
     assert bad.rule == "T13"
-
-
-def descriptor(base, block_shape, padding="zero"):
-    # The attributes of triton.tools.tensor_descriptor.TensorDescriptor.
-    return SimpleNamespace(base=base, shape=list(base.shape),
-                           strides=[s // base.itemsize for s in base.strides],
-                           block_shape=list(block_shape), padding=padding)
-
-
-def test_triton_descriptors_are_explained():
-    x = aligned((256, 256), np.float16)
-    assert tmakit.explain_triton(descriptor(x, (64, 64))).ok  # 128-byte rows, 128B swizzle
-    narrow = tmakit.explain_triton(descriptor(x, (64, 4)))      # 8-byte box rows
-    assert narrow.rule == "T7"
-    assert tmakit.explain_triton(descriptor(x, (64, 128)), swizzle="128B").rule == "T9"
-    view = tmakit.explain_triton(descriptor(x[:, 3:], (64, 64)))  # a view such as x[:, 3:]
-    assert view.rule == "T4"
-    with pytest.raises(TypeError, match="descriptor: has no 'block_shape'"):
-        tmakit.explain_triton(SimpleNamespace(base=x, shape=[1], strides=[1]))
 
 
 def test_data_type_takes_names_numpy_and_is_refused_by_name_otherwise():

@@ -38,26 +38,28 @@ struct GemmScales {
 //   promoted: each 128- or 256-deep partial sum of the tensor cores is added into fp32
 //     registers (cuBLASLt's default): element errors within 2^-10 of sum |a b| at any K
 //     (2^-13 per 32 of K in a partial: 2^-11 where the partials are 128 deep, every
-//     configuration but 7 and 10, whose two waves promote every 256 of K).
+//     configuration but the two-wave ones, m256n128 and m128n256w, which promote every 256
+//     of K).
 //   fast: the tensor cores accumulate across all of K in their own accumulator, as cuBLASLt
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
-//     instructions, and the registers promotion needs go to 128 x 256 tiles (configuration
-//     6, chosen where they fill the GPU); an error that grows with K (the GPU tests bound an
+//     instructions, and the registers promotion needs go to 128 x 256 tiles ("m128n256",
+//     chosen where they fill the GPU); an error that grows with K (the GPU tests bound an
 //     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Every configuration
-//     that promotes (all but 6) runs both modes.
+//     that promotes (all but m128n256) runs both modes.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
-  int config = -1;  // tile configuration (kernels/gemm/README.md); -1: chosen per shape
-  // K splits per output tile; 0: chosen per shape, 1: no split. Configuration 3 (smallm),
-  // which the plan takes for M <= 64 (8, smallm128, where N has more 64-row tiles than the
-  // GPU has SMs), splits over a cluster of 1, 2, 4 or 8 CTAs only.
+  // tile configuration: an id of the table in kernels/gemm/README.md ("Configurations"),
+  // e.g. gemm_config_id("m128n128"); -1: chosen per shape by the plan
+  int config = -1;
+  // K splits per output tile; 0: chosen per shape, 1: no split. The small-M configurations
+  // ("smallm", which the plan takes for M <= 64, and "smallm128") split over a cluster of 1,
+  // 2, 4 or 8 CTAs only ("smallm128" not at all).
   // NOTE: the plan splits every tile only where every split of every tile has an SM of its
   // own, and past one round only a last round's few tiles, four ways, at long K (a split
   // tail: GemmPlan::split_tiles); a split asked for applies to every tile. Splits forced past
   // one round run in rounds, each tile's last split summing the others' partials before its
-  // CTA goes on, and measured far slower (512 x 4096 x 4096 with 16 splits: 403 against
-  // 18.7 us unsplit, H100; kernels/gemm/EXPERIMENTS.md, "Splitting K further").
+  // CTA goes on: far slower (kernels/gemm/EXPERIMENTS.md, "Splitting K further").
   int splits = 0;
   // Programmatic dependent launch: the kernel may start while the kernel before it in the
   // stream finishes, and sets up its shared memory meanwhile; it waits for that kernel to
@@ -73,39 +75,70 @@ struct GemmTuning {
   GemmAccumulation accumulation = GemmAccumulation::promoted;
 };
 
-// Tile configuration ids (GemmTuning::config), 0..kGemmConfigs - 1.
+// The number of configuration ids (GemmTuning::config), 0..kGemmConfigs - 1; one of them
+// ("m128n128c2") is retired.
 inline constexpr int kGemmConfigs = 11;
-// "m64n128" (0), "m128n128" (1), "smallm" (3: M <= 128, operands swapped, K split over a
-// cluster), "m128n144" (4: 128 x 144 tiles, where they take fewer rounds), "m64n64" (5), "m128n256"
-// (6: GemmAccumulation::fast only, no split of K), "m256n128" (7: each math warpgroup runs 128 rows
-// as two waves, no split of K, D's rows whole 16-byte chunks: N and its pitch in elements multiples
-// of 8), "smallm128" (8: the small-M kernel on 128 rows of B per CTA, M <= 64, no split of K),
-// "m128n80" (9: 128 x 80 tiles, for N whose 128-column tiles would leave SMs idle), "m128n256w"
-// (10: 128 x 256 tiles, each math warpgroup's 64 rows as two 128-column waves, as 7 does down M;
-// M <= 128 with many columns and 32 or more k-blocks of 128, or M > 256 where 256-row tiles would
-// leave their last one half empty); "m128n128c2" (2) is retired (see gemm_config_built); "?"
-// otherwise.
+// A configuration's name ("m64n128", "m128n128", "smallm", ...: kernels/gemm/README.md,
+// "Configurations"), "?" outside 0..kGemmConfigs - 1.
 const char* gemm_config_name(int config);
+// The id of a configuration's name, -1 for none.
+int gemm_config_id(const std::string& name);
 // Whether a caller may force this configuration: false outside 0..kGemmConfigs - 1 and for
-// the retired one (2: clusters of two sharing B, measured slower than configuration 1 at every
-// shape, no longer built; forcing it throws ArgumentError "tuning.config" saying so).
+// the retired one ("m128n128c2": forcing it throws ArgumentError "tuning.config" saying why).
 bool gemm_config_built(int config);
+// A configuration as a caller sees it (its row of the table; kernels/gemm/README.md,
+// "Configurations"); for ids outside 0..kGemmConfigs - 1, name "?" and built false.
+struct GemmConfigInfo {
+  const char* name = "?";
+  bool built = false;
+  int block_m = 0, block_n = 0;  // the tile (block_m 0: the small-M kernel, block_n rows of B)
+  bool promotes = false;         // runs GemmAccumulation::promoted (every built one runs fast)
+  bool splits_k = false;         // takes GemmTuning::splits > 1
+  std::uint64_t max_m = 0;       // the largest M it takes (0: any)
+  const char* what = "";         // what it is for, one line
+};
+GemmConfigInfo gemm_config_info(int config);
 
-// What the launcher would run for this shape (no GPU needed beyond the SM count given).
+// Everything that decides what a call runs: the shape, D's row pitch, the tuning and the
+// device's facts. gemm_fp8 plans its calls from one (gemm_fp8_plan below returns exactly
+// what it runs).
+struct GemmProblem {
+  std::uint64_t m = 0, n = 0, k = 0;
+  // D's row pitch in bytes, 0: dense (N * 2). D's rows decide whether TMA can store them.
+  std::uint64_t d_row_pitch_bytes = 0;
+  int sm_count = 0;
+  // the device's peak DRAM bandwidth (bytes/s; 0: not known), which decides the small-M
+  // kernel's L2 prefetch
+  double dram_bytes_per_second = 0;
+  GemmTuning tuning{};
+};
+
+// What the launcher runs for a problem.
 struct GemmPlan {
   int config = 0;
   int splits = 1;          // K split this many ways in each of the split tiles
   std::int64_t tiles = 0;  // output tiles
   // CTAs launched. The tiled and two-wave kernels (persistent): at most one per SM, and where
   // whole tiles take several rounds as few as take the same number of rounds. The small-M
-  // kernel (configurations 3 and 8): one per tile and split, tiles * splits, which may exceed
-  // the SMs (16 x 57344 on configuration 8: 448).
+  // kernel: one per tile and split, tiles * splits, which may exceed the SMs.
   unsigned grid = 0;
   // the last tiles in the schedule's order that split K: all of them when K is split for
   // every tile, a last round's few tiles where the plan splits only those (a split tail)
   std::int64_t split_tiles = 0;
+  // D through shared memory and TMA stores (its rows whole 16-byte chunks), else plain stores
+  bool d_tma_store = true;
+  // the small-M kernel: k-blocks of B each CTA asks the L2 for before it waits for the kernel
+  // before it (0: none)
+  int prefetch_k_blocks = 0;
+  // the ids of the rules that chose the configuration and the splits (kernels/gemm/README.md,
+  // "The plan's rules")
+  const char* config_rule = "";
+  const char* splits_rule = "";
 };
-// Throws ArgumentError for M, N or K of 0, sm_count < 1, or tuning out of range.
+// Throws ArgumentError for M, N or K of 0, sm_count < 1, or a tuning out of range or that
+// the configuration cannot run (naming the GemmTuning field).
+GemmPlan gemm_fp8_plan(const GemmProblem& problem);
+// The same for a dense D on a device of `sm_count` SMs whose bandwidth is not known.
 GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm_count,
                        const GemmTuning& tuning = {});
 
@@ -123,9 +156,9 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // `stream`.
 // NOTE: speed: A's and B's row strides are best multiples of 32 bytes. With a stride that is
 // an odd multiple of 16 (dense rows with K = 4112, 6160, ...) every other row starts halfway
-// into a 32-byte sector, and calls measured 1.6-1.9x the time of the nearest aligned K
-// (cuBLASLt 1.2-1.3x; H100, kernels/gemm/EXPERIMENTS.md, "Row strides").
-// NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside configuration 3) sum partial
+// into a 32-byte sector, which makes calls far slower (kernels/gemm/EXPERIMENTS.md, "Row
+// strides").
+// NOTE: split-K shapes (gemm_fp8_plan(...).splits > 1 outside the small-M configurations) sum partial
 // tiles through a workspace the library keeps per stream (per device and stream handle, and
 // per host thread for cudaStreamPerThread): calls on different streams share nothing and may
 // run at the same time; calls on one stream take turns, as the stream orders them. A
@@ -137,6 +170,13 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // same call on that stream once before capturing. The host side is thread-safe.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
+
+// gemm_fp8's checks of its arguments without its views' data pointers (which may be null):
+// what a framework tracing a call before its memory exists (torch.compile's fake tensors) can
+// check. Throws the ArgumentError gemm_fp8 would for anything but the addresses (null,
+// alignment, overlap, memory the device cannot use), as if each view had memory of its own.
+void gemm_fp8_check_shapes(ConstTensorRef a, ConstTensorRef b, TensorRef d,
+                           const GemmScales& scales = {}, const GemmTuning& tuning = {});
 
 // Frees the split-K workspace `stream` holds on the current device (see gemm_fp8), after
 // waiting for the stream's work. Call it when a stream that made split-K calls is about to be

@@ -295,8 +295,8 @@ inline int multiprocessor_count() {
 // bus width (double data rate): H100 SXM 3.35e12 (5120 bits at 2.6 GHz), H200 4.8e12 (6016
 // bits at 3.2 GHz). What tells the memory systems apart where the measured best layout
 // differs between them. Queried once per device, then remembered.
-// NOTE: the memory clock attribute is not a cached value: asked on every call, it cost
-// about 0.6 ms of host time per call, the GPU idle while the host asked.
+// NOTE: the memory clock attribute is not a cached value: the driver asks the GPU each time,
+// far too slow to ask on every call (the GPU idles meanwhile).
 inline double peak_dram_bytes_per_second() {
   static PerDevice<double> known;
   return known.get([](int device) {

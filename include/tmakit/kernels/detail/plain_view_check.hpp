@@ -1,0 +1,69 @@
+// The checks of a view that the TMA path or the plain path can run (plain_path.hpp picks
+// which): ArgumentError naming the argument before anything is written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tmakit/kernels/detail/launch_support.hpp"
+#include "tmakit/kernels/detail/plain_path.hpp"
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit::detail {
+
+// Checks one view for either path: pointer, element alignment, extents (0 allowed: an empty
+// view), strides. `name` is "in" or "out". The TMA rules (16-byte alignment) are not checked:
+// plan_path routes a view that breaks them to the plain kernel.
+template <class P>
+void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed) {
+  const std::string n(name);
+  if (element_bytes(v.type) == 0) throw ArgumentError(n + ".type", "is not a known type");
+  const auto extent = [&](const char* field, std::uint64_t value) {
+    if (value > kMaxExtent) {
+      throw ArgumentError(n + "." + field,
+                          std::to_string(value) + " exceeds 2^31 - 4096, the most the kernels "
+                                                  "index in 32-bit tile coordinates");
+    }
+  };
+  extent("rows", v.rows);
+  extent("cols", v.cols);
+  extent("batch", v.batch);
+  if (!batch_allowed && v.batch != 1) {
+    throw ArgumentError(n + ".batch",
+                        std::to_string(v.batch) + " images given; this kernel takes one matrix");
+  }
+  if (has_no_element(v)) return;  // nothing is read or written through it
+  if (v.data == nullptr) throw ArgumentError(n + ".data", "is null; pass a device pointer");
+  const std::uint64_t esize = v.element_size();
+  if (reinterpret_cast<std::uintptr_t>(v.data) % esize != 0) {
+    throw ArgumentError(n + ".data", hex_address(v.data) + " is not aligned to its " +
+                                         std::to_string(esize) + "-byte elements");
+  }
+  const std::uint64_t row_bytes = v.cols * esize;
+  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes) {
+    throw ArgumentError(n + ".row_stride_bytes", std::to_string(v.row_stride_bytes) +
+                                                     " is less than a row's " +
+                                                     std::to_string(row_bytes) + " bytes");
+  }
+  if (v.rows > 1 && v.row_stride_bytes % esize != 0) {
+    throw ArgumentError(n + ".row_stride_bytes",
+                        std::to_string(v.row_stride_bytes) + " is not a multiple of the " +
+                            std::to_string(esize) + "-byte element");
+  }
+  check_span(name, v);
+  if (v.batch > 1 && v.image_stride_bytes != 0 && v.image_stride_bytes < v.rows * v.row_pitch()) {
+    throw ArgumentError(n + ".image_stride_bytes",
+                        std::to_string(v.image_stride_bytes) + " is less than an image's " +
+                            std::to_string(v.rows * v.row_pitch()) + " bytes");
+  }
+  if (v.batch > 1 && v.image_pitch() >= (1ull << 40)) {
+    throw ArgumentError(n + ".image_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+  }
+  if (v.batch > 1 && v.image_stride_bytes % esize != 0) {
+    throw ArgumentError(n + ".image_stride_bytes",
+                        std::to_string(v.image_stride_bytes) + " is not a multiple of the " +
+                            std::to_string(esize) + "-byte element");
+  }
+}
+
+}  // namespace tmakit::detail

@@ -1,0 +1,126 @@
+// Launch of the tiled and two-wave FP8 GEMM kernels (sm90_gemm_fp8_tiled.cuh,
+// sm90_gemm_fp8_waves.cuh): the tensor maps of the plan's tiles, then the one kernel
+// instantiation of the plan's configuration, D's type and mode, from a table built over the
+// configurations of gemm_configs.hpp.
+#include <array>
+#include <utility>
+
+#include "gemm_launch.hpp"
+#include "gemm_plan.hpp"
+#include "gemm_workspace.hpp"
+#include "sm90_gemm_fp8_tiled.cuh"
+#include "tmakit/kernels/detail/launch_support.hpp"
+
+namespace tmakit::detail::gemm {
+namespace {
+
+// The kernel of a configuration and mode, its shared-memory limit raised on the current
+// device (once per device), so that a call costs one launch on the host.
+template <class Cfg, class T>
+void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
+  // (the plan refuses promotion for a configuration that cannot promote)
+  auto* const kernel = [promote] {
+    if constexpr (Cfg::kPromotes) {
+      if (promote) return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true>>(kSmemBytes<Cfg>);
+    }
+    return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, false>>(kSmemBytes<Cfg>);
+  }();
+  KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
+  if (overlap) l.overlap_previous_kernel();
+  launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);
+}
+
+// Configuration `Id`'s kernel for D's type T: a tiled row in its second form where some CTA
+// takes more than one tile (when it has one), a two-wave row through its own launch.
+template <int Id, class T>
+void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
+                   bool promote) {
+  constexpr ConfigRow c = row(Id);
+  if constexpr (c.family == Family::tiled) {
+    static_assert(TiledConfig<Id>::kBlockM == c.block_m && TiledConfig<Id>::kPromotes == c.promotes &&
+                      TiledConfig<Id>::kSplitsK == c.splits_k && c.plain_stores,
+                  "the table's row agrees with the kernel it instantiates");
+    if constexpr (c.rounds_stages != 0) {
+      if (p.units > static_cast<std::int64_t>(grid)) {
+        launch<TiledRoundsConfig<Id>, T>(p, grid, stream, overlap, promote);
+        launched_config() = Id;
+        return;
+      }
+    }
+    launch<TiledConfig<Id>, T>(p, grid, stream, overlap, promote);
+    launched_config() = Id;
+  } else if constexpr (c.family == Family::waves_m || c.family == Family::waves_n) {
+    static_assert(!c.splits_k && !c.plain_stores, "the two-wave kernel: K unsplit, TMA stores");
+    launch_two_waves<Id, T>(p, grid, stream, overlap, promote);
+  }
+}
+
+using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool);
+// Per D's type, a launch for every row of the table that runs here; null for the others
+// (the small-M kernel's, the retired one).
+template <class T, std::size_t... Id>
+constexpr std::array<LaunchFn, sizeof...(Id)> launch_table(std::index_sequence<Id...>) {
+  return {(row(Id).family == Family::tiled || two_waves(Id) ? &launch_config<Id, T>
+                                                              : nullptr)...};
+}
+constexpr auto kLaunchBf16 =
+    launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
+constexpr auto kLaunchFp16 = launch_table<__half>(std::make_index_sequence<config::count>{});
+
+// The plan's view of the k-blocks is the kernels'.
+static_assert(kKBlock == kBlockK, "the plan's k-blocks are the kernels'");
+
+Params make_params(const GemmCall& call) {
+  const ConfigRow& c = row(call.plan.config);
+  const GemmPlan& plan = call.plan;
+  Params q{};
+  q.a_map = cached_tensor_map(view_spec(
+      call.a, DataType::uint8,
+      {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(c.block_m), 1},
+      Swizzle::bytes128));
+  q.b_map = cached_tensor_map(view_spec(
+      call.b, DataType::uint8,
+      {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(c.block_n), 1},
+      Swizzle::bytes128));
+  q.d = call.d.data;
+  q.d_row_elems = call.d.row_pitch() / 2;
+  q.d_tma_store = plan.d_tma_store ? 1 : 0;
+  if (plan.d_tma_store) {
+    q.d_map = cached_tensor_map(view_spec(
+        call.d, call.d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1},
+        Swizzle::bytes128));
+  }
+  q.m = static_cast<std::int32_t>(call.a.rows);
+  q.n = static_cast<std::int32_t>(call.b.rows);
+  q.k_blocks = static_cast<std::int32_t>((call.a.cols + kBlockK - 1) / kBlockK);
+  q.tiles_m = static_cast<std::int32_t>((call.a.rows + c.block_m - 1) / c.block_m);
+  q.tiles_n = static_cast<std::int32_t>((call.b.rows + c.block_n - 1) / c.block_n);
+  q.splits = plan.splits;
+  q.whole_tiles = static_cast<std::int32_t>(plan.tiles - plan.split_tiles);
+  q.units = plan_units(plan);
+  return q;
+}
+
+}  // namespace
+
+void launch_tiled(const GemmCall& call) {
+  const GemmPlan& plan = call.plan;
+  thread_local LastCall<Params> last;
+  Params p = last.get(call.key, [&] { return make_params(call); });
+  p.scale = call.scale;
+  if (plan.splits > 1) {  // split K: the partial tiles through the stream's workspace
+    const ConfigRow& c = row(plan.config);
+    const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
+    const auto split_units = static_cast<std::size_t>(plan.split_tiles * plan.splits);
+    const Workspace w = stream_workspace(tile_bytes * split_units,
+                                         static_cast<std::size_t>(plan.split_tiles), call.stream);
+    p.workspace = w.partials;
+    p.counters = w.counters;
+  }
+  const LaunchFn fn = call.d.type == DataType::bfloat16 ? kLaunchBf16[plan.config]
+                                                        : kLaunchFp16[plan.config];
+  fn(p, plan.grid, call.stream, call.key.overlap,
+     call.key.accumulation == GemmAccumulation::promoted);
+}
+
+}  // namespace tmakit::detail::gemm
