@@ -476,10 +476,14 @@ def _array_info(array: Any, name: str) -> _ArrayInfo:
     array interface, without importing any framework."""
     if str(getattr(type(array), "__module__", "")).startswith("torch") and \
             _has(array, "data_ptr"):
-        itemsize = array.element_size()
-        return _ArrayInfo(array.data_ptr(), tuple(array.shape),
-                          tuple(s * itemsize for s in array.stride()), itemsize,
-                          _TORCH_TYPES.get(str(array.dtype)), str(array.dtype))
+        try:
+            itemsize = int(array.element_size())
+            return _ArrayInfo(int(array.data_ptr()), tuple(int(d) for d in array.shape),
+                              tuple(int(s) * itemsize for s in array.stride()), itemsize,
+                              _TORCH_TYPES.get(str(array.dtype)), str(array.dtype))
+        except Exception as error:  # not a tensor after all, or one without an address
+            raise TypeError(f"{name}: {_a(_type_name(array))} whose address, shape or strides "
+                            f"cannot be read ({type(error).__name__})") from None
     if isinstance(array, np.ndarray) and array.dtype.hasobject:
         raise TypeError(f"{name}: a NumPy array of {array.dtype} dtype holds Python objects, "
                         f"no data a tensor map can describe")
