@@ -57,6 +57,47 @@ StreamWorkspaces& stream_workspaces() {
   return *w;
 }
 
+// `bytes` of device memory for the workspace's `what`: `wanted_bytes` (room to grow) if the
+// device has it, else `needed_bytes` (what this call needs). When even that fails for want of
+// memory: OutOfMemory saying so and what to do, with the runtime's last error cleared (the
+// failed cudaMalloc sets it, and the caller's next cudaGetLastError() would blame their own
+// code). Any other failure: CudaError, as from any CUDA call.
+struct Allocation {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+Allocation allocate(std::size_t wanted_bytes, std::size_t needed_bytes, const char* what) {
+  Allocation a{nullptr, wanted_bytes};
+  cudaError_t status = cudaMalloc(&a.data, wanted_bytes);
+  if (status == cudaErrorMemoryAllocation && needed_bytes < wanted_bytes) {
+    (void)cudaGetLastError();
+    a.bytes = needed_bytes;
+    status = cudaMalloc(&a.data, needed_bytes);
+  }
+  if (status == cudaSuccess) return a;
+  if (status != cudaErrorMemoryAllocation) {
+    tmakit::detail::check_runtime(status, "cudaMalloc (split-K workspace)", __FILE__, __LINE__);
+  }
+  (void)cudaGetLastError();
+  int device = 0;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  std::string room;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    room = " (" + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
+           " bytes free on device " + std::to_string(device) + ")";
+  }
+  (void)cudaGetLastError();
+  throw OutOfMemory(
+      static_cast<int>(cudaErrorMemoryAllocation), needed_bytes,
+      "gemm_fp8: out of device memory: this call splits K, and its stream's split-K workspace "
+      "needs a buffer of " + std::to_string(needed_bytes) + " bytes for " + what +
+      ", which cudaMalloc could not get" + room +
+      "; nothing was written. Free device memory, call gemm_fp8_release_workspace(stream) for "
+      "streams that no longer make split-K calls, or give a plan without a split of K "
+      "(GemmTuning::splits = 1), then call again");
+}
+
 }  // namespace
 
 Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters, cudaStream_t stream) {
@@ -79,22 +120,27 @@ Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters, cuda
                                       "); make the same call on this stream once before "
                                       "capturing");
   }
+  // NOTE: each buffer is installed only once it is allocated (and zeroed), so a failure
+  // leaves the workspace as it was, or grown by the partials alone: consistent either way.
   if (w.partial_bytes < partial_bytes) {
-    const std::size_t bytes = std::max(partial_bytes, 2 * w.partial_bytes);
-    float* grown = nullptr;
-    TMAKIT_CUDA_CHECK(cudaMalloc(&grown, bytes));
+    const Allocation grown = allocate(std::max(partial_bytes, 2 * w.partial_bytes),
+                                      partial_bytes, "the partial tiles of its split");
     if (w.partials != nullptr) e.retired.push_back(w.partials);
-    w.partials = grown;
-    w.partial_bytes = bytes;
+    w.partials = static_cast<float*>(grown.data);
+    w.partial_bytes = grown.bytes;
   }
   if (w.counter_count < counters) {
-    const std::size_t count = std::max(counters, 2 * w.counter_count);
-    std::uint32_t* grown = nullptr;
-    TMAKIT_CUDA_CHECK(cudaMalloc(&grown, count * sizeof(std::uint32_t)));
-    TMAKIT_CUDA_CHECK(cudaMemsetAsync(grown, 0, count * sizeof(std::uint32_t), stream));
+    constexpr std::size_t kCounterBytes = sizeof(std::uint32_t);
+    const Allocation grown = allocate(std::max(counters, 2 * w.counter_count) * kCounterBytes,
+                                      counters * kCounterBytes, "its tile counters");
+    const cudaError_t zeroed = cudaMemsetAsync(grown.data, 0, grown.bytes, stream);
+    if (zeroed != cudaSuccess) {
+      (void)cudaFree(grown.data);
+      TMAKIT_CUDA_CHECK(zeroed);
+    }
     if (w.counters != nullptr) e.retired.push_back(w.counters);
-    w.counters = grown;
-    w.counter_count = count;
+    w.counters = static_cast<std::uint32_t*>(grown.data);
+    w.counter_count = grown.bytes / kCounterBytes;
   }
   return w;
 }

@@ -27,6 +27,12 @@ struct Workspace {
 // allocation. New counters are zeroed on `stream` itself (cudaMemsetAsync), so they are
 // zero before the call's kernel reads them without any device-wide synchronisation; the
 // kernel leaves them zero.
+// Growing asks for twice the old size, and for just what the call needs where that fails.
+// Where even that finds no device memory: tmakit::OutOfMemory (a CudaError of code
+// cudaErrorMemoryAllocation) naming the bytes needed, for what, and the ways out (free
+// memory, gemm_fp8_release_workspace, GemmTuning::splits = 1), with the runtime's last error
+// cleared and the workspace as it was (or with its partials grown), so the same call succeeds
+// once memory is back. It is thrown before the call launches anything: nothing is written.
 Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters, cudaStream_t stream);
 // Frees the workspace `stream` holds on the current device (gemm_fp8_release_workspace).
 void release_stream_workspace(cudaStream_t stream);

@@ -16,6 +16,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -27,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "tmakit/core/dtype.hpp"
 #include "tmakit/core/error.hpp"
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
@@ -43,6 +46,50 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace {
+
+// --- errors -------------------------------------------------------------------------------
+
+// Sets the Python error `type` with `text`, whatever bytes it holds (never a
+// UnicodeDecodeError in its place).
+void set_python_error(PyObject* type, const std::string& text) {
+  PyObject* message =
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (message == nullptr) {  // no memory even for the message
+    PyErr_Clear();
+    PyErr_SetNone(type);
+    return;
+  }
+  PyErr_SetObject(type, message);
+  Py_DECREF(message);
+}
+
+// torch.OutOfMemoryError where torch is already imported (never imported here), else
+// MemoryError. A borrowed reference: the class lives as long as torch stays imported, which
+// is until the interpreter exits.
+PyObject* out_of_memory_type() {
+  PyObject* torch = PyImport_GetModule(nb::str("torch").ptr());
+  if (torch == nullptr) {
+    PyErr_Clear();
+    return PyExc_MemoryError;
+  }
+  // torch.OutOfMemoryError, or torch.cuda.OutOfMemoryError (the same class) before torch 2.5
+  PyObject* type = PyObject_GetAttrString(torch, "OutOfMemoryError");
+  if (type == nullptr) {
+    PyErr_Clear();
+    if (PyObject* cuda = PyObject_GetAttrString(torch, "cuda")) {
+      type = PyObject_GetAttrString(cuda, "OutOfMemoryError");
+      Py_DECREF(cuda);
+    }
+  }
+  Py_DECREF(torch);
+  if (type == nullptr || !PyExceptionClass_Check(type)) {
+    PyErr_Clear();
+    Py_XDECREF(type);
+    return PyExc_MemoryError;
+  }
+  Py_DECREF(type);  // torch's module keeps it alive
+  return type;
+}
 
 // --- tensor maps ------------------------------------------------------------------------
 
@@ -138,28 +185,62 @@ ByteArray to_numpy(std::vector<std::uint8_t>&& bytes, std::size_t rows, std::siz
   return ByteArray(owned->data(), {rows, cols}, owner);
 }
 
+// The "coords" key of a line, read as `tmakit simulate` reads it (tools/cmd_simulate.cpp):
+// exactly `rank` signed 32-bit integers.
+tmakit::model::Coords coords_from_line(const nlohmann::json& object, std::uint32_t rank) {
+  const auto it = object.find("coords");
+  if (!it->is_array() || it->size() != rank) {
+    throw tmakit::ParseError("coords: expected an array of " + std::to_string(rank) +
+                             " integers (one per dimension), got " + tmakit::quote_json(*it));
+  }
+  tmakit::model::Coords c{};
+  for (std::uint32_t d = 0; d < rank; ++d) {
+    const auto& v = (*it)[d];
+    const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= INT32_MAX
+                      : v.is_number_integer()
+                          ? v.get<std::int64_t>() >= INT32_MIN && v.get<std::int64_t>() <= INT32_MAX
+                          : false;
+    if (!fits) {
+      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + tmakit::quote_json(v) +
+                               " is not a signed 32-bit integer");
+    }
+    c[d] = static_cast<std::int32_t>(v.get<std::int64_t>());
+  }
+  return c;
+}
+
 // What one tiled load at `coords` writes, cut as `tmakit simulate` cuts it (tools/
 // cmd_simulate.cpp): (box bytes / inner-row bytes) rows of max(inner-row bytes, swizzle span)
 // bytes from a 1024-aligned buffer. Returns (bytes, written) as rows x row-bytes arrays.
+// `coords` absent: the line's "coords" key, else zeros. NOTE: the spec is validated before
+// its rank sizes anything (the coords, the picture), so no input can make this allocate more
+// than a valid box needs.
 std::pair<ByteArray, ByteArray> simulate_load(
     const std::string& line, nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> global,
-    const std::vector<std::int64_t>& coords) {
-  const tmakit::TensorMapSpec spec = tmakit::parse_spec_json(line);
+    const std::optional<std::vector<std::int64_t>>& coords) {
+  const nlohmann::json object = tmakit::parse_json_line(line);
+  const tmakit::TensorMapSpec spec = tmakit::spec_from_json(object);
   if (spec.kind != tmakit::EncodeKind::tiled) {
     throw tmakit::ParseError("encode: simulate handles tiled specs only");
   }
   if (auto v = tmakit::find_violation(spec)) throw *v;
-  if (coords.size() != spec.rank) {
-    throw tmakit::ParseError("coords: expected " + std::to_string(spec.rank) +
-                             " integers (one per dimension), got " + std::to_string(coords.size()));
-  }
   tmakit::model::Coords c{};
-  for (std::size_t d = 0; d < coords.size(); ++d) {
-    if (coords[d] < INT32_MIN || coords[d] > INT32_MAX) {
-      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + std::to_string(coords[d]) +
-                               " is not a signed 32-bit integer");
+  if (coords) {
+    if (coords->size() != spec.rank) {
+      throw tmakit::ParseError("coords: expected " + std::to_string(spec.rank) +
+                               " integers (one per dimension), got " +
+                               std::to_string(coords->size()));
     }
-    c[d] = static_cast<std::int32_t>(coords[d]);
+    for (std::size_t d = 0; d < coords->size(); ++d) {
+      const std::int64_t x = (*coords)[d];
+      if (x < INT32_MIN || x > INT32_MAX) {
+        throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + std::to_string(x) +
+                                 " is not a signed 32-bit integer");
+      }
+      c[d] = static_cast<std::int32_t>(x);
+    }
+  } else if (object.contains("coords")) {
+    c = coords_from_line(object, spec.rank);
   }
   const std::span<const std::uint8_t> bytes(global.data(), global.shape(0));
   tmakit::model::SharedBytes s;
@@ -176,6 +257,13 @@ std::pair<ByteArray, ByteArray> simulate_load(
   std::copy_n(s.bytes.begin(), n, out.begin());
   std::copy_n(s.written.begin(), n, written.begin());
   return {to_numpy(std::move(out), rows, width), to_numpy(std::move(written), rows, width)};
+}
+
+// The element size of a TMA data type named as in a spec line ("TFLOAT32": 4), or None for a
+// name the library does not know.
+std::optional<int> data_type_bytes(const std::string& name) {
+  if (auto t = tmakit::parse_data_type(name)) return tmakit::element_bytes(*t);
+  return std::nullopt;
 }
 
 // --- kernels ----------------------------------------------------------------------------
@@ -326,13 +414,23 @@ NB_MODULE(_tmakit, m) {
   // NOTE: bad input (a broken rule, a malformed spec, a launcher's ArgumentError) is the
   // caller's to fix and maps to ValueError; a failed CUDA call (no driver, a launch error) to
   // RuntimeError. The argument name leads an ArgumentError's message ("out.data: ...").
+  // A spec's ParseError may quote the line's bytes: escaped as `tmakit check` prints them, so
+  // describe, simulate and encode say what check says. No message can fail to become a str
+  // (a UnicodeDecodeError in place of the error): bytes that are not UTF-8 come out escaped.
+  // OutOfMemory (device memory exhausted) becomes the exception a torch user catches for
+  // that, torch.OutOfMemoryError, where torch is loaded (the ops' outputs come from torch's
+  // allocator, which raises it): one except clause covers both. Without torch, MemoryError.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const tmakit::OutOfMemory& e) {
+      set_python_error(out_of_memory_type(), e.what());
     } catch (const tmakit::CudaError& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      set_python_error(PyExc_RuntimeError, e.what());
+    } catch (const tmakit::ParseError& e) {
+      set_python_error(PyExc_ValueError, tmakit::escape_unprintable(e.what()));
     } catch (const tmakit::Error& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      set_python_error(PyExc_ValueError, e.what());
     }
   });
 
@@ -348,8 +446,14 @@ NB_MODULE(_tmakit, m) {
         "Validate and encode a spec through the driver: the 128 bytes of the CUtensorMap.");
   m.def("driver_available", &tmakit::driver_available,
         "True when libcuda.so.1 loads and cuInit succeeds.");
-  m.def("simulate_load", &simulate_load, "line"_a, "global_bytes"_a, "coords"_a,
-        "What one tiled load writes to a 1024-aligned shared buffer: (bytes, written).");
+  m.def("simulate_load", &simulate_load, "line"_a, "global_bytes"_a, "coords"_a.none(),
+        "What one tiled load writes to a 1024-aligned shared buffer: (bytes, written); "
+        "coords None: the line's \"coords\" key, else zeros.");
+  m.def("data_type_bytes", &data_type_bytes, "name"_a,
+        "The element size of a TMA data type name ('TFLOAT32': 4), None for an unknown name.");
+  // The parsers' bounds (include/tmakit/host/spec_json.hpp), for the Python side's own.
+  m.attr("MAX_LINE_BYTES") = tmakit::kMaxLineBytes;
+  m.attr("MAX_JSON_DEPTH") = tmakit::kMaxJsonDepth;
 
   m.def("add_constant", &add_constant, "in_"_a, "out"_a, "type"_a, "rows"_a, "cols"_a,
         "in_row_stride_bytes"_a, "out_row_stride_bytes"_a, "value"_a, "stream"_a);

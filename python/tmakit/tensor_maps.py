@@ -8,8 +8,10 @@ values into the JSON spec lines of `tmakit check --jsonl` and back. No torch, no
 from __future__ import annotations
 
 import json
+import math
 import operator
-from typing import Any, Iterable, NamedTuple, Optional, Sequence
+import re
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -17,38 +19,330 @@ from . import _tmakit
 
 # --- specs ----------------------------------------------------------------------------------
 
+# The bounds of a spec line (include/tmakit/host/spec_json.hpp): its bytes, and the nesting of
+# arrays and objects in it, the spec object itself being the first level.
+_MAX_LINE_BYTES = int(_tmakit.MAX_LINE_BYTES)
+_MAX_JSON_DEPTH = int(_tmakit.MAX_JSON_DEPTH)
+# Integers past a double's range (2**1024) are no number a JSON reader holds.
+_MAX_INT_BITS = 1024
 
-def _json_value(value: Any) -> Any:
-    # NumPy and torch integers (anything with __index__) become plain ints; sequences lists.
-    if isinstance(value, (str, bool, int, float)) or value is None:
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_json_value(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _json_value(value.tolist())
-    return operator.index(value)
+# The keys the library reads from a spec line (spec_json.hpp); any other key is ignored,
+# whatever it holds. `simulate` also reads "coords".
+_SPEC_KEYS = frozenset((
+    "encode", "dataType", "rank", "globalAddress", "globalDim", "globalStrides", "boxDim",
+    "elementStrides", "interleave", "swizzle", "l2Promotion", "oobFill", "pixelBoxLowerCorner",
+    "pixelBoxUpperCorner", "channelsPerPixel", "pixelsPerColumn"))
+_SIMULATE_KEYS = _SPEC_KEYS | {"coords"}
 
 
-def _spec_line(spec: Any) -> str:
+class _Budget:
+    """What is left of a line's bytes while a value is converted (an upper bound of its JSON
+    text's length, charged before anything the value holds is copied)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int):
+        self.left = left
+
+    def charge(self, nbytes: int, path: str) -> None:
+        self.left -= nbytes
+        if self.left < 0:
+            raise ValueError(f"{path}: too large: a spec line holds at most {_MAX_LINE_BYTES} "
+                             f"bytes of JSON")
+
+
+def _type_name(value: Any) -> str:
+    name = getattr(type(value), "__qualname__", None)
+    if not isinstance(name, str):
+        name = "object"
+    return name if len(name) <= 64 else name[:64] + "..."
+
+
+def _a(name: str) -> str:
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
+def _show(value: Any) -> str:
+    """A short, safe rendering of a value for a message: never huge, never raising."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        number = int.__index__(value)
+        if number.bit_length() > 64:
+            return f"an integer of {number.bit_length()} bits"
+        return str(number)
+    if isinstance(value, float):
+        return float.__repr__(value)
+    if isinstance(value, np.integer) and not isinstance(value, np.timedelta64):
+        return _show(int(value))
+    if isinstance(value, np.floating):  # a longdouble's item() is itself
+        return _show(float(value))
+    if isinstance(value, str):
+        text = str.__str__(value)
+        shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
+        return shown.encode("ascii", "backslashreplace").decode("ascii")
+    return _a(_type_name(value))
+
+
+def _key_path(parent: str, key: str) -> str:
+    # A top-level key reads as the library names it ("globalDim"); deeper ones as indexing.
+    shown = key if key.isidentifier() and key.isascii() and len(key) <= 64 else _show(key)
+    return shown if not parent else f"{parent}[{shown}]"
+
+
+def _json_value(value: Any, path: str = "value") -> Any:
+    """The JSON value `value` stands for, as plain Python data (None, bool, int, float, str,
+    list, dict with str keys) that json.dumps writes and the library's parser reads back.
+
+    Converted: bool, int, float and str (subclasses such as IntEnum too); NumPy scalars and
+    arrays of bool, integer, floating and str dtype (object arrays element by element); lists,
+    tuples and ranges; dicts with str keys; objects with __index__ (ints) or tolist() (a torch
+    tensor, an array.array; each tolist() counts as one level of nesting). Raises TypeError for
+    a type JSON has no value for (bytes and other buffers, sets, complex numbers, datetimes,
+    other objects), ValueError for NaN or an infinity, nesting past 16 levels, a value that
+    contains itself, more than a spec line's 1 MiB, an integer past a double's range, or a
+    string UTF-8 cannot carry (a lone surrogate). Each message starts with `path` extended to
+    the offending element ("globalDim[2]: ..."). Sizes are checked before anything is copied,
+    so no argument makes this take more than about a line's worth of memory or time.
+    """
+    return _convert(value, path, 0, _Budget(_MAX_LINE_BYTES), set())
+
+
+def _convert(value: Any, path: str, depth: int, budget: _Budget, active: set) -> Any:
+    if value is None:
+        budget.charge(6, path)
+        return None
+    if isinstance(value, bool):
+        budget.charge(7, path)
+        return bool(value)
+    if isinstance(value, int):
+        number = int.__index__(value)
+        bits = number.bit_length()
+        if bits > _MAX_INT_BITS:
+            raise ValueError(f"{path}: an integer of {bits} bits is too large for any number "
+                             f"(JSON readers hold numbers below 2**{_MAX_INT_BITS})")
+        budget.charge(bits // 3 + 4, path)
+        return number
+    if isinstance(value, float):  # np.float64 too
+        number = float.__float__(value)
+        if not math.isfinite(number):
+            raise ValueError(f"{path}: {number!r} is not a number JSON can hold (it has no "
+                             f"NaN or infinities); give a finite number")
+        budget.charge(26, path)
+        return number
+    if isinstance(value, str):
+        return _convert_str(str.__str__(value), path, budget)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{path}: {_type_name(value)} is not a JSON value; give a list of ints "
+                        f"(or a str for text)")
+    if isinstance(value, (set, frozenset)):
+        raise TypeError(f"{path}: {_a(_type_name(value))} has no order, so it is no JSON array; "
+                        f"give a list")
+    if isinstance(value, np.generic):
+        return _convert_numpy_scalar(value, path, budget)
+    if isinstance(value, (list, tuple, range, dict, np.ndarray)) or _has(value, "tolist"):
+        if depth >= _MAX_JSON_DEPTH:
+            raise ValueError(f"{path}: nested deeper than {_MAX_JSON_DEPTH} levels of lists "
+                             f"and dicts (a spec line's bound)")
+        if id(value) in active:
+            raise ValueError(f"{path}: contains itself; a JSON value cannot")
+        active.add(id(value))
+        try:
+            return _convert_container(value, path, depth, budget, active)
+        finally:
+            active.discard(id(value))
+    if hasattr(type(value), "__index__"):
+        try:
+            number = operator.index(value)
+        except Exception as error:  # a foreign __index__: its failure is a bad argument
+            raise TypeError(f"{path}: {_a(_type_name(value))} whose __index__ raised "
+                            f"{type(error).__name__} is not an int") from None
+        return _convert(number, path, depth, budget, active)
+    raise TypeError(f"{path}: {_a(_type_name(value))} is not a JSON value; give an int, a float, "
+                    f"a str, a list or a dict")
+
+
+def _convert_str(text: str, path: str, budget: _Budget) -> str:
+    # Its length bounds its JSON text from below: checked before that text is made.
+    budget.charge(len(text) + 2, path)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"{path}: the string holds a lone surrogate "
+                             f"U+{ord(text[error.start]):04X} at character {error.start}, "
+                             f"which is not text UTF-8 can carry") from None
+    budget.charge(len(json.dumps(text)) - len(text) - 2, path)  # escapes
+    return text
+
+
+def _convert_numpy_scalar(value: Any, path: str, budget: _Budget) -> Any:
+    if isinstance(value, (np.datetime64, np.timedelta64)):  # timedelta64 is an np.integer
+        raise TypeError(f"{path}: a NumPy {type(value).__name__} value is not a JSON value; "
+                        f"give an int")
+    if isinstance(value, np.bool_):
+        budget.charge(7, path)
+        return bool(value)
+    if isinstance(value, np.integer):
+        return _convert(int(value), path, 0, budget, set())
+    if isinstance(value, np.floating):
+        return _convert(float(value), path, 0, budget, set())
+    if isinstance(value, np.str_):
+        return _convert_str(str(value), path, budget)
+    raise TypeError(f"{path}: a NumPy {type(value).__name__} value is not a JSON value; give "
+                    f"an int, a float or a str")
+
+
+def _convert_container(value: Any, path: str, depth: int, budget: _Budget,
+                       active: set) -> Any:
+    if isinstance(value, dict):
+        budget.charge(2 + 2 * dict.__len__(value), path)
+        out = {}
+        for key, item in list(dict.items(value)):
+            if not isinstance(key, str):
+                raise TypeError(f"{path}: the key {_show(key)} is not a str; JSON object keys "
+                                f"are strings")
+            key = _convert_str(str.__str__(key), path, budget)
+            budget.charge(2, path)
+            out[key] = _convert(item, _key_path(path, key), depth + 1, budget, active)
+        return out
+    if isinstance(value, (list, tuple, range)):
+        try:
+            count = len(value) if isinstance(value, range) else \
+                (list.__len__(value) if isinstance(value, list) else tuple.__len__(value))
+        except OverflowError:
+            count = _MAX_LINE_BYTES + 1
+        budget.charge(2 + 2 * count, path)
+        items = value if isinstance(value, range) else \
+            (list.copy(value) if isinstance(value, list) else tuple.__iter__(value))
+        return [_convert(item, f"{path}[{i}]", depth + 1, budget, active)
+                for i, item in enumerate(items)]
+    if isinstance(value, np.ndarray):
+        return _convert_array(value, path, depth, budget, active)
+    # an object with tolist() (a torch tensor, an array.array): what it lists, one level on
+    size = _size_of(value)
+    if size is not None:
+        budget.charge(2 * size, path)
+    try:
+        listed = value.tolist()
+    except Exception as error:  # a foreign tolist(): its failure is a bad argument
+        raise TypeError(f"{path}: {_a(_type_name(value))} whose tolist() raised "
+                        f"{type(error).__name__} is not a JSON value") from None
+    return _convert(listed, path, depth + 1, budget, active)
+
+
+def _has(value: Any, attribute: str) -> bool:
+    # hasattr, save that a foreign __getattr__'s failure means no
+    try:
+        return hasattr(value, attribute)
+    except Exception:
+        return False
+
+
+def _size_of(value: Any) -> Optional[int]:
+    # the element count of a torch tensor (numel()) or an array.array (len()), if it says
+    try:
+        numel = getattr(value, "numel", None)
+        size = numel() if callable(numel) else len(value)
+        return size if isinstance(size, int) else None
+    except Exception:
+        return None
+
+
+def _convert_array(value: np.ndarray, path: str, depth: int, budget: _Budget,
+                   active: set) -> Any:
+    kind = value.dtype.kind
+    if kind not in "biufUO":
+        raise TypeError(f"{path}: a NumPy array of {value.dtype} is not a JSON value; give "
+                        f"ints, floats or strs")
+    if depth + value.ndim > _MAX_JSON_DEPTH:
+        raise ValueError(f"{path}: a {value.ndim}-dimensional array nests deeper than "
+                         f"{_MAX_JSON_DEPTH} levels of lists (a spec line's bound)")
+    budget.charge(2 * int(value.size) + 2 * value.ndim, path)
+    # NOTE: tolist() of an object array lists the objects themselves (not converted), so an
+    # array that holds itself comes back here and is caught as a cycle.
+    listed = value.tolist()
+    if value.ndim == 0:
+        return _convert(listed, path, depth, budget, active)
+    budget.left += 2 * int(value.size) + 2 * value.ndim  # charged again, element by element
+    return _convert(listed, path, depth, budget, active) if not isinstance(listed, list) \
+        else [_convert(item, f"{path}[{i}]", depth + 1, budget, active)
+              for i, item in enumerate(listed)]
+
+
+class _UnreadableLine(ValueError):
+    """A line the library cannot be given (not UTF-8 text, past the line bound): `check`
+    answers it with an "error" verdict, the other functions raise it."""
+
+
+def _line_bytes(text: str) -> int:
+    # UTF-8 length without encoding the whole of a possibly huge string at once
+    if text.isascii():
+        return len(text)
+    step = 1 << 16
+    return sum(len(text[i:i + step].encode("utf-8", "surrogatepass"))
+               for i in range(0, len(text), step))
+
+
+def _checked_line(line: str) -> str:
+    if "\n" in line.rstrip("\r\n"):
+        raise ValueError("spec: one JSON line expected, got several lines; check each line "
+                         "on its own")
+    line = line.rstrip("\r\n")
+    if len(line) > _MAX_LINE_BYTES or (not line.isascii() and _line_bytes(line) > _MAX_LINE_BYTES):
+        raise _UnreadableLine(f"the line is {_line_bytes(line)} bytes, more than the "
+                              f"{_MAX_LINE_BYTES} a spec line may have")
+    if not line.isascii():
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise _UnreadableLine(f"character {error.start} of the line is a lone surrogate "
+                                  f"U+{ord(line[error.start]):04X}, which is not text UTF-8 "
+                                  f"can carry") from None
+    return line
+
+
+def _dict_line(spec: dict, keys: frozenset = _SPEC_KEYS) -> tuple:
+    """(the JSON line of a spec dict, the other keys). The keys the library reads (`keys`)
+    are converted by _json_value, any failure raised naming the key; every other key is left
+    out of the line unread, whatever it holds, since the library would ignore it."""
+    budget = _Budget(_MAX_LINE_BYTES - 2)
+    converted, others = {}, {}
+    for key, value in list(dict.items(spec)):
+        name = str.__str__(key) if isinstance(key, str) else None
+        if name is not None and name in keys:
+            budget.charge(len(name) + 6, name)
+            converted[name] = _convert(value, name, 1, budget, set())
+        else:
+            others[key] = value
+    return json.dumps(converted, allow_nan=False), others
+
+
+def _spec_line(spec: Any, keys: frozenset = _SPEC_KEYS) -> str:
     """One JSON line from a dict (the keys of `tmakit check`), a JSON line or a TensorMap."""
+    return _spec_parts(spec, keys)[0]
+
+
+def _spec_parts(spec: Any, keys: frozenset = _SPEC_KEYS, for_check: bool = False) -> tuple:
+    try:
+        return _spec_parts_of(spec, keys)
+    except _UnreadableLine as error:
+        if for_check:
+            raise
+        raise ValueError(str(error)) from None
+
+
+def _spec_parts_of(spec: Any, keys: frozenset) -> tuple:
     if isinstance(spec, TensorMap):
-        return spec.json
+        spec = getattr(spec, "json", None)
+        if not isinstance(spec, str):
+            raise TypeError(f"spec: a TensorMap whose json is a {_type_name(spec)}, not a str")
     if isinstance(spec, str):
-        if "\n" in spec.rstrip("\r\n"):
-            raise ValueError("spec: one JSON line expected, got several lines; check each line "
-                             "on its own")
-        return spec.rstrip("\r\n")
+        return _checked_line(str.__str__(spec)), {}
     if isinstance(spec, dict):
-        obj = {}
-        for key, value in spec.items():
-            try:
-                obj[str(key)] = _json_value(value)
-            except TypeError:
-                raise TypeError(f"spec[{key!r}]: a {type(value).__name__} is not a JSON value; "
-                                "give an int, a string or a list of ints") from None
-        return json.dumps(obj)
+        return _dict_line(spec, keys)
     raise TypeError(f"spec: expected a dict of tmakit check's JSON keys, a JSON line (str) or "
-                    f"a TensorMap, got {type(spec).__name__}")
+                    f"a TensorMap, got {_type_name(spec)}")
 
 
 class CheckResult:
@@ -91,22 +385,45 @@ class CheckResult:
 def check(spec: Any) -> CheckResult:
     """Judge a tensor-map spec against every rule, exactly as `tmakit check --jsonl` does.
 
-    ``spec``: a dict with the JSON keys of `tmakit check` (unknown keys ignored), one JSON
-    line, or a TensorMap. A spec that cannot be read (malformed JSON, a missing key, a number
-    out of range) gets ``verdict == "error"``; a dict value that is not JSON raises TypeError.
+    ``spec``: a dict with the JSON keys of `tmakit check` (unknown keys ignored, whatever they
+    hold), one JSON line, or a TensorMap. A spec that cannot be read (malformed JSON, a
+    missing key, a number out of range, a line that is not UTF-8 text) gets
+    ``verdict == "error"``. A dict whose value under a key the library reads has no JSON form
+    raises, naming the key: TypeError for the wrong type (bytes, a set, an object), ValueError
+    for the wrong value (NaN, nesting past 16 levels, a value containing itself).
     """
-    verdict, rule, message, fix = _tmakit.check_line(_spec_line(spec))
+    try:
+        line = _spec_parts(spec, for_check=True)[0]
+    except _UnreadableLine as error:
+        return CheckResult("error", None, str(error))
+    verdict, rule, message, fix = _tmakit.check_line(line)
     return CheckResult(verdict, rule or None, message, fix)
 
 
 def fix(spec: Any) -> dict:
     """The nearest spec that passes every rule (`tmakit check --fix`): ``spec`` itself when it
     passes, else the fixes of its broken rules applied one after another. Returns a dict (the
-    other keys kept); ValueError when the spec cannot be read or no fix mends it."""
-    passed, text = _tmakit.fix_line(_spec_line(spec))
+    other keys kept, unknown ones as given); ValueError when the spec cannot be read or no fix
+    mends it."""
+    line, others = _spec_parts(spec)
+    passed, text = _tmakit.fix_line(line)
     if not passed:
         raise ValueError(text[len("error: "):] if text.startswith("error: ") else text)
-    return json.loads(text)
+    # NOTE: a line that passes comes back as given, and the library's parser, as `tmakit
+    # check`, skips a leading byte-order mark that json.loads refuses.
+    mended = json.loads(text[1:] if text.startswith("\ufeff") else text)
+    if not others:
+        return mended
+    # a dict's other keys, left out of the line, back in their places
+    out = {}
+    for key in dict.keys(spec):
+        name = str.__str__(key) if isinstance(key, str) else None
+        if key in others:
+            out[key] = others[key]
+        elif name in mended:
+            out[name] = mended.pop(name)
+    out.update(mended)
+    return out
 
 
 class Rule(NamedTuple):
@@ -157,37 +474,96 @@ class _ArrayInfo(NamedTuple):
 def _array_info(array: Any, name: str) -> _ArrayInfo:
     """Address, shape and byte strides of a torch tensor or an object with the CUDA / NumPy
     array interface, without importing any framework."""
-    if type(array).__module__.startswith("torch") and hasattr(array, "data_ptr"):
-        itemsize = array.element_size()
-        return _ArrayInfo(array.data_ptr(), tuple(array.shape),
-                          tuple(s * itemsize for s in array.stride()), itemsize,
-                          _TORCH_TYPES.get(str(array.dtype)), str(array.dtype))
-    interface = getattr(array, "__cuda_array_interface__", None)
-    if interface is None:
-        interface = getattr(array, "__array_interface__", None)
+    if str(getattr(type(array), "__module__", "")).startswith("torch") and \
+            _has(array, "data_ptr"):
+        try:
+            itemsize = int(array.element_size())
+            return _ArrayInfo(int(array.data_ptr()), tuple(int(d) for d in array.shape),
+                              tuple(int(s) * itemsize for s in array.stride()), itemsize,
+                              _TORCH_TYPES.get(str(array.dtype)), str(array.dtype))
+        except Exception as error:  # not a tensor after all, or one without an address
+            raise TypeError(f"{name}: {_a(_type_name(array))} whose address, shape or strides "
+                            f"cannot be read ({type(error).__name__})") from None
+    if isinstance(array, np.ndarray) and array.dtype.hasobject:
+        raise TypeError(f"{name}: a NumPy array of {array.dtype} dtype holds Python objects, "
+                        f"no data a tensor map can describe")
+    interface, attribute = None, None
+    for attribute in ("__cuda_array_interface__", "__array_interface__"):
+        try:
+            interface = getattr(array, attribute, None)
+        except Exception as error:  # a foreign property: its failure is a bad argument
+            raise TypeError(f"{name}.{attribute}: reading it raised "
+                            f"{type(error).__name__}") from None
+        if interface is not None:
+            break
     if interface is None:
         raise TypeError(f"{name}: expected a torch tensor or an array with "
                         f"__cuda_array_interface__ or __array_interface__, got "
-                        f"{type(array).__name__}")
-    typestr = interface["typestr"]
-    itemsize = int(typestr[2:])
-    shape = tuple(interface["shape"])
+                        f"{_type_name(array)}")
+    where = f"{name}.{attribute}"
+    if not isinstance(interface, dict):
+        raise TypeError(f"{where}: expected a dict, got {_type_name(interface)}")
+    typestr = interface.get("typestr")
+    match = re.fullmatch(r"[<>|=]([a-zA-Z])([0-9]{1,6})(\[[a-zA-Z0-9]{1,8}\])?",
+                         typestr) if isinstance(typestr, str) else None
+    if match is None or int(match.group(2)) < 1:
+        raise ValueError(f"{where}['typestr']: {_show(typestr)} is not an array type string "
+                         f"such as '<f4'")
+    kind, itemsize = match.group(1), int(match.group(2))
+    if kind == "O":
+        raise TypeError(f"{name}: an array of Python objects holds no data a tensor map can "
+                        f"describe")
+    shape = _int_tuple(interface.get("shape"), f"{where}['shape']", minimum=0)
     strides = interface.get("strides")
     if strides is None:  # C-contiguous
         strides, step = [], itemsize
         for extent in reversed(shape):
             strides.insert(0, step)
             step *= extent
-    return _ArrayInfo(interface["data"][0], shape, tuple(strides), itemsize,
-                      _TYPESTR_TYPES.get(typestr[1:]), typestr)
+    strides = _int_tuple(strides, f"{where}['strides']")
+    if len(strides) != len(shape):
+        raise ValueError(f"{where}: {len(strides)} strides for {len(shape)} dimensions")
+    data = interface.get("data")
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and isinstance(data[0], int)
+            and not isinstance(data[0], bool) and 0 <= data[0] < 1 << 64):
+        raise ValueError(f"{where}['data']: expected (address, read-only flag) with an address "
+                         f"in 0..2**64-1, got {_show(data)}")
+    return _ArrayInfo(int(data[0]), shape, strides, itemsize,
+                      _TYPESTR_TYPES.get(f"{kind}{itemsize}"), typestr)
+
+
+def _int_tuple(values: Any, argument: str, minimum: Optional[int] = None) -> tuple:
+    # A tensor's extents or strides: at most NumPy's 64 dimensions, each an int of 64 bits.
+    if not isinstance(values, (tuple, list)):
+        raise TypeError(f"{argument}: expected a tuple of ints, got {_type_name(values)}")
+    if len(values) > 64:
+        raise ValueError(f"{argument}: {len(values)} dimensions; arrays have at most 64")
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{argument}[{i}]: expected an int, got {_show(v)}")
+        v = int(v)
+        if not -(1 << 63) <= v < 1 << 64 or (minimum is not None and v < minimum):
+            raise ValueError(f"{argument}[{i}]: {_show(v)} is out of range")
+        out.append(v)
+    return tuple(out)
 
 
 def _enum_name(value: Any, names: dict, argument: str) -> str:
-    key = str(value).upper() if not isinstance(value, int) else value
+    choices = ", ".join(repr(k) for k in names if isinstance(k, str))
+    if isinstance(value, str):
+        key = str.__str__(value).upper()
+    elif not isinstance(value, (bool, np.bool_)) and hasattr(type(value), "__index__"):
+        try:
+            key = operator.index(value)  # 128, np.int64(128)
+        except Exception:
+            key = None
+    else:
+        raise TypeError(f"{argument}: expected a str ({choices}) or its byte count, got "
+                        f"{_show(value)}")
     if key in names:
         return names[key]
-    choices = ", ".join(repr(k) for k in names if isinstance(k, str))
-    raise ValueError(f"{argument}: {value!r} is not one of {choices}")
+    raise ValueError(f"{argument}: {_show(value)} is not one of {choices}")
 
 
 _SWIZZLES = {"NONE": "NONE", "32B": "32B", "64B": "64B", "128B": "128B",
@@ -200,16 +576,54 @@ _OOB_FILLS = {"NONE": "NONE", "ZERO": "NONE", "NAN": "NAN_REQUEST_ZERO_FMA",
 
 
 def _tensor_order(values: Any, rank: int, argument: str) -> list:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+    if isinstance(values, (str, bytes, bytearray, memoryview, set, frozenset, dict)) or \
+            isinstance(values, (bool, int, float, np.generic)):
         raise TypeError(f"{argument}: expected a sequence of {rank} ints (one per tensor "
-                        f"dimension, outermost first), got {type(values).__name__}")
-    out = [_json_value(v) for v in values]
+                        f"dimension, outermost first), got {_show(values)}")
+    out = _json_value(values, argument)
+    if not isinstance(out, list):
+        raise TypeError(f"{argument}: expected a sequence of {rank} ints (one per tensor "
+                        f"dimension, outermost first), got {_show(values)}")
     if len(out) != rank:
         raise ValueError(f"{argument}: {len(out)} entries for a tensor of {rank} dimensions; "
                          f"give one per dimension, outermost first")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in out):
-        raise TypeError(f"{argument}: expected ints, got {values!r}")
+    for i, v in enumerate(out):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{argument}[{i}]: expected an int, got {_show(v)}")
     return out
+
+
+def _data_type_name(data_type: Any, info: _ArrayInfo) -> str:
+    """The TMA data type of `data_type=`: a name ("TFLOAT32"), a NumPy dtype or a torch dtype,
+    whose element size must be the tensor's."""
+    if isinstance(data_type, str):
+        name = str.__str__(data_type).strip().upper()
+        if not name:
+            raise ValueError("data_type: an empty string names no type; give a TMA type such "
+                             "as 'TFLOAT32', a NumPy dtype or a torch dtype")
+    elif type(data_type).__module__ == "torch" and str(data_type).startswith("torch."):
+        name = _TORCH_TYPES.get(str(data_type))
+        if name is None:
+            raise TypeError(f"data_type: no TMA data type holds {data_type}")
+    elif isinstance(data_type, np.dtype) or (isinstance(data_type, type) and
+                                             issubclass(data_type, np.generic)):
+        dtype = np.dtype(data_type)
+        name = _TYPESTR_TYPES.get(f"{dtype.kind}{dtype.itemsize}")
+        if name is None:
+            raise TypeError(f"data_type: no TMA data type holds NumPy's {dtype}")
+    else:
+        raise TypeError(f"data_type: expected a TMA type name ('TFLOAT32'), a NumPy dtype or "
+                        f"a torch dtype, got {_show(data_type)}")
+    size = _tmakit.data_type_bytes(name) if name.isascii() and len(name) <= 64 else None
+    if size is None:
+        raise ValueError(f"data_type: {_show(data_type)} is not a TMA data type; give a name "
+                         f"such as 'TFLOAT32' (tmakit check's dataType values), a NumPy dtype "
+                         f"or a torch dtype")
+    if size > 0 and size != info.itemsize:
+        raise ValueError(f"data_type: {name} has {size}-byte elements, the tensor's "
+                         f"({info.type_name}) are {info.itemsize} bytes; give a type of the "
+                         f"tensor's size, or a view of the tensor as one")
+    return name
 
 
 class TensorMap:
@@ -220,8 +634,11 @@ class TensorMap:
     __slots__ = ("spec", "json")
 
     def __init__(self, spec: dict):
+        if not isinstance(spec, dict):
+            raise TypeError(f"spec: expected a dict of tmakit check's JSON keys, got "
+                            f"{_type_name(spec)}")
         self.spec = spec
-        self.json = json.dumps(spec)
+        self.json = _dict_line(spec)[0]
 
     def check(self) -> CheckResult:
         return check(self.json)
@@ -244,10 +661,11 @@ def _spec_for(info: _ArrayInfo, shape: Sequence[int], strides_bytes: Sequence[in
     rank = len(shape)
     if rank == 0:
         raise ValueError(f"{name}: a 0-dimensional tensor has no tensor map; reshape it to (1,)")
-    dtype = data_type.upper() if data_type else info.data_type
+    dtype = _data_type_name(data_type, info) if data_type is not None else info.data_type
     if dtype is None:
         raise TypeError(f"{name}: no TMA data type holds {info.type_name}; pass data_type= "
-                        f"(e.g. 'UINT8' for raw bytes)")
+                        f"with a type of its {info.itemsize}-byte elements (e.g. "
+                        f"'UINT{8 * info.itemsize}'), or a view as one")
     if any(s < 0 for s in strides_bytes):
         raise ValueError(f"{name}: negative strides {tuple(strides_bytes)} cannot be described "
                          f"by a tensor map; make it contiguous first")
@@ -279,7 +697,7 @@ def _spec_for(info: _ArrayInfo, shape: Sequence[int], strides_bytes: Sequence[in
 def tensor_map(tensor: Any, box: Sequence[int], *, swizzle: Any = "none",
                interleave: Any = "none", l2_promotion: Any = "none", oob_fill: Any = "none",
                element_strides: Optional[Sequence[int]] = None,
-               data_type: Optional[str] = None) -> TensorMap:
+               data_type: Any = None) -> TensorMap:
     """The tensor map a TMA descriptor over ``tensor`` would have.
 
     ``tensor``: a torch tensor or an array with the CUDA or NumPy array interface; its data
@@ -287,7 +705,8 @@ def tensor_map(tensor: Any, box: Sequence[int], *, swizzle: Any = "none",
     in the tensor's order (outermost first, as ``tensor.shape``); the spec lists them the
     driver's way, innermost first. ``swizzle``: "none", "32B", "64B", "128B" (or 0/32/64/128);
     ``interleave``: "none", "16B", "32B"; ``l2_promotion``: "none", "64B", "128B", "256B";
-    ``oob_fill``: "none" (zeros) or "nan". ``data_type`` overrides the TMA type ("TFLOAT32").
+    ``oob_fill``: "none" (zeros) or "nan". ``data_type`` overrides the TMA type: a name
+    ("TFLOAT32"), a NumPy dtype or a torch dtype, of the tensor's element size.
     """
     info = _array_info(tensor, "tensor")
     return TensorMap(_spec_for(info, info.shape, info.strides_bytes, box, name="tensor",
@@ -329,22 +748,65 @@ def simulate(spec: Any, global_bytes: Any, coords: Optional[Sequence[int]] = Non
     whose byte 0 sits at the spec's globalAddress (``global_bytes``: bytes, bytearray or any
     uint8-viewable buffer / NumPy array). ``coords``: the box's start, dimension 0 (innermost)
     first as the driver numbers them; default the spec's "coords" key, else zeros. ValueError
-    for an invalid spec or a load that reads past ``global_bytes``."""
-    line = _spec_line(spec)
-    if coords is None:
-        try:
-            parsed = json.loads(line)
-        except ValueError:
-            parsed = None  # the library names what is wrong with the line
-        if isinstance(parsed, dict):
-            coords = parsed.get("coords")
-            if coords is None:
-                coords = [0] * int(parsed.get("rank", len(parsed.get("globalDim") or [])))
-        else:
-            coords = []
-    coords = [int(operator.index(c)) for c in coords]
-    data = np.frombuffer(memoryview(global_bytes).cast("B"), dtype=np.uint8) \
-        if not isinstance(global_bytes, np.ndarray) else global_bytes.reshape(-1).view(np.uint8)
-    data = np.ascontiguousarray(data)
+    for an invalid spec or a load that reads past ``global_bytes``. The spec is validated
+    before its rank or sizes are used for anything."""
+    line = _spec_line(spec, _SIMULATE_KEYS)
+    data = _byte_array(global_bytes, "global_bytes")
+    if coords is not None:
+        coords = _coords(coords)
     out, written = _tmakit.simulate_load(line, data, coords)
     return Simulation(out, written)
+
+
+def _coords(values: Any) -> list:
+    # ints of 64 bits here; the library names any past 32 bits once the spec is valid
+    listed = _json_value(values, "coords")
+    if not isinstance(listed, list):
+        raise TypeError(f"coords: expected a sequence of ints (one per dimension, dimension 0 "
+                        f"first), got {_show(values)}")
+    for d, v in enumerate(listed):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"coords[{d}]: expected an int, got {_show(v)}")
+        if not -(1 << 31) <= v < 1 << 31:
+            raise ValueError(f"coords[{d}]: {_show(v)} is not a signed 32-bit integer")
+    return listed
+
+
+# The largest non-contiguous buffer simulate copies to read it as one run of bytes.
+_MAX_COPY_BYTES = 1 << 30
+
+
+def _byte_array(data: Any, argument: str) -> np.ndarray:
+    """The bytes of a buffer or NumPy array as a contiguous uint8 array (a view where the data
+    is contiguous already, else a copy of at most 1 GiB)."""
+    def copyable(nbytes: int) -> None:
+        if nbytes > _MAX_COPY_BYTES:
+            raise ValueError(f"{argument}: not contiguous, and its {nbytes} bytes are more than "
+                             f"the {_MAX_COPY_BYTES} copied to read it; give a contiguous "
+                             f"buffer (e.g. np.ascontiguousarray of the part the load reads)")
+
+    if isinstance(data, np.ndarray):
+        if data.dtype.hasobject:
+            raise TypeError(f"{argument}: a NumPy array of {data.dtype} dtype holds Python "
+                            f"objects, not bytes")
+        if not data.flags.c_contiguous:
+            copyable(int(data.nbytes))
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    if isinstance(data, str):
+        raise TypeError(f"{argument}: a str is text, not bytes; give bytes (e.g. "
+                        f"text.encode()), a bytearray or a NumPy array")
+    try:
+        view = memoryview(data)
+        if view.c_contiguous:
+            return np.frombuffer(view, dtype=np.uint8) if view.nbytes else \
+                np.zeros(0, dtype=np.uint8)
+        copyable(view.nbytes)
+        return np.frombuffer(view.tobytes(), dtype=np.uint8)
+    except ValueError as error:
+        if str(error).startswith(argument):
+            raise
+        raise TypeError(f"{argument}: expected bytes, a bytearray, a NumPy array or another "
+                        f"buffer, got {_type_name(data)}") from None
+    except (TypeError, BufferError, NotImplementedError):
+        raise TypeError(f"{argument}: expected bytes, a bytearray, a NumPy array or another "
+                        f"buffer, got {_type_name(data)}") from None

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "tmakit/core/error.hpp"
 
@@ -13,11 +15,23 @@ namespace {
 
 using nlohmann::json;
 
+// The first at most `max_bytes` bytes of `text`, cut before a UTF-8 sequence rather than
+// inside one, so that a message quoting non-ASCII text stays valid UTF-8.
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t cut = max_bytes;
+  // back over continuation bytes (10xxxxxx) to the start of the sequence the cut falls in
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++i) {
+    --cut;
+  }
+  return std::string(text.substr(0, cut));
+}
+
 // `text` cut to `max_bytes`, saying how much was left out.
 std::string bounded(const std::string& text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
-  return text.substr(0, max_bytes) + "... (" + std::to_string(text.size() - max_bytes) +
-         " more bytes)";
+  const std::string kept = utf8_prefix(text, max_bytes);
+  return kept + "... (" + std::to_string(text.size() - kept.size()) + " more bytes)";
 }
 
 // NOTE: recursion bounded by kQuoteDepth and output by max_bytes, whatever the value holds.
@@ -41,14 +55,16 @@ void quote_into(std::string& out, const Json& v, int depth, std::size_t max_byte
         }
         if (!first) out += ',';
         first = false;
-        if (!array) out += scalar(Json(it.key().substr(0, max_bytes))) + ':';
+        if (!array) out += scalar(Json(utf8_prefix(it.key(), max_bytes))) + ':';
         quote_into(out, *it, depth + 1, max_bytes);
       }
     }
     out += array ? ']' : '}';
   } else if (v.is_string()) {
     const auto& text = v.template get_ref<const std::string&>();
-    out += scalar(Json(text.substr(0, max_bytes + 1)));
+    // past max_bytes even when the cut backs off a character (up to 3 bytes), so that
+    // quote_json's final cut marks the text as cut
+    out += scalar(Json(utf8_prefix(text, max_bytes + 4)));
   } else {
     out += scalar(v);
   }
@@ -190,10 +206,10 @@ TensorMapSpec spec_from_json(const json& o) {
 
 namespace {
 
-// A line parsed with every guard of parse_json_line (Json: json, or ordered_json to keep the
-// order of keys).
+// A line parsed with every guard of parse_json_line; `keys`, if given, gets its top-level
+// keys in the order they appear (repeats included).
 template <class Json>
-Json parse_guarded(std::string_view line) {
+Json parse_guarded(std::string_view line, std::vector<std::string>* keys = nullptr) {
   if (line.size() > kMaxLineBytes) {
     throw ParseError("the line is " + std::to_string(line.size()) + " bytes, more than the " +
                      std::to_string(kMaxLineBytes) + " a spec line may have");
@@ -217,6 +233,7 @@ Json parse_guarded(std::string_view line) {
     }
     if (event == Event::key && depth == 1) {
       key = parsed.template get<std::string>();
+      if (keys != nullptr) keys->push_back(key);
       entry = 0;
       in_array = false;
     } else if (event == Event::array_start && depth == 1) {
@@ -259,7 +276,7 @@ nlohmann::json parse_json_line(std::string_view line) { return parse_guarded<jso
 std::string quote_json(const nlohmann::json& value, std::size_t max_bytes) {
   std::string out;
   quote_into(out, value, 0, max_bytes);
-  if (out.size() > max_bytes) out = out.substr(0, max_bytes) + "...";
+  if (out.size() > max_bytes) out = utf8_prefix(out, max_bytes) + "...";
   return out;
 }
 
@@ -269,9 +286,18 @@ TensorMapSpec parse_spec_json(std::string_view line) {
 
 std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
                               const TensorMapSpec& to) {
-  auto o = parse_guarded<nlohmann::ordered_json>(line);
+  // NOTE: not nlohmann::ordered_json, which finds keys by linear search: a line of many keys
+  // (1 MiB holds 100,000) took quadratic time, minutes. The keys' order comes from the parser
+  // instead, and the object is written in it: each key where it first appears (with its last
+  // value, as a JSON object keeps it), then keys added here in the order they are added.
+  std::vector<std::string> order;
+  json o = parse_guarded<json>(line, &order);
+  auto set = [&](const char* key, json value) {
+    if (!o.contains(key)) order.emplace_back(key);
+    o[key] = std::move(value);
+  };
   auto arr = [](const auto& a, std::size_t n) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    json j = json::array();
     for (std::size_t i = 0; i < n; ++i) j.push_back(a[i]);
     return j;
   };
@@ -280,29 +306,37 @@ std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
   };
   const std::size_t rank = std::min<std::size_t>(to.rank, kMaxRank);
   const std::size_t strides = rank > 0 ? rank - 1 : 0, corners = rank > 2 ? rank - 2 : 0;
-  if (from.global_address != to.global_address) o["globalAddress"] = to.global_address;
-  if (differ(from.global_dim, to.global_dim, rank)) o["globalDim"] = arr(to.global_dim, rank);
+  if (from.global_address != to.global_address) set("globalAddress", to.global_address);
+  if (differ(from.global_dim, to.global_dim, rank)) set("globalDim", arr(to.global_dim, rank));
   if (differ(from.global_strides_bytes, to.global_strides_bytes, strides)) {
-    o["globalStrides"] = arr(to.global_strides_bytes, strides);
+    set("globalStrides", arr(to.global_strides_bytes, strides));
   }
-  if (differ(from.box_dim, to.box_dim, rank)) o["boxDim"] = arr(to.box_dim, rank);
+  if (differ(from.box_dim, to.box_dim, rank)) set("boxDim", arr(to.box_dim, rank));
   if (differ(from.element_strides, to.element_strides, rank)) {
-    o["elementStrides"] = arr(to.element_strides, rank);
+    set("elementStrides", arr(to.element_strides, rank));
   }
   if (differ(from.pixel_box_lower_corner, to.pixel_box_lower_corner, corners)) {
-    o["pixelBoxLowerCorner"] = arr(to.pixel_box_lower_corner, corners);
+    set("pixelBoxLowerCorner", arr(to.pixel_box_lower_corner, corners));
   }
   if (differ(from.pixel_box_upper_corner, to.pixel_box_upper_corner, corners)) {
-    o["pixelBoxUpperCorner"] = arr(to.pixel_box_upper_corner, corners);
+    set("pixelBoxUpperCorner", arr(to.pixel_box_upper_corner, corners));
   }
   if (from.channels_per_pixel != to.channels_per_pixel)
-    o["channelsPerPixel"] = to.channels_per_pixel;
-  if (from.pixels_per_column != to.pixels_per_column) o["pixelsPerColumn"] = to.pixels_per_column;
-  if (from.interleave != to.interleave) o["interleave"] = std::string(name(to.interleave));
-  if (from.swizzle != to.swizzle) o["swizzle"] = std::string(name(to.swizzle));
-  if (from.l2_promotion != to.l2_promotion) o["l2Promotion"] = std::string(name(to.l2_promotion));
-  if (from.oob_fill != to.oob_fill) o["oobFill"] = std::string(name(to.oob_fill));
-  return o.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    set("channelsPerPixel", to.channels_per_pixel);
+  if (from.pixels_per_column != to.pixels_per_column) set("pixelsPerColumn", to.pixels_per_column);
+  if (from.interleave != to.interleave) set("interleave", std::string(name(to.interleave)));
+  if (from.swizzle != to.swizzle) set("swizzle", std::string(name(to.swizzle)));
+  if (from.l2_promotion != to.l2_promotion) set("l2Promotion", std::string(name(to.l2_promotion)));
+  if (from.oob_fill != to.oob_fill) set("oobFill", std::string(name(to.oob_fill)));
+  auto dump = [](const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); };
+  std::string out = "{";
+  std::set<std::string_view> written;
+  for (const std::string& key : order) {
+    if (!written.insert(key).second) continue;
+    if (out.size() > 1) out += ',';
+    out += dump(json(key)) + ':' + dump(o[key]);
+  }
+  return out + '}';
 }
 
 std::string spec_to_json(const TensorMapSpec& s) {

@@ -1,6 +1,7 @@
 // describe() and encode()'s behaviour without a GPU (the live driver is tests/gpu's job).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "tmakit/host/driver.hpp"
@@ -45,6 +46,70 @@ TEST(Describe, EncodedMapAsSixteenQwords) {
 TEST(SpecJson, RoundTrips) {
   const TensorMapSpec s = example();
   EXPECT_EQ(parse_spec_json(spec_to_json(s)), s);
+}
+
+// Whether `text` is well-formed UTF-8 (no sequence cut short, no stray continuation byte).
+bool valid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    for (std::size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+TEST(SpecJson, MessagesQuotingNonAsciiTextNeverCutACharacter) {
+  // NOTE: the Python package turns messages into str: a character cut in half would raise
+  // UnicodeDecodeError in place of the message. Every cut offset, for 2-, 3- and 4-byte ones.
+  for (const std::string ch : {"\u00e9", "\u201c", "\U0001F600"}) {
+    for (std::size_t prefix = 0; prefix < 8; ++prefix) {
+      std::string text(prefix, 'a');
+      while (text.size() < 200) text += ch;
+      const std::string tail = R"(,"globalAddress":0,"globalDim":[16],"boxDim":[4]})";
+      for (const std::string& line : {R"({"dataType":")" + text + "\"" + tail,
+                                      R"({"dataType":"FLOAT32",")" + text + R"(":1e999)" + tail}) {
+        std::string message;
+        try {
+          parse_spec_json(line);
+        } catch (const ParseError& e) {
+          message = e.what();
+        }
+        ASSERT_FALSE(message.empty()) << line;
+        EXPECT_TRUE(valid_utf8(message)) << message;
+        EXPECT_NE(message.find("..."), std::string::npos) << "the text was cut: " << message;
+      }
+    }
+  }
+}
+
+TEST(SpecJson, RewriteKeepsTheKeysOrderAndTakesLinearTimeInThem) {
+  // boxDim[0] = 25 FLOAT32s breaks T7; the mended line keeps every other key where it was,
+  // a repeated key where it first appears with its last value, as a JSON object keeps it
+  const std::string head = R"({"z":1,"dataType":"FLOAT32","globalAddress":4096,"z":2,)";
+  const std::string tail = R"("globalDim":[1024,512],"globalStrides":[4096],"boxDim":[25,32]})";
+  const TensorMapSpec from = parse_spec_json(head + tail);
+  TensorMapSpec to = from;
+  to.box_dim[0] = 24;
+  to.swizzle = Swizzle::bytes32;
+  EXPECT_EQ(rewrite_spec_json(head + tail, from, to),
+            R"({"z":2,"dataType":"FLOAT32","globalAddress":4096,"globalDim":[1024,512],)"
+            R"("globalStrides":[4096],"boxDim":[24,32],"swizzle":"32B"})");
+  // 90,000 keys in a line under 1 MiB: quadratic in them (a linear search per key), this took
+  // minutes
+  std::string many = R"({"dataType":"FLOAT32","globalAddress":4096,)";
+  for (int i = 0; i < 90000; ++i) many += "\"k" + std::to_string(i) + "\":0,";
+  const auto started = std::chrono::steady_clock::now();
+  const std::string mended = rewrite_spec_json(many + tail, from, to);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_EQ(mended.substr(0, 57), R"({"dataType":"FLOAT32","globalAddress":4096,"k0":0,"k1":0,)");
+  EXPECT_NE(mended.find(R"("k89999":0,"globalDim":[1024,512])"), std::string::npos);
+  EXPECT_EQ(parse_spec_json(mended).box_dim[0], 24u);
 }
 
 TEST(Encode, ValidatesBeforeTheDriver) {

@@ -3,6 +3,7 @@
 import gzip
 import json
 
+import numpy as np
 import pytest
 
 import tmakit
@@ -118,7 +119,7 @@ def test_malformed_lines_are_verdicts_not_exceptions(line):
 
 
 def test_input_that_is_no_spec_raises_naming_the_problem():
-    with pytest.raises(TypeError, match=r"spec\['globalDim'\]: a object is not a JSON value"):
+    with pytest.raises(TypeError, match=r"^globalDim: an object is not a JSON value"):
         tmakit.check(dict(README_SPEC, globalDim=object()))
     with pytest.raises(TypeError, match="spec: expected a dict"):
         tmakit.check(42)
@@ -186,3 +187,141 @@ def test_a_line_past_the_bound_is_refused_unread(cli):
     assert run.returncode == 1, run.stderr
     result = tmakit.check(line)
     assert result.verdict == "error" and str(result) == run.stdout.strip()
+
+
+# --- hostile values: each refused naming its key, or ignored under an unknown key ------------
+
+GOOD = dict(README_SPEC, boxDim=[24, 32])
+
+
+def nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class SelfListing:
+    def tolist(self):
+        return self
+
+
+def test_unknown_keys_are_ignored_whatever_they_hold():
+    cyclic = [1]
+    cyclic.append(cyclic)
+    for value in ({"a": {"b": 1}}, b"\x00\xff", bytearray(b"x"), memoryview(b"ab"), {1, 2},
+                  frozenset(), float("nan"), float("inf"), nested(5000), cyclic, SelfListing(),
+                  2 ** 5000, "\ud800", object(), 1j, list(range(600000))):
+        spec = dict(GOOD, note=value)
+        assert tmakit.check(spec).ok, repr(value)[:80]
+        assert tmakit.describe(spec) == tmakit.describe(GOOD)
+        fixed = tmakit.fix(dict(README_SPEC, note=value))
+        # kept as given (left out of the line) or as its JSON (the same value)
+        assert fixed["note"] is value or fixed["note"] == value
+        assert fixed["boxDim"] == [24, 32]
+    # a dict key that is not a str is no key the library reads: ignored too
+    assert tmakit.check({**GOOD, 1: "x", None: b"y"}).ok
+
+
+def test_a_value_the_library_reads_that_json_cannot_hold_is_named_with_its_path():
+    cyclic = [1]
+    cyclic.append(cyclic)
+    cases = [
+        (dict(GOOD, globalDim=[1024, float("nan")]), ValueError,
+         "globalDim[1]: nan is not a number JSON can hold"),
+        (dict(GOOD, globalAddress=float("inf")), ValueError,
+         "globalAddress: inf is not a number JSON can hold"),
+        (dict(GOOD, globalDim=[1024, 2 ** 5000]), ValueError,
+         "globalDim[1]: an integer of 5001 bits is too large for any number"),
+        (dict(GOOD, globalDim=b"\x00\x04"), TypeError, "globalDim: bytes is not a JSON value"),
+        (dict(GOOD, globalDim=memoryview(b"ab")), TypeError,
+         "globalDim: memoryview is not a JSON value"),
+        (dict(GOOD, boxDim={24, 32}), TypeError, "boxDim: a set has no order"),
+        (dict(GOOD, globalDim=cyclic), ValueError, "globalDim[1]: contains itself"),
+        (dict(GOOD, boxDim=SelfListing()), ValueError, "boxDim: contains itself"),
+        (dict(GOOD, globalDim=nested(5000)), ValueError,
+         "globalDim" + "[0]" * 15 + ": nested deeper than 16 levels"),
+        (dict(GOOD, dataType="FLOAT\ud83232"), ValueError,
+         "dataType: the string holds a lone surrogate U+D832 at character 5"),
+        (dict(GOOD, globalDim=list(range(600000))), ValueError,
+         "globalDim: too large: a spec line holds at most 1048576 bytes"),
+        (dict(GOOD, globalDim=[1024, np.datetime64("2026-11-28")]), TypeError,
+         "globalDim[1]: a NumPy datetime64 value is not a JSON value"),
+        (dict(GOOD, globalDim=np.zeros(2, "m8[s]")), TypeError,
+         "globalDim: a NumPy array of timedelta64[s] is not a JSON value"),
+        (dict(GOOD, globalDim=[1024, 1j]), TypeError, "globalDim[1]: a complex is not"),
+    ]
+    for spec, error, message in cases:
+        for call in (tmakit.check, tmakit.describe, tmakit.fix):
+            with pytest.raises(error) as raised:
+                call(spec)
+            assert str(raised.value).startswith(message), (call.__name__, str(raised.value))
+
+
+def test_nesting_up_to_the_parsers_bound_passes_through():
+    # the spec object is the first of 16 levels, as the library counts them
+    assert tmakit.check(dict(GOOD, note=nested(15))).ok
+    assert tmakit.check(json.dumps(dict(GOOD, note=nested(15)))).ok
+    assert tmakit.check(json.dumps(dict(GOOD, note=nested(16)))).verdict == "error"
+    assert tmakit.check(dict(GOOD, note=nested(16))).ok  # unknown: left out, so ignored
+    result = tmakit.check(dict(GOOD, globalDim=[nested(14), 512]))
+    assert result.verdict == "error"
+    assert result.message == "globalDim[0]: expected an integer, got an array"
+    with pytest.raises(ValueError, match=r"^globalDim(\[0\]){15}: nested deeper than 16"):
+        tmakit.check(dict(GOOD, globalDim=[nested(15), 512]))
+
+
+def test_numpy_values_of_every_kind_are_json_or_refused_by_name():
+    spec = dict(GOOD, globalDim=np.array([1024, 512], dtype=np.uint16),
+                globalStrides=(np.int64(4096),), boxDim=[np.float64(24), 32],
+                dataType=np.str_("FLOAT32"), swizzle=np.str_("NONE"))
+    result = tmakit.check(spec)  # a float boxDim: the library's own words, naming the key
+    assert result.verdict == "error" and result.message.startswith("boxDim[0]: 24.0 is not an")
+    assert tmakit.check(dict(spec, boxDim=np.array([24, 32]))).ok
+    assert tmakit.check(dict(GOOD, rank=np.array(2))).ok  # a 0-d array is its value
+    assert tmakit.check(dict(GOOD, note=np.zeros(3, dtype=object))).ok
+    with pytest.raises(TypeError, match=r"^globalDim\[0\]: a NumPy void value"):
+        tmakit.check(dict(GOOD, globalDim=[np.void(b"\x01"), 512]))
+    huge = np.broadcast_to(np.int64(1), (10 ** 6, 10 ** 6))  # 10^12 elements, no memory
+    with pytest.raises(ValueError, match="^globalDim: too large"):
+        tmakit.check(dict(GOOD, globalDim=huge))
+    assert tmakit.check(dict(GOOD, note=huge)).ok
+
+
+def test_a_byte_order_mark_is_skipped_by_check_and_fix_alike(cli):
+    line = "\ufeff" + json.dumps(GOOD)
+    run = cli(["check", "--jsonl", "-"], (line + "\n").encode())
+    assert run.stdout.strip() == "ok" and tmakit.check(line).ok
+    assert tmakit.fix(line) == GOOD
+    assert tmakit.fix("\ufeff" + json.dumps(README_SPEC)) == GOOD
+    assert tmakit.describe(line) == tmakit.describe(GOOD)
+
+
+def test_non_ascii_text_in_a_line_gives_the_parsers_message_escaped_everywhere(cli):
+    lines = [
+        '{"dataType":"\u201cFLOAT32\u201d","globalAddress":0,"globalDim":[16],"boxDim":[4]}',
+        '{"dataType":"' + "\u00e9" * 200 + '","globalAddress":0,"globalDim":[16],"boxDim":[4]}',
+        '{"' + "\u00e9" * 100 + '":1e999,"dataType":"FLOAT32","globalAddress":0,'
+        '"globalDim":[16],"boxDim":[4]}',
+    ]
+    run = cli(["check", "--jsonl", "-"], ("\n".join(lines) + "\n").encode())
+    for number, (line, cli_line) in enumerate(zip(lines, run.stdout.splitlines())):
+        result = tmakit.check(line)
+        assert str(result) == cli_line and result.verdict == "error"
+        assert result.message.isascii() and "\\x" in result.message
+        # (the last line's bad number stands under an unknown key: a dict drops it)
+        encode = [lambda s: tmakit.TensorMap(json.loads(s)).encode()] if number < 2 else []
+        for call in [tmakit.describe, tmakit.fix, lambda s: tmakit.simulate(s, b"")] + encode:
+            with pytest.raises(ValueError) as raised:
+                call(line)
+            assert str(raised.value) == result.message
+
+
+def test_a_lone_surrogate_in_a_line_is_an_error_verdict_not_an_exception():
+    line = '{"dataType":"FLOAT32\ud800","globalAddress":0,"globalDim":[16],"boxDim":[4]}'
+    result = tmakit.check(line)
+    assert result.verdict == "error"
+    assert result.message == ("character 20 of the line is a lone surrogate U+D800, which is "
+                              "not text UTF-8 can carry")
+    with pytest.raises(ValueError, match="^character 20 of the line is a lone surrogate"):
+        tmakit.describe(line)

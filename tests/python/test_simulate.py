@@ -82,9 +82,8 @@ def test_errors_are_the_clis(cli, tmp_path):
         assert cli_line.startswith("error: ")
         with pytest.raises(ValueError) as error:
             tmakit.simulate(spec, bytes(256))
-        # The coords message differs in wording only where the CLI reads a JSON array.
-        if spec["coords"] != [0]:
-            assert str(error.value) == cli_line[len("error: "):]
+        # the spec's "coords" key read as the CLI reads it, in its words
+        assert str(error.value) == cli_line[len("error: "):]
 
 
 def test_bad_global_bytes_raise():
@@ -96,3 +95,82 @@ def test_bad_global_bytes_raise():
                          "globalDim": [16, 8, 8], "globalStrides": [64, 512],
                          "pixelBoxLowerCorner": [0], "pixelBoxUpperCorner": [0],
                          "channelsPerPixel": 16, "pixelsPerColumn": 8}, bytes(4096))
+
+
+SMALL = {"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [8, 8], "globalStrides": [32],
+         "boxDim": [8, 4]}
+
+
+def test_the_spec_is_validated_before_its_rank_sizes_anything():
+    import resource
+    import time
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for rank in (10 ** 9, 2 ** 31, 2 ** 32 - 1, 10 ** 100, 2 ** 5000):
+        started = time.monotonic()
+        with pytest.raises(ValueError) as error:
+            tmakit.simulate(dict(SMALL, rank=rank), bytes(256))
+        assert str(error.value).startswith(("rank: ", "globalDim: has 2 entries"))
+        assert time.monotonic() - started < 1.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 64 << 10  # KiB
+    for rank, message in ((None, "rank: expected an integer, got a null"),
+                          ([2], "rank: expected an integer, got an array"),
+                          ("2", "rank: expected an integer, got a string"),
+                          (2.5, "rank: 2.5 is not an integer or is out of range")):
+        with pytest.raises(ValueError) as error:
+            tmakit.simulate(dict(SMALL, rank=rank), bytes(256))
+        assert str(error.value).startswith(message)
+
+
+def test_coords_from_the_argument_or_the_spec_are_checked_by_name():
+    zeros = tmakit.simulate(SMALL, bytes(256))
+    assert tmakit.simulate(dict(SMALL, coords=[0, 0]), bytes(256)).hex() == zeros.hex()
+    assert tmakit.simulate(SMALL, bytes(256), coords=np.array([0, 0])).hex() == zeros.hex()
+    assert tmakit.simulate(SMALL, bytes(256), coords=(np.int64(0), 0)).hex() == zeros.hex()
+    cases = [
+        (dict(coords=[0, 2 ** 40]), ValueError, "coords[1]: 1099511627776 is not a signed 32-bit"),
+        (dict(coords=[0, 2 ** 70]), ValueError, "coords[1]: an integer of 71 bits is not a signed"),
+        (dict(coords=["0", 0]), TypeError, "coords[0]: expected an int, got '0'"),
+        (dict(coords=5), TypeError, "coords: expected a sequence of ints"),
+        (dict(coords=[0.5, 0]), TypeError, "coords[0]: expected an int, got 0.5"),
+        (dict(coords=b"\x00\x00"), TypeError, "coords: bytes is not a JSON value"),
+        (dict(coords=[0]), ValueError, "coords: expected 2 integers (one per dimension), got 1"),
+    ]
+    for coords, error, message in cases:
+        with pytest.raises(error) as raised:
+            tmakit.simulate(SMALL, bytes(256), **coords)
+        assert str(raised.value).startswith(message), str(raised.value)
+    # the same under the spec's "coords" key (the CLI's words where the library reads it)
+    with pytest.raises(ValueError, match=r"^coords\[1\]: 1099511627776 is not a signed 32-bit"):
+        tmakit.simulate(dict(SMALL, coords=[0, 2 ** 40]), bytes(256))
+    with pytest.raises(TypeError, match=r"^coords: a set has no order"):
+        tmakit.simulate(dict(SMALL, coords={0, 1}), bytes(256))
+    assert tmakit.check(dict(SMALL, coords={0, 1})).ok  # no key of check's
+
+
+def test_global_bytes_of_any_buffer_or_refused_by_name():
+    expected = tmakit.simulate(SMALL, bytes(range(256))).hex()
+    as_floats = np.frombuffer(bytes(range(256)), dtype=np.float32).reshape(8, 8)
+    for data in (bytearray(range(256)), memoryview(bytes(range(256))),
+                 memoryview(bytes(range(256))).cast("I"), as_floats,
+                 np.asfortranarray(as_floats).T.copy().T,
+                 np.frombuffer(bytes(range(256)), dtype=">u4")):
+        assert tmakit.simulate(SMALL, data).hex() == expected
+    strided = np.zeros(512, dtype=np.uint8)
+    strided[::2] = np.arange(256)
+    assert tmakit.simulate(SMALL, strided[::2]).hex() == expected
+    assert tmakit.simulate(SMALL, memoryview(strided)[::2]).hex() == expected
+    for data, message in ((12345, "global_bytes: expected bytes, a bytearray, a NumPy array"),
+                          ("text", "global_bytes: a str is text, not bytes"),
+                          (np.zeros(256, dtype=object), "global_bytes: a NumPy array of object"),
+                          ([0] * 256, "global_bytes: expected bytes")):
+        with pytest.raises(TypeError) as raised:
+            tmakit.simulate(SMALL, data)
+        assert str(raised.value).startswith(message)
+
+
+def test_a_huge_non_contiguous_buffer_is_refused_not_copied():
+    huge = np.broadcast_to(np.uint8(0), (1 << 20, 1 << 20))  # 1 TiB of one byte
+    with pytest.raises(ValueError, match=r"^global_bytes: not contiguous, and its 1099511627776 "
+                                         r"bytes are more than the 1073741824 copied"):
+        tmakit.simulate(SMALL, huge)

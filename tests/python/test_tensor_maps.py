@@ -74,3 +74,116 @@ def test_element_strides_and_oob_fill_reach_the_spec():
     assert tm.check().ok
     bad = tmakit.tensor_map(aligned((64, 128), np.int32), box=(8, 32), oob_fill="nan").check()
     assert bad.rule == "T13"
+
+
+def test_data_type_takes_names_numpy_and_is_refused_by_name_otherwise():
+    x = aligned((16, 64))
+    for data_type in ("TFLOAT32", "tfloat32", np.float32, np.dtype("f4"), np.dtype("<u4"),
+                      np.int32):
+        spec = tmakit.tensor_map(x, box=(4, 16), data_type=data_type).spec
+        assert spec["dataType"] in ("TFLOAT32", "FLOAT32", "UINT32", "INT32")
+    assert tmakit.tensor_map(x, box=(4, 16), data_type=np.uint32).spec["dataType"] == "UINT32"
+    cases = [
+        (4, TypeError, "data_type: expected a TMA type name ('TFLOAT32'), a NumPy dtype or a "
+                       "torch dtype, got 4"),
+        (True, TypeError, "data_type: expected a TMA type name"),
+        (np.int64(7), TypeError, "data_type: expected a TMA type name"),
+        ("", ValueError, "data_type: an empty string names no type"),
+        ("FLOAT33", ValueError, "data_type: 'FLOAT33' is not a TMA data type"),
+        ("\ud800", ValueError, "data_type: '\\ud800' is not a TMA data type"),
+        (np.complex64, TypeError, "data_type: no TMA data type holds NumPy's complex64"),
+        ("FLOAT64", ValueError, "data_type: FLOAT64 has 8-byte elements, the tensor's (<f4) "
+                                "are 4 bytes"),
+        (np.float16, ValueError, "data_type: FLOAT16 has 2-byte elements"),
+    ]
+    for data_type, error, message in cases:
+        with pytest.raises(error) as raised:
+            tmakit.tensor_map(x, box=(4, 16), data_type=data_type)
+        assert str(raised.value).startswith(message), str(raised.value)
+    # an element type without a TMA type takes one of its size
+    dates = tmakit.tensor_map(aligned((16, 8), "M8[s]"), box=(4, 8), data_type="UINT64")
+    assert dates.spec["dataType"] == "UINT64" and dates.check().ok
+
+
+def test_enum_arguments_take_numpy_integers_and_refuse_other_types_by_name():
+    x = aligned((64, 128))
+    assert tmakit.tensor_map(x, box=(8, 32), swizzle=np.int64(128)).spec["swizzle"] == "128B"
+    assert tmakit.tensor_map(x, box=(8, 32), l2_promotion=np.uint16(256)) \
+        .spec["l2Promotion"] == "256B"
+    for value, error, message in [
+            (128.0, TypeError, "swizzle: expected a str ('NONE', '32B', '64B', '128B') or its "
+                               "byte count, got 128.0"),
+            ([128], TypeError, "swizzle: expected a str"),
+            (True, TypeError, "swizzle: expected a str"),
+            (2 ** 5000, ValueError, "swizzle: an integer of 5001 bits is not one of"),
+            ("x" * 10 ** 6, ValueError, "swizzle: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... "
+                                        "is not one of")]:
+        with pytest.raises(error) as raised:
+            tmakit.tensor_map(x, box=(8, 32), swizzle=value)
+        assert str(raised.value).startswith(message), str(raised.value)
+
+
+def test_box_entries_are_named_and_its_values_converted_once():
+    x = aligned((64, 128))
+    assert tmakit.tensor_map(x, box=np.array([8, 32])).spec["boxDim"] == [32, 8]
+    assert tmakit.tensor_map(x, box=range(8, 40, 24)).spec["boxDim"] == [32, 8]
+    for box, error, message in [((8, "32"), TypeError, "box[1]: expected an int, got '32'"),
+                                ((8, 32.5), TypeError, "box[1]: expected an int, got 32.5"),
+                                ((8, float("nan")), ValueError, "box[1]: nan is not a number"),
+                                (memoryview(b"ab"), TypeError, "box: expected a sequence"),
+                                ({8, 32}, TypeError, "box: expected a sequence"),
+                                ((8, [32]), TypeError, "box[1]: expected an int, got a list")]:
+        with pytest.raises(error) as raised:
+            tmakit.tensor_map(x, box=box)
+        assert str(raised.value).startswith(message), str(raised.value)
+
+
+class Interface:
+    def __init__(self, **interface):
+        self.__array_interface__ = interface
+
+
+def test_arrays_and_interfaces_that_hold_no_tensor_are_refused_by_name():
+    good = {"typestr": "<f4", "shape": (16, 64), "data": (4096, False), "version": 3}
+    assert tmakit.tensor_map(Interface(**good), box=(4, 16)).check().ok
+    cases = [
+        (np.zeros((4, 8), dtype=object), TypeError, "tensor: a NumPy array of object dtype"),
+        (Interface(**dict(good, typestr="<M8[s]")), TypeError,
+         "tensor: no TMA data type holds <M8[s]; pass data_type= with a type of its 8-byte"),
+        (Interface(**dict(good, typestr="f4")), ValueError,
+         "tensor.__array_interface__['typestr']: 'f4' is not an array type string"),
+        (Interface(**dict(good, typestr=None)), ValueError,
+         "tensor.__array_interface__['typestr']: None is not an array type string"),
+        (Interface(**dict(good, shape=None)), TypeError,
+         "tensor.__array_interface__['shape']: expected a tuple of ints, got None"),
+        (Interface(**dict(good, shape=(16, "64"))), TypeError,
+         "tensor.__array_interface__['shape'][1]: expected an int, got '64'"),
+        (Interface(**dict(good, shape=(16, -1))), ValueError,
+         "tensor.__array_interface__['shape'][1]: -1 is out of range"),
+        (Interface(**dict(good, strides=(256,))), ValueError,
+         "tensor.__array_interface__: 1 strides for 2 dimensions"),
+        (Interface(**dict(good, data=None)), ValueError,
+         "tensor.__array_interface__['data']: expected (address, read-only flag)"),
+        (Interface(**dict(good, data=(2 ** 64, False))), ValueError,
+         "tensor.__array_interface__['data']: expected (address, read-only flag)"),
+        (Interface(**{k: v for k, v in good.items() if k != "typestr"}), ValueError,
+         "tensor.__array_interface__['typestr']: None is not"),
+    ]
+    for tensor, error, message in cases:
+        with pytest.raises(error) as raised:
+            tmakit.tensor_map(tensor, box=(4, 16))
+        assert str(raised.value).startswith(message), str(raised.value)
+    bad = Interface()
+    bad.__array_interface__ = [1, 2]
+    with pytest.raises(TypeError, match=r"^tensor.__array_interface__: expected a dict"):
+        tmakit.tensor_map(bad, box=(4, 16))
+
+
+def test_a_tensor_map_spec_goes_through_the_one_conversion():
+    with pytest.raises(ValueError, match=r"^globalDim\[0\]: nan is not a number"):
+        tmakit.TensorMap({"dataType": "FLOAT32", "globalDim": [float("nan")]})
+    with pytest.raises(TypeError, match="^spec: expected a dict"):
+        tmakit.TensorMap("{}")
+    tm = tmakit.TensorMap({"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [16],
+                           "boxDim": [4], "note": b"ignored"})
+    assert tm.check().ok and "note" not in tm.json

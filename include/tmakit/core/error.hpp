@@ -5,6 +5,7 @@
 #error "tmakit needs C++20: in CMake set_target_properties(<target> PROPERTIES CXX_STANDARD 20 CUDA_STANDARD 20) (or leave CUDA_STANDARD unset); with nvcc -std=c++20"
 #endif
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -44,6 +45,20 @@ class CudaError : public Error {
 
  private:
   int code_;
+};
+
+// Device memory ran out: an allocation of `requested_bytes()` failed (code() is
+// cudaErrorMemoryAllocation's). The message says what needed the memory and what to do; the
+// runtime's last error is cleared and nothing was written, so the caller may free memory and
+// make the same call again.
+class OutOfMemory : public CudaError {
+ public:
+  OutOfMemory(int code, std::size_t requested_bytes, const std::string& message)
+      : CudaError(code, message), requested_bytes_(requested_bytes) {}
+  std::size_t requested_bytes() const noexcept { return requested_bytes_; }
+
+ private:
+  std::size_t requested_bytes_;
 };
 
 }  // namespace tmakit
