@@ -39,6 +39,11 @@ std::string describe(const TensorMapSpec& s) {
   if (s.kind == EncodeKind::tiled) {
     os << " box ";
     list(os, s.box_dim, r);
+    if (s.tile_mode != TileMode::tile) os << ' ' << name(s.tile_mode);
+  } else if (s.kind == EncodeKind::im2col_wide) {
+    os << " mode " << name(s.wide_mode) << " width corners " << s.pixel_box_lower_corner_width
+       << ".." << s.pixel_box_upper_corner_width << " channels " << s.channels_per_pixel
+       << " pixels " << s.pixels_per_column;
   } else {
     os << " corners ";
     list(os, s.pixel_box_lower_corner, r > 2 ? r - 2 : 0);
@@ -50,6 +55,7 @@ std::string describe(const TensorMapSpec& s) {
   list(os, s.element_strides, r);
   os << " interleave " << name(s.interleave) << " swizzle " << name(s.swizzle) << " l2 "
      << name(s.l2_promotion) << " oobFill " << name(s.oob_fill);
+  if (s.direction != Direction::any) os << " direction " << name(s.direction);
   return os.str();
 }
 
@@ -96,6 +102,13 @@ CUresult encode_unchecked(const TensorMapSpec& s, CUtensorMap* out) noexcept {
   const auto l2 = static_cast<CUtensorMapL2promotion>(s.l2_promotion);
   const auto oob = static_cast<CUtensorMapFloatOOBfill>(s.oob_fill);
   void* address = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.global_address));
+  if (s.kind == EncodeKind::im2col_wide) {
+    if (api->cuTensorMapEncodeIm2colWide == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+    return api->cuTensorMapEncodeIm2colWide(
+        out, dtype, s.rank, address, dims, strides, s.pixel_box_lower_corner_width,
+        s.pixel_box_upper_corner_width, s.channels_per_pixel, s.pixels_per_column, estrides,
+        interleave, static_cast<CUtensorMapIm2ColWideMode>(s.wide_mode), swizzle, l2, oob);
+  }
   if (s.kind == EncodeKind::tiled) {
     return api->cuTensorMapEncodeTiled(out, dtype, s.rank, address, dims, strides, box,
                                        estrides, interleave, swizzle, l2, oob);
