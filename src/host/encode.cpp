@@ -119,7 +119,9 @@ CUresult encode_unchecked(const TensorMapSpec& s, CUtensorMap* out) noexcept {
 }
 
 CUtensorMap encode(const TensorMapSpec& spec) {
-  validate(spec);
+  // NOTE: judged for the GPU the driver encodes for (sm_90a when it reports none tmakit knows).
+  const ComputeCapability cc = device_compute_capability();
+  validate(spec, arch_of_compute_capability(cc.major, cc.minor).value_or(Arch::sm_90a));
   driver();  // a missing driver is reported as such, not as a refused spec
   TMAKIT_DRIVER_CHECK(ensure_current_context());
   CUtensorMap map{};

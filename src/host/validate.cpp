@@ -892,8 +892,9 @@ void p2_packed_dim0(const TensorMapSpec& s) {
   const std::uint64_t v = s.global_dim[0];
   if (v % unit == 0) return;
   broken("P2", 0, [&] {
+    // Padding the rows first (nothing of the tensor is lost), else dropping the tail.
     std::vector<std::int64_t> candidates{static_cast<std::int64_t>((v / unit + 1) * unit)};
-    if (v >= unit) candidates.insert(candidates.begin(), static_cast<std::int64_t>(v / unit * unit));
+    if (v >= unit) candidates.push_back(static_cast<std::int64_t>(v / unit * unit));
     const auto fix = choose(s, "P2", 0, Field::dim, 0, these(candidates));
     return Explained{"globalDim[0] = " + to_string(v) + " values of " + dt(s) +
                          " is not a multiple of " + to_string(unit) + "; pad the rows to " +
