@@ -88,22 +88,27 @@ class CheckResult:
         return f"CheckResult(ok={self.ok}, rule={self.rule!r}, message={self.message!r})"
 
 
-def check(spec: Any) -> CheckResult:
+def check(spec: Any, arch: Optional[str] = None) -> CheckResult:
     """Judge a tensor-map spec against every rule, exactly as `tmakit check --jsonl` does.
+
+    ``arch``: the architecture whose rules apply ("sm_90a", "sm_100a", "sm_103a", "sm_120a");
+    None: the GPU's when the driver reports one, else sm_90a (`tmakit check --arch`). An unknown
+    name raises ValueError listing the known ones.
 
     ``spec``: a dict with the JSON keys of `tmakit check` (unknown keys ignored), one JSON
     line, or a TensorMap. A spec that cannot be read (malformed JSON, a missing key, a number
     out of range) gets ``verdict == "error"``; a dict value that is not JSON raises TypeError.
     """
-    verdict, rule, message, fix = _tmakit.check_line(_spec_line(spec))
+    verdict, rule, message, fix = _tmakit.check_line(_spec_line(spec), arch or "")
     return CheckResult(verdict, rule or None, message, fix)
 
 
-def fix(spec: Any) -> dict:
+def fix(spec: Any, arch: Optional[str] = None) -> dict:
     """The nearest spec that passes every rule (`tmakit check --fix`): ``spec`` itself when it
     passes, else the fixes of its broken rules applied one after another. Returns a dict (the
-    other keys kept); ValueError when the spec cannot be read or no fix mends it."""
-    passed, text = _tmakit.fix_line(_spec_line(spec))
+    other keys kept); ValueError when the spec cannot be read or no fix mends it. ``arch`` as
+    for check()."""
+    passed, text = _tmakit.fix_line(_spec_line(spec), arch or "")
     if not passed:
         raise ValueError(text[len("error: "):] if text.startswith("error: ") else text)
     return json.loads(text)
@@ -119,9 +124,10 @@ def rules() -> list:
     return [Rule(i, s) for i, s in _tmakit.rules()]
 
 
-def describe(spec: Any) -> str:
-    """One line: "tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] ...". ValueError if unreadable."""
-    return _tmakit.describe_line(_spec_line(spec))
+def describe(spec: Any, arch: Optional[str] = None) -> str:
+    """One line: "tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] ...". ValueError if unreadable
+    (its message lists the names ``arch`` knows, as for check())."""
+    return _tmakit.describe_line(_spec_line(spec), arch or "")
 
 
 # --- tensor maps over arrays ------------------------------------------------------------------
