@@ -112,7 +112,7 @@ std::uint64_t box_bytes(const TensorMapSpec& spec) {
   // NOTE: H12: with interleave each dimension-0 step is one whole 16- or 32-byte slice
   const int dims = spec.kind == EncodeKind::tiled ? static_cast<int>(spec.rank) : 2;
   if (is_packed(spec.data_type)) {
-    // NOTE: packed bytes, as CUTLASS and tilelang arm the barrier (docs/model.md, M8).
+    // NOTE: packed bytes, as CUTLASS and tilelang arm the barrier (docs/model.md, "Blackwell").
     std::uint64_t values = 1;
     for (int d = 0; d < dims && d < kMaxRank; ++d) values *= box_elements(spec, d);
     return values * static_cast<std::uint64_t>(value_bits(spec.data_type)) / 8;
