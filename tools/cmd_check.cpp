@@ -40,7 +40,6 @@ struct Verdict {
   std::optional<tmakit::SpecFix> fix;
 };
 
-
 Verdict judge(const std::string& line, tmakit::Arch arch, tmakit::TensorMapSpec* spec) {
   try {
     *spec = tmakit::parse_spec_json(line, arch);

@@ -14,8 +14,8 @@ int run_rules(bool json, const std::string& arch_name) {
   if (!arch_name.empty()) {
     const auto arch = tmakit::parse_arch(arch_name);
     if (!arch) {
-      std::cerr << "tmakit rules: --arch " << arch_name << ": unknown architecture (known: "
-                << tmakit::arch_names() << ")\n";
+      std::cerr << "tmakit rules: --arch " << arch_name
+                << ": unknown architecture (known: " << tmakit::arch_names() << ")\n";
       return 2;
     }
     list = tmakit::rules(*arch);

@@ -152,8 +152,8 @@ inline std::optional<tmakit::Arch> resolve_arch(const std::string& given, std::s
     return tmakit::arch_of_compute_capability(cc.major, cc.minor).value_or(tmakit::Arch::sm_90a);
   }
   if (auto a = tmakit::parse_arch(given)) return a;
-  *error = "--arch " + given + ": unknown architecture (known: " +
-           std::string(tmakit::arch_names()) + ")";
+  *error = "--arch " + given +
+           ": unknown architecture (known: " + std::string(tmakit::arch_names()) + ")";
   return std::nullopt;
 }
 

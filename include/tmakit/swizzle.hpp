@@ -49,9 +49,9 @@ TMAKIT_HOST_DEVICE constexpr std::uint32_t swizzle_chunk_mask(Swizzle s) {
 // The unit a swizzle keeps whole: 16 bytes (the Hopper modes), 32 or 64 (the atomicity of the
 // 128B_ATOM_* modes; the 8-byte flip still keeps 8-byte halves whole).
 TMAKIT_HOST_DEVICE constexpr std::uint32_t swizzle_atom_bytes(Swizzle s) {
-  return s == Swizzle::bytes128_atom64                                               ? 64u
+  return s == Swizzle::bytes128_atom64                                          ? 64u
          : s == Swizzle::bytes128_atom32 || s == Swizzle::bytes128_atom32_flip8 ? 32u
-                                                                                     : 16u;
+                                                                                : 16u;
 }
 
 // Alignment a swizzled buffer needs so offsets from its start follow the pattern (D2).

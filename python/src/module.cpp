@@ -72,7 +72,8 @@ tmakit::Arch arch_arg(const std::string& name) {
     return tmakit::arch_of_compute_capability(cc.major, cc.minor).value_or(tmakit::Arch::sm_90a);
   }
   if (auto a = tmakit::parse_arch(name)) return *a;
-  throw tmakit::Error("arch: unknown architecture " + tmakit::escape_unprintable(name).substr(0, 64) +
+  throw tmakit::Error("arch: unknown architecture " +
+                      tmakit::escape_unprintable(name).substr(0, 64) +
                       " (known: " + std::string(tmakit::arch_names()) + ")");
 }
 
@@ -289,7 +290,8 @@ NB_MODULE(_tmakit, m) {
   m.def("fix_line", &fix_line, "line"_a, "arch"_a = "sm_90a",
         "`tmakit check --fix` for one line: (passed, the nearest passing spec or 'error: ...').");
   m.def("rules", &rule_list, "Every rule the validator applies, in order: [(id, summary)].");
-  m.def("describe_line", &describe_line, "line"_a, "arch"_a = "sm_90a", "The one-line description of a spec.");
+  m.def("describe_line", &describe_line, "line"_a, "arch"_a = "sm_90a",
+        "The one-line description of a spec.");
   m.def("normalize_line", &normalize_line, "line"_a,
         "The spec as the library writes it back (keys in order, defaults filled in).");
   m.def("encode_line", &encode_line, "line"_a,

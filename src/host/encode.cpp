@@ -11,6 +11,14 @@
 namespace tmakit {
 namespace {
 
+// NOTE: the spec's enums are the driver's values (a cast converts), Blackwell's included.
+static_assert(static_cast<int>(DataType::packed_u6_align16) == CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B);
+static_assert(static_cast<int>(DataType::packed_u4_align8) == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B);
+static_assert(static_cast<int>(Swizzle::bytes128_atom64) == CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B);
+static_assert(static_cast<int>(Swizzle::bytes128_atom32_flip8) ==
+              CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B);
+static_assert(static_cast<int>(Im2colWideMode::w128) == CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128);
+
 template <class T, std::size_t N>
 void list(std::ostringstream& os, const std::array<T, N>& a, std::size_t n) {
   os << '[';

@@ -130,7 +130,9 @@ E enum_value(const json& o, const char* key, E fallback,
   fail(key, "unknown value " + quote_json(*v) + " (expected one of " + choices + ")");
 }
 
-std::optional<DataType> parse_dtype(std::string_view s) { return parse_tensor_map_data_type(s); }
+std::optional<DataType> parse_dtype(std::string_view s) {
+  return parse_tensor_map_data_type(s);
+}
 
 // NOTE: every name parses on every architecture (the rules then refuse what the architecture
 // lacks, naming it); the lists of an unknown value's message are the architecture's own, so
@@ -184,15 +186,13 @@ TensorMapSpec spec_from_json(const json& o, Arch arch) {
 
   if (tiled) {
     integer_array(require(o, "boxDim", "for tiled maps"), "boxDim", rank, s.box_dim);
-    s.tile_mode = enum_value(o, "tileMode", TileMode::tile, parse_tile_mode,
-                             "tile, gather4, scatter4");
+    s.tile_mode =
+        enum_value(o, "tileMode", TileMode::tile, parse_tile_mode, "tile, gather4, scatter4");
   } else if (s.kind == EncodeKind::im2col_wide) {
-    s.pixel_box_lower_corner_width =
-        integer<std::int32_t>(require(o, "pixelBoxLowerCornerWidth", "for im2col_wide maps"),
-                              "pixelBoxLowerCornerWidth");
-    s.pixel_box_upper_corner_width =
-        integer<std::int32_t>(require(o, "pixelBoxUpperCornerWidth", "for im2col_wide maps"),
-                              "pixelBoxUpperCornerWidth");
+    s.pixel_box_lower_corner_width = integer<std::int32_t>(
+        require(o, "pixelBoxLowerCornerWidth", "for im2col_wide maps"), "pixelBoxLowerCornerWidth");
+    s.pixel_box_upper_corner_width = integer<std::int32_t>(
+        require(o, "pixelBoxUpperCornerWidth", "for im2col_wide maps"), "pixelBoxUpperCornerWidth");
     s.channels_per_pixel = integer<std::uint32_t>(
         require(o, "channelsPerPixel", "for im2col_wide maps"), "channelsPerPixel");
     s.pixels_per_column = integer<std::uint32_t>(

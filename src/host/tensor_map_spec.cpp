@@ -16,10 +16,8 @@ std::optional<Enum> parse_from(const std::string_view (&names)[N], std::string_v
 constexpr std::string_view kArchNames[] = {"sm_90a", "sm_100a", "sm_103a", "sm_120a"};
 constexpr std::string_view kEncodeKindNames[] = {"tiled", "im2col", "im2col_wide"};
 constexpr std::string_view kInterleaveNames[] = {"NONE", "16B", "32B"};
-constexpr std::string_view kSwizzleNames[] = {"NONE",          "32B",
-                                              "64B",           "128B",
-                                              "128B_ATOM_32B", "128B_ATOM_32B_FLIP_8B",
-                                              "128B_ATOM_64B"};
+constexpr std::string_view kSwizzleNames[] = {
+    "NONE", "32B", "64B", "128B", "128B_ATOM_32B", "128B_ATOM_32B_FLIP_8B", "128B_ATOM_64B"};
 constexpr std::string_view kIm2colWideModeNames[] = {"W", "W128"};
 constexpr std::string_view kTileModeNames[] = {"tile", "gather4", "scatter4"};
 constexpr std::string_view kDirectionNames[] = {"any", "load", "store", "reduce"};
@@ -35,20 +33,34 @@ std::string_view name_in(const std::string_view (&names)[N], int v) {
   return v >= 0 && static_cast<std::size_t>(v) < N ? names[v] : std::string_view("?");
 }
 
-std::string_view name(Arch v) { return name_in(kArchNames, static_cast<int>(v)); }
-std::string_view name(EncodeKind v) { return name_in(kEncodeKindNames, static_cast<int>(v)); }
+std::string_view name(Arch v) {
+  return name_in(kArchNames, static_cast<int>(v));
+}
+std::string_view name(EncodeKind v) {
+  return name_in(kEncodeKindNames, static_cast<int>(v));
+}
 std::string_view name(Im2colWideMode v) {
   return name_in(kIm2colWideModeNames, static_cast<int>(v));
 }
-std::string_view name(TileMode v) { return name_in(kTileModeNames, static_cast<int>(v)); }
-std::string_view name(Direction v) { return name_in(kDirectionNames, static_cast<int>(v)); }
+std::string_view name(TileMode v) {
+  return name_in(kTileModeNames, static_cast<int>(v));
+}
+std::string_view name(Direction v) {
+  return name_in(kDirectionNames, static_cast<int>(v));
+}
 std::string_view name(Interleave v) { return kInterleaveNames[static_cast<int>(v)]; }
-std::string_view name(Swizzle v) { return name_in(kSwizzleNames, static_cast<int>(v)); }
+std::string_view name(Swizzle v) {
+  return name_in(kSwizzleNames, static_cast<int>(v));
+}
 std::string_view name(L2Promotion v) { return kL2PromotionNames[static_cast<int>(v)]; }
 std::string_view name(OobFill v) { return kOobFillNames[static_cast<int>(v)]; }
 
-std::optional<Arch> parse_arch(std::string_view s) { return parse_from<Arch>(kArchNames, s); }
-std::string_view arch_names() { return "sm_90a, sm_100a, sm_103a, sm_120a"; }
+std::optional<Arch> parse_arch(std::string_view s) {
+  return parse_from<Arch>(kArchNames, s);
+}
+std::string_view arch_names() {
+  return "sm_90a, sm_100a, sm_103a, sm_120a";
+}
 std::optional<Arch> arch_of_compute_capability(int major, int minor) {
   if (major == 9 && minor == 0) return Arch::sm_90a;
   if (major == 10 && minor == 0) return Arch::sm_100a;

@@ -38,8 +38,12 @@ class ArchScope {
  private:
   Arch saved_;
 };
-bool hopper() { return t_arch == Arch::sm_90a; }
-std::string arch_name() { return std::string(name(t_arch)); }
+bool hopper() {
+  return t_arch == Arch::sm_90a;
+}
+std::string arch_name() {
+  return std::string(name(t_arch));
+}
 // Where in its rule the check failed (the entry of the array, or the part of the rule), so a
 // candidate fix that mends this place while a later entry still fails counts as mending it.
 struct Fails {
@@ -114,9 +118,13 @@ constexpr std::uint64_t kMaxAddress = std::uint64_t{1} << 57;
 constexpr std::uint64_t kMaxBoxBytes = 228 * 1024;
 
 bool tiled(const TensorMapSpec& s) { return s.kind == EncodeKind::tiled; }
-bool wide(const TensorMapSpec& s) { return s.kind == EncodeKind::im2col_wide; }
+bool wide(const TensorMapSpec& s) {
+  return s.kind == EncodeKind::im2col_wide;
+}
 int esize(const TensorMapSpec& s) { return element_bytes(s.data_type); }
-bool packed(const TensorMapSpec& s) { return is_packed(s.data_type); }
+bool packed(const TensorMapSpec& s) {
+  return is_packed(s.data_type);
+}
 // The ALIGN16B types: 16 values padded to 16 bytes in shared memory.
 bool padded(const TensorMapSpec& s) {
   return s.data_type == DataType::packed_u4_align16 || s.data_type == DataType::packed_u6_align16;
@@ -518,12 +526,12 @@ void t9_swizzle_span(const TensorMapSpec& s) {
                     : span / static_cast<std::uint64_t>(esize(s)));
       const auto fix = choose(s, "T9", 0, field, 0, nearest(most, 1, most));
       const std::string row =
-          packed(s) ? std::string(what) + " = " + to_string(inner) + " values take " +
-                          to_string(bytes) + " bytes in shared memory, which"
-                    : std::string(what) + "*" + to_string(esize(s)) + " = " + to_string(bytes) +
-                          " bytes";
-      return Explained{row + " exceeds the swizzle " + std::string(name(s.swizzle)) +
-                           " span of " + to_string(span) + " bytes; use " + what +
+          packed(s)
+              ? std::string(what) + " = " + to_string(inner) + " values take " + to_string(bytes) +
+                    " bytes in shared memory, which"
+              : std::string(what) + "*" + to_string(esize(s)) + " = " + to_string(bytes) + " bytes";
+      return Explained{row + " exceeds the swizzle " + std::string(name(s.swizzle)) + " span of " +
+                           to_string(span) + " bytes; use " + what +
                            (fix.value() == most ? " <= " : " = ") + shown(fix) +
                            (span < 128 ? " or a wider swizzle" : "") +
                            " and several copies along dimension 0",
@@ -677,7 +685,8 @@ void x1_box_bytes(const TensorMapSpec& s) {
       }
       return Explained{"the box is " + to_string(bytes) + " bytes (" + esize_text(s) +
                            " x prod(boxDim / elementStrides)); the driver "
-                           "allows at most " + to_string(kMaxBoxBytes) + " (228 KiB): " + use,
+                           "allows at most " +
+                           to_string(kMaxBoxBytes) + " (228 KiB): " + use,
                        fix_of(Field::box, at, fix)};
     });
   }
@@ -690,8 +699,8 @@ void x3_im2col_box(const TensorMapSpec& s) {
     broken("X3", 0, [&] {
       const auto fix =
           choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
-      const std::string use = use_whole_chunks(
-          fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16(s));
+      const std::string use =
+          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16(s));
       if (packed(s)) {
         return Explained{"channelsPerPixel = " + to_string(s.channels_per_pixel) + " values of " +
                              to_string(value_bits(s.data_type)) +
@@ -826,17 +835,19 @@ void x2_address_range(const TensorMapSpec& s) {
 void a1_arch(const TensorMapSpec& s) {
   if (wide(s) && hopper()) {
     broken("A1", 0, [&] {
-      return Explained{"encode im2col_wide needs sm_100a, sm_103a or sm_120a "
-                       "(cuTensorMapEncodeIm2colWide: compute capability 10.0 or higher; "
-                       ".im2col::w: sm_100 or higher); on sm_90a use encode im2col",
-                       std::nullopt};
+      return Explained{
+          "encode im2col_wide needs sm_100a, sm_103a or sm_120a "
+          "(cuTensorMapEncodeIm2colWide: compute capability 10.0 or higher; "
+          ".im2col::w: sm_100 or higher); on sm_90a use encode im2col",
+          std::nullopt};
     });
   }
   if (wide(s) && t_arch == Arch::sm_120a && s.wide_mode == Im2colWideMode::w128) {
     broken("A1", 1, [&] {
-      return Explained{"mode W128 (.im2col::w::128) is not available on sm_120a (the PTX ISA "
-                       "lists sm_100a and sm_103a, the sm_100f family, sm_110a); use mode W",
-                       enum_fix("mode", "W")};
+      return Explained{
+          "mode W128 (.im2col::w::128) is not available on sm_120a (the PTX ISA "
+          "lists sm_100a and sm_103a, the sm_100f family, sm_110a); use mode W",
+          enum_fix("mode", "W")};
     });
   }
   if (tiled(s) && s.tile_mode != TileMode::tile &&
@@ -844,12 +855,11 @@ void a1_arch(const TensorMapSpec& s) {
     broken("A1", 2, [&] {
       const std::string mode(name(s.tile_mode));
       const bool gather = s.tile_mode == TileMode::gather4;
-      return Explained{"tileMode " + mode + " (.tile::" + mode + ") is not available on " +
-                           arch_name() + " (" +
-                           (gather ? "sm_100a or later" : "sm_100a, sm_103a, sm_110a") +
-                           "); " + (gather ? "load" : "store") +
-                           " the four rows with four tiled copies (tileMode tile)",
-                       enum_fix("tileMode", "tile")};
+      return Explained{
+          "tileMode " + mode + " (.tile::" + mode + ") is not available on " + arch_name() + " (" +
+              (gather ? "sm_100a or later" : "sm_100a, sm_103a, sm_110a") + "); " +
+              (gather ? "load" : "store") + " the four rows with four tiled copies (tileMode tile)",
+          enum_fix("tileMode", "tile")};
     });
   }
 }
@@ -914,7 +924,8 @@ void p3_padded_row(const TensorMapSpec& s) {
     const char* what = t ? "boxDim[0]" : "channelsPerPixel";
     return Explained{std::string(what) + " = " + to_string(v) + " with " + dt(s) +
                          "; the padded types copy rows of exactly 128 values (one 128-byte "
-                         "shared row): use " + what + " = 128" +
+                         "shared row): use " +
+                         what + " = 128" +
                          (v > 128 ? " and several copies" : " and mask the unused values"),
                      make_fix(t ? Field::box : Field::channels, 0, 128)};
   });
@@ -945,9 +956,10 @@ void p5_padded_swizzle(const TensorMapSpec& s) {
     const char* to = w == Swizzle::bytes128_atom32_flip8 || w == Swizzle::bytes128_atom64
                          ? "128B_ATOM_32B"
                          : "128B";
-    return Explained{"swizzle " + std::string(name(w)) + " with " + dt(s) + "; it takes NONE, "
-                         "128B, 128B_ATOM_32B" + (u6 ? ", 128B_ATOM_64B (stores)" : "") +
-                         ": use " + to,
+    return Explained{"swizzle " + std::string(name(w)) + " with " + dt(s) +
+                         "; it takes NONE, "
+                         "128B, 128B_ATOM_32B" +
+                         (u6 ? ", 128B_ATOM_64B (stores)" : "") + ": use " + to,
                      enum_fix("swizzle", to)};
   });
 }
@@ -957,24 +969,27 @@ void p6_packed_direction(const TensorMapSpec& s) {
   if (!packed(s) || s.direction == Direction::any) return;
   if (s.direction == Direction::reduce) {
     broken("P6", 0, [&] {
-      return Explained{"direction reduce with " + dt(s) + "; cp.reduce.async.bulk.tensor takes "
+      return Explained{"direction reduce with " + dt(s) +
+                           "; cp.reduce.async.bulk.tensor takes "
                            "no packed type: reduce in a byte type (UINT8 or wider) instead",
                        std::nullopt};
     });
   }
   if (s.data_type == DataType::packed_u4_align16 && s.direction == Direction::store) {
     broken("P6", 1, [&] {
-      return Explained{"direction store with 16U4_ALIGN16B, a load-only type; store 4-bit data "
-                           "as 16U4_ALIGN8B (packed, no gaps)",
-                       std::nullopt};
+      return Explained{
+          "direction store with 16U4_ALIGN16B, a load-only type; store 4-bit data "
+          "as 16U4_ALIGN8B (packed, no gaps)",
+          std::nullopt};
     });
   }
   if (s.data_type == DataType::packed_u6_align16 && s.swizzle == Swizzle::bytes128_atom64 &&
       s.direction == Direction::load) {
     broken("P6", 2, [&] {
-      return Explained{"direction load with 16U6_ALIGN16B and swizzle 128B_ATOM_64B, which the "
-                           "driver reference allows for stores only; use 128B_ATOM_32B",
-                       enum_fix("swizzle", "128B_ATOM_32B")};
+      return Explained{
+          "direction load with 16U6_ALIGN16B and swizzle 128B_ATOM_64B, which the "
+          "driver reference allows for stores only; use 128B_ATOM_32B",
+          enum_fix("swizzle", "128B_ATOM_32B")};
     });
   }
 }
@@ -1024,13 +1039,13 @@ void w2_width_extent(const TensorMapSpec& s) {
   const std::int64_t lo = s.pixel_box_lower_corner_width, up = s.pixel_box_upper_corner_width;
   if (dim + up - lo > 0) return;
   broken("W2", 0, [&] {
-    const auto fix = choose(s, "W2", 0, Field::upper_width, 0,
-                            nearest(lo - dim + 1, -32768, 32767, 1));
-    return Explained{"globalDim[1] + pixelBoxUpperCornerWidth - pixelBoxLowerCornerWidth = " +
-                         to_string(dim) + " + " + to_string(up) + " - " + to_string(lo) +
-                         " leaves no pixel along W; raise pixelBoxUpperCornerWidth to " +
-                         shown(fix),
-                     fix_of(Field::upper_width, 0, fix)};
+    const auto fix =
+        choose(s, "W2", 0, Field::upper_width, 0, nearest(lo - dim + 1, -32768, 32767, 1));
+    return Explained{
+        "globalDim[1] + pixelBoxUpperCornerWidth - pixelBoxLowerCornerWidth = " + to_string(dim) +
+            " + " + to_string(up) + " - " + to_string(lo) +
+            " leaves no pixel along W; raise pixelBoxUpperCornerWidth to " + shown(fix),
+        fix_of(Field::upper_width, 0, fix)};
   });
 }
 // NOTE: the driver reference lists 64B, 128B and 128B_ATOM_32B ("other swizzle modes are not
@@ -1042,12 +1057,14 @@ void w3_wide_swizzle(const TensorMapSpec& s) {
   broken("W3", 0, [&] {
     const bool narrow = shared_bytes(s, s.channels_per_pixel) <= 64 &&
                         (w == Swizzle::none || w == Swizzle::bytes32);
-    const char* to = narrow                         ? "64B"
+    const char* to = narrow ? "64B"
                      : w == Swizzle::bytes128_atom32_flip8 || w == Swizzle::bytes128_atom64
                          ? "128B_ATOM_32B"
                          : "128B";
-    return Explained{"swizzle " + std::string(name(w)) + " with encode im2col_wide; it takes "
-                         "64B, 128B or 128B_ATOM_32B: use " + to,
+    return Explained{"swizzle " + std::string(name(w)) +
+                         " with encode im2col_wide; it takes "
+                         "64B, 128B or 128B_ATOM_32B: use " +
+                         to,
                      enum_fix("swizzle", to)};
   });
 }
@@ -1073,7 +1090,8 @@ void g1_gather_rank(const TensorMapSpec& s) {
   if (s.tile_mode == TileMode::tile || s.rank == 2) return;
   broken("G1", 0, [&] {
     return Explained{"tileMode " + std::string(name(s.tile_mode)) + " with rank " +
-                         to_string(s.rank) + "; gather4 and scatter4 work on 2D tensors only: "
+                         to_string(s.rank) +
+                         "; gather4 and scatter4 work on 2D tensors only: "
                          "fold the tensor to rank 2 (rows x columns)",
                      std::nullopt};
   });
@@ -1083,7 +1101,8 @@ void g2_gather_box(const TensorMapSpec& s) {
   broken("G2", 0, [&] {
     const auto fix = choose(s, "G2", 0, Field::box, 1, these({1}));
     return Explained{"boxDim[1] = " + to_string(s.box_dim[1]) + " with tileMode " +
-                         std::string(name(s.tile_mode)) + "; the box is one row (the copy names "
+                         std::string(name(s.tile_mode)) +
+                         "; the box is one row (the copy names "
                          "its four rows): use boxDim[1] = 1",
                      fix_of(Field::box, 1, fix)};
   });
@@ -1123,8 +1142,10 @@ void wide_only(const TensorMapSpec& s) {
 constexpr Rule kRules[] = {
     {"T2", "data type is one of the 13 Hopper tensor-map types", t2_data_type},
     {"T12", "interleave, swizzle, L2 promotion and OOB fill are known values", t12_enums},
-    {"A1", "im2col_wide, gather4 and scatter4 need sm_100a or later; not W128 or scatter4 on "
-           "sm_120a", a1_arch},
+    {"A1",
+     "im2col_wide, gather4 and scatter4 need sm_100a or later; not W128 or scatter4 on "
+     "sm_120a",
+     a1_arch},
     {"T3", "tiled rank 1..5; rank >= 3 with interleave", tiled_only<t3_rank>},
     {"I1", "im2col rank 3..5", im2col_only<i1_rank>},
     {"T4", "global address 16-byte aligned (32 with interleave 32B)", t4_address},
@@ -1134,8 +1155,8 @@ constexpr Rule kRules[] = {
      p1_padded_alignment, kBlackwellArchs},
     {"P2", "packed types: globalDim[0] a multiple of 2 (16U4_ALIGN8B) or 128 (ALIGN16B types)",
      p2_packed_dim0, kBlackwellArchs},
-    {"P3", "16U4_ALIGN16B, 16U6_ALIGN16B: boxDim[0] (channelsPerPixel) exactly 128",
-     p3_padded_row, kBlackwellArchs},
+    {"P3", "16U4_ALIGN16B, 16U6_ALIGN16B: boxDim[0] (channelsPerPixel) exactly 128", p3_padded_row,
+     kBlackwellArchs},
     {"P4", "16U6_ALIGN16B: interleave NONE", p4_u6_interleave, kBlackwellArchs},
     {"T7", "boxDim in 1..256; boxDim[0] * element size a multiple of 16 (any interleave)",
      tiled_only<t7_box_dims>},
@@ -1144,8 +1165,7 @@ constexpr Rule kRules[] = {
     {"W1", "im2col_wide: width corners in [-32768, 32767]", wide_only<w1_width_corners>,
      kBlackwellArchs},
     {"I4", "channelsPerPixel in 1..256", im2col_only<i4_channels>},
-    {"I5", "pixelsPerColumn in 1..1024 (ignored by im2col_wide mode W128)",
-     im2col_only<i5_pixels>},
+    {"I5", "pixelsPerColumn in 1..1024 (ignored by im2col_wide mode W128)", im2col_only<i5_pixels>},
     {"G1", "gather4 / scatter4: rank 2", tiled_only<g1_gather_rank>, kBlackwellArchs},
     {"G2", "gather4 / scatter4: boxDim[1] = 1", tiled_only<g2_gather_box>, kBlackwellArchs},
     {"G4", "gather4 loads, scatter4 stores", tiled_only<g4_gather_direction>, kBlackwellArchs},
@@ -1153,11 +1173,15 @@ constexpr Rule kRules[] = {
      kBlackwellArchs},
     {"W4", "im2col_wide: interleave NONE", wide_only<w4_wide_interleave>, kBlackwellArchs},
     {"W5", "im2col_wide: loads only", wide_only<w5_wide_direction>, kBlackwellArchs},
-    {"P5", "16U4_ALIGN16B, 16U6_ALIGN16B: swizzle NONE, 128B, 128B_ATOM_32B (16U6: and "
-           "128B_ATOM_64B for stores)", p5_padded_swizzle, kBlackwellArchs},
+    {"P5",
+     "16U4_ALIGN16B, 16U6_ALIGN16B: swizzle NONE, 128B, 128B_ATOM_32B (16U6: and "
+     "128B_ATOM_64B for stores)",
+     p5_padded_swizzle, kBlackwellArchs},
     {"S1", "128B_ATOM_32B_FLIP_8B: loads only", s1_flip, kBlackwellArchs},
-    {"P6", "packed types: no reductions; 16U4_ALIGN16B loads only; 16U6_ALIGN16B with "
-           "128B_ATOM_64B stores only", p6_packed_direction, kBlackwellArchs},
+    {"P6",
+     "packed types: no reductions; 16U4_ALIGN16B loads only; 16U6_ALIGN16B with "
+     "128B_ATOM_64B stores only",
+     p6_packed_direction, kBlackwellArchs},
     {"T9", "with a swizzle, the inner box row fits the swizzle span", t9_swizzle_span},
     {"P7", "packed types: oobFill NONE", p7_packed_fill, kBlackwellArchs},
     {"T13", "NaN OOB fill only for floating-point types", t13_nan_fill},
@@ -1193,7 +1217,9 @@ std::vector<Rule> rules(Arch arch) {
   return out;
 }
 
-void validate(const TensorMapSpec& spec) { validate(spec, Arch::sm_90a); }
+void validate(const TensorMapSpec& spec) {
+  validate(spec, Arch::sm_90a);
+}
 
 void validate(const TensorMapSpec& spec, Arch arch) {
   if (static_cast<int>(arch) > static_cast<int>(Arch::sm_120a)) {
@@ -1253,8 +1279,8 @@ TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix) {
     spec.direction = text(parse_direction);
   } else {
     for (Field f : {Field::address, Field::dim, Field::stride, Field::box, Field::element_stride,
-                    Field::lower, Field::upper, Field::channels, Field::pixels,
-                    Field::lower_width, Field::upper_width}) {
+                    Field::lower, Field::upper, Field::channels, Field::pixels, Field::lower_width,
+                    Field::upper_width}) {
       if (fix.field != key(f)) continue;
       if (is_array(f) != fix.index.has_value()) {
         throw Error(fix.field + (is_array(f) ? ": the fix names no entry" : ": not an array"));

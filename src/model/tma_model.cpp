@@ -406,7 +406,6 @@ constexpr std::string_view kReduceOpNames[] = {"add", "min", "max", "inc",
 
 }  // namespace
 
-
 namespace {
 
 // --- the packed types (sm_100a and later) -------------------------------------------------
@@ -528,7 +527,7 @@ SharedBytes load_tiled_packed(const TensorMapSpec& spec, std::span<const std::ui
         if (phys >= out.bytes.size()) throw ModelError("internal: packed byte past footprint");
         const auto bit = static_cast<std::uint8_t>(1u << ((at + k) % 8));
         out.bytes[phys] = static_cast<std::uint8_t>(((v >> k) & 1u) ? out.bytes[phys] | bit
-                                                                   : out.bytes[phys] & ~bit);
+                                                                    : out.bytes[phys] & ~bit);
         out.written[phys] = 1;
       }
     }
@@ -546,6 +545,10 @@ void check_walkable(const TensorMapSpec& spec) {
   if (spec.rank < min_rank || spec.rank > kMaxRank) {
     throw ModelError("rank " + std::to_string(spec.rank) + " is outside " +
                      std::to_string(min_rank) + ".." + std::to_string(kMaxRank));
+  }
+  if (is_packed(spec.data_type)) {
+    throw ModelError(std::string(name(spec.data_type)) +
+                     ": only tiled loads of the packed types are modelled");
   }
   if (element_bytes(spec.data_type) == 0) throw ModelError("unknown data type");
   // NOTE: tiled interleaved copies are measured (docs/hardware.md H12); im2col ones are not.

@@ -19,8 +19,8 @@ __global__ void every_blackwell_copy(const __grid_constant__ CUtensorMap packed_
   __shared__ tmakit::Barrier bar;
   if (threadIdx.x != 0) return;
   const std::int32_t tile[2] = {128 * at, at};
-  tmakit::load_packed_tile<DataType::packed_u4_align16, Swizzle::bytes128_atom32>(
-      buf, &packed_u4, bar, tile);
+  tmakit::load_packed_tile<DataType::packed_u4_align16, Swizzle::bytes128_atom32>(buf, &packed_u4,
+                                                                                  bar, tile);
   tmakit::load_packed_tile<DataType::packed_u6_align16, Swizzle::bytes128>(buf, &packed_u6, bar,
                                                                            tile);
   tmakit::load_packed_tile<DataType::packed_u4_align8, Swizzle::bytes128_atom32_flip8>(

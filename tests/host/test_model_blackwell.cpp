@@ -58,8 +58,8 @@ TEST(SwizzleAtomicity, Flip8BSwapsEightByteHalvesOnAlternateRows) {
 }
 
 TEST(SwizzleAtomicity, EveryModeIsAnInvolutionWithinItsRow) {
-  for (Swizzle s : {Swizzle::bytes128_atom32, Swizzle::bytes128_atom32_flip8,
-                    Swizzle::bytes128_atom64}) {
+  for (Swizzle s :
+       {Swizzle::bytes128_atom32, Swizzle::bytes128_atom32_flip8, Swizzle::bytes128_atom64}) {
     for (std::uint32_t a = 0; a < 4096; ++a) {
       EXPECT_EQ(swizzle_address(s, swizzle_address(s, a)), a);
       EXPECT_EQ(swizzle_address(s, a) / 128, a / 128);  // never leaves its 128-byte row

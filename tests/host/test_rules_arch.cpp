@@ -18,18 +18,15 @@ std::string verdict(const std::string& line, Arch arch) {
   return v ? std::string(v->what()) : "ok";
 }
 
-const std::string kU4 =
-    R"({"dataType":"16U4_ALIGN8B","globalAddress":4096,"globalDim":[1024,64],)"
-    R"("globalStrides":[512],"boxDim":[64,16])";
+const std::string kU4 = R"({"dataType":"16U4_ALIGN8B","globalAddress":4096,"globalDim":[1024,64],)"
+                        R"("globalStrides":[512],"boxDim":[64,16])";
 const std::string kU4Padded =
     R"({"dataType":"16U4_ALIGN16B","globalAddress":4096,"globalDim":[1024,64],)"
     R"("globalStrides":[512],"boxDim":[128,16])";
-const std::string kU6 =
-    R"({"dataType":"16U6_ALIGN16B","globalAddress":4096,"globalDim":[1024,64],)"
-    R"("globalStrides":[768],"boxDim":[128,16])";
-const std::string kHalf =
-    R"({"dataType":"FLOAT16","globalAddress":4096,"globalDim":[1024,64],)"
-    R"("globalStrides":[2048],"boxDim":[64,16])";
+const std::string kU6 = R"({"dataType":"16U6_ALIGN16B","globalAddress":4096,"globalDim":[1024,64],)"
+                        R"("globalStrides":[768],"boxDim":[128,16])";
+const std::string kHalf = R"({"dataType":"FLOAT16","globalAddress":4096,"globalDim":[1024,64],)"
+                          R"("globalStrides":[2048],"boxDim":[64,16])";
 const std::string kWide =
     R"({"encode":"im2col_wide","dataType":"FLOAT16","globalAddress":4096,)"
     R"("globalDim":[64,32,32,8],"globalStrides":[128,4096,131072],)"
@@ -60,8 +57,9 @@ TEST(RulesArch, NamesAndComputeCapabilities) {
 
 TEST(RulesArch, HopperRefusesEveryBlackwellEncoding) {
   const Arch h = Arch::sm_90a;
-  const std::string t2 = " is not a Hopper tensor-map type; fp8 travels as UINT8, packed 4/6-bit "
-                         "types need Blackwell";
+  const std::string t2 =
+      " is not a Hopper tensor-map type; fp8 travels as UINT8, packed 4/6-bit "
+      "types need Blackwell";
   EXPECT_EQ(verdict(with(kU4, ""), h), "T2: data type 13" + t2);
   EXPECT_EQ(verdict(with(kU4Padded, ""), h), "T2: data type 14" + t2);
   EXPECT_EQ(verdict(with(kU6, ""), h), "T2: data type 15" + t2);
@@ -184,14 +182,14 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
       {with(kWide, R"("swizzle":"128B","direction":"store")"),
        "W5: direction store with encode im2col_wide; .im2col::w and .im2col::w::128 are loads"},
       {sub(with(kWide, R"("swizzle":"128B")"), "\"pixelBoxLowerCornerWidth\":-1",
-                                                  "\"pixelBoxLowerCornerWidth\":-40000"),
+           "\"pixelBoxLowerCornerWidth\":-40000"),
        "W1: pixelBoxLowerCornerWidth = -40000 is outside [-32768, 32767]; use -32768"},
       {sub(with(kWide, R"("swizzle":"128B")"), "\"pixelBoxLowerCornerWidth\":-1",
-                                                  "\"pixelBoxLowerCornerWidth\":40"),
+           "\"pixelBoxLowerCornerWidth\":40"),
        "W2: globalDim[1] + pixelBoxUpperCornerWidth - pixelBoxLowerCornerWidth = 32 + -1 - 40 "
        "leaves no pixel along W; raise pixelBoxUpperCornerWidth to 9"},
       {sub(with(kWide, R"("swizzle":"128B")"), "\"channelsPerPixel\":64",
-                                                  "\"channelsPerPixel\":128"),
+           "\"channelsPerPixel\":128"),
        "I7: channelsPerPixel*2 = 256 bytes exceeds the swizzle 128B span of 128 bytes; use "
        "channelsPerPixel <= 64 and several copies along dimension 0"},
       {R"({"dataType":"FLOAT16","rank":3,"globalAddress":4096,"globalDim":[1024,64,2],)"
@@ -222,8 +220,7 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
 }
 
 TEST(RulesArch, Sm120LacksScatter4AndW128) {
-  const std::string scatter =
-      sub(with(kHalf, R"("tileMode":"scatter4")"), "[64,16]", "[64,1]");
+  const std::string scatter = sub(with(kHalf, R"("tileMode":"scatter4")"), "[64,16]", "[64,1]");
   const std::string w128 = with(kWide, R"("swizzle":"128B","mode":"W128")");
   for (Arch a : {Arch::sm_100a, Arch::sm_103a}) {
     EXPECT_EQ(verdict(scatter, a), "ok");
@@ -259,9 +256,9 @@ TEST(RulesArch, PackedTransactionBytesArePackedBits) {
   EXPECT_EQ(box_bytes(parse_spec_json(with(kU6, ""))), 16u * 96);
   EXPECT_EQ(box_bytes(parse_spec_json(with(kU4, ""))), 16u * 32);
   // gather4: four rows of boxDim[0].
-  EXPECT_EQ(box_bytes(parse_spec_json(
-                sub(with(kHalf, R"("tileMode":"gather4")"), "[64,16]", "[64,1]"))),
-            4u * 64 * 2);
+  EXPECT_EQ(
+      box_bytes(parse_spec_json(sub(with(kHalf, R"("tileMode":"gather4")"), "[64,16]", "[64,1]"))),
+      4u * 64 * 2);
 }
 
 TEST(RulesArch, JsonRoundTripsTheNewFields) {

@@ -93,9 +93,9 @@ constexpr bool is_floating(DataType t) {
 // The driver's spelling without the CU_TENSOR_MAP_DATA_TYPE_ prefix: "FLOAT32".
 constexpr std::string_view name(DataType t) {
   constexpr std::string_view names[kTensorMapDataTypeCount] = {
-      "UINT8",        "UINT16",        "UINT32",        "INT32",       "UINT64",   "INT64",
-      "FLOAT16",      "FLOAT32",       "FLOAT64",       "BFLOAT16",    "FLOAT32_FTZ",
-      "TFLOAT32",     "TFLOAT32_FTZ",  "16U4_ALIGN8B",  "16U4_ALIGN16B", "16U6_ALIGN16B"};
+      "UINT8",        "UINT16",       "UINT32",        "INT32",        "UINT64",      "INT64",
+      "FLOAT16",      "FLOAT32",      "FLOAT64",       "BFLOAT16",     "FLOAT32_FTZ", "TFLOAT32",
+      "TFLOAT32_FTZ", "16U4_ALIGN8B", "16U4_ALIGN16B", "16U6_ALIGN16B"};
   const auto i = static_cast<int>(t);
   return i >= 0 && i < kTensorMapDataTypeCount ? names[i] : std::string_view("?");
 }

@@ -18,7 +18,8 @@
 namespace tmakit {
 
 // Bytes a load of `values` values of packed type T counts on its barrier: the packed bits,
-// not the padded shared footprint (docs/model.md, "Blackwell"), as CUTLASS's sm100 collectives count.
+// not the padded shared footprint (docs/model.md, "Blackwell"), as CUTLASS's sm100 collectives
+// count.
 constexpr std::uint32_t packed_tx_bytes(DataType t, std::uint32_t values) {
   return values * static_cast<std::uint32_t>(value_bits(t)) / 8;
 }
@@ -38,8 +39,7 @@ __device__ __forceinline__ void debug_check_rows(const char* op, std::int32_t co
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         if (rows[i] < 0) {
-          report_bad_coordinate(op, 1, rows[i],
-                                "a store must not start at a negative coordinate");
+          report_bad_coordinate(op, 1, rows[i], "a store must not start at a negative coordinate");
         }
       }
     }
@@ -53,8 +53,8 @@ __device__ __forceinline__ void debug_check_rows(const char* op, std::int32_t co
 // innermost first) into `smem`, a buffer of the CTA, swizzled with S, completing on `bar`
 // (armed by the caller, packed_tx_bytes).
 template <DataType T, Swizzle S, int N>
-__device__ __forceinline__ void load_packed_tile(void* smem, const CUtensorMap* map,
-                                                 Barrier& bar, const std::int32_t (&coords)[N]) {
+__device__ __forceinline__ void load_packed_tile(void* smem, const CUtensorMap* map, Barrier& bar,
+                                                 const std::int32_t (&coords)[N]) {
   static_assert(is_packed(T), "load_packed_tile: T is one of the packed types");
   debug_check_smem_alignment(smem, S == Swizzle::none ? 128u : swizzle_repeat_bytes(S),
                              "packed TMA buffer", "128 B destination or swizzle repeat, D1/D2");
@@ -65,15 +65,13 @@ __device__ __forceinline__ void load_packed_tile(void* smem, const CUtensorMap* 
                                     "the padded types' first coordinate is a multiple of 128");
     }
   }
-  ptx::cp_async_bulk_tensor_shared_cta_global_tile(ptx::smem_u32(smem), map, coords,
-                                                   bar.smem());
+  ptx::cp_async_bulk_tensor_shared_cta_global_tile(ptx::smem_u32(smem), map, coords, bar.smem());
 }
 
 // Four rows of a rank-2 map (boxDim = {width, 1}, tileMode gather4) from column `col`, stored
 // one after the other at `smem`; the barrier counts 4 x width x element size bytes.
-__device__ __forceinline__ void load_rows_gather4(void* smem, const CUtensorMap* map,
-                                                  Barrier& bar, std::int32_t col,
-                                                  const std::int32_t (&rows)[4]) {
+__device__ __forceinline__ void load_rows_gather4(void* smem, const CUtensorMap* map, Barrier& bar,
+                                                  std::int32_t col, const std::int32_t (&rows)[4]) {
   debug_check_smem_alignment(smem, 128, "gather4 buffer", "128 B TMA destination, rule D1");
   detail::debug_check_rows("load_rows_gather4", col, rows, false);
   ptx::cp_async_bulk_tensor_shared_cta_global_gather4(ptx::smem_u32(smem), map, col, rows,
@@ -95,8 +93,8 @@ __device__ __forceinline__ void store_rows_scatter4(const CUtensorMap* map, cons
 // An im2col-wide load (cuTensorMapEncodeIm2colWide map): coords (c, w, h, d, n) in dimension
 // order; W128 for mode W128 (`.im2col::w::128`, not sm_120a).
 template <bool W128, int N>
-__device__ __forceinline__ void load_im2col_wide(void* smem, const CUtensorMap* map,
-                                                 Barrier& bar, const std::int32_t (&coords)[N],
+__device__ __forceinline__ void load_im2col_wide(void* smem, const CUtensorMap* map, Barrier& bar,
+                                                 const std::int32_t (&coords)[N],
                                                  std::uint16_t w_halo, std::uint16_t w_offset) {
   debug_check_smem_alignment(smem, 128, "im2col-wide buffer", "128 B TMA destination, rule D1");
   if constexpr (kDebugWaits) {

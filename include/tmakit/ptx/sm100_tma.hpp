@@ -41,10 +41,10 @@ __device__ __forceinline__ void cp_async_bulk_tensor_shared_cta_global_tile(
     std::uint32_t dst_smem, const CUtensorMap* map, const std::int32_t (&coords)[N],
     std::uint32_t mbar_smem) {
   const detail::Coords5 p(coords);
-#define TMAKIT_EMIT(DIM, COORDS)                                                       \
-  asm volatile("cp.async.bulk.tensor" DIM                                              \
-               ".shared::cta.global.tile.mbarrier::complete_tx::bytes"                 \
-               " [%8], [%9, " COORDS "], [%10];" ::TMAKIT_PTX_COORD_OPERANDS(p),        \
+#define TMAKIT_EMIT(DIM, COORDS)                                                             \
+  asm volatile("cp.async.bulk.tensor" DIM                                                    \
+               ".shared::cta.global.tile.mbarrier::complete_tx::bytes"                       \
+               " [%8], [%9, " COORDS "], [%10];" ::TMAKIT_PTX_COORD_OPERANDS(p),             \
                TMAKIT_PTX_NO_OFFSETS, "r"(dst_smem), "l"(tensormap_u64(map)), "r"(mbar_smem) \
                : "memory");
   TMAKIT_PTX_FOR_RANK(N, TMAKIT_EMIT)
@@ -56,8 +56,8 @@ __device__ __forceinline__ void cp_async_bulk_tensor_shared_cta_global_tile(
 // Four rows (dimension 1) of a rank-2 map whose boxDim[1] is 1, boxDim[0] elements each from
 // column `col`, stored one after the other (rules G1, G2).
 __device__ __forceinline__ void cp_async_bulk_tensor_shared_cta_global_gather4(
-    std::uint32_t dst_smem, const CUtensorMap* map, std::int32_t col,
-    const std::int32_t (&rows)[4], std::uint32_t mbar_smem) {
+    std::uint32_t dst_smem, const CUtensorMap* map, std::int32_t col, const std::int32_t (&rows)[4],
+    std::uint32_t mbar_smem) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cta.global.tile::gather4.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst_smem),
@@ -93,21 +93,21 @@ __device__ __forceinline__ void cp_async_bulk_tensor_shared_cta_global_im2col_w(
   static_assert(N >= 3 && N <= 5, "im2col-wide maps have rank 3..5 (rule I1)");
   static_assert(!W128 || TMAKIT_PTX_SCATTER4_W128, ".im2col::w::128 does not exist on sm_120a");
   const detail::Coords5 p(coords);
-#define TMAKIT_EMIT(DIM, COORDS)                                                            \
-  if constexpr (W128) {                                                                     \
-    asm volatile("cp.async.bulk.tensor" DIM                                                 \
-                 ".shared::cta.global.im2col::w::128.mbarrier::complete_tx::bytes"          \
-                 " [%8], [%9, " COORDS "], [%10], {%11, %12};" ::TMAKIT_PTX_COORD_OPERANDS(p), \
-                 TMAKIT_PTX_NO_OFFSETS, "r"(dst_smem), "l"(tensormap_u64(map)),             \
-                 "r"(mbar_smem), "h"(w_halo), "h"(w_offset)                                 \
-                 : "memory");                                                               \
-  } else {                                                                                  \
-    asm volatile("cp.async.bulk.tensor" DIM                                                 \
-                 ".shared::cta.global.im2col::w.mbarrier::complete_tx::bytes"               \
-                 " [%8], [%9, " COORDS "], [%10], {%11, %12};" ::TMAKIT_PTX_COORD_OPERANDS(p), \
-                 TMAKIT_PTX_NO_OFFSETS, "r"(dst_smem), "l"(tensormap_u64(map)),             \
-                 "r"(mbar_smem), "h"(w_halo), "h"(w_offset)                                 \
-                 : "memory");                                                               \
+#define TMAKIT_EMIT(DIM, COORDS)                                                                \
+  if constexpr (W128) {                                                                         \
+    asm volatile("cp.async.bulk.tensor" DIM                                                     \
+                 ".shared::cta.global.im2col::w::128.mbarrier::complete_tx::bytes"              \
+                 " [%8], [%9, " COORDS "], [%10], {%11, %12};" ::TMAKIT_PTX_COORD_OPERANDS(p),  \
+                 TMAKIT_PTX_NO_OFFSETS, "r"(dst_smem), "l"(tensormap_u64(map)), "r"(mbar_smem), \
+                 "h"(w_halo), "h"(w_offset)                                                     \
+                 : "memory");                                                                   \
+  } else {                                                                                      \
+    asm volatile("cp.async.bulk.tensor" DIM                                                     \
+                 ".shared::cta.global.im2col::w.mbarrier::complete_tx::bytes"                   \
+                 " [%8], [%9, " COORDS "], [%10], {%11, %12};" ::TMAKIT_PTX_COORD_OPERANDS(p),  \
+                 TMAKIT_PTX_NO_OFFSETS, "r"(dst_smem), "l"(tensormap_u64(map)), "r"(mbar_smem), \
+                 "h"(w_halo), "h"(w_offset)                                                     \
+                 : "memory");                                                                   \
   }
   TMAKIT_PTX_FOR_RANK(N, TMAKIT_EMIT)
 #undef TMAKIT_EMIT
