@@ -174,6 +174,11 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
       {sub(with(kHalf, R"("swizzle":"128B_ATOM_64B")"), "[64,16]", "[128,16]"),
        "T9: boxDim[0]*2 = 256 bytes exceeds the swizzle 128B_ATOM_64B span of 128 bytes; use "
        "boxDim[0] <= 64 and several copies along dimension 0"},
+      {R"({"dataType":"FLOAT16","rank":3,"globalAddress":4096,"globalDim":[1024,64,4],)"
+       R"("globalStrides":[2048,131072],"boxDim":[64,16,1],"interleave":"32B",)"
+       R"("swizzle":"128B"})",
+       "T10: interleave 32B with swizzle 128B; the driver reference asks for swizzle 32B with "
+       "interleave 32B: use swizzle 32B"},
       {with(kWide, ""),
        "W3: swizzle NONE with encode im2col_wide; it takes 64B, 128B or 128B_ATOM_32B: use "
        "128B"},
@@ -246,7 +251,7 @@ TEST(RulesArch, RulesPerArchitecture) {
   EXPECT_EQ(ids(Arch::sm_90a), "T2 T12 A1 T3 I1 T4 T5 T6 T7 T8 I3 I4 I5 T9 T13 X1 X2 X3 X4 ");
   EXPECT_EQ(ids(Arch::sm_100a),
             "T2 T12 A1 T3 I1 T4 T5 T6 P1 P2 P3 P4 T7 T8 I3 W1 I4 I5 G1 G2 G4 W3 W4 W5 P5 S1 P6 T9 "
-            "P7 T13 X1 X2 X3 X4 W2 ");
+            "P7 T10 T13 X1 X2 X3 X4 W2 ");
   EXPECT_EQ(rules().size(), rules(Arch::sm_100a).size());
 }
 
