@@ -133,8 +133,11 @@ Picture simulate_load(const tmakit::TensorMapSpec& spec, const std::vector<std::
                       const model::Coords& coords) {
   const model::SharedBytes s = model::load_tiled(spec, global, coords, 0);
   // NOTE: a row's data bytes; with interleave dimension 0 counts 16/32-byte slices (H12)
-  const std::uint64_t inner = model::footprint(spec).row_bytes;
-  const std::uint64_t rows = tmakit::box_bytes(spec) / inner;
+  const model::Footprint fp = model::footprint(spec);
+  const std::uint64_t inner = fp.row_bytes;
+  // NOTE: a packed box's barrier bytes (box_bytes) are fewer than its shared bytes: count rows
+  const std::uint64_t rows =
+      tmakit::is_packed(spec.data_type) ? fp.rows : tmakit::box_bytes(spec) / inner;
   const std::uint64_t width =
       std::max<std::uint64_t>(inner, tmakit::swizzle_span_bytes(spec.swizzle));
   Picture p;
