@@ -1,11 +1,13 @@
-// tmakit check --jsonl FILE [--json | --fix] [--driver]
+// tmakit check --jsonl FILE [--arch NAME] [--json | --fix] [--driver]
 // One verdict line per input line: `ok`, `rejected <rule>: <message>` or `error: <message>`.
 // Exit 0 when every line is ok, 1 when any is rejected or malformed, 2 for an unreadable
 // input, an unwritable output or bad usage. With --driver each spec also goes to the real
 // driver and the exit code says whether the two agreed on every line (the differential check
 // of docs/rules.md); a malformed line agrees with nothing. With --fix each line becomes the
 // nearest spec that passes every rule (the line itself when it passes) or `error: ...`; exit
-// 0 when every line gave a passing spec.
+// 0 when every line gave a passing spec. --arch names the architecture whose rules apply
+// (sm_90a, sm_100a, sm_103a, sm_120a); without it, the GPU's when the driver reports one, else
+// sm_90a.
 #include <cuda.h>
 
 #include <iostream>
@@ -24,6 +26,8 @@ namespace {
 
 struct Options {
   std::string file;
+  std::string arch;
+  tmakit::Arch resolved = tmakit::Arch::sm_90a;
   bool json = false;
   bool driver = false;
   bool fix = false;
@@ -36,14 +40,13 @@ struct Verdict {
   std::optional<tmakit::SpecFix> fix;
 };
 
-
-Verdict judge(const std::string& line, tmakit::TensorMapSpec* spec) {
+Verdict judge(const std::string& line, tmakit::Arch arch, tmakit::TensorMapSpec* spec) {
   try {
-    *spec = tmakit::parse_spec_json(line);
+    *spec = tmakit::parse_spec_json(line, arch);
   } catch (const tmakit::ParseError& e) {
     return {Verdict::error, "", tmakit::escape_unprintable(e.what()), std::nullopt};
   }
-  if (auto f = tmakit::diagnose(*spec)) {
+  if (auto f = tmakit::diagnose(*spec, arch)) {
     return {Verdict::rejected, f->violation.rule_id(), f->violation.what(), f->fix};
   }
   return {};
@@ -57,9 +60,9 @@ nlohmann::json fix_json(const tmakit::SpecFix& fix) {
 }
 
 // The --fix answer for one line: the nearest passing spec, or "error: ...".
-std::string fixed_line(const std::string& line, bool* passed) {
+std::string fixed_line(const std::string& line, tmakit::Arch arch, bool* passed) {
   tmakit::TensorMapSpec spec;
-  const Verdict v = judge(line, &spec);
+  const Verdict v = judge(line, arch, &spec);
   *passed = false;
   if (v.kind == Verdict::error) return "error: " + v.message;
   if (v.kind == Verdict::ok) {
@@ -67,13 +70,30 @@ std::string fixed_line(const std::string& line, bool* passed) {
     return line;
   }
   std::string why;
-  const auto mended = tmakit::nearest_passing_spec(spec, &why);
+  const auto mended = tmakit::nearest_passing_spec(spec, arch, &why);
   if (!mended) return "error: no passing spec near this one: " + tmakit::escape_unprintable(why);
   *passed = true;
   return tmakit::rewrite_spec_json(line, spec, *mended);
 }
 
-int run_check(const Options& opt) {
+int run_check(Options opt) {
+  std::string arch_error;
+  const auto arch = tmakit::cli::resolve_arch(opt.arch, &arch_error);
+  if (!arch) {
+    std::cerr << "tmakit check: " << arch_error << "\n";
+    return 2;
+  }
+  opt.resolved = *arch;
+  if (opt.driver && !opt.arch.empty()) {
+    // NOTE: the driver judges for its own GPU; another architecture's verdicts would not compare.
+    const auto cc = tmakit::device_compute_capability();
+    const auto present = tmakit::arch_of_compute_capability(cc.major, cc.minor);
+    if (present && *present != *arch) {
+      std::cerr << "tmakit check: --driver judges for the GPU present (" << tmakit::name(*present)
+                << "), not --arch " << opt.arch << "\n";
+      return 2;
+    }
+  }
   tmakit::cli::Input input(opt.file, "--jsonl " + opt.file);
   if (!input.ok()) {
     std::cerr << "tmakit check: " << input.error() << "\n";
@@ -107,13 +127,15 @@ int run_check(const Options& opt) {
                  : std::string();
     if (opt.fix) {
       bool passed = false;
-      std::cout << (too_long ? "error: " + too_long_message : fixed_line(line, &passed)) << '\n';
+      std::cout << (too_long ? "error: " + too_long_message
+                             : fixed_line(line, opt.resolved, &passed))
+                << '\n';
       all_ok = all_ok && passed;
       continue;
     }
     tmakit::TensorMapSpec spec;
     const Verdict v = too_long ? Verdict{Verdict::error, "", too_long_message, std::nullopt}
-                               : judge(line, &spec);
+                               : judge(line, opt.resolved, &spec);
     all_ok = all_ok && v.kind == Verdict::ok;
 
     // The driver's verdict on the same arguments, when asked for; a malformed line has none
@@ -157,6 +179,9 @@ const tmakit::cli::Registrar kCheck(
       auto opt = std::make_shared<Options>();
       app.add_option("--jsonl", opt->file, "File of specs, one JSON object per line (- = stdin)")
           ->required();
+      app.add_option("--arch", opt->arch,
+                     "Architecture whose rules apply: sm_90a, sm_100a, sm_103a or sm_120a "
+                     "(default: the GPU's when the driver reports one, else sm_90a)");
       auto* json = app.add_flag(
           "--json", opt->json,
           "Print one JSON object per line with rule, message and the fix as data "

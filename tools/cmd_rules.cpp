@@ -1,24 +1,37 @@
 // tmakit rules: every tensor-map rule the validator applies, in order, with its id.
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "tmakit/host/validate.hpp"
 
 namespace {
 
-int run_rules(bool json) {
+int run_rules(bool json, const std::string& arch_name) {
+  std::vector<tmakit::Rule> list(tmakit::rules().begin(), tmakit::rules().end());
+  if (!arch_name.empty()) {
+    const auto arch = tmakit::parse_arch(arch_name);
+    if (!arch) {
+      std::cerr << "tmakit rules: --arch " << arch_name
+                << ": unknown architecture (known: " << tmakit::arch_names() << ")\n";
+      return 2;
+    }
+    list = tmakit::rules(*arch);
+  }
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : tmakit::rules()) {
+    for (const auto& r : list) {
       out.push_back({{"id", std::string(r.id)}, {"summary", std::string(r.summary)}});
     }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  for (const auto& r : tmakit::rules()) std::cout << r.id << "\t" << r.summary << "\n";
+  for (const auto& r : list) std::cout << r.id << "\t" << r.summary << "\n";
   std::cout << "\nT*: documented (tiled, and shared with im2col), I*: documented for im2col, X*: "
-               "found by sweeping the real driver. docs/rules.md tells how.\n";
+               "found by sweeping the real driver; A1, P*, S1, W*, G*: Blackwell's encodings "
+               "(sm_100a and later). docs/rules.md tells how.\n";
   return 0;
 }
 
@@ -26,8 +39,12 @@ const tmakit::cli::Registrar kRules(
     "rules", "List the tensor-map rules tmakit checks (ids as in `tmakit check` verdicts)",
     [](CLI::App& app) {
       auto json = std::make_shared<bool>(false);
+      auto arch = std::make_shared<std::string>();
       app.add_flag("--json", *json, "Print a JSON array of {id, summary}");
-      return [json] { return run_rules(*json); };
+      app.add_option("--arch", *arch,
+                     "Only the rules that can refuse a spec on this architecture (sm_90a, "
+                     "sm_100a, sm_103a, sm_120a)");
+      return [json, arch] { return run_rules(*json, *arch); };
     });
 
 }  // namespace

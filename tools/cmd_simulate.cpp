@@ -38,6 +38,7 @@ struct Options {
   bool grid = false;
   bool store = false;
   std::string reduce;
+  std::string arch;
 };
 
 // NOTE: --store prints the whole of FILE (twice its size in hex) and keeps three copies of
@@ -132,8 +133,11 @@ Picture simulate_load(const tmakit::TensorMapSpec& spec, const std::vector<std::
                       const model::Coords& coords) {
   const model::SharedBytes s = model::load_tiled(spec, global, coords, 0);
   // NOTE: a row's data bytes; with interleave dimension 0 counts 16/32-byte slices (H12)
-  const std::uint64_t inner = model::footprint(spec).row_bytes;
-  const std::uint64_t rows = tmakit::box_bytes(spec) / inner;
+  const model::Footprint fp = model::footprint(spec);
+  const std::uint64_t inner = fp.row_bytes;
+  // NOTE: a packed box's barrier bytes (box_bytes) are fewer than its shared bytes: count rows
+  const std::uint64_t rows =
+      tmakit::is_packed(spec.data_type) ? fp.rows : tmakit::box_bytes(spec) / inner;
   const std::uint64_t width =
       std::max<std::uint64_t>(inner, tmakit::swizzle_span_bytes(spec.swizzle));
   Picture p;
@@ -186,6 +190,12 @@ int run_simulate(const Options& opt) {
     std::cerr << "tmakit simulate: give --store or --reduce, not both\n";
     return 2;
   }
+  std::string arch_error;
+  const auto arch = tmakit::cli::resolve_arch(opt.arch, &arch_error);
+  if (!arch) {
+    std::cerr << "tmakit simulate: " << arch_error << "\n";
+    return 2;
+  }
   std::string why;
   const std::vector<std::uint8_t> global =
       read_bounded(opt.global_file, "--global " + opt.global_file, kMaxGlobalBytes, &why);
@@ -228,11 +238,11 @@ int run_simulate(const Options& opt) {
       }
       // parse, validate, then simulate; any failure is this line's error
       const nlohmann::json object = tmakit::parse_json_line(line);
-      const tmakit::TensorMapSpec spec = tmakit::spec_from_json(object);
+      const tmakit::TensorMapSpec spec = tmakit::spec_from_json(object, *arch);
       if (spec.kind != tmakit::EncodeKind::tiled) {
         throw tmakit::ParseError("encode: simulate handles tiled specs only");
       }
-      if (auto v = tmakit::find_violation(spec)) throw *v;
+      if (auto v = tmakit::find_violation(spec, *arch)) throw *v;
       const model::Coords coords = parse_coords(object, spec.rank);
       const Picture p = to_global ? simulate_store(spec, global, smem, coords, op)
                                   : simulate_load(spec, global, coords);
@@ -276,6 +286,9 @@ const tmakit::cli::Registrar kSimulate(
       app.add_option("--jsonl", opt->specs_file,
                      "Specs, one JSON object per line with \"coords\" (- = stdin)")
           ->required();
+      app.add_option("--arch", opt->arch,
+                     "Architecture whose rules the specs must pass: sm_90a, sm_100a, sm_103a, "
+                     "sm_120a (default: the GPU's when the driver reports one, else sm_90a)");
       app.add_flag("--grid", opt->grid, "Readable view: one row of bytes per line, offsets first");
       app.add_flag("--store", opt->store, "Simulate a store of --shared into global memory");
       app.add_option("--reduce", opt->reduce,

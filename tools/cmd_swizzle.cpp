@@ -57,7 +57,11 @@ Layout make_layout(const Options& o) {
                              "TFLOAT32, TFLOAT32_FTZ)");
   }
   const auto s = tmakit::parse_swizzle(o.swizzle);
-  if (!s) throw tmakit::ParseError("--swizzle " + o.swizzle + " is not NONE, 32B, 64B or 128B");
+  if (!s) {
+    throw tmakit::ParseError("--swizzle " + o.swizzle +
+                             " is not NONE, 32B, 64B or 128B (or, sm_100a and later, "
+                             "128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B)");
+  }
   l.type = *t;
   l.swizzle = *s;
   l.esize = static_cast<std::uint32_t>(tmakit::element_bytes(*t));
@@ -101,7 +105,17 @@ std::string formula(const Layout& l) {
   const std::uint32_t mask = tmakit::swizzle_chunk_mask(l.swizzle);
   std::ostringstream os;
   os << "off = row * " << l.pitch << " + col * " << l.esize;
-  if (mask == 0) {
+  if (l.swizzle == tmakit::Swizzle::bytes128_atom32 ||
+      l.swizzle == tmakit::Swizzle::bytes128_atom32_flip8) {
+    os << "; stored = off ^ (((base + off) >> 7) & 3) << 5"
+       << "  (32-byte unit p of 128-byte line r goes to unit p ^ (r & 3))";
+    if (l.swizzle == tmakit::Swizzle::bytes128_atom32_flip8) {
+      os << " ^ (((base + off) >> 7) & 1) << 3  (odd lines swap the 8-byte halves of each 16)";
+    }
+  } else if (l.swizzle == tmakit::Swizzle::bytes128_atom64) {
+    os << "; stored = off ^ (((base + off) >> 7) & 1) << 6"
+       << "  (64-byte half h of 128-byte line r goes to half h ^ (r & 1))";
+  } else if (mask == 0) {
     os << "; stored = off (no swizzle)";
   } else {
     os << "; stored = off ^ (((base + off) >> 7) & " << mask << ") << 4"
@@ -127,30 +141,34 @@ std::string header(const Layout& l) {
 std::string text_picture(const Layout& l) {
   std::ostringstream os;
   os << header(l) << "\n" << formula(l) << "\n";
-  const std::uint32_t per_chunk = 16 / l.esize;
-  const std::uint32_t chunks = l.pitch / 16;
+  // NOTE: the 8-byte flip moves 8-byte halves: its cells are 8 bytes, the others' 16.
+  const std::uint32_t cell_bytes =
+      l.swizzle == tmakit::Swizzle::bytes128_atom32_flip8 && l.esize <= 8 ? 8 : 16;
+  const std::uint32_t per_chunk = std::max<std::uint32_t>(cell_bytes / l.esize, 1);
+  const std::uint32_t chunks = l.pitch / cell_bytes;
   for (int pass = 0; pass < 2; ++pass) {
     os << (pass == 0 ? "\nbefore the swizzle" : "\nafter the swizzle (as stored)")
-       << ": each cell is one 16-byte chunk, columns cF-L, banks bF-L\n";
+       << ": each cell is one " << cell_bytes << "-byte chunk, columns cF-L, banks bF-L\n";
     for (std::uint32_t r = 0; r < l.rows; ++r) {
       // which columns sit in each stored chunk of this row
       std::vector<long> first(chunks, -1);
       for (std::uint32_t c = 0; c < l.cols; c += per_chunk) {
         const std::uint32_t at = l.offset(r, c, pass == 1) - r * l.pitch;
-        first[at / 16] = c;
+        first[at / cell_bytes] = c;
       }
       char head[16];
       std::snprintf(head, sizeof head, "row %3u |", r);
       os << head;
       for (std::uint32_t j = 0; j < chunks; ++j) {
-        const std::uint32_t b0 = l.bank(r * l.pitch + j * 16);
+        const std::uint32_t b0 = l.bank(r * l.pitch + j * cell_bytes);
+        const std::uint32_t b1 = b0 + cell_bytes / 4 - 1;
         char cell[96];
         if (first[j] < 0) {
-          std::snprintf(cell, sizeof cell, " %-9s b%02u-%02u |", "(unused)", b0, b0 + 3);
+          std::snprintf(cell, sizeof cell, " %-9s b%02u-%02u |", "(unused)", b0, b1);
         } else {
           const long c0 = first[j];
           const long c1 = c0 + per_chunk - 1;
-          std::snprintf(cell, sizeof cell, " c%3ld-%-4ld b%02u-%02u |", c0, c1, b0, b0 + 3);
+          std::snprintf(cell, sizeof cell, " c%3ld-%-4ld b%02u-%02u |", c0, c1, b0, b1);
         }
         os << cell;
       }

@@ -14,6 +14,9 @@
 #include <optional>
 #include <string>
 
+#include "tmakit/host/driver.hpp"
+#include "tmakit/host/tensor_map_spec.hpp"
+
 namespace tmakit::cli {
 
 // An opened input: a file, or stdin for "-". `error` says why it could not be opened.
@@ -138,6 +141,20 @@ inline std::optional<std::string> output_failure() {
   if (std::cout.good() && flushed && !std::ferror(stdout)) return std::nullopt;
   return std::string("cannot write the output") +
          (err != 0 ? ": " + std::string(std::strerror(err)) : "");
+}
+
+// The architecture named by `--arch NAME`, or, with no name, device 0's when the driver reports
+// one tmakit knows (sm_90a otherwise). nullopt for an unknown name; `error` then says so and
+// lists the known ones.
+inline std::optional<tmakit::Arch> resolve_arch(const std::string& given, std::string* error) {
+  if (given.empty()) {
+    const auto cc = tmakit::device_compute_capability();
+    return tmakit::arch_of_compute_capability(cc.major, cc.minor).value_or(tmakit::Arch::sm_90a);
+  }
+  if (auto a = tmakit::parse_arch(given)) return a;
+  *error = "--arch " + given +
+           ": unknown architecture (known: " + std::string(tmakit::arch_names()) + ")";
+  return std::nullopt;
 }
 
 }  // namespace tmakit::cli

@@ -111,14 +111,29 @@ nb::object fix_object(const std::optional<tmakit::SpecFix>& fix) {
   return d;
 }
 
+// The architecture whose rules apply: the name given, or (empty) the GPU's when the driver
+// reports one tmakit knows, else sm_90a, as `tmakit check --arch`. ValueError for an unknown name.
+tmakit::Arch arch_arg(const std::string& name) {
+  if (name.empty()) {
+    const auto cc = tmakit::device_compute_capability();
+    return tmakit::arch_of_compute_capability(cc.major, cc.minor).value_or(tmakit::Arch::sm_90a);
+  }
+  if (auto a = tmakit::parse_arch(name)) return *a;
+  throw tmakit::Error("arch: unknown architecture " +
+                      tmakit::escape_unprintable(name).substr(0, 64) +
+                      " (known: " + std::string(tmakit::arch_names()) + ")");
+}
+
 // One line judged as `tmakit check --jsonl` judges it (tools/cmd_check.cpp): ("ok" |
 // "rejected" | "error", rule id or "", message, fix or None). The message of a rejected spec
 // starts with its rule id ("T7: ...").
-std::tuple<std::string, std::string, std::string, nb::object> check_line(const std::string& line) {
+std::tuple<std::string, std::string, std::string, nb::object> check_line(
+    const std::string& line, const std::string& arch_name) {
+  const tmakit::Arch arch = arch_arg(arch_name);
   if (auto why = too_long(line)) return {"error", "", *why, nb::none()};
   tmakit::TensorMapSpec spec;
   try {
-    spec = tmakit::parse_spec_json(line);
+    spec = tmakit::parse_spec_json(line, arch);
   } catch (const tmakit::ParseError& e) {
     return {"error", "", tmakit::escape_unprintable(e.what()), nb::none()};
   } catch (const std::exception& e) {
@@ -126,7 +141,7 @@ std::tuple<std::string, std::string, std::string, nb::object> check_line(const s
     // (a JSON library error) is still a verdict on the line, never an exception.
     return {"error", "", tmakit::escape_unprintable(e.what()), nb::none()};
   }
-  if (auto f = tmakit::diagnose(spec)) {
+  if (auto f = tmakit::diagnose(spec, arch)) {
     return {"rejected", f->violation.rule_id(), f->violation.what(), fix_object(f->fix)};
   }
   return {"ok", "", "", nb::none()};
@@ -134,17 +149,18 @@ std::tuple<std::string, std::string, std::string, nb::object> check_line(const s
 
 // `tmakit check --fix` for one line: (true, the nearest spec that passes every rule, as a
 // JSON line keeping the line's other keys) or (false, "error: ...").
-std::pair<bool, std::string> fix_line(const std::string& line) {
+std::pair<bool, std::string> fix_line(const std::string& line, const std::string& arch_name) {
+  const tmakit::Arch arch = arch_arg(arch_name);
   if (auto why = too_long(line)) return {false, "error: " + *why};
   tmakit::TensorMapSpec spec;
   try {
-    spec = tmakit::parse_spec_json(line);
+    spec = tmakit::parse_spec_json(line, arch);
   } catch (const std::exception& e) {
     return {false, "error: " + tmakit::escape_unprintable(e.what())};
   }
-  if (!tmakit::find_violation(spec)) return {true, line};
+  if (!tmakit::find_violation(spec, arch)) return {true, line};
   std::string why;
-  const auto mended = tmakit::nearest_passing_spec(spec, &why);
+  const auto mended = tmakit::nearest_passing_spec(spec, arch, &why);
   if (!mended) {
     return {false, "error: no passing spec near this one: " + tmakit::escape_unprintable(why)};
   }
@@ -157,8 +173,8 @@ std::vector<std::pair<std::string, std::string>> rule_list() {
   return out;
 }
 
-std::string describe_line(const std::string& line) {
-  return tmakit::describe(tmakit::parse_spec_json(line));
+std::string describe_line(const std::string& line, const std::string& arch_name) {
+  return tmakit::describe(tmakit::parse_spec_json(line, arch_arg(arch_name)));
 }
 
 std::string normalize_line(const std::string& line) {
@@ -434,12 +450,13 @@ NB_MODULE(_tmakit, m) {
     }
   });
 
-  m.def("check_line", &check_line, "line"_a,
+  m.def("check_line", &check_line, "line"_a, "arch"_a = "sm_90a",
         "Judge one JSON spec line as `tmakit check --jsonl` does: (verdict, rule, message).");
-  m.def("fix_line", &fix_line, "line"_a,
+  m.def("fix_line", &fix_line, "line"_a, "arch"_a = "sm_90a",
         "`tmakit check --fix` for one line: (passed, the nearest passing spec or 'error: ...').");
   m.def("rules", &rule_list, "Every rule the validator applies, in order: [(id, summary)].");
-  m.def("describe_line", &describe_line, "line"_a, "The one-line description of a spec.");
+  m.def("describe_line", &describe_line, "line"_a, "arch"_a = "sm_90a",
+        "The one-line description of a spec.");
   m.def("normalize_line", &normalize_line, "line"_a,
         "The spec as the library writes it back (keys in order, defaults filled in).");
   m.def("encode_line", &encode_line, "line"_a,

@@ -31,7 +31,8 @@ _MAX_INT_BITS = 1024
 _SPEC_KEYS = frozenset((
     "encode", "dataType", "rank", "globalAddress", "globalDim", "globalStrides", "boxDim",
     "elementStrides", "interleave", "swizzle", "l2Promotion", "oobFill", "pixelBoxLowerCorner",
-    "pixelBoxUpperCorner", "channelsPerPixel", "pixelsPerColumn"))
+    "pixelBoxUpperCorner", "channelsPerPixel", "pixelsPerColumn", "pixelBoxLowerCornerWidth",
+    "pixelBoxUpperCornerWidth", "mode", "tileMode", "direction"))
 _SIMULATE_KEYS = _SPEC_KEYS | {"coords"}
 
 
@@ -382,7 +383,7 @@ class CheckResult:
         return f"CheckResult(ok={self.ok}, rule={self.rule!r}, message={self.message!r})"
 
 
-def check(spec: Any) -> CheckResult:
+def check(spec: Any, arch: Optional[str] = None) -> CheckResult:
     """Judge a tensor-map spec against every rule, exactly as `tmakit check --jsonl` does.
 
     ``spec``: a dict with the JSON keys of `tmakit check` (unknown keys ignored, whatever they
@@ -391,22 +392,26 @@ def check(spec: Any) -> CheckResult:
     ``verdict == "error"``. A dict whose value under a key the library reads has no JSON form
     raises, naming the key: TypeError for the wrong type (bytes, a set, an object), ValueError
     for the wrong value (NaN, nesting past 16 levels, a value containing itself).
+
+    ``arch``: the architecture whose rules apply ("sm_90a", "sm_100a", "sm_103a", "sm_120a");
+    None: the GPU's when the driver reports one, else sm_90a (`tmakit check --arch`). An unknown
+    name raises ValueError listing the known ones.
     """
     try:
         line = _spec_parts(spec, for_check=True)[0]
     except _UnreadableLine as error:
         return CheckResult("error", None, str(error))
-    verdict, rule, message, fix = _tmakit.check_line(line)
+    verdict, rule, message, fix = _tmakit.check_line(line, arch or "")
     return CheckResult(verdict, rule or None, message, fix)
 
 
-def fix(spec: Any) -> dict:
+def fix(spec: Any, arch: Optional[str] = None) -> dict:
     """The nearest spec that passes every rule (`tmakit check --fix`): ``spec`` itself when it
     passes, else the fixes of its broken rules applied one after another. Returns a dict (the
     other keys kept, unknown ones as given); ValueError when the spec cannot be read or no fix
-    mends it."""
+    mends it. ``arch`` as for check()."""
     line, others = _spec_parts(spec)
-    passed, text = _tmakit.fix_line(line)
+    passed, text = _tmakit.fix_line(line, arch or "")
     if not passed:
         raise ValueError(text[len("error: "):] if text.startswith("error: ") else text)
     # NOTE: a line that passes comes back as given, and the library's parser, as `tmakit
@@ -436,9 +441,10 @@ def rules() -> list:
     return [Rule(i, s) for i, s in _tmakit.rules()]
 
 
-def describe(spec: Any) -> str:
-    """One line: "tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] ...". ValueError if unreadable."""
-    return _tmakit.describe_line(_spec_line(spec))
+def describe(spec: Any, arch: Optional[str] = None) -> str:
+    """One line: "tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] ...". ValueError if unreadable
+    (its message lists the names ``arch`` knows, as for check())."""
+    return _tmakit.describe_line(_spec_line(spec), arch or "")
 
 
 # --- tensor maps over arrays ------------------------------------------------------------------

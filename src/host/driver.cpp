@@ -44,6 +44,9 @@ Loaded load() {
               "needed)";
     return l;
   }
+  // NOTE: looked up after the required ones: a driver without them still serves the rest.
+  bind(lib, "cuTensorMapEncodeIm2colWide", a.cuTensorMapEncodeIm2colWide);
+  bind(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute);
   a.init_result = a.cuInit(0);
   return l;
 }
@@ -78,6 +81,24 @@ CUresult ensure_current_context() noexcept {
   }();
   if (primary.first != CUDA_SUCCESS) return primary.first;
   return l.api.cuCtxSetCurrent(primary.second);
+}
+
+ComputeCapability device_compute_capability() noexcept {
+  const Loaded& l = loaded();
+  if (!l.error.empty() || l.api.init_result != CUDA_SUCCESS ||
+      l.api.cuDeviceGetAttribute == nullptr) {
+    return {};
+  }
+  CUdevice dev = 0;
+  if (l.api.cuDeviceGet(&dev, 0) != CUDA_SUCCESS) return {};
+  ComputeCapability cc;
+  if (l.api.cuDeviceGetAttribute(&cc.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) !=
+          CUDA_SUCCESS ||
+      l.api.cuDeviceGetAttribute(&cc.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) !=
+          CUDA_SUCCESS) {
+    return {};
+  }
+  return cc;
 }
 
 bool driver_available() noexcept {

@@ -11,6 +11,14 @@
 namespace tmakit {
 namespace {
 
+// NOTE: the spec's enums are the driver's values (a cast converts), Blackwell's included.
+static_assert(static_cast<int>(DataType::packed_u6_align16) == CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B);
+static_assert(static_cast<int>(DataType::packed_u4_align8) == CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B);
+static_assert(static_cast<int>(Swizzle::bytes128_atom64) == CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B);
+static_assert(static_cast<int>(Swizzle::bytes128_atom32_flip8) ==
+              CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B);
+static_assert(static_cast<int>(Im2colWideMode::w128) == CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128);
+
 template <class T, std::size_t N>
 void list(std::ostringstream& os, const std::array<T, N>& a, std::size_t n) {
   os << '[';
@@ -39,6 +47,11 @@ std::string describe(const TensorMapSpec& s) {
   if (s.kind == EncodeKind::tiled) {
     os << " box ";
     list(os, s.box_dim, r);
+    if (s.tile_mode != TileMode::tile) os << ' ' << name(s.tile_mode);
+  } else if (s.kind == EncodeKind::im2col_wide) {
+    os << " mode " << name(s.wide_mode) << " width corners " << s.pixel_box_lower_corner_width
+       << ".." << s.pixel_box_upper_corner_width << " channels " << s.channels_per_pixel
+       << " pixels " << s.pixels_per_column;
   } else {
     os << " corners ";
     list(os, s.pixel_box_lower_corner, r > 2 ? r - 2 : 0);
@@ -50,6 +63,7 @@ std::string describe(const TensorMapSpec& s) {
   list(os, s.element_strides, r);
   os << " interleave " << name(s.interleave) << " swizzle " << name(s.swizzle) << " l2 "
      << name(s.l2_promotion) << " oobFill " << name(s.oob_fill);
+  if (s.direction != Direction::any) os << " direction " << name(s.direction);
   return os.str();
 }
 
@@ -96,6 +110,13 @@ CUresult encode_unchecked(const TensorMapSpec& s, CUtensorMap* out) noexcept {
   const auto l2 = static_cast<CUtensorMapL2promotion>(s.l2_promotion);
   const auto oob = static_cast<CUtensorMapFloatOOBfill>(s.oob_fill);
   void* address = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.global_address));
+  if (s.kind == EncodeKind::im2col_wide) {
+    if (api->cuTensorMapEncodeIm2colWide == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+    return api->cuTensorMapEncodeIm2colWide(
+        out, dtype, s.rank, address, dims, strides, s.pixel_box_lower_corner_width,
+        s.pixel_box_upper_corner_width, s.channels_per_pixel, s.pixels_per_column, estrides,
+        interleave, static_cast<CUtensorMapIm2ColWideMode>(s.wide_mode), swizzle, l2, oob);
+  }
   if (s.kind == EncodeKind::tiled) {
     return api->cuTensorMapEncodeTiled(out, dtype, s.rank, address, dims, strides, box,
                                        estrides, interleave, swizzle, l2, oob);
@@ -106,7 +127,9 @@ CUresult encode_unchecked(const TensorMapSpec& s, CUtensorMap* out) noexcept {
 }
 
 CUtensorMap encode(const TensorMapSpec& spec) {
-  validate(spec);
+  // NOTE: judged for the GPU the driver encodes for (sm_90a when it reports none tmakit knows).
+  const ComputeCapability cc = device_compute_capability();
+  validate(spec, arch_of_compute_capability(cc.major, cc.minor).value_or(Arch::sm_90a));
   driver();  // a missing driver is reported as such, not as a refused spec
   TMAKIT_DRIVER_CHECK(ensure_current_context());
   CUtensorMap map{};

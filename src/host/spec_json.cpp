@@ -146,19 +146,38 @@ E enum_value(const json& o, const char* key, E fallback,
   fail(key, "unknown value " + quote_json(*v) + " (expected one of " + choices + ")");
 }
 
-std::optional<DataType> parse_dtype(std::string_view s) { return parse_data_type(s); }
+std::optional<DataType> parse_dtype(std::string_view s) {
+  return parse_tensor_map_data_type(s);
+}
+
+// NOTE: every name parses on every architecture (the rules then refuse what the architecture
+// lacks, naming it); the lists of an unknown value's message are the architecture's own, so
+// that Hopper's messages stay as they were.
+struct Choices {
+  const char* encode;
+  const char* data_type;
+  const char* swizzle;
+};
+constexpr const char* kHopperTypes =
+    "UINT8, UINT16, UINT32, INT32, UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, "
+    "FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ";
+Choices choices(Arch arch) {
+  if (arch == Arch::sm_90a) return {"tiled, im2col", kHopperTypes, "NONE, 32B, 64B, 128B"};
+  return {"tiled, im2col, im2col_wide",
+          "UINT8, UINT16, UINT32, INT32, UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, "
+          "FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ, 16U4_ALIGN8B, 16U4_ALIGN16B, 16U6_ALIGN16B",
+          "NONE, 32B, 64B, 128B, 128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B"};
+}
 
 }  // namespace
 
-TensorMapSpec spec_from_json(const json& o) {
+TensorMapSpec spec_from_json(const json& o, Arch arch) {
   if (!o.is_object()) throw ParseError("expected a JSON object, got " + type_name(o));
+  const Choices names = choices(arch);
   TensorMapSpec s;
-  s.kind = enum_value(o, "encode", EncodeKind::tiled, parse_encode_kind, "tiled, im2col");
+  s.kind = enum_value(o, "encode", EncodeKind::tiled, parse_encode_kind, names.encode);
   require(o, "dataType");
-  s.data_type = enum_value<DataType>(
-      o, "dataType", DataType::uint8, parse_dtype,
-      "UINT8, UINT16, UINT32, INT32, UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, "
-      "FLOAT32_FTZ, TFLOAT32, TFLOAT32_FTZ");
+  s.data_type = enum_value<DataType>(o, "dataType", DataType::uint8, parse_dtype, names.data_type);
   const bool tiled = s.kind == EncodeKind::tiled;
 
   // The rank: given, or the length of globalDim.
@@ -183,6 +202,18 @@ TensorMapSpec spec_from_json(const json& o) {
 
   if (tiled) {
     integer_array(require(o, "boxDim", "for tiled maps"), "boxDim", rank, s.box_dim);
+    s.tile_mode =
+        enum_value(o, "tileMode", TileMode::tile, parse_tile_mode, "tile, gather4, scatter4");
+  } else if (s.kind == EncodeKind::im2col_wide) {
+    s.pixel_box_lower_corner_width = integer<std::int32_t>(
+        require(o, "pixelBoxLowerCornerWidth", "for im2col_wide maps"), "pixelBoxLowerCornerWidth");
+    s.pixel_box_upper_corner_width = integer<std::int32_t>(
+        require(o, "pixelBoxUpperCornerWidth", "for im2col_wide maps"), "pixelBoxUpperCornerWidth");
+    s.channels_per_pixel = integer<std::uint32_t>(
+        require(o, "channelsPerPixel", "for im2col_wide maps"), "channelsPerPixel");
+    s.pixels_per_column = integer<std::uint32_t>(
+        require(o, "pixelsPerColumn", "for im2col_wide maps"), "pixelsPerColumn");
+    s.wide_mode = enum_value(o, "mode", Im2colWideMode::w, parse_im2col_wide_mode, "W, W128");
   } else {
     const std::size_t corners = rank > 2 ? rank - 2 : 0;
     integer_array(require(o, "pixelBoxLowerCorner", "for im2col maps"), "pixelBoxLowerCorner",
@@ -196,11 +227,13 @@ TensorMapSpec spec_from_json(const json& o) {
   }
 
   s.interleave = enum_value(o, "interleave", Interleave::none, parse_interleave, "NONE, 16B, 32B");
-  s.swizzle = enum_value(o, "swizzle", Swizzle::none, parse_swizzle, "NONE, 32B, 64B, 128B");
+  s.swizzle = enum_value(o, "swizzle", Swizzle::none, parse_swizzle, names.swizzle);
   s.l2_promotion =
       enum_value(o, "l2Promotion", L2Promotion::none, parse_l2_promotion, "NONE, 64B, 128B, 256B");
   s.oob_fill =
       enum_value(o, "oobFill", OobFill::zero, parse_oob_fill, "NONE, NAN_REQUEST_ZERO_FMA");
+  s.direction =
+      enum_value(o, "direction", Direction::any, parse_direction, "any, load, store, reduce");
   return s;
 }
 
@@ -280,8 +313,8 @@ std::string quote_json(const nlohmann::json& value, std::size_t max_bytes) {
   return out;
 }
 
-TensorMapSpec parse_spec_json(std::string_view line) {
-  return spec_from_json(parse_json_line(line));
+TensorMapSpec parse_spec_json(std::string_view line, Arch arch) {
+  return spec_from_json(parse_json_line(line), arch);
 }
 
 std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
@@ -324,6 +357,13 @@ std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
   if (from.channels_per_pixel != to.channels_per_pixel)
     set("channelsPerPixel", to.channels_per_pixel);
   if (from.pixels_per_column != to.pixels_per_column) set("pixelsPerColumn", to.pixels_per_column);
+  if (from.pixel_box_lower_corner_width != to.pixel_box_lower_corner_width)
+    set("pixelBoxLowerCornerWidth", to.pixel_box_lower_corner_width);
+  if (from.pixel_box_upper_corner_width != to.pixel_box_upper_corner_width)
+    set("pixelBoxUpperCornerWidth", to.pixel_box_upper_corner_width);
+  if (from.wide_mode != to.wide_mode) set("mode", std::string(name(to.wide_mode)));
+  if (from.tile_mode != to.tile_mode) set("tileMode", std::string(name(to.tile_mode)));
+  if (from.direction != to.direction) set("direction", std::string(name(to.direction)));
   if (from.interleave != to.interleave) set("interleave", std::string(name(to.interleave)));
   if (from.swizzle != to.swizzle) set("swizzle", std::string(name(to.swizzle)));
   if (from.l2_promotion != to.l2_promotion) set("l2Promotion", std::string(name(to.l2_promotion)));
@@ -355,6 +395,13 @@ std::string spec_to_json(const TensorMapSpec& s) {
   o["globalStrides"] = arr(s.global_strides_bytes, rank > 0 ? rank - 1 : 0);
   if (s.kind == EncodeKind::tiled) {
     o["boxDim"] = arr(s.box_dim, rank);
+    if (s.tile_mode != TileMode::tile) o["tileMode"] = std::string(name(s.tile_mode));
+  } else if (s.kind == EncodeKind::im2col_wide) {
+    o["pixelBoxLowerCornerWidth"] = s.pixel_box_lower_corner_width;
+    o["pixelBoxUpperCornerWidth"] = s.pixel_box_upper_corner_width;
+    o["channelsPerPixel"] = s.channels_per_pixel;
+    o["pixelsPerColumn"] = s.pixels_per_column;
+    o["mode"] = std::string(name(s.wide_mode));
   } else {
     o["pixelBoxLowerCorner"] = arr(s.pixel_box_lower_corner, rank > 2 ? rank - 2 : 0);
     o["pixelBoxUpperCorner"] = arr(s.pixel_box_upper_corner, rank > 2 ? rank - 2 : 0);
@@ -366,6 +413,7 @@ std::string spec_to_json(const TensorMapSpec& s) {
   o["swizzle"] = std::string(name(s.swizzle));
   o["l2Promotion"] = std::string(name(s.l2_promotion));
   o["oobFill"] = std::string(name(s.oob_fill));
+  if (s.direction != Direction::any) o["direction"] = std::string(name(s.direction));
   return o.dump();
 }
 

@@ -1,6 +1,8 @@
 // The tensor-map rules. Each is one function that throws RuleViolation(id, message) with the
 // offending values and a fix. Ids follow docs/rules.md: T* tiled (and shared with im2col),
-// I* im2col only, X* found by sweeping the real driver.
+// I* im2col only, X* found by sweeping the real driver; Blackwell's encodings (sm_100a, sm_103a,
+// sm_120a): A1 which encodings an architecture has, P* packed types, S1 swizzle atomicity,
+// W* im2col-wide, G* gather4/scatter4.
 //
 // A fix names one field and the value nearest the given one that makes the rule pass while
 // every rule that passed keeps passing (chosen by judging candidate values with the rules
@@ -23,6 +25,25 @@ using std::to_string;
 // NOTE: while a fix's candidates are judged, a broken rule only says so: no message, no fix
 // of its own (which would search candidates again).
 thread_local bool t_verdict_only = false;
+// The architecture the rules judge for: set by validate(spec, arch) for the rules it runs (and
+// the candidate fixes they judge), sm_90a otherwise.
+thread_local Arch t_arch = Arch::sm_90a;
+class ArchScope {
+ public:
+  explicit ArchScope(Arch a) : saved_(t_arch) { t_arch = a; }
+  ~ArchScope() { t_arch = saved_; }
+  ArchScope(const ArchScope&) = delete;
+  ArchScope& operator=(const ArchScope&) = delete;
+
+ private:
+  Arch saved_;
+};
+bool hopper() {
+  return t_arch == Arch::sm_90a;
+}
+std::string arch_name() {
+  return std::string(name(t_arch));
+}
 // Where in its rule the check failed (the entry of the array, or the part of the rule), so a
 // candidate fix that mends this place while a later entry still fails counts as mending it.
 struct Fails {
@@ -97,7 +118,38 @@ constexpr std::uint64_t kMaxAddress = std::uint64_t{1} << 57;
 constexpr std::uint64_t kMaxBoxBytes = 228 * 1024;
 
 bool tiled(const TensorMapSpec& s) { return s.kind == EncodeKind::tiled; }
+bool wide(const TensorMapSpec& s) {
+  return s.kind == EncodeKind::im2col_wide;
+}
 int esize(const TensorMapSpec& s) { return element_bytes(s.data_type); }
+bool packed(const TensorMapSpec& s) {
+  return is_packed(s.data_type);
+}
+// The ALIGN16B types: 16 values padded to 16 bytes in shared memory.
+bool padded(const TensorMapSpec& s) {
+  return s.data_type == DataType::packed_u4_align16 || s.data_type == DataType::packed_u6_align16;
+}
+// Elements in one 16-byte chunk of a row, the least whole row: 16 / elementSize, or for the
+// packed types the fewest values whose bits fill whole 16-byte chunks (32 of 4 bits, 64 of 6).
+std::int64_t per16(const TensorMapSpec& s) {
+  if (!packed(s)) return 16 / esize(s);
+  return s.data_type == DataType::packed_u6_align16 ? 64 : 32;
+}
+// Whether `n` elements make whole 16-byte chunks in global memory.
+bool whole_chunks(const TensorMapSpec& s, std::uint64_t n) {
+  return packed(s) ? n * static_cast<std::uint64_t>(value_bits(s.data_type)) % 128 == 0
+                   : n * static_cast<std::uint64_t>(esize(s)) % 16 == 0;
+}
+// Bytes `n` elements take in shared memory (a packed row rounded up to whole bytes).
+std::uint64_t shared_bytes(const TensorMapSpec& s, std::uint64_t n) {
+  if (!packed(s)) return n * static_cast<std::uint64_t>(esize(s));
+  return (n * static_cast<std::uint64_t>(shared_value_bits(s.data_type)) + 7) / 8;
+}
+// "elementSize 2" or, for a packed type, "8 bits per value in shared memory".
+std::string esize_text(const TensorMapSpec& s) {
+  if (!packed(s)) return "elementSize " + to_string(esize(s));
+  return to_string(shared_value_bits(s.data_type)) + " bits per value in shared memory";
+}
 std::string dt(const TensorMapSpec& s) { return std::string(name(s.data_type)); }
 std::string idx(const char* array, std::size_t i) {
   return std::string(array) + "[" + to_string(i) + "]";
@@ -109,7 +161,19 @@ std::uint64_t address_align(const TensorMapSpec& s) {
 // ---- fixes ----------------------------------------------------------------------------------
 
 // The numeric fields a fix can change, by JSON key.
-enum class Field { address, dim, stride, box, element_stride, lower, upper, channels, pixels };
+enum class Field {
+  address,
+  dim,
+  stride,
+  box,
+  element_stride,
+  lower,
+  upper,
+  channels,
+  pixels,
+  lower_width,
+  upper_width,
+};
 
 const char* key(Field f) {
   switch (f) {
@@ -122,11 +186,19 @@ const char* key(Field f) {
     case Field::upper: return "pixelBoxUpperCorner";
     case Field::channels: return "channelsPerPixel";
     case Field::pixels: return "pixelsPerColumn";
+    case Field::lower_width: return "pixelBoxLowerCornerWidth";
+    case Field::upper_width: return "pixelBoxUpperCornerWidth";
   }
   return "";
 }
-bool is_array(Field f) { return f != Field::address && f != Field::channels && f != Field::pixels; }
-bool is_signed(Field f) { return f == Field::lower || f == Field::upper; }
+bool is_array(Field f) {
+  return f != Field::address && f != Field::channels && f != Field::pixels &&
+         f != Field::lower_width && f != Field::upper_width;
+}
+bool is_signed(Field f) {
+  return f == Field::lower || f == Field::upper || f == Field::lower_width ||
+         f == Field::upper_width;
+}
 
 // Sets field f (entry i) to v; v is already within the field's type (the candidates are).
 void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
@@ -141,6 +213,8 @@ void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
     case Field::upper: s.pixel_box_upper_corner.at(i) = static_cast<std::int32_t>(v); break;
     case Field::channels: s.channels_per_pixel = static_cast<std::uint32_t>(u); break;
     case Field::pixels: s.pixels_per_column = static_cast<std::uint32_t>(u); break;
+    case Field::lower_width: s.pixel_box_lower_corner_width = static_cast<std::int32_t>(v); break;
+    case Field::upper_width: s.pixel_box_upper_corner_width = static_cast<std::int32_t>(v); break;
   }
 }
 
@@ -176,6 +250,10 @@ std::vector<bool> passing(const TensorMapSpec& s) {
   VerdictOnly quiet;
   std::vector<bool> ok(table().size(), false);
   for (std::size_t r = 0; r < table().size(); ++r) {
+    if (!(table()[r].archs & arch_bit(t_arch))) {
+      ok[r] = true;  // not a rule of this architecture
+      continue;
+    }
     ok[r] = passes(table()[r], s);
     const auto id = table()[r].id;
     if (!ok[r] && (id == "T2" || id == "T12" || id == "T3" || id == "I1")) break;
@@ -251,6 +329,11 @@ SpecFix enum_fix(const char* field, const char* value) {
 // --- T2: the data type is one of Hopper's 13 -------------------------------------------
 void t2_data_type(const TensorMapSpec& s) {
   const int t = static_cast<int>(s.data_type);
+  if (!hopper() && t >= 0 && t < kTensorMapDataTypeCount) return;
+  if (!hopper()) {
+    broken("T2", "data type " + to_string(t) + " is not a tensor-map type of " + arch_name() +
+                     " (the driver's are 0..15, UINT8 to 16U6_ALIGN16B)");
+  }
   if (t < 0 || t >= kDataTypeCount) {
     broken("T2", "data type " + to_string(t) +
                      " is not a Hopper tensor-map type; fp8 travels as UINT8, packed 4/6-bit "
@@ -378,7 +461,7 @@ void t7_box_dims(const TensorMapSpec& s) {
       broken("T7", static_cast<int>(d), [&] {
         // Dimension 0 also needs whole 16-byte rows (the second part of this rule): only
         // widths that give them are offered there, so one fix mends both parts.
-        const std::int64_t unit = d == 0 ? 16 / esize(s) : 1;
+        const std::int64_t unit = d == 0 ? per16(s) : 1;
         std::vector<std::int64_t> widths;
         for (std::int64_t w = unit; w <= 256; w += unit) widths.push_back(w);
         std::stable_sort(widths.begin(), widths.end(), [&](std::int64_t a, std::int64_t b) {
@@ -395,13 +478,19 @@ void t7_box_dims(const TensorMapSpec& s) {
   }
   // NOTE: documented for interleave NONE only; the driver enforces it for every interleave.
   const std::uint64_t bytes = std::uint64_t{s.box_dim[0]} * esize(s);
-  if (bytes % 16 != 0) {
+  if (!whole_chunks(s, s.box_dim[0])) {
     broken("T7", kT7Chunks, [&] {
       // The two nearest widths whose rows are whole 16-byte chunks, the chosen one first.
-      const std::int64_t per16 = 16 / esize(s);
       const auto fix = choose(s, "T7", kT7Chunks, Field::box, 0, nearest(s.box_dim[0], 1, 256));
       const std::string use =
-          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.box_dim[0]), per16);
+          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.box_dim[0]), per16(s));
+      if (packed(s)) {
+        return Explained{"boxDim[0] = " + to_string(s.box_dim[0]) + " values of " +
+                             to_string(value_bits(s.data_type)) +
+                             " bits is not a whole number of 16-byte chunks (" +
+                             to_string(per16(s)) + " values each); " + use,
+                         fix_of(Field::box, 0, fix)};
+      }
       return Explained{"boxDim[0]*" + to_string(esize(s)) + " = " + to_string(bytes) +
                            " bytes is not a multiple of 16; " + use,
                        fix_of(Field::box, 0, fix)};
@@ -431,18 +520,24 @@ void t9_swizzle_span(const TensorMapSpec& s) {
   if (s.interleave != Interleave::none || s.swizzle == Swizzle::none) return;
   const std::uint64_t span = swizzle_span_bytes(s.swizzle);
   const std::uint64_t inner = tiled(s) ? s.box_dim[0] : s.channels_per_pixel;
-  const std::uint64_t bytes = inner * esize(s);
+  const std::uint64_t bytes = shared_bytes(s, inner);
   if (bytes > span) {
     broken(tiled(s) ? "T9" : "I7", 0, [&] {
       const char* what = tiled(s) ? "boxDim[0]" : "channelsPerPixel";
       const Field field = tiled(s) ? Field::box : Field::channels;
-      const auto most = static_cast<std::int64_t>(span / esize(s));
+      const auto most = static_cast<std::int64_t>(
+          packed(s) ? span * 8 / static_cast<std::uint64_t>(shared_value_bits(s.data_type))
+                    : span / static_cast<std::uint64_t>(esize(s)));
       const auto fix = choose(s, "T9", 0, field, 0, nearest(most, 1, most));
-      return Explained{std::string(what) + "*" + to_string(esize(s)) + " = " + to_string(bytes) +
-                           " bytes exceeds the swizzle " + std::string(name(s.swizzle)) +
-                           " span of " + to_string(span) + " bytes; use " + what +
+      const std::string row =
+          packed(s)
+              ? std::string(what) + " = " + to_string(inner) + " values take " + to_string(bytes) +
+                    " bytes in shared memory, which"
+              : std::string(what) + "*" + to_string(esize(s)) + " = " + to_string(bytes) + " bytes";
+      return Explained{row + " exceeds the swizzle " + std::string(name(s.swizzle)) + " span of " +
+                           to_string(span) + " bytes; use " + what +
                            (fix.value() == most ? " <= " : " = ") + shown(fix) +
-                           (s.swizzle != Swizzle::bytes128 ? " or a wider swizzle" : "") +
+                           (span < 128 ? " or a wider swizzle" : "") +
                            " and several copies along dimension 0",
                        fix_of(field, 0, fix)};
     });
@@ -457,9 +552,24 @@ void t12_enums(const TensorMapSpec& s) {
   if (static_cast<int>(s.l2_promotion) > 3)
     refuse("l2Promotion", "l2Promotion is not NONE/64B/128B/256B");
   if (static_cast<int>(s.interleave) > 2) refuse("interleave", "interleave is not NONE/16B/32B");
-  if (static_cast<int>(s.swizzle) > 3) refuse("swizzle", "swizzle is not NONE/32B/64B/128B");
+  // NOTE: on sm_90a the 128B_ATOM_* swizzles (4..6) are refused here, as the Hopper driver
+  // refuses them (docs/rules.md, A1).
+  if (hopper() && static_cast<int>(s.swizzle) > 3)
+    refuse("swizzle", "swizzle is not NONE/32B/64B/128B");
+  if (!hopper() && static_cast<int>(s.swizzle) > 6) {
+    refuse("swizzle",
+           "swizzle is not NONE/32B/64B/128B/128B_ATOM_32B/128B_ATOM_32B_FLIP_8B/128B_ATOM_64B");
+  }
   if (static_cast<int>(s.oob_fill) > 1)
     refuse("oobFill", "oobFill is not NONE/NAN_REQUEST_ZERO_FMA");
+  auto refuse_as = [](const char* field, const char* message, const char* value) {
+    broken("T12", 0, [&] { return Explained{message, enum_fix(field, value)}; });
+  };
+  if (static_cast<int>(s.direction) > 3)
+    refuse_as("direction", "direction is not any/load/store/reduce", "any");
+  if (tiled(s) && static_cast<int>(s.tile_mode) > 2)
+    refuse_as("tileMode", "tileMode is not tile/gather4/scatter4", "tile");
+  if (wide(s) && static_cast<int>(s.wide_mode) > 1) refuse_as("mode", "mode is not W/W128", "W");
 }
 
 // --- T13: NaN fill only for floating types ----------------------------------------------
@@ -507,6 +617,8 @@ void i4_channels(const TensorMapSpec& s) {
   }
 }
 void i5_pixels(const TensorMapSpec& s) {
+  // NOTE: cuTensorMapEncodeIm2colWide ignores pixelsPerColumn in mode W128 (128 pixels).
+  if (wide(s) && s.wide_mode == Im2colWideMode::w128) return;
   if (s.pixels_per_column == 0 || s.pixels_per_column > 1024) {
     broken("I5", 0, [&] {
       const auto fix = choose(s, "I5", 0, Field::pixels, 0, nearest(s.pixels_per_column, 1, 1024));
@@ -526,9 +638,11 @@ void i5_pixels(const TensorMapSpec& s) {
 // NOTE: an element stride of 0 is T8's to report; it counts as 1 here so that this rule can be
 // judged on its own (a fix must keep it passing even while T8 fails).
 std::uint64_t driver_box_bytes(const TensorMapSpec& s) {
-  std::uint64_t n = static_cast<std::uint64_t>(esize(s));
+  std::uint64_t n = 1;
   for (std::size_t d = 0; d < s.rank; ++d) n *= s.box_dim[d] / std::max(s.element_strides[d], 1u);
-  return n;
+  // NOTE: a packed box is sized by its shared-memory footprint (the padded types take a byte
+  // per value there), the room it needs.
+  return shared_bytes(s, n);
 }
 void x1_box_bytes(const TensorMapSpec& s) {
   const auto bytes = driver_box_bytes(s);
@@ -564,8 +678,7 @@ void x1_box_bytes(const TensorMapSpec& s) {
         if (at > 0) {
           fix = static_cast<std::int64_t>(std::max(s.element_strides[at], 1u));
         } else {
-          const std::int64_t per16 = 16 / esize(s);
-          fix = choose(s, "X1", 0, Field::box, 0, nearest(per16, 1, 256), /*keep_others=*/true);
+          fix = choose(s, "X1", 0, Field::box, 0, nearest(per16(s), 1, 256), /*keep_others=*/true);
         }
         if (fix) {
           use = "no single dimension is enough: shrink boxDim[" + to_string(at) + "] to " +
@@ -574,9 +687,10 @@ void x1_box_bytes(const TensorMapSpec& s) {
           use = "shrink boxDim or split the copy";
         }
       }
-      return Explained{"the box is " + to_string(bytes) + " bytes (elementSize " +
-                           to_string(esize(s)) + " x prod(boxDim / elementStrides)); the driver "
-                           "allows at most " + to_string(kMaxBoxBytes) + " (228 KiB): " + use,
+      return Explained{"the box is " + to_string(bytes) + " bytes (" + esize_text(s) +
+                           " x prod(boxDim / elementStrides)); the driver "
+                           "allows at most " +
+                           to_string(kMaxBoxBytes) + " (228 KiB): " + use,
                        fix_of(Field::box, at, fix)};
     });
   }
@@ -584,14 +698,20 @@ void x1_box_bytes(const TensorMapSpec& s) {
 
 // --- X3: im2col rows are whole 16-byte chunks and fit 228 KiB ----------------------------
 void x3_im2col_box(const TensorMapSpec& s) {
-  const std::uint64_t row = std::uint64_t{s.channels_per_pixel} * esize(s);
-  if (row % 16 != 0) {
+  const std::uint64_t row = shared_bytes(s, s.channels_per_pixel);
+  if (!whole_chunks(s, s.channels_per_pixel)) {
     broken("X3", 0, [&] {
-      const std::int64_t per16 = 16 / esize(s);
       const auto fix =
           choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
       const std::string use =
-          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16);
+          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16(s));
+      if (packed(s)) {
+        return Explained{"channelsPerPixel = " + to_string(s.channels_per_pixel) + " values of " +
+                             to_string(value_bits(s.data_type)) +
+                             " bits is not a whole number of 16-byte chunks (" +
+                             to_string(per16(s)) + " values each); " + use,
+                         fix_of(Field::channels, 0, fix)};
+      }
       return Explained{"channelsPerPixel*" + to_string(esize(s)) + " = " + to_string(row) +
                            " bytes is not a multiple of 16; " + use,
                        fix_of(Field::channels, 0, fix)};
@@ -604,7 +724,9 @@ void x3_im2col_box(const TensorMapSpec& s) {
       const auto fix = choose(s, "X3", 1, Field::pixels, 0, nearest(most, 1, most));
       return Explained{"the im2col box is " + to_string(bytes) + " bytes (channelsPerPixel " +
                            to_string(s.channels_per_pixel) + " x pixelsPerColumn " +
-                           to_string(s.pixels_per_column) + " x " + to_string(esize(s)) +
+                           to_string(s.pixels_per_column) + " x " +
+                           (packed(s) ? to_string(shared_value_bits(s.data_type)) + " bits"
+                                      : to_string(esize(s))) +
                            "); the driver allows at most " + to_string(kMaxBoxBytes) +
                            " (228 KiB): lower pixelsPerColumn to " + shown(fix),
                        fix_of(Field::pixels, 0, fix)};
@@ -709,39 +831,390 @@ void x2_address_range(const TensorMapSpec& s) {
   }
 }
 
+// ===== Blackwell's encodings (docs/rules.md cites each rule's source) ======================
+
+// --- A1: the encodings the architecture has ---------------------------------------------
+// NOTE: the packed types and the 128B_ATOM_* swizzles are T2's and T12's on sm_90a (the Hopper
+// driver refuses all six enums); this rule covers what no driver argument tells apart.
+void a1_arch(const TensorMapSpec& s) {
+  if (wide(s) && hopper()) {
+    broken("A1", 0, [&] {
+      return Explained{
+          "encode im2col_wide needs sm_100a, sm_103a or sm_120a "
+          "(cuTensorMapEncodeIm2colWide: compute capability 10.0 or higher; "
+          ".im2col::w: sm_100 or higher); on sm_90a use encode im2col",
+          std::nullopt};
+    });
+  }
+  if (wide(s) && t_arch == Arch::sm_120a && s.wide_mode == Im2colWideMode::w128) {
+    broken("A1", 1, [&] {
+      return Explained{
+          "mode W128 (.im2col::w::128) is not available on sm_120a (the PTX ISA "
+          "lists sm_100a and sm_103a, the sm_100f family, sm_110a); use mode W",
+          enum_fix("mode", "W")};
+    });
+  }
+  if (tiled(s) && s.tile_mode != TileMode::tile &&
+      (hopper() || (t_arch == Arch::sm_120a && s.tile_mode == TileMode::scatter4))) {
+    broken("A1", 2, [&] {
+      const std::string mode(name(s.tile_mode));
+      const bool gather = s.tile_mode == TileMode::gather4;
+      return Explained{
+          "tileMode " + mode + " (.tile::" + mode + ") is not available on " + arch_name() + " (" +
+              (gather ? "sm_100a or later" : "sm_100a, sm_103a, sm_110a") + "); " +
+              (gather ? "load" : "store") + " the four rows with four tiled copies (tileMode tile)",
+          enum_fix("tileMode", "tile")};
+    });
+  }
+}
+
+// --- T10: interleave 32B takes swizzle 32B ----------------------------------------------
+// NOTE: documented for every architecture, but the Hopper driver encodes every swizzle with
+// every interleave (docs/rules.md), so sm_90a does not apply it; no Blackwell driver has been
+// swept, so there tmakit follows the documentation.
+void t10_interleave_swizzle(const TensorMapSpec& s) {
+  if (hopper()) return;  // NOTE: also when called directly, outside validate()
+  if (s.interleave != Interleave::bytes32 || s.swizzle == Swizzle::bytes32) return;
+  broken("T10", 0, [&] {
+    return Explained{"interleave 32B with swizzle " + std::string(name(s.swizzle)) +
+                         "; the driver reference asks for swizzle 32B with interleave 32B: use "
+                         "swizzle 32B",
+                     enum_fix("swizzle", "32B")};
+  });
+}
+
+// --- P1: the padded types' alignment -----------------------------------------------------
+void p1_padded_alignment(const TensorMapSpec& s) {
+  if (!padded(s)) return;
+  if (s.global_address % 32 != 0) {
+    broken("P1", 0, [&] {
+      const std::uint64_t a = s.global_address, down = a - a % 32;
+      const auto fix =
+          choose(s, "P1", 0, Field::address, 0, these({static_cast<std::int64_t>(down)}));
+      return Explained{"globalAddress = " + hex(a) + " is not 32-byte aligned (address % 32 = " +
+                           to_string(a % 32) + "), which " + dt(s) + " needs; use " + hex(down) +
+                           " and offset the coordinates",
+                       fix_of(Field::address, 0, fix)};
+    });
+  }
+  for (std::size_t i = 0; i + 1 < s.rank; ++i) {
+    const auto v = s.global_strides_bytes[i];
+    if (v % 32 == 0) continue;
+    broken("P1", static_cast<int>(i) + 1, [&] {
+      const auto up = static_cast<std::int64_t>((v / 32 + 1) * 32);
+      std::vector<std::int64_t> candidates{up};
+      if (v >= 32) candidates.push_back(static_cast<std::int64_t>(v / 32 * 32));
+      const auto fix =
+          choose(s, "P1", static_cast<int>(i) + 1, Field::stride, i, these(candidates));
+      return Explained{idx("globalStrides", i) + " = " + to_string(v) +
+                           " bytes is not a multiple of 32, which " + dt(s) + " needs; pad to " +
+                           shown(fix) + " bytes",
+                       fix_of(Field::stride, i, fix)};
+    });
+  }
+}
+
+// --- P2: the packed types' row length -------------------------------------------------------
+void p2_packed_dim0(const TensorMapSpec& s) {
+  if (!packed(s) || s.rank < 1) return;
+  const std::uint64_t unit = padded(s) ? 128 : 2;
+  const std::uint64_t v = s.global_dim[0];
+  if (v % unit == 0) return;
+  broken("P2", 0, [&] {
+    // Padding the rows first (nothing of the tensor is lost), else dropping the tail.
+    std::vector<std::int64_t> candidates{static_cast<std::int64_t>((v / unit + 1) * unit)};
+    if (v >= unit) candidates.push_back(static_cast<std::int64_t>(v / unit * unit));
+    const auto fix = choose(s, "P2", 0, Field::dim, 0, these(candidates));
+    return Explained{"globalDim[0] = " + to_string(v) + " values of " + dt(s) +
+                         " is not a multiple of " + to_string(unit) + "; pad the rows to " +
+                         to_string((v / unit + 1) * unit) + " values" +
+                         (v >= unit ? " or use " + to_string(v / unit * unit) : std::string()),
+                     fix_of(Field::dim, 0, fix)};
+  });
+}
+
+// --- P3: the padded types' box row is exactly 128 values -----------------------------------
+void p3_padded_row(const TensorMapSpec& s) {
+  if (!padded(s)) return;
+  const bool t = tiled(s);
+  const std::uint32_t v = t ? s.box_dim[0] : s.channels_per_pixel;
+  if (v == 128) return;
+  broken("P3", 0, [&] {
+    const char* what = t ? "boxDim[0]" : "channelsPerPixel";
+    return Explained{std::string(what) + " = " + to_string(v) + " with " + dt(s) +
+                         "; the padded types copy rows of exactly 128 values (one 128-byte "
+                         "shared row): use " +
+                         what + " = 128" +
+                         (v > 128 ? " and several copies" : " and mask the unused values"),
+                     make_fix(t ? Field::box : Field::channels, 0, 128)};
+  });
+}
+
+// --- P4: 16U6_ALIGN16B without interleave --------------------------------------------------
+void p4_u6_interleave(const TensorMapSpec& s) {
+  if (s.data_type != DataType::packed_u6_align16 || s.interleave == Interleave::none) return;
+  broken("P4", 0, [&] {
+    return Explained{"interleave " + std::string(name(s.interleave)) +
+                         " with 16U6_ALIGN16B; the 6-bit type takes interleave NONE only",
+                     enum_fix("interleave", "NONE")};
+  });
+}
+
+// --- P5: the swizzles a padded type takes ---------------------------------------------------
+// NOTE: the driver reference lists NONE, 128B, 128B_ATOM_32B (and 128B_ATOM_64B for stores of
+// 16U6_ALIGN16B); the PTX ISA would also take 128B_ATOM_64B loads. tmakit follows the stricter
+// source until a Blackwell driver settles it (docs/rules.md, "Where the sources disagree").
+void p5_padded_swizzle(const TensorMapSpec& s) {
+  if (!padded(s)) return;
+  const Swizzle w = s.swizzle;
+  const bool u6 = s.data_type == DataType::packed_u6_align16;
+  const bool ok = w == Swizzle::none || w == Swizzle::bytes128 || w == Swizzle::bytes128_atom32 ||
+                  (u6 && w == Swizzle::bytes128_atom64);
+  if (ok) return;
+  broken("P5", 0, [&] {
+    const char* to = w == Swizzle::bytes128_atom32_flip8 || w == Swizzle::bytes128_atom64
+                         ? "128B_ATOM_32B"
+                         : "128B";
+    return Explained{"swizzle " + std::string(name(w)) + " with " + dt(s) +
+                         "; it takes NONE, "
+                         "128B, 128B_ATOM_32B" +
+                         (u6 ? ", 128B_ATOM_64B (stores)" : "") + ": use " + to,
+                     enum_fix("swizzle", to)};
+  });
+}
+
+// --- P6: the copies a packed type allows ---------------------------------------------------
+void p6_packed_direction(const TensorMapSpec& s) {
+  if (!packed(s) || s.direction == Direction::any) return;
+  if (s.direction == Direction::reduce) {
+    broken("P6", 0, [&] {
+      return Explained{"direction reduce with " + dt(s) +
+                           "; cp.reduce.async.bulk.tensor takes "
+                           "no packed type: reduce in a byte type (UINT8 or wider) instead",
+                       std::nullopt};
+    });
+  }
+  if (s.data_type == DataType::packed_u4_align16 && s.direction == Direction::store) {
+    broken("P6", 1, [&] {
+      return Explained{
+          "direction store with 16U4_ALIGN16B, a load-only type; store 4-bit data "
+          "as 16U4_ALIGN8B (packed, no gaps)",
+          std::nullopt};
+    });
+  }
+  if (s.data_type == DataType::packed_u6_align16 && s.swizzle == Swizzle::bytes128_atom64 &&
+      s.direction == Direction::load) {
+    broken("P6", 2, [&] {
+      return Explained{
+          "direction load with 16U6_ALIGN16B and swizzle 128B_ATOM_64B, which the "
+          "driver reference allows for stores only; use 128B_ATOM_32B",
+          enum_fix("swizzle", "128B_ATOM_32B")};
+    });
+  }
+}
+
+// --- P7: packed types fill with zeros ------------------------------------------------------
+void p7_packed_fill(const TensorMapSpec& s) {
+  if (!packed(s) || s.oob_fill != OobFill::nan_request_zero_fma) return;
+  broken("P7", 0, [&] {
+    return Explained{"oobFill NAN_REQUEST_ZERO_FMA with " + dt(s) +
+                         "; the packed types fill out-of-bounds values with zeros only: use "
+                         "oobFill NONE",
+                     enum_fix("oobFill", "NONE")};
+  });
+}
+
+// --- S1: the 8-byte flip is for tiled and im2col loads ------------------------------------
+void s1_flip(const TensorMapSpec& s) {
+  if (s.swizzle != Swizzle::bytes128_atom32_flip8) return;
+  if (s.direction == Direction::store || s.direction == Direction::reduce ||
+      (tiled(s) && s.tile_mode == TileMode::scatter4)) {
+    broken("S1", 0, [&] {
+      return Explained{"swizzle 128B_ATOM_32B_FLIP_8B for a " +
+                           std::string(s.direction == Direction::reduce ? "reduction" : "store") +
+                           "; the 8-byte flip is for loads only: use 128B_ATOM_32B",
+                       enum_fix("swizzle", "128B_ATOM_32B")};
+    });
+  }
+}
+
+// --- W1..W5: im2col-wide ------------------------------------------------------------------
+void w1_width_corners(const TensorMapSpec& s) {
+  for (auto [field, v] : {std::pair{Field::lower_width, s.pixel_box_lower_corner_width},
+                          std::pair{Field::upper_width, s.pixel_box_upper_corner_width}}) {
+    if (v >= -32768 && v <= 32767) continue;
+    const int site = field == Field::upper_width ? 1 : 0;
+    broken("W1", site, [&] {
+      const auto fix = choose(s, "W1", site, field, 0, nearest(v, -32768, 32767, 1));
+      return Explained{std::string(key(field)) + " = " + to_string(v) +
+                           " is outside [-32768, 32767]; use " + shown(fix),
+                       fix_of(field, 0, fix)};
+    });
+  }
+}
+void w2_width_extent(const TensorMapSpec& s) {
+  if (s.rank < 3) return;
+  const std::int64_t dim = static_cast<std::int64_t>(s.global_dim[1]);
+  const std::int64_t lo = s.pixel_box_lower_corner_width, up = s.pixel_box_upper_corner_width;
+  if (dim + up - lo > 0) return;
+  broken("W2", 0, [&] {
+    const auto fix =
+        choose(s, "W2", 0, Field::upper_width, 0, nearest(lo - dim + 1, -32768, 32767, 1));
+    return Explained{
+        "globalDim[1] + pixelBoxUpperCornerWidth - pixelBoxLowerCornerWidth = " + to_string(dim) +
+            " + " + to_string(up) + " - " + to_string(lo) +
+            " leaves no pixel along W; raise pixelBoxUpperCornerWidth to " + shown(fix),
+        fix_of(Field::upper_width, 0, fix)};
+  });
+}
+// NOTE: the driver reference lists 64B, 128B and 128B_ATOM_32B ("other swizzle modes are not
+// supported"); the PTX ISA refuses only NONE and the 8-byte flip. tmakit follows the driver's
+// list, the stricter.
+void w3_wide_swizzle(const TensorMapSpec& s) {
+  const Swizzle w = s.swizzle;
+  if (w == Swizzle::bytes64 || w == Swizzle::bytes128 || w == Swizzle::bytes128_atom32) return;
+  broken("W3", 0, [&] {
+    const bool narrow = shared_bytes(s, s.channels_per_pixel) <= 64 &&
+                        (w == Swizzle::none || w == Swizzle::bytes32);
+    const char* to = narrow ? "64B"
+                     : w == Swizzle::bytes128_atom32_flip8 || w == Swizzle::bytes128_atom64
+                         ? "128B_ATOM_32B"
+                         : "128B";
+    return Explained{"swizzle " + std::string(name(w)) +
+                         " with encode im2col_wide; it takes "
+                         "64B, 128B or 128B_ATOM_32B: use " +
+                         to,
+                     enum_fix("swizzle", to)};
+  });
+}
+void w4_wide_interleave(const TensorMapSpec& s) {
+  if (s.interleave == Interleave::none) return;
+  broken("W4", 0, [&] {
+    return Explained{"interleave " + std::string(name(s.interleave)) +
+                         " with encode im2col_wide; .im2col::w takes no interleave: use NONE",
+                     enum_fix("interleave", "NONE")};
+  });
+}
+void w5_wide_direction(const TensorMapSpec& s) {
+  if (s.direction != Direction::store && s.direction != Direction::reduce) return;
+  broken("W5", 0, [&] {
+    return Explained{"direction " + std::string(name(s.direction)) +
+                         " with encode im2col_wide; .im2col::w and .im2col::w::128 are loads",
+                     enum_fix("direction", "load")};
+  });
+}
+
+// --- G1, G2, G4: gather4 / scatter4 -------------------------------------------------------
+void g1_gather_rank(const TensorMapSpec& s) {
+  if (s.tile_mode == TileMode::tile || s.rank == 2) return;
+  broken("G1", 0, [&] {
+    return Explained{"tileMode " + std::string(name(s.tile_mode)) + " with rank " +
+                         to_string(s.rank) +
+                         "; gather4 and scatter4 work on 2D tensors only: "
+                         "fold the tensor to rank 2 (rows x columns)",
+                     std::nullopt};
+  });
+}
+void g2_gather_box(const TensorMapSpec& s) {
+  if (s.tile_mode == TileMode::tile || s.box_dim[1] == 1) return;
+  broken("G2", 0, [&] {
+    const auto fix = choose(s, "G2", 0, Field::box, 1, these({1}));
+    return Explained{"boxDim[1] = " + to_string(s.box_dim[1]) + " with tileMode " +
+                         std::string(name(s.tile_mode)) +
+                         "; the box is one row (the copy names "
+                         "its four rows): use boxDim[1] = 1",
+                     fix_of(Field::box, 1, fix)};
+  });
+}
+void g4_gather_direction(const TensorMapSpec& s) {
+  if (s.tile_mode == TileMode::tile || s.direction == Direction::any) return;
+  const Direction want = s.tile_mode == TileMode::gather4 ? Direction::load : Direction::store;
+  if (s.direction == want) return;
+  broken("G4", 0, [&] {
+    return Explained{"direction " + std::string(name(s.direction)) + " with tileMode " +
+                         std::string(name(s.tile_mode)) + ", which is a " +
+                         std::string(name(want)) + "; use direction " + std::string(name(want)),
+                     enum_fix("direction", std::string(name(want)).c_str())};
+  });
+}
+
 // Rules that hold for both kinds run on both; the im2col ones skip tiled specs and v.v.
 template <void (*F)(const TensorMapSpec&)>
 void tiled_only(const TensorMapSpec& s) {
   if (tiled(s)) F(s);
 }
+// im2col and im2col-wide
 template <void (*F)(const TensorMapSpec&)>
 void im2col_only(const TensorMapSpec& s) {
   if (!tiled(s)) F(s);
+}
+// im2col (cuTensorMapEncodeIm2col) only, not im2col-wide
+template <void (*F)(const TensorMapSpec&)>
+void classic_im2col_only(const TensorMapSpec& s) {
+  if (s.kind == EncodeKind::im2col) F(s);
+}
+template <void (*F)(const TensorMapSpec&)>
+void wide_only(const TensorMapSpec& s) {
+  if (wide(s)) F(s);
 }
 
 constexpr Rule kRules[] = {
     {"T2", "data type is one of the 13 Hopper tensor-map types", t2_data_type},
     {"T12", "interleave, swizzle, L2 promotion and OOB fill are known values", t12_enums},
+    {"A1",
+     "im2col_wide, gather4 and scatter4 need sm_100a or later; not W128 or scatter4 on "
+     "sm_120a",
+     a1_arch},
     {"T3", "tiled rank 1..5; rank >= 3 with interleave", tiled_only<t3_rank>},
     {"I1", "im2col rank 3..5", im2col_only<i1_rank>},
     {"T4", "global address 16-byte aligned (32 with interleave 32B)", t4_address},
     {"T5", "each globalDim in 1..2^32", t5_global_dims},
     {"T6", "byte strides multiples of 16 (32 with interleave 32B) and < 2^40", t6_global_strides},
+    {"P1", "16U4_ALIGN16B, 16U6_ALIGN16B: global address and strides multiples of 32 bytes",
+     p1_padded_alignment, kBlackwellArchs},
+    {"P2", "packed types: globalDim[0] a multiple of 2 (16U4_ALIGN8B) or 128 (ALIGN16B types)",
+     p2_packed_dim0, kBlackwellArchs},
+    {"P3", "16U4_ALIGN16B, 16U6_ALIGN16B: boxDim[0] (channelsPerPixel) exactly 128", p3_padded_row,
+     kBlackwellArchs},
+    {"P4", "16U6_ALIGN16B: interleave NONE", p4_u6_interleave, kBlackwellArchs},
     {"T7", "boxDim in 1..256; boxDim[0] * element size a multiple of 16 (any interleave)",
      tiled_only<t7_box_dims>},
     {"T8", "elementStrides in 1..8", t8_element_strides},
-    {"I3", "pixel-box corners in the rank's range", im2col_only<i3_corners>},
+    {"I3", "pixel-box corners in the rank's range", classic_im2col_only<i3_corners>},
+    {"W1", "im2col_wide: width corners in [-32768, 32767]", wide_only<w1_width_corners>,
+     kBlackwellArchs},
     {"I4", "channelsPerPixel in 1..256", im2col_only<i4_channels>},
-    {"I5", "pixelsPerColumn in 1..1024", im2col_only<i5_pixels>},
+    {"I5", "pixelsPerColumn in 1..1024 (ignored by im2col_wide mode W128)", im2col_only<i5_pixels>},
+    {"G1", "gather4 / scatter4: rank 2", tiled_only<g1_gather_rank>, kBlackwellArchs},
+    {"G2", "gather4 / scatter4: boxDim[1] = 1", tiled_only<g2_gather_box>, kBlackwellArchs},
+    {"G4", "gather4 loads, scatter4 stores", tiled_only<g4_gather_direction>, kBlackwellArchs},
+    {"W3", "im2col_wide: swizzle 64B, 128B or 128B_ATOM_32B", wide_only<w3_wide_swizzle>,
+     kBlackwellArchs},
+    {"W4", "im2col_wide: interleave NONE", wide_only<w4_wide_interleave>, kBlackwellArchs},
+    {"W5", "im2col_wide: loads only", wide_only<w5_wide_direction>, kBlackwellArchs},
+    {"P5",
+     "16U4_ALIGN16B, 16U6_ALIGN16B: swizzle NONE, 128B, 128B_ATOM_32B (16U6: and "
+     "128B_ATOM_64B for stores)",
+     p5_padded_swizzle, kBlackwellArchs},
+    {"S1", "128B_ATOM_32B_FLIP_8B: loads only", s1_flip, kBlackwellArchs},
+    {"P6",
+     "packed types: no reductions; 16U4_ALIGN16B loads only; 16U6_ALIGN16B with "
+     "128B_ATOM_64B stores only",
+     p6_packed_direction, kBlackwellArchs},
     {"T9", "with a swizzle, the inner box row fits the swizzle span", t9_swizzle_span},
+    {"P7", "packed types: oobFill NONE", p7_packed_fill, kBlackwellArchs},
+    {"T10", "interleave 32B takes swizzle 32B (documented; not applied on sm_90a, whose driver "
+            "does not enforce it)", t10_interleave_swizzle, kBlackwellArchs},
     {"T13", "NaN OOB fill only for floating-point types", t13_nan_fill},
     {"X1", "box bytes (elementSize x prod(boxDim / elementStrides), rounded down) <= 228 KiB",
      tiled_only<x1_box_bytes>},
     {"X2", "global address below 2^57", x2_address_range},
     {"X3", "im2col: channelsPerPixel * elementSize a multiple of 16, box <= 228 KiB",
-     im2col_only<x3_im2col_box>},
+     classic_im2col_only<x3_im2col_box>},
     {"X4", "im2col: (int32)(globalDim + upper corner) - lower corner > 0 per spatial dim",
-     im2col_only<x4_im2col_extent>},
+     classic_im2col_only<x4_im2col_extent>},
+    {"W2", "im2col_wide: globalDim[1] + upper width corner - lower width corner > 0",
+     wide_only<w2_width_extent>, kBlackwellArchs},
 };
 
 std::span<const Rule> table() { return kRules; }
@@ -757,13 +1230,36 @@ const Rule& rule_entry(std::string_view id) {
 
 std::span<const Rule> rules() { return kRules; }
 
+std::vector<Rule> rules(Arch arch) {
+  std::vector<Rule> out;
+  for (const Rule& r : kRules) {
+    if (r.archs & arch_bit(arch)) out.push_back(r);
+  }
+  return out;
+}
+
 void validate(const TensorMapSpec& spec) {
-  for (const Rule& r : kRules) r.check(spec);
+  validate(spec, Arch::sm_90a);
+}
+
+void validate(const TensorMapSpec& spec, Arch arch) {
+  if (static_cast<int>(arch) > static_cast<int>(Arch::sm_120a)) {
+    throw Error("validate: architecture " + std::to_string(static_cast<int>(arch)) +
+                " is not one of " + std::string(arch_names()));
+  }
+  ArchScope scope(arch);
+  for (const Rule& r : kRules) {
+    if (r.archs & arch_bit(arch)) r.check(spec);
+  }
 }
 
 std::optional<RuleViolation> find_violation(const TensorMapSpec& spec) {
+  return find_violation(spec, Arch::sm_90a);
+}
+
+std::optional<RuleViolation> find_violation(const TensorMapSpec& spec, Arch arch) {
   try {
-    validate(spec);
+    validate(spec, arch);
   } catch (const RuleViolation& v) {
     return v;
   }
@@ -771,8 +1267,12 @@ std::optional<RuleViolation> find_violation(const TensorMapSpec& spec) {
 }
 
 std::optional<Finding> diagnose(const TensorMapSpec& spec) {
+  return diagnose(spec, Arch::sm_90a);
+}
+
+std::optional<Finding> diagnose(const TensorMapSpec& spec, Arch arch) {
   try {
-    validate(spec);
+    validate(spec, arch);
   } catch (const FixableViolation& v) {
     return Finding{v, v.fix()};
   }
@@ -794,25 +1294,32 @@ TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix) {
     spec.l2_promotion = text(parse_l2_promotion);
   } else if (fix.field == "oobFill") {
     spec.oob_fill = text(parse_oob_fill);
+  } else if (fix.field == "tileMode") {
+    spec.tile_mode = text(parse_tile_mode);
+  } else if (fix.field == "mode") {
+    spec.wide_mode = text(parse_im2col_wide_mode);
+  } else if (fix.field == "direction") {
+    spec.direction = text(parse_direction);
   } else {
     for (Field f : {Field::address, Field::dim, Field::stride, Field::box, Field::element_stride,
-                    Field::lower, Field::upper, Field::channels, Field::pixels}) {
+                    Field::lower, Field::upper, Field::channels, Field::pixels, Field::lower_width,
+                    Field::upper_width}) {
       if (fix.field != key(f)) continue;
       if (is_array(f) != fix.index.has_value()) {
         throw Error(fix.field + (is_array(f) ? ": the fix names no entry" : ": not an array"));
       }
       // The value as the field's type holds it: 64-bit unsigned (address, dims, strides),
       // 32-bit unsigned or 32-bit signed (the corners); refused when it does not fit.
-      const bool wide = f == Field::address || f == Field::dim || f == Field::stride;
+      const bool wide_field = f == Field::address || f == Field::dim || f == Field::stride;
       const std::int64_t lo = is_signed(f) ? INT32_MIN : 0;
       const std::int64_t hi = is_signed(f) ? INT32_MAX : UINT32_MAX;
       std::int64_t v = 0;
       if (const auto* u = std::get_if<std::uint64_t>(&fix.value)) {
-        if (!wide && *u > static_cast<std::uint64_t>(hi))
+        if (!wide_field && *u > static_cast<std::uint64_t>(hi))
           throw Error(fix.field + ": the fix's value does not fit the field");
         v = static_cast<std::int64_t>(*u);  // NOTE: set() takes the bits back as unsigned
       } else if (const auto* i = std::get_if<std::int64_t>(&fix.value)) {
-        if (*i < lo || (!wide && *i > hi))
+        if (*i < lo || (!wide_field && *i > hi))
           throw Error(fix.field + ": the fix's value does not fit the field");
         v = *i;
       } else {
@@ -831,12 +1338,17 @@ TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix) {
 }
 
 std::optional<TensorMapSpec> nearest_passing_spec(const TensorMapSpec& spec, std::string* why) {
+  return nearest_passing_spec(spec, Arch::sm_90a, why);
+}
+
+std::optional<TensorMapSpec> nearest_passing_spec(const TensorMapSpec& spec, Arch arch,
+                                                  std::string* why) {
   // NOTE: each fix mends one entry of one rule and keeps the others that passed, so the
   // number of steps is bounded by the entries; the cap only guards against a cycle.
   constexpr int kMaxSteps = 64;
   TensorMapSpec s = spec;
   for (int step = 0; step < kMaxSteps; ++step) {
-    const auto finding = diagnose(s);
+    const auto finding = diagnose(s, arch);
     if (!finding) return s;
     if (!finding->fix) {
       if (why) *why = finding->violation.what();

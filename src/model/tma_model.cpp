@@ -406,6 +406,137 @@ constexpr std::string_view kReduceOpNames[] = {"add", "min", "max", "inc",
 
 }  // namespace
 
+namespace {
+
+// --- the packed types (sm_100a and later) -------------------------------------------------
+// NOTE: PTX ISA, "Padding and alignment of the sub-byte types": the values lie packed in
+// global memory (value i of a row at bits [i*b, i*b + b), b = 4 or 6, little-endian); in
+// shared memory 16U4_ALIGN8B stays packed, 16U4_ALIGN16B puts each 16 values' 8 bytes in a
+// 16-byte slot and 16U6_ALIGN16B their 12 bytes, the rest of the slot "un-initialized": the
+// model never writes those bytes (written = 0), so no value is invented for them.
+
+bool packed_padded(DataType t) {
+  return t == DataType::packed_u4_align16 || t == DataType::packed_u6_align16;
+}
+
+// Shared-memory bytes of one box row of `values` values.
+std::uint64_t packed_row_bytes(DataType t, std::uint64_t values) {
+  return (values * static_cast<std::uint64_t>(shared_value_bits(t)) + 7) / 8;
+}
+
+void check_packed_walkable(const TensorMapSpec& spec, const Coords& coords) {
+  if (spec.kind != EncodeKind::tiled) {
+    throw ModelError("packed types are modelled for tiled loads only");
+  }
+  if (spec.rank < 1 || spec.rank > kMaxRank) {
+    throw ModelError("rank " + std::to_string(spec.rank) + " is outside 1.." +
+                     std::to_string(kMaxRank));
+  }
+  if (spec.interleave != Interleave::none) {
+    throw ModelError("packed types take no interleave in the model");
+  }
+  for (std::uint32_t d = 0; d < spec.rank; ++d) {
+    if (spec.global_dim[d] == 0) throw ModelError("globalDim[" + std::to_string(d) + "] = 0");
+    if (spec.box_dim[d] < 1 || spec.box_dim[d] > 256) {
+      throw ModelError("boxDim[" + std::to_string(d) + "] = " + std::to_string(spec.box_dim[d]) +
+                       " is outside 1..256");
+    }
+    if (spec.element_strides[d] != 1) {
+      throw ModelError("elementStrides[" + std::to_string(d) +
+                       "] != 1: strided packed copies are not modelled");
+    }
+  }
+  if (spec.box_dim[0] * static_cast<std::uint64_t>(value_bits(spec.data_type)) % 128 != 0) {
+    throw ModelError("boxDim[0] = " + std::to_string(spec.box_dim[0]) +
+                     " values is not a whole number of 16-byte chunks (rule T7)");
+  }
+  // NOTE: PTX ISA, "Restriction on Tensor Copy instructions": for the padded types the first
+  // tensor coordinate must be a multiple of 128; the copy is illegal otherwise.
+  if (packed_padded(spec.data_type) && coords[0] % 128 != 0) {
+    throw ModelError("coords[0] = " + std::to_string(coords[0]) + " with " +
+                     std::string(name(spec.data_type)) +
+                     ": the first coordinate must be a multiple of 128 (the copy is illegal "
+                     "otherwise)");
+  }
+}
+
+Footprint packed_footprint(const TensorMapSpec& spec) {
+  Footprint fp;
+  fp.row_bytes = static_cast<std::uint32_t>(packed_row_bytes(spec.data_type, spec.box_dim[0]));
+  std::uint64_t rows = 1;
+  for (std::uint32_t d = 1; d < spec.rank; ++d) rows *= spec.box_dim[d];
+  fp.rows = static_cast<std::uint32_t>(rows);
+  fp.pitch_bytes = std::max<std::uint32_t>(
+      fp.row_bytes, static_cast<std::uint32_t>(swizzle_span_bytes(spec.swizzle)));
+  if (std::uint64_t{fp.pitch_bytes} * fp.rows > kMaxFootprintBytes) {
+    throw ModelError("the box's shared-memory footprint is more than 228 KiB; shrink boxDim");
+  }
+  fp.total_bytes = fp.rows * fp.pitch_bytes;
+  return fp;
+}
+
+std::uint32_t read_bits(std::span<const std::uint8_t> global, const TensorMapSpec& spec,
+                        std::uint64_t bit, int count) {
+  std::uint32_t v = 0;
+  for (int k = 0; k < count; ++k) {
+    const std::uint64_t b = bit + static_cast<std::uint64_t>(k);
+    v |= static_cast<std::uint32_t>((global_byte(global, spec, b / 8) >> (b % 8)) & 1u) << k;
+  }
+  return v;
+}
+
+SharedBytes load_tiled_packed(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
+                              const Coords& coords, std::uint32_t smem_address) {
+  check_packed_walkable(spec, coords);
+  const Footprint fp = packed_footprint(spec);
+  SharedBytes out;
+  out.bytes.assign(fp.total_bytes, 0);
+  out.written.assign(fp.total_bytes, 0);
+  out.tx_bytes = box_bytes(spec);
+  const int bits = value_bits(spec.data_type);
+  const bool padded = packed_padded(spec.data_type);
+  auto shared_bit = [&](std::uint32_t i) -> std::uint64_t {
+    return padded ? std::uint64_t{i / 16} * 128 + std::uint64_t{i % 16} * bits
+                  : std::uint64_t{i} * bits;
+  };
+  for (std::uint32_t r = 0; r < fp.rows; ++r) {
+    // The row's coordinates in dimensions 1..rank-1 and whether it lies in the tensor.
+    std::uint32_t rest = r;
+    bool row_in = true;
+    std::uint64_t row_offset = 0;
+    for (std::uint32_t d = 1; d < spec.rank; ++d) {
+      const std::int64_t c = std::int64_t{coords[d]} + rest % spec.box_dim[d];
+      rest /= spec.box_dim[d];
+      if (c < 0 || c >= static_cast<std::int64_t>(spec.global_dim[d])) {
+        row_in = false;
+      } else {
+        row_offset += static_cast<std::uint64_t>(c) * spec.global_strides_bytes[d - 1];
+      }
+    }
+    const std::uint64_t row_base = std::uint64_t{r} * fp.pitch_bytes;
+    for (std::uint32_t i = 0; i < spec.box_dim[0]; ++i) {
+      const std::int64_t c = std::int64_t{coords[0]} + i;
+      std::uint32_t v = 0;  // out-of-bounds values read 0 (P7: no NaN fill)
+      if (row_in && c >= 0 && c < static_cast<std::int64_t>(spec.global_dim[0])) {
+        v = read_bits(global, spec, row_offset * 8 + static_cast<std::uint64_t>(c) * bits, bits);
+      }
+      const std::uint64_t at = shared_bit(i);
+      for (int k = 0; k < bits; ++k) {
+        const std::uint64_t logical = row_base + (at + static_cast<std::uint64_t>(k)) / 8;
+        const std::uint64_t phys = physical(spec, smem_address, logical);
+        if (phys >= out.bytes.size()) throw ModelError("internal: packed byte past footprint");
+        const auto bit = static_cast<std::uint8_t>(1u << ((at + k) % 8));
+        out.bytes[phys] = static_cast<std::uint8_t>(((v >> k) & 1u) ? out.bytes[phys] | bit
+                                                                    : out.bytes[phys] & ~bit);
+        out.written[phys] = 1;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 // --- public ---------------------------------------------------------------------------------
 
 void check_walkable(const TensorMapSpec& spec) {
@@ -414,6 +545,10 @@ void check_walkable(const TensorMapSpec& spec) {
   if (spec.rank < min_rank || spec.rank > kMaxRank) {
     throw ModelError("rank " + std::to_string(spec.rank) + " is outside " +
                      std::to_string(min_rank) + ".." + std::to_string(kMaxRank));
+  }
+  if (is_packed(spec.data_type)) {
+    throw ModelError(std::string(name(spec.data_type)) +
+                     ": only tiled loads of the packed types are modelled");
   }
   if (element_bytes(spec.data_type) == 0) throw ModelError("unknown data type");
   // NOTE: tiled interleaved copies are measured (docs/hardware.md H12); im2col ones are not.
@@ -452,6 +587,11 @@ void check_walkable(const TensorMapSpec& spec) {
 }
 
 Footprint footprint(const TensorMapSpec& spec) {
+  if (is_packed(spec.data_type)) {
+    Coords origin{};
+    check_packed_walkable(spec, origin);
+    return packed_footprint(spec);
+  }
   check_walkable(spec);
   Footprint fp;
   fp.row_bytes = static_cast<std::uint32_t>(dim0_elements(spec) * dim0_unit_bytes(spec));
@@ -494,6 +634,7 @@ std::array<std::uint8_t, 8> oob_fill_bytes(const TensorMapSpec& spec) {
 SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                        const Coords& coords, std::uint32_t smem_address) {
   if (spec.kind != EncodeKind::tiled) throw ModelError("load_tiled needs a tiled spec");
+  if (is_packed(spec.data_type)) return load_tiled_packed(spec, global, coords, smem_address);
   check_walkable(spec);
   return load_with(spec, global, smem_address,
                    [&](auto&& visit) { walk_tiled(spec, coords, visit); });

@@ -2,6 +2,7 @@
 // crash or hang on truncated, garbage, random-byte, huge or negative input.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -169,6 +170,47 @@ TEST(RulesCli, ListsEveryRuleInOrder) {
   const auto j = run_cli("rules --json");
   EXPECT_EQ(j.code, 0);
   EXPECT_NE(j.out.find("\"id\": \"X4\""), std::string::npos) << j.out;
+}
+
+TEST(RulesCli, PerArchitecture) {
+  const auto hopper = lines(run_cli("rules --arch sm_90a").out);
+  const auto blackwell = lines(run_cli("rules --arch sm_100a").out);
+  ASSERT_GT(hopper.size(), rules(Arch::sm_90a).size());
+  for (std::size_t i = 0; i < rules(Arch::sm_90a).size(); ++i) {
+    EXPECT_EQ(hopper[i].substr(0, hopper[i].find('\t')), rules(Arch::sm_90a)[i].id);
+  }
+  EXPECT_EQ(blackwell[8].substr(0, 3), "P1\t");
+  const auto bad = run_cli("rules --arch sm_89", /*with_stderr=*/true);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--arch sm_89: unknown architecture (known: sm_90a, sm_100a, sm_103a, "
+                         "sm_120a)"),
+            std::string::npos)
+      << bad.out;
+}
+
+TEST(CheckCli, ArchChoosesTheRules) {
+  ScratchDir dir("check_arch");
+  const std::string file = dir.path("specs.jsonl");
+  std::ofstream(file) << R"({"dataType":"16U4_ALIGN16B","globalAddress":4096,)"
+                         R"("globalDim":[1000,64],"globalStrides":[512],"boxDim":[128,16]})"
+                      << "\n";
+  auto r = run_cli("check --arch sm_100a --jsonl " + file);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out,
+            "rejected P2: globalDim[0] = 1000 values of 16U4_ALIGN16B is not a multiple of 128; "
+            "pad the rows to 1024 values or use 896\n");
+  r = run_cli("check --arch sm_100a --fix --jsonl " + file);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("\"globalDim\":[1024,64]"), std::string::npos) << r.out;
+  r = run_cli("check --arch sm_90a --jsonl " + file);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind("rejected T2: data type 14 is not a Hopper tensor-map type", 0), 0u)
+      << r.out;
+  const auto bad = run_cli("check --arch sm_91a --jsonl " + file, /*with_stderr=*/true);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.out,
+            "tmakit check: --arch sm_91a: unknown architecture (known: sm_90a, sm_100a, sm_103a, "
+            "sm_120a)\n");
 }
 
 }  // namespace

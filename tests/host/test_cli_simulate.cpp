@@ -73,6 +73,23 @@ TEST_F(SimulateCli, PlainLoadPrintsTheBoxBytes) {
   EXPECT_EQ(r.out, hex_run(48, 16) + hex_run(80, 16) + "\n");
 }
 
+TEST_F(SimulateCli, PaddedPackedLoadLeavesThePadUnwritten) {
+  // 16U4_ALIGN16B, one row of 128 values (64 bytes) from global bytes 64..127: each 16 values'
+  // 8 bytes fill the first half of a 16-byte slot, the other half is never written ("..").
+  const auto specs = write("s.jsonl",
+                           R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[256],)"
+                           R"("boxDim":[128],"coords":[128]})"
+                           "\n");
+  const Result r =
+      run("simulate --arch sm_100a --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 0);
+  std::string want;
+  for (int slot = 0; slot < 8; ++slot) want += hex_run(64 + 8 * slot, 8) + std::string(16, '.');
+  EXPECT_EQ(r.out, want + "\n");
+  // Hopper has no packed types.
+  EXPECT_EQ(run("simulate --arch sm_90a --global " + path("g.bin") + " --jsonl " + specs).code, 1);
+}
+
 TEST_F(SimulateCli, InterleavedLoadCountsSlices) {
   // FLOAT16, interleave 16B, globalDim [4, 2, 2] (4 slices of 16 bytes), strides [16, 48], box
   // [8, 2, 2], elementStrides [2, 1, 1] (docs/hardware.md H12): each row reads slices 0, 2 and

@@ -81,4 +81,17 @@ TEST(SwizzleCli, BadInputGivesClearErrors) {
   }
 }
 
+TEST(SwizzleCli, AtomicityModes) {
+  // FLOAT32 32 x 2 under 128B_ATOM_64B: line 1 stores its second 64 bytes first.
+  Result r = run("--type FLOAT32 --swizzle 128B_ATOM_64B --box 32x2 --text");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 40),
+            "row   1 | c 16-19   b00-03 | c 20-23   b");
+  // 128B_ATOM_32B_FLIP_8B draws 8-byte cells: line 1 swaps the halves of each 16 bytes.
+  r = run("--type FLOAT16 --swizzle 128B_ATOM_32B_FLIP_8B --box 64x2 --text");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 48),
+            "row   1 | c 20-23   b00-01 | c 16-19   b02-03 | ");
+}
+
 }  // namespace

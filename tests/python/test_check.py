@@ -325,3 +325,51 @@ def test_a_lone_surrogate_in_a_line_is_an_error_verdict_not_an_exception():
                               "not text UTF-8 can carry")
     with pytest.raises(ValueError, match="^character 20 of the line is a lone surrogate"):
         tmakit.describe(line)
+
+
+# --- architectures ---------------------------------------------------------------------------
+
+U4_PADDED = {"dataType": "16U4_ALIGN16B", "globalAddress": 4112, "globalDim": [1024, 64],
+             "globalStrides": [512], "boxDim": [128, 16], "swizzle": "128B_ATOM_32B"}
+
+
+def test_check_judges_for_the_architecture_named():
+    hopper = tmakit.check(U4_PADDED, arch="sm_90a")
+    assert hopper.rule == "T2"
+    for arch in ("sm_100a", "sm_103a", "sm_120a"):
+        result = tmakit.check(U4_PADDED, arch=arch)
+        assert result.rule == "P1"
+        assert result.message == (
+            "P1: globalAddress = 0x1010 is not 32-byte aligned (address % 32 = 16), which "
+            "16U4_ALIGN16B needs; use 0x1000 and offset the coordinates")
+        assert result.fix == {"field": "globalAddress", "index": None, "value": 4096}
+        assert tmakit.check(dict(U4_PADDED, globalAddress=4096), arch=arch).ok
+
+
+def test_fix_and_describe_take_the_architecture():
+    fixed = tmakit.fix(U4_PADDED, arch="sm_100a")
+    assert fixed == dict(U4_PADDED, globalAddress=4096)
+    with pytest.raises(ValueError, match="data type 14 is not a Hopper tensor-map type"):
+        tmakit.fix(U4_PADDED, arch="sm_90a")
+    assert tmakit.describe(U4_PADDED, arch="sm_100a").startswith(
+        "tiled 16U4_ALIGN16B rank 2 @0x1010")
+    with pytest.raises(ValueError, match=r"128B, 128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B"):
+        tmakit.describe(dict(U4_PADDED, swizzle="256B"), arch="sm_100a")
+
+
+def test_an_unknown_architecture_is_refused_naming_the_known_ones():
+    for call in (tmakit.check, tmakit.fix, tmakit.describe):
+        with pytest.raises(ValueError, match=r"arch: unknown architecture sm_89 \(known: sm_90a, "
+                                             r"sm_100a, sm_103a, sm_120a\)"):
+            call(README_SPEC, arch="sm_89")
+
+
+def test_cli_check_takes_the_architecture(cli, tmp_path):
+    path = tmp_path / "specs.jsonl"
+    path.write_text(json.dumps(U4_PADDED) + "\n")
+    run = cli(["check", "--arch", "sm_120a", "--jsonl", str(path)])
+    assert run.returncode == 1
+    assert run.stdout == str(tmakit.check(U4_PADDED, arch="sm_120a")) + "\n"
+    run = cli(["check", "--arch", "sm_89", "--jsonl", str(path)])
+    assert run.returncode == 2
+    assert "unknown architecture (known: sm_90a, sm_100a, sm_103a, sm_120a)" in run.stderr

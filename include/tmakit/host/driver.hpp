@@ -22,6 +22,15 @@ struct DriverApi {
                                       const int*, cuuint32_t, cuuint32_t, const cuuint32_t*,
                                       CUtensorMapInterleave, CUtensorMapSwizzle,
                                       CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  // Optional (nullptr when the driver lacks it): cuTensorMapEncodeIm2colWide (CUDA 12.8+).
+  CUresult (*cuTensorMapEncodeIm2colWide)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                          const cuuint64_t*, const cuuint64_t*, int, int,
+                                          cuuint32_t, cuuint32_t, const cuuint32_t*,
+                                          CUtensorMapInterleave, CUtensorMapIm2ColWideMode,
+                                          CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                          CUtensorMapFloatOOBfill);
+  // Optional: cuDeviceGetAttribute, to read device 0's compute capability.
+  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
   CUresult (*cuDeviceGet)(CUdevice*, int);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*cuCtxGetCurrent)(CUcontext*);
@@ -41,6 +50,14 @@ CUresult ensure_current_context() noexcept;
 
 // True when libcuda.so.1 loads and cuInit(0) succeeded.
 bool driver_available() noexcept;
+
+// Device 0's compute capability {major, minor}, or {0, 0} when there is no driver, no device or
+// the driver cannot say.
+struct ComputeCapability {
+  int major = 0;
+  int minor = 0;
+};
+ComputeCapability device_compute_capability() noexcept;
 
 // "CUDA_ERROR_INVALID_VALUE (1): invalid argument".
 const char* driver_error_name(CUresult r) noexcept;

@@ -3,7 +3,12 @@
 //    "globalStrides":[..], "boxDim":[..], "elementStrides":[..], "interleave":"NONE",
 //    "swizzle":"128B", "l2Promotion":"NONE", "oobFill":"NONE"}
 // im2col lines carry "pixelBoxLowerCorner", "pixelBoxUpperCorner", "channelsPerPixel" and
-// "pixelsPerColumn" instead of "boxDim". Unknown keys are ignored.
+// "pixelsPerColumn" instead of "boxDim"; "encode":"im2col_wide" lines carry
+// "pixelBoxLowerCornerWidth", "pixelBoxUpperCornerWidth", "channelsPerPixel", "pixelsPerColumn"
+// and "mode" ("W" or "W128", default W). Optional: "tileMode" (tiled: "tile", "gather4",
+// "scatter4") and "direction" ("any", "load", "store", "reduce"), how the map will be used.
+// Blackwell's names (16U4_ALIGN8B, 128B_ATOM_32B, ...) parse on every architecture; the rules
+// refuse them where the architecture lacks them. Unknown keys are ignored.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +43,9 @@ std::string quote_json(const nlohmann::json& value, std::size_t max_bytes = 64);
 // a missing required key, a wrong type, a wrong array length, or a number outside the
 // range of the driver's argument type. Values the driver refuses but can be given (rank 7,
 // boxDim 300) parse fine: validate() judges them.
-TensorMapSpec parse_spec_json(std::string_view line);
-TensorMapSpec spec_from_json(const nlohmann::json& object);
+// `arch` only chooses the lists of known names an unknown value's message gives.
+TensorMapSpec parse_spec_json(std::string_view line, Arch arch = Arch::sm_90a);
+TensorMapSpec spec_from_json(const nlohmann::json& object, Arch arch = Arch::sm_90a);
 
 // `line` (a spec that parses to `from`) with every field in which `to` differs from `from`
 // rewritten: the other keys, unknown ones included, stay as they were and in their order.
