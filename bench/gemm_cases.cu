@@ -1,5 +1,10 @@
 // FP8 GEMM benchmark cases: tmakit, cuBLASLt FP8 and cuBLAS FP16 side by side in one run,
-// each checked before it is timed (see gemm_cases.hpp).
+// each checked before it is timed (see gemm_cases.hpp). In order: the shapes; the rows of the
+// run as a whole (empty kernel, host overhead, memcpy); the device data, the floors' kernels
+// and the checks; the vendor libraries; what a case's calls are given (GemmRun, once per
+// run; ShapeRun, a shape's operands); the kinds of case, each a function that declares its
+// CaseSpec beside the binder that gives its calls; and gemm_cases(), a shape's cases in the
+// order they run.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -553,7 +558,8 @@ struct GemmRun {
   Vendor& libraries = vendor();
   E4m3Table e4m3;
   const GemmScales sc{0.75f, 1.5f, 0.5f};
-  const float scale = sc.alpha * sc.scale_a * sc.scale_b;  // what the checks and cuBLAS FP16 scale by
+  // the product the checks and cuBLAS FP16 scale by
+  const float scale = sc.alpha * sc.scale_a * sc.scale_b;
   static constexpr float kBeta = 0.0f;
   // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
   DeviceBuffer scale_buffer{8 * sizeof(float)};
