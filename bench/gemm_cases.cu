@@ -15,8 +15,9 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
-#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "gemm_cases.hpp"
 
