@@ -1,5 +1,10 @@
 // FP8 GEMM benchmark cases: tmakit, cuBLASLt FP8 and cuBLAS FP16 side by side in one run,
-// each checked before it is timed (see gemm_cases.hpp).
+// each checked before it is timed (see gemm_cases.hpp). In order: the shapes; the rows of the
+// run as a whole (empty kernel, host overhead, memcpy); the device data, the floors' kernels
+// and the checks; the vendor libraries; what a case's calls are given (GemmRun, once per
+// run; ShapeRun, a shape's operands); the kinds of case, each a function that declares its
+// CaseSpec beside the binder that gives its calls; and gemm_cases(), a shape's cases in the
+// order they run.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -10,8 +15,9 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
-#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "gemm_cases.hpp"
 
@@ -66,8 +72,9 @@ std::string workload_id(const Shape& s) {
          std::to_string(s.k);
 }
 
-const char* kFloorId = "gemm/empty-kernel";
-const char* kMemcpyId = "gemm/memcpy";
+// The rows of the run as a whole, measured before any shape's: "gemm/<impl>".
+constexpr const char* kRunRows[] = {"empty-kernel", "host-overhead", "memcpy"};
+std::string run_row_id(const char* impl) { return std::string("gemm/") + impl; }
 
 // The stream timing (Timer::time_streams_interleaved): at least this many calls per graph (a
 // multiple of the sets), over operand sets that together hold at least twice the L2.
@@ -89,23 +96,19 @@ constexpr std::uint64_t kTensorFloorMinFlops = std::uint64_t{1} << 36;
 // rows carry the ratio to the memcpy ceiling (the target for M <= 128, kernels/gemm/README.md).
 bool memory_bound(const Shape& s) { return std::min(s.m, s.n) <= 128; }
 
-// One shape's operands: `sets` copies of A and B (e4m3) and D (bf16), and the fp16 twins
-// for cuBLAS FP16 when `fp16`. Set 0 is filled; copy_set0 copies it to the others.
+// One shape's e4m3 operands: `sets` copies of A and B, and of D (bf16). Set 0 is filled;
+// copy_set0 copies it to the others.
 struct Operands {
-  std::vector<std::unique_ptr<DeviceBuffer>> a, b, d, a16, b16, d16;
-  Operands(const Shape& s, int sets, bool fp16) {
+  std::vector<std::unique_ptr<DeviceBuffer>> a, b, d;
+  Operands(const Shape& s, int sets) {
     for (int i = 0; i < sets; ++i) {
       a.push_back(std::make_unique<DeviceBuffer>(s.m * s.k));
       b.push_back(std::make_unique<DeviceBuffer>(s.n * s.k));
       d.push_back(std::make_unique<DeviceBuffer>(s.m * s.n * 2));
-      if (!fp16) continue;
-      a16.push_back(std::make_unique<DeviceBuffer>(s.m * s.k * 2));
-      b16.push_back(std::make_unique<DeviceBuffer>(s.n * s.k * 2));
-      d16.push_back(std::make_unique<DeviceBuffer>(s.m * s.n * 2));
     }
   }
   void copy_set0(cudaStream_t stream) const {
-    for (const auto* v : {&a, &b, &a16, &b16}) {
+    for (const auto* v : {&a, &b}) {
       for (std::size_t i = 1; i < v->size(); ++i) {
         TMAKIT_CUDA_CHECK(cudaMemcpyAsync((*v)[i]->get(), (*v)[0]->get(), (*v)[0]->bytes(),
                                           cudaMemcpyDeviceToDevice, stream));
@@ -115,56 +118,9 @@ struct Operands {
   const std::uint8_t* fp8_a(int set) const { return static_cast<const std::uint8_t*>(a[set]->get()); }
   const std::uint8_t* fp8_b(int set) const { return static_cast<const std::uint8_t*>(b[set]->get()); }
   __nv_bfloat16* fp8_d(int set) const { return static_cast<__nv_bfloat16*>(d[set]->get()); }
-  const __half* fp16_a(int set) const { return static_cast<const __half*>(a16[set]->get()); }
-  const __half* fp16_b(int set) const { return static_cast<const __half*>(b16[set]->get()); }
-  __half* fp16_d(int set) const { return static_cast<__half*>(d16[set]->get()); }
 };
 
-// With --tune: "tmakit:<configuration>", "tmakit-fast:<configuration>" and
-// "tmakit:<configuration>:s<splits>" variants, each a forced GemmTuning, for every built
-// configuration that takes the shape (gemm_config_info: its M, modes and splits); K split
-// 1-16 ways where a configuration splits (the small-M one over clusters of 1, 2, 4, 8; the
-// 64-row tiles, m64n128 and m64n64, at M <= 256 with up to 4).
-std::vector<std::pair<std::string, GemmTuning>> tuned_variants(const SuiteOptions& o,
-                                                               const Shape& s) {
-  std::vector<std::pair<std::string, GemmTuning>> v;
-  if (!o.tune) return v;
-  // the chosen plan launched the ordinary way (no overlap with the kernel before it)
-  GemmTuning serial;
-  serial.overlap_launch = false;
-  v.push_back({"tmakit:no-overlap", serial});
-  const std::uint64_t k_blocks = (s.k + 127) / 128;
-  for (int c = 0; c < kGemmConfigs; ++c) {
-    const GemmConfigInfo info = gemm_config_info(c);
-    if (!info.built || (info.max_m != 0 && s.m > info.max_m)) continue;
-    const std::string name = info.name;
-    const bool small_m = info.block_m == 0;
-    if (info.promotes && !small_m) v.push_back({"tmakit:" + name, {c, 0}});
-    GemmTuning fast{c, 0};
-    fast.accumulation = GemmAccumulation::fast;
-    if (!small_m) v.push_back({"tmakit-fast:" + name, fast});
-    if (!info.splits_k) {
-      if (small_m) v.push_back({"tmakit:" + name, {c, 0}});
-      continue;
-    }
-    std::vector<int> splits_tried = {1, 2, 3, 4, 8, 16};
-    if (small_m) {
-      splits_tried = {1, 2, 4, 8};  // a cluster along K
-    } else if (info.block_m == 64) {
-      if (s.m > 256) continue;
-      splits_tried = {1, 2, 3, 4};
-    } else if (name != "m128n128") {
-      continue;
-    }
-    for (int splits : splits_tried) {
-      if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
-      v.push_back({"tmakit:" + name + ":s" + std::to_string(splits), {c, splits}});
-    }
-  }
-  return v;
-}
-
-// ---- device data and checks ------------------------------------------------------------
+// ---- the e4m3 values on the device ------------------------------------------------------
 
 // The e4m3 value of each of the 256 bytes, from the library's decode
 // (reference::e4m3_to_float), on the device for the fill and check kernels, which stage it in
@@ -199,16 +155,35 @@ __device__ inline std::uint32_t hash32(std::uint64_t x) {
   return static_cast<std::uint32_t>(x);
 }
 
-// Random e4m3 with |v| <= 4 (never NaN, rarely zero); fp16 twin with the same values.
-// Host time per call, on the CPU: gemm_fp8 (validation, cached tensor maps, launch) against
-// a plain launch of an empty kernel, each enqueued `kCalls` times without waiting (the GPU
-// work of both is short enough that the launch queue never fills).
-Result host_overhead(cudaStream_t stream);
+// ---- the rows of the run as a whole ------------------------------------------------------
+
+// A row of the run as a whole ("gemm/<impl>", kRunRows), a ceiling of the table.
+Result run_row(const char* impl) {
+  Result r;
+  r.id = run_row_id(impl);
+  r.workload = "gemm";
+  r.impl = impl;
+  r.kind = "ceiling";
+  return r;
+}
 
 // Does nothing: timed like the GEMMs, it shows the floor under every time in the table (the
 // launch after the L2 flush, the events).
 __global__ void empty_kernel() {}
 
+Result empty_kernel_floor(Timer& timer) {
+  Result r = run_row("empty-kernel");
+  r.timing = timer.time([](cudaStream_t st) {
+    empty_kernel<<<1, 32, 0, st>>>();
+    TMAKIT_CUDA_CHECK(cudaGetLastError());
+  });
+  r.note = "an empty kernel timed the same way: the floor under every time below";
+  return r;
+}
+
+// Host time per call, on the CPU: gemm_fp8 (validation, cached tensor maps, launch) against
+// a plain launch of an empty kernel, each enqueued `kCalls` times without waiting (the GPU
+// work of both is short enough that the launch queue never fills).
 Result host_overhead(cudaStream_t stream) {
   constexpr int kCalls = 200;
   constexpr int kTrials = 20;
@@ -239,11 +214,7 @@ Result host_overhead(cudaStream_t stream) {
                          }));
   }
   TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  Result r;
-  r.id = "gemm/host-overhead";
-  r.workload = "gemm";
-  r.impl = "host-overhead";
-  r.kind = "ceiling";
+  Result r = run_row("host-overhead");
   // the table's time columns carry the per-call host times (no GPU time here)
   r.timing.median_ms = r.timing.min_ms = r.timing.max_ms = gemm_us * 1e-3;
   r.timing.runs = kCalls;
@@ -253,6 +224,23 @@ Result host_overhead(cudaStream_t stream) {
                 "%.2f us above (best of %d alternating blocks of %d calls, maps cached)",
                 gemm_us, launch_us, gemm_us - launch_us, kTrials, kCalls);
   r.note = buf;
+  return r;
+}
+
+// The memory ceiling for the memory-bound shapes: a device-to-device copy of 512 MiB (far
+// past the L2), bytes read plus bytes written, timed like the GEMMs.
+Result memcpy_ceiling(Timer& timer, cudaStream_t stream) {
+  constexpr std::size_t kBytes = std::size_t{512} << 20;
+  DeviceBuffer src(kBytes), dst(kBytes);
+  TMAKIT_CUDA_CHECK(cudaMemsetAsync(src.get(), 0x5a, kBytes, stream));
+  Result r = run_row("memcpy");
+  r.bytes = 2 * kBytes;
+  r.timing = timer.time([&](cudaStream_t st) {
+    TMAKIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kBytes, cudaMemcpyDeviceToDevice, st));
+  });
+  r.gbps = static_cast<double>(r.bytes) / (r.timing.median_ms * 1e-3) * 1e-9;
+  r.note = "cudaMemcpyAsync of 512 MiB device to device: the ceiling of the 'x memcpy' column "
+           "for shapes with M or N <= 128";
   return r;
 }
 
@@ -326,39 +314,27 @@ std::uint64_t count_nonzero_bytes(const void* p, std::uint64_t bytes) {
   return c.read(nullptr);
 }
 
-// The memory ceiling for the memory-bound shapes: a device-to-device copy of 512 MiB (far
-// past the L2), bytes read plus bytes written, timed like the GEMMs.
-Result memcpy_ceiling(Timer& timer, cudaStream_t stream) {
-  constexpr std::size_t kBytes = std::size_t{512} << 20;
-  DeviceBuffer src(kBytes), dst(kBytes);
-  TMAKIT_CUDA_CHECK(cudaMemsetAsync(src.get(), 0x5a, kBytes, stream));
-  Result r;
-  r.id = kMemcpyId;
-  r.workload = "gemm";
-  r.impl = "memcpy";
-  r.kind = "ceiling";
-  r.bytes = 2 * kBytes;
-  r.timing = timer.time([&](cudaStream_t st) {
-    TMAKIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kBytes, cudaMemcpyDeviceToDevice, st));
-  });
-  r.gbps = static_cast<double>(r.bytes) / (r.timing.median_ms * 1e-3) * 1e-9;
-  r.note = "cudaMemcpyAsync of 512 MiB device to device: the ceiling of the 'x memcpy' column "
-           "for shapes with M or N <= 128";
-  return r;
-}
+// ---- operands and checks -----------------------------------------------------------------
 
-__global__ void fill_e4m3_kernel(std::uint8_t* out, __half* twin, std::uint64_t n,
-                                 std::uint64_t seed, const float* e4m3_table) {
-  __shared__ float e4m3[256];
-  stage_e4m3(e4m3_table, e4m3);
+// Random e4m3 with |v| <= 4 (never NaN, rarely zero).
+__global__ void fill_e4m3_kernel(std::uint8_t* out, std::uint64_t n, std::uint64_t seed) {
   for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
     const std::uint32_t h = hash32(i * 0x9E3779B97F4A7C15ull + seed);
     // exponent 1..8 (|v| in [2^-6, 4)), any mantissa, any sign
-    const std::uint8_t bits = static_cast<std::uint8_t>(((h & 1) << 7) | ((1 + (h >> 1) % 8) << 3) |
-                                                        ((h >> 8) & 7));
-    out[i] = bits;
-    if (twin != nullptr) twin[i] = __float2half(e4m3[bits]);
+    out[i] = static_cast<std::uint8_t>(((h & 1) << 7) | ((1 + (h >> 1) % 8) << 3) |
+                                       ((h >> 8) & 7));
+  }
+}
+
+// The fp16 twin of e4m3 operands: the same values (every e4m3 value is exact in fp16).
+__global__ void widen_e4m3_kernel(const std::uint8_t* in, __half* out, std::uint64_t n,
+                                  const float* e4m3_table) {
+  __shared__ float e4m3[256];
+  stage_e4m3(e4m3_table, e4m3);
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    out[i] = __float2half(e4m3[in[i]]);
   }
 }
 
@@ -561,67 +537,462 @@ std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
   return "";
 }
 
-// ---- the cases of one shape, as declared ------------------------------------------------
+// ---- what the cases' calls are given ------------------------------------------------------
 
-// The implementations, in the order they run and are reported. "-fast": fast accumulation
+// What every shape's cases share, made once per run: the device's facts, the vendor libraries,
+// the e4m3 table, the scales (on the device too, where cuBLASLt reads them) and the floors'
+// buffers.
+struct GemmRun {
+  explicit GemmRun(cudaStream_t s);
+  GemmRun(const GemmRun&) = delete;
+  GemmRun& operator=(const GemmRun&) = delete;
+
+  static int device_attribute(cudaDeviceAttr attribute);
+  const float* scale_a_device() const { return static_cast<const float*>(scale_buffer.get()); }
+  const float* scale_b_device() const { return scale_a_device() + 4; }
+  unsigned* floor_sink() const { return static_cast<unsigned*>(floor_sink_buffer.get()); }
+  float* tensor_floor_sums() const { return static_cast<float*>(tensor_floor_buffer.get()); }
+
+  cudaStream_t stream;
+  const int sms = device_attribute(cudaDevAttrMultiProcessorCount);
+  const std::size_t l2_bytes = static_cast<std::size_t>(device_attribute(cudaDevAttrL2CacheSize));
+  Vendor& libraries = vendor();
+  E4m3Table e4m3;
+  const GemmScales sc{0.75f, 1.5f, 0.5f};
+  // the product the checks and cuBLAS FP16 scale by
+  const float scale = sc.alpha * sc.scale_a * sc.scale_b;
+  static constexpr float kBeta = 0.0f;
+  // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
+  DeviceBuffer scale_buffer{8 * sizeof(float)};
+  DeviceBuffer floor_sink_buffer{sizeof(unsigned)};  // bytes_floor's never-taken branch writes here
+  DeviceBuffer tensor_floor_buffer{3 * sizeof(float) * static_cast<unsigned>(sms)};
+  DeviceBuffer tensor_floor_operands{kTensorFloorImageBytes};
+};
+
+int GemmRun::device_attribute(cudaDeviceAttr attribute) {
+  int device = 0;
+  int value = 0;
+  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
+  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+GemmRun::GemmRun(cudaStream_t s) : stream(s) {
+  const std::vector<std::uint8_t> image = tensor_floor_image();
+  TMAKIT_CUDA_CHECK(cudaMemcpy(tensor_floor_operands.get(), image.data(), image.size(),
+                               cudaMemcpyHostToDevice));
+  TMAKIT_CUDA_CHECK(cudaMemcpy(scale_buffer.get(), &sc.scale_a, sizeof(float),
+                               cudaMemcpyHostToDevice));
+  TMAKIT_CUDA_CHECK(cudaMemcpy(static_cast<float*>(scale_buffer.get()) + 4, &sc.scale_b,
+                               sizeof(float), cudaMemcpyHostToDevice));
+}
+
+// One shape's operands, filled (set 0 random, the others copies of it), and the checks of
+// its cases; what each case's binder is given.
+struct ShapeRun {
+  ShapeRun(const GemmRun& r, const Shape& shape, int operand_sets);
+
+  const GemmRun& run;
+  Shape s;
+  int sets;
+  Operands ops;
+  std::uint64_t d_bytes = s.m * s.n * 2;
+
+  // A binding that writes D of set 0 (poisoned before its checked call).
+  Binding writes_d() const;
+  // 2048 sampled elements of D against a double-precision dot product, held to the
+  // accumulation mode's error bound
+  Verdict check_fp8(bool fast) const;
+};
+
+ShapeRun::ShapeRun(const GemmRun& r, const Shape& shape, int operand_sets)
+    : run(r), s(shape), sets(operand_sets), ops(shape, operand_sets) {
+  fill_e4m3_kernel<<<1024, 256, 0, run.stream>>>(static_cast<std::uint8_t*>(ops.a[0]->get()),
+                                                 s.m * s.k, 1);
+  fill_e4m3_kernel<<<1024, 256, 0, run.stream>>>(static_cast<std::uint8_t*>(ops.b[0]->get()),
+                                                 s.n * s.k, 2);
+  TMAKIT_CUDA_CHECK(cudaGetLastError());
+  ops.copy_set0(run.stream);
+  TMAKIT_CUDA_CHECK(cudaStreamSynchronize(run.stream));
+}
+
+Binding ShapeRun::writes_d() const {
+  Binding b;
+  b.out = ops.fp8_d(0);
+  b.out_bytes = d_bytes;
+  return b;
+}
+
+Verdict sampled_verdict(std::uint64_t wrong, double rel) {
+  char note[80];
+  std::snprintf(note, sizeof note, "rel. error %.2e (2048 sampled elements)", rel);
+  return Verdict{wrong == 0 ? "" : std::to_string(wrong) + " of 2048 sampled elements wrong", note};
+}
+
+Verdict ShapeRun::check_fp8(bool fast) const {
+  double rel = 0;
+  const std::uint64_t wrong =
+      count_wrong(ops.fp8_a(0), ops.fp8_b(0), ops.fp8_d(0), s, run.scale, fast, run.e4m3, &rel);
+  return sampled_verdict(wrong, rel);
+}
+
+// ---- the kinds of case, each declared with its binder ------------------------------------
+
+// The implementations' names (the last part of their ids). "-fast": fast accumulation
 // (GemmAccumulation::fast; cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM), each mode compared
 // with the other library's row of the same mode.
 constexpr const char* kLt = "cublaslt-fp8";
 constexpr const char* kLtFast = "cublaslt-fp8-fast";
 constexpr const char* kFp16 = "cublas-fp16";
 constexpr const char* kSeed = "seed-tma";
-constexpr const char* kBytesFloor = "bytes-floor";
-constexpr const char* kTensorFloor = "tensor-floor";
 
-// A case, with the tuning its call passes when it is one of tmakit's.
+// A case as declared, and its binder: the calls that run it on a shape's operands.
 struct GemmCase {
   CaseSpec spec;
-  GemmTuning tuning;
+  std::function<Binding(const ShapeRun&)> bind;
 };
 
-// Every case of the shape: each moves A, B and D once in its own types, declares 2 M N K
-// FLOPs, and is timed together with the others of its shape, call by call and as a stream
-// of calls. tmakit's rows are compared with the vendors' and the write-up's GEMM, their
-// speed-up stated over cuBLASLt FP8 in the same accumulation mode.
+// Every GEMM case moves A, B and D once in its own types, declares 2 M N K FLOPs, and is
+// timed together with the others of its shape, call by call and as a stream of calls.
+CaseSpec gemm_spec(const Shape& s, std::string impl, std::string kind, std::uint64_t bytes) {
+  CaseSpec c;
+  c.impl = std::move(impl);
+  c.kind = std::move(kind);
+  c.bytes = bytes;
+  c.flops = 2 * s.m * s.n * s.k;
+  c.timed_by = TimedBy::together;
+  c.streamed = true;
+  return c;
+}
+std::uint64_t fp8_bytes(const Shape& s) { return s.m * s.k + s.n * s.k + s.m * s.n * 2; }
+std::uint64_t fp16_bytes(const Shape& s) { return 2 * (s.m * s.k + s.n * s.k + s.m * s.n); }
+
+// -- cuBLASLt FP8, in either accumulation mode
+
+// One call of the plan on operand set `set`.
+cublasStatus_t lt_matmul(const ShapeRun& r, const LtPlan& p, int set, cudaStream_t st) {
+  const Vendor& v = r.run.libraries;
+  const Operands& o = r.ops;
+  return v.matmul(v.lt, p.desc, &r.run.sc.alpha, o.fp8_b(set), p.la, o.fp8_a(set), p.lb,
+                  &GemmRun::kBeta, o.fp8_d(set), p.ld, o.fp8_d(set), p.ld, &p.algo,
+                  p.workspace->get(), p.workspace_bytes, st);
+}
+
+// NOTE: the first algorithm the heuristic offers is not always accepted by cublasLtMatmul;
+// the checked call takes the first that runs (kept for the timed calls), and says which failed
+void lt_first_accepted(const ShapeRun& r, LtPlan& p, cudaStream_t st) {
+  std::string refused;
+  for (int i = 0; i < p.candidate_count; ++i) {
+    p.algo = p.candidates[i];
+    const cublasStatus_t e = lt_matmul(r, p, 0, st);
+    if (e == CUBLAS_STATUS_SUCCESS) return;
+    if (!refused.empty()) refused += ',';
+    refused += std::to_string(static_cast<int>(e));
+  }
+  throw Error("cublasLtMatmul refused all " + std::to_string(p.candidate_count) +
+              " heuristic algorithms (statuses " + refused + ")");
+}
+
+Binding bind_cublaslt(const ShapeRun& r, bool fast) {
+  const Vendor& v = r.run.libraries;
+  Binding b = r.writes_d();
+  if (!v.lt_why.empty()) {
+    b.status = Status::unavailable(v.lt_why);
+    return b;
+  }
+  auto plan = std::make_shared<LtPlan>(v);
+  if (std::string why = make_lt_plan(*plan, r.s, r.run.scale_a_device(), r.run.scale_b_device(),
+                                     fast);
+      !why.empty()) {
+    b.status = Status::unavailable(std::move(why));
+    return b;
+  }
+  b.note = v.lt_lib.path();
+  if (fast) b.note.insert(0, "CUBLASLT_MATMUL_DESC_FAST_ACCUM; ");
+  b.run = [&r, plan](cudaStream_t st, int set) {
+    const cublasStatus_t e = lt_matmul(r, *plan, set, st);
+    if (e != CUBLAS_STATUS_SUCCESS) {
+      throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
+    }
+  };
+  b.first = [&r, plan](cudaStream_t st) { lt_first_accepted(r, *plan, st); };
+  b.check = [&r, fast] { return r.check_fp8(fast); };
+  return b;
+}
+
+GemmCase cublaslt_case(const Shape& s, bool fast) {
+  return {gemm_spec(s, fast ? kLtFast : kLt, "vendor", fp8_bytes(s)),
+          [fast](const ShapeRun& r) { return bind_cublaslt(r, fast); }};
+}
+
+// -- tmakit: the public entry gemm_fp8, with the plan's choice or a forced tuning
+
+// The configuration the plan runs, its splits and CTAs.
+std::string plan_note(const GemmPlan& p) {
+  char note[160];
+  if (p.splits > 1 && p.split_tiles < p.tiles) {  // a split tail
+    std::snprintf(note, sizeof note, "%s, %d split(s) of the last %lld tiles, %u CTAs",
+                  gemm_config_name(p.config), p.splits, static_cast<long long>(p.split_tiles),
+                  p.grid);
+  } else {
+    std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
+                  p.splits, p.grid);
+  }
+  return note;
+}
+
+Binding bind_tmakit(const ShapeRun& r, const GemmTuning& tuning) {
+  const Shape& s = r.s;
+  Binding b = r.writes_d();
+  b.note = plan_note(gemm_fp8_plan(s.m, s.n, s.k, r.run.sms, tuning));
+  b.run = [&r, tuning](cudaStream_t st, int set) {
+    const Shape& sh = r.s;
+    gemm_fp8(ConstTensorRef(r.ops.fp8_a(set), DataType::uint8, sh.m, sh.k),
+             ConstTensorRef(r.ops.fp8_b(set), DataType::uint8, sh.n, sh.k),
+             TensorRef(r.ops.fp8_d(set), DataType::bfloat16, sh.m, sh.n), r.run.sc, st, tuning);
+  };
+  const bool fast = tuning.accumulation == GemmAccumulation::fast;
+  b.check = [&r, fast] { return r.check_fp8(fast); };
+  return b;
+}
+
+// tmakit's rows are compared with the vendors' and the write-up's GEMM, their speed-up stated
+// over cuBLASLt FP8 in the same accumulation mode.
+GemmCase tmakit_case(const Shape& s, std::string impl, const GemmTuning& tuning) {
+  CaseSpec c = gemm_spec(s, std::move(impl), "tmakit", fp8_bytes(s));
+  c.baselines = {kLt, kLtFast, kFp16, kSeed};
+  c.speedup_over = tuning.accumulation == GemmAccumulation::fast ? kLtFast : kLt;
+  return {c, [tuning](const ShapeRun& r) { return bind_tmakit(r, tuning); }};
+}
+
+GemmTuning fast_accumulation(int config = -1, int splits = 0) {
+  GemmTuning t{config, splits};
+  t.accumulation = GemmAccumulation::fast;
+  return t;
+}
+
+// The K splits --tune tries for a configuration that splits: the small-M kernel over
+// clusters of 1, 2, 4, 8; 64-row tiles at M <= 256 up to 4 ways; the square tiles of 128 rows
+// 1-16 ways; none for the others (none where the shape has fewer k-blocks).
+std::vector<int> splits_tried(const GemmConfigInfo& info, const Shape& s) {
+  if (info.block_m == 0) return {1, 2, 4, 8};  // a cluster along K
+  if (info.block_m == 64) return s.m <= 256 ? std::vector<int>{1, 2, 3, 4} : std::vector<int>{};
+  if (info.block_n == info.block_m) return {1, 2, 3, 4, 8, 16};
+  return {};
+}
+
+// With --tune: "tmakit:<configuration>", "tmakit-fast:<configuration>" and
+// "tmakit:<configuration>:s<splits>" variants, each a forced GemmTuning, for every built
+// configuration that takes the shape (gemm_config_info: its M, modes and splits), after
+// "tmakit:no-overlap", the plan's choice launched the ordinary way.
+std::vector<GemmCase> tuned_cases(const SuiteOptions& o, const Shape& s) {
+  std::vector<GemmCase> v;
+  if (!o.tune) return v;
+  GemmTuning serial;
+  serial.overlap_launch = false;
+  v.push_back(tmakit_case(s, "tmakit:no-overlap", serial));
+  const std::uint64_t k_blocks = (s.k + 127) / 128;
+  for (int c = 0; c < kGemmConfigs; ++c) {
+    const GemmConfigInfo info = gemm_config_info(c);
+    if (!info.built || (info.max_m != 0 && s.m > info.max_m)) continue;
+    const std::string name = info.name;
+    const bool small_m = info.block_m == 0;
+    // the small-M kernel promotes only: one row, or one per split where it splits
+    if (info.promotes && !small_m) v.push_back(tmakit_case(s, "tmakit:" + name, {c, 0}));
+    if (!small_m) v.push_back(tmakit_case(s, "tmakit-fast:" + name, fast_accumulation(c)));
+    if (!info.splits_k) {
+      if (small_m) v.push_back(tmakit_case(s, "tmakit:" + name, {c, 0}));
+      continue;
+    }
+    for (int splits : splits_tried(info, s)) {
+      if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
+      v.push_back(tmakit_case(s, "tmakit:" + name + ":s" + std::to_string(splits), {c, splits}));
+    }
+  }
+  return v;
+}
+
+// -- cuBLAS FP16, the write-up's comparison, on fp16 twins of the operands
+
+// The fp16 twins of a shape's operand sets (the same values) and their D, made when the case
+// is bound.
+struct Fp16Operands {
+  std::vector<std::unique_ptr<DeviceBuffer>> a, b, d;
+  explicit Fp16Operands(const ShapeRun& r);
+  __half* fp16_a(int set) const { return static_cast<__half*>(a[set]->get()); }
+  __half* fp16_b(int set) const { return static_cast<__half*>(b[set]->get()); }
+  __half* fp16_d(int set) const { return static_cast<__half*>(d[set]->get()); }
+};
+
+Fp16Operands::Fp16Operands(const ShapeRun& r) {
+  const Shape& s = r.s;
+  for (int i = 0; i < r.sets; ++i) {
+    a.push_back(std::make_unique<DeviceBuffer>(s.m * s.k * 2));
+    b.push_back(std::make_unique<DeviceBuffer>(s.n * s.k * 2));
+    d.push_back(std::make_unique<DeviceBuffer>(s.m * s.n * 2));
+  }
+  // each fp8 set is a copy of set 0 already; so is each twin
+  const cudaStream_t st = r.run.stream;
+  const float* e4m3 = r.run.e4m3.get();
+  for (int i = 0; i < r.sets; ++i) {
+    widen_e4m3_kernel<<<1024, 256, 0, st>>>(r.ops.fp8_a(i), fp16_a(i), s.m * s.k, e4m3);
+    widen_e4m3_kernel<<<1024, 256, 0, st>>>(r.ops.fp8_b(i), fp16_b(i), s.n * s.k, e4m3);
+  }
+  TMAKIT_CUDA_CHECK(cudaGetLastError());
+  TMAKIT_CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+Binding bind_cublas_fp16(const ShapeRun& r) {
+  const Vendor& v = r.run.libraries;
+  Binding b = r.writes_d();
+  if (!v.blas_why.empty()) {
+    b.status = Status::unavailable(v.blas_why);
+    return b;
+  }
+  auto twins = std::make_shared<const Fp16Operands>(r);
+  b.note = v.blas_lib.path();
+  b.out = twins->fp16_d(0);
+  const Shape& s = r.s;
+  const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
+  b.run = [&r, twins, m, n, k](cudaStream_t st, int set) {
+    const Vendor& lib = r.run.libraries;
+    lib.blas_set_stream(lib.blas, st);
+    const cublasStatus_t e = lib.gemm_ex(
+        lib.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &r.run.scale, twins->fp16_b(set),
+        CUDA_R_16F, k, twins->fp16_a(set), CUDA_R_16F, k, &GemmRun::kBeta, twins->fp16_d(set),
+        CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (e != CUBLAS_STATUS_SUCCESS) {
+      throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
+    }
+  };
+  b.check = [&r, twins] {
+    double rel = 0;
+    const std::uint64_t wrong = count_wrong(twins->fp16_a(0), twins->fp16_b(0),
+                                            twins->fp16_d(0), r.s, r.run.scale, false,
+                                            r.run.e4m3, &rel);
+    return sampled_verdict(wrong, rel);
+  };
+  return b;
+}
+
+GemmCase cublas_fp16_case(const Shape& s) {
+  return {gemm_spec(s, kFp16, "vendor", fp16_bytes(s)), bind_cublas_fp16};
+}
+
+// -- the seed kernel: the write-up's simple TMA GEMM, the floor
+
+Binding bind_seed(const ShapeRun& r) {
+  Binding b = r.writes_d();
+  b.note = "64 x 128 tile per CTA, 2 TMA stages";
+  b.run = [&r](cudaStream_t st, int set) {
+    const Shape& s = r.s;
+    seed_gemm_fp8(r.ops.fp8_a(set), r.ops.fp8_b(set), r.ops.fp8_d(set), s.m, s.n, s.k,
+                  r.run.scale, st);
+  };
+  b.check = [&r] { return r.check_fp8(false); };
+  return b;
+}
+
+GemmCase seed_case(const Shape& s) {
+  return {gemm_spec(s, kSeed, "seed", fp8_bytes(s)), bind_seed};
+}
+
+// -- the bytes floor: the bytes alone, the floor of the shapes bound by memory; D must come
+// out all zeros (its check)
+
+Binding bind_bytes_floor(const ShapeRun& r) {
+  Binding b = r.writes_d();
+  b.note = "no GEMM: a plain kernel reads A and B once and writes D once (zeros), one "
+           "16 KB chunk per block: the bytes that must move, moved alone";
+  b.run = [&r](cudaStream_t st, int set) {
+    const Shape& s = r.s;
+    bytes_floor(r.ops.fp8_a(set), s.m * s.k, r.ops.fp8_b(set), s.n * s.k, r.ops.fp8_d(set),
+                r.d_bytes, r.run.floor_sink(), st);
+  };
+  b.check = [&r] {
+    const std::uint64_t nonzero = count_nonzero_bytes(r.ops.fp8_d(0), r.d_bytes);
+    return Verdict{nonzero == 0 ? "" : std::to_string(nonzero) + " bytes of D not zero", ""};
+  };
+  return b;
+}
+
+GemmCase bytes_floor_case(const Shape& s) {
+  return {gemm_spec(s, "bytes-floor", "ceiling", fp8_bytes(s)), bind_bytes_floor};
+}
+
+// -- the tensor floor: the FLOPs alone, the floor of the large shapes; every CTA runs its
+// share of k-blocks, its sums right (its check)
+
+Binding bind_tensor_floor(const ShapeRun& r) {
+  const GemmRun& run = r.run;
+  const std::uint64_t flops = 2 * r.s.m * r.s.n * r.s.k;
+  Binding b;
+  char note[200];
+  std::snprintf(note, sizeof note,
+                "no GEMM: %llu k-blocks of m64n256k32 wgmmas (128 x 256 x 128 each) on "
+                "random operands kept in shared memory, one CTA per SM: the tensor cores' "
+                "time",
+                static_cast<unsigned long long>(tensor_floor_k_blocks(flops)));
+  b.note = note;
+  b.out = run.tensor_floor_sums();
+  b.out_bytes = run.tensor_floor_buffer.bytes();
+  const auto grid = static_cast<unsigned>(run.sms);
+  const void* image = run.tensor_floor_operands.get();
+  float* const sums = run.tensor_floor_sums();
+  b.run = [=](cudaStream_t st, int) { tensor_floor(image, flops, grid, sums, st); };
+  b.check = [=] { return Verdict{check_tensor_floor(sums, flops, grid), ""}; };
+  return b;
+}
+
+// It moves nothing, so one call is all a stream of them would time: not streamed.
+GemmCase tensor_floor_case(const Shape& s) {
+  CaseSpec c = gemm_spec(s, "tensor-floor", "ceiling", 0);
+  c.streamed = false;
+  return {c, bind_tensor_floor};
+}
+
+// ---- the cases of one shape, as declared -------------------------------------------------
+
+// Every case of the shape, in the order they run and are reported.
 std::vector<GemmCase> gemm_cases(const SuiteOptions& o, const Shape& s) {
-  const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
-  const std::uint64_t fp16_bytes = 2 * (s.m * s.k + s.n * s.k + s.m * s.n);
-  const std::uint64_t flops = 2 * s.m * s.n * s.k;
-  const auto declare = [&](const std::string& impl, const char* kind, std::uint64_t bytes) {
-    CaseSpec c;
-    c.impl = impl;
-    c.kind = kind;
-    c.bytes = bytes;
-    c.flops = flops;
-    c.timed_by = TimedBy::together;
-    c.streamed = true;
-    return c;
-  };
-  const auto tmakit = [&](const std::string& impl, const GemmTuning& tuning) {
-    CaseSpec c = declare(impl, "tmakit", fp8_bytes);
-    c.baselines = {kLt, kLtFast, kFp16, kSeed};
-    c.speedup_over = tuning.accumulation == GemmAccumulation::fast ? kLtFast : kLt;
-    return GemmCase{c, tuning};
-  };
-  GemmTuning fast;
-  fast.accumulation = GemmAccumulation::fast;
-  std::vector<GemmCase> out = {{declare(kLt, "vendor", fp8_bytes), {}},
-                               {declare(kLtFast, "vendor", fp8_bytes), {}},
-                               tmakit("tmakit", {}),
-                               tmakit("tmakit-fast", fast)};
-  for (const auto& [name, tuning] : tuned_variants(o, s)) out.push_back(tmakit(name, tuning));
-  out.push_back({declare(kFp16, "vendor", fp16_bytes), {}});
-  out.push_back({declare(kSeed, "seed", fp8_bytes), {}});
-  // the bytes alone: the floor of the shapes bound by memory
-  if (memory_bound(s)) out.push_back({declare(kBytesFloor, "ceiling", fp8_bytes), {}});
-  // the FLOPs alone: the floor of the large shapes (it moves nothing, so one call is all a
-  // stream of them would time)
-  if (!memory_bound(s) && flops >= kTensorFloorMinFlops) {
-    CaseSpec c = declare(kTensorFloor, "ceiling", 0);
-    c.streamed = false;
-    out.push_back({c, {}});
+  std::vector<GemmCase> out = {cublaslt_case(s, false), cublaslt_case(s, true),
+                               tmakit_case(s, "tmakit", {}),
+                               tmakit_case(s, "tmakit-fast", fast_accumulation())};
+  for (GemmCase& c : tuned_cases(o, s)) out.push_back(std::move(c));
+  out.push_back(cublas_fp16_case(s));
+  out.push_back(seed_case(s));
+  if (memory_bound(s)) out.push_back(bytes_floor_case(s));
+  if (!memory_bound(s) && 2 * s.m * s.n * s.k >= kTensorFloorMinFlops) {
+    out.push_back(tensor_floor_case(s));
   }
   return out;
+}
+
+// Runs the shape's selected cases, each bound by its own binder.
+void run_shape(const GemmRun& run, CaseRunner& runner, const SuiteOptions& o, const Shape& s,
+               double memcpy_gbps) {
+  const std::string w = workload_id(s);
+  std::vector<GemmCase> cases;
+  std::vector<CaseSpec> specs;
+  for (GemmCase& c : gemm_cases(o, s)) {
+    if (!case_selected(o.filter, w, c.spec)) continue;
+    specs.push_back(c.spec);
+    cases.push_back(std::move(c));
+  }
+  if (cases.empty()) return;
+  if (o.progress) *o.progress << w << "\n";
+  // operand sets for the stream timing: together at least twice the L2 (set 0 is the one
+  // checked and timed call by call; the others are copies of it)
+  const int sets = stream_sets(fp8_bytes(s), run.l2_bytes);
+  const int calls = sets * ((kStreamCalls + sets - 1) / sets);
+  const ShapeRun shape(run, s, sets);
+  const auto bind = [&](const CaseSpec& c) -> Binding {
+    for (const GemmCase& g : cases) {
+      if (g.spec.impl == c.impl) return g.bind(shape);
+    }
+    throw Error("no GEMM case is called " + c.impl);
+  };
+  runner.run(w, specs, bind, memory_bound(s) ? memcpy_gbps : 0.0, {sets, calls});
 }
 
 }  // namespace
@@ -647,12 +1018,14 @@ std::vector<std::string> list_gemm_cases(const SuiteOptions& options) {
       }
     }
   }
-  // the empty kernel, the host overhead and the memcpy ceiling run whenever any GEMM case
-  // does, or when the filter names them alone (e.g. --filter host-overhead)
-  if (!ids.empty() || filter_selects(options.filter, kFloorId) ||
-      filter_selects(options.filter, "gemm/host-overhead") ||
-      filter_selects(options.filter, kMemcpyId)) {
-    ids.insert(ids.begin(), {kFloorId, "gemm/host-overhead", kMemcpyId});
+  // the rows of the run as a whole run whenever any GEMM case does, or when the filter names
+  // one of them alone (e.g. --filter host-overhead)
+  bool named = false;
+  for (const char* impl : kRunRows) named |= filter_selects(options.filter, run_row_id(impl));
+  if (!ids.empty() || named) {
+    std::vector<std::string> run_ids;
+    for (const char* impl : kRunRows) run_ids.push_back(run_row_id(impl));
+    ids.insert(ids.begin(), run_ids.begin(), run_ids.end());
   }
   return ids;
 }
@@ -665,234 +1038,14 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   const Stream stream_owner(cudaStreamDefault);
   const cudaStream_t stream = stream_owner.get();
   Timer timer(options.timing, stream);
-  int device = 0;
-  int l2 = 0;
-  int sms = 0;
-  TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const auto l2_bytes = static_cast<std::size_t>(l2);
-  {
-    Result floor;
-    floor.id = kFloorId;
-    floor.workload = "gemm";
-    floor.impl = "empty-kernel";
-    floor.kind = "ceiling";
-    floor.timing = timer.time([](cudaStream_t st) {
-      empty_kernel<<<1, 32, 0, st>>>();
-      TMAKIT_CUDA_CHECK(cudaGetLastError());
-    });
-    floor.note = "an empty kernel timed the same way: the floor under every time below";
-    out.push_back(floor);
-  }
+  out.push_back(empty_kernel_floor(timer));
   out.push_back(host_overhead(stream));
   out.push_back(memcpy_ceiling(timer, stream));
   const double memcpy_gbps = out.back().gbps;  // the ceiling of the memory-bound shapes
 
-  Vendor& v = vendor();
-  const E4m3Table e4m3;
-  // device: scale_a, scale_b (cuBLASLt reads them from there)
-  // NOTE: each scale on its own 16 bytes, in case cuBLASLt wants aligned scale pointers
-  const DeviceBuffer scale_buffer(8 * sizeof(float));
-  auto* const scales = static_cast<float*>(scale_buffer.get());
-  const GemmScales sc{0.75f, 1.5f, 0.5f};
-  const DeviceBuffer floor_sink_buffer(sizeof(unsigned));  // bytes_floor's never-taken branch
-  auto* const floor_sink = static_cast<unsigned*>(floor_sink_buffer.get());  // writes here
-  const DeviceBuffer tensor_floor_buffer(3 * sizeof(float) * static_cast<unsigned>(sms));
-  auto* const tensor_floor_sums = static_cast<float*>(tensor_floor_buffer.get());
-  const DeviceBuffer tensor_floor_operands(kTensorFloorImageBytes);
-  {
-    const std::vector<std::uint8_t> image = tensor_floor_image();
-    TMAKIT_CUDA_CHECK(cudaMemcpy(tensor_floor_operands.get(), image.data(), image.size(),
-                                 cudaMemcpyHostToDevice));
-  }
-  TMAKIT_CUDA_CHECK(cudaMemcpy(scales, &sc.scale_a, sizeof(float), cudaMemcpyHostToDevice));
-  TMAKIT_CUDA_CHECK(cudaMemcpy(scales + 4, &sc.scale_b, sizeof(float), cudaMemcpyHostToDevice));
-  const float scale = sc.alpha * sc.scale_a * sc.scale_b;
-  const float beta = 0.0f;
+  const GemmRun run(stream);
   CaseRunner runner(stream, timer, nullptr);
-
-  for (const Shape& s : shapes(options)) {
-    const std::string w = workload_id(s);
-    std::vector<CaseSpec> cases;
-    std::map<std::string, GemmTuning> tunings;  // tmakit's cases
-    bool fp16 = false;
-    for (const GemmCase& c : gemm_cases(options, s)) {
-      if (!case_selected(options.filter, w, c.spec)) continue;
-      cases.push_back(c.spec);
-      if (c.spec.kind == "tmakit") tunings[c.spec.impl] = c.tuning;
-      fp16 |= c.spec.impl == kFp16 && v.blas_why.empty();
-    }
-    if (cases.empty()) continue;
-    if (options.progress) *options.progress << w << "\n";
-    // operand sets for the stream timing: together at least twice the L2 (set 0 is the one
-    // checked and timed call by call; the others are copies of it)
-    const std::uint64_t fp8_bytes = s.m * s.k + s.n * s.k + s.m * s.n * 2;
-    const int sets = stream_sets(fp8_bytes, l2_bytes);
-    const int calls = sets * ((kStreamCalls + sets - 1) / sets);
-    Operands ops(s, sets, fp16);
-    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(
-        static_cast<std::uint8_t*>(ops.a[0]->get()),
-        fp16 ? static_cast<__half*>(ops.a16[0]->get()) : nullptr, s.m * s.k, 1, e4m3.get());
-    fill_e4m3_kernel<<<1024, 256, 0, stream>>>(
-        static_cast<std::uint8_t*>(ops.b[0]->get()),
-        fp16 ? static_cast<__half*>(ops.b16[0]->get()) : nullptr, s.n * s.k, 2, e4m3.get());
-    TMAKIT_CUDA_CHECK(cudaGetLastError());
-    ops.copy_set0(stream);
-    TMAKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const auto* pa = ops.fp8_a(0);
-    const auto* pb = ops.fp8_b(0);
-    auto* pd = ops.fp8_d(0);
-    const std::uint64_t d_bytes = s.m * s.n * 2;
-
-    // 2048 sampled elements of D against a double-precision dot product
-    const auto sampled = [&s](std::uint64_t wrong, double rel) {
-      char note[80];
-      std::snprintf(note, sizeof note, "rel. error %.2e (2048 sampled elements)", rel);
-      return Verdict{wrong == 0 ? "" : std::to_string(wrong) + " of 2048 sampled elements wrong",
-                     note};
-    };
-    const auto fp8_check = [&, sampled](bool fast) {
-      return [&, sampled, fast] {
-        double rel = 0;
-        const std::uint64_t wrong = count_wrong(pa, pb, pd, s, scale, fast, e4m3, &rel);
-        return sampled(wrong, rel);
-      };
-    };
-
-    // Each case's calls on operand set `set` (0 for the check and the call-by-call timing).
-    const auto bind = [&](const CaseSpec& c) -> Binding {
-      Binding b;
-      b.out = pd;
-      b.out_bytes = d_bytes;
-      if (c.impl == kLt || c.impl == kLtFast) {
-        const bool fast = c.impl == kLtFast;
-        if (!v.lt_why.empty()) {
-          b.status = Status::unavailable(v.lt_why);
-          return b;
-        }
-        auto plan = std::make_shared<LtPlan>(v);
-        if (std::string why = make_lt_plan(*plan, s, scales, scales + 4, fast); !why.empty()) {
-          b.status = Status::unavailable(std::move(why));
-          return b;
-        }
-        b.note = v.lt_lib.path();
-        if (fast) b.note.insert(0, "CUBLASLT_MATMUL_DESC_FAST_ACCUM; ");
-        b.run = [&, plan](cudaStream_t st, int set) {
-          const cublasStatus_t e =
-              v.matmul(v.lt, plan->desc, &sc.alpha, ops.fp8_b(set), plan->la, ops.fp8_a(set),
-                       plan->lb, &beta, ops.fp8_d(set), plan->ld, ops.fp8_d(set), plan->ld,
-                       &plan->algo, plan->workspace->get(), plan->workspace_bytes, st);
-          if (e != CUBLAS_STATUS_SUCCESS) {
-            throw Error("cublasLtMatmul returned " + std::to_string(static_cast<int>(e)));
-          }
-        };
-        // NOTE: the first algorithm the heuristic offers is not always accepted by
-        // cublasLtMatmul; take the first that runs, and say which failed
-        b.first = [&, plan](cudaStream_t st) {
-          std::string refused;
-          for (int i = 0; i < plan->candidate_count; ++i) {
-            plan->algo = plan->candidates[i];
-            const cublasStatus_t e =
-                v.matmul(v.lt, plan->desc, &sc.alpha, pb, plan->la, pa, plan->lb, &beta, pd,
-                         plan->ld, pd, plan->ld, &plan->algo, plan->workspace->get(),
-                         plan->workspace_bytes, st);
-            if (e == CUBLAS_STATUS_SUCCESS) return;
-            if (!refused.empty()) refused += ',';
-            refused += std::to_string(static_cast<int>(e));
-          }
-          throw Error("cublasLtMatmul refused all " + std::to_string(plan->candidate_count) +
-                      " heuristic algorithms (statuses " + refused + ")");
-        };
-        b.check = fp8_check(fast);
-      } else if (c.kind == "tmakit") {
-        const GemmTuning tuning = tunings.at(c.impl);
-        const GemmPlan p = gemm_fp8_plan(s.m, s.n, s.k, sms, tuning);
-        char note[160];
-        if (p.splits > 1 && p.split_tiles < p.tiles) {  // a split tail
-          std::snprintf(note, sizeof note, "%s, %d split(s) of the last %lld tiles, %u CTAs",
-                        gemm_config_name(p.config), p.splits, static_cast<long long>(p.split_tiles),
-                        p.grid);
-        } else {
-          std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
-                        p.splits, p.grid);
-        }
-        b.note = note;
-        b.run = [&, tuning](cudaStream_t st, int set) {
-          gemm_fp8(ConstTensorRef(ops.fp8_a(set), DataType::uint8, s.m, s.k),
-                   ConstTensorRef(ops.fp8_b(set), DataType::uint8, s.n, s.k),
-                   TensorRef(ops.fp8_d(set), DataType::bfloat16, s.m, s.n), sc, st, tuning);
-        };
-        b.check = fp8_check(tuning.accumulation == GemmAccumulation::fast);
-      } else if (c.impl == kFp16) {
-        // cuBLAS FP16, the write-up's comparison
-        if (!v.blas_why.empty()) {
-          b.status = Status::unavailable(v.blas_why);
-          return b;
-        }
-        b.note = v.blas_lib.path();
-        b.out = ops.fp16_d(0);
-        const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-        b.run = [&, m, n, k](cudaStream_t st, int set) {
-          v.blas_set_stream(v.blas, st);
-          const cublasStatus_t e = v.gemm_ex(
-              v.blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &scale, ops.fp16_b(set), CUDA_R_16F, k,
-              ops.fp16_a(set), CUDA_R_16F, k, &beta, ops.fp16_d(set), CUDA_R_16F, n,
-              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-          if (e != CUBLAS_STATUS_SUCCESS) {
-            throw Error("cublasGemmEx returned " + std::to_string(static_cast<int>(e)));
-          }
-        };
-        b.check = [&, sampled] {
-          double rel = 0;
-          const std::uint64_t wrong = count_wrong(ops.fp16_a(0), ops.fp16_b(0), ops.fp16_d(0), s,
-                                                  scale, false, e4m3, &rel);
-          return sampled(wrong, rel);
-        };
-      } else if (c.impl == kSeed) {
-        // the write-up's simple TMA GEMM, the floor
-        b.note = "64 x 128 tile per CTA, 2 TMA stages";
-        b.run = [&](cudaStream_t st, int set) {
-          seed_gemm_fp8(ops.fp8_a(set), ops.fp8_b(set), ops.fp8_d(set), s.m, s.n, s.k, scale, st);
-        };
-        b.check = fp8_check(false);
-      } else if (c.impl == kBytesFloor) {
-        // the bytes alone: D must come out all zeros (its check)
-        b.note = "no GEMM: a plain kernel reads A and B once and writes D once (zeros), one "
-                 "16 KB chunk per block: the bytes that must move, moved alone";
-        b.run = [&](cudaStream_t st, int set) {
-          bytes_floor(ops.fp8_a(set), s.m * s.k, ops.fp8_b(set), s.n * s.k, ops.fp8_d(set),
-                      d_bytes, floor_sink, st);
-        };
-        b.check = [&] {
-          const std::uint64_t nonzero = count_nonzero_bytes(pd, d_bytes);
-          return Verdict{nonzero == 0 ? "" : std::to_string(nonzero) + " bytes of D not zero", ""};
-        };
-      } else if (c.impl == kTensorFloor) {
-        // the FLOPs alone: every CTA runs its share of k-blocks, its sums right (its check)
-        const std::uint64_t flops = 2 * s.m * s.n * s.k;
-        char note[200];
-        std::snprintf(note, sizeof note,
-                      "no GEMM: %llu k-blocks of m64n256k32 wgmmas (128 x 256 x 128 each) on "
-                      "random operands kept in shared memory, one CTA per SM: the tensor cores' "
-                      "time",
-                      static_cast<unsigned long long>(tensor_floor_k_blocks(flops)));
-        b.note = note;
-        b.out = tensor_floor_sums;
-        b.out_bytes = tensor_floor_buffer.bytes();
-        const auto grid = static_cast<unsigned>(sms);
-        const void* image = tensor_floor_operands.get();
-        b.run = [=](cudaStream_t st, int) {
-          tensor_floor(image, flops, grid, tensor_floor_sums, st);
-        };
-        b.check = [=] { return Verdict{check_tensor_floor(tensor_floor_sums, flops, grid), ""}; };
-      } else {
-        throw Error("no GEMM implementation is called " + c.impl);
-      }
-      return b;
-    };
-    runner.run(w, cases, bind, memory_bound(s) ? memcpy_gbps : 0.0, {sets, calls});
-  }
+  for (const Shape& s : shapes(options)) run_shape(run, runner, options, s, memcpy_gbps);
   std::vector<Result>& rows = runner.results();
   out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   return out;

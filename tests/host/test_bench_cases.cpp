@@ -10,6 +10,7 @@
 #include "cases.hpp"
 #include "status.hpp"
 #include "suite.hpp"
+#include "tmakit/kernels/gemm.hpp"
 
 namespace tmakit::bench {
 namespace {
@@ -230,6 +231,58 @@ TEST(BenchCases, TunedGemmVariantsAreDeclaredCases) {
     }
   }
   EXPECT_GT(tuned, 4);
+}
+
+// --tune's GEMM variants are named from the configurations' table (gemm_config_info): each
+// "tmakit:<name>", "tmakit-fast:<name>" or "tmakit:<name>:s<splits>" names a built
+// configuration that takes the shape's M, a promoted one only a configuration that promotes,
+// a split one only one that splits K, never more ways than the shape has k-blocks; every
+// configuration that takes the shape has a row.
+TEST(BenchCases, TunedGemmVariantsNameTheTablesConfigurations) {
+  struct Shape {
+    std::uint64_t m, n, k;
+  };
+  const Shape shapes[] = {{16, 4096, 4096}, {128, 4096, 256}, {200, 4096, 4096}, {4096, 4096, 4096}};
+  SuiteOptions o;
+  o.tune = true;
+  for (const Shape& s : shapes) o.gemm_shapes.push_back({s.m, s.n, s.k});
+  const auto all = declared_workloads(o);
+  int split_rows = 0;
+  for (const Shape& s : shapes) {
+    const std::string id = "gemm/fp8/m" + std::to_string(s.m) + "n" + std::to_string(s.n) + "k" +
+                           std::to_string(s.k);
+    const DeclaredWorkload* w = find(all, id);
+    ASSERT_NE(w, nullptr) << id;
+    std::vector<bool> has_row(kGemmConfigs, false);
+    for (const auto& c : w->cases) {
+      const bool fast = c.impl.rfind("tmakit-fast:", 0) == 0;
+      if (!fast && (c.impl.rfind("tmakit:", 0) != 0 || c.impl == "tmakit:no-overlap")) continue;
+      std::string name = c.impl.substr(c.impl.find(':') + 1);
+      const std::size_t colon = name.find(':');
+      const int splits = colon == std::string::npos ? 0 : std::stoi(name.substr(colon + 2));
+      name = name.substr(0, colon);
+      const int config = gemm_config_id(name);
+      ASSERT_GE(config, 0) << id << " " << c.impl;
+      const GemmConfigInfo info = gemm_config_info(config);
+      has_row[static_cast<std::size_t>(config)] = true;
+      EXPECT_TRUE(info.built) << c.impl;
+      EXPECT_TRUE(info.max_m == 0 || s.m <= info.max_m) << id << " " << c.impl;
+      if (!fast) {
+        EXPECT_TRUE(info.promotes) << c.impl;
+      }
+      if (splits > 0) {
+        ++split_rows;
+        EXPECT_TRUE(info.splits_k) << c.impl;
+        EXPECT_LE(static_cast<std::uint64_t>(splits), (s.k + 127) / 128) << id << " " << c.impl;
+      }
+    }
+    for (int config = 0; config < kGemmConfigs; ++config) {
+      const GemmConfigInfo info = gemm_config_info(config);
+      const bool takes = info.built && (info.max_m == 0 || s.m <= info.max_m);
+      EXPECT_EQ(has_row[static_cast<std::size_t>(config)], takes) << id << " " << info.name;
+    }
+  }
+  EXPECT_GT(split_rows, 0);
 }
 
 // --list names exactly the declared cases: each memory-bound case once, each GEMM case call
