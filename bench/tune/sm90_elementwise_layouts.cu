@@ -59,11 +59,11 @@ void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t s
   using namespace detail::elementwise;
   check_arguments(in, out);
   check_variant(tuning.variant, kVariants);
-  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
+  tune::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
   const LabLayout& layout = kLayouts[tuning.variant];
   const Constant constant = make_constant(in.type, value);
   const int ctas_per_sm =
-      detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.facts.run,
+      tune::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.facts.run,
                               layout.facts.ctas_per_sm, layout.facts.max_ctas_per_sm);
 
   detail::require_device_pointer(in.data, "in.data");

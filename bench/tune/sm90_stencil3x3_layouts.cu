@@ -373,8 +373,8 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
   using namespace detail::stencil3x3;
   check_arguments(in, out, filter);
   check_variant(tuning.variant, kVariants);
-  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
-  detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
+  tune::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
+  tune::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   if (tuning.panel_tiles > 1 && is_row_walk(tuning.variant)) {
     throw ArgumentError("tuning.panel_tiles", std::to_string(tuning.panel_tiles) +
                                                   " with the row walk (variant " +
@@ -386,7 +386,7 @@ void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaS
   const int variant =
       tuning.variant != 0 ? tuning.variant : default_variant(detail::peak_dram_bytes_per_second());
   const LayoutFacts layout = fp64 ? kLayouts<double>[variant] : kLayouts<float>[variant];
-  const int ctas_per_sm = detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
+  const int ctas_per_sm = tune::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.run,
                                                   layout.default_ctas, layout.max_ctas);
   // NOTE: layouts that give each CTA its own tiles walk row-major by default on every part
   // (H200: layout 24 0.919 / 0.907 of memcpy row-major against 0.911 / 0.899 in panels of 3,

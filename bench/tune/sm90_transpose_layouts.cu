@@ -83,12 +83,12 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream,
   using namespace detail::transpose;
   check_arguments(in, out);
   check_variant(tuning.variant, kVariants);
-  detail::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
-  detail::check_knob("tuning.panel_tiles", tuning.panel_tiles);
+  tune::check_knob("tuning.ctas_per_sm", tuning.ctas_per_sm);
+  tune::check_knob("tuning.panel_tiles", tuning.panel_tiles);
   const auto esize = static_cast<std::uint32_t>(in.element_size());
   const LabLayout& layout = kLayouts[tuning.variant == 0 ? default_variant(esize) : tuning.variant];
   const int ctas_per_sm =
-      detail::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.facts.run,
+      tune::ctas_per_sm_for(tuning.ctas_per_sm, tuning.variant, layout.facts.run,
                               layout.facts.ctas_per_sm, layout.facts.max_ctas_per_sm);
 
   detail::require_device_pointer(in.data, "in.data");

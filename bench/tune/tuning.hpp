@@ -15,6 +15,32 @@
 
 namespace tmakit::tune {
 
+// A tuning knob where 0 means "the default" (CTAs per SM, panel heights): refuses negatives.
+inline void check_knob(const char* name, int value) {
+  if (value < 0) {
+    throw ArgumentError(name, std::to_string(value) + " is negative; use 0 (the default) or more");
+  }
+}
+
+// The CTAs per SM a launch takes: `requested` (tuning.ctas_per_sm, already checked by
+// check_knob; 0: the layout's `fallback`). Refused when the layout gives each CTA its own
+// tiles (`run` > 0: the SMs then take as many as fit) or when more than `max` fit in shared
+// memory.
+inline int ctas_per_sm_for(int requested, int variant, int run, int fallback, int max) {
+  if (run > 0 && requested > 0) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "variant " + std::to_string(variant) +
+                            " gives each CTA its own tiles and the SMs take as many as fit; "
+                            "use 0");
+  }
+  const int ctas = requested > 0 ? requested : fallback;
+  if (ctas > max) {
+    throw ArgumentError("tuning.ctas_per_sm",
+                        "at most " + std::to_string(max) + " fit in shared memory");
+  }
+  return ctas;
+}
+
 // Refuses a layout number outside 0 .. count - 1, naming the knob (tuning.variant).
 inline void check_variant(int variant, int count) {
   if (variant < 0 || variant >= count) {

@@ -15,6 +15,7 @@
 #include "elementwise/elementwise_plan.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/tile.hpp"
+#include "common/grid_cap.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/elementwise.hpp"
@@ -276,8 +277,8 @@ void launch_with(const LayoutFacts& layout, LaunchKernel&& launch_kernel, ConstT
 
   // step 4: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid =
-      layout.run > 0 ? tile_grid(tiles, layout.run) : persistent_grid(tiles, ctas_per_sm);
+  const unsigned grid = layout.run > 0 ? tile_grid(tiles, layout.run, grid_cap())
+                                       : persistent_grid(tiles, ctas_per_sm);
   launch_kernel(p, grid, stream);
 }
 

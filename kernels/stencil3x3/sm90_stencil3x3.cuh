@@ -17,6 +17,7 @@
 
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/tile.hpp"
+#include "common/grid_cap.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/stencil3x3.hpp"
@@ -133,7 +134,8 @@ void launch_persistent(void (*kernel)(Params<T>), std::size_t smem, const Params
                        int ctas_per_sm, cudaStream_t stream, const char* name, int run = 0) {
   const std::int64_t tiles =
       static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y * p.images;
-  const unsigned grid = run > 0 ? tile_grid(tiles, run) : persistent_grid(tiles, ctas_per_sm);
+  const unsigned grid =
+      run > 0 ? tile_grid(tiles, run, grid_cap()) : persistent_grid(tiles, ctas_per_sm);
   kernel<<<grid, 32 * (1 + kConsumerWarps), smem, stream>>>(p);
   check_launch(name);
 }

@@ -13,6 +13,7 @@
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/tile.hpp"
+#include "common/grid_cap.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/sm90_tile_stream.cuh"
 #include "tmakit/kernels/transpose.hpp"
@@ -357,8 +358,8 @@ void launch_with(const LayoutFacts& layout, LaunchKernel&& launch_kernel, ConstT
 
   // step 3: launch
   const std::int64_t tiles = static_cast<std::int64_t>(p.order.tiles_x) * p.order.tiles_y;
-  const unsigned grid =
-      layout.run > 0 ? tile_grid(tiles, layout.run) : persistent_grid(tiles, ctas_per_sm);
+  const unsigned grid = layout.run > 0 ? tile_grid(tiles, layout.run, grid_cap())
+                                       : persistent_grid(tiles, ctas_per_sm);
   launch_kernel(p, grid, stream);
 }
 

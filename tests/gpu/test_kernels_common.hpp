@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grid_cap.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 

@@ -213,32 +213,6 @@ inline void require_device_pointer(const void* p, const char* arg_name) {
   next = (next + 1) % kKnownPointers;
 }
 
-// A tuning knob where 0 means "the default" (CTAs per SM, panel heights): refuses negatives.
-inline void check_knob(const char* name, int value) {
-  if (value < 0) {
-    throw ArgumentError(name, std::to_string(value) + " is negative; use 0 (the default) or more");
-  }
-}
-
-// The CTAs per SM a launch takes: `requested` (tuning.ctas_per_sm, already checked by
-// check_knob; 0: the layout's `fallback`). Refused when the layout gives each CTA its own
-// tiles (`run` > 0: the SMs then take as many as fit) or when more than `max` fit in shared
-// memory.
-inline int ctas_per_sm_for(int requested, int variant, int run, int fallback, int max) {
-  if (run > 0 && requested > 0) {
-    throw ArgumentError("tuning.ctas_per_sm",
-                        "variant " + std::to_string(variant) +
-                            " gives each CTA its own tiles and the SMs take as many as fit; "
-                            "use 0");
-  }
-  const int ctas = requested > 0 ? requested : fallback;
-  if (ctas > max) {
-    throw ArgumentError("tuning.ctas_per_sm",
-                        "at most " + std::to_string(max) + " fit in shared memory");
-  }
-  return ctas;
-}
-
 // True when the byte ranges [data, data + span) of the two views intersect.
 // NOTE: conservative for interleaved views (rows of one between rows of the other): those
 // share no byte yet count as overlapping.
@@ -308,20 +282,15 @@ inline double peak_dram_bytes_per_second() {
   });
 }
 
-// Tests only: a cap on tile_grid's grids (0: none), so that small tensors exercise the walk
-// that grids past 2^31 - 1 CTAs need (tests/gpu: CappedGrid*). Not for production use.
-inline std::atomic<std::int64_t>& grid_cap_for_tests() {
-  static std::atomic<std::int64_t> cap{0};
-  return cap;
-}
-
 // One CTA per run of `run` consecutive tiles (one tile for layouts of a single stage): the
 // hardware hands runs out in order as CTAs finish. Past 2^31 - 1 runs the kernels' walk
 // (for_each_tile) gives some CTAs more than one.
-inline unsigned tile_grid(std::int64_t tiles, int run = 1) {
+// `max_grid` (0: 2^31 - 1, the most a launch takes) caps the grid; kernels/grid_cap.hpp lets
+// the GPU tests make small tensors exercise that walk.
+inline unsigned tile_grid(std::int64_t tiles, int run = 1, std::int64_t max_grid_ctas = 0) {
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
-  const std::int64_t cap = grid_cap_for_tests().load(std::memory_order_relaxed);
-  const std::int64_t max_grid = cap > 0 && cap < kMaxGrid ? cap : kMaxGrid;
+  const std::int64_t max_grid =
+      max_grid_ctas > 0 && max_grid_ctas < kMaxGrid ? max_grid_ctas : kMaxGrid;
   const std::int64_t runs = (tiles + run - 1) / run;
   return static_cast<unsigned>(runs < max_grid ? runs : max_grid);
 }
