@@ -87,30 +87,6 @@ std::vector<std::uint8_t> read_bounded(const std::string& path, const std::strin
 }
 
 
-// The "coords" key: exactly `rank` signed 32-bit integers.
-model::Coords parse_coords(const nlohmann::json& o, std::uint32_t rank) {
-  const auto it = o.is_object() ? o.find("coords") : o.end();
-  if (!o.is_object() || it == o.end()) throw tmakit::ParseError("coords: missing");
-  if (!it->is_array() || it->size() != rank) {
-    throw tmakit::ParseError("coords: expected an array of " + std::to_string(rank) +
-                             " integers (one per dimension), got " + tmakit::quote_json(*it));
-  }
-  model::Coords c{};
-  for (std::uint32_t d = 0; d < rank; ++d) {
-    const auto& v = (*it)[d];
-    const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= INT32_MAX
-                      : v.is_number_integer()
-                          ? v.get<std::int64_t>() >= INT32_MIN && v.get<std::int64_t>() <= INT32_MAX
-                          : false;
-    if (!fits) {
-      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + tmakit::quote_json(v) +
-                               " is not a signed 32-bit integer");
-    }
-    c[d] = static_cast<std::int32_t>(v.get<std::int64_t>());
-  }
-  return c;
-}
-
 void append_hex(std::string& out, std::uint8_t b, bool written) {
   static const char* digits = "0123456789abcdef";
   if (!written) {
@@ -243,7 +219,7 @@ int run_simulate(const Options& opt) {
         throw tmakit::ParseError("encode: simulate handles tiled specs only");
       }
       if (auto v = tmakit::find_violation(spec, *arch)) throw *v;
-      const model::Coords coords = parse_coords(object, spec.rank);
+      const model::Coords coords = tmakit::coords_from_json(object, spec.rank);
       const Picture p = to_global ? simulate_store(spec, global, smem, coords, op)
                                   : simulate_load(spec, global, coords);
       if (opt.grid) {

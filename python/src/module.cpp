@@ -201,29 +201,6 @@ ByteArray to_numpy(std::vector<std::uint8_t>&& bytes, std::size_t rows, std::siz
   return ByteArray(owned->data(), {rows, cols}, owner);
 }
 
-// The "coords" key of a line, read as `tmakit simulate` reads it (tools/cmd_simulate.cpp):
-// exactly `rank` signed 32-bit integers.
-tmakit::model::Coords coords_from_line(const nlohmann::json& object, std::uint32_t rank) {
-  const auto it = object.find("coords");
-  if (!it->is_array() || it->size() != rank) {
-    throw tmakit::ParseError("coords: expected an array of " + std::to_string(rank) +
-                             " integers (one per dimension), got " + tmakit::quote_json(*it));
-  }
-  tmakit::model::Coords c{};
-  for (std::uint32_t d = 0; d < rank; ++d) {
-    const auto& v = (*it)[d];
-    const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= INT32_MAX
-                      : v.is_number_integer()
-                          ? v.get<std::int64_t>() >= INT32_MIN && v.get<std::int64_t>() <= INT32_MAX
-                          : false;
-    if (!fits) {
-      throw tmakit::ParseError("coords[" + std::to_string(d) + "]: " + tmakit::quote_json(v) +
-                               " is not a signed 32-bit integer");
-    }
-    c[d] = static_cast<std::int32_t>(v.get<std::int64_t>());
-  }
-  return c;
-}
 
 // What one tiled load at `coords` writes, cut as `tmakit simulate` cuts it (tools/
 // cmd_simulate.cpp): (box bytes / inner-row bytes) rows of max(inner-row bytes, swizzle span)
@@ -256,7 +233,7 @@ std::pair<ByteArray, ByteArray> simulate_load(
       c[d] = static_cast<std::int32_t>(x);
     }
   } else if (object.contains("coords")) {
-    c = coords_from_line(object, spec.rank);
+    c = tmakit::coords_from_json(object, spec.rank);
   }
   const std::span<const std::uint8_t> bytes(global.data(), global.shape(0));
   tmakit::model::SharedBytes s;

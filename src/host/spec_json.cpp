@@ -434,4 +434,28 @@ std::string escape_unprintable(std::string_view text) {
   return out;
 }
 
+std::array<std::int32_t, kMaxRank> coords_from_json(const nlohmann::json& o,
+                                                    std::uint32_t rank) {
+  const auto it = o.is_object() ? o.find("coords") : o.end();
+  if (!o.is_object() || it == o.end()) throw ParseError("coords: missing");
+  if (!it->is_array() || it->size() != rank) {
+    throw ParseError("coords: expected an array of " + std::to_string(rank) +
+                             " integers (one per dimension), got " + quote_json(*it));
+  }
+  std::array<std::int32_t, kMaxRank> c{};
+  for (std::uint32_t d = 0; d < rank; ++d) {
+    const auto& v = (*it)[d];
+    const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= INT32_MAX
+                      : v.is_number_integer()
+                          ? v.get<std::int64_t>() >= INT32_MIN && v.get<std::int64_t>() <= INT32_MAX
+                          : false;
+    if (!fits) {
+      throw ParseError("coords[" + std::to_string(d) + "]: " + quote_json(v) +
+                               " is not a signed 32-bit integer");
+    }
+    c[d] = static_cast<std::int32_t>(v.get<std::int64_t>());
+  }
+  return c;
+}
+
 }  // namespace tmakit

@@ -13,6 +13,9 @@
 
 #include <cstddef>
 #include <nlohmann/json_fwd.hpp>
+
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -56,5 +59,11 @@ std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
 // are written, so parse_spec_json(spec_to_json(s)) equals s in every field the driver reads
 // (rank 1-5); entries past the rank come back at their defaults.
 std::string spec_to_json(const TensorMapSpec& spec);
+
+// The "coords" key of a JSON object (a load's coordinates, `tmakit simulate`): exactly `rank`
+// signed 32-bit integers, the rest of the array 0. Throws ParseError naming "coords" or
+// "coords[i]" and what it holds.
+std::array<std::int32_t, kMaxRank> coords_from_json(const nlohmann::json& object,
+                                                    std::uint32_t rank);
 
 }  // namespace tmakit
