@@ -2,7 +2,7 @@
 // per 64 x 128 output tile, no warp specialisation, no persistence. One warpgroup loads the
 // next k-block's A and B tiles with TMA (two stages, so one load is in flight) and runs wgmma
 // on the current one, adding each 128-deep partial into fp32 registers; plain stores of D.
-// Deliberately not tuned (docs: SEEDS.md, section 4).
+// Deliberately not tuned: the baseline a newcomer to TMA and wgmma would write first.
 #include <cuda_bf16.h>
 
 #include <cstdint>

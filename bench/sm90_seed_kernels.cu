@@ -1,7 +1,7 @@
 // The seed write-ups' kernels as they describe them, as baselines: three fp32 transposes
 // (naive, swizzled, batched; one 32x32 tile per block) and the padded-input fp64 3x3
 // convolution (one TMA copy of tile + halo per block, one output per thread, plain stores).
-// Written from the write-ups' descriptions (docs: SEEDS.md); deliberately not tuned.
+// Written from the write-ups' descriptions; deliberately not tuned.
 #include "baselines.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/device/barrier.hpp"
