@@ -1,9 +1,21 @@
 // Transpose without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes): a block
-// stages a square tile through shared memory, reading in's rows and writing out's rows with
-// consecutive threads on consecutive elements. A tile's row is 128 bytes (128, 64 and 32
-// elements of 1, 2 and 4 bytes; 32 elements of 8 bytes), the line TMA's kernels move too;
-// each shared row is padded by 4 bytes, so the 32 lanes reading a tile column hit 32 banks.
+// stages a tile of TileRows x TileCols of in through shared memory, already transposed.
+//
+// Load: a warp reads 32 consecutive elements of an in row per load (coalesced at any start);
+// a thread packs the elements of V = 4 / element size consecutive in rows of one column into
+// one 32-bit word (1- and 2-byte elements; V = 1 for 4- and 8-byte ones), which is V
+// consecutive elements of one out row, and stores it in the shared row of that out row. A
+// thread's TileCols / 8 words are all loaded before the first shared store.
+// Store: a warp writes one out row's TileRows elements (128 bytes; 256 for 8-byte elements)
+// from 32 consecutive shared words. Where an out row of 1- or 2-byte elements does not start
+// on 4 bytes, each lane funnel-shifts its word with its neighbour's so that it writes an
+// aligned 32-bit word; only the words wholly inside the tile's span of the row are written
+// whole, the bytes at either end one by one, so no byte outside the view is written.
+// Walk (DownColumns): block t takes the tile t rows of tiles down one column of tiles, then
+// the next column, so the blocks in flight write neighbouring pieces of the same out rows
+// (the TMA kernel's order); otherwise across a row of tiles first.
 #include <cstdint>
+#include <type_traits>
 
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -13,8 +25,8 @@
 namespace tmakit::detail::transpose {
 namespace {
 
-constexpr int kWarpCols = 32;
-constexpr int kBlockRows = 8;  // 256 threads
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
 
 struct PlainParams {
   const std::uint8_t* in;
@@ -27,53 +39,119 @@ struct PlainParams {
   std::int64_t tiles;
 };
 
-template <class T, int Tile>
-__global__ void __launch_bounds__(kWarpCols* kBlockRows) plain_transpose_kernel(const PlainParams p) {
-  constexpr int kPad = sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
-  __shared__ T tile[Tile][Tile + kPad];
-  const int tx = static_cast<int>(threadIdx.x);
-  const int ty = static_cast<int>(threadIdx.y);
+// The shared word: V elements of one out row (V = 1 for 4- and 8-byte elements).
+template <class T>
+using WordOf = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+
+template <class T>
+constexpr int kPack = sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
+
+// A warp's store covers 32 words of an out row.
+template <class T>
+constexpr int kTileRows = 32 * kPack<T>;
+
+// out's rows c0 .. c0 + TileCols - 1 of a tile, elements r0 .. r0 + kTileRows - 1, from the
+// shared words (warp-wide: every lane of a warp takes part).
+template <class T, int TileCols, class Word>
+__device__ __forceinline__ void store_out_rows(const PlainParams& p, const Word (*tile)[33],
+                                               std::int64_t c0, std::int64_t r0, int lane,
+                                               int warp) {
+  constexpr int V = kPack<T>;
+  const std::int64_t valid_rows = p.rows - r0 < kTileRows<T> ? p.rows - r0 : kTileRows<T>;
+#pragma unroll
+  for (int i = warp; i < TileCols; i += kWarps) {
+    const std::int64_t c = c0 + i;
+    if (c >= p.cols) break;  // uniform across the warp
+    const Word word = tile[i][lane];
+    std::uint8_t* row = p.out + c * p.out_pitch;
+    if constexpr (V == 1) {
+      if (r0 + lane < p.rows) reinterpret_cast<Word*>(row)[r0 + lane] = word;
+    } else {
+      // The span [first, end) of out's row that this tile writes, and its offset from 4.
+      const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row + r0 * sizeof(T));
+      const std::uintptr_t end = first + static_cast<std::uintptr_t>(valid_rows) * sizeof(T);
+      const unsigned skew = static_cast<unsigned>(first & 3U);
+      const std::uintptr_t base = first - skew;
+      const Word before = __shfl_up_sync(0xffffffffU, word, 1);
+      // Lane l writes the aligned word at base + 4 l: the top bytes of lane l - 1's word
+      // and the bottom bytes of its own; lane 31 writes the word after, too.
+      const auto put = [&](std::uintptr_t at, std::uint32_t bytes) {
+        if (at >= first && at + 4 <= end) {
+          *reinterpret_cast<std::uint32_t*>(at) = bytes;
+          return;
+        }
+#pragma unroll
+        for (unsigned b = 0; b < 4; ++b) {
+          if (at + b >= first && at + b < end) {
+            *reinterpret_cast<std::uint8_t*>(at + b) = static_cast<std::uint8_t>(bytes >> (8 * b));
+          }
+        }
+      };
+      const unsigned shift = 8 * (4 - skew);
+      put(base + 4 * static_cast<unsigned>(lane), __funnelshift_rc(before, word, shift));
+      if (lane == 31 && skew != 0) put(base + 4 * 32, __funnelshift_rc(word, 0U, shift));
+    }
+  }
+}
+
+template <class T, int TileCols, bool DownColumns>
+__global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainParams p) {
+  using Word = WordOf<T>;
+  constexpr int V = kPack<T>;
+  constexpr int kWords = 32;  // words per out row of a tile
+  constexpr int kItems = kWords * TileCols / kThreads;
+  // NOTE: 33 words per shared row (66 for 8-byte words): the 32 lanes storing one word row
+  // across 32 columns hit 32 banks (8-byte words: each half-warp 16 bank pairs).
+  __shared__ Word tile[TileCols][kWords + 1];
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
   for (std::int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-    const std::int64_t c0 = (t % p.tiles_x) * Tile;
-    const std::int64_t r0 = (t / p.tiles_x) * Tile;
+    const std::int64_t tiles_y = p.tiles / p.tiles_x;
+    const std::int64_t c0 = (DownColumns ? t / tiles_y : t % p.tiles_x) * TileCols;
+    const std::int64_t r0 = (DownColumns ? t % tiles_y : t / p.tiles_x) * kTileRows<T>;
+    Word w[kItems];
 #pragma unroll
-    for (int i = ty; i < Tile; i += kBlockRows) {
-      const std::int64_t r = r0 + i;
-      if (r >= p.rows) break;
-      const auto* row = reinterpret_cast<const T*>(p.in + r * p.in_pitch);
+    for (int it = 0; it < kItems; ++it) {
+      const int c = (it % (TileCols / 32)) * 32 + lane;
+      const int k = (it / (TileCols / 32)) * kWarps + warp;
+      const std::int64_t col = c0 + c;
+      Word word = 0;
 #pragma unroll
-      for (int j = tx; j < Tile; j += kWarpCols) {
-        if (c0 + j < p.cols) tile[i][j] = row[c0 + j];
+      for (int v = 0; v < V; ++v) {
+        const std::int64_t row = r0 + static_cast<std::int64_t>(k) * V + v;
+        // NOTE: every load is issued, at a clamped position, and a position outside the view
+        // then reads as 0: straight-line code, so the compiler may issue all of a thread's
+        // loads before the first one is used.
+        const bool inside = row < p.rows && col < p.cols;
+        const std::int64_t row_c = row < p.rows ? row : p.rows - 1;
+        const std::int64_t col_c = col < p.cols ? col : p.cols - 1;
+        const T e = reinterpret_cast<const T*>(p.in + row_c * p.in_pitch)[col_c];
+        word |= static_cast<Word>(inside ? e : T(0)) << (8 * sizeof(T) * v);
       }
+      w[it] = word;
+    }
+#pragma unroll
+    for (int it = 0; it < kItems; ++it) {
+      const int c = (it % (TileCols / 32)) * 32 + lane;
+      const int k = (it / (TileCols / 32)) * kWarps + warp;
+      tile[c][k] = w[it];
     }
     __syncthreads();
-    // out's row c0 + i holds in's column c0 + i: its elements r0 + j
-#pragma unroll
-    for (int i = ty; i < Tile; i += kBlockRows) {
-      const std::int64_t c = c0 + i;
-      if (c >= p.cols) break;
-      auto* row = reinterpret_cast<T*>(p.out + c * p.out_pitch);
-#pragma unroll
-      for (int j = tx; j < Tile; j += kWarpCols) {
-        if (r0 + j < p.rows) row[r0 + j] = tile[j][i];
-      }
-    }
+    store_out_rows<T, TileCols>(p, tile, c0, r0, lane, warp);
     __syncthreads();
   }
 }
 
-template <class T, int Tile>
+template <class T, int TileCols, bool DownColumns>
 void launch_typed(PlainParams p, cudaStream_t stream) {
-  p.tiles_x = (p.cols + Tile - 1) / Tile;
-  p.tiles = p.tiles_x * ((p.rows + Tile - 1) / Tile);
+  p.tiles_x = (p.cols + TileCols - 1) / TileCols;
+  p.tiles = p.tiles_x * ((p.rows + kTileRows<T> - 1) / kTileRows<T>);
   const unsigned grid = plain::blocks_for(static_cast<std::uint64_t>(p.tiles), 1, plain::kMaxGridX);
-  plain_transpose_kernel<T, Tile><<<grid, dim3(kWarpCols, kBlockRows), 0, stream>>>(p);
+  plain_transpose_kernel<T, TileCols, DownColumns><<<grid, kThreads, 0, stream>>>(p);
   check_launch("plain_transpose_kernel");
 }
 
-}  // namespace
-
-void launch_plain(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
+PlainParams params_of(ConstTensorRef in, TensorRef out) {
   PlainParams p{};
   p.in = static_cast<const std::uint8_t*>(in.data);
   p.out = static_cast<std::uint8_t*>(out.data);
@@ -81,11 +159,19 @@ void launch_plain(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   p.out_pitch = out.row_pitch();
   p.rows = static_cast<std::int64_t>(in.rows);
   p.cols = static_cast<std::int64_t>(in.cols);
+  return p;
+}
+
+}  // namespace
+
+void launch_plain(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
+  const PlainParams p = params_of(in, out);
+  // NOTE: the tile widths and walks measured fastest at 8191 x 8193 on H200 (README.md).
   switch (in.element_size()) {
-    case 1: return launch_typed<std::uint8_t, 128>(p, stream);
-    case 2: return launch_typed<std::uint16_t, 64>(p, stream);
-    case 4: return launch_typed<std::uint32_t, 32>(p, stream);
-    default: return launch_typed<std::uint64_t, 32>(p, stream);
+    case 1: return launch_typed<std::uint8_t, 64, true>(p, stream);
+    case 2: return launch_typed<std::uint16_t, 64, false>(p, stream);
+    case 4: return launch_typed<std::uint32_t, 32, true>(p, stream);
+    default: return launch_typed<std::uint64_t, 32, true>(p, stream);
   }
 }
 
