@@ -11,6 +11,8 @@ namespace tmakit::detail {
 std::atomic<std::int64_t>& grid_cap_for_tests();
 
 // tile_grid's cap as the kernels read it at launch.
-inline std::int64_t grid_cap() { return grid_cap_for_tests().load(std::memory_order_relaxed); }
+inline std::int64_t grid_cap() {
+  return grid_cap_for_tests().load(std::memory_order_relaxed);
+}
 
 }  // namespace tmakit::detail

@@ -15,11 +15,11 @@ inline constexpr int kKBlock = 128;
 
 // The kernel that runs a configuration.
 enum class Family {
-  tiled,     // sm90_gemm_fp8_tiled.cuh: ConsumerWGs x 64 rows of A per tile, split K
-  waves_m,   // sm90_gemm_fp8_waves.cuh: each math warpgroup's rows as two 64-row waves
-  waves_n,   // the same kernel, the waves along N (two 128-column halves of a 256 tile)
-  small_m,   // sm90_gemm_fp8_small_m.cu: M <= 128, operands swapped, K split over a cluster
-  retired,   // no longer built (its name stays, so that forcing it is answered)
+  tiled,    // sm90_gemm_fp8_tiled.cuh: ConsumerWGs x 64 rows of A per tile, split K
+  waves_m,  // sm90_gemm_fp8_waves.cuh: each math warpgroup's rows as two 64-row waves
+  waves_n,  // the same kernel, the waves along N (two 128-column halves of a 256 tile)
+  small_m,  // sm90_gemm_fp8_small_m.cu: M <= 128, operands swapped, K split over a cluster
+  retired,  // no longer built (its name stays, so that forcing it is answered)
 };
 
 struct ConfigRow {
@@ -34,11 +34,11 @@ struct ConfigRow {
   // the ring's depth and the box buffers there.
   int rounds_stages;
   int rounds_d_staged;
-  bool promotes;      // runs GemmAccumulation::promoted (every row runs fast)
-  bool splits_k;      // may split K (tiled: through the workspace; small-M: over a cluster)
-  bool plain_stores;  // stores D without TMA where its rows are not whole 16-byte chunks
-  int max_m;          // the largest M it takes (0: any)
-  const char* what;   // what it is for, one line (`tmakit bench --help`, docs)
+  bool promotes;        // runs GemmAccumulation::promoted (every row runs fast)
+  bool splits_k;        // may split K (tiled: through the workspace; small-M: over a cluster)
+  bool plain_stores;    // stores D without TMA where its rows are not whole 16-byte chunks
+  int max_m;            // the largest M it takes (0: any)
+  const char* what;     // what it is for, one line (gemm_config_info, docs)
   const char* retired;  // why it is no longer built, else nullptr
 };
 
@@ -73,8 +73,7 @@ inline constexpr ConfigRow kConfigs[] = {
      "clusters of two 128 x 128 tiles sharing B",
      "clusters of 2 sharing B ran 0.85-0.97x m128n128's speed at every measured shape"},
     {"smallm", Family::small_m, 0, 64, 0, 0, 0, 0, 0, true, true, true, 128,
-     "M <= 128: 64 rows of B per CTA, A whole, K split over a cluster of 1, 2, 4 or 8",
-     nullptr},
+     "M <= 128: 64 rows of B per CTA, A whole, K split over a cluster of 1, 2, 4 or 8", nullptr},
     {"m128n144", Family::tiled, 128, 144, 6, 48, 1, 0, 0, true, true, true, 0,
      "128 x 144 tiles: where they take fewer rounds than 128 x 128 ones", nullptr},
     {"m64n64", Family::tiled, 64, 64, 12, 64, 1, 0, 0, true, true, true, 0,
@@ -88,17 +87,20 @@ inline constexpr ConfigRow kConfigs[] = {
     {"m128n80", Family::tiled, 128, 80, 7, 40, 2, 0, 0, true, true, true, 0,
      "128 x 80 tiles: where 128 x 128 tiles would leave SMs idle", nullptr},
     {"m128n256w", Family::waves_n, 128, 256, 4, 64, 2, 0, 0, true, false, false, 0,
-     "128 x 256 tiles, two 128-column waves per warpgroup; D's rows whole 16-byte chunks",
-     nullptr},
+     "128 x 256 tiles, two 128-column waves per warpgroup; D's rows whole 16-byte chunks", nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
               "a row for every configuration id");
 
-constexpr const ConfigRow& row(int id) { return kConfigs[id]; }
+constexpr const ConfigRow& row(int id) {
+  return kConfigs[id];
+}
 constexpr bool built(int id) {
   return id >= 0 && id < config::count && kConfigs[id].family != Family::retired;
 }
-constexpr bool small_m(int id) { return kConfigs[id].family == Family::small_m; }
+constexpr bool small_m(int id) {
+  return kConfigs[id].family == Family::small_m;
+}
 constexpr bool two_waves(int id) {
   return kConfigs[id].family == Family::waves_m || kConfigs[id].family == Family::waves_n;
 }
@@ -110,7 +112,8 @@ constexpr int config_id(std::string_view name) {
   }
   return -1;
 }
-static_assert(config_id("m128n80") == config::m128n80 && config_id("m128n256w") == config::m128n256w,
+static_assert(config_id("m128n80") == config::m128n80 &&
+                  config_id("m128n256w") == config::m128n256w,
               "the enumerators and the rows' names agree");
 
 }  // namespace tmakit::detail::gemm

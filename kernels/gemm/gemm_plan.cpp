@@ -14,7 +14,9 @@
 namespace tmakit::detail::gemm {
 namespace {
 
-std::string config_label(int id) { return std::string("configuration ") + row(id).name; }
+std::string config_label(int id) {
+  return std::string("configuration ") + row(id).name;
+}
 
 void check_operand_type(const char* arg, const ConstTensorRef& v) {
   if (v.type != DataType::uint8) {
@@ -29,10 +31,9 @@ void check_operand_type(const char* arg, const ConstTensorRef& v) {
 
 void check_config(const GemmTuning& tuning) {
   if (tuning.config < -1 || tuning.config >= config::count) {
-    throw ArgumentError("tuning.config", std::to_string(tuning.config) +
-                                             " is not a configuration; use -1 or 0.." +
-                                             std::to_string(config::count - 1) +
-                                             " (gemm_config_id(name))");
+    throw ArgumentError("tuning.config",
+                        std::to_string(tuning.config) + " is not a configuration; use -1 or 0.." +
+                            std::to_string(config::count - 1) + " (gemm_config_id(name))");
   }
   if (tuning.config >= 0 && !built(tuning.config)) {
     throw ArgumentError("tuning.config", config_label(tuning.config) + " (" +
@@ -66,10 +67,9 @@ void check_config_tuning(int id, const GemmProblem& q) {
   const GemmTuning& t = q.tuning;
   const std::int64_t k_blocks = static_cast<std::int64_t>((q.k + kKBlock - 1) / kKBlock);
   if (c.max_m != 0 && q.m > static_cast<std::uint64_t>(c.max_m)) {
-    throw ArgumentError("tuning.config", config_label(id) + " takes M <= " +
-                                             std::to_string(c.max_m) + "; M is " +
-                                             std::to_string(q.m) +
-                                             (id == config::smallm128 ? "; use smallm" : ""));
+    throw ArgumentError("tuning.config",
+                        config_label(id) + " takes M <= " + std::to_string(c.max_m) + "; M is " +
+                            std::to_string(q.m) + (id == config::smallm128 ? "; use smallm" : ""));
   }
   if (small_m(id)) {
     if (!c.splits_k && t.splits > 1) {
@@ -77,8 +77,7 @@ void check_config_tuning(int id, const GemmProblem& q) {
                                                " does not split K; use splits 0 or 1, or "
                                                "configuration smallm");
     }
-    if (t.splits > 0 &&
-        ((t.splits & (t.splits - 1)) != 0 || t.splits > 8 || t.splits > k_blocks)) {
+    if (t.splits > 0 && ((t.splits & (t.splits - 1)) != 0 || t.splits > 8 || t.splits > k_blocks)) {
       throw ArgumentError("tuning.splits", std::to_string(t.splits) + ": " + config_label(id) +
                                                " splits K over a cluster of 1, 2, 4 or 8 CTAs, "
                                                "at most " +
@@ -87,8 +86,7 @@ void check_config_tuning(int id, const GemmProblem& q) {
     return;
   }
   if (t.splits > 1 && !c.splits_k) {
-    throw ArgumentError("tuning.splits",
-                        config_label(id) + " does not split K; use splits 0 or 1");
+    throw ArgumentError("tuning.splits", config_label(id) + " does not split K; use splits 0 or 1");
   }
   if (!c.promotes && t.accumulation == GemmAccumulation::promoted) {
     throw ArgumentError("tuning.accumulation",
@@ -128,7 +126,9 @@ struct Facts {
                                      static_cast<std::uint64_t>(row(config::smallm).block_n));
   }
   // a last round of 128 x 128 tiles that keeps at most a quarter of the SMs busy, at long K
-  std::int64_t tail_tiles() const { return tiles(config::m128n128) - (rounds(config::m128n128) - 1) * sm; }
+  std::int64_t tail_tiles() const {
+    return tiles(config::m128n128) - (rounds(config::m128n128) - 1) * sm;
+  }
   bool split_tail() const {
     return !forced && q.tuning.splits == 0 && m > 256 && rounds(config::m128n128) >= 2 &&
            tail_tiles() * 4 <= sm && k >= 6144;
@@ -195,9 +195,8 @@ const ConfigRule kConfigRules[] = {
      [](const Facts& f, int chosen) {
        if (chosen != config::m64n128 || !f.fills(f.tiles(config::m64n128))) return false;
        const bool half_rounds = 64 * f.rounds(config::m128n128) <= 33 * f.rounds(config::m64n128);
-       return !f.one_round(config::m64n128) &&
-              (f.one_round(config::m128n128) || f.m > 224 ||
-               (f.m > 96 && f.m <= 128 && half_rounds));
+       return !f.one_round(config::m64n128) && (f.one_round(config::m128n128) || f.m > 224 ||
+                                                (f.m > 96 && f.m <= 128 && half_rounds));
      }},
     {{"C6",
       "64 < M <= 256 where 64 x 128 tiles fill under 3/4 of the SMs and 64 x 64 ones fit one "
@@ -220,8 +219,7 @@ const ConfigRule kConfigRules[] = {
      [](const Facts& f, int chosen) {
        const bool one_round = !f.fills(f.tiles(config::m128n128)) &&
                               f.fills(f.tiles(config::m128n80)) && f.one_round(config::m128n80);
-       const bool two_rounds =
-           f.rounds(config::m128n128) == 2 && f.rounds(config::m128n80) == 2;
+       const bool two_rounds = f.rounds(config::m128n128) == 2 && f.rounds(config::m128n80) == 2;
        return chosen == config::m128n128 && !f.split_tail() && f.rows_filled() &&
               (one_round || two_rounds);
      }},
@@ -249,8 +247,8 @@ const ConfigRule kConfigRules[] = {
       "The plan's rules"},
      config::m256n128,
      [](const Facts& f, int chosen) {
-       return f.promoted() && chosen == config::m128n128 && f.n % 8 == 0 &&
-              f.waves_rows_half() && f.twice_tiles_pay(config::m256n128, chosen);
+       return f.promoted() && chosen == config::m128n128 && f.n % 8 == 0 && f.waves_rows_half() &&
+              f.twice_tiles_pay(config::m256n128, chosen);
      }},
     {{"C12",
       "promotion at M <= 128 where 128 x 256 tiles pay, M fills 3/4 of their rows, N is a "
@@ -258,8 +256,8 @@ const ConfigRule kConfigRules[] = {
       "The plan's rules"},
      config::m128n256w,
      [](const Facts& f, int chosen) {
-       return f.promoted() && !small_m(chosen) && f.m <= 128 && f.rows_filled() &&
-              f.n % 8 == 0 && f.k_blocks >= 32 && f.twice_tiles_pay(config::m128n256w, chosen);
+       return f.promoted() && !small_m(chosen) && f.m <= 128 && f.rows_filled() && f.n % 8 == 0 &&
+              f.k_blocks >= 32 && f.twice_tiles_pay(config::m128n256w, chosen);
      }},
     {{"C13",
       "promotion above M = 256 where 256-row tiles would leave their last one half empty: "
@@ -468,8 +466,8 @@ GemmPlan plan_checked(const GemmProblem& q) {
     splits_id = "K4";
   } else if (plan.tiles * 2 <= q.sm_count) {
     // keep at least 4 k-blocks (512 of K) per split
-    std::int64_t splits = std::min<std::int64_t>(q.sm_count / plan.tiles,
-                                                 std::max<std::int64_t>(1, f.k_blocks / 4));
+    std::int64_t splits =
+        std::min<std::int64_t>(q.sm_count / plan.tiles, std::max<std::int64_t>(1, f.k_blocks / 4));
     plan.splits = static_cast<int>(std::max<std::int64_t>(std::min<std::int64_t>(splits, 32), 1));
     splits_id = plan.splits > 1 ? "K5" : "K6";
   }
@@ -510,7 +508,8 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   if (k % 16 != 0) {
     throw ArgumentError("a.cols", "K = " + std::to_string(k) +
                                       " is not a multiple of 16 (TMA's 16-byte rows); pad K "
-                                      "with zeros to " + std::to_string((k + 15) / 16 * 16));
+                                      "with zeros to " +
+                                      std::to_string((k + 15) / 16 * 16));
   }
   if (b.cols != a.cols) {
     throw ArgumentError("b.cols", std::to_string(b.cols) + " (K of B) differs from a.cols " +
@@ -525,13 +524,13 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
     throw ArgumentError("d.data", hex_address(d.data) + " is not 16-byte aligned");
   }
   if (d.type != DataType::bfloat16 && d.type != DataType::float16) {
-    throw ArgumentError("d.type", std::string(name(d.type)) + " is not supported; use "
-                                                              "BFLOAT16 or FLOAT16");
+    throw ArgumentError("d.type", std::string(name(d.type)) +
+                                      " is not supported; use "
+                                      "BFLOAT16 or FLOAT16");
   }
   if (d.rows != m || d.cols != n) {
     throw ArgumentError("d", "shape " + std::to_string(d.rows) + "x" + std::to_string(d.cols) +
-                                 " is not M x N = " + std::to_string(m) + "x" +
-                                 std::to_string(n));
+                                 " is not M x N = " + std::to_string(m) + "x" + std::to_string(n));
   }
   if (d.batch != 1) throw ArgumentError("d.batch", "must be 1: one matrix");
   if (d.row_stride_bytes != 0 && (d.row_stride_bytes < n * 2 || d.row_stride_bytes % 2 != 0)) {
@@ -563,9 +562,13 @@ const char* gemm_config_name(int config) {
   return detail::gemm::row(config).name;
 }
 
-int gemm_config_id(const std::string& name) { return detail::gemm::config_id(name); }
+int gemm_config_id(const std::string& name) {
+  return detail::gemm::config_id(name);
+}
 
-bool gemm_config_built(int config) { return detail::gemm::built(config); }
+bool gemm_config_built(int config) {
+  return detail::gemm::built(config);
+}
 
 GemmConfigInfo gemm_config_info(int config) {
   GemmConfigInfo info;

@@ -22,7 +22,11 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   const GemmKernelScale scale = gemm::check_arguments(a, b, d, scales, tuning);
   int device = 0;
   TMAKIT_CUDA_CHECK(cudaGetDevice(&device));
-  GemmCall call{a, b, d, scale, stream,
+  GemmCall call{a,
+                b,
+                d,
+                scale,
+                stream,
                 GemmCallKey{a.data, b.data, d.data, a.rows, b.rows, a.cols, a.row_pitch(),
                             b.row_pitch(), d.row_pitch(), d.type, tuning.config, tuning.splits,
                             device, tuning.accumulation, tuning.overlap_launch},

@@ -37,7 +37,8 @@ void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool ove
                    bool promote) {
   constexpr ConfigRow c = row(Id);
   if constexpr (c.family == Family::tiled) {
-    static_assert(TiledConfig<Id>::kBlockM == c.block_m && TiledConfig<Id>::kPromotes == c.promotes &&
+    static_assert(TiledConfig<Id>::kBlockM == c.block_m &&
+                      TiledConfig<Id>::kPromotes == c.promotes &&
                       TiledConfig<Id>::kSplitsK == c.splits_k && c.plain_stores,
                   "the table's row agrees with the kernel it instantiates");
     if constexpr (c.rounds_stages != 0) {
@@ -60,11 +61,9 @@ using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool);
 // (the small-M kernel's, the retired one).
 template <class T, std::size_t... Id>
 constexpr std::array<LaunchFn, sizeof...(Id)> launch_table(std::index_sequence<Id...>) {
-  return {(row(Id).family == Family::tiled || two_waves(Id) ? &launch_config<Id, T>
-                                                              : nullptr)...};
+  return {(row(Id).family == Family::tiled || two_waves(Id) ? &launch_config<Id, T> : nullptr)...};
 }
-constexpr auto kLaunchBf16 =
-    launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
+constexpr auto kLaunchBf16 = launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
 constexpr auto kLaunchFp16 = launch_table<__half>(std::make_index_sequence<config::count>{});
 
 // The plan's view of the k-blocks is the kernels'.
@@ -74,21 +73,20 @@ Params make_params(const GemmCall& call) {
   const ConfigRow& c = row(call.plan.config);
   const GemmPlan& plan = call.plan;
   Params q{};
-  q.a_map = cached_tensor_map(view_spec(
-      call.a, DataType::uint8,
-      {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(c.block_m), 1},
-      Swizzle::bytes128));
-  q.b_map = cached_tensor_map(view_spec(
-      call.b, DataType::uint8,
-      {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(c.block_n), 1},
-      Swizzle::bytes128));
+  q.a_map = cached_tensor_map(
+      view_spec(call.a, DataType::uint8,
+                {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(c.block_m), 1},
+                Swizzle::bytes128));
+  q.b_map = cached_tensor_map(
+      view_spec(call.b, DataType::uint8,
+                {static_cast<std::uint32_t>(kBlockK), static_cast<std::uint32_t>(c.block_n), 1},
+                Swizzle::bytes128));
   q.d = call.d.data;
   q.d_row_elems = call.d.row_pitch() / 2;
   q.d_tma_store = plan.d_tma_store ? 1 : 0;
   if (plan.d_tma_store) {
     q.d_map = cached_tensor_map(view_spec(
-        call.d, call.d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1},
-        Swizzle::bytes128));
+        call.d, call.d.type, {static_cast<std::uint32_t>(c.d_box_cols), 64, 1}, Swizzle::bytes128));
   }
   q.m = static_cast<std::int32_t>(call.a.rows);
   q.n = static_cast<std::int32_t>(call.b.rows);
@@ -117,8 +115,8 @@ void launch_tiled(const GemmCall& call) {
     p.workspace = w.partials;
     p.counters = w.counters;
   }
-  const LaunchFn fn = call.d.type == DataType::bfloat16 ? kLaunchBf16[plan.config]
-                                                        : kLaunchFp16[plan.config];
+  const LaunchFn fn =
+      call.d.type == DataType::bfloat16 ? kLaunchBf16[plan.config] : kLaunchFp16[plan.config];
   fn(p, plan.grid, call.stream, call.key.overlap,
      call.key.accumulation == GemmAccumulation::promoted);
 }

@@ -21,7 +21,7 @@
 namespace tmakit {
 
 inline constexpr int kWgmmaKBlockBytes = 128;  // a k-block: one 128B swizzle span of e4m3
-inline constexpr int kWgmmaKBytes = 32;         // K per wgmma of e4m3
+inline constexpr int kWgmmaKBytes = 32;        // K per wgmma of e4m3
 
 // ---- the warpgroup's registers and the grid's order ------------------------------------
 
@@ -38,13 +38,19 @@ __device__ __forceinline__ void warpgroup_claim_registers() {
 // A dependent launch's start: wait until the kernel before it in the stream is complete and
 // its writes are visible (griddepcontrol.wait), and let the next kernel start setting up
 // (griddepcontrol.launch_dependents).
-__device__ __forceinline__ void wait_for_previous_kernel() { ptx::griddepcontrol_wait(); }
-__device__ __forceinline__ void allow_next_kernel() { ptx::griddepcontrol_launch_dependents(); }
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  ptx::griddepcontrol_wait();
+}
+__device__ __forceinline__ void allow_next_kernel() {
+  ptx::griddepcontrol_launch_dependents();
+}
 
 // ---- operands -------------------------------------------------------------------------
 
 // The shared-memory address of `p` (a pointer into shared memory), as the descriptors take it.
-__device__ __forceinline__ std::uint32_t smem_address(const void* p) { return ptx::smem_u32(p); }
+__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
+  return ptx::smem_u32(p);
+}
 
 // The descriptor of a K-major, 128B-swizzled operand at shared-memory address `smem_addr`: a
 // box start, or whole 8-row groups (1024 bytes) into one. Debug mode traps when it is not on
@@ -87,12 +93,16 @@ __device__ __forceinline__ void wgmma_k_block_e4m3(float (&acc)[N / 2], std::uin
 // reads them (fence), accumulators the compiler must not touch while wgmmas own them
 // (fence_registers), a group of issued wgmmas (commit), and waiting until at most
 // `Pending` groups are in flight (wait).
-__device__ __forceinline__ void wgmma_fence() { ptx::wgmma_fence_sync_aligned(); }
+__device__ __forceinline__ void wgmma_fence() {
+  ptx::wgmma_fence_sync_aligned();
+}
 template <int R>
 __device__ __forceinline__ void wgmma_fence_registers(float (&acc)[R]) {
   ptx::wgmma_fence_operands(acc);
 }
-__device__ __forceinline__ void wgmma_commit() { ptx::wgmma_commit_group_sync_aligned(); }
+__device__ __forceinline__ void wgmma_commit() {
+  ptx::wgmma_commit_group_sync_aligned();
+}
 template <int Pending>
 __device__ __forceinline__ void wgmma_wait() {
   ptx::wgmma_wait_group_sync_aligned<Pending>();
@@ -138,9 +148,8 @@ __device__ __forceinline__ std::uint32_t round_pair<__half>(float lo, float hi) 
 // the boxes.
 template <class DTile, class T, int Cols, int R>
 __device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R], float scale,
-                                                  typename DTile::Buffer* boxes,
-                                                  int run, std::uint32_t warp,
-                                                  std::uint32_t lane) {
+                                                  typename DTile::Buffer* boxes, int run,
+                                                  std::uint32_t warp, std::uint32_t lane) {
   static_assert(sizeof(T) == 2 && DTile::elem_bytes == 2 && Cols % 16 == 0,
                 "pairs of 8-column groups of 2-byte elements");
   constexpr std::uint32_t kBoxCols = DTile::box[0];
