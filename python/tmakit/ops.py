@@ -16,7 +16,7 @@ alignments) raise ValueError naming the argument and the fix. The launchers chec
 (their ArgumentError arrives as ValueError).
 
 NOTE: in eager mode the functions call the launcher directly rather than through the
-dispatcher, which would add several microseconds of host time per call; under torch.compile,
+dispatcher (the two cost about the same host time: see the registration below); under torch.compile,
 a dispatch mode (FakeTensorMode, make_fx) or with tensor subclasses they go through
 torch.ops.tmakit.*, so tracing sees the op.
 """
@@ -341,65 +341,48 @@ def _launch_add(x, value, int_value, out):
 # --- torch.library registration -------------------------------------------------------------
 
 
-@torch.library.custom_op("tmakit::gemm_fp8_out", mutates_args=("out",), device_types="cuda")
-def _gemm_fp8_out(a: torch.Tensor, b: torch.Tensor, scale_a: float, scale_b: float,
-                  alpha: float, scale_a_tensor: Optional[torch.Tensor],
-                  scale_b_tensor: Optional[torch.Tensor], accumulate: str,
-                  out: torch.Tensor) -> None:
-    _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out)
+# NOTE: registered with torch.library.Library (the schema, a CUDA kernel and a fake one), not
+# torch.library.custom_op, whose Python wrappers around the kernel (autograd and in-place
+# bookkeeping) made a call through torch.ops.tmakit.* cost about twice the eager call's host
+# time; so registered, a call through the dispatcher (what a compiled graph makes) costs what
+# the eager call does, within a microsecond (README, python -m tmakit.bench's host-time
+# tables). The ops have no autograd formula: the tensors they write carry no gradient.
+_LIB = torch.library.Library("tmakit", "DEF")
 
 
-@_gemm_fp8_out.register_fake
-def _(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out):
+def _register(schema: str, kernel, fake) -> None:
+    name = schema.split("(", 1)[0]
+    _LIB.define(schema)
+    _LIB.impl(name, kernel, "CUDA")
+    torch.library.register_fake("tmakit::" + name, fake, lib=_LIB)
+
+
+def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
+                   out):
     # a traced call: the launcher's rules but those of the addresses, before any memory exists
     if a.numel() and b.numel():
         _tmakit.gemm_fp8_check(
             *_gemm_args(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor,
                         accumulate, out),
             scale_a_tensor is not None, scale_b_tensor is not None, _ACCUMULATION[accumulate])
+
+
+def _nothing(*args) -> None:
     return None
 
 
-@torch.library.custom_op("tmakit::transpose_out", mutates_args=("out",), device_types="cuda")
-def _transpose_out(x: torch.Tensor, out: torch.Tensor) -> None:
-    _launch_transpose(x, out)
-
-
-@_transpose_out.register_fake
-def _(x, out):
-    return None
-
-
-@torch.library.custom_op("tmakit::stencil3x3_out", mutates_args=("out",), device_types="cuda")
-def _stencil3x3_out(x: torch.Tensor, taps: Sequence[float], out: torch.Tensor) -> None:
-    _launch_stencil(x, taps, out)
-
-
-@_stencil3x3_out.register_fake
-def _(x, taps, out):
-    return None
-
-
+_register("gemm_fp8_out(Tensor a, Tensor b, float scale_a, float scale_b, float alpha, "
+          "Tensor? scale_a_tensor, Tensor? scale_b_tensor, str accumulate, Tensor(a!) out) -> ()",
+          _launch_gemm, _gemm_fp8_fake)
+_register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _launch_transpose, _nothing)
+_register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _launch_stencil,
+          _nothing)
 # NOTE: add's constant travels as a float for floating-point x and as an int (int64, exact)
 # for integer x; the other is 0.
-@torch.library.custom_op("tmakit::add_out", mutates_args=("out",), device_types="cuda")
-def _add_out(x: torch.Tensor, value: float, int_value: int, out: torch.Tensor) -> None:
-    _launch_add(x, value, int_value, out)
-
-
-@_add_out.register_fake
-def _(x, value, int_value, out):
-    return None
-
-
-@torch.library.custom_op("tmakit::add_", mutates_args=("x",), device_types="cuda")
-def _add_inplace(x: torch.Tensor, value: float, int_value: int) -> None:
-    _launch_add(x, value, int_value, x)
-
-
-@_add_inplace.register_fake
-def _(x, value, int_value):
-    return None
+_register("add_out(Tensor x, float value, int int_value, Tensor(a!) out) -> ()", _launch_add,
+          _nothing)
+_register("add_(Tensor(a!) x, float value, int int_value) -> ()",
+          lambda x, value, int_value: _launch_add(x, value, int_value, x), _nothing)
 
 
 # --- the public functions -------------------------------------------------------------------
