@@ -5,6 +5,7 @@
 #include "gemm_plan.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -315,12 +316,6 @@ std::vector<PlanRule> all_rules() {
   return r;
 }
 
-const PlanRule& splits_rule(const char* id) {
-  for (const PlanRule& r : kSplitsRules) {
-    if (std::string(r.id) == id) return r;
-  }
-  return kSplitsRules[0];
-}
 
 }  // namespace
 
@@ -425,7 +420,7 @@ GemmPlan plan_checked(const GemmProblem& q) {
   // (a chosen configuration's own limits: the rules above keep to them)
   check_config_tuning(plan.config, q);
   const ConfigRow& c = row(plan.config);
-  const bool fell_back = std::string(plan.config_rule) == "C15";
+  const bool fell_back = std::strcmp(plan.config_rule, "C15") == 0;
   plan.d_tma_store = d_whole_chunks(q);
 
   // the splits of K
@@ -451,7 +446,7 @@ GemmPlan plan_checked(const GemmProblem& q) {
           small_m_prefetch(q.m, static_cast<std::uint64_t>(f.k_blocks) / plan.splits, plan.splits,
                            c.block_n, q.dram_bytes_per_second);
     }
-    plan.splits_rule = splits_rule(splits_id).id;
+    plan.splits_rule = splits_id;
     return plan;
   }
   plan.tiles = f.tiles(plan.config);
@@ -472,7 +467,7 @@ GemmPlan plan_checked(const GemmProblem& q) {
     splits_id = plan.splits > 1 ? "K5" : "K6";
   }
   if (plan.splits > 1 && plan.split_tiles == 0) plan.split_tiles = plan.tiles;
-  plan.splits_rule = splits_rule(splits_id).id;
+  plan.splits_rule = splits_id;
   // the grid: a unit is one whole tile or one split of K of a split tile; a persistent grid
   // of at most one CTA per SM
   const std::int64_t units = plan_units(plan);

@@ -200,6 +200,24 @@ def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
     return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
 
 
+def _host_us_per_call(variants: dict, calls: int) -> dict:
+    """Host microseconds per call of each variant: 5 interleaved rounds of a burst of `calls`
+    calls (after 50 to warm up); the median round per variant."""
+    rounds = {name: [] for name in variants}
+    for _ in range(5):  # interleaved rounds; the median round per variant
+        for name, call in variants.items():
+            for _ in range(50):
+                call()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(calls):
+                call()
+            elapsed = time.perf_counter() - start
+            torch.cuda.synchronize()
+            rounds[name].append(elapsed / calls * 1e6)
+    return {name: statistics.median(values) for name, values in rounds.items()}
+
+
 def host_overhead(calls: int = 2000) -> dict:
     """Host microseconds per call on a tiny GEMM (16 x 64 x 128): the GPU finishes each call
     before the host has issued the next, so the wall time of a burst is host time."""
@@ -222,19 +240,7 @@ def host_overhead(calls: int = 2000) -> dict:
         "torch._scaled_mm": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
                                                      out_dtype=torch.bfloat16),
     }
-    rounds = {name: [] for name in variants}
-    for _ in range(5):  # interleaved rounds; the median round per variant
-        for name, call in variants.items():
-            for _ in range(50):
-                call()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(calls):
-                call()
-            elapsed = time.perf_counter() - start
-            torch.cuda.synchronize()
-            rounds[name].append(elapsed / calls * 1e6)
-    return {name: statistics.median(values) for name, values in rounds.items()}
+    return _host_us_per_call(variants, calls)
 
 
 def host_overhead_memory_bound(calls: int = 2000) -> dict:
@@ -258,19 +264,7 @@ def host_overhead_memory_bound(calls: int = 2000) -> dict:
         "torch.ops.tmakit.add_out": lambda: torch.ops.tmakit.add_out(x, 1.5, 0, y),
         "torch.add": lambda: torch.add(x, 1.5, out=y),
     }
-    rounds = {name: [] for name in variants}
-    for _ in range(5):  # interleaved rounds; the median round per variant
-        for name, call in variants.items():
-            for _ in range(50):
-                call()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(calls):
-                call()
-            elapsed = time.perf_counter() - start
-            torch.cuda.synchronize()
-            rounds[name].append(elapsed / calls * 1e6)
-    return {name: statistics.median(values) for name, values in rounds.items()}
+    return _host_us_per_call(variants, calls)
 
 
 def _svg(results: List[Result], path: str) -> None:

@@ -163,16 +163,25 @@ def _convert(value: Any, path: str, depth: int, budget: _Budget, active: set) ->
                     f"a str, a list or a dict")
 
 
+def _lone_surrogate(text: str) -> Optional[int]:
+    """Where the first lone surrogate of `text` is (no UTF-8 text holds one), else None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
 def _convert_str(text: str, path: str, budget: _Budget) -> str:
     # Its length bounds its JSON text from below: checked before that text is made.
     budget.charge(len(text) + 2, path)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ValueError(f"{path}: the string holds a lone surrogate "
-                             f"U+{ord(text[error.start]):04X} at character {error.start}, "
-                             f"which is not text UTF-8 can carry") from None
+    where = _lone_surrogate(text)
+    if where is not None:
+        raise ValueError(f"{path}: the string holds a lone surrogate "
+                         f"U+{ord(text[where]):04X} at character {where}, "
+                         f"which is not text UTF-8 can carry")
     budget.charge(len(json.dumps(text)) - len(text) - 2, path)  # escapes
     return text
 
@@ -293,13 +302,11 @@ def _checked_line(line: str) -> str:
     if len(line) > _MAX_LINE_BYTES or (not line.isascii() and _line_bytes(line) > _MAX_LINE_BYTES):
         raise _UnreadableLine(f"the line is {_line_bytes(line)} bytes, more than the "
                               f"{_MAX_LINE_BYTES} a spec line may have")
-    if not line.isascii():
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise _UnreadableLine(f"character {error.start} of the line is a lone surrogate "
-                                  f"U+{ord(line[error.start]):04X}, which is not text UTF-8 "
-                                  f"can carry") from None
+    where = _lone_surrogate(line)
+    if where is not None:
+        raise _UnreadableLine(f"character {where} of the line is a lone surrogate "
+                              f"U+{ord(line[where]):04X}, which is not text UTF-8 "
+                              f"can carry")
     return line
 
 

@@ -69,7 +69,7 @@ void check_span(const char* name, const BasicTensorRef<P>& v) {
   if (v.row_pitch() >= (1ull << 40)) {
     throw ArgumentError(n + ".row_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
   }
-  using Wide = unsigned __int128;
+  __extension__ typedef unsigned __int128 Wide;  // (a GCC/Clang extension: -Wpedantic)
   const Wide image_bytes = v.image_stride_bytes != 0
                                ? static_cast<Wide>(v.image_stride_bytes)
                                : static_cast<Wide>(v.rows) * v.row_pitch();
