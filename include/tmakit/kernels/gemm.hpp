@@ -25,12 +25,42 @@ namespace tmakit {
 // then. The product alpha * scale_a * scale_b is formed in double, in that order, and
 // rounded once to float, as for host values; a device value is not checked (not finite, or
 // a product out of float's range, gives a D that is not finite or 0).
+//
+// Row-wise and 128-block scales (GemmScales::recipe; kernels/gemm/README.md, "Scale recipes")
+// are float32 arrays in device memory, read by the kernel in the same way (after the work
+// before it, each graph replay the values current then): scale_a_device and scale_b_device
+// point to them, their strides in elements are scale_a_strides and scale_b_strides, and
+// scale_a and scale_b stay 1.
+//   row:   scale_a[m] per row of A (M floats: torch._scaled_mm's scale_a (M, 1)) and
+//          scale_b[n] per row of B (N floats: scale_b (1, N)); D[m][n] is the fp32 sum times
+//          (alpha * scale_a[m]) * scale_b[n], each product rounded to float.
+//   block: scale_a[m][kb] per 1 x 128 of A along K (M x ceil(K / 128)) and scale_b[nb][kb]
+//          per 128 x 128 block of B (ceil(N / 128) x ceil(K / 128)), DeepSeek-V3's recipe:
+//          each 128-deep partial sum of the tensor cores (k-block kb, the last one K's
+//          remainder) is multiplied by scale_a[m][kb] * scale_b[n / 128][kb] and added into
+//          the fp32 sums (one fused multiply-add), which alpha scales at the end.
+//          GemmAccumulation::promoted only: the scales are applied at each promotion.
+enum class GemmScaleRecipe { tensor, row, block };
+
+// A scale array's strides in elements: `mn` from one row of A (or B, or 128 rows of B for
+// block scales) to the next, `k` from one k-block of 128 to the next (block scales only). -1
+// in both: the layout torch._scaled_mm takes: row scale_a (M, 1) and scale_b (1, N)
+// contiguous (mn = 1); block scale_a M-major (mn = 1, k = M) and scale_b row-major
+// (mn = ceil(K / 128), k = 1). Any other strides >= 0 are taken as given (0 repeats a value).
+struct GemmScaleStrides {
+  std::int64_t mn = -1;
+  std::int64_t k = -1;
+};
+
 struct GemmScales {
   float alpha = 1.0f;
   float scale_a = 1.0f;
   float scale_b = 1.0f;
   const float* scale_a_device = nullptr;
   const float* scale_b_device = nullptr;
+  GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
+  GemmScaleStrides scale_a_strides{};
+  GemmScaleStrides scale_b_strides{};
 };
 
 // How the fp32 sums are formed. The tensor cores' fp8 accumulation keeps fewer bits than
@@ -111,6 +141,9 @@ struct GemmProblem {
   // kernel's L2 prefetch
   double dram_bytes_per_second = 0;
   GemmTuning tuning{};
+  // how the scales apply: 128-block scales take the configurations that promote every 128
+  // of K and whose tiles of B lie within one 128-row block (m64n64, m64n128, m128n128)
+  GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
 };
 
 // What the launcher runs for a problem.
