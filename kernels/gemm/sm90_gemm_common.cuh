@@ -10,9 +10,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "gemm_launch.hpp"
+#include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/device/sm90_wgmma.hpp"
@@ -47,47 +47,24 @@ __device__ __forceinline__ float kernel_scale(const GemmKernelScale& s) {
 }
 
 // Row-wise scales on a warpgroup's 64 x Cols fragment of sums (wgmma's layout: register
-// 4j + 2h + e of lane l in warp w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e, of the
-// tile at row0, col0): each sum times (alpha * scale_a[row]) * scale_b[col], products
-// rounded to float. Rows past M and columns past N read no scale (their sums are not stored).
-// Call it after griddepcontrol.wait; the arrays are read through the L2, as kernel_scale's.
+// 4j + 2h + e of lane l in warp w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e): each sum
+// times (alpha * rows[row]) * cols[col], products rounded to float. `rows` and `cols`: the
+// fragment's scale_a and scale_b in shared memory (RowScaleSlots, from its first row and
+// column; 0 past M and N, whose sums are not stored).
 template <int R>
-__device__ __forceinline__ void apply_row_scales(float (&acc)[R], const GemmKernelScale& s,
-                                                 float alpha, std::int32_t row0,
-                                                 std::int32_t col0, std::int32_t m,
-                                                 std::int32_t n, std::uint32_t warp,
-                                                 std::uint32_t lane) {
+__device__ __forceinline__ void apply_row_scales(float (&acc)[R], const float* rows,
+                                                 const float* cols, float alpha,
+                                                 std::uint32_t warp, std::uint32_t lane) {
   static_assert(R % 4 == 0, "whole 8-column groups");
-  float row_scale[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const std::int32_t r = row0 + static_cast<std::int32_t>(16 * warp + lane / 4) + 8 * h;
-    row_scale[h] = r < m ? alpha * __ldcg(s.a + r * s.a_mn) : 0.0f;
-  }
+  const float row_scale[2] = {alpha * rows[16 * warp + lane / 4],
+                              alpha * rows[16 * warp + lane / 4 + 8]};
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const std::int32_t c = col0 + 8 * j + static_cast<std::int32_t>(2 * (lane % 4)) + e;
-      const float col_scale = c < n ? __ldcg(s.b + c * s.b_mn) : 0.0f;
-      acc[4 * j + e] *= row_scale[0] * col_scale;
-      acc[4 * j + 2 + e] *= row_scale[1] * col_scale;
-    }
-  }
-}
-
-// 128-block scales of one k-block for a thread's two rows of a 64-row fragment (rows
-// row0 + 16w + l/4 and 8 below it) in columns of B's 128-row block `nb`: scale_a[row][kb] *
-// scale_b[nb][kb], rounded to float; 0 for rows past M (their sums are not stored).
-__device__ __forceinline__ void load_block_scales(float (&out)[2], const GemmKernelScale& s,
-                                                  std::int32_t row0, std::int32_t nb,
-                                                  std::int32_t kb, std::int32_t m,
-                                                  std::uint32_t warp, std::uint32_t lane) {
-  const float b = __ldcg(s.b + nb * s.b_mn + kb * s.b_k);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const std::int32_t r = row0 + static_cast<std::int32_t>(16 * warp + lane / 4) + 8 * h;
-    out[h] = r < m ? __ldcg(s.a + r * s.a_mn + kb * s.a_k) * b : 0.0f;
+    const float2 c = *reinterpret_cast<const float2*>(&cols[8 * j + 2 * (lane % 4)]);
+    acc[4 * j] *= row_scale[0] * c.x;
+    acc[4 * j + 1] *= row_scale[0] * c.y;
+    acc[4 * j + 2] *= row_scale[1] * c.x;
+    acc[4 * j + 3] *= row_scale[1] * c.y;
   }
 }
 
@@ -96,47 +73,41 @@ using tmakit::round_pair;
 using tmakit::round_to;
 
 // A consumer warpgroup's walk over `count` (>= 1) k-blocks of the ring, from `st`:
-// issue(part, slot, state) waits for the stage and commits its wgmmas into `part` (a fresh
-// partial product); retire(part, slot, state) runs once they are done (free the stage, add
-// the partial into the fp32 sums). Two partials alternate by name, so both stay in
-// registers, and k-block k + 1's wgmmas run while k-block k's partial is added
-// (wgmma.wait_group 1). `slot` (std::integral_constant 0 or 1: part0 or part1) lets the
-// caller keep registers beside each partial (128-block scales loaded at issue, used at
-// retire).
+// issue(part, state) waits for the stage and commits its wgmmas into `part` (a fresh partial
+// product); retire(part, state) runs once they are done (free the stage, add the partial
+// into the fp32 sums). Two partials alternate by name, so both stay in registers, and
+// k-block k + 1's wgmmas run while k-block k's partial is added (wgmma.wait_group 1).
 // NOTE: retiring k first whenever k + 1's data was not there yet (mbarrier.test_wait), to
 // hand its stage back sooner, measured slower (M = 16-64 and 4096^3, one run on H200).
 template <class State, int N, class Issue, class Retire>
 __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st, float (&part0)[N],
                                                    float (&part1)[N], Issue&& issue,
                                                    Retire&& retire) {
-  using Slot0 = std::integral_constant<int, 0>;
-  using Slot1 = std::integral_constant<int, 1>;
   // k-block j + 1 into `next` while `last` (k-block j, at `prev`) is retired
-  auto step = [&](float(&next)[N], auto next_slot, float(&last)[N], auto last_slot,
-                  State& prev) {
+  auto step = [&](float(&next)[N], float(&last)[N], State& prev) {
     const State cur = st;
-    issue(next, next_slot, st);
+    issue(next, st);
     st.advance();
     wgmma_wait<1>();
-    retire(last, last_slot, prev);
+    retire(last, prev);
     prev = cur;
   };
   State prev = st;
-  issue(part0, Slot0{}, st);
+  issue(part0, st);
   st.advance();
   for (std::int32_t j = 1;; j += 2) {
     if (j >= count) {
       wgmma_wait<0>();
-      retire(part0, Slot0{}, prev);
+      retire(part0, prev);
       return;
     }
-    step(part1, Slot1{}, part0, Slot0{}, prev);
+    step(part1, part0, prev);
     if (j + 1 >= count) {
       wgmma_wait<0>();
-      retire(part1, Slot1{}, prev);
+      retire(part1, prev);
       return;
     }
-    step(part0, Slot0{}, part1, Slot1{}, prev);
+    step(part0, part1, prev);
   }
 }
 
@@ -245,6 +216,71 @@ __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pi
       st.advance();
     }
   }
+}
+
+// Row-wise scales (GemmScaleRecipe::row) of one tile in shared memory: scale_a of its BlockM
+// rows and scale_b of its BlockN columns, 0 past M and N. The producer warpgroup's second warp
+// fills them for each unit (load_row_scales) while the consumers run its k-blocks; the
+// consumers read them in the epilogue. Handed over to each consumer warpgroup g through two
+// named barriers of the scale warp and its 128 threads: `first + 2g` (full: the scale warp
+// arrives once a unit's copies landed, the warpgroup syncs) and `first + 2g + 1` (empty: the
+// warpgroup arrives once done with them, the scale warp syncs before the next unit's).
+// NOTE: one buffer: a unit's scales are written once the consumers are done with the previous
+// unit's, long before its epilogue. Read from global memory in the epilogue instead, the L2's
+// latency stalled every tile (kernels/gemm/README.md, "Scale recipes"). Named barriers, not
+// mbarriers: a consumer then needs no phase of its own (a register m128n144 does not have);
+// one pair per warpgroup, so that the warpgroups' epilogues stay apart as they were.
+template <int BlockM, int BlockN>
+struct RowScaleSlots {
+  alignas(16) float a[BlockM];
+  alignas(16) float b[BlockN];
+};
+template <int Groups>
+struct RowScaleBarriers {
+  std::uint32_t first;  // named barrier ids first .. first + 2 Groups - 1
+  static constexpr std::uint32_t kThreads = 32 + 128;
+  // Consumer warpgroup g: wait for the unit's scales; done with them.
+  __device__ void wait(std::uint32_t g) const { named_barrier_sync(first + 2 * g, kThreads); }
+  __device__ void release(std::uint32_t g) const {
+    named_barrier_arrive(first + 2 * g + 1, kThreads);
+  }
+};
+
+// The scale warp of a tiled or two-wave kernel (GemmScaleRecipe::row): for every unit of this
+// CTA, in the consumers' order, once every warpgroup released the previous unit's, cp.async of
+// the tile's scale_a rows and scale_b columns (zeros past M and N); it waits for them to land
+// and hands them to each warpgroup. Issued after griddepcontrol.wait (the kernel before may
+// write the scales).
+template <int BlockM, int BlockN, int Groups>
+__device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<BlockM, BlockN>& slots,
+                                                const RowScaleBarriers<Groups>& bars,
+                                                std::uint32_t lane) {
+  const auto released = [&] {
+#pragma unroll
+    for (std::uint32_t g = 0; g < Groups; ++g) {
+      named_barrier_sync(bars.first + 2 * g + 1, bars.kThreads);
+    }
+  };
+  for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+    const Unit w = decode_unit(p, u);
+    if (u != blockIdx.x) released();
+    for (int r = static_cast<int>(lane); r < BlockM; r += 32) {
+      const std::int32_t row = w.tm * BlockM + r;
+      const bool in = row < p.m;
+      copy_4_bytes_async(&slots.a[r], p.scale.a + (in ? row * p.scale.a_mn : 0), in);
+    }
+    for (int c = static_cast<int>(lane); c < BlockN; c += 32) {
+      const std::int32_t col = w.tn * BlockN + c;
+      const bool in = col < p.n;
+      copy_4_bytes_async(&slots.b[c], p.scale.b + (in ? col * p.scale.b_mn : 0), in);
+    }
+    commit_async_copies();
+    wait_async_copies<0>();
+#pragma unroll
+    for (std::uint32_t g = 0; g < Groups; ++g) named_barrier_arrive(bars.first + 2 * g, bars.kThreads);
+  }
+  // every warpgroup's release of the last unit (every arrival on a named barrier is matched)
+  if (blockIdx.x < p.units) released();
 }
 
 // The two-wave kernel's launch (sm90_gemm_fp8_waves.cu, instantiated there for the two

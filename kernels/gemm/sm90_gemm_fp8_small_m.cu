@@ -105,20 +105,45 @@ __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::u
   *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = round_to<T>(v);
 }
 
-// The factor register i of thread tid is scaled by before it is staged: the call's `scale`,
-// or with row-wise scales (GemmScaleRecipe::row) (alpha * scale_a[m]) * scale_b[n] for its
-// element (m, n) (stage_element's), 0 past M or N (not stored). Read through the L2 after
-// griddepcontrol.wait, as kernel_scale's.
+// The factors the thread's registers are scaled by before they are staged: the call's
+// `scale`, or with row-wise scales (GemmScaleRecipe::row) (alpha * scale_a[m]) * scale_b[n]
+// for register i's element (m, n) (stage_element's), 0 past M or N (not stored). Every load
+// is issued before any factor is used (read through the L2 after griddepcontrol.wait, as
+// kernel_scale's).
 template <class C>
-__device__ __forceinline__ float element_scale(const Params& p, float scale, int i,
-                                               std::uint32_t tid, std::int32_t n0) {
-  if (p.scale.recipe != GemmScaleRecipe::row) return scale;
+__device__ __forceinline__ void element_factors(const Params& p, float scale, std::uint32_t tid,
+                                                std::int32_t n0, float (&f)[C::kAccum]) {
+  if (p.scale.recipe != GemmScaleRecipe::row) {
+#pragma unroll
+    for (int i = 0; i < C::kAccum; ++i) f[i] = scale;
+    return;
+  }
   const auto warp = static_cast<std::int32_t>(tid / 32), lane = static_cast<std::int32_t>(tid % 32);
-  const int w = i / C::kWaveAccum, r = i % C::kWaveAccum;
-  const std::int32_t n = n0 + kWaveRows * w + 16 * warp + lane / 4 + 8 * ((r / 2) % 2);
-  const std::int32_t m = 8 * (r / 4) + 2 * (lane % 4) + r % 2;
-  if (m >= p.m || n >= p.n) return 0.0f;
-  return scale * __ldcg(p.scale.a + m * p.scale.a_mn) * __ldcg(p.scale.b + n * p.scale.b_mn);
+  // the thread's distinct rows of A (m = 8 q + 2 (lane % 4) + e, q < MP / 8) and of B (n of
+  // wave w, half h): MP / 4 + 2 waves loads, not two per register
+  constexpr int kQ = C::kWaveAccum / 4;
+  float sa[kQ][2], sb[C::kWaves][2];
+#pragma unroll
+  for (int q = 0; q < kQ; ++q) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const std::int32_t m = 8 * q + 2 * (lane % 4) + e;
+      sa[q][e] = m < p.m ? scale * __ldcg(p.scale.a + m * p.scale.a_mn) : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < C::kWaves; ++w) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const std::int32_t n = n0 + kWaveRows * w + 16 * warp + lane / 4 + 8 * h;
+      sb[w][h] = n < p.n ? __ldcg(p.scale.b + n * p.scale.b_mn) : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < C::kAccum; ++i) {
+    const int w = i / C::kWaveAccum, r = i % C::kWaveAccum;
+    f[i] = sa[r / 4][r % 2] * sb[w][(r / 2) % 2];
+  }
 }
 
 // Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
@@ -266,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       wgmma_commit();
     };
-    auto retire = [&](float (&part)[C::kAccum], auto /*slot*/, const State& done) {
+    auto retire = [&](float (&part)[C::kAccum], const State& done) {
       if (warp_leader) pipe.consumer_release(done);
       wgmma_fence_registers(part);
 #pragma unroll
@@ -277,9 +302,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       float part1[C::kAccum];
       gemm_common::pipelined_k_blocks(
           kb_end - kb_begin, st, part0, part1,
-          [&](float(&part)[C::kAccum], auto /*slot*/, const State& at) {
-            issue(part, at, std::true_type{});
-          },
+          [&](float(&part)[C::kAccum], const State& at) { issue(part, at, std::true_type{}); },
           retire);
     } else {
       // NOTE: fast accumulation: the sums (zeroed above) take every k-block's wgmmas
@@ -295,10 +318,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       // NOTE: not in the ring: wgmma.wait_group waits for this warp only, so another warp's
       // share of the last wgmmas may still be reading the ring
       auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
+      float factor[C::kAccum];
+      element_factors<C>(p, scale, tid, n0, factor);
 #pragma unroll
-      for (int i = 0; i < C::kAccum; ++i) {
-        stage_element<C, T>(staging, i, tid, acc[i] * element_scale<C>(p, scale, i, tid, n0));
-      }
+      for (int i = 0; i < C::kAccum; ++i) stage_element<C, T>(staging, i, tid, acc[i] * factor[i]);
       named_barrier_sync(1, 128);
       store_rows<C, T>(p, staging, 0, MP, tid, n0);
     } else if constexpr (C::kWaves == 1) {  // (two waves never run in a cluster: the launcher)
@@ -338,7 +361,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     named_barrier_sync(1, 128);
     s.reduced.wait_cluster(0);
     auto* const staging = reinterpret_cast<std::uint8_t*>(s.b);
-    for (int u = qb; u < qe; ++u) {
+    float factor[C::kAccum];
+    element_factors<C>(p, scale, tid, n0, factor);
+    // NOTE: unrolled over every quad (this rank's range checked at run time), so that the
+    // factors stay in registers
+#pragma unroll
+    for (int u = 0; u < C::kQuads; ++u) {
+      if (u < qb || u >= qe) continue;
       float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (std::uint32_t q = 0; q < ranks; ++q) {
         const float4 v =
@@ -348,13 +377,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum.z += v.z;
         sum.w += v.w;
       }
-      stage_element<C, T>(staging, 4 * u, tid, sum.x * element_scale<C>(p, scale, 4 * u, tid, n0));
-      stage_element<C, T>(staging, 4 * u + 1, tid,
-                          sum.y * element_scale<C>(p, scale, 4 * u + 1, tid, n0));
-      stage_element<C, T>(staging, 4 * u + 2, tid,
-                          sum.z * element_scale<C>(p, scale, 4 * u + 2, tid, n0));
-      stage_element<C, T>(staging, 4 * u + 3, tid,
-                          sum.w * element_scale<C>(p, scale, 4 * u + 3, tid, n0));
+      stage_element<C, T>(staging, 4 * u, tid, sum.x * factor[4 * u]);
+      stage_element<C, T>(staging, 4 * u + 1, tid, sum.y * factor[4 * u + 1]);
+      stage_element<C, T>(staging, 4 * u + 2, tid, sum.z * factor[4 * u + 2]);
+      stage_element<C, T>(staging, 4 * u + 3, tid, sum.w * factor[4 * u + 3]);
     }
     // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
     named_barrier_sync(1, 128);

@@ -21,12 +21,18 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, b
             bool block_scales) {
   // (the plan refuses promotion for a configuration that cannot promote, and 128-block scales
   // for one that cannot apply them: takes_block_scales)
-  auto* const kernel = [promote, block_scales] {
-    if constexpr (Cfg::kPromotes && 128 % Cfg::kBlockN == 0) {
-      if (block_scales) {
-        return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true, true>>(kSmemBytes<Cfg>);
-      }
+  if constexpr (Cfg::kPromotes && 128 % Cfg::kBlockN == 0) {
+    if (block_scales) {
+      using BlockCfg = BlockScalesConfig<Cfg>;
+      constexpr std::size_t kBytes = kSmemBytes<BlockCfg, true>;
+      KernelLaunch l(grid, BlockCfg::kThreads, kBytes, stream);
+      if (overlap) l.overlap_previous_kernel();
+      launch_kernel_ex(l, prepared_kernel<&sm90_gemm_fp8_kernel<BlockCfg, T, true, true>>(kBytes),
+                       "sm90_gemm_fp8_kernel", p);
+      return;
     }
+  }
+  auto* const kernel = [promote] {
     if constexpr (Cfg::kPromotes) {
       if (promote) return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true>>(kSmemBytes<Cfg>);
     }

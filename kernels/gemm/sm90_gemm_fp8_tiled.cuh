@@ -75,7 +75,23 @@ template <int Id>
 using TiledRoundsConfig = Config<row(Id).block_m / 64, row(Id).block_n, row(Id).rounds_stages,
                                  row(Id).d_box_cols, row(Id).rounds_d_staged>;
 
+// 128-block scales (GemmScaleRecipe::block) beside each stage of the ring: scale_a of the
+// tile's rows and scale_b of its 128-row block of B, for the stage's k-block (0 past M),
+// written by the producer warpgroup's second warp (load_block_scales) and counted on the
+// stage's full barrier with the TMA bytes; and that warp's own ring of kScaleAhead staging
+// slots, into which it copies the scales of the k-blocks ahead. None without them.
+inline constexpr int kScaleAhead = 4;
+template <class Cfg, bool BlockScales>
+struct BlockScaleSlots {};
 template <class Cfg>
+struct BlockScaleSlots<Cfg, true> {
+  alignas(16) float a[Cfg::kStages][Cfg::kBlockM];
+  alignas(16) float b[Cfg::kStages][4];  // (one used: 16 bytes keep the rows aligned)
+  alignas(16) float ahead_a[kScaleAhead][Cfg::kBlockM];
+  alignas(16) float ahead_b[kScaleAhead][4];
+};
+
+template <class Cfg, bool BlockScales = false>
 struct alignas(1024) SharedStorage {
   typename Cfg::ATile::Buffer a[Cfg::kStages];
   typename Cfg::BTile::Buffer b[Cfg::kStages];
@@ -83,10 +99,103 @@ struct alignas(1024) SharedStorage {
   // D (a row takes a whole 128-byte span, 128B swizzle), stored by TMA
   typename Cfg::DTile::Buffer d[Cfg::kConsumerWGs][Cfg::kDStaged];
   PipelineBarriers<Cfg::kStages> bars;
+  RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales;
+  BlockScaleSlots<Cfg, BlockScales> block_scales;
   int last_split;  // split-K: this CTA finishes the current tile
 };
+template <class Cfg, bool BlockScales = false>
+constexpr std::size_t kSmemBytes =
+    sizeof(SharedStorage<Cfg, BlockScales>) + 1024;  // + alignment slack
+
+// The configuration a tiled row runs 128-block scales with: its own, one stage shallower
+// where the scales' slots would not fit beside its ring (m128n128: 5 stages, not 6).
 template <class Cfg>
-constexpr std::size_t kSmemBytes = sizeof(SharedStorage<Cfg>) + 1024;  // + alignment slack
+using BlockScalesConfig =
+    Config<Cfg::kConsumerWGs, Cfg::kBlockN,
+           kSmemBytes<Cfg, true> <= 227 * 1024 ? Cfg::kStages : Cfg::kStages - 1,
+           Cfg::kDBoxCols, Cfg::kDStaged>;
+
+// The k-blocks of a CTA's units in the producer's order, one at a time (the scale warp's
+// view of the ring's stream).
+struct KBlockCursor {
+  std::int64_t u;
+  Unit w;
+  std::int32_t kb;
+  __device__ explicit KBlockCursor(const Params& p) : u(blockIdx.x), w{}, kb(0) {
+    if (u < p.units) {
+      w = decode_unit(p, u);
+      kb = w.kb_begin;
+    }
+  }
+  __device__ bool done(const Params& p) const { return u >= p.units; }
+  __device__ void advance(const Params& p) {
+    if (++kb < w.kb_end) return;
+    u += gridDim.x;
+    if (u < p.units) {
+      w = decode_unit(p, u);
+      kb = w.kb_begin;
+    }
+  }
+};
+
+// The scale warp of the tiled kernel for 128-block scales. Each of its 32 threads copies
+// (cp.async) scale_a[row][kb] of its rows of the tile (r = lane + 32 i; zeros past M) and,
+// lane 0, scale_b[nb][kb], for the k-block kScaleAhead - 1 ahead of the ring's, into its
+// staging slot; for the ring's k-block it waits for that k-block's copies (its oldest group),
+// waits for the stage to be free, moves them into the stage's slots and arrives on the
+// stage's full barrier (one of Pipeline::init's producer_arrivals). Issued after
+// griddepcontrol.wait.
+// NOTE: the copies run ahead of the stages, whose slots may not be written before they are
+// free: the L2's latency per k-block would otherwise exceed a k-block's wgmmas. Every thread
+// moves only what it copied itself, so the hand-over to the consumers is the full barrier's.
+template <class Cfg>
+__device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg::kStages>& pipe,
+                                                  BlockScaleSlots<Cfg, true>& slots,
+                                                  std::uint32_t lane) {
+  constexpr int kRowsPerLane = Cfg::kBlockM / 32;
+  static_assert(Cfg::kBlockM % 32 == 0, "whole rows per lane");
+  // copy k-block `c` into staging slot `j`, as one group (empty past the last k-block)
+  const auto copy_ahead = [&](const KBlockCursor& c, int j) {
+    if (!c.done(p)) {
+#pragma unroll
+      for (int i = 0; i < kRowsPerLane; ++i) {
+        const int r = static_cast<int>(lane) + 32 * i;
+        const std::int32_t row = c.w.tm * Cfg::kBlockM + r;
+        const bool in = row < p.m;
+        copy_4_bytes_async(&slots.ahead_a[j][r],
+                           p.scale.a + (in ? row * p.scale.a_mn + c.kb * p.scale.a_k : 0), in);
+      }
+      if (lane == 0) {
+        const std::int64_t nb = (c.w.tn * Cfg::kBlockN) / 128;
+        copy_4_bytes_async(&slots.ahead_b[j][0],
+                           p.scale.b + nb * p.scale.b_mn + c.kb * p.scale.b_k, true);
+      }
+    }
+    commit_async_copies();
+  };
+  KBlockCursor ring(p), ahead(p);
+  for (int j = 0; j < kScaleAhead - 1; ++j) {
+    copy_ahead(ahead, j);
+    ahead.advance(p);
+  }
+  PipelineState<Cfg::kStages> st;
+  for (int j = 0; !ring.done(p); ring.advance(p), j = (j + 1) % kScaleAhead) {
+    copy_ahead(ahead, (j + kScaleAhead - 1) % kScaleAhead);
+    ahead.advance(p);
+    wait_async_copies<kScaleAhead - 1>();  // this k-block's (the oldest group) has landed
+    float a[kRowsPerLane];
+#pragma unroll
+    for (int i = 0; i < kRowsPerLane; ++i) a[i] = slots.ahead_a[j][lane + 32 * i];
+    const float b = slots.ahead_b[j][0];
+    pipe.producer_wait_free(st);
+#pragma unroll
+    for (int i = 0; i < kRowsPerLane; ++i) slots.a[st.stage][lane + 32 * i] = a[i];
+    if (lane == 0) slots.b[st.stage][0] = b;
+    pipe.producer_full(st).arrive();
+    st.advance();
+  }
+  wait_async_copies<0>();  // (the empty groups past the last k-block)
+}
 
 // Stores one warpgroup's 64 x BlockN accumulators (wgmma's fragment layout, PTX ISA
 // "Matrix Fragments for wgmma .m64nNk32": register 4j + 2h + e of lane l in warp w holds
@@ -212,24 +321,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     Cfg::BTile::smem_bytes == Cfg::BTile::tx_bytes,
                 "wgmma reads A and B as dense 128-byte rows: a box "
                 "must be whole 8-row groups, with no padding after it");
-  static_assert(kSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+  static_assert(kSmemBytes<Cfg, BlockScales> <= 227 * 1024,
+                "shared memory: 227 KB per CTA at most");
   static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
   static_assert(!Promote || Cfg::kPromotes, "this configuration runs fast accumulation only");
+  // named barriers: 1 the consumers (split K), 2.. each consumer warpgroup's epilogue, then
+  // two per consumer warpgroup for the row-wise scales' hand-over
+  constexpr RowScaleBarriers<Cfg::kConsumerWGs> kRowScaleBarriers{2 + Cfg::kConsumerWGs};
   static_assert(!BlockScales || (Promote && 128 % Cfg::kBlockN == 0),
                 "128-block scales: promotion every 128 of K, tiles of B within one 128-row "
                 "block");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
+  auto& s = *reinterpret_cast<SharedStorage<Cfg, BlockScales>*>(
       (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   Pipeline<Cfg::kStages> pipe(s.bars);
   using State = typename Pipeline<Cfg::kStages>::State;
 
   // barrier init: full[s] takes the producer's arm; empty[s] is freed by one arrival per
   // consumer warp
+  // (and, with 128-block scales, by the scale warp's 32 threads beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kConsumerWGs);
+    pipe.init(4 * Cfg::kConsumerWGs, BlockScales ? 1 + 32 : 1);
     fence_barrier_init();
   }
   __syncthreads();
@@ -239,9 +353,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
-    // ---- producer warpgroup: one thread issues every TMA load ---------------------------
+    // ---- producer warpgroup: one thread issues every TMA load; the second warp copies
+    // row-wise or 128-block scales beside them ------------------------------------------
     warpgroup_release_registers<Cfg::kProducerRegs>();
-    if (threadIdx.x == 0) load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+    const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+    if (threadIdx.x == 0) {
+      load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+    } else if (warp == 1) {
+      if constexpr (BlockScales) {
+        load_block_scales<Cfg>(p, pipe, s.block_scales, threadIdx.x % 32);
+      } else if (p.scale.recipe == GemmScaleRecipe::row) {
+        load_row_scales(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
+      }
+    }
   } else {
     // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
     warpgroup_claim_registers<Cfg::kConsumerRegs>();
@@ -249,7 +373,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // built from it then live in uniform registers (no R2UR before every wgmma)
     const std::uint32_t cw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // consumer warpgroup 0..C-1
     const std::uint32_t wg_tid = threadIdx.x % 128;
-    const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
     const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
     const bool warp_leader = (threadIdx.x % 32) == 0;
     // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
@@ -261,21 +384,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float part0[Cfg::kAccum];
     float part1[Cfg::kAccum];
     const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
-    // 128-block scales: each partial's two (its k-block's, for this thread's two rows),
-    // loaded when its wgmmas are issued, used when it is promoted; the next k-block to issue
-    float block_scale[2][2];
-    std::int32_t kb_issue = 0, scale_row0 = 0, scale_nb = 0;
 
     auto release = [&](const State& done) {
       if (warp_leader) pipe.consumer_release(done);
     };
-    auto load_block_scales_for = [&](float (&out)[2], std::int32_t kb) {
-      gemm_common::load_block_scales(out, p.scale, scale_row0, scale_nb, kb, p.m, warp, lane);
-    };
-    auto issue = [&](float (&part)[Cfg::kAccum], auto slot, const State& at) {
-      if constexpr (BlockScales) {
-        load_block_scales_for(block_scale[decltype(slot)::value], kb_issue++);
-      }
+    auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
       pipe.consumer_wait(at);
       issue_k_block<Cfg>(part, smem_address(&s.a[at.stage]) + a_off, smem_address(&s.b[at.stage]));
     };
@@ -283,15 +396,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // adding each 128-deep partial into fp32 registers keeps long sums accurate. (256-deep
     // partials, two k-blocks per group, measured slower once the descriptors sat in uniform
     // registers: a pair holds four stages, so fewer are in flight; EXPERIMENTS.md.)
-    auto retire = [&](float (&part)[Cfg::kAccum], auto slot, const State& done) {
-      release(done);
-      wgmma_fence_registers(part);
+    // With 128-block scales, the partial is multiplied by its k-block's scale_a[row] *
+    // scale_b (float products, read from the stage's slots before the stage is freed) as it
+    // is added: one fused multiply-add per sum.
+    auto retire = [&](float (&part)[Cfg::kAccum], const State& done) {
       if constexpr (BlockScales) {
-        // (register 4j + 2h + e holds row h of the two)
-        const float(&b)[2] = block_scale[decltype(slot)::value];
+        // this thread's two rows of the tile (register 4j + 2h + e holds row h: 8 apart)
+        const std::uint32_t tile_row = cw * 64 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4;
+        const float b = s.block_scales.b[done.stage][0];
+        const float row_scale[2] = {s.block_scales.a[done.stage][tile_row] * b,
+                                    s.block_scales.a[done.stage][tile_row + 8] * b};
+        __syncwarp();  // every lane's reads of the slots before its warp frees the stage
+        release(done);
+        wgmma_fence_registers(part);
 #pragma unroll
-        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = fmaf(part[i], b[(i / 2) % 2], acc[i]);
+        for (int i = 0; i < Cfg::kAccum; ++i) {
+          acc[i] = fmaf(part[i], row_scale[(i / 2) % 2], acc[i]);
+        }
       } else {
+        release(done);
+        wgmma_fence_registers(part);
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
       }
@@ -299,13 +423,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
       const Unit w = decode_unit(p, u);
-      const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
-      const std::int32_t col0 = w.tn * Cfg::kBlockN;
-      if constexpr (BlockScales) {
-        scale_row0 = row0;
-        scale_nb = col0 / 128;
-        kb_issue = w.kb_begin;
-      }
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
       // NOTE: tried (one run on H200, against this build): a single stream of k-blocks over
@@ -327,6 +444,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
       }
 
+      const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
+      const std::int32_t col0 = w.tn * Cfg::kBlockN;
       if (Cfg::kSplitsK && w.splits > 1) {
         // split-K: publish this split's partial tile (thread-major, coalesced, L2 only)
         constexpr int kTileFloats = Cfg::kBlockM * Cfg::kBlockN;
@@ -344,7 +463,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // NOTE: through lane 0, so that ptxas knows the branch is warp-uniform; a plain load
         // here made every later value of the loop (the ring's state, the wgmma descriptors)
         // per-thread, and each wgmma then waited for R2UR copies of its descriptors
-        if (!__shfl_sync(0xffffffffu, s.last_split, 0)) continue;
+        if (!__shfl_sync(0xffffffffu, s.last_split, 0)) {
+          if (p.scale.recipe == GemmScaleRecipe::row) {  // (another CTA stores the tile)
+            kRowScaleBarriers.wait(cw);
+            kRowScaleBarriers.release(cw);
+          }
+          continue;
+        }
         // the last split of the tile: sum every split's partial in split order (the same
         // order whichever CTA is last, so results do not depend on timing)
         __threadfence();
@@ -369,7 +494,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
       float out_scale = scale;
       if (p.scale.recipe == GemmScaleRecipe::row) {
-        gemm_common::apply_row_scales(acc, p.scale, scale, row0, col0, p.m, p.n, warp, lane);
+        kRowScaleBarriers.wait(cw);
+        gemm_common::apply_row_scales(acc, &s.row_scales.a[cw * 64], s.row_scales.b, scale,
+                                      wg_tid / 32, wg_tid % 32);
+        kRowScaleBarriers.release(cw);
         out_scale = 1.0f;
       }
       if (p.d_tma_store) {

@@ -85,6 +85,7 @@ struct alignas(1024) WaveStorage {
   // per math warpgroup: one wave's 64 x WaveN of D, as kDBoxes boxes of 64 x 64
   typename DTile::Buffer d[Cfg::kMathWGs][Cfg::kDBoxes];
   PipelineBarriers<Cfg::kStages> bars;
+  RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales;  // GemmScaleRecipe::row
 };
 template <class Cfg, class T>
 constexpr std::size_t kWaveSmemBytes = sizeof(WaveStorage<Cfg, T>) + 1024;  // + alignment slack
@@ -135,6 +136,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(128 * Cfg::kProducerRegs + 256 * Cfg::kMathRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
   static_assert(kWaveSmemBytes<Cfg, T> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+  // named barriers: 1.. each math warpgroup's epilogue, 3 and 4 their turns, then two per
+  // math warpgroup for the row-wise scales' hand-over
+  constexpr RowScaleBarriers<Cfg::kMathWGs> kRowScaleBarriers{5};
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
   auto& s = *reinterpret_cast<Storage*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
@@ -153,9 +157,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
-    // ---- producer warpgroup: one thread issues every TMA load ---------------------------
+    // ---- producer warpgroup: one thread issues every TMA load; the second warp copies
+    // row-wise scales beside them ---------------------------------------------------------
     warpgroup_release_registers<Cfg::kProducerRegs>();
-    if (threadIdx.x == 0) load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+    const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+    if (threadIdx.x == 0) {
+      load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+    } else if (warp == 1 && p.scale.recipe == GemmScaleRecipe::row) {
+      load_row_scales(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
+    }
   } else {
     // ---- math warpgroups: Waves x 64 rows of the tile each -----------------------------
     warpgroup_claim_registers<Cfg::kMathRegs>();
@@ -206,6 +216,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float part[Cfg::kPartial];
     State st;
     bool first_step = true;
+    const bool row_scales = p.scale.recipe == GemmScaleRecipe::row;
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
       const Unit w = decode_unit(p, u);
       const bool last_unit = u + gridDim.x >= p.units;
@@ -308,9 +319,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             w.tm * Cfg::kBlockM + static_cast<std::int32_t>(a_row0) + (kDownM ? 64 * v : 0);
         const std::int32_t col0 = w.tn * Cfg::kBlockN + (kDownM ? 0 : Cfg::kWaveN * v);
         float out_scale = scale;
-        if (p.scale.recipe == GemmScaleRecipe::row) {
-          gemm_common::apply_row_scales(sums[v], p.scale, scale, row0, col0, p.m, p.n,
+        if (row_scales) {
+          if (v == 0) kRowScaleBarriers.wait(mw);
+          gemm_common::apply_row_scales(sums[v], &s.row_scales.a[row0 - w.tm * Cfg::kBlockM],
+                                        &s.row_scales.b[col0 - w.tn * Cfg::kBlockN], scale,
                                         wg_tid / 32, wg_tid % 32);
+          if (v == Cfg::kWaves - 1) kRowScaleBarriers.release(mw);
           out_scale = 1.0f;
         }
         store_wave<Cfg, T>(p, sums[v], out_scale, s.d[mw], row0, col0, wg_tid, 1 + mw);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "gemm/gemm_configs.hpp"
 #include "gemm/gemm_launch.hpp"
 #include "test_kernels_common.hpp"
 #include "tmakit/core/cluster_launch.hpp"
@@ -35,6 +36,8 @@ struct Case {
   std::uint64_t pad = 0;  // extra bytes per row of A, B and D
   bool overlap = true;    // GemmTuning::overlap_launch
   GemmAccumulation accumulation = GemmAccumulation::promoted;
+  GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
+  bool scale_a_rows = false;  // block scales: scale_a row-major (explicit strides), not M-major
 };
 
 std::string describe(const Case& c) {
@@ -42,7 +45,11 @@ std::string describe(const Case& c) {
   os << "M=" << c.m << " N=" << c.n << " K=" << c.k << " config=" << c.config
      << " splits=" << c.splits << " out=" << name(c.out) << " pad=" << c.pad
      << " overlap=" << c.overlap
-     << (c.accumulation == GemmAccumulation::fast ? " accumulation=fast" : "");
+     << (c.accumulation == GemmAccumulation::fast ? " accumulation=fast" : "")
+     << (c.recipe == GemmScaleRecipe::row     ? " recipe=row"
+         : c.recipe == GemmScaleRecipe::block ? " recipe=block"
+                                              : "")
+     << (c.scale_a_rows ? " scale_a=row-major" : "");
   return os.str();
 }
 
@@ -107,7 +114,37 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   std::vector<std::uint8_t> a(c.m * ap, 0x7F), b(c.n * bp, 0x7F);  // padding: NaN bytes
   random_e4m3(a, c.m, c.k, ap, gen);
   random_e4m3(b, c.n, c.k, bp, gen);
-  const GemmScales scales{0.75f, 1.5f, 0.5f};
+  GemmScales scales{0.75f, 1.5f, 0.5f};
+  // row-wise / 128-block scales: random in [1/4, 4), on the host for the reference and on the
+  // device for the kernel; block scale_a M-major (torch's layout) or row-major
+  const std::uint64_t kbs = (c.k + 127) / 128, nbs = (c.n + 127) / 128;
+  const bool block = c.recipe == GemmScaleRecipe::block;
+  std::vector<float> sa, sb;
+  float *dsa = nullptr, *dsb = nullptr;
+  if (c.recipe != GemmScaleRecipe::tensor) {
+    std::uniform_real_distribution<float> pick(0.25f, 4.0f);
+    sa.resize(block ? c.m * kbs : c.m);
+    sb.resize(block ? nbs * kbs : c.n);
+    for (float& v : sa) v = pick(gen);
+    for (float& v : sb) v = pick(gen);
+    ASSERT_EQ(cudaMalloc(&dsa, sa.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dsb, sb.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dsa, sa.data(), sa.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dsb, sb.data(), sb.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    scales = GemmScales{};
+    scales.alpha = 0.75f;
+    scales.recipe = c.recipe;
+    scales.scale_a_device = dsa;
+    scales.scale_b_device = dsb;
+    if (c.scale_a_rows) {
+      scales.scale_a_strides = {static_cast<std::int64_t>(kbs), 1};
+    }
+  }
+  // scale_a[i][kb] as the kernel reads it, for the tolerance below
+  const auto scale_a_at = [&](std::uint64_t i, std::uint64_t kb) -> double {
+    if (!block) return sa[i];
+    return c.scale_a_rows ? sa[i * kbs + kb] : sa[i + kb * c.m];
+  };
 
   void *da = nullptr, *db = nullptr, *dd = nullptr;
   ASSERT_EQ(cudaMalloc(&da, a.size()), cudaSuccess);
@@ -124,26 +161,41 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   detail::gemm::launched_config() = -1;
   gemm_fp8(ra, rb, rd, scales, nullptr, tuning);
   // the configuration whose kernel ran is the plan's for this call (D's pitch included)
-  EXPECT_EQ(detail::gemm::launched_config(),
-            gemm_fp8_plan({c.m, c.n, c.k, dp, device_sm_count(), 0, tuning}).config);
+  const GemmPlan plan = gemm_fp8_plan({c.m, c.n, c.k, dp, device_sm_count(), 0, tuning, c.recipe});
+  EXPECT_EQ(detail::gemm::launched_config(), plan.config);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint8_t> got(c.m * dp);
   ASSERT_EQ(cudaMemcpy(got.data(), dd, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   cudaFree(da);
   cudaFree(db);
   cudaFree(dd);
+  cudaFree(dsa);
+  cudaFree(dsb);
+  // the reference reads the same arrays from host memory
+  if (c.recipe != GemmScaleRecipe::tensor) {
+    scales.scale_a_device = sa.data();
+    scales.scale_b_device = sb.data();
+  }
 
   // the reference's rows in chunks over the host's cores (each chunk dequantises all of B,
   // n * k floats: at most 2 GB of them in all)
   std::vector<float> ref(c.m * c.n);
   over_row_chunks(
       c.m, (std::uint64_t{1} << 31) / (c.n * c.k * 4 + 1), [&](std::uint64_t r0, std::uint64_t r1) {
+        // (a chunk of rows: its scale_a rows, the layout's strides kept)
+        GemmScales chunk = scales;
+        if (c.recipe != GemmScaleRecipe::tensor) {
+          const bool m_major = block && !c.scale_a_rows;
+          chunk.scale_a_device = sa.data() + (m_major ? r0 : r0 * (block ? kbs : 1));
+          if (m_major) chunk.scale_a_strides = {1, static_cast<std::int64_t>(c.m)};
+        }
         reference::gemm_fp8(ConstTensorRef(a.data() + r0 * ap, DataType::uint8, r1 - r0, c.k, ap),
                             ConstTensorRef(b.data(), DataType::uint8, c.n, c.k, bp),
-                            ref.data() + r0 * c.n, scales);
+                            ref.data() + r0 * c.n, chunk);
       });
   // |sum| of |a||b| per element bounds the accumulation error
-  const double scale = 0.75 * 1.5 * 0.5;
+  // (row-wise and 128-block scales: alpha here, their arrays weigh each sum below)
+  const double scale = c.recipe == GemmScaleRecipe::tensor ? 0.75 * 1.5 * 0.5 : 0.75;
   // NOTE: one unit in the last place of the output type, plus the tensor cores' own fp8
   // accumulation error: they sum the products of each wgmma with about 14 bits kept (seen on
   // H200, 2026-11-22: element errors up to 2^-12.4 of sum |a b|, clustered near 2^-13, at
@@ -156,10 +208,7 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   // wgmma (32 of K) adding with about 14 bits kept: up to 2^-13 of sum |a b| per 32 of K
   // (bounds the truncation of every addition by the whole sum's magnitude; measured errors
   // stay far below it, kernels/gemm/README.md), never less than the promoted slack.
-  const int config = c.config >= 0 ? c.config
-                                   : gemm_fp8_plan(c.m, c.n, c.k, device_sm_count(),
-                                                   {-1, c.splits, c.overlap, c.accumulation})
-                                         .config;
+  const int config = plan.config;
   const double slack =
       c.accumulation == GemmAccumulation::fast
           ? std::max(1.0 / 2048, std::ldexp(static_cast<double>((c.k + 31) / 32), -13))
@@ -183,7 +232,18 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
     for (std::uint64_t i = r0; i < r1; ++i) {
       for (std::uint64_t j = 0; j < c.n; ++j) {
         double sum = 0;  // products of e4m3 magnitudes are exact in float
-        for (std::uint64_t q = 0; q < c.k; ++q) sum += abs_a[i * c.k + q] * abs_b[j * c.k + q];
+        if (block) {  // each k-block's sum weighed by its scales
+          for (std::uint64_t kb = 0; kb < kbs; ++kb) {
+            double part = 0;
+            for (std::uint64_t q = kb * 128; q < std::min(c.k, kb * 128 + 128); ++q) {
+              part += abs_a[i * c.k + q] * abs_b[j * c.k + q];
+            }
+            sum += part * scale_a_at(i, kb) * sb[(j / 128) * kbs + kb];
+          }
+        } else {
+          for (std::uint64_t q = 0; q < c.k; ++q) sum += abs_a[i * c.k + q] * abs_b[j * c.k + q];
+          if (c.recipe == GemmScaleRecipe::row) sum *= scale_a_at(i, 0) * sb[j];
+        }
         abs_sums[i * c.n + j] = sum;
       }
     }
@@ -238,6 +298,49 @@ TEST_P(GemmOddShapes, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmOddShapes,
                          ::testing::Combine(::testing::Range(0, 4), ::testing::Range(0, 3),
                                             ::testing::Range(0, 3)));
+
+// Row-wise and 128-block scales against the reference: odd shapes (M, N off the tile grid; K
+// 16, 144 -- a last partial k-block of 16 -- and 4096), both output types, both accumulation
+// modes for row-wise scales, split K, and every configuration forced that takes them.
+class GemmRecipes : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {};
+
+TEST_P(GemmRecipes, MatchReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const std::uint64_t ms[] = {1, 7, 65, 129, 300};
+  const std::uint64_t ns[] = {1, 200, 333};
+  const std::uint64_t ks[] = {16, 144, 4096};
+  const auto [mi, ni, ki, mode] = GetParam();
+  Case c{ms[mi], ns[ni], ks[ki]};
+  c.recipe = mode == 2 ? GemmScaleRecipe::block : GemmScaleRecipe::row;
+  if (mode == 1) c.accumulation = GemmAccumulation::fast;
+  if ((mi + ni) % 2 == 1) c.out = DataType::float16;
+  run_case(c, static_cast<std::uint32_t>(1000 + mi * 100 + ni * 10 + ki + 7 * mode));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmRecipes,
+                         ::testing::Combine(::testing::Range(0, 5), ::testing::Range(0, 3),
+                                            ::testing::Range(0, 3), ::testing::Range(0, 3)));
+
+TEST(GemmRecipes, EveryConfigurationForced) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (int id = 0; id < kGemmConfigs; ++id) {
+    if (!gemm_config_built(id)) continue;
+    const GemmConfigInfo info = gemm_config_info(id);
+    // row-wise scales: every configuration, in a mode it runs
+    Case row{info.max_m != 0 ? 37u : 300u, 336, 1040, id};  // (N * 2 whole 16-byte chunks)
+    row.recipe = GemmScaleRecipe::row;
+    row.accumulation = info.promotes ? GemmAccumulation::promoted : GemmAccumulation::fast;
+    run_case(row, 2000 + id);
+    if (!detail::gemm::takes_block_scales(id)) continue;
+    // 128-block scales: unsplit and split, scale_a M-major and row-major
+    for (int splits : {1, 3}) {
+      Case block{300, 333, 1040, id, splits};
+      block.recipe = GemmScaleRecipe::block;
+      block.scale_a_rows = splits == 3;
+      run_case(block, 3000 + id * 10 + splits);
+    }
+  }
+}
 
 // What runs is what the plan says, at every bench shape (`tmakit bench --filter gemm`'s list)
 // in both modes and for every configuration forced on it that takes it: the kernel

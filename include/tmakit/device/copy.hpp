@@ -17,6 +17,7 @@
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/debug.hpp"
 #include "tmakit/device/tile.hpp"
+#include "tmakit/ptx/cp_async.hpp"
 #include "tmakit/ptx/fence.hpp"
 #include "tmakit/ptx/tma.hpp"
 
@@ -65,6 +66,25 @@ __device__ __forceinline__ void debug_check_coords(const char* op,
   }
 }
 }  // namespace detail
+
+// Global -> shared, 4 bytes, without waiting (cp.async): `src` into `smem_dst` (4-byte aligned
+// both), or 4 zero bytes where `in_bounds` is false (src then not read). The issuing thread
+// closes its copies into groups (commit_async_copies) and waits for them by group
+// (wait_async_copies), then hands the data to other threads through a barrier.
+// NOTE: for small gathers a TMA box cannot describe (scales at any stride); the copy goes
+// through L1 (.ca: the only caching cp.async takes for 4 bytes), so issue it after
+// griddepcontrol.wait when the kernel before may write the source.
+__device__ __forceinline__ void copy_4_bytes_async(void* smem_dst, const void* src,
+                                                   bool in_bounds) {
+  debug_check_smem_alignment(smem_dst, 4, "cp.async destination", "4-byte copy");
+  ptx::cp_async_ca_4(ptx::smem_u32(smem_dst), src, in_bounds ? 4u : 0u);
+}
+__device__ __forceinline__ void commit_async_copies() { ptx::cp_async_commit_group(); }
+// Wait until at most `Pending` of this thread's groups of copies are still in flight.
+template <int Pending>
+__device__ __forceinline__ void wait_async_copies() {
+  ptx::cp_async_wait_group<Pending>();
+}
 
 // Global -> shared: one box at `coords` into `smem`, completing on `bar` (armed by the caller).
 template <class TileT, int N>

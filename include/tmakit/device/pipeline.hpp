@@ -44,13 +44,22 @@ class Pipeline {
 
   // One thread, once; then fence_barrier_init() and __syncthreads() before any other use.
   // `consumer_arrivals`: arrivals that free a stage (e.g. one per consumer warp).
-  __device__ void init(std::uint32_t consumer_arrivals) {
+  // `producer_arrivals`: arrivals that fill one: the producer's arm, plus one per thread of
+  // a second producer that adds data to the stage (producer_wait_free).
+  __device__ void init(std::uint32_t consumer_arrivals, std::uint32_t producer_arrivals = 1) {
 #pragma unroll 1
     for (int s = 0; s < Stages; ++s) {
-      bars_.full[s].init(1);
+      bars_.full[s].init(producer_arrivals);
       bars_.empty[s].init(consumer_arrivals);
     }
   }
+
+  // A second producer (init's producer_arrivals): wait until stage st is free; then each of
+  // its threads arrives on producer_full(st) once its part of the stage is written.
+  __device__ void producer_wait_free(const State& st) {
+    bars_.empty[st.stage].wait(st.parity ^ 1u);
+  }
+  __device__ Barrier& producer_full(const State& st) { return bars_.full[st.stage]; }
 
   // Producer: wait until stage st is free, arm its full barrier for `tx_bytes`, return it
   // for the loads of this stage (which must deliver exactly tx_bytes, rule D5).
