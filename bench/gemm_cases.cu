@@ -354,8 +354,8 @@ __global__ void fill_e4m3_kernel(std::uint8_t* out, std::uint64_t n, std::uint64
   }
 }
 
-// Random scales in [0.5, 2): every product of two of them, and of alpha, is exact in neither
-// direction, so a scale applied to the wrong row or block shows in the check.
+// Random scales in [0.5, 2), one of its own for each row or block: a scale applied to the wrong
+// row or block moves the result far past the check's allowance.
 __global__ void fill_scales_kernel(float* out, std::uint64_t n, std::uint64_t seed) {
   for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
@@ -568,6 +568,25 @@ std::string lt_name(const Vendor& v) {
          "." + std::to_string(version % 100) + " (" + v.lt_lib.path() + ")";
 }
 
+// "15 (CUBLAS_STATUS_NOT_SUPPORTED)": a status as a refusal states it (cublas_api.h's names).
+std::string status_text(cublasStatus_t st) {
+  const char* name = "";
+  switch (st) {
+    case CUBLAS_STATUS_SUCCESS: name = "CUBLAS_STATUS_SUCCESS"; break;
+    case CUBLAS_STATUS_NOT_INITIALIZED: name = "CUBLAS_STATUS_NOT_INITIALIZED"; break;
+    case CUBLAS_STATUS_ALLOC_FAILED: name = "CUBLAS_STATUS_ALLOC_FAILED"; break;
+    case CUBLAS_STATUS_INVALID_VALUE: name = "CUBLAS_STATUS_INVALID_VALUE"; break;
+    case CUBLAS_STATUS_ARCH_MISMATCH: name = "CUBLAS_STATUS_ARCH_MISMATCH"; break;
+    case CUBLAS_STATUS_MAPPING_ERROR: name = "CUBLAS_STATUS_MAPPING_ERROR"; break;
+    case CUBLAS_STATUS_EXECUTION_FAILED: name = "CUBLAS_STATUS_EXECUTION_FAILED"; break;
+    case CUBLAS_STATUS_INTERNAL_ERROR: name = "CUBLAS_STATUS_INTERNAL_ERROR"; break;
+    case CUBLAS_STATUS_NOT_SUPPORTED: name = "CUBLAS_STATUS_NOT_SUPPORTED"; break;
+    case CUBLAS_STATUS_LICENSE_ERROR: name = "CUBLAS_STATUS_LICENSE_ERROR"; break;
+  }
+  const std::string number = std::to_string(static_cast<int>(st));
+  return *name != '\0' ? number + " (" + name + ")" : number;
+}
+
 // cuBLASLt's scale modes for a recipe, its A (our B) and its B (our A), as cublasLt.h names
 // them (cublasLtMatmulMatrixScale_t), and the names the rows print.
 struct LtScaleModes {
@@ -630,8 +649,7 @@ std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
       const cublasStatus_t st = v.desc_set(p.desc, attribute, &mode, sizeof mode);
       if (st != CUBLAS_STATUS_SUCCESS) {
         return lt_name(v) + " refuses CUBLASLT_MATMUL_DESC_" + which + "_SCALE_MODE = " + name +
-               " (cublasLtMatmulDescSetAttribute status " + std::to_string(static_cast<int>(st)) +
-               ")";
+               " (cublasLtMatmulDescSetAttribute status " + status_text(st) + ")";
       }
     }
   }
@@ -649,8 +667,7 @@ std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
       return lt_name(v) + " has no algorithm for scale modes A = " + modes.a_name + ", B = " +
              modes.b_name + (fast ? " with CUBLASLT_MATMUL_DESC_FAST_ACCUM" : "") +
              " on this GPU at this shape (cublasLtMatmulAlgoGetHeuristic status " +
-             std::to_string(static_cast<int>(st)) + ", " + std::to_string(found) +
-             " algorithms)";
+             status_text(st) + ", " + std::to_string(found) + " algorithms)";
     }
     return "cuBLASLt has no FP8 algorithm for this shape (status " +
            std::to_string(static_cast<int>(st)) + ")";
@@ -920,7 +937,8 @@ void lt_first_accepted(const ShapeRun& r, LtPlan& p, cudaStream_t st) {
     const cublasStatus_t e = lt_matmul(r, p, 0, st);
     if (e == CUBLAS_STATUS_SUCCESS) return;
     if (!refused.empty()) refused += ',';
-    refused += std::to_string(static_cast<int>(e));
+    refused += p.recipe != GemmScaleRecipe::tensor ? status_text(e)
+                                                   : std::to_string(static_cast<int>(e));
   }
   const std::string what = "cublasLtMatmul refused all " + std::to_string(p.candidate_count) +
                            " heuristic algorithms (statuses " + refused + ")";
