@@ -105,6 +105,16 @@ constexpr bool two_waves(int id) {
   return kConfigs[id].family == Family::waves_m || kConfigs[id].family == Family::waves_n;
 }
 
+// NOTE: 128-block scales (GemmScaleRecipe::block) multiply each 128-deep partial sum by one
+// scale of B per 128 rows: a configuration takes them where it promotes every 128 of K (the
+// tiled kernel; the two-wave kernel promotes every 256) and its tiles of B lie within one
+// 128-row block of B (block_n divides 128). The small-M kernel is left out: its columns are
+// rows of A, each needing its own scale at every promotion.
+constexpr bool takes_block_scales(int id) {
+  return kConfigs[id].family == Family::tiled && kConfigs[id].promotes &&
+         128 % kConfigs[id].block_n == 0;
+}
+
 // The id of a configuration name, -1 for none.
 constexpr int config_id(std::string_view name) {
   for (int id = 0; id < config::count; ++id) {

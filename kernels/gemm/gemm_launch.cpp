@@ -41,13 +41,98 @@ void check_device_scales(const GemmScales& scales) {
   check("scales.scale_b_device", scales.scale_b_device, "scales.scale_b", scales.scale_b);
 }
 
-GemmKernelScale gemm_kernel_scale(const GemmScales& scales) {
-  check_device_scales(scales);
+namespace {
+
+const char* recipe_name(GemmScaleRecipe r) {
+  switch (r) {
+    case GemmScaleRecipe::tensor: return "tensor";
+    case GemmScaleRecipe::row: return "row";
+    case GemmScaleRecipe::block: return "block";
+  }
+  return "?";
+}
+
+// One scale array's strides (torch's layout for -1, -1), checked: each >= 0.
+void resolve_strides(const char* field, const GemmScaleStrides& given, std::int64_t mn_default,
+                     std::int64_t k_default, std::int64_t* mn, std::int64_t* k) {
+  if (given.mn == -1 && given.k == -1) {
+    *mn = mn_default;
+    *k = k_default;
+    return;
+  }
+  if (given.mn < 0 || given.k < 0) {
+    throw ArgumentError(field, "{" + std::to_string(given.mn) + ", " + std::to_string(given.k) +
+                                   "}: strides are elements >= 0, or -1 in both for torch's "
+                                   "layout");
+  }
+  *mn = given.mn;
+  *k = given.k;
+}
+
+}  // namespace
+
+GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std::uint64_t n,
+                                  std::uint64_t k) {
   GemmKernelScale s;
-  s.host = gemm_scale(scales);
-  s.host_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+  s.recipe = scales.recipe;
+  if (scales.recipe == GemmScaleRecipe::tensor) {
+    check_device_scales(scales);
+    s.host = gemm_scale(scales);
+    s.host_wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
+    s.a = scales.scale_a_device;
+    s.b = scales.scale_b_device;
+    return s;
+  }
+  if (scales.recipe != GemmScaleRecipe::row && scales.recipe != GemmScaleRecipe::block) {
+    throw ArgumentError("scales.recipe", std::to_string(static_cast<int>(scales.recipe)) +
+                                             " is not a GemmScaleRecipe; use tensor, row or "
+                                             "block");
+  }
+  const std::string recipe = recipe_name(scales.recipe);
+  const bool block = scales.recipe == GemmScaleRecipe::block;
+  const std::string a_shape = block ? "M x ceil(K / 128) floats" : "M floats";
+  const std::string b_shape = block ? "ceil(N / 128) x ceil(K / 128) floats" : "N floats";
+  if (scales.scale_a_device == nullptr || scales.scale_b_device == nullptr) {
+    const bool a_missing = scales.scale_a_device == nullptr;
+    throw ArgumentError(a_missing ? "scales.scale_a_device" : "scales.scale_b_device",
+                        "is null; " + recipe + " scales read " +
+                            (a_missing ? a_shape : b_shape) + " from device memory");
+  }
+  check_device_scales(scales);  // (alignment, and scale_a / scale_b left at 1)
+  const float alpha = scales.alpha;
+  if (!std::isfinite(alpha)) {
+    throw ArgumentError("scales.alpha", std::to_string(alpha) + " is not finite");
+  }
+  s.host = alpha;
+  s.host_wide = alpha;
   s.a = scales.scale_a_device;
   s.b = scales.scale_b_device;
+  const auto k_blocks = static_cast<std::int64_t>((k + 127) / 128);
+  if (block) {
+    resolve_strides("scales.scale_a_strides", scales.scale_a_strides,
+                    1, static_cast<std::int64_t>(m), &s.a_mn, &s.a_k);
+    resolve_strides("scales.scale_b_strides", scales.scale_b_strides, k_blocks, 1, &s.b_mn,
+                    &s.b_k);
+  } else {
+    resolve_strides("scales.scale_a_strides", scales.scale_a_strides, 1, 0, &s.a_mn, &s.a_k);
+    resolve_strides("scales.scale_b_strides", scales.scale_b_strides, 1, 0, &s.b_mn, &s.b_k);
+    s.a_k = 0;  // (row scales have no k-blocks)
+    s.b_k = 0;
+  }
+  // NOTE: the offsets the kernel forms (int64) must not wrap: the last element of each array
+  const auto n_rows = static_cast<std::int64_t>(block ? (n + 127) / 128 : n);
+  const auto last = [&](std::int64_t rows, std::int64_t mn, std::int64_t kk) {
+    const double span = static_cast<double>(rows - 1) * static_cast<double>(mn) +
+                        static_cast<double>(block ? k_blocks - 1 : 0) * static_cast<double>(kk);
+    return span;
+  };
+  if (last(static_cast<std::int64_t>(m), s.a_mn, s.a_k) > 1e15 ||
+      last(n_rows, s.b_mn, s.b_k) > 1e15) {
+    throw ArgumentError(last(static_cast<std::int64_t>(m), s.a_mn, s.a_k) > 1e15
+                            ? "scales.scale_a_strides"
+                            : "scales.scale_b_strides",
+                        "span more than 2^49 floats; the scale arrays are small");
+  }
   return s;
 }
 

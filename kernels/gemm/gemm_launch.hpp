@@ -26,13 +26,24 @@ void check_device_scales(const GemmScales& scales);
 // alpha * scale_a * scale_b rounded once (gemm_scale). With them, the kernel reads each given
 // float once, after it waits for the kernel before it, and rounds host_wide * *a * *b
 // (formed in double, in that order, as gemm_scale does) once to float.
+//
+// Row-wise and 128-block recipes (GemmScaleRecipe::row, block): `host` is alpha, a and b the
+// scale arrays, read with the strides below (elements, torch's layouts already resolved);
+// the kernel applies them in its epilogue (row) or at each promotion (block).
 struct GemmKernelScale {
   float host = 1.0f;
   double host_wide = 1.0;    // alpha * scale_a * scale_b in double (host values only)
   const float* a = nullptr;  // GemmScales::scale_a_device
   const float* b = nullptr;  // GemmScales::scale_b_device
+  GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
+  std::int64_t a_mn = 0, a_k = 0;  // scale_a[m * a_mn + kb * a_k]
+  std::int64_t b_mn = 0, b_k = 0;  // scale_b[n * b_mn] (row), [nb * b_mn + kb * b_k] (block)
 };
-GemmKernelScale gemm_kernel_scale(const GemmScales& scales);
+// The scales' recipe and arrays for a call of M x N x K: torch's layouts for strides of -1,
+// each given stride >= 0, a pointer for each array; throws ArgumentError naming the field
+// ("scales.scale_a_device", "scales.scale_a_strides", "scales.recipe", ...) otherwise.
+GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std::uint64_t n,
+                                  std::uint64_t k);
 
 // What a gemm_fp8 call's launch depends on besides the scale and the stream (the operands'
 // addresses, shapes and pitches, D's type, the tuning, the device).
@@ -45,6 +56,7 @@ struct GemmCallKey {
   DataType d_type;
   int config, splits, device;
   GemmAccumulation accumulation;
+  GemmScaleRecipe recipe;
   bool overlap;
   bool operator==(const GemmCallKey&) const = default;
 };

@@ -62,6 +62,30 @@ void check_accumulation(const GemmTuning& tuning) {
   }
 }
 
+// The scale recipe: a GemmScaleRecipe; 128-block scales promote every 128 of K by definition,
+// and a forced configuration must apply them.
+void check_recipe(const GemmProblem& q) {
+  if (q.recipe != GemmScaleRecipe::tensor && q.recipe != GemmScaleRecipe::row &&
+      q.recipe != GemmScaleRecipe::block) {
+    throw ArgumentError("scales.recipe", std::to_string(static_cast<int>(q.recipe)) +
+                                             " is not a GemmScaleRecipe; use tensor, row or "
+                                             "block");
+  }
+  if (q.recipe != GemmScaleRecipe::block) return;
+  if (q.tuning.accumulation != GemmAccumulation::promoted) {
+    throw ArgumentError("tuning.accumulation",
+                        "fast with 128-block scales, which are applied at each promotion (every "
+                        "128 of K); use GemmAccumulation::promoted");
+  }
+  if (q.tuning.config >= 0 && built(q.tuning.config) && !takes_block_scales(q.tuning.config)) {
+    throw ArgumentError("tuning.config",
+                        config_label(q.tuning.config) +
+                            " does not take 128-block scales (they need promotion every 128 of "
+                            "K on tiles of B within one 128-row block); use m64n64, m64n128 or "
+                            "m128n128, or -1");
+  }
+}
+
 // A configuration's own limits, forced or chosen: M, splits of K, promotion, D's stores.
 void check_config_tuning(int id, const GemmProblem& q) {
   const ConfigRow& c = row(id);
@@ -287,6 +311,24 @@ const ConfigRule kConfigRules[] = {
      [](const Facts& f, int chosen) {
        return !f.forced && !row(chosen).plain_stores && !d_whole_chunks(f.q);
      }},
+    {{"C16",
+      "128-block scales at M <= 64 (the small-M kernel cannot apply them): 64 x 128 tiles",
+      "Scale recipes"},
+     config::m64n128,
+     [](const Facts& f, int chosen) {
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && !takes_block_scales(chosen) &&
+              f.m <= 64;
+     }},
+    {{"C17",
+      "128-block scales above M = 64 where the chosen configuration cannot apply them (tiles "
+      "of B across 128-row blocks, promotion every 256 of K, the small-M kernel): 128 x 128 "
+      "tiles",
+      "Scale recipes"},
+     config::m128n128,
+     [](const Facts& f, int chosen) {
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && !takes_block_scales(chosen) &&
+              f.m > 64;
+     }},
 };
 
 // ---- the splits rules ----------------------------------------------------------------------
@@ -377,6 +419,7 @@ void check_tuning(const GemmProblem& q) {
   check_config(q.tuning);
   check_splits(q.tuning, q.k);
   check_accumulation(q.tuning);
+  check_recipe(q);
   if (q.tuning.config >= 0) {
     check_config_tuning(q.tuning.config, q);
     // NOTE: TMA stores write whole 16-byte chunks: D's rows must be whole chunks (N * 2 and
@@ -512,8 +555,8 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   }
   check_view("a", a, false);
   check_view("b", b, false);
-  // (throws for scales no float holds, misaligned device scales)
-  const GemmKernelScale scale = gemm_kernel_scale(scales);
+  // (throws for scales no float holds, misaligned device scales, recipe arrays missing)
+  const GemmKernelScale scale = gemm_kernel_scale(scales, m, n, k);
   if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
     throw ArgumentError("d.data", hex_address(d.data) + " is not 16-byte aligned");
@@ -544,6 +587,7 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   q.d_row_pitch_bytes = d.row_pitch();
   q.sm_count = 1;  // (not asked of the device yet: the tuning's checks need none)
   q.tuning = tuning;
+  q.recipe = scales.recipe;
   check_tuning(q);
   return scale;
 }

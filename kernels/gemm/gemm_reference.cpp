@@ -1,5 +1,6 @@
 // CPU reference of the FP8 GEMM: inputs dequantised exactly (e4m3 -> float), products
 // summed in double, scaled once. The tests compare the kernel's bf16/fp16 output with it.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -57,16 +58,19 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales
                                       std::to_string(a.cols) + " (K of A)");
   }
   if (d_out == nullptr) throw ArgumentError("d_out", "is null; pass M x N floats");
-  if (scales.scale_a_device != nullptr || scales.scale_b_device != nullptr) {
+  const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
+  const bool per_tensor = scales.recipe == GemmScaleRecipe::tensor;
+  if (per_tensor && (scales.scale_a_device != nullptr || scales.scale_b_device != nullptr)) {
     throw ArgumentError(scales.scale_a_device != nullptr ? "scales.scale_a_device"
                                                          : "scales.scale_b_device",
                         "is set; the CPU reference reads no device memory: pass the value "
                         "as scale_a / scale_b");
   }
-  const float scale_float = detail::gemm_scale(scales);  // the kernel's scale
+  // the kernel's scale (per tensor), or alpha and the arrays' strides (row, block: the
+  // arrays are host memory here)
+  const detail::GemmKernelScale ks = detail::gemm_kernel_scale(scales, m, n, k);
   float table[256];
   for (int i = 0; i < 256; ++i) table[i] = e4m3_to_float(static_cast<std::uint8_t>(i));
-  const std::uint64_t m = a.rows, n = b.rows, k = a.cols;
   // dequantise once: rows of K floats
   std::vector<float> af(m * k), bf(n * k);
   for (std::uint64_t r = 0; r < m; ++r) {
@@ -77,15 +81,37 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales
     const auto* row = static_cast<const std::uint8_t*>(b.data) + r * b.row_pitch();
     for (std::uint64_t c = 0; c < k; ++c) bf[r * k + c] = table[row[c]];
   }
-  const double scale = scale_float;
+  const auto sa = [&](std::uint64_t i, std::uint64_t kb) {
+    return ks.a[static_cast<std::int64_t>(i) * ks.a_mn + static_cast<std::int64_t>(kb) * ks.a_k];
+  };
+  const auto sb = [&](std::uint64_t j, std::uint64_t kb) {
+    return ks.b[static_cast<std::int64_t>(j) * ks.b_mn + static_cast<std::int64_t>(kb) * ks.b_k];
+  };
+  const std::uint64_t kBlock = 128;
   for (std::uint64_t i = 0; i < m; ++i) {
     for (std::uint64_t j = 0; j < n; ++j) {
       const float* x = &af[i * k];
       const float* y = &bf[j * k];
-      double sum = 0.0;
       // NOTE: an e4m3 x e4m3 product is exact in float (8 significant bits at most)
+      if (scales.recipe == GemmScaleRecipe::block) {
+        // each k-block's sum times its two scales (their product rounded to float, as the
+        // kernel forms it), then alpha
+        double sum = 0.0;
+        for (std::uint64_t kb = 0; kb * kBlock < k; ++kb) {
+          double part = 0.0;
+          for (std::uint64_t c = kb * kBlock; c < std::min(k, (kb + 1) * kBlock); ++c) {
+            part += static_cast<double>(x[c] * y[c]);
+          }
+          sum += part * static_cast<double>(sa(i, kb) * sb(j / kBlock, kb));
+        }
+        d_out[i * n + j] = static_cast<float>(sum * static_cast<double>(ks.host));
+        continue;
+      }
+      double sum = 0.0;
       for (std::uint64_t c = 0; c < k; ++c) sum += static_cast<double>(x[c] * y[c]);
-      d_out[i * n + j] = static_cast<float>(sum * scale);
+      const float factor =
+          scales.recipe == GemmScaleRecipe::row ? ks.host * sa(i, 0) * sb(j, 0) : ks.host;
+      d_out[i * n + j] = static_cast<float>(sum * static_cast<double>(factor));
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gemm_launch.hpp"
 #include "tmakit/device/copy.hpp"
@@ -36,12 +37,58 @@ __device__ __forceinline__ void warm_maps_and_wait_for_previous_kernel(const Map
 // The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side
 // scale may be written by the kernel before this one. Read through the L2 (ld.global.cg),
 // never from a line of L1 that may predate that kernel's writes.
+// Row-wise and 128-block recipes: alpha (their arrays are read where they apply, below).
 __device__ __forceinline__ float kernel_scale(const GemmKernelScale& s) {
-  if (s.a == nullptr && s.b == nullptr) return s.host;
+  if (s.recipe != GemmScaleRecipe::tensor || (s.a == nullptr && s.b == nullptr)) return s.host;
   double v = s.host_wide;
   if (s.a != nullptr) v *= static_cast<double>(__ldcg(s.a));
   if (s.b != nullptr) v *= static_cast<double>(__ldcg(s.b));
   return static_cast<float>(v);
+}
+
+// Row-wise scales on a warpgroup's 64 x Cols fragment of sums (wgmma's layout: register
+// 4j + 2h + e of lane l in warp w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e, of the
+// tile at row0, col0): each sum times (alpha * scale_a[row]) * scale_b[col], products
+// rounded to float. Rows past M and columns past N read no scale (their sums are not stored).
+// Call it after griddepcontrol.wait; the arrays are read through the L2, as kernel_scale's.
+template <int R>
+__device__ __forceinline__ void apply_row_scales(float (&acc)[R], const GemmKernelScale& s,
+                                                 float alpha, std::int32_t row0,
+                                                 std::int32_t col0, std::int32_t m,
+                                                 std::int32_t n, std::uint32_t warp,
+                                                 std::uint32_t lane) {
+  static_assert(R % 4 == 0, "whole 8-column groups");
+  float row_scale[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::int32_t r = row0 + static_cast<std::int32_t>(16 * warp + lane / 4) + 8 * h;
+    row_scale[h] = r < m ? alpha * __ldcg(s.a + r * s.a_mn) : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const std::int32_t c = col0 + 8 * j + static_cast<std::int32_t>(2 * (lane % 4)) + e;
+      const float col_scale = c < n ? __ldcg(s.b + c * s.b_mn) : 0.0f;
+      acc[4 * j + e] *= row_scale[0] * col_scale;
+      acc[4 * j + 2 + e] *= row_scale[1] * col_scale;
+    }
+  }
+}
+
+// 128-block scales of one k-block for a thread's two rows of a 64-row fragment (rows
+// row0 + 16w + l/4 and 8 below it) in columns of B's 128-row block `nb`: scale_a[row][kb] *
+// scale_b[nb][kb], rounded to float; 0 for rows past M (their sums are not stored).
+__device__ __forceinline__ void load_block_scales(float (&out)[2], const GemmKernelScale& s,
+                                                  std::int32_t row0, std::int32_t nb,
+                                                  std::int32_t kb, std::int32_t m,
+                                                  std::uint32_t warp, std::uint32_t lane) {
+  const float b = __ldcg(s.b + nb * s.b_mn + kb * s.b_k);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const std::int32_t r = row0 + static_cast<std::int32_t>(16 * warp + lane / 4) + 8 * h;
+    out[h] = r < m ? __ldcg(s.a + r * s.a_mn + kb * s.a_k) * b : 0.0f;
+  }
 }
 
 // Output rounding (the device layer's): one value of D, or two as one 32-bit word.
@@ -49,41 +96,47 @@ using tmakit::round_pair;
 using tmakit::round_to;
 
 // A consumer warpgroup's walk over `count` (>= 1) k-blocks of the ring, from `st`:
-// issue(part, state) waits for the stage and commits its wgmmas into `part` (a fresh partial
-// product); retire(part, state) runs once they are done (free the stage, add the partial
-// into the fp32 sums). Two partials alternate by name, so both stay in registers, and
-// k-block k + 1's wgmmas run while k-block k's partial is added (wgmma.wait_group 1).
+// issue(part, slot, state) waits for the stage and commits its wgmmas into `part` (a fresh
+// partial product); retire(part, slot, state) runs once they are done (free the stage, add
+// the partial into the fp32 sums). Two partials alternate by name, so both stay in
+// registers, and k-block k + 1's wgmmas run while k-block k's partial is added
+// (wgmma.wait_group 1). `slot` (std::integral_constant 0 or 1: part0 or part1) lets the
+// caller keep registers beside each partial (128-block scales loaded at issue, used at
+// retire).
 // NOTE: retiring k first whenever k + 1's data was not there yet (mbarrier.test_wait), to
 // hand its stage back sooner, measured slower (M = 16-64 and 4096^3, one run on H200).
 template <class State, int N, class Issue, class Retire>
 __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st, float (&part0)[N],
                                                    float (&part1)[N], Issue&& issue,
                                                    Retire&& retire) {
+  using Slot0 = std::integral_constant<int, 0>;
+  using Slot1 = std::integral_constant<int, 1>;
   // k-block j + 1 into `next` while `last` (k-block j, at `prev`) is retired
-  auto step = [&](float(&next)[N], float(&last)[N], State& prev) {
+  auto step = [&](float(&next)[N], auto next_slot, float(&last)[N], auto last_slot,
+                  State& prev) {
     const State cur = st;
-    issue(next, st);
+    issue(next, next_slot, st);
     st.advance();
     wgmma_wait<1>();
-    retire(last, prev);
+    retire(last, last_slot, prev);
     prev = cur;
   };
   State prev = st;
-  issue(part0, st);
+  issue(part0, Slot0{}, st);
   st.advance();
   for (std::int32_t j = 1;; j += 2) {
     if (j >= count) {
       wgmma_wait<0>();
-      retire(part0, prev);
+      retire(part0, Slot0{}, prev);
       return;
     }
-    step(part1, part0, prev);
+    step(part1, Slot1{}, part0, Slot0{}, prev);
     if (j + 1 >= count) {
       wgmma_wait<0>();
-      retire(part1, prev);
+      retire(part1, Slot1{}, prev);
       return;
     }
-    step(part0, part1, prev);
+    step(part0, Slot0{}, part1, Slot1{}, prev);
   }
 }
 

@@ -105,6 +105,22 @@ __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::u
   *reinterpret_cast<T*>(stage + m * C::kStagePitch + n * sizeof(T)) = round_to<T>(v);
 }
 
+// The factor register i of thread tid is scaled by before it is staged: the call's `scale`,
+// or with row-wise scales (GemmScaleRecipe::row) (alpha * scale_a[m]) * scale_b[n] for its
+// element (m, n) (stage_element's), 0 past M or N (not stored). Read through the L2 after
+// griddepcontrol.wait, as kernel_scale's.
+template <class C>
+__device__ __forceinline__ float element_scale(const Params& p, float scale, int i,
+                                               std::uint32_t tid, std::int32_t n0) {
+  if (p.scale.recipe != GemmScaleRecipe::row) return scale;
+  const auto warp = static_cast<std::int32_t>(tid / 32), lane = static_cast<std::int32_t>(tid % 32);
+  const int w = i / C::kWaveAccum, r = i % C::kWaveAccum;
+  const std::int32_t n = n0 + kWaveRows * w + 16 * warp + lane / 4 + 8 * ((r / 2) % 2);
+  const std::int32_t m = 8 * (r / 4) + 2 * (lane % 4) + r % 2;
+  if (m >= p.m || n >= p.n) return 0.0f;
+  return scale * __ldcg(p.scale.a + m * p.scale.a_mn) * __ldcg(p.scale.b + n * p.scale.b_mn);
+}
+
 // Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
 // staged: 16 bytes (8 elements) per thread and store, so that every store fills whole 32-byte
 // sectors (2-byte stores straight from the fragment left sectors half written, and the L2
@@ -250,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       wgmma_commit();
     };
-    auto retire = [&](float (&part)[C::kAccum], const State& done) {
+    auto retire = [&](float (&part)[C::kAccum], auto /*slot*/, const State& done) {
       if (warp_leader) pipe.consumer_release(done);
       wgmma_fence_registers(part);
 #pragma unroll
@@ -261,7 +277,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       float part1[C::kAccum];
       gemm_common::pipelined_k_blocks(
           kb_end - kb_begin, st, part0, part1,
-          [&](float(&part)[C::kAccum], const State& at) { issue(part, at, std::true_type{}); },
+          [&](float(&part)[C::kAccum], auto /*slot*/, const State& at) {
+            issue(part, at, std::true_type{});
+          },
           retire);
     } else {
       // NOTE: fast accumulation: the sums (zeroed above) take every k-block's wgmmas
@@ -278,7 +296,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       // share of the last wgmmas may still be reading the ring
       auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
 #pragma unroll
-      for (int i = 0; i < C::kAccum; ++i) stage_element<C, T>(staging, i, tid, acc[i] * scale);
+      for (int i = 0; i < C::kAccum; ++i) {
+        stage_element<C, T>(staging, i, tid, acc[i] * element_scale<C>(p, scale, i, tid, n0));
+      }
       named_barrier_sync(1, 128);
       store_rows<C, T>(p, staging, 0, MP, tid, n0);
     } else if constexpr (C::kWaves == 1) {  // (two waves never run in a cluster: the launcher)
@@ -328,10 +348,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         sum.z += v.z;
         sum.w += v.w;
       }
-      stage_element<C, T>(staging, 4 * u, tid, sum.x * scale);
-      stage_element<C, T>(staging, 4 * u + 1, tid, sum.y * scale);
-      stage_element<C, T>(staging, 4 * u + 2, tid, sum.z * scale);
-      stage_element<C, T>(staging, 4 * u + 3, tid, sum.w * scale);
+      stage_element<C, T>(staging, 4 * u, tid, sum.x * element_scale<C>(p, scale, 4 * u, tid, n0));
+      stage_element<C, T>(staging, 4 * u + 1, tid,
+                          sum.y * element_scale<C>(p, scale, 4 * u + 1, tid, n0));
+      stage_element<C, T>(staging, 4 * u + 2, tid,
+                          sum.z * element_scale<C>(p, scale, 4 * u + 2, tid, n0));
+      stage_element<C, T>(staging, 4 * u + 3, tid,
+                          sum.w * element_scale<C>(p, scale, 4 * u + 3, tid, n0));
     }
     // quad u holds rows [8u, 8u + 8) of D's tile: this rank stores the rows it summed
     named_barrier_sync(1, 128);

@@ -17,9 +17,16 @@ namespace {
 // The kernel of a configuration and mode, its shared-memory limit raised on the current
 // device (once per device), so that a call costs one launch on the host.
 template <class Cfg, class T>
-void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote) {
-  // (the plan refuses promotion for a configuration that cannot promote)
-  auto* const kernel = [promote] {
+void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote,
+            bool block_scales) {
+  // (the plan refuses promotion for a configuration that cannot promote, and 128-block scales
+  // for one that cannot apply them: takes_block_scales)
+  auto* const kernel = [promote, block_scales] {
+    if constexpr (Cfg::kPromotes && 128 % Cfg::kBlockN == 0) {
+      if (block_scales) {
+        return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true, true>>(kSmemBytes<Cfg>);
+      }
+    }
     if constexpr (Cfg::kPromotes) {
       if (promote) return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true>>(kSmemBytes<Cfg>);
     }
@@ -34,21 +41,23 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, b
 // takes more than one tile (when it has one), a two-wave row through its own launch.
 template <int Id, class T>
 void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                   bool promote) {
+                   bool promote, bool block_scales) {
   constexpr ConfigRow c = row(Id);
   if constexpr (c.family == Family::tiled) {
     static_assert(TiledConfig<Id>::kBlockM == c.block_m &&
                       TiledConfig<Id>::kPromotes == c.promotes &&
-                      TiledConfig<Id>::kSplitsK == c.splits_k && c.plain_stores,
+                      TiledConfig<Id>::kSplitsK == c.splits_k && c.plain_stores &&
+                      (TiledConfig<Id>::kPromotes && 128 % TiledConfig<Id>::kBlockN == 0) ==
+                          takes_block_scales(Id),
                   "the table's row agrees with the kernel it instantiates");
     if constexpr (c.rounds_stages != 0) {
       if (p.units > static_cast<std::int64_t>(grid)) {
-        launch<TiledRoundsConfig<Id>, T>(p, grid, stream, overlap, promote);
+        launch<TiledRoundsConfig<Id>, T>(p, grid, stream, overlap, promote, block_scales);
         launched_config() = Id;
         return;
       }
     }
-    launch<TiledConfig<Id>, T>(p, grid, stream, overlap, promote);
+    launch<TiledConfig<Id>, T>(p, grid, stream, overlap, promote, block_scales);
     launched_config() = Id;
   } else if constexpr (c.family == Family::waves_m || c.family == Family::waves_n) {
     static_assert(!c.splits_k && !c.plain_stores, "the two-wave kernel: K unsplit, TMA stores");
@@ -56,7 +65,7 @@ void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool ove
   }
 }
 
-using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool);
+using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool, bool);
 // Per D's type, a launch for every row of the table that runs here; null for the others
 // (the small-M kernel's, the retired one).
 template <class T, std::size_t... Id>
@@ -118,7 +127,8 @@ void launch_tiled(const GemmCall& call) {
   const LaunchFn fn =
       call.d.type == DataType::bfloat16 ? kLaunchBf16[plan.config] : kLaunchFp16[plan.config];
   fn(p, plan.grid, call.stream, call.key.overlap,
-     call.key.accumulation == GemmAccumulation::promoted);
+     call.key.accumulation == GemmAccumulation::promoted,
+     call.key.recipe == GemmScaleRecipe::block);
 }
 
 }  // namespace tmakit::detail::gemm

@@ -197,8 +197,10 @@ __device__ __forceinline__ void accumulate_k_block(float (&acc)[Cfg::kAccum],
   wgmma_commit();
 }
 
-// Promote: GemmAccumulation::promoted (true) or fast (false).
-template <class Cfg, class T, bool Promote>
+// Promote: GemmAccumulation::promoted (true) or fast (false). BlockScales: 128-block scales
+// (GemmScaleRecipe::block) multiply each k-block's partial as it is promoted. Row-wise scales
+// are applied in the epilogue of any instantiation (a runtime branch: p.scale.recipe).
+template <class Cfg, class T, bool Promote, bool BlockScales = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_kernel(const __grid_constant__ Params p) {
   static_assert(Cfg::kBlockN % 8 == 0 && Cfg::kBlockN <= 256, "wgmma N: 8..256, step 8");
@@ -214,6 +216,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(128 * Cfg::kProducerRegs + Cfg::kConsumerThreads * Cfg::kConsumerRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
   static_assert(!Promote || Cfg::kPromotes, "this configuration runs fast accumulation only");
+  static_assert(!BlockScales || (Promote && 128 % Cfg::kBlockN == 0),
+                "128-block scales: promotion every 128 of K, tiles of B within one 128-row "
+                "block");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ std::uint8_t smem_raw[];
   auto& s = *reinterpret_cast<SharedStorage<Cfg>*>(
@@ -244,6 +249,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // built from it then live in uniform registers (no R2UR before every wgmma)
     const std::uint32_t cw = __shfl_sync(0xffffffffu, wg, 0) - 1;  // consumer warpgroup 0..C-1
     const std::uint32_t wg_tid = threadIdx.x % 128;
+    const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
     const std::uint32_t ctid = threadIdx.x - 128;      // 0..kConsumerThreads-1
     const bool warp_leader = (threadIdx.x % 32) == 0;
     // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
@@ -255,11 +261,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float part0[Cfg::kAccum];
     float part1[Cfg::kAccum];
     const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
+    // 128-block scales: each partial's two (its k-block's, for this thread's two rows),
+    // loaded when its wgmmas are issued, used when it is promoted; the next k-block to issue
+    float block_scale[2][2];
+    std::int32_t kb_issue = 0, scale_row0 = 0, scale_nb = 0;
 
     auto release = [&](const State& done) {
       if (warp_leader) pipe.consumer_release(done);
     };
-    auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
+    auto load_block_scales_for = [&](float (&out)[2], std::int32_t kb) {
+      gemm_common::load_block_scales(out, p.scale, scale_row0, scale_nb, kb, p.m, warp, lane);
+    };
+    auto issue = [&](float (&part)[Cfg::kAccum], auto slot, const State& at) {
+      if constexpr (BlockScales) {
+        load_block_scales_for(block_scale[decltype(slot)::value], kb_issue++);
+      }
       pipe.consumer_wait(at);
       issue_k_block<Cfg>(part, smem_address(&s.a[at.stage]) + a_off, smem_address(&s.b[at.stage]));
     };
@@ -267,15 +283,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // adding each 128-deep partial into fp32 registers keeps long sums accurate. (256-deep
     // partials, two k-blocks per group, measured slower once the descriptors sat in uniform
     // registers: a pair holds four stages, so fewer are in flight; EXPERIMENTS.md.)
-    auto retire = [&](float (&part)[Cfg::kAccum], const State& done) {
+    auto retire = [&](float (&part)[Cfg::kAccum], auto slot, const State& done) {
       release(done);
       wgmma_fence_registers(part);
+      if constexpr (BlockScales) {
+        // (register 4j + 2h + e holds row h of the two)
+        const float(&b)[2] = block_scale[decltype(slot)::value];
 #pragma unroll
-      for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = fmaf(part[i], b[(i / 2) % 2], acc[i]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < Cfg::kAccum; ++i) acc[i] += part[i];
+      }
     };
 
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
       const Unit w = decode_unit(p, u);
+      const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
+      const std::int32_t col0 = w.tn * Cfg::kBlockN;
+      if constexpr (BlockScales) {
+        scale_row0 = row0;
+        scale_nb = col0 / 128;
+        kb_issue = w.kb_begin;
+      }
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
       // NOTE: tried (one run on H200, against this build): a single stream of k-blocks over
@@ -297,8 +327,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
       }
 
-      const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;
-      const std::int32_t col0 = w.tn * Cfg::kBlockN;
       if (Cfg::kSplitsK && w.splits > 1) {
         // split-K: publish this split's partial tile (thread-major, coalesced, L2 only)
         constexpr int kTileFloats = Cfg::kBlockM * Cfg::kBlockN;
@@ -339,10 +367,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = part0[i];
         if (ctid == 0) p.counters[w.slot] = 0;  // ready for the next call
       }
+      float out_scale = scale;
+      if (p.scale.recipe == GemmScaleRecipe::row) {
+        gemm_common::apply_row_scales(acc, p.scale, scale, row0, col0, p.m, p.n, warp, lane);
+        out_scale = 1.0f;
+      }
       if (p.d_tma_store) {
-        store_tile_tma<Cfg, T>(p, acc, scale, s.d[cw], row0, col0, wg_tid, 2 + cw);
+        store_tile_tma<Cfg, T>(p, acc, out_scale, s.d[cw], row0, col0, wg_tid, 2 + cw);
       } else {
-        store_tile<Cfg, T>(p, acc, scale, row0, col0, wg_tid);
+        store_tile<Cfg, T>(p, acc, out_scale, row0, col0, wg_tid);
       }
     }
     // a CTA may not exit while its stores still read shared memory

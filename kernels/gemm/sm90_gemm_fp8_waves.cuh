@@ -307,7 +307,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const std::int32_t row0 =
             w.tm * Cfg::kBlockM + static_cast<std::int32_t>(a_row0) + (kDownM ? 64 * v : 0);
         const std::int32_t col0 = w.tn * Cfg::kBlockN + (kDownM ? 0 : Cfg::kWaveN * v);
-        store_wave<Cfg, T>(p, sums[v], scale, s.d[mw], row0, col0, wg_tid, 1 + mw);
+        float out_scale = scale;
+        if (p.scale.recipe == GemmScaleRecipe::row) {
+          gemm_common::apply_row_scales(sums[v], p.scale, scale, row0, col0, p.m, p.n,
+                                        wg_tid / 32, wg_tid % 32);
+          out_scale = 1.0f;
+        }
+        store_wave<Cfg, T>(p, sums[v], out_scale, s.d[mw], row0, col0, wg_tid, 1 + mw);
       }
     }
     // a CTA may not exit while its stores still read shared memory

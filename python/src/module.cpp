@@ -328,6 +328,7 @@ GemmArgs gemm_args(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit:
                    std::uint64_t d_rows, std::uint64_t d_cols, std::uint64_t a_pitch,
                    std::uint64_t b_pitch, std::uint64_t d_pitch, double alpha, double scale_a,
                    double scale_b, std::uintptr_t scale_a_device, std::uintptr_t scale_b_device,
+                   tmakit::GemmScaleRecipe recipe, const std::array<std::int64_t, 4>& strides,
                    tmakit::GemmAccumulation accumulation) {
   GemmArgs r{tmakit::ConstTensorRef(reinterpret_cast<const void*>(a), tmakit::DataType::uint8, m,
                                     k_a, a_pitch),
@@ -340,6 +341,9 @@ GemmArgs gemm_args(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit:
   r.scales.scale_b = static_cast<float>(scale_b);
   r.scales.scale_a_device = reinterpret_cast<const float*>(scale_a_device);
   r.scales.scale_b_device = reinterpret_cast<const float*>(scale_b_device);
+  r.scales.recipe = recipe;
+  r.scales.scale_a_strides = {strides[0], strides[1]};
+  r.scales.scale_b_strides = {strides[2], strides[3]};
   r.tuning.accumulation = accumulation;
   return r;
 }
@@ -371,11 +375,13 @@ void gemm_fp8_check(tmakit::DataType d_type, std::uint64_t m, std::uint64_t n, s
                     std::uint64_t k_b, std::uint64_t d_rows, std::uint64_t d_cols,
                     std::uint64_t a_pitch, std::uint64_t b_pitch, std::uint64_t d_pitch,
                     double alpha, double scale_a, double scale_b, bool scale_a_device,
-                    bool scale_b_device, tmakit::GemmAccumulation accumulation) {
+                    bool scale_b_device, tmakit::GemmScaleRecipe recipe,
+                    const std::array<std::int64_t, 4>& strides,
+                    tmakit::GemmAccumulation accumulation) {
   // (a device scale's address is not known either: an aligned stand-in)
   const GemmArgs g = gemm_args(0, 0, 0, d_type, m, n, k_a, k_b, d_rows, d_cols, a_pitch, b_pitch,
                                d_pitch, alpha, scale_a, scale_b, scale_a_device ? 16 : 0,
-                               scale_b_device ? 16 : 0, accumulation);
+                               scale_b_device ? 16 : 0, recipe, strides, accumulation);
   try {
     tmakit::gemm_fp8_check_shapes(g.a, g.b, g.d, g.scales, g.tuning);
   } catch (const tmakit::ArgumentError& e) {
@@ -388,10 +394,11 @@ void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit::Data
               std::uint64_t d_rows, std::uint64_t d_cols, std::uint64_t a_pitch,
               std::uint64_t b_pitch, std::uint64_t d_pitch, double alpha, double scale_a,
               double scale_b, std::uintptr_t scale_a_device, std::uintptr_t scale_b_device,
+              tmakit::GemmScaleRecipe recipe, const std::array<std::int64_t, 4>& strides,
               tmakit::GemmAccumulation accumulation, std::uintptr_t stream) {
   const GemmArgs g = gemm_args(a, b, d, d_type, m, n, k_a, k_b, d_rows, d_cols, a_pitch, b_pitch,
                                d_pitch, alpha, scale_a, scale_b, scale_a_device, scale_b_device,
-                               accumulation);
+                               recipe, strides, accumulation);
   try {
     tmakit::gemm_fp8(g.a, g.b, g.d, g.scales, stream_of(stream), g.tuning);
   } catch (const tmakit::ArgumentError& e) {
@@ -464,13 +471,17 @@ NB_MODULE(_tmakit, m) {
   nb::enum_<tmakit::GemmAccumulation>(m, "GemmAccumulation")
       .value("promoted", tmakit::GemmAccumulation::promoted)
       .value("fast", tmakit::GemmAccumulation::fast);
+  nb::enum_<tmakit::GemmScaleRecipe>(m, "GemmScaleRecipe")
+      .value("tensor", tmakit::GemmScaleRecipe::tensor)
+      .value("row", tmakit::GemmScaleRecipe::row)
+      .value("block", tmakit::GemmScaleRecipe::block);
   m.def("gemm_fp8", &gemm_fp8, "a"_a, "b"_a, "d"_a, "d_type"_a, "m"_a, "n"_a, "k_a"_a, "k_b"_a,
         "d_rows"_a, "d_cols"_a, "a_row_stride_bytes"_a, "b_row_stride_bytes"_a,
         "d_row_stride_bytes"_a, "alpha"_a, "scale_a"_a, "scale_b"_a, "scale_a_device"_a,
-        "scale_b_device"_a, "accumulation"_a, "stream"_a);
+        "scale_b_device"_a, "recipe"_a, "scale_strides"_a, "accumulation"_a, "stream"_a);
   m.def("gemm_fp8_check", &gemm_fp8_check, "d_type"_a, "m"_a, "n"_a, "k_a"_a, "k_b"_a,
         "d_rows"_a, "d_cols"_a, "a_row_stride_bytes"_a, "b_row_stride_bytes"_a,
         "d_row_stride_bytes"_a, "alpha"_a, "scale_a"_a, "scale_b"_a, "scale_a_device"_a,
-        "scale_b_device"_a, "accumulation"_a,
+        "scale_b_device"_a, "recipe"_a, "scale_strides"_a, "accumulation"_a,
         "gemm_fp8's checks of a traced call: every rule but those of the addresses.");
 }

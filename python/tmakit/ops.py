@@ -56,6 +56,8 @@ _GEMM_OUT_TYPES = {torch.bfloat16: _tmakit.DataType.bfloat16,
                    torch.float16: _tmakit.DataType.float16}
 _ACCUMULATION = {"promoted": _tmakit.GemmAccumulation.promoted,
                  "fast": _tmakit.GemmAccumulation.fast}
+# torch's layouts for the launcher (-1, -1: its default; any strides are passed as they are)
+_TORCH_LAYOUT = (-1, -1, -1, -1)
 # The transpose moves bits: any element type, by size.
 _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
 
@@ -208,6 +210,40 @@ def _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, 
             scale_b)
 
 
+def _scale_recipe(scale_a_t, scale_b_t, m: int, n: int, k: int):
+    """(recipe, strides) of the scale tensors as torch._scaled_mm reads their shapes: none or
+    one element each -> per tensor; (M, 1) and (1, N) -> row-wise; (M, ceil(K/128)) and
+    (ceil(N/128), ceil(K/128)) -> 128-block. Strides (elements) as they are: any layout."""
+    recipe = _tmakit.GemmScaleRecipe
+    if (scale_a_t is None or scale_a_t.numel() == 1) and \
+            (scale_b_t is None or scale_b_t.numel() == 1):
+        return recipe.tensor, _TORCH_LAYOUT
+    kb, nb = (k + 127) // 128, (n + 127) // 128
+    shapes = {"row": ((m, 1), (1, n)), "block": ((m, kb), (nb, kb))}
+    expected = (f"row-wise scale_a (M, 1) = ({m}, 1) with scale_b (1, N) = (1, {n}), or "
+                f"128-block scale_a (M, ceil(K/128)) = ({m}, {kb}) with scale_b "
+                f"(ceil(N/128), ceil(K/128)) = ({nb}, {kb})")
+    for name, t in (("scale_a", scale_a_t), ("scale_b", scale_b_t)):
+        if t is None:
+            raise TypeError(f"{name}: a Python float beside a scale tensor of "
+                            f"{tuple((scale_b_t if name == 'scale_a' else scale_a_t).shape)}; "
+                            f"row-wise and 128-block scales are float32 CUDA tensors, both: "
+                            f"{expected}")
+        if t.dim() != 2:
+            raise ValueError(f"{name}: shape {tuple(t.shape)}; expected one float, or {expected}")
+    a_shape, b_shape = tuple(scale_a_t.shape), tuple(scale_b_t.shape)
+    for kind in ("row", "block"):
+        if (a_shape, b_shape) == shapes[kind]:
+            strides = (scale_a_t.stride(0), scale_a_t.stride(1), scale_b_t.stride(0),
+                       scale_b_t.stride(1))
+            if kind == "row":  # (one element along the unit dimension: its stride is moot)
+                strides = (scale_a_t.stride(0), 0, scale_b_t.stride(1), 0)
+            return getattr(recipe, kind), strides
+    wrong = "scale_a" if a_shape not in (shapes["row"][0], shapes["block"][0]) else "scale_b"
+    raise ValueError(f"{wrong}: scale_a {a_shape} and scale_b {b_shape} are no recipe; "
+                     f"expected {expected}")
+
+
 def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
     m, k = a.shape
     n, kb = b.shape
@@ -223,9 +259,15 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
             out.zero_()
         return
     args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
+    recipe, strides = _scale_recipe(scale_a_t, scale_b_t, m, n, k)
+    for name, t in (("scale_a", scale_a_t), ("scale_b", scale_b_t)):
+        if t is not None and _overlaps(out, t):
+            raise ValueError(f"out: overlaps {name}, which the kernel reads while it writes "
+                             f"out; pass a separate out")
     _launch(out, _tmakit.gemm_fp8, a.data_ptr(), b.data_ptr(), out.data_ptr(), *args,
             0 if scale_a_t is None else scale_a_t.data_ptr(),
-            0 if scale_b_t is None else scale_b_t.data_ptr(), _ACCUMULATION[accumulate])
+            0 if scale_b_t is None else scale_b_t.data_ptr(), recipe, strides,
+            _ACCUMULATION[accumulate])
 
 
 def _matrix_stride(t: torch.Tensor):
@@ -361,10 +403,13 @@ def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor
                    out):
     # a traced call: the launcher's rules but those of the addresses, before any memory exists
     if a.numel() and b.numel():
+        recipe, strides = _scale_recipe(scale_a_tensor, scale_b_tensor, a.shape[0], b.shape[0],
+                                        a.shape[1])
         _tmakit.gemm_fp8_check(
             *_gemm_args(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor,
                         accumulate, out),
-            scale_a_tensor is not None, scale_b_tensor is not None, _ACCUMULATION[accumulate])
+            scale_a_tensor is not None, scale_b_tensor is not None, recipe, strides,
+            _ACCUMULATION[accumulate])
 
 
 def _nothing(*args) -> None:
@@ -392,9 +437,9 @@ def _scale(value, name: str, device):
     """(host float, device tensor or None) for a scale given as a float or as a one-element
     float32 tensor on the GEMM's GPU (read by the kernel when it runs: no synchronisation)."""
     if isinstance(value, torch.Tensor):
-        if value.dtype != torch.float32 or value.numel() != 1:
-            raise TypeError(f"{name}: a tensor scale must hold one torch.float32 element, got "
-                            f"{value.dtype} of shape {tuple(value.shape)}")
+        if value.dtype != torch.float32:
+            raise TypeError(f"{name}: dtype {value.dtype}; scale tensors are torch.float32 "
+                            f"(one element, or row-wise / 128-block arrays)")
         if value.device != device:
             raise ValueError(f"{name}: is on {value.device}, the operands on {device}; a tensor "
                              f"scale lives on the GEMM's GPU (or pass a Python float)")
@@ -425,6 +470,18 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     alpha * scale_a * scale_b, for host values, formed in double, must round to a finite float
     that is 0 only when the product is (0 gives D = 0; a product below float's range is
     refused, not flushed to 0).
+
+    Row-wise and 128-block scales (the recipe follows from the float32 CUDA tensors' shapes,
+    as in ``torch._scaled_mm``; kernels/gemm/README.md, "Scale recipes"):
+    - row-wise: ``scale_a`` (M, 1) and ``scale_b`` (1, N): D[m, n] = acc * ((alpha *
+      scale_a[m]) * scale_b[n]);
+    - 128-block: ``scale_a`` (M, ceil(K/128)), one per 1 x 128 of a along K, and ``scale_b``
+      (ceil(N/128), ceil(K/128)), one per 128 x 128 block of b: each 128-deep partial sum is
+      multiplied by its two scales as it is added into fp32 (``accumulate="promoted"`` only).
+    Any strides are taken (torch's layouts, DeepGEMM's M-major TMA-aligned scale_a, broadcast
+    views); the values are read on the device when the kernel runs, like a one-element tensor
+    scale, and are not checked (a non-finite scale gives non-finite elements of D). The scale
+    tensors must not overlap ``out``. Both are tensors, or neither is.
     ``accumulate``: "promoted" (default; the tensor cores' partial sums added into fp32 every
     128 or 256 of K: element errors within 2^-10 of sum |a b|) or "fast" (the tensor cores
     accumulate across all of K, as torch._scaled_mm's use_fast_accum=True; the error grows
@@ -453,6 +510,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     m, n = a.shape[0], b.shape[0]
     s_a, t_a = _scale(scale_a, "scale_a", a.device)
     s_b, t_b = _scale(scale_b, "scale_b", a.device)
+    # (the recipe the scale tensors' shapes give, checked before anything is allocated)
+    recipe, strides = _scale_recipe(t_a, t_b, m, n, a.shape[1])
     try:
         s_alpha = float(alpha)
     except (TypeError, ValueError):
@@ -470,7 +529,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
             _tmakit.gemm_fp8_check(_GEMM_OUT_TYPES[dtype], m, n, a.shape[1], b.shape[1], m, n,
                                    _gemm_pitch(a, "a"), _gemm_pitch(b, "b"),
                                    n * 2 if m > 1 else 0, s_alpha, s_a, s_b, t_a is not None,
-                                   t_b is not None, _ACCUMULATION[accumulate])
+                                   t_b is not None, recipe, strides, _ACCUMULATION[accumulate])
         out = torch.empty((m, n), dtype=dtype, device=a.device)
     else:
         out = _tensor(out, "out")

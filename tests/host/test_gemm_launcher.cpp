@@ -251,6 +251,71 @@ TEST(GemmLauncher, DeviceSideScalesAreChecked) {
   }
 }
 
+// Row-wise and 128-block scales: the arrays, their strides, the accumulation and a forced
+// configuration are checked by name before any CUDA call; good ones get past validation.
+TEST(GemmLauncher, ScaleRecipesAreChecked) {
+  Operands o;
+  const auto* sa = static_cast<const float*>(fake(0x40000000));
+  const auto* sb = static_cast<const float*>(fake(0x50000000));
+  const auto recipe_scales = [&](GemmScaleRecipe r) {
+    GemmScales s;
+    s.recipe = r;
+    s.scale_a_device = sa;
+    s.scale_b_device = sb;
+    return s;
+  };
+  std::string msg;
+  for (GemmScaleRecipe r : {GemmScaleRecipe::row, GemmScaleRecipe::block}) {
+    GemmScales s = recipe_scales(r);
+    s.scale_a_device = nullptr;
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }, &msg), "scales.scale_a_device");
+    EXPECT_NE(msg.find("is null"), std::string::npos) << msg;
+    s = recipe_scales(r);
+    s.scale_b_device = nullptr;
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.scale_b_device");
+    s = recipe_scales(r);
+    s.scale_a = 2.0f;  // replaced by the array: refused rather than ignored
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.scale_a");
+    s = recipe_scales(r);
+    s.scale_b_strides = {-2, 1};
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }, &msg), "scales.scale_b_strides");
+    EXPECT_NE(msg.find("{-2, 1}"), std::string::npos) << msg;
+    s = recipe_scales(r);
+    s.alpha = std::nanf("");
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.alpha");
+    // good arrays (any strides >= 0, 0 repeating a value) reach the first CUDA call
+    s = recipe_scales(r);
+    s.scale_a_strides = {0, 0};
+    const std::string argument = refused([&] { gemm_fp8(o.a, o.b, o.d, s); });
+    EXPECT_EQ(argument.rfind("scales", 0), std::string::npos) << argument;
+  }
+  GemmScales block = recipe_scales(GemmScaleRecipe::block);
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, fast); }, &msg),
+            "tuning.accumulation");
+  EXPECT_NE(msg.find("promoted"), std::string::npos) << msg;
+  for (const char* name : {"m128n144", "m128n80", "m256n128", "m128n256w", "smallm"}) {
+    GemmTuning forced;
+    forced.config = gemm_config_id(name);
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, forced); }, &msg),
+              "tuning.config")
+        << name;
+    EXPECT_NE(msg.find("m64n64, m64n128 or m128n128"), std::string::npos) << msg;
+  }
+  GemmScales bad = block;
+  bad.recipe = static_cast<GemmScaleRecipe>(7);
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, bad); }), "scales.recipe");
+  // row-wise scales run in every configuration, fast accumulation too
+  GemmTuning wide;
+  wide.config = gemm_config_id("m128n256");
+  wide.accumulation = GemmAccumulation::fast;
+  const std::string argument =
+      refused([&] { gemm_fp8(o.a, o.b, o.d, recipe_scales(GemmScaleRecipe::row), nullptr, wide); });
+  EXPECT_EQ(argument.rfind("scales", 0), std::string::npos) << argument;
+  EXPECT_NE(argument, "tuning.config");
+}
+
 TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
   Operands o;
   auto a = o.a;
@@ -346,6 +411,54 @@ TEST(GemmReference, E4m3Decode) {
   EXPECT_EQ(reference::e4m3_to_float(0x08), 0.015625f);     // smallest normal 2^-6
   EXPECT_TRUE(std::isnan(reference::e4m3_to_float(0x7F)));
   EXPECT_TRUE(std::isnan(reference::e4m3_to_float(0xFF)));
+}
+
+// Row-wise and 128-block scales in the reference: hand-checked. A = [[1, 2], [-0.5, 448]] and
+// B = [[1, 1], [2, -1]] in the first 2 of K = 256 (so A B^T = [[3, 0], [447.5, -449]]), and
+// for the block case a second k-block with A[0][128] = 1, B[0][128] = 2, B[1][128] = 1.
+TEST(GemmReference, RowAndBlockScales) {
+  std::vector<std::uint8_t> a(2 * 256, 0), b(2 * 256, 0);
+  a[0] = 0x38; a[1] = 0x40;        // 1, 2
+  a[256] = 0xB0; a[257] = 0x7E;    // -0.5, 448
+  b[0] = 0x38; b[1] = 0x38;        // 1, 1
+  b[256] = 0x40; b[257] = 0xB8;    // 2, -1
+  const ConstTensorRef av(a.data(), DataType::uint8, 2, 256), bv(b.data(), DataType::uint8, 2, 256);
+  float d[4];
+  GemmScales row;
+  row.recipe = GemmScaleRecipe::row;
+  row.alpha = 2.0f;
+  const float row_a[2] = {1.0f, 0.25f}, row_b[2] = {0.5f, 4.0f};
+  row.scale_a_device = row_a;
+  row.scale_b_device = row_b;
+  reference::gemm_fp8(av, bv, d, row);
+  EXPECT_EQ(d[0], 3.0f * 2.0f * 1.0f * 0.5f);
+  EXPECT_EQ(d[1], 0.0f);
+  EXPECT_EQ(d[2], 447.5f * 2.0f * 0.25f * 0.5f);
+  EXPECT_EQ(d[3], -449.0f * 2.0f * 0.25f * 4.0f);
+
+  a[128] = 0x38;   // A[0][128] = 1
+  b[128] = 0x40;   // B[0][128] = 2
+  b[384] = 0x38;   // B[1][128] = 1
+  // scale_a M x 2 (torch's M-major layout: [m + 2 kb]), scale_b 1 x 2 (row-major)
+  const float block_a[4] = {1.0f, 0.5f, 8.0f, 2.0f}, block_b[2] = {0.25f, 4.0f};
+  GemmScales block;
+  block.recipe = GemmScaleRecipe::block;
+  block.alpha = 0.5f;
+  block.scale_a_device = block_a;
+  block.scale_b_device = block_b;
+  reference::gemm_fp8(av, bv, d, block);
+  // D[m][n] = alpha * sum over kb of part[kb] * a[m][kb] * b[0][kb]
+  EXPECT_EQ(d[0], 0.5f * (3.0f * 1.0f * 0.25f + 2.0f * 8.0f * 4.0f));
+  EXPECT_EQ(d[1], 0.5f * (0.0f + 1.0f * 8.0f * 4.0f));
+  EXPECT_EQ(d[2], 0.5f * (447.5f * 0.5f * 0.25f));
+  EXPECT_EQ(d[3], 0.5f * (-449.0f * 0.5f * 0.25f));
+  // the same arrays through explicit strides: scale_a row-major (mn = 2, k = 1)
+  const float block_a_rows[4] = {1.0f, 8.0f, 0.5f, 2.0f};
+  block.scale_a_device = block_a_rows;
+  block.scale_a_strides = {2, 1};
+  float e[4];
+  reference::gemm_fp8(av, bv, e, block);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(e[i], d[i]) << i;
 }
 
 TEST(GemmReference, HandCheckedProduct) {
@@ -779,15 +892,49 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
   EXPECT_EQ(gemm_fp8_plan({32, 4096, 4096, 0, 132, 4.8e12, {}}).prefetch_k_blocks, 0);
 }
 
+// 128-block scales: C16 and C17 replace what cannot apply them, and every plan for them takes
+// a configuration that can (over shapes where each other rule decides).
+TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
+  const auto plan = [](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+    GemmProblem q;
+    q.m = m;
+    q.n = n;
+    q.k = k;
+    q.sm_count = 132;
+    q.recipe = GemmScaleRecipe::block;
+    return gemm_fp8_plan(q);
+  };
+  const GemmPlan small = plan(16, 1024, 4096);
+  EXPECT_STREQ(gemm_config_name(small.config), "m64n128");
+  EXPECT_STREQ(small.config_rule, "C16");
+  EXPECT_GT(small.splits, 1);  // 8 tiles on 132 SMs: K split (K5)
+  const GemmPlan big = plan(4096, 4096, 4096);
+  EXPECT_STREQ(gemm_config_name(big.config), "m128n128");
+  EXPECT_STREQ(big.config_rule, "C17");
+  EXPECT_STREQ(plan(128, 4096, 4096).config_rule, "C6");  // m64n64 applies them: kept
+  for (std::uint64_t m : {1u, 64u, 65u, 128u, 200u, 300u, 640u, 4096u}) {
+    for (std::uint64_t n : {96u, 2112u, 7168u, 24576u}) {
+      for (std::uint64_t k : {512u, 1552u, 7168u}) {
+        const GemmPlan p = plan(m, n, k);
+        EXPECT_TRUE(detail::gemm::takes_block_scales(p.config))
+            << m << "x" << n << "x" << k << ": " << gemm_config_name(p.config);
+        // the per-tensor plan is unchanged where it already applies them
+        const GemmPlan t = gemm_fp8_plan(m, n, k, 132);
+        if (detail::gemm::takes_block_scales(t.config)) EXPECT_EQ(p.config, t.config);
+      }
+    }
+  }
+}
+
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
 // name and an id that round-trips, and the retired one is not built.
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 15u + 6u);
+  ASSERT_EQ(count, 17u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 15 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 14));
+    const std::string want = (i < 17 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 16));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }

@@ -226,7 +226,10 @@ float e4m3_to_float(std::uint8_t bits);
 // row-major). Same argument layout as gemm_fp8 (a, b host views; strides honoured, any K);
 // throws ArgumentError for null pointers, types other than UINT8, a.cols != b.cols, empty
 // extents, row strides shorter than a row, scales gemm_fp8 refuses, or device-side scales
-// (pass their values as scale_a / scale_b).
+// (pass their values as scale_a / scale_b). Row-wise and 128-block scales: scale_a_device and
+// scale_b_device point to the arrays in HOST memory here (same strides); row: each sum times
+// (alpha * scale_a[m]) * scale_b[n] (float products); block: each 128-deep sum (fp64) times
+// scale_a[m][kb] * scale_b[n / 128][kb] (a float product), summed in fp64, times alpha.
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, float* d_out, const GemmScales& scales);
 }  // namespace reference
 
