@@ -405,10 +405,11 @@ def host_overhead(calls: int = 2000) -> dict:
     d = torch.empty(16, 64, dtype=torch.bfloat16, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     # (a, b, d; D's type; M, N, K of a and of b; D's rows and columns; the row pitches in
-    # bytes; alpha, scale_a, scale_b; no device scales; the accumulation; the stream)
+    # bytes; alpha, scale_a, scale_b; no device scales; per-tensor scales, strides as torch's;
+    # the accumulation; the stream)
     raw = (a.data_ptr(), b.data_ptr(), d.data_ptr(), ops._tmakit.DataType.bfloat16, 16, 64, 128,
-           128, 16, 64, 128, 128, 128, 1.0, 1.0, 1.0, 0, 0, ops._tmakit.GemmAccumulation.promoted,
-           stream)
+           128, 16, 64, 128, 128, 128, 1.0, 1.0, 1.0, 0, 0, ops._tmakit.GemmScaleRecipe.tensor,
+           (-1, -1, -1, -1), ops._tmakit.GemmAccumulation.promoted, stream)
     variants = {
         "tmakit.gemm_fp8": lambda: ops.gemm_fp8(a, b, out=d),
         "tmakit.gemm_fp8 (allocating out)": lambda: ops.gemm_fp8(a, b),
