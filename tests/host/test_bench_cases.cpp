@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -262,6 +263,40 @@ TEST(BenchCases, GemmCasesInARecipeReadTheirScales) {
     EXPECT_EQ(find(*w, "tmakit-block-fast"), nullptr);
     EXPECT_EQ(find(*w, "cublaslt-fp8-block-fast"), nullptr);
   }
+}
+
+// tmakit's recipe rows state the plan's choice (bind_tmakit plans each call's problem): the
+// plan takes every shape of both sets in each recipe and mode the rows run, block scales on
+// the configurations that apply them (m64n64, m64n128, m128n128), on an H100's and an H200's
+// 132 SMs.
+TEST(BenchCases, EveryShapeOfTheSetsHasAPlanInEachRecipe) {
+  SuiteOptions o;
+  o.gemm_shape_sets = {"default", "deepseek"};
+  int shapes = 0;
+  for (const auto& w : declared_workloads(o)) {
+    unsigned long long m = 0, n = 0, k = 0;
+    if (std::sscanf(w.workload.c_str(), "gemm/fp8/m%llun%lluk%llu", &m, &n, &k) != 3) continue;
+    ++shapes;
+    for (const auto& [recipe, fast] : {std::pair{GemmScaleRecipe::row, false},
+                                       std::pair{GemmScaleRecipe::row, true},
+                                       std::pair{GemmScaleRecipe::block, false}}) {
+      GemmProblem p;
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.sm_count = 132;
+      p.tuning.accumulation = fast ? GemmAccumulation::fast : GemmAccumulation::promoted;
+      p.recipe = recipe;
+      GemmPlan plan;
+      ASSERT_NO_THROW(plan = gemm_fp8_plan(p)) << w.workload;
+      if (recipe == GemmScaleRecipe::block) {
+        const std::string name = gemm_config_name(plan.config);
+        EXPECT_TRUE(name == "m64n64" || name == "m64n128" || name == "m128n128")
+            << w.workload << ": " << name;
+      }
+    }
+  }
+  EXPECT_EQ(shapes, 24 + 18 - 3);
 }
 
 // The named shape sets: "deepseek" is DeepSeek-V3's six projections at M = 64, 128 and 4096;
