@@ -128,6 +128,9 @@ void CaseRunner::run(const std::string& workload, const std::vector<CaseSpec>& c
           }
         }
       }
+    } catch (const BaselineRefused& e) {
+      r.status = Status::unavailable(e.what());
+      (void)cudaGetLastError();
     } catch (const std::exception& e) {
       r.status = Status::error(e.what());
       (void)cudaGetLastError();  // clear a launch error that is not sticky: the next case runs

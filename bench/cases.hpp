@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,13 @@ struct Verdict {
 // timed in the same mode) when that row is ok, what its check noted, then `extra`.
 void finish_row(Result& r, const std::string& check_note, const std::vector<const Result*>& peers,
                 const std::string& extra);
+
+// Thrown by a binding's calls when a baseline's library refuses the case at run time (e.g.
+// cuBLASLt accepts a scale mode's plan, then refuses every algorithm for it): the row is
+// reported as Status::unavailable with the message, not as an error.
+struct BaselineRefused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // A case bound to its workload's buffers.
 struct Binding {

@@ -17,6 +17,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "gemm_cases.hpp"
@@ -36,21 +37,8 @@ struct Shape {
   std::uint64_t m, n, k;
 };
 
-// Each shape once, in the order first given (8192^3 is also a Llama projection; a shape
-// repeated on the command line runs once).
-std::vector<Shape> shapes(const SuiteOptions& o) {
-  std::vector<Shape> s;
-  const auto add = [&s](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-    for (const Shape& x : s) {
-      if (x.m == m && x.n == n && x.k == k) return;
-    }
-    s.push_back({m, n, k});
-  };
-  if (!o.gemm_shapes.empty()) {
-    for (const auto& [m, n, k] : o.gemm_shapes) add(m, n, k);
-    return s;
-  }
-  if (o.quick) return {{1, 4096, 4096}, {128, 4096, 4096}, {1024, 1024, 1024}};
+// The built-in list (8192^3 is also a Llama projection).
+void default_shapes(const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)>& add) {
   for (std::uint64_t m : {1, 16, 32, 64, 128, 256, 512, 1024, 4096}) add(m, 4096, 4096);
   add(8192, 8192, 8192);
   add(4096, 7168, 2048);
@@ -64,6 +52,45 @@ std::vector<Shape> shapes(const SuiteOptions& o) {
       add(m, n, k);
     }
   }
+}
+
+// DeepSeek-V3's projections (N x K) at a decode batch, a small prefill and a large one: the
+// shapes of its 128-block FP8 recipe.
+void deepseek_shapes(const std::function<void(std::uint64_t, std::uint64_t, std::uint64_t)>& add) {
+  for (std::uint64_t m : {64, 128, 4096}) {
+    for (const auto& [n, k] : {std::pair<std::uint64_t, std::uint64_t>{2112, 7168},
+                               {24576, 1536}, {32768, 512}, {7168, 16384}, {4096, 7168},
+                               {7168, 2048}}) {
+      add(m, n, k);
+    }
+  }
+}
+
+// Each shape once, in the order first given: the named sets, then --gemm-shape's (a shape
+// repeated, or in two sets, runs once).
+std::vector<Shape> shapes(const SuiteOptions& o) {
+  std::vector<Shape> s;
+  const auto add = [&s](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+    for (const Shape& x : s) {
+      if (x.m == m && x.n == n && x.k == k) return;
+    }
+    s.push_back({m, n, k});
+  };
+  if (o.gemm_shape_sets.empty() && o.gemm_shapes.empty()) {
+    if (o.quick) return {{1, 4096, 4096}, {128, 4096, 4096}, {1024, 1024, 1024}};
+    default_shapes(add);
+    return s;
+  }
+  for (const std::string& name : o.gemm_shape_sets) {
+    if (name == "default") {
+      default_shapes(add);
+    } else if (name == "deepseek") {
+      deepseek_shapes(add);
+    } else {
+      throw Error("no GEMM shape set is called '" + name + "' (tmakit bench --help lists them)");
+    }
+  }
+  for (const auto& [m, n, k] : o.gemm_shapes) add(m, n, k);
   return s;
 }
 
@@ -327,6 +354,16 @@ __global__ void fill_e4m3_kernel(std::uint8_t* out, std::uint64_t n, std::uint64
   }
 }
 
+// Random scales in [0.5, 2), one of its own for each row or block: a scale applied to the wrong
+// row or block moves the result far past the check's allowance.
+__global__ void fill_scales_kernel(float* out, std::uint64_t n, std::uint64_t seed) {
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    const std::uint32_t h = hash32(i * 0x9E3779B97F4A7C15ull + seed);
+    out[i] = 0.5f + 1.5f * static_cast<float>(h >> 8) * (1.0f / 16777216.0f);
+  }
+}
+
 // The fp16 twin of e4m3 operands: the same values (every e4m3 value is exact in fp16).
 __global__ void widen_e4m3_kernel(const std::uint8_t* in, __half* out, std::uint64_t n,
                                   const float* e4m3_table) {
@@ -338,14 +375,27 @@ __global__ void widen_e4m3_kernel(const std::uint8_t* in, __half* out, std::uint
   }
 }
 
+// How the check scales the products: one float for the whole product (per-tensor scales, or
+// none), or the scale arrays of a row-wise or 128-block recipe (GemmScales; strides in
+// elements, as GemmScaleStrides once resolved).
+struct CheckScales {
+  GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  long long a_mn = 0, a_k = 0, b_mn = 0, b_k = 0;
+};
+
 // Sampled elements of D against a double dot product; counts those off by more than bf16
-// rounding plus `slack` x sum |a b| (the accumulation's error), and adds each sample's
-// squared error and squared reference value into sums[0], sums[1].
+// rounding plus `slack` x sum |a b| (the accumulation's error, each product weighed by its
+// scales), and adds each sample's squared error and squared reference value into sums[0],
+// sums[1]. `scale` multiplies every element (per-tensor: alpha x scale_a x scale_b; a
+// recipe's: alpha); a row-wise recipe's scales multiply the element's sum, a 128-block
+// recipe's each 128-deep part of it (the last part what K leaves).
 template <class In, class Out>
 __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64_t m,
-                             std::uint64_t n, std::uint64_t k, float scale, double slack,
-                             int samples, const float* e4m3_table, unsigned long long* wrong,
-                             double* sums) {
+                             std::uint64_t n, std::uint64_t k, float scale, CheckScales recipe,
+                             double slack, int samples, const float* e4m3_table,
+                             unsigned long long* wrong, double* sums) {
   __shared__ float e4m3[256];
   if (e4m3_table != nullptr) stage_e4m3(e4m3_table, e4m3);  // e4m3 inputs (null for fp16)
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
@@ -354,6 +404,7 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
   // corners first, then random elements
   std::uint64_t i = s == 0 ? 0 : s == 1 ? m - 1 : h % m;
   std::uint64_t j = s == 0 ? 0 : s == 1 ? n - 1 : hash32(h) % n;
+  const bool block = recipe.recipe == GemmScaleRecipe::block;
   double sum = 0, abs_sum = 0;
   for (std::uint64_t q = 0; q < k; ++q) {
     double x, y;
@@ -364,10 +415,21 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
       x = __half2float(a[i * k + q]);
       y = __half2float(b[j * k + q]);
     }
-    sum += x * y;
-    abs_sum += fabs(x * y);
+    double p = x * y;
+    if (block) {
+      const long long kb = static_cast<long long>(q / 128);
+      p *= static_cast<double>(recipe.a[static_cast<long long>(i) * recipe.a_mn + kb * recipe.a_k]) *
+           recipe.b[static_cast<long long>(j / 128) * recipe.b_mn + kb * recipe.b_k];
+    }
+    sum += p;
+    abs_sum += fabs(p);
   }
-  const double ref = sum * scale;
+  double factor = scale;
+  if (recipe.recipe == GemmScaleRecipe::row) {
+    factor *= static_cast<double>(recipe.a[static_cast<long long>(i) * recipe.a_mn]) *
+              recipe.b[static_cast<long long>(j) * recipe.b_mn];
+  }
+  const double ref = sum * factor;
   double got;
   if constexpr (sizeof(Out) == 2 && std::is_same_v<Out, __half>) {
     got = __half2float(d[i * n + j]);
@@ -375,7 +437,7 @@ __global__ void check_kernel(const In* a, const In* b, const Out* d, std::uint64
     got = __bfloat162float(d[i * n + j]);
   }
   // one bf16 ulp plus the tensor cores' fp8 accumulation error (kernels/gemm/README.md)
-  const double tol = fabs(ref) / 128.0 + abs_sum * scale * slack + 1e-20;
+  const double tol = fabs(ref) / 128.0 + abs_sum * fabs(factor) * slack + 1e-20;
   if (!(fabs(got - ref) <= tol)) atomicAdd(wrong, 1ull);
   atomicAdd(&sums[0], (got - ref) * (got - ref));
   atomicAdd(&sums[1], ref * ref);
@@ -393,12 +455,13 @@ double accumulation_slack(bool fast, std::uint64_t k) {
 // over the samples) in `rel_error`.
 template <class In, class Out>
 std::uint64_t count_wrong(const In* a, const In* b, const Out* d, const Shape& s, float scale,
-                          bool fast, const E4m3Table& e4m3, double* rel_error) {
+                          bool fast, const E4m3Table& e4m3, double* rel_error,
+                          const CheckScales& recipe = {}) {
   ErrorCounter c;
   const int samples = 2048;
   DeviceBuffer sums(2 * sizeof(double));
   TMAKIT_CUDA_CHECK(cudaMemset(sums.get(), 0, sums.bytes()));
-  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale,
+  check_kernel<In, Out><<<samples / 128, 128>>>(a, b, d, s.m, s.n, s.k, scale, recipe,
                                                 accumulation_slack(fast, s.k), samples,
                                                 sizeof(In) == 1 ? e4m3.get() : nullptr,
                                                 c.reset(nullptr),
@@ -431,6 +494,7 @@ struct Vendor {
   decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
   decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
   decltype(&cublasLtMatmul) matmul = nullptr;
+  decltype(&cublasLtGetVersion) lt_version = nullptr;
   decltype(static_cast<cublasStatus_t (*)(cublasHandle_t*)>(&cublasCreate_v2)) blas_create = nullptr;
   decltype(&cublasSetStream_v2) blas_set_stream = nullptr;
   // cublasGemmEx (cublas_api.h; the header overloads it in C++, so spelled out)
@@ -450,7 +514,7 @@ struct Vendor {
         !l.bind("cublasLtMatmulPreferenceDestroy", pref_destroy) ||
         !l.bind("cublasLtMatmulPreferenceSetAttribute", pref_set) ||
         !l.bind("cublasLtMatmulAlgoGetHeuristic", heuristic) ||
-        !l.bind("cublasLtMatmul", matmul)) {
+        !l.bind("cublasLtMatmul", matmul) || !l.bind("cublasLtGetVersion", lt_version)) {
       lt_why = l.why();
     } else if (lt_create(&lt) != CUBLAS_STATUS_SUCCESS) {
       lt_why = "cublasLtCreate failed";
@@ -472,7 +536,8 @@ Vendor& vendor() {
 
 // One cuBLASLt FP8 plan, its descriptors and workspace released with it: row-major D (M x N)
 // = A (M x K) * B^T is column-major D^T (N x M) in the TN form FP8 requires: "A" = our B
-// transposed (K x N, ld K), "B" = our A (K x M, ld K), D column-major N x M (ld N).
+// transposed (K x N, ld K), "B" = our A (K x M, ld K), D column-major N x M (ld N). So
+// cuBLASLt's A scales are our scale_b and its B scales our scale_a, in every recipe.
 struct LtPlan {
   explicit LtPlan(const Vendor& vendor) : v(vendor) {}
   ~LtPlan() {
@@ -492,12 +557,69 @@ struct LtPlan {
   int candidate_count = 0;
   std::unique_ptr<DeviceBuffer> workspace;
   std::size_t workspace_bytes = 32u << 20;
+  GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
 };
 
-// Sets `p` up for the shape; returns "" or why cuBLASLt cannot (Status::unavailable).
+// "cuBLASLt 13.1.0 (<path>)": the library a refusal is stated for.
+std::string lt_name(const Vendor& v) {
+  const std::size_t version = v.lt_version();
+  // NOTE: cublasLtGetVersion() is major * 10000 + minor * 100 + patch (CUBLAS_VERSION's form)
+  return "cuBLASLt " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+         "." + std::to_string(version % 100) + " (" + v.lt_lib.path() + ")";
+}
+
+// "15 (CUBLAS_STATUS_NOT_SUPPORTED)": a status as a refusal states it (cublas_api.h's names).
+std::string status_text(cublasStatus_t st) {
+  const char* name = "";
+  switch (st) {
+    case CUBLAS_STATUS_SUCCESS: name = "CUBLAS_STATUS_SUCCESS"; break;
+    case CUBLAS_STATUS_NOT_INITIALIZED: name = "CUBLAS_STATUS_NOT_INITIALIZED"; break;
+    case CUBLAS_STATUS_ALLOC_FAILED: name = "CUBLAS_STATUS_ALLOC_FAILED"; break;
+    case CUBLAS_STATUS_INVALID_VALUE: name = "CUBLAS_STATUS_INVALID_VALUE"; break;
+    case CUBLAS_STATUS_ARCH_MISMATCH: name = "CUBLAS_STATUS_ARCH_MISMATCH"; break;
+    case CUBLAS_STATUS_MAPPING_ERROR: name = "CUBLAS_STATUS_MAPPING_ERROR"; break;
+    case CUBLAS_STATUS_EXECUTION_FAILED: name = "CUBLAS_STATUS_EXECUTION_FAILED"; break;
+    case CUBLAS_STATUS_INTERNAL_ERROR: name = "CUBLAS_STATUS_INTERNAL_ERROR"; break;
+    case CUBLAS_STATUS_NOT_SUPPORTED: name = "CUBLAS_STATUS_NOT_SUPPORTED"; break;
+    case CUBLAS_STATUS_LICENSE_ERROR: name = "CUBLAS_STATUS_LICENSE_ERROR"; break;
+  }
+  const std::string number = std::to_string(static_cast<int>(st));
+  return *name != '\0' ? number + " (" + name + ")" : number;
+}
+
+// cuBLASLt's scale modes for a recipe, its A (our B) and its B (our A), as cublasLt.h names
+// them (cublasLtMatmulMatrixScale_t), and the names the rows print.
+struct LtScaleModes {
+  std::int32_t a = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  std::int32_t b = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  const char* a_name = "CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F";
+  const char* b_name = "CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F";
+};
+LtScaleModes lt_scale_modes(GemmScaleRecipe recipe) {
+  switch (recipe) {
+    case GemmScaleRecipe::tensor: return {};
+    case GemmScaleRecipe::row:
+      // one float per row of its A (our N rows of B) and per column of its B (our M rows of A)
+      return {CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
+              "CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F",
+              "CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F"};
+    case GemmScaleRecipe::block:
+      // 128 x 128 blocks on its A (our B, the weights), 1 x 128 on its B (our A)
+      return {CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
+              "CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F",
+              "CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F"};
+  }
+  return {};
+}
+
+// Sets `p` up for the shape and recipe, its scale pointers those of operand set 0; returns ""
+// or why cuBLASLt cannot (Status::unavailable): for a recipe's scale modes, that this
+// cuBLASLt refuses them, saying which and how.
 std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
-                         const float* d_scale_b, bool fast) {
+                         const float* d_scale_b, bool fast,
+                         GemmScaleRecipe recipe = GemmScaleRecipe::tensor) {
   const Vendor& v = p.v;
+  p.recipe = recipe;
   if (v.desc_create(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) {
     return "cublasLtMatmulDescCreate failed";
   }
@@ -517,6 +639,20 @@ std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
   bad |= v.layout_create(&p.lb, CUDA_R_8F_E4M3, s.k, s.m, static_cast<std::int64_t>(s.k)) != 0 ? 32 : 0;
   bad |= v.layout_create(&p.ld, CUDA_R_16BF, s.n, s.m, static_cast<std::int64_t>(s.n)) != 0 ? 64 : 0;
   if (bad != 0) return "cuBLASLt descriptor setup failed (mask " + std::to_string(bad) + ")";
+  // NOTE: the per-tensor plan leaves the scale modes unset (their default, SCALAR_32F), as
+  // it did before the recipes: its rows time the very call they always timed
+  const LtScaleModes modes = lt_scale_modes(recipe);
+  if (recipe != GemmScaleRecipe::tensor) {
+    for (const auto& [attribute, mode, name, which] :
+         {std::tuple{CUBLASLT_MATMUL_DESC_A_SCALE_MODE, modes.a, modes.a_name, "A"},
+          std::tuple{CUBLASLT_MATMUL_DESC_B_SCALE_MODE, modes.b, modes.b_name, "B"}}) {
+      const cublasStatus_t st = v.desc_set(p.desc, attribute, &mode, sizeof mode);
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        return lt_name(v) + " refuses CUBLASLT_MATMUL_DESC_" + which + "_SCALE_MODE = " + name +
+               " (cublasLtMatmulDescSetAttribute status " + status_text(st) + ")";
+      }
+    }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   v.pref_create(&pref);
   v.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &p.workspace_bytes,
@@ -527,6 +663,12 @@ std::string make_lt_plan(LtPlan& p, const Shape& s, const float* d_scale_a,
       v.heuristic(v.lt, p.desc, p.la, p.lb, p.ld, p.ld, pref, 8, results, &found);
   v.pref_destroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+    if (recipe != GemmScaleRecipe::tensor) {
+      return lt_name(v) + " has no algorithm for scale modes A = " + modes.a_name + ", B = " +
+             modes.b_name + (fast ? " with CUBLASLT_MATMUL_DESC_FAST_ACCUM" : "") +
+             " on this GPU at this shape (cublasLtMatmulAlgoGetHeuristic status " +
+             status_text(st) + ", " + std::to_string(found) + " algorithms)";
+    }
     return "cuBLASLt has no FP8 algorithm for this shape (status " +
            std::to_string(static_cast<int>(st)) + ")";
   }
@@ -587,6 +729,47 @@ GemmRun::GemmRun(cudaStream_t s) : stream(s) {
                                sizeof(float), cudaMemcpyHostToDevice));
 }
 
+// The scale arrays of the row-wise and 128-block recipes for one operand set, in the layouts
+// cuBLASLt reads (cuBLAS documentation, "cublasLtMatmulMatrixScale_t" and the scaling
+// factors' layouts), which tmakit reads too through GemmScaleStrides:
+//   row:   scale_a M floats, scale_b N floats, contiguous (OUTER_VEC_32F; torch's (M, 1) and
+//          (1, N));
+//   block: scale_a[m][kb] at kb * a_k + m, a_k = M rounded up to 4 (VEC128_32F: M-major, each
+//          k-block's column 16-byte aligned; torch's (M, ceil(K/128)) with strides (1, M) where
+//          M is a multiple of 4), scale_b[nb][kb] at nb * b_mn + kb, b_mn = ceil(K/128)
+//          rounded up to 4 (BLK128x128_32F: K-blocks consecutive; torch's (ceil(N/128),
+//          ceil(K/128)) row-major where ceil(K/128) is a multiple of 4).
+struct RecipeScales {
+  explicit RecipeScales(const Shape& s)
+      : k_blocks((s.k + 127) / 128),
+        n_blocks((s.n + 127) / 128),
+        block_a_k(static_cast<long long>((s.m + 3) / 4 * 4)),
+        block_b_mn(static_cast<long long>((k_blocks + 3) / 4 * 4)),
+        row_a(s.m * sizeof(float)),
+        row_b(s.n * sizeof(float)),
+        block_a(k_blocks * static_cast<std::uint64_t>(block_a_k) * sizeof(float)),
+        block_b(n_blocks * static_cast<std::uint64_t>(block_b_mn) * sizeof(float)) {}
+
+  std::uint64_t k_blocks, n_blocks;
+  long long block_a_k, block_b_mn;
+  DeviceBuffer row_a, row_b, block_a, block_b;
+
+  const float* a(GemmScaleRecipe r) const {
+    return static_cast<const float*>(r == GemmScaleRecipe::row ? row_a.get() : block_a.get());
+  }
+  const float* b(GemmScaleRecipe r) const {
+    return static_cast<const float*>(r == GemmScaleRecipe::row ? row_b.get() : block_b.get());
+  }
+  // The strides gemm_fp8 is given: the row-wise recipe's are torch's (the default); the block
+  // recipe's as laid out above, whatever M and K.
+  GemmScaleStrides a_strides(GemmScaleRecipe r) const {
+    return r == GemmScaleRecipe::row ? GemmScaleStrides{} : GemmScaleStrides{1, block_a_k};
+  }
+  GemmScaleStrides b_strides(GemmScaleRecipe r) const {
+    return r == GemmScaleRecipe::row ? GemmScaleStrides{} : GemmScaleStrides{block_b_mn, 1};
+  }
+};
+
 // One shape's operands, filled (set 0 random, the others copies of it), and the checks of
 // its cases; what each case's binder is given.
 struct ShapeRun {
@@ -597,12 +780,17 @@ struct ShapeRun {
   int sets;
   Operands ops;
   std::uint64_t d_bytes = s.m * s.n * 2;
+  // the recipes' scale arrays of each operand set (set 0 random, the others copies of it)
+  std::vector<std::unique_ptr<RecipeScales>> scales;
 
   // A binding that writes D of set 0 (poisoned before its checked call).
   Binding writes_d() const;
   // 2048 sampled elements of D against a double-precision dot product, held to the
-  // accumulation mode's error bound
-  Verdict check_fp8(bool fast) const;
+  // accumulation mode's error bound; with the recipe's scales of set 0 (tensor: the run's
+  // per-tensor scales)
+  Verdict check_fp8(bool fast, GemmScaleRecipe recipe = GemmScaleRecipe::tensor) const;
+  // The GemmScales of a recipe's call on operand set `set` (tensor: the run's).
+  GemmScales gemm_scales(GemmScaleRecipe recipe, int set) const;
 };
 
 ShapeRun::ShapeRun(const GemmRun& r, const Shape& shape, int operand_sets)
@@ -611,9 +799,40 @@ ShapeRun::ShapeRun(const GemmRun& r, const Shape& shape, int operand_sets)
                                                  s.m * s.k, 1);
   fill_e4m3_kernel<<<1024, 256, 0, run.stream>>>(static_cast<std::uint8_t*>(ops.b[0]->get()),
                                                  s.n * s.k, 2);
+  for (int i = 0; i < sets; ++i) scales.push_back(std::make_unique<RecipeScales>(s));
+  const RecipeScales& first = *scales[0];
+  std::uint64_t seed = 3;
+  for (const DeviceBuffer* buffer : {&first.row_a, &first.row_b, &first.block_a, &first.block_b}) {
+    fill_scales_kernel<<<256, 256, 0, run.stream>>>(static_cast<float*>(buffer->get()),
+                                                    buffer->bytes() / sizeof(float), seed++);
+  }
   TMAKIT_CUDA_CHECK(cudaGetLastError());
   ops.copy_set0(run.stream);
+  for (int i = 1; i < sets; ++i) {
+    const RecipeScales& to = *scales[static_cast<std::size_t>(i)];
+    const DeviceBuffer* from_buffers[] = {&first.row_a, &first.row_b, &first.block_a,
+                                          &first.block_b};
+    const DeviceBuffer* to_buffers[] = {&to.row_a, &to.row_b, &to.block_a, &to.block_b};
+    for (int j = 0; j < 4; ++j) {
+      TMAKIT_CUDA_CHECK(cudaMemcpyAsync(to_buffers[j]->get(), from_buffers[j]->get(),
+                                        from_buffers[j]->bytes(), cudaMemcpyDeviceToDevice,
+                                        run.stream));
+    }
+  }
   TMAKIT_CUDA_CHECK(cudaStreamSynchronize(run.stream));
+}
+
+GemmScales ShapeRun::gemm_scales(GemmScaleRecipe recipe, int set) const {
+  if (recipe == GemmScaleRecipe::tensor) return run.sc;
+  const RecipeScales& sc = *scales[static_cast<std::size_t>(set)];
+  GemmScales g;
+  g.alpha = run.sc.alpha;
+  g.recipe = recipe;
+  g.scale_a_device = sc.a(recipe);
+  g.scale_b_device = sc.b(recipe);
+  g.scale_a_strides = sc.a_strides(recipe);
+  g.scale_b_strides = sc.b_strides(recipe);
+  return g;
 }
 
 Binding ShapeRun::writes_d() const {
@@ -629,10 +848,25 @@ Verdict sampled_verdict(std::uint64_t wrong, double rel) {
   return Verdict{wrong == 0 ? "" : std::to_string(wrong) + " of 2048 sampled elements wrong", note};
 }
 
-Verdict ShapeRun::check_fp8(bool fast) const {
+Verdict ShapeRun::check_fp8(bool fast, GemmScaleRecipe recipe) const {
   double rel = 0;
-  const std::uint64_t wrong =
-      count_wrong(ops.fp8_a(0), ops.fp8_b(0), ops.fp8_d(0), s, run.scale, fast, run.e4m3, &rel);
+  CheckScales check;
+  float scale = run.scale;
+  if (recipe != GemmScaleRecipe::tensor) {
+    const GemmScales g = gemm_scales(recipe, 0);
+    const RecipeScales& sc = *scales[0];
+    check.recipe = recipe;
+    check.a = g.scale_a_device;
+    check.b = g.scale_b_device;
+    // the strides as laid out (RecipeScales), the row-wise recipe's contiguous
+    check.a_mn = 1;
+    check.b_mn = recipe == GemmScaleRecipe::row ? 1 : sc.block_b_mn;
+    check.a_k = recipe == GemmScaleRecipe::row ? 0 : sc.block_a_k;
+    check.b_k = recipe == GemmScaleRecipe::row ? 0 : 1;
+    scale = run.sc.alpha;
+  }
+  const std::uint64_t wrong = count_wrong(ops.fp8_a(0), ops.fp8_b(0), ops.fp8_d(0), s, scale,
+                                          fast, run.e4m3, &rel, check);
   return sampled_verdict(wrong, rel);
 }
 
@@ -667,19 +901,35 @@ CaseSpec gemm_spec(const Shape& s, std::string impl, std::string kind, std::uint
 std::uint64_t fp8_bytes(const Shape& s) { return s.m * s.k + s.n * s.k + s.m * s.n * 2; }
 std::uint64_t fp16_bytes(const Shape& s) { return 2 * (s.m * s.k + s.n * s.k + s.m * s.n); }
 
-// -- cuBLASLt FP8, in either accumulation mode
+// -- cuBLASLt FP8, in either accumulation mode, per-tensor or in a scale recipe of its own
 
-// One call of the plan on operand set `set`.
+// One call of the plan on operand set `set` (a recipe's plan pointed at that set's scales).
 cublasStatus_t lt_matmul(const ShapeRun& r, const LtPlan& p, int set, cudaStream_t st) {
   const Vendor& v = r.run.libraries;
   const Operands& o = r.ops;
+  if (p.recipe != GemmScaleRecipe::tensor) {
+    const GemmScales g = r.gemm_scales(p.recipe, set);
+    // cuBLASLt's A is our B (see LtPlan)
+    if (const cublasStatus_t e = v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                            &g.scale_b_device, sizeof g.scale_b_device);
+        e != CUBLAS_STATUS_SUCCESS) {
+      return e;
+    }
+    if (const cublasStatus_t e = v.desc_set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                            &g.scale_a_device, sizeof g.scale_a_device);
+        e != CUBLAS_STATUS_SUCCESS) {
+      return e;
+    }
+  }
   return v.matmul(v.lt, p.desc, &r.run.sc.alpha, o.fp8_b(set), p.la, o.fp8_a(set), p.lb,
                   &GemmRun::kBeta, o.fp8_d(set), p.ld, o.fp8_d(set), p.ld, &p.algo,
                   p.workspace->get(), p.workspace_bytes, st);
 }
 
 // NOTE: the first algorithm the heuristic offers is not always accepted by cublasLtMatmul;
-// the checked call takes the first that runs (kept for the timed calls), and says which failed
+// the checked call takes the first that runs (kept for the timed calls), and says which failed.
+// For a recipe's scale modes a refusal of all is this cuBLASLt refusing the mode
+// (BaselineRefused: the row says so, as a baseline unavailable); per-tensor it is an error.
 void lt_first_accepted(const ShapeRun& r, LtPlan& p, cudaStream_t st) {
   std::string refused;
   for (int i = 0; i < p.candidate_count; ++i) {
@@ -687,13 +937,21 @@ void lt_first_accepted(const ShapeRun& r, LtPlan& p, cudaStream_t st) {
     const cublasStatus_t e = lt_matmul(r, p, 0, st);
     if (e == CUBLAS_STATUS_SUCCESS) return;
     if (!refused.empty()) refused += ',';
-    refused += std::to_string(static_cast<int>(e));
+    refused += p.recipe != GemmScaleRecipe::tensor ? status_text(e)
+                                                   : std::to_string(static_cast<int>(e));
   }
-  throw Error("cublasLtMatmul refused all " + std::to_string(p.candidate_count) +
-              " heuristic algorithms (statuses " + refused + ")");
+  const std::string what = "cublasLtMatmul refused all " + std::to_string(p.candidate_count) +
+                           " heuristic algorithms (statuses " + refused + ")";
+  if (p.recipe != GemmScaleRecipe::tensor) {
+    const LtScaleModes modes = lt_scale_modes(p.recipe);
+    throw BaselineRefused(lt_name(r.run.libraries) + " refuses scale modes A = " + modes.a_name +
+                          ", B = " + modes.b_name + ": " + what);
+  }
+  throw Error(what);
 }
 
-Binding bind_cublaslt(const ShapeRun& r, bool fast) {
+Binding bind_cublaslt(const ShapeRun& r, bool fast,
+                      GemmScaleRecipe recipe = GemmScaleRecipe::tensor) {
   const Vendor& v = r.run.libraries;
   Binding b = r.writes_d();
   if (!v.lt_why.empty()) {
@@ -701,13 +959,21 @@ Binding bind_cublaslt(const ShapeRun& r, bool fast) {
     return b;
   }
   auto plan = std::make_shared<LtPlan>(v);
-  if (std::string why = make_lt_plan(*plan, r.s, r.run.scale_a_device(), r.run.scale_b_device(),
-                                     fast);
-      !why.empty()) {
+  const GemmScales first = r.gemm_scales(recipe, 0);
+  const float* scale_a = recipe == GemmScaleRecipe::tensor ? r.run.scale_a_device()
+                                                           : first.scale_a_device;
+  const float* scale_b = recipe == GemmScaleRecipe::tensor ? r.run.scale_b_device()
+                                                           : first.scale_b_device;
+  if (std::string why = make_lt_plan(*plan, r.s, scale_a, scale_b, fast, recipe); !why.empty()) {
     b.status = Status::unavailable(std::move(why));
     return b;
   }
   b.note = v.lt_lib.path();
+  if (recipe != GemmScaleRecipe::tensor) {
+    const LtScaleModes modes = lt_scale_modes(recipe);
+    b.note.insert(0, std::string("A_SCALE_MODE ") + modes.a_name + " (its A is our B), " +
+                         "B_SCALE_MODE " + modes.b_name + "; ");
+  }
   if (fast) b.note.insert(0, "CUBLASLT_MATMUL_DESC_FAST_ACCUM; ");
   b.run = [&r, plan](cudaStream_t st, int set) {
     const cublasStatus_t e = lt_matmul(r, *plan, set, st);
@@ -716,13 +982,42 @@ Binding bind_cublaslt(const ShapeRun& r, bool fast) {
     }
   };
   b.first = [&r, plan](cudaStream_t st) { lt_first_accepted(r, *plan, st); };
-  b.check = [&r, fast] { return r.check_fp8(fast); };
+  b.check = [&r, fast, recipe] { return r.check_fp8(fast, recipe); };
   return b;
 }
 
 GemmCase cublaslt_case(const Shape& s, bool fast) {
   return {gemm_spec(s, fast ? kLtFast : kLt, "vendor", fp8_bytes(s)),
           [fast](const ShapeRun& r) { return bind_cublaslt(r, fast); }};
+}
+
+// The recipes' rows: "<library>-row" and "-row-fast" (row-wise scales, each accumulation
+// mode), "<library>-block" (128-block scales, promoted only: cuBLASLt's block modes and
+// tmakit's apply the scales at each promotion, and torch refuses fast accumulation with them).
+struct RecipeRow {
+  GemmScaleRecipe recipe;
+  bool fast;
+  const char* lt;      // cuBLASLt's row
+  const char* tmakit;  // tmakit's row
+  const char* tensor;  // tmakit's per-tensor row in the same mode
+};
+constexpr RecipeRow kRecipeRows[] = {
+    {GemmScaleRecipe::row, false, "cublaslt-fp8-row", "tmakit-row", "tmakit"},
+    {GemmScaleRecipe::row, true, "cublaslt-fp8-row-fast", "tmakit-row-fast", "tmakit-fast"},
+    {GemmScaleRecipe::block, false, "cublaslt-fp8-block", "tmakit-block", "tmakit"},
+};
+
+// A recipe's operands: A, B and D, and each scale read once.
+std::uint64_t recipe_bytes(const Shape& s, GemmScaleRecipe recipe) {
+  const std::uint64_t k_blocks = (s.k + 127) / 128;
+  return fp8_bytes(s) + (recipe == GemmScaleRecipe::row
+                             ? (s.m + s.n) * sizeof(float)
+                             : (s.m + (s.n + 127) / 128) * k_blocks * sizeof(float));
+}
+
+GemmCase cublaslt_recipe_case(const Shape& s, const RecipeRow& row) {
+  return {gemm_spec(s, row.lt, "vendor", recipe_bytes(s, row.recipe)),
+          [row](const ShapeRun& r) { return bind_cublaslt(r, row.fast, row.recipe); }};
 }
 
 // -- tmakit: the public entry gemm_fp8, with the plan's choice or a forced tuning
@@ -741,18 +1036,27 @@ std::string plan_note(const GemmPlan& p) {
   return note;
 }
 
-Binding bind_tmakit(const ShapeRun& r, const GemmTuning& tuning) {
+Binding bind_tmakit(const ShapeRun& r, const GemmTuning& tuning,
+                    GemmScaleRecipe recipe = GemmScaleRecipe::tensor) {
   const Shape& s = r.s;
   Binding b = r.writes_d();
-  b.note = plan_note(gemm_fp8_plan(s.m, s.n, s.k, r.run.sms, tuning));
-  b.run = [&r, tuning](cudaStream_t st, int set) {
+  GemmProblem problem;
+  problem.m = s.m;
+  problem.n = s.n;
+  problem.k = s.k;
+  problem.sm_count = r.run.sms;
+  problem.tuning = tuning;
+  problem.recipe = recipe;
+  b.note = plan_note(gemm_fp8_plan(problem));
+  b.run = [&r, tuning, recipe](cudaStream_t st, int set) {
     const Shape& sh = r.s;
     gemm_fp8(ConstTensorRef(r.ops.fp8_a(set), DataType::uint8, sh.m, sh.k),
              ConstTensorRef(r.ops.fp8_b(set), DataType::uint8, sh.n, sh.k),
-             TensorRef(r.ops.fp8_d(set), DataType::bfloat16, sh.m, sh.n), r.run.sc, st, tuning);
+             TensorRef(r.ops.fp8_d(set), DataType::bfloat16, sh.m, sh.n),
+             r.gemm_scales(recipe, set), st, tuning);
   };
   const bool fast = tuning.accumulation == GemmAccumulation::fast;
-  b.check = [&r, fast] { return r.check_fp8(fast); };
+  b.check = [&r, fast, recipe] { return r.check_fp8(fast, recipe); };
   return b;
 }
 
@@ -769,6 +1073,16 @@ GemmTuning fast_accumulation(int config = -1, int splits = 0) {
   GemmTuning t{config, splits};
   t.accumulation = GemmAccumulation::fast;
   return t;
+}
+
+// tmakit's rows in a recipe: its speed-up stated over cuBLASLt's row in the same recipe and
+// mode, compared also with tmakit's per-tensor row in the same mode (what the recipe costs).
+GemmCase tmakit_recipe_case(const Shape& s, const RecipeRow& row) {
+  CaseSpec c = gemm_spec(s, row.tmakit, "tmakit", recipe_bytes(s, row.recipe));
+  c.baselines = {row.lt, row.tensor};
+  c.speedup_over = row.lt;
+  GemmTuning tuning = row.fast ? fast_accumulation() : GemmTuning{};
+  return {c, [tuning, row](const ShapeRun& r) { return bind_tmakit(r, tuning, row.recipe); }};
 }
 
 // The K splits --tune tries for a configuration that splits: the small-M kernel over
@@ -958,6 +1272,8 @@ std::vector<GemmCase> gemm_cases(const SuiteOptions& o, const Shape& s) {
   std::vector<GemmCase> out = {cublaslt_case(s, false), cublaslt_case(s, true),
                                tmakit_case(s, "tmakit", {}),
                                tmakit_case(s, "tmakit-fast", fast_accumulation())};
+  for (const RecipeRow& row : kRecipeRows) out.push_back(cublaslt_recipe_case(s, row));
+  for (const RecipeRow& row : kRecipeRows) out.push_back(tmakit_recipe_case(s, row));
   for (GemmCase& c : tuned_cases(o, s)) out.push_back(std::move(c));
   out.push_back(cublas_fp16_case(s));
   out.push_back(seed_case(s));
@@ -996,6 +1312,13 @@ void run_shape(const GemmRun& run, CaseRunner& runner, const SuiteOptions& o, co
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> gemm_shape_sets() {
+  return {{"default", "the built-in list: M = 1-4096 at 4096 x 4096, 8192^3, Llama-3-70B's "
+                      "projections at M = 16, 128, 8192, and others"},
+          {"deepseek", "DeepSeek-V3's projections, N x K = 2112x7168, 24576x1536, 32768x512, "
+                       "7168x16384, 4096x7168, 7168x2048, at M = 64, 128, 4096"}};
+}
 
 std::vector<DeclaredWorkload> declared_gemm_workloads(const SuiteOptions& options) {
   std::vector<DeclaredWorkload> out;

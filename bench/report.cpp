@@ -118,6 +118,7 @@ std::string to_json(const DeviceInfo& device, const SuiteOptions& options,
       {"l2_flush", options.timing.flush_l2},
       {"bytes", "each input read once + each output written once"},
       {"quick", options.quick},
+      {"gemm_shape_sets", options.gemm_shape_sets},
       {"filter", options.filter}};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) {
@@ -199,7 +200,7 @@ int draw_panel(std::ostringstream& s, int top, const std::string& title,
 std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results) {
   // Each family in its own unit: memory-bound workloads as a fraction of the device copy of
   // the same buffers; GEMMs (cases that declare FLOPs) as speed-up over cuBLASLt FP8 in the
-  // same mode, with TFLOP/s beside the bar. Bytes alone would misjudge a GEMM: cuBLAS FP16
+  // same recipe and mode, with TFLOP/s beside the bar. Bytes alone would misjudge a GEMM: cuBLAS FP16
   // moves twice the bytes of an FP8 GEMM of the same shape.
   std::vector<Bar> memory;
   std::vector<Bar> gemm;
@@ -238,8 +239,8 @@ std::string to_svg(const DeviceInfo& device, const std::vector<Result>& results)
   }
   if (!gemm.empty()) {
     y += draw_panel(body, y,
-                    "FP8 GEMM: speed-up over cuBLASLt FP8 in the same accumulation mode (same "
-                    "run), TFLOP/s beside",
+                    "FP8 GEMM: speed-up over cuBLASLt FP8 in the same scale recipe and "
+                    "accumulation mode (same run), TFLOP/s beside",
                     gemm, gemm_max, 0.25, 1.0);
   }
   const int width = 430 + 520 + 330;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "harness.hpp"
@@ -21,7 +22,10 @@ struct SuiteOptions {
   TimingOptions timing;
   bool quick = false;     // small shapes: a smoke run, not figures to quote
   bool tune = false;      // add tuning variants of tmakit's kernels (ids "...tmakit:<knob>")
-  // GEMM shapes (M, N, K) to run instead of the built-in list; empty: that list
+  // GEMM shapes: the named sets (gemm_shape_sets(): "default", "deepseek") and the shapes
+  // (M, N, K) to run, in that order, each shape once; both empty: the "default" set (or the
+  // --quick shapes)
+  std::vector<std::string> gemm_shape_sets;
   std::vector<std::array<std::uint64_t, 3>> gemm_shapes;
   std::ostream* progress = nullptr;
 };
@@ -57,6 +61,10 @@ bool filter_selects(std::string_view filter, std::string_view id);
 // Why `filter` is not one (too long, a character of regular-expression syntax that the glob
 // does not have), or nullopt.
 std::optional<std::string> filter_error(std::string_view filter);
+
+// The names of the GEMM shape sets (`tmakit bench --gemm-shapes NAME`), each with what it
+// holds, one line: {"default", "..."}, {"deepseek", "..."}.
+std::vector<std::pair<std::string, std::string>> gemm_shape_sets();
 
 // Case ids in run order (no GPU needed).
 std::vector<std::string> list_cases(const SuiteOptions& options);

@@ -27,6 +27,7 @@ struct Options {
   std::string json;
   std::string svg;
   std::vector<std::string> gemm_shapes;  // "MxNxK"
+  std::vector<std::string> gemm_shape_sets;  // names of tmakit::bench::gemm_shape_sets()
 };
 
 // "MxNxK" with M, N >= 1 and K a positive multiple of 16 (the GEMM's rule), each < 2^31;
@@ -90,6 +91,20 @@ int run_bench(Options& o) {
     }
     o.suite.gemm_shapes.push_back(*shape);
   }
+  for (const auto& name : o.gemm_shape_sets) {
+    std::string names;
+    bool known = false;
+    for (const auto& [set, what] : tmakit::bench::gemm_shape_sets()) {
+      known |= set == name;
+      names += (names.empty() ? "" : ", ") + set;
+    }
+    if (!known) {
+      std::cerr << "tmakit bench: --gemm-shapes '" << name << "' is not a shape set; the sets are "
+                << names << " (comma-separated or repeated)\n";
+      return 2;
+    }
+    o.suite.gemm_shape_sets.push_back(name);
+  }
   if (const auto why = tmakit::bench::filter_error(o.suite.filter)) {
     std::cerr << "tmakit bench: --filter " << *why << "\n";
     return 2;
@@ -151,7 +166,8 @@ const CLI::Validator kWholeNumber(
     "NUMBER");
 
 const tmakit::cli::Registrar reg(
-    "bench", "Benchmark the memory-bound kernels against memcpy and baselines", [](CLI::App& app) {
+    "bench", "Benchmark the memory-bound kernels against memcpy and baselines, and the FP8 GEMM "
+             "(per-tensor, row-wise and 128-block scales) against cuBLASLt", [](CLI::App& app) {
       auto o = std::make_shared<Options>();
       app.add_flag("--list", o->list, "List the case ids and exit (no GPU needed)");
       app.add_option("--filter", o->suite.filter,
@@ -171,8 +187,17 @@ const tmakit::cli::Registrar reg(
       app.add_flag("--quick", o->suite.quick, "Small shapes: a smoke run, not figures to quote");
       app.add_flag("--tune", o->suite.tune, "Add tuning variants of tmakit's kernels");
       app.add_option("--gemm-shape", o->gemm_shapes,
-                     "GEMM shape MxNxK to run instead of the built-in list (repeatable), "
-                     "e.g. --gemm-shape 4096x4096x8192 --filter gemm");
+                     "GEMM shape MxNxK to run instead of the built-in list (repeatable; after "
+                     "the sets of --gemm-shapes when both are given), e.g. --gemm-shape "
+                     "4096x4096x8192 --filter gemm");
+      std::string sets;
+      for (const auto& [name, what] : tmakit::bench::gemm_shape_sets()) {
+        sets += "; " + name + ": " + what;
+      }
+      app.add_option("--gemm-shapes", o->gemm_shape_sets,
+                     "Named GEMM shape sets to run instead of the built-in list (comma-separated "
+                     "or repeated), e.g. --gemm-shapes deepseek --filter gemm" + sets)
+          ->delimiter(',');
       return [o] { return run_bench(*o); };
     });
 

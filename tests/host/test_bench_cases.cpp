@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -184,6 +185,10 @@ TEST(BenchCases, GemmCasesDeclareTheirWorkAndBaselines) {
     EXPECT_EQ(c.timed_by, TimedBy::together) << c.impl;
     EXPECT_TRUE(c.streamed) << c.impl;
     const std::uint64_t fp8 = m * k + n * k + 2 * m * n;
+    // the recipes' rows read their scales too (GemmCasesInARecipeReadTheirScales)
+    if (c.impl.find("-row") != std::string::npos || c.impl.find("-block") != std::string::npos) {
+      continue;
+    }
     EXPECT_EQ(c.bytes, c.impl == "cublas-fp16" ? 2 * (m * k + n * k + m * n) : fp8) << c.impl;
   }
   EXPECT_EQ(find(*small, "tmakit")->speedup_over, "cublaslt-fp8");
@@ -210,6 +215,139 @@ TEST(BenchCases, GemmCasesDeclareTheirWorkAndBaselines) {
   EXPECT_EQ(tensor->flops, 2ull * 4096 * 4096 * 4096);
   EXPECT_EQ(tensor->bytes, 0u);
   EXPECT_FALSE(tensor->streamed);
+}
+
+// Every GEMM shape has cuBLASLt's and tmakit's rows in the row-wise recipe (both accumulation
+// modes) and the 128-block one (promoted only): each declares A, B, D and every scale read
+// once, tmakit's states its speed-up over cuBLASLt's row of the same recipe and mode and is
+// compared with tmakit's per-tensor row of the same mode.
+TEST(BenchCases, GemmCasesInARecipeReadTheirScales) {
+  SuiteOptions o;
+  o.gemm_shapes = {{200, 2112, 7168}, {64, 4096, 4112}};
+  const auto all = declared_workloads(o);
+  struct Expected {
+    const char* impl;
+    const char* speedup_over;
+    std::vector<std::string> baselines;
+    bool block;
+  };
+  const Expected rows[] = {
+      {"cublaslt-fp8-row", "", {}, false},
+      {"cublaslt-fp8-row-fast", "", {}, false},
+      {"cublaslt-fp8-block", "", {}, true},
+      {"tmakit-row", "cublaslt-fp8-row", {"cublaslt-fp8-row", "tmakit"}, false},
+      {"tmakit-row-fast", "cublaslt-fp8-row-fast", {"cublaslt-fp8-row-fast", "tmakit-fast"}, false},
+      {"tmakit-block", "cublaslt-fp8-block", {"cublaslt-fp8-block", "tmakit"}, true},
+  };
+  for (const auto& [m, n, k] : o.gemm_shapes) {
+    const std::string id = "gemm/fp8/m" + std::to_string(m) + "n" + std::to_string(n) + "k" +
+                           std::to_string(k);
+    const DeclaredWorkload* w = find(all, id);
+    ASSERT_NE(w, nullptr) << id;
+    const std::uint64_t fp8 = m * k + n * k + 2 * m * n;
+    const std::uint64_t k_blocks = (k + 127) / 128;  // 56; 33 with K = 4112 (a last part of 16)
+    for (const Expected& e : rows) {
+      const CaseSpec* c = find(*w, e.impl);
+      ASSERT_NE(c, nullptr) << id << " " << e.impl;
+      const std::uint64_t scales =
+          e.block ? (m + (n + 127) / 128) * k_blocks * 4 : (m + n) * 4;
+      EXPECT_EQ(c->bytes, fp8 + scales) << id << " " << e.impl;
+      EXPECT_EQ(c->flops, 2 * m * n * k) << e.impl;
+      EXPECT_EQ(c->timed_by, TimedBy::together) << e.impl;
+      EXPECT_TRUE(c->streamed) << e.impl;
+      EXPECT_EQ(c->speedup_over, e.speedup_over) << e.impl;
+      EXPECT_EQ(c->baselines, e.baselines) << e.impl;
+      EXPECT_EQ(c->kind, e.speedup_over[0] == '\0' ? "vendor" : "tmakit") << e.impl;
+    }
+    // no fast accumulation with 128-block scales
+    EXPECT_EQ(find(*w, "tmakit-block-fast"), nullptr);
+    EXPECT_EQ(find(*w, "cublaslt-fp8-block-fast"), nullptr);
+  }
+}
+
+// tmakit's recipe rows state the plan's choice (bind_tmakit plans each call's problem): the
+// plan takes every shape of both sets in each recipe and mode the rows run, block scales on
+// the configurations that apply them (m64n64, m64n128, m128n128), on an H100's and an H200's
+// 132 SMs.
+TEST(BenchCases, EveryShapeOfTheSetsHasAPlanInEachRecipe) {
+  SuiteOptions o;
+  o.gemm_shape_sets = {"default", "deepseek"};
+  int shapes = 0;
+  for (const auto& w : declared_workloads(o)) {
+    unsigned long long m = 0, n = 0, k = 0;
+    if (std::sscanf(w.workload.c_str(), "gemm/fp8/m%llun%lluk%llu", &m, &n, &k) != 3) continue;
+    ++shapes;
+    for (const auto& [recipe, fast] : {std::pair{GemmScaleRecipe::row, false},
+                                       std::pair{GemmScaleRecipe::row, true},
+                                       std::pair{GemmScaleRecipe::block, false}}) {
+      GemmProblem p;
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.sm_count = 132;
+      p.tuning.accumulation = fast ? GemmAccumulation::fast : GemmAccumulation::promoted;
+      p.recipe = recipe;
+      GemmPlan plan;
+      ASSERT_NO_THROW(plan = gemm_fp8_plan(p)) << w.workload;
+      if (recipe == GemmScaleRecipe::block) {
+        const std::string name = gemm_config_name(plan.config);
+        EXPECT_TRUE(name == "m64n64" || name == "m64n128" || name == "m128n128")
+            << w.workload << ": " << name;
+      }
+    }
+  }
+  EXPECT_EQ(shapes, 24 + 18 - 3);
+}
+
+// The named shape sets: "deepseek" is DeepSeek-V3's six projections at M = 64, 128 and 4096;
+// sets and --gemm-shape's shapes run in the order given, each shape once; an unknown name is
+// refused; with neither, the built-in list runs, as with "default".
+TEST(BenchCases, GemmShapeSetsNameTheirShapes) {
+  const auto ids = [](const SuiteOptions& o) {
+    std::vector<std::string> out;
+    for (const auto& w : declared_workloads(o)) {
+      if (w.workload.rfind("gemm/", 0) == 0) out.push_back(w.workload);
+    }
+    return out;
+  };
+  SuiteOptions deepseek;
+  deepseek.gemm_shape_sets = {"deepseek"};
+  std::vector<std::string> want;
+  for (const char* m : {"64", "128", "4096"}) {
+    for (const char* nk : {"n2112k7168", "n24576k1536", "n32768k512", "n7168k16384",
+                           "n4096k7168", "n7168k2048"}) {
+      want.push_back(std::string("gemm/fp8/m") + m + nk);
+    }
+  }
+  EXPECT_EQ(ids(deepseek), want);
+  SuiteOptions builtin;
+  SuiteOptions named_default;
+  named_default.gemm_shape_sets = {"default"};
+  EXPECT_EQ(ids(builtin), ids(named_default));
+  // three of DeepSeek's shapes are in the built-in list: both sets hold each once
+  SuiteOptions both;
+  both.gemm_shape_sets = {"default", "deepseek"};
+  both.gemm_shapes = {{4096, 7168, 2048}, {3, 5, 16}};
+  const std::vector<std::string> all = ids(both);
+  EXPECT_EQ(all.size(), ids(builtin).size() + want.size() - 3 + 1);
+  EXPECT_EQ(all.back(), "gemm/fp8/m3n5k16");
+  EXPECT_EQ(all.front(), ids(builtin).front());
+  std::vector<std::string> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  SuiteOptions unknown;
+  unknown.gemm_shape_sets = {"llama"};
+  try {
+    declared_workloads(unknown);
+    ADD_FAILURE() << "an unknown shape set was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no GEMM shape set is called 'llama'"), std::string::npos)
+        << e.what();
+  }
+  const auto sets = gemm_shape_sets();
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0].first, "default");
+  EXPECT_EQ(sets[1].first, "deepseek");
 }
 
 // --tune's forced GEMM configurations are cases like the others, each compared with cuBLASLt

@@ -29,6 +29,33 @@ TEST(BenchCli, GemmShapesReplaceTheList) {
   EXPECT_EQ(r.out.find("gemm/fp8/m4096n4096k4096/"), std::string::npos) << r.out;
 }
 
+// --gemm-shapes names sets of shapes (comma-separated or repeated), --gemm-shape's shapes run
+// after them; each shape has the recipes' rows (row-wise, both modes; 128-block).
+TEST(BenchCli, GemmShapeSetsReplaceTheList) {
+  const auto r = run_cli("bench --gemm-shapes deepseek --gemm-shape 3x5x16 --filter gemm/fp8 --list");
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* id : {"gemm/fp8/m64n2112k7168/tmakit-block\n",
+                         "gemm/fp8/m4096n7168k16384/cublaslt-fp8-row-fast\n",
+                         "gemm/fp8/m128n32768k512/stream/tmakit-row\n",
+                         "gemm/fp8/m3n5k16/cublaslt-fp8-block\n"}) {
+    EXPECT_NE(r.out.find(id), std::string::npos) << id << r.out;
+  }
+  EXPECT_EQ(r.out.find("gemm/fp8/m4096n4096k4096/"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("gemm/fp8/m4096n7168k2048/"), r.out.find("gemm/fp8/m3n5k16/"));
+  const auto both = run_cli("bench --gemm-shapes default,deepseek --filter gemm/fp8 --list");
+  EXPECT_EQ(both.code, 0);
+  EXPECT_NE(both.out.find("gemm/fp8/m4096n4096k4096/tmakit\n"), std::string::npos);
+  EXPECT_NE(both.out.find("gemm/fp8/m64n32768k512/tmakit\n"), std::string::npos);
+}
+
+TEST(BenchCli, UnknownGemmShapeSetIsRefused) {
+  const auto r = run_cli("bench --gemm-shapes deepseek,llama --list", true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--gemm-shapes 'llama' is not a shape set; the sets are default, deepseek"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(BenchCli, MalformedGemmShapeIsRefused) {
   for (const char* bad : {"64x64x100", "0x64x64", "64x64", "64x64x64x64", "axbxc", "64x64x-16",
                           "4294967296x16x16", "64x64x16 "}) {

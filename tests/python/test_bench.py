@@ -1,0 +1,148 @@
+"""python -m tmakit.bench's GEMM recipe rows: the shape sets and the cases' names (made only
+when run), the float64 reference of the dequantised operands and its allowance, torch's
+block-wise scale layouts; on a Hopper GPU, each recipe's check of both sides, a wrong or raising
+call reported on its row (the run goes on), and torch's block-wise layout found or its refusal
+said."""
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from tmakit import bench  # noqa: E402
+
+FP8 = torch.float8_e4m3fn
+RECIPES = [("row", False), ("row", True), ("block", False)]
+
+
+# --- without a GPU (torch only) ---------------------------------------------------------------
+
+def test_deepseek_set_is_its_six_projections_at_three_m():
+    shapes = bench.GEMM_SHAPE_SETS["deepseek"]
+    assert len(shapes) == 18 and len(set(shapes)) == 18
+    assert {(n, k) for _, n, k in shapes} == {(2112, 7168), (24576, 1536), (32768, 512),
+                                              (7168, 16384), (4096, 7168), (7168, 2048)}
+    assert {m for m, _, _ in shapes} == {64, 128, 4096}
+
+
+def test_cases_are_named_before_anything_is_made():
+    made = []
+    original = bench._gemm_recipe_case
+    try:
+        bench._gemm_recipe_case = lambda *args: made.append(args)
+        names = [p.name for p in bench.cases(True, ("default", "deepseek", "default"))]
+    finally:
+        bench._gemm_recipe_case = original
+    assert made == []  # nothing allocated until a case runs
+    assert len(names) == len(set(names))
+    for m, n, k in bench.GEMM_SHAPE_SETS["deepseek"]:
+        for name in (f"gemm_fp8 {m}x{n}x{k}", f"gemm_fp8 row {m}x{n}x{k}",
+                     f"gemm_fp8 row fast {m}x{n}x{k}", f"gemm_fp8 block {m}x{n}x{k}"):
+            assert name in names
+    assert "gemm_fp8 block fast 64x2112x7168" not in names  # block scales: promoted only
+    assert names.index("gemm_fp8 4096x4096x4096") < names.index("gemm_fp8 64x2112x7168")
+
+
+def test_unknown_shape_set_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--gemm-shapes", "default,llama"])
+    assert exit_info.value.code == 2
+    assert "--gemm-shapes: 'llama' is not a shape set; the sets are default, deepseek" in \
+        capsys.readouterr().err
+
+
+def test_dequantised_operands_weigh_each_element_by_its_scale():
+    x = torch.randn(130, 300, dtype=torch.float64)
+    rows = torch.rand(130, 1) + 0.5
+    got = bench._dequantised(x, rows, "row", 1)
+    assert torch.equal(got, x * rows.double())
+    # 128-block: 2 row blocks (the last of 2 rows), 3 k-blocks (the last of 44)
+    blocks = torch.rand(2, 3) + 0.5
+    got = bench._dequantised(x, blocks, "block", 128)
+    want = torch.empty_like(x)
+    for r in range(130):
+        for q in range(300):
+            want[r, q] = x[r, q] * float(blocks[r // 128, q // 128])
+    assert torch.equal(got, want)
+    per_row = torch.rand(130, 3) + 0.5  # A's 1 x 128 scales: one row each
+    got = bench._dequantised(x, per_row, "block", 1)
+    assert torch.equal(got[129, 256:], x[129, 256:] * float(per_row[129, 2]))
+
+
+def test_accumulation_allowance_is_the_gemms():
+    assert bench._accumulation_bound(False, 16384) == 2.0 ** -10
+    assert bench._accumulation_bound(True, 64) == 2.0 ** -11  # at least 2^-11
+    assert bench._accumulation_bound(True, 16384) == 2.0 ** -13 * 512
+    assert bench._accumulation_bound(True, 48) == 2.0 ** -11
+
+
+def test_block_layouts_hold_the_same_values_in_torchs_forms():
+    sa = torch.rand(200, 4)
+    sb = torch.rand(3, 4)
+    layouts = bench._block_layouts(sa, sb)
+    name, a, b = layouts[0]
+    assert "M-major" in name
+    assert a.shape == (200, 4) and a.stride() == (1, 200)  # is_blockwise_1x128_scaling's
+    # is_blockwise_128x128_scaling reads scale_b.t(): (ceil(N/128), ceil(K/128)) row-major
+    assert b.shape == (4, 3) and b.t().stride() == (4, 1)
+    for _, a, b in layouts:
+        assert torch.equal(a, sa) and torch.equal(b.t(), sb)
+
+
+# --- on a Hopper GPU -----------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(200, 272, 400), (64, 2112, 7168), (132, 4096, 512)])
+@pytest.mark.parametrize("recipe,fast", RECIPES)
+def test_recipe_case_checks_both_sides(recipe, fast, m, n, k):
+    """Both sides within the allowance of the float64 product (K = 400: a last k-block of
+    16); torch's block-wise layout found, or its refusal the row's note and tmakit checked
+    alone. M a multiple of 4: torch hands cuBLASLt scale_a's k-block stride as M, where
+    `tmakit bench` lays cuBLASLt's out rounded up to 4 (docs/bench.md); they agree there."""
+    case = bench._gemm_recipe_case(m, n, k, recipe, fast)
+    assert case.check() is None
+    assert case.unit == "TFLOP/s" and case.work == 2.0 * m * n * k
+    if recipe == "block":
+        assert case.note.startswith("torch took ") or case.note.startswith("torch refuses: ")
+        assert (case.theirs is None) == case.note.startswith("torch refuses: ")
+    else:
+        assert case.theirs is not None and case.note == ""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("recipe,fast", RECIPES)
+def test_recipe_check_finds_a_wrong_or_raising_call(monkeypatch, recipe, fast):
+    case = bench._gemm_recipe_case(128, 256, 384, recipe, fast)
+    monkeypatch.setattr(bench.ops, "gemm_fp8", lambda a, b, **kw: kw["out"].fill_(1.0))
+    assert case.check().startswith("tmakit.gemm_fp8 differs from the float64 product by ")
+
+    def refuse(a, b, **kw):
+        raise ValueError("scale_a: a made-up refusal\non two lines")
+
+    monkeypatch.setattr(bench.ops, "gemm_fp8", refuse)
+    assert case.check() == ("tmakit.gemm_fp8 raised ValueError: scale_a: a made-up refusal on "
+                            "two lines")
+
+
+@pytest.mark.gpu
+def test_a_raising_row_is_reported_and_the_run_goes_on(monkeypatch, tmp_path, capsys):
+    real = bench.ops.gemm_fp8
+
+    def per_tensor_only(a, b, **kw):
+        if isinstance(kw.get("scale_a"), torch.Tensor) and kw["scale_a"].numel() > 1:
+            raise ValueError("scale_a: not taken here")
+        return real(a, b, **kw)
+
+    monkeypatch.setattr(bench.ops, "gemm_fp8", per_tensor_only)
+    out = tmp_path / "bench.json"
+    code = bench.main(["--filter", "16x8192x8192", "--reps", "2", "--no-overhead",
+                       "--json", str(out)])
+    assert code == 1  # a row that raised is a failure of the run
+    rows = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    assert rows["gemm_fp8 16x8192x8192"]["problem"] is None
+    assert rows["gemm_fp8 16x8192x8192"]["ours_us"] > 0
+    for name in ("gemm_fp8 row 16x8192x8192", "gemm_fp8 row fast 16x8192x8192",
+                 "gemm_fp8 block 16x8192x8192"):
+        assert rows[name]["problem"] == ("tmakit.gemm_fp8 raised ValueError: scale_a: not taken "
+                                         "here"), rows[name]
+    assert "FAILED: tmakit.gemm_fp8 raised ValueError" in capsys.readouterr().out
