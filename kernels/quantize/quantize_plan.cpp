@@ -129,6 +129,12 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
     throw ArgumentError("x_fp8.type", std::string(name(x_fp8.type)) +
                                           " is not UINT8 (e4m3 bits travel as UINT8)");
   }
+  if (x.cols % 16 != 0) {
+    throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
+                                      " is not a multiple of 16 (the FP8 GEMM's K: rows of "
+                                      "whole 16-byte chunks of e4m3); pad K to " +
+                                      std::to_string((x.cols + 15) / 16 * 16) + " with zeros");
+  }
   // NOTE: the views' own rules (extents >= 1, 16-byte row pitches, spans) with a stand-in
   // address: the addresses are check_addresses's
   auto x_shape = x;
@@ -137,12 +143,6 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
   x_fp8_shape.data = reinterpret_cast<void*>(std::uintptr_t{16});
   detail::check_view("x", x_shape, false);
   detail::check_view("x_fp8", x_fp8_shape, false);
-  if (x.cols % 16 != 0) {
-    throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
-                                      " is not a multiple of 16 (the FP8 GEMM's K: rows of "
-                                      "whole 16-byte chunks of e4m3); pad K to " +
-                                      std::to_string((x.cols + 15) / 16 * 16) + " with zeros");
-  }
   if (x_fp8.rows != x.rows || x_fp8.cols != x.cols) {
     throw ArgumentError("x_fp8", "shape " + std::to_string(x_fp8.rows) + "x" +
                                      std::to_string(x_fp8.cols) + " differs from x's " +

@@ -19,10 +19,12 @@ inline constexpr std::uint32_t kThreads = 256;  // one CTA: 8 warps, every one a
 inline constexpr std::uint32_t kRowTileTargetBytes = 32 * 1024;
 // The most a tile of one row may take in shared memory, x and x_fp8 together (rule Q5).
 inline constexpr std::uint32_t kMaxRowTileBytes = 200 * 1024;
-// The most rows of a tile (so that a tile's groups never outnumber its threads).
-inline constexpr std::uint32_t kMaxTileRows = 64;
+// The most rows of a tile: a tile's groups (a row each at most) never outnumber its threads,
+// and a 1 x 128 group keeps two of them. NOTE: 128 rows x 128 columns is 32 KiB of 16-bit x.
+inline constexpr std::uint32_t kMaxTileRows = 128;
 
-// The plan's rules, in the order tried; the first that applies picks the layout.
+// The plan's rules, in the order tried; the first that applies picks the layout. (Rule Q5,
+// the longest row the row recipe takes, is check_shapes's.)
 struct QuantizeRule {
   const char* id;
   const char* when;
@@ -31,12 +33,12 @@ struct QuantizeRule {
 inline constexpr QuantizeRule kQuantizeRules[] = {
     {"Q1", "recipe tensor",
      "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
-     "into the scale, then the cast: tiles of up to 64 rows x 128 columns"},
+     "into the scale, then the cast: tiles of up to 128 rows x 128 columns"},
     {"Q2", "recipe row",
-     "tiles of whole rows: R rows (a power of two up to 64, about 32 KiB of x) x ceil(K / 128) "
+     "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x) x ceil(K / 128) "
      "boxes; a group per row"},
     {"Q3", "recipe block, operand a",
-     "tiles of up to 64 rows x 128 columns; a group per row of the tile (1 x 128)"},
+     "tiles of up to 128 rows x 128 columns; a group per row of the tile (1 x 128)"},
     {"Q4", "recipe block, operand b", "tiles of 128 rows x 128 columns; one group (128 x 128)"},
 };
 inline constexpr int kQuantizeRuleCount =
