@@ -3,7 +3,8 @@
     python -m tmakit.bench [--filter TEXT] [--reps N] [--json FILE] [--svg FILE] [--small]
 
 Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
-conv2d (cuDNN), add / torch.add, the memory-bound ops also against a copy of the same bytes
+conv2d (cuDNN), add / torch.add, quantize_fp8 / the same quantizer written in torch ops,
+the memory-bound ops also against a copy of the same bytes
 (``out.copy_(x)``: "x memcpy"), on aligned shapes and on 8191 x 8193, whose rows TMA cannot
 describe (the ops' plain kernels run). As in `tmakit bench`, every result is checked against
 the counterpart before anything is timed (a case whose results differ is reported, not
@@ -159,6 +160,65 @@ def _add_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
                 "torch.add", check, _copy(x, out))
 
 
+def _torch_quantize(x: torch.Tensor, recipe: str, operand: str):
+    """The quantizer as torch ops, the same arithmetic (per group amax, scale = amax / 448,
+    1 for amax 0, at least 2^-126; x * (1 / scale) cut to +-448, cast to e4m3): what a
+    PyTorch user writes instead. (x_fp8, scale), the scale in quantize_fp8's shape."""
+    rows, k = x.shape
+    kb = (k + 127) // 128
+    xf = x.float()
+    if recipe == "tensor":
+        amax = xf.abs().amax().reshape(1, 1)
+    elif recipe == "row":
+        amax = xf.abs().amax(dim=1, keepdim=True)
+    else:
+        group_rows = 1 if operand == "a" else 128
+        padded = torch.nn.functional.pad(xf, (0, kb * 128 - k, 0, (-rows) % group_rows))
+        amax = padded.abs().reshape(-1, group_rows, kb, 128).amax(dim=(1, 3))
+    scale = amax / 448.0
+    scale = torch.where(scale < 2.0 ** -126, torch.full_like(scale, 2.0 ** -126), scale)
+    scale = torch.where(amax == 0, torch.ones_like(scale), scale)
+    inverse = 1.0 / scale
+    if recipe == "block":
+        group_rows = 1 if operand == "a" else 128
+        inverse = inverse.repeat_interleave(group_rows, 0).repeat_interleave(128, 1)[:rows, :k]
+    x_fp8 = (xf * inverse).clamp(-448.0, 448.0).to(FP8)
+    if recipe == "tensor":
+        scale = scale.reshape(())
+    elif recipe == "row" and operand == "b":
+        scale = scale.reshape(1, rows)
+    return x_fp8, scale
+
+
+def _quantize_case(rows: int, k: int, recipe: str, operand: str) -> Case:
+    x = torch.randn(rows, k, device="cuda").to(torch.bfloat16)
+    got = {}
+    # x read once, x_fp8 and the scales written once
+    scales = ops._quantize_scale(x, recipe, operand).numel()
+    work = x.numel() * (2 + 1) + 4 * scales
+    half = work // 2
+    src = x.view(torch.uint8).reshape(-1)[:half]
+    dst = torch.empty(half, dtype=torch.uint8, device="cuda")
+
+    def ours():
+        got["ours"] = ops.quantize_fp8(x, recipe, operand=operand)
+        return got["ours"]
+
+    def theirs():
+        got["theirs"] = _torch_quantize(x, recipe, operand)
+        return got["theirs"]
+
+    def check():
+        (q, s), (tq, ts) = ours(), theirs()
+        if not torch.equal(q.view(torch.uint8), tq.view(torch.uint8)):
+            return "x_fp8 differs"
+        return None if torch.equal(s.contiguous(), ts.contiguous()) else "scales differ"
+
+    name = f"quantize_fp8 {recipe}/{operand} {rows}x{k}"
+    return Case(name, "GB/s", float(work), ours, theirs, "torch ops", check,
+                lambda: dst.copy_(src))
+
+
 def cases(small: bool) -> List[Case]:
     side = 4096 if small else 16384
     odd = (2047, 2049) if small else (8191, 8193)
@@ -176,6 +236,11 @@ def cases(small: bool) -> List[Case]:
                                                        torch.uint8, torch.float64)],
         *[_add_case(odd[0], odd[1], t) for t in (torch.int32, torch.float32, torch.float64)],
         *[_stencil_case(odd[0], odd[1], t) for t in (torch.float32, torch.float64)],
+        # the FP8 quantizer on bf16, each recipe (x read once, x_fp8 and scales written once)
+        *[_quantize_case(rows, k, recipe, operand)
+          for rows, k in ((4096 if small else 8192, 4096 if small else 8192), (16, 7168))
+          for recipe, operand in (("row", "a"), ("block", "a"), ("block", "b"),
+                                  ("tensor", "a"))],
     ]
 
 
