@@ -49,7 +49,6 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
                            const GemmScaleStrides& strides, int sm_count) {
   QuantizePlan p;
   p.scales = quantize_scale_shape(rows, cols, recipe, operand);
-  const std::uint64_t k_boxes = ceil_div(cols, kBoxCols);
   const std::uint32_t rows_pow2 = pow2_at_least(rows);
   const bool block_b = recipe == GemmScaleRecipe::block && operand == QuantizeOperand::b;
   p.rule = recipe == GemmScaleRecipe::tensor ? 0 : recipe == GemmScaleRecipe::row ? 1
@@ -57,9 +56,11 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
                                              : 2;
   p.amax_pass = recipe == GemmScaleRecipe::tensor;
   p.fused_amax = !p.amax_pass;
+  p.box_cols = recipe == GemmScaleRecipe::row ? kRowBoxCols : kBoxCols;
   if (recipe == GemmScaleRecipe::row) {
     // whole rows: as many as make about kRowTileTargetBytes of x, a power of two
-    const std::uint64_t row_bytes = k_boxes * kBoxCols * element_bytes;
+    const std::uint64_t k_boxes = ceil_div(cols, p.box_cols);
+    const std::uint64_t row_bytes = k_boxes * p.box_cols * element_bytes;
     p.boxes = static_cast<std::uint32_t>(k_boxes);
     p.tile_rows = row_bytes >= kRowTileTargetBytes
                       ? 1u
@@ -75,7 +76,8 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   }
   if (p.tile_rows > kMaxTileRows && !block_b) p.tile_rows = kMaxTileRows;
   if (p.tile_rows > rows_pow2) p.tile_rows = rows_pow2;
-  p.tiles_x = static_cast<std::int64_t>(ceil_div(cols, static_cast<std::uint64_t>(p.boxes) * kBoxCols));
+  p.tiles_x =
+      static_cast<std::int64_t>(ceil_div(cols, static_cast<std::uint64_t>(p.boxes) * p.box_cols));
   // NOTE: fewer tiles than SMs leave SMs idle: rows per tile halve until every SM has one
   // (down to one row); a 128 x 128 block cannot be split
   if (!block_b) {
@@ -89,8 +91,8 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   // cast, whose scale is given)
   p.group_rows = recipe == GemmScaleRecipe::tensor || block_b ? p.tile_rows : 1;
   p.group_boxes = p.boxes;
-  p.in_bytes = p.tile_rows * p.boxes * kBoxCols * element_bytes;
-  p.out_bytes = p.tile_rows * p.boxes * kBoxCols;
+  p.in_bytes = p.tile_rows * p.boxes * p.box_cols * element_bytes;
+  p.out_bytes = p.tile_rows * p.boxes * p.box_cols;
   // x's boxes (1024-aligned), x_fp8's, one amax word per group, the barrier, alignment slack
   p.smem_bytes = p.in_bytes + p.out_bytes + 4 * kThreads + 16 + 1024;
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
@@ -149,9 +151,10 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                                      std::to_string(x.rows) + "x" + std::to_string(x.cols));
   }
   const std::uint64_t esize = x.element_size();
-  const std::uint64_t row_tile = (x.cols + kBoxCols - 1) / kBoxCols * kBoxCols * (esize + 1);
+  const std::uint64_t row_tile =
+      (x.cols + kRowBoxCols - 1) / kRowBoxCols * kRowBoxCols * (esize + 1);
   if (recipe == GemmScaleRecipe::row && row_tile > kMaxRowTileBytes) {
-    const std::uint64_t max_k = kMaxRowTileBytes / (esize + 1) / kBoxCols * kBoxCols;
+    const std::uint64_t max_k = kMaxRowTileBytes / (esize + 1) / kRowBoxCols * kRowBoxCols;
     throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) + " is too long for the row "
                                       "recipe (rule Q5): a row of x and of x_fp8 must fit in "
                                       "shared memory at once, K <= " + std::to_string(max_k) +

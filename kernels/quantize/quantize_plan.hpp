@@ -11,9 +11,12 @@
 
 namespace tmakit::detail::quantize {
 
-// A tile is tile_rows rows x `boxes` TMA boxes of kBoxCols columns side by side; each box
-// lands dense in shared memory (no swizzle), box j at j * tile_rows * kBoxCols elements.
+// A tile is tile_rows rows x `boxes` TMA boxes of box_cols columns side by side; each box
+// lands dense in shared memory (no swizzle), box j at j * tile_rows * box_cols elements.
+// Boxes are kBoxCols wide (a block's 128 columns), the row recipe's kRowBoxCols (the widest
+// box TMA takes: half the boxes per row, each twice the bytes).
 inline constexpr std::uint32_t kBoxCols = 128;
+inline constexpr std::uint32_t kRowBoxCols = 256;
 inline constexpr std::uint32_t kThreads = 256;  // one CTA: 8 warps, every one a consumer
 // The x bytes a row tile aims at (whole rows): with its fp8 output, four CTAs fit an SM.
 inline constexpr std::uint32_t kRowTileTargetBytes = 32 * 1024;
@@ -35,8 +38,8 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
      "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
      "into the scale, then the cast: tiles of up to 128 rows x 128 columns"},
     {"Q2", "recipe row",
-     "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x) x ceil(K / 128) "
-     "boxes; a group per row"},
+     "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x) x ceil(K / 256) "
+     "boxes of 256 columns; a group per row"},
     {"Q3", "recipe block, operand a",
      "tiles of up to 128 rows x 128 columns; a group per row of the tile (1 x 128)"},
     {"Q4", "recipe block, operand b", "tiles of 128 rows x 128 columns; one group (128 x 128)"},
@@ -49,7 +52,8 @@ struct QuantizePlan {
   bool amax_pass = false;   // the tensor recipe: amax kernel + scale kernel before the cast
   bool fused_amax = false;  // row and block: each group's amax taken from the tile in hand
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
-  std::uint32_t boxes = 0;        // boxes of kBoxCols columns side by side
+  std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, or kRowBoxCols (row recipe)
+  std::uint32_t boxes = 0;        // boxes side by side
   std::uint32_t group_rows = 0;   // a group's rows within the tile
   std::uint32_t group_boxes = 0;  // a group's boxes within the tile
   std::int64_t tiles_x = 0, tiles_y = 0;  // tiles along K and down the rows

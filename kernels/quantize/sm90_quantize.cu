@@ -45,10 +45,11 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quant
                     cudaStream_t stream) {
   if (plan.amax_pass) launch_amax_and_scale<T>(x, scale, stream);
   Params p{};
-  // step 3: maps: boxes of kBoxCols columns x tile_rows rows, dense in shared memory
-  p.in_map = cached_tensor_map(view_spec(x, x.type, {kBoxCols, plan.tile_rows, 1}, Swizzle::none));
+  // step 3: maps: boxes of box_cols columns x tile_rows rows, dense in shared memory
+  p.in_map =
+      cached_tensor_map(view_spec(x, x.type, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
   p.out_map = cached_tensor_map(
-      view_spec(x_fp8, DataType::uint8, {kBoxCols, plan.tile_rows, 1}, Swizzle::none));
+      view_spec(x_fp8, DataType::uint8, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
   p.scale = scale;
   p.stride_mn = plan.stride_mn;
   p.stride_k = plan.stride_k;
@@ -56,6 +57,7 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quant
   p.scales_k = plan.scales.k;
   p.tiles_x = static_cast<std::int32_t>(plan.tiles_x);
   p.tile_rows = plan.tile_rows;
+  p.box_cols_log2 = log2_of(plan.box_cols);
   p.boxes = plan.boxes;
   p.group_rows_log2 = log2_of(plan.group_rows);
   p.threads_per_group_log2 = log2_of(plan.threads_per_group());

@@ -19,7 +19,7 @@
 namespace tmakit::detail::quantize {
 
 struct Params {
-  CUtensorMap in_map;   // x: boxes of kBoxCols x tile_rows elements, no swizzle
+  CUtensorMap in_map;   // x: boxes of box_cols x tile_rows elements, no swizzle
   CUtensorMap out_map;  // x_fp8: the same boxes of bytes
   float* scale;         // row / block: written per group; tensor: scale[0] read
   std::int64_t stride_mn;
@@ -28,6 +28,7 @@ struct Params {
   std::uint64_t scales_k;
   std::int32_t tiles_x;
   std::uint32_t tile_rows;
+  std::uint32_t box_cols_log2;  // 128 or 256 columns
   std::uint32_t boxes;
   std::uint32_t group_rows_log2;  // a group: 2^group_rows_log2 rows x all the tile's boxes
   std::uint32_t threads_per_group_log2;
@@ -134,19 +135,20 @@ __device__ __forceinline__ void scale_of(float amax, float& scale, float& invers
 
 // ---- the tile kernel ------------------------------------------------------------------
 
-// Shared memory: x's boxes (box j at j * tile_rows * kBoxCols elements, each box dense rows
-// of kBoxCols), x_fp8's boxes laid out alike in bytes, one amax word per group, the barrier.
+// Shared memory: x's boxes (box j at j * tile_rows * box_cols elements, each box dense rows
+// of box_cols), x_fp8's boxes laid out alike in bytes, one amax word per group, the barrier.
+// The element offset in the tile of vector v of the group whose first row is group_row0:
+// box_cols / kPerVector vectors per box row, the group's rows of a box, then the next box.
 template <class T>
 __device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v, std::uint32_t group_row0,
                                                              const Params& p) {
-  // vector v of a group: kBoxCols / kPerVector vectors per box row, rows of a box first
-  constexpr std::uint32_t kVectorsPerRow = kBoxCols / Elements<T>::kPerVector;
-  const std::uint32_t box_row = v / kVectorsPerRow;
-  const std::uint32_t within = v % kVectorsPerRow;
+  constexpr std::uint32_t kVectorLog2 = Elements<T>::kPerVector == 8 ? 3 : 2;
+  const std::uint32_t per_row_log2 = p.box_cols_log2 - kVectorLog2;
+  const std::uint32_t box_row = v >> per_row_log2;
+  const std::uint32_t within = v & ((1u << per_row_log2) - 1);
   const std::uint32_t box = box_row >> p.group_rows_log2;
   const std::uint32_t row = group_row0 + (box_row & ((1u << p.group_rows_log2) - 1));
-  // the element offset in the tile
-  return (box * p.tile_rows + row) * kBoxCols + within * Elements<T>::kPerVector;
+  return ((box * p.tile_rows + row) << p.box_cols_log2) + (within << kVectorLog2);
 }
 
 template <class T>
@@ -167,9 +169,10 @@ __global__ void __launch_bounds__(kThreads, 4)
   const auto tile = static_cast<std::int32_t>(blockIdx.x);
   const std::int32_t tx = tile % p.tiles_x;
   const std::int32_t ty = tile / p.tiles_x;
-  const std::uint32_t in_box_bytes = p.tile_rows * kBoxCols * sizeof(T);
-  const std::uint32_t out_box_bytes = p.tile_rows * kBoxCols;
-  const std::int32_t col0 = tx * static_cast<std::int32_t>(p.boxes * kBoxCols);
+  const std::uint32_t box_cols = 1u << p.box_cols_log2;
+  const std::uint32_t in_box_bytes = p.tile_rows * box_cols * sizeof(T);
+  const std::uint32_t out_box_bytes = p.tile_rows * box_cols;
+  const std::int32_t col0 = tx * static_cast<std::int32_t>(p.boxes * box_cols);
   const std::int32_t row0 = ty * static_cast<std::int32_t>(p.tile_rows);
 
   // step 1: the barrier, then one thread loads the tile's boxes onto it
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     // leave a group's amax as it is
     full->arrive_expect_tx(p.in_bytes);
     for (std::uint32_t j = 0; j < p.boxes; ++j) {
-      const std::int32_t c[2] = {col0 + static_cast<std::int32_t>(j * kBoxCols), row0};
+      const std::int32_t c[2] = {col0 + static_cast<std::int32_t>(j * box_cols), row0};
       load_tile<InBox>(in + j * in_box_bytes, &p.in_map, *full, c);
     }
   }
@@ -197,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   const std::uint32_t lane_in_group = tid & ((1u << tpg_log2) - 1);
   const std::uint32_t group_row0 = group << p.group_rows_log2;
   const std::uint32_t group_vectors =
-      (p.boxes << p.group_rows_log2) * (kBoxCols / static_cast<std::uint32_t>(kV));
+      (p.boxes << p.group_rows_log2) * (box_cols / static_cast<std::uint32_t>(kV));
   float scale = 0.0f;
   float amax = 0.0f;
   if (!p.fused_amax) scale = p.scale[0];  // NOTE: written by the scale kernel before this one
@@ -264,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   __syncthreads();
   if (tid == 0) {
     for (std::uint32_t j = 0; j < p.boxes; ++j) {
-      const std::int32_t c[2] = {col0 + static_cast<std::int32_t>(j * kBoxCols), row0};
+      const std::int32_t c[2] = {col0 + static_cast<std::int32_t>(j * box_cols), row0};
       store_tile<OutBox>(&p.out_map, out + j * out_box_bytes, c);
     }
     store_commit();

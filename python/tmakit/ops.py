@@ -712,7 +712,7 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
       "tensor": one scale for all of x, a 0-dim float32 tensor (an amax pass over x, then the
         cast: x is read twice);
       "row": one per row: (rows, 1) for operand "a" (scale_a), (1, rows) for "b" (scale_b);
-        K at most 68224 (16-bit x) or 40960 (float32);
+        K at most 68096 (16-bit x) or 40960 (float32);
       "block": operand "a", one per 1 x 128 of a row: (rows, ceil(K / 128)), strides
         (1, rows) (torch's M-major layout); operand "b", one per 128 x 128 block:
         (ceil(rows / 128), ceil(K / 128)), row-major.

@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -40,6 +42,8 @@ std::string describe(const Case& c) {
      << " pad=" << c.pad;
   return os.str();
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << describe(c); }
 
 // Stores float v in x's element (r, c) (rounded to nearest for 16-bit types).
 void put(Image& x, std::uint64_t r, std::uint64_t c, float v) {
@@ -165,12 +169,22 @@ std::vector<Case> odd_cases() {
   out.push_back({R::row, O::a, DataType::bfloat16, 16, 7168});
   out.push_back({R::block, O::a, DataType::bfloat16, 16, 7168});
   // the longest row the row recipe takes (one row per tile, 200 KiB of shared memory)
-  out.push_back({R::row, O::a, DataType::bfloat16, 3, 68224});
+  out.push_back({R::row, O::a, DataType::bfloat16, 3, 68096});
   out.push_back({R::row, O::a, DataType::float32, 3, 40960});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, QuantizeOddShapes, ::testing::ValuesIn(odd_cases()));
+INSTANTIATE_TEST_SUITE_P(All, QuantizeOddShapes, ::testing::ValuesIn(odd_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           // "row_a_BFLOAT16_129x144_pad0": the description, letters and digits
+                           std::string id;
+                           for (const char ch : describe(info.param)) {
+                             const bool word = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+                             id += word ? ch : (ch == '=' ? '\0' : '_');
+                           }
+                           id.erase(std::remove(id.begin(), id.end(), '\0'), id.end());
+                           return id;
+                         });
 
 TEST(Quantize, NonFiniteGroups) {
   TMAKIT_SKIP_WITHOUT_GPU();

@@ -49,7 +49,8 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
   EXPECT_STREQ(p.id(), "Q2");
   EXPECT_FALSE(p.amax_pass);
   EXPECT_TRUE(p.fused_amax);
-  EXPECT_EQ(p.boxes, 64u);
+  EXPECT_EQ(p.box_cols, 256u);
+  EXPECT_EQ(p.boxes, 32u);
   EXPECT_EQ(p.tile_rows, 2u);  // 16 KiB rows
   EXPECT_EQ(p.tiles_x, 1);
   EXPECT_EQ(p.tiles_y, 4096);
@@ -62,8 +63,9 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
   EXPECT_EQ(p.scales.mn, 8192u);
   EXPECT_EQ(p.scales.k, 1u);
   EXPECT_EQ(p.stride_mn, 1);
-  // short rows: up to 128 of them (K = 16 is one zero-padded box of 128 columns)
-  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).tile_rows, 128u);
+  // short rows (K = 16 is one zero-padded box of 256 columns, 512 bytes): 64 of them
+  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).tile_rows, 64u);
+  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).in_bytes, 32768u);
   // a row of more than 32 KiB: one per tile
   EXPECT_EQ(plan_quantize(64, 16384, 4, R::row, O::a, {}, 1).tile_rows, 1u);
 }
@@ -87,6 +89,7 @@ TEST(QuantizePlan, FewTilesHalveTheirRowsUntilEverySmHasOne) {
 TEST(QuantizePlan, BlockRecipeLayoutsAreTheGemms) {
   const QuantizePlan a = plan_quantize(8192, 8192, 2, R::block, O::a, {}, 132);
   EXPECT_EQ(a.tile_rows, 128u);
+  EXPECT_EQ(a.box_cols, 128u);
   EXPECT_EQ(a.boxes, 1u);
   EXPECT_EQ(a.groups_per_tile(), 128u);  // a 1 x 128 group per row
   EXPECT_EQ(a.threads_per_group(), 2u);
@@ -216,19 +219,19 @@ TEST(QuantizeLauncher, CheckShapesTakesNullAddresses) {
             "x_fp8");
   // the longest row the row recipe takes, and one chunk more
   EXPECT_EQ(refused([&] {
-              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68224),
-                                        TensorRef(nullptr, DataType::uint8, 2, 68224), R::row);
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68096),
+                                        TensorRef(nullptr, DataType::uint8, 2, 68096), R::row);
             }),
             "");
   EXPECT_EQ(refused([&] {
-              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68240),
-                                        TensorRef(nullptr, DataType::uint8, 2, 68240), R::row);
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68112),
+                                        TensorRef(nullptr, DataType::uint8, 2, 68112), R::row);
             }),
             "x.cols");
   // ... which the block recipe takes
   EXPECT_EQ(refused([&] {
-              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68240),
-                                        TensorRef(nullptr, DataType::uint8, 2, 68240), R::block);
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68112),
+                                        TensorRef(nullptr, DataType::uint8, 2, 68112), R::block);
             }),
             "");
 }
