@@ -25,7 +25,7 @@ void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) 
   const std::uint64_t segments = dense ? 1 : x.rows;
   const std::uint64_t vectors = (dense ? x.rows * x.cols : x.cols) * esize / 16;
   const std::uint64_t total = segments * vectors;
-  // about four vectors per thread, at most eight CTAs per SM at once
+  // about four vectors per thread (loaded at once), at most eight CTAs per SM
   const std::uint64_t want = (total + 4 * kThreads - 1) / (4 * kThreads);
   const std::uint64_t most = static_cast<std::uint64_t>(multiprocessor_count()) * 8;
   const std::uint64_t ctas = want < most ? want : most;

@@ -294,10 +294,14 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t s = blockIdx.y; s < segments; s += gridDim.y) {
     const auto* row = reinterpret_cast<const uint4*>(x + s * pitch);
-    for (std::uint64_t v = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         v < vectors; v += step) {
-      acc = E::abs_max(__ldg(row + v), acc);
+    std::uint64_t v = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    // NOTE: four independent loads in flight per thread, then the rest one by one
+    for (; v + 3 * step < vectors; v += 4 * step) {
+      const uint4 a = __ldg(row + v), b = __ldg(row + v + step), c = __ldg(row + v + 2 * step),
+                  d = __ldg(row + v + 3 * step);
+      acc = E::abs_max(d, E::abs_max(c, E::abs_max(b, E::abs_max(a, acc))));
     }
+    for (; v < vectors; v += step) acc = E::abs_max(__ldg(row + v), acc);
   }
   acc = __reduce_max_sync(0xffffffffu, E::finish(acc));
   if ((threadIdx.x & 31) == 0 && acc != 0) atomicMax(amax_bits, acc);
