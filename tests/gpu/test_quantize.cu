@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -257,6 +258,45 @@ TEST(Quantize, GraphReplayReadsTheCurrentX) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
+  }
+}
+
+TEST(Quantize, FourStreamsAtOnceMatchOneAtATime) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  // each stream its own x, x_fp8 and scales, every recipe in turn, queued without waiting
+  constexpr int kStreams = 4;
+  const R recipes[kStreams] = {R::tensor, R::row, R::block, R::block};
+  const O operands[kStreams] = {O::a, O::a, O::a, O::b};
+  std::vector<std::unique_ptr<Image>> xs, qs;
+  std::vector<std::unique_ptr<Scales>> ss;
+  cudaStream_t streams[kStreams];
+  for (int i = 0; i < kStreams; ++i) {
+    xs.push_back(std::make_unique<Image>(DataType::bfloat16, 1, 257, 1024));
+    fill(*xs.back(), 40 + i);
+    qs.push_back(std::make_unique<Image>(DataType::uint8, 1, 257, 1024));
+    const QuantizeScaleShape shape = quantize_scale_shape(257, 1024, recipes[i], operands[i]);
+    ss.push_back(std::make_unique<Scales>(shape.mn * shape.k));
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), cudaSuccess);
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kStreams; ++i) {
+      quantize_fp8(xs[i]->ref(), qs[i]->ref(), ss[i]->device, recipes[i], operands[i], {},
+                   streams[i]);
+    }
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_EQ(cudaStreamSynchronize(streams[i]), cudaSuccess);
+    const std::vector<std::uint8_t> got = qs[i]->download();
+    const std::vector<float> got_scales = ss[i]->download();
+    std::vector<float> want_scales(ss[i]->count + ss[i]->spare);
+    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
+    reference::quantize_fp8(xs[i]->host_ref(), qs[i]->host_ref(), want_scales.data(), recipes[i],
+                            operands[i]);
+    EXPECT_EQ(count_mismatches(*qs[i], qs[i]->host, got), 0u) << "stream " << i;
+    for (std::size_t j = 0; j < want_scales.size(); ++j) {
+      EXPECT_TRUE(same_float(got_scales[j], want_scales[j])) << "stream " << i << " scale " << j;
+    }
+    cudaStreamDestroy(streams[i]);
   }
 }
 
