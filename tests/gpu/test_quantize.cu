@@ -234,7 +234,9 @@ TEST(Quantize, GraphReplayReadsTheCurrentX) {
     ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    // NOTE: a first call outside the capture, as a user's warm-up would be
+    // NOTE: a first call outside the capture, as a user's warm-up would be (after the
+    // uploads and memsets of the legacy stream, which a non-blocking stream does not wait for)
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     quantize_fp8(x.ref(), q.ref(), scales.device, recipe, O::a, {}, s);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
@@ -243,6 +245,7 @@ TEST(Quantize, GraphReplayReadsTheCurrentX) {
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
     for (std::uint32_t seed : {2u, 3u}) {
       fill(x, seed);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
       const std::vector<std::uint8_t> got = q.download();
@@ -278,6 +281,9 @@ TEST(Quantize, FourStreamsAtOnceMatchOneAtATime) {
     ss.push_back(std::make_unique<Scales>(shape.mn * shape.k));
     ASSERT_EQ(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), cudaSuccess);
   }
+  // NOTE: the uploads and poison memsets ran on the legacy stream, which the non-blocking
+  // streams do not wait for
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < kStreams; ++i) {
       quantize_fp8(xs[i]->ref(), qs[i]->ref(), ss[i]->device, recipes[i], operands[i], {},
