@@ -1,9 +1,8 @@
-#include "quantize_cases.hpp"
-
 #include <cstring>
 #include <iostream>
 #include <memory>
 
+#include "quantize_cases.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/quantize.hpp"
 
@@ -70,8 +69,8 @@ bool same_float(float a, float b) {
   return std::memcmp(&a, &b, 4) == 0;
 }
 
-void run_workload(CaseRunner& runner, const QuantizeWorkload& w,
-                  const std::vector<CaseSpec>& cases, cudaStream_t st) {
+void run_workload(CaseRunner& runner, const QuantizeWorkload& w, const std::vector<CaseSpec>& cases,
+                  cudaStream_t st) {
   DeviceBuffer x(w.x_bytes()), q(w.x_fp8_bytes()), scale(4 * w.scale_count());
   DeviceBuffer copy_dst(w.bytes() / 2);
   fill_random(x.get(), w.rows * w.cols, DataType::bfloat16, 0x9a4e0000u, st);
@@ -116,7 +115,8 @@ void run_workload(CaseRunner& runner, const QuantizeWorkload& w,
                               want_s.data(), w.recipe, w.operand);
       std::uint64_t bytes_wrong = 0, scales_wrong = 0;
       for (std::size_t i = 0; i < hq.size(); ++i) bytes_wrong += hq[i] != want[i] ? 1 : 0;
-      for (std::size_t i = 0; i < hs.size(); ++i) scales_wrong += same_float(hs[i], want_s[i]) ? 0 : 1;
+      for (std::size_t i = 0; i < hs.size(); ++i)
+        scales_wrong += same_float(hs[i], want_s[i]) ? 0 : 1;
       if (bytes_wrong + scales_wrong == 0) return {"", "bit-exact against the CPU reference"};
       return {std::to_string(bytes_wrong) + " wrong bytes of x_fp8, " +
                   std::to_string(scales_wrong) + " wrong scales",

@@ -9,7 +9,9 @@ namespace tmakit {
 
 namespace {
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return (a + b - 1) / b;
+}
 
 // The least power of two >= n (n >= 1), at most 2^31.
 std::uint32_t pow2_at_least(std::uint64_t n) {
@@ -51,7 +53,8 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.scales = quantize_scale_shape(rows, cols, recipe, operand);
   const std::uint32_t rows_pow2 = pow2_at_least(rows);
   const bool block_b = recipe == GemmScaleRecipe::block && operand == QuantizeOperand::b;
-  p.rule = recipe == GemmScaleRecipe::tensor ? 0 : recipe == GemmScaleRecipe::row ? 1
+  p.rule = recipe == GemmScaleRecipe::tensor ? 0
+           : recipe == GemmScaleRecipe::row  ? 1
            : block_b                         ? 3
                                              : 2;
   p.amax_pass = recipe == GemmScaleRecipe::tensor;
@@ -62,9 +65,8 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
     const std::uint64_t k_boxes = ceil_div(cols, p.box_cols);
     const std::uint64_t row_bytes = k_boxes * p.box_cols * element_bytes;
     p.boxes = static_cast<std::uint32_t>(k_boxes);
-    p.tile_rows = row_bytes >= kRowTileTargetBytes
-                      ? 1u
-                      : pow2_at_most(kRowTileTargetBytes / row_bytes);
+    p.tile_rows =
+        row_bytes >= kRowTileTargetBytes ? 1u : pow2_at_most(kRowTileTargetBytes / row_bytes);
   } else if (block_b) {
     // NOTE: rows past the tensor are zero-filled and leave amax as it is, so a block of
     // fewer than 128 rows is loaded as the power of two that holds them
@@ -121,15 +123,14 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
     throw ArgumentError("operand", std::to_string(static_cast<int>(operand)) +
                                        " is not a QuantizeOperand (a or b)");
   }
-  if (x.type != DataType::bfloat16 && x.type != DataType::float16 &&
-      x.type != DataType::float32) {
+  if (x.type != DataType::bfloat16 && x.type != DataType::float16 && x.type != DataType::float32) {
     throw ArgumentError("x.type", std::string(name(x.type)) +
                                       " is not BFLOAT16, FLOAT16 or FLOAT32, the types the "
                                       "quantizer reads");
   }
   if (x_fp8.type != DataType::uint8) {
-    throw ArgumentError("x_fp8.type", std::string(name(x_fp8.type)) +
-                                          " is not UINT8 (e4m3 bits travel as UINT8)");
+    throw ArgumentError(
+        "x_fp8.type", std::string(name(x_fp8.type)) + " is not UINT8 (e4m3 bits travel as UINT8)");
   }
   if (x.cols % 16 != 0) {
     throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
@@ -155,10 +156,11 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
       (x.cols + kRowBoxCols - 1) / kRowBoxCols * kRowBoxCols * (esize + 1);
   if (recipe == GemmScaleRecipe::row && row_tile > kMaxRowTileBytes) {
     const std::uint64_t max_k = kMaxRowTileBytes / (esize + 1) / kRowBoxCols * kRowBoxCols;
-    throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) + " is too long for the row "
+    throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
+                                      " is too long for the row "
                                       "recipe (rule Q5): a row of x and of x_fp8 must fit in "
-                                      "shared memory at once, K <= " + std::to_string(max_k) +
-                                      " for " + std::string(name(x.type)) +
+                                      "shared memory at once, K <= " +
+                                      std::to_string(max_k) + " for " + std::string(name(x.type)) +
                                       "; use recipe block, or tensor");
   }
   if (recipe == GemmScaleRecipe::tensor) return;  // one float: strides do not apply
@@ -172,9 +174,10 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
   given += ")";
   const std::int64_t k_stride = recipe == GemmScaleRecipe::row ? 1 : strides.k;
   if (strides.mn < 1 || k_stride < 1) {
-    throw ArgumentError("scale_strides", given + ": strides must be >= 1 (each group writes a "
-                                                 "float of its own), or (-1, -1) for the GEMM's "
-                                                 "layout");
+    throw ArgumentError("scale_strides", given +
+                                             ": strides must be >= 1 (each group writes a "
+                                             "float of its own), or (-1, -1) for the GEMM's "
+                                             "layout");
   }
   // NOTE: two groups on one float unless one dimension steps over the whole other
   const auto mn = static_cast<std::uint64_t>(strides.mn);
@@ -198,13 +201,14 @@ void check_addresses(ConstTensorRef x, TensorRef x_fp8, const float* scale,
   detail::check_view("x", x, false);
   detail::check_view("x_fp8", x_fp8, false);
   if (detail::overlaps(x, x_fp8)) {
-    throw ArgumentError("x_fp8.data", "overlaps x; the quantizer writes x_fp8 while it reads x: "
-                                      "pass separate memory");
+    throw ArgumentError("x_fp8.data",
+                        "overlaps x; the quantizer writes x_fp8 while it reads x: "
+                        "pass separate memory");
   }
   if (scale == nullptr) throw ArgumentError("scale", "is null; pass float32 device memory");
   if (reinterpret_cast<std::uintptr_t>(scale) % 4 != 0) {
-    throw ArgumentError("scale", detail::hex_address(scale) +
-                                     " is not 4-byte aligned (a float32 array)");
+    throw ArgumentError("scale",
+                        detail::hex_address(scale) + " is not 4-byte aligned (a float32 array)");
   }
   const std::uint64_t last = (plan.scales.mn - 1) * static_cast<std::uint64_t>(plan.stride_mn) +
                              (plan.scales.k - 1) * static_cast<std::uint64_t>(plan.stride_k);

@@ -48,25 +48,23 @@ inline constexpr int kQuantizeRuleCount =
     static_cast<int>(sizeof kQuantizeRules / sizeof kQuantizeRules[0]);
 
 struct QuantizePlan {
-  int rule = 0;             // index into kQuantizeRules
-  bool amax_pass = false;   // the tensor recipe: amax kernel + scale kernel before the cast
-  bool fused_amax = false;  // row and block: each group's amax taken from the tile in hand
+  int rule = 0;                   // index into kQuantizeRules
+  bool amax_pass = false;         // the tensor recipe: amax kernel + scale kernel before the cast
+  bool fused_amax = false;        // row and block: each group's amax taken from the tile in hand
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, or kRowBoxCols (row recipe)
   std::uint32_t boxes = 0;        // boxes side by side
   std::uint32_t group_rows = 0;   // a group's rows within the tile
   std::uint32_t group_boxes = 0;  // a group's boxes within the tile
-  std::int64_t tiles_x = 0, tiles_y = 0;  // tiles along K and down the rows
-  std::uint32_t in_bytes = 0;     // x per tile in shared memory
-  std::uint32_t out_bytes = 0;    // x_fp8 per tile
-  std::uint32_t smem_bytes = 0;   // dynamic shared memory per CTA (with alignment slack)
-  QuantizeScaleShape scales;      // the scale array's extents
+  std::int64_t tiles_x = 0, tiles_y = 0;     // tiles along K and down the rows
+  std::uint32_t in_bytes = 0;                // x per tile in shared memory
+  std::uint32_t out_bytes = 0;               // x_fp8 per tile
+  std::uint32_t smem_bytes = 0;              // dynamic shared memory per CTA (with alignment slack)
+  QuantizeScaleShape scales;                 // the scale array's extents
   std::int64_t stride_mn = 0, stride_k = 0;  // its strides in elements, defaults resolved
 
   const char* id() const { return kQuantizeRules[rule].id; }
-  std::uint32_t groups_per_tile() const {
-    return (tile_rows / group_rows) * (boxes / group_boxes);
-  }
+  std::uint32_t groups_per_tile() const { return (tile_rows / group_rows) * (boxes / group_boxes); }
   std::uint32_t threads_per_group() const { return kThreads / groups_per_tile(); }
   std::int64_t tiles() const { return tiles_x * tiles_y; }
 };

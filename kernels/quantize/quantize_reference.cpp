@@ -93,9 +93,9 @@ void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleReci
   if (x_fp8.data == nullptr) throw ArgumentError("x_fp8.data", "is null");
   if (scale == nullptr) throw ArgumentError("scale", "is null");
   detail::quantize::check_shapes(x, x_fp8, recipe, operand, scale_strides);
-  const auto plan = detail::quantize::plan_quantize(
-      x.rows, x.cols, static_cast<std::uint32_t>(x.element_size()), recipe, operand,
-      scale_strides, 1);
+  const auto plan =
+      detail::quantize::plan_quantize(x.rows, x.cols, static_cast<std::uint32_t>(x.element_size()),
+                                      recipe, operand, scale_strides, 1);
   const std::uint64_t esize = x.element_size();
   const auto* in = static_cast<const std::uint8_t*>(x.data);
   auto* out = static_cast<std::uint8_t*>(x_fp8.data);

@@ -31,10 +31,11 @@ void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) 
   const std::uint64_t ctas = want < most ? want : most;
   const std::uint64_t grid_y = segments < ctas ? segments : ctas;
   const std::uint64_t grid_x = ctas / grid_y;
-  const dim3 grid(static_cast<unsigned>(grid_x), static_cast<unsigned>(grid_y < 65535 ? grid_y : 65535));
-  sm90_quantize_amax_kernel<T><<<grid, kThreads, 0, stream>>>(
-      static_cast<const std::uint8_t*>(x.data), x.row_pitch(), segments, vectors,
-      reinterpret_cast<std::uint32_t*>(scale));
+  const dim3 grid(static_cast<unsigned>(grid_x),
+                  static_cast<unsigned>(grid_y < 65535 ? grid_y : 65535));
+  sm90_quantize_amax_kernel<T>
+      <<<grid, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(x.data), x.row_pitch(),
+                                      segments, vectors, reinterpret_cast<std::uint32_t*>(scale));
   check_launch("sm90_quantize_amax_kernel");
   sm90_quantize_scale_kernel<T><<<1, 1, 0, stream>>>(scale);
   check_launch("sm90_quantize_scale_kernel");
@@ -85,7 +86,8 @@ void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleReci
   const auto esize = static_cast<std::uint32_t>(x.element_size());
   // NOTE: planned for one SM first: the scale array's extents and the fewest tiles, which
   // the checks need, without asking the driver anything
-  const QuantizePlan fewest = plan_quantize(x.rows, x.cols, esize, recipe, operand, scale_strides, 1);
+  const QuantizePlan fewest =
+      plan_quantize(x.rows, x.cols, esize, recipe, operand, scale_strides, 1);
   check_addresses(x, x_fp8, scale, fewest);
   if (fewest.tiles() > 0x7fffffff) {
     throw ArgumentError("x.rows", std::to_string(x.rows) + " rows make " +

@@ -140,7 +140,8 @@ __device__ __forceinline__ void scale_of(float amax, float& scale, float& invers
 // The element offset in the tile of vector v of the group whose first row is group_row0:
 // box_cols / kPerVector vectors per box row, the group's rows of a box, then the next box.
 template <class T>
-__device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v, std::uint32_t group_row0,
+__device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v,
+                                                             std::uint32_t group_row0,
                                                              const Params& p) {
   constexpr std::uint32_t kVectorLog2 = Elements<T>::kPerVector == 8 ? 3 : 2;
   const std::uint32_t per_row_log2 = p.box_cols_log2 - kVectorLog2;
@@ -160,8 +161,8 @@ __global__ void __launch_bounds__(kThreads, 4)
   using OutBox = DynamicTile<std::uint8_t, Swizzle::none, 2, 128>;
   constexpr int kV = E::kPerVector;
   extern __shared__ std::uint8_t smem_raw[];
-  auto* in = reinterpret_cast<std::uint8_t*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  auto* in = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
+                                             ~std::uintptr_t{1023});
   std::uint8_t* out = in + p.in_bytes;
   auto* amax_words = reinterpret_cast<std::uint32_t*>(out + p.out_bytes);
   auto* full = reinterpret_cast<Barrier*>(amax_words + kThreads);
@@ -211,8 +212,8 @@ __global__ void __launch_bounds__(kThreads, 4)
   if (p.fused_amax) {
     std::uint32_t acc = 0;
     for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
-      acc = E::abs_max(*reinterpret_cast<const uint4*>(x + group_vector_offset<T>(v, group_row0, p)),
-                       acc);
+      acc = E::abs_max(
+          *reinterpret_cast<const uint4*>(x + group_vector_offset<T>(v, group_row0, p)), acc);
     }
     acc = E::finish(acc);
     // within a warp: the group's lanes (a group of 32 or fewer threads is lanes of one warp)

@@ -38,13 +38,17 @@ struct Case {
 
 std::string describe(const Case& c) {
   std::ostringstream os;
-  os << (c.recipe == R::tensor ? "tensor" : c.recipe == R::row ? "row" : "block")
+  os << (c.recipe == R::tensor ? "tensor"
+         : c.recipe == R::row  ? "row"
+                               : "block")
      << (c.operand == O::a ? "/a" : "/b") << " " << name(c.type) << " " << c.rows << "x" << c.cols
      << " pad=" << c.pad;
   return os.str();
 }
 
-void PrintTo(const Case& c, std::ostream* os) { *os << describe(c); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << describe(c);
+}
 
 // Stores float v in x's element (r, c) (rounded to nearest for 16-bit types).
 void put(Image& x, std::uint64_t r, std::uint64_t c, float v) {
@@ -112,7 +116,8 @@ void check_case(const Case& c, Image& x, const GemmScaleStrides& strides = {}) {
   if (c.recipe != R::tensor) {
     const bool defaults = strides.mn == -1 && strides.k == -1;
     const std::uint64_t mn = defaults ? 0 : static_cast<std::uint64_t>(strides.mn);
-    const std::uint64_t k = defaults || c.recipe == R::row ? 0 : static_cast<std::uint64_t>(strides.k);
+    const std::uint64_t k =
+        defaults || c.recipe == R::row ? 0 : static_cast<std::uint64_t>(strides.k);
     span = defaults ? shape.mn * shape.k : (shape.mn - 1) * mn + (shape.k - 1) * k + 1;
   }
   Image q(DataType::uint8, 1, c.rows, c.cols, c.pad);
@@ -194,9 +199,9 @@ TEST(Quantize, NonFiniteGroups) {
     fill(x, 7);
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();
-    put(x, 0, 3, nan);      // row 0, k-block 0: NaN
-    put(x, 1, 200, -inf);   // row 1, k-block 1: -inf
-    put(x, 2, 5, -nan);     // a NaN with its sign bit
+    put(x, 0, 3, nan);     // row 0, k-block 0: NaN
+    put(x, 1, 200, -inf);  // row 1, k-block 1: -inf
+    put(x, 2, 5, -nan);    // a NaN with its sign bit
     put(x, 2, 140, inf);
     for (std::uint64_t c = 0; c < 272; ++c) put(x, 3, c, 0.0f);  // an all-zero row
     put(x, 3, 7, -0.0f);
@@ -216,10 +221,10 @@ TEST(Quantize, ScaleStridesOtherThanTheGemms) {
   TMAKIT_SKIP_WITHOUT_GPU();
   Image x(DataType::bfloat16, 1, 129, 400);
   fill(x, 11);
-  check_case({R::block, O::a, DataType::bfloat16, 129, 400}, x, {4, 1});      // row-major
-  check_case({R::block, O::a, DataType::bfloat16, 129, 400}, x, {1, 130});    // M-major, padded
-  check_case({R::block, O::b, DataType::bfloat16, 129, 400}, x, {1, 2});      // column-major
-  check_case({R::row, O::a, DataType::bfloat16, 129, 400}, x, {3, -1});       // every third
+  check_case({R::block, O::a, DataType::bfloat16, 129, 400}, x, {4, 1});    // row-major
+  check_case({R::block, O::a, DataType::bfloat16, 129, 400}, x, {1, 130});  // M-major, padded
+  check_case({R::block, O::b, DataType::bfloat16, 129, 400}, x, {1, 2});    // column-major
+  check_case({R::row, O::a, DataType::bfloat16, 129, 400}, x, {3, -1});     // every third
 }
 
 TEST(Quantize, GraphReplayReadsTheCurrentX) {
@@ -348,7 +353,9 @@ bool gemm_takes_scale_arrays() {
 // rounding and the tensor cores' accumulation, kernels/gemm/README.md). Skipped where this
 // GEMM refuses the recipe's scale arrays.
 void round_trip(R recipe, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-  SCOPED_TRACE(std::string("recipe ") + (recipe == R::tensor ? "tensor" : recipe == R::row ? "row" : "block"));
+  SCOPED_TRACE(std::string("recipe ") + (recipe == R::tensor ? "tensor"
+                                         : recipe == R::row  ? "row"
+                                                             : "block"));
   if (recipe != R::tensor && !gemm_takes_scale_arrays()) {
     GTEST_SKIP() << "gemm_fp8 does not read row or block scale arrays yet (it accepts block "
                     "scales with fast accumulation, so it ignores GemmScales::recipe)";
@@ -376,8 +383,8 @@ void round_trip(R recipe, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   const std::vector<std::uint8_t> a8 = qx.download(), b8 = qw.download();
   const std::vector<float> as = scale_a.download(), bs = scale_b.download();
   // the scale of element (row, kb) of a (rows a) or b (rows 128 per block for block scales)
-  const auto scale_of = [&](const std::vector<float>& s, const QuantizeScaleShape& shape,
-                            bool is_b, std::uint64_t row, std::uint64_t kb) -> double {
+  const auto scale_of = [&](const std::vector<float>& s, const QuantizeScaleShape& shape, bool is_b,
+                            std::uint64_t row, std::uint64_t kb) -> double {
     if (recipe == R::tensor) return s[0];
     if (recipe == R::row) return s[row];
     return is_b ? s[(row / 128) * shape.k + kb] : s[row + kb * shape.mn];

@@ -2,9 +2,8 @@
 // gets), the launcher's refusals naming the argument (before any CUDA call; the pointers are
 // never dereferenced), the e4m3 encoder and the CPU reference's stated rules (scale, rounding,
 // non-finite x, the scale layouts).
-#include <gtest/gtest.h>
-
 #include <cuda_bf16.h>
+#include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
@@ -26,7 +25,9 @@ using detail::quantize::QuantizePlan;
 using R = GemmScaleRecipe;
 using O = QuantizeOperand;
 
-void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+void* fake(std::uintptr_t address) {
+  return reinterpret_cast<void*>(address);
+}
 
 std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
   try {
@@ -183,11 +184,13 @@ TEST(QuantizeLauncher, NamesTheArgument) {
 TEST(QuantizeLauncher, MessagesSayWhatAndTheFix) {
   std::string m;
   refused_with([](Args& a) { a.x.cols = 100, a.q.cols = 100; }, &m);
-  EXPECT_EQ(m, "x.cols: K = 100 is not a multiple of 16 (the FP8 GEMM's K: rows of whole "
-               "16-byte chunks of e4m3); pad K to 112 with zeros");
+  EXPECT_EQ(m,
+            "x.cols: K = 100 is not a multiple of 16 (the FP8 GEMM's K: rows of whole "
+            "16-byte chunks of e4m3); pad K to 112 with zeros");
   refused_with([](Args& a) { a.x.type = DataType::float64; }, &m);
-  EXPECT_EQ(m, "x.type: FLOAT64 is not BFLOAT16, FLOAT16 or FLOAT32, the types the quantizer "
-               "reads");
+  EXPECT_EQ(m,
+            "x.type: FLOAT64 is not BFLOAT16, FLOAT16 or FLOAT32, the types the quantizer "
+            "reads");
   refused_with([](Args& a) { a.q.cols = 128; }, &m);
   EXPECT_EQ(m, "x_fp8: shape 64x128 differs from x's 64x256");
   refused_with(
@@ -196,17 +199,19 @@ TEST(QuantizeLauncher, MessagesSayWhatAndTheFix) {
         a.strides = {1, 32};  // 64 rows, 2 k-blocks: (1, 32) puts row 32 on k-block 1 of row 0
       },
       &m);
-  EXPECT_EQ(m, "scale_strides: (1, 32) puts two of the 64 x 2 block scales on one float; use "
-               "(1, 64) (M-major) or (2, 1) (row-major)");
+  EXPECT_EQ(m,
+            "scale_strides: (1, 32) puts two of the 64 x 2 block scales on one float; use "
+            "(1, 64) (M-major) or (2, 1) (row-major)");
   refused_with(
       [](Args& a) {
         a.x = TensorRef(fake(kX), DataType::float32, 4, 40976);
         a.q = TensorRef(fake(0x40000000), DataType::uint8, 4, 40976);
       },
       &m);
-  EXPECT_EQ(m, "x.cols: K = 40976 is too long for the row recipe (rule Q5): a row of x and of "
-               "x_fp8 must fit in shared memory at once, K <= 40960 for FLOAT32; use recipe "
-               "block, or tensor");
+  EXPECT_EQ(m,
+            "x.cols: K = 40976 is too long for the row recipe (rule Q5): a row of x and of "
+            "x_fp8 must fit in shared memory at once, K <= 40960 for FLOAT32; use recipe "
+            "block, or tensor");
 }
 
 TEST(QuantizeLauncher, CheckShapesTakesNullAddresses) {
@@ -300,7 +305,7 @@ struct HostCase {
 TEST(QuantizeReference, RowScalesAndCast) {
   HostCase c(3, 16, 3);
   for (int i = 0; i < 16; ++i) c.x[i] = static_cast<float>(i - 8);  // amax 8
-  c.x[16 + 5] = -896.0f;                                              // amax 896: scale 2
+  c.x[16 + 5] = -896.0f;                                            // amax 896: scale 2
   // row 2: all zero
   c.run(R::row);
   EXPECT_EQ(c.scale[0], 8.0f / 448.0f);
@@ -340,7 +345,8 @@ TEST(QuantizeReference, BlockLayouts) {
   // 3 rows x 144 columns: k-blocks of 128 and 16
   HostCase a(3, 144, 3 * 2);
   for (std::uint64_t r = 0; r < 3; ++r) {
-    for (std::uint64_t k = 0; k < 144; ++k) a.x[r * 144 + k] = static_cast<float>(r + 1) * (k < 128 ? 1.0f : 4.0f);
+    for (std::uint64_t k = 0; k < 144; ++k)
+      a.x[r * 144 + k] = static_cast<float>(r + 1) * (k < 128 ? 1.0f : 4.0f);
   }
   a.run(R::block, O::a);
   // M-major: scale[m + kb * M]
@@ -372,7 +378,8 @@ TEST(QuantizeReference, BlockLayouts) {
 TEST(QuantizeReference, TensorScaleAndBf16) {
   const std::uint64_t rows = 2, cols = 32;
   std::vector<std::uint16_t> x(rows * cols);
-  for (std::uint64_t i = 0; i < x.size(); ++i) x[i] = bf16_bits(static_cast<float>(i) * 0.37f - 5.0f);
+  for (std::uint64_t i = 0; i < x.size(); ++i)
+    x[i] = bf16_bits(static_cast<float>(i) * 0.37f - 5.0f);
   x[17] = bf16_bits(-300.0f);
   std::vector<std::uint8_t> q(rows * cols);
   float scale = 0;
