@@ -175,7 +175,9 @@ def _torch_quantize(x: torch.Tensor, recipe: str, operand: str):
         group_rows = 1 if operand == "a" else 128
         padded = torch.nn.functional.pad(xf, (0, kb * 128 - k, 0, (-rows) % group_rows))
         amax = padded.abs().reshape(-1, group_rows, kb, 128).amax(dim=(1, 3))
-    scale = amax / 448.0
+    # NOTE: divided by a tensor: torch divides a CUDA tensor by a Python scalar as a product
+    # with the scalar's reciprocal, which is not amax / 448 rounded once
+    scale = amax / torch.full_like(amax, 448.0)
     scale = torch.where(scale < 2.0 ** -126, torch.full_like(scale, 2.0 ** -126), scale)
     scale = torch.where(amax == 0, torch.ones_like(scale), scale)
     inverse = 1.0 / scale

@@ -120,7 +120,7 @@ def _reference(x, recipe, operand):
         groups = padded.reshape(padded_rows // group_rows, group_rows, kb, 128)
         groups = groups.permute(0, 2, 1, 3).reshape(padded_rows // group_rows, kb, 1, -1)
     amax = groups.abs().amax(dim=(2, 3))  # NaN propagates
-    scale = amax / 448.0
+    scale = amax / torch.full_like(amax, 448.0)  # NOTE: a quotient rounded once
     scale = torch.where(scale < FLT_MIN, torch.full_like(scale, FLT_MIN), scale)
     scale = torch.where(amax == 0, torch.ones_like(scale), scale)
     inverse = 1.0 / scale
