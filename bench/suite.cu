@@ -11,6 +11,7 @@
 #include "baselines.hpp"
 #include "cases.hpp"
 #include "gemm_cases.hpp"
+#include "quantize_cases.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/detail/plain_path.hpp"
 #include "tmakit/kernels/elementwise.hpp"
@@ -559,6 +560,7 @@ std::optional<std::string> filter_error(std::string_view filter) {
 std::vector<DeclaredWorkload> declared_workloads(const SuiteOptions& options) {
   std::vector<DeclaredWorkload> out;
   for (const auto& w : workloads(options)) out.push_back({w.name(), case_specs(w)});
+  for (auto& w : declared_quantize_workloads(options)) out.push_back(std::move(w));
   for (auto& w : declared_gemm_workloads(options)) out.push_back(std::move(w));
   return out;
 }
@@ -570,6 +572,8 @@ std::vector<std::string> list_cases(const SuiteOptions& options) {
       if (case_selected(options.filter, w.name(), c)) ids.push_back(case_id(w.name(), c));
     }
   }
+  const auto quantize = list_quantize_cases(options);
+  ids.insert(ids.end(), quantize.begin(), quantize.end());
   const auto gemm = list_gemm_cases(options);
   ids.insert(ids.end(), gemm.begin(), gemm.end());
   return ids;
@@ -597,7 +601,11 @@ std::vector<Result> run_suite(const SuiteOptions& options) {
     for (const auto& [w, cases] : plan) run_workload(s, w, cases);
     results = std::move(s.runner().results());
   }
-  // The FP8 GEMM cases (bench/gemm_cases.cu) after the memory-bound ones.
+  // The FP8 quantizer's cases (bench/quantize_cases.cu), then the FP8 GEMM's
+  // (bench/gemm_cases.cu), after the memory-bound ones.
+  auto quantize = run_quantize_cases(options);
+  results.insert(results.end(), std::make_move_iterator(quantize.begin()),
+                 std::make_move_iterator(quantize.end()));
   auto gemm = run_gemm_cases(options);
   results.insert(results.end(), std::make_move_iterator(gemm.begin()),
                  std::make_move_iterator(gemm.end()));

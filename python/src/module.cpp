@@ -37,6 +37,7 @@
 #include "tmakit/host/validate.hpp"
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/gemm.hpp"
+#include "tmakit/kernels/quantize.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 #include "tmakit/kernels/transpose.hpp"
@@ -406,6 +407,49 @@ void gemm_fp8(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit::Data
   }
 }
 
+
+// --- the FP8 quantizer ------------------------------------------------------------------
+
+tmakit::GemmScaleRecipe quantize_recipe(const std::string& recipe) {
+  if (recipe == "tensor") return tmakit::GemmScaleRecipe::tensor;
+  if (recipe == "row") return tmakit::GemmScaleRecipe::row;
+  if (recipe == "block") return tmakit::GemmScaleRecipe::block;
+  throw tmakit::ArgumentError("recipe", "'" + recipe + "' is not 'tensor', 'row' or 'block'");
+}
+
+tmakit::QuantizeOperand quantize_operand(const std::string& operand) {
+  if (operand == "a") return tmakit::QuantizeOperand::a;
+  if (operand == "b") return tmakit::QuantizeOperand::b;
+  throw tmakit::ArgumentError("operand", "'" + operand + "' is not 'a' or 'b'");
+}
+
+// x (rows x cols of `type`) and x_fp8 (UINT8, the same shape) as the op passes them: addresses
+// (0 for a traced call), extents and row pitches in bytes.
+std::pair<tmakit::ConstTensorRef, tmakit::TensorRef> quantize_views(
+    std::uintptr_t x, std::uintptr_t x_fp8, const std::string& type, std::uint64_t rows,
+    std::uint64_t cols, std::uint64_t x_pitch, std::uint64_t x_fp8_pitch) {
+  return {view<tmakit::ConstTensorRef>(x, type, rows, cols, x_pitch, 1, 0, "x.type"),
+          tmakit::TensorRef(reinterpret_cast<void*>(x_fp8), tmakit::DataType::uint8, rows, cols,
+                            x_fp8_pitch)};
+}
+
+void quantize_fp8(std::uintptr_t x, std::uintptr_t x_fp8, std::uintptr_t scale,
+                  const std::string& type, std::uint64_t rows, std::uint64_t cols,
+                  std::uint64_t x_pitch, std::uint64_t x_fp8_pitch, const std::string& recipe,
+                  const std::string& operand, std::uintptr_t stream) {
+  const auto [xv, qv] = quantize_views(x, x_fp8, type, rows, cols, x_pitch, x_fp8_pitch);
+  tmakit::quantize_fp8(xv, qv, reinterpret_cast<float*>(scale), quantize_recipe(recipe),
+                       quantize_operand(operand), {}, stream_of(stream));
+}
+
+// The checks of a traced call (torch.compile's fake tensors): everything but the addresses.
+void quantize_fp8_check(const std::string& type, std::uint64_t rows, std::uint64_t cols,
+                        std::uint64_t x_pitch, std::uint64_t x_fp8_pitch,
+                        const std::string& recipe, const std::string& operand) {
+  const auto [xv, qv] = quantize_views(0, 0, type, rows, cols, x_pitch, x_fp8_pitch);
+  tmakit::quantize_fp8_check_shapes(xv, qv, quantize_recipe(recipe), quantize_operand(operand));
+}
+
 }  // namespace
 
 NB_MODULE(_tmakit, m) {
@@ -484,4 +528,11 @@ NB_MODULE(_tmakit, m) {
         "d_row_stride_bytes"_a, "alpha"_a, "scale_a"_a, "scale_b"_a, "scale_a_device"_a,
         "scale_b_device"_a, "recipe"_a, "scale_strides"_a, "accumulation"_a,
         "gemm_fp8's checks of a traced call: every rule but those of the addresses.");
+
+  // the FP8 quantizer (tmakit.quantize_fp8)
+  m.def("quantize_fp8", &quantize_fp8, "x"_a, "x_fp8"_a, "scale"_a, "type"_a, "rows"_a, "cols"_a,
+        "x_row_stride_bytes"_a, "x_fp8_row_stride_bytes"_a, "recipe"_a, "operand"_a, "stream"_a);
+  m.def("quantize_fp8_check", &quantize_fp8_check, "type"_a, "rows"_a, "cols"_a,
+        "x_row_stride_bytes"_a, "x_fp8_row_stride_bytes"_a, "recipe"_a, "operand"_a,
+        "quantize_fp8's checks of a traced call: every rule but those of the addresses.");
 }

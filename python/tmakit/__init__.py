@@ -12,6 +12,7 @@ Kernels as PyTorch ops on CUDA tensors (torch imported on first use)::
 
     tmakit.gemm_fp8(a, b, scale_a=0.5, scale_b=2.0)   # a (M, K), b (N, K) float8_e4m3fn
     tmakit.transpose(x); tmakit.stencil3x3(x, w); tmakit.add(x, 1.0, out=x)
+    x_fp8, scale = tmakit.quantize_fp8(x, "row")      # scales in the GEMM's layout
 """
 
 from ._tmakit import driver_available
@@ -45,11 +46,12 @@ __all__ = [
     "rules",
     "simulate",
     "stencil3x3",
+    "quantize_fp8",
     "tensor_map",
     "transpose",
 ]
 
-_OPS = ("gemm_fp8", "transpose", "stencil3x3", "add")
+_OPS = ("gemm_fp8", "transpose", "stencil3x3", "add", "quantize_fp8")
 
 
 def __getattr__(name):

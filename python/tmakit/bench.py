@@ -4,7 +4,8 @@
                            [--gemm-shapes default,deepseek] [--no-overhead]
 
 Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
-conv2d (cuDNN), add / torch.add, the memory-bound ops also against a copy of the same bytes
+conv2d (cuDNN), add / torch.add, quantize_fp8 / the same quantizer written in torch ops,
+the memory-bound ops also against a copy of the same bytes
 (``out.copy_(x)``: "x memcpy"), on aligned shapes and on 8191 x 8193, whose rows TMA cannot
 describe (the ops' plain kernels run). The GEMM in each scale recipe: per-tensor, row-wise
 (``scale_a`` (M, 1), ``scale_b`` (1, N); both accumulation modes, torch's ``use_fast_accum``)
@@ -316,6 +317,67 @@ def _add_case(rows: int, cols: int, dtype: torch.dtype) -> Case:
                 "torch.add", check, _copy(x, out))
 
 
+def _torch_quantize(x: torch.Tensor, recipe: str, operand: str):
+    """The quantizer as torch ops, the same arithmetic (per group amax, scale = amax / 448,
+    1 for amax 0, at least 2^-126; x * (1 / scale) cut to +-448, cast to e4m3): what a
+    PyTorch user writes instead. (x_fp8, scale), the scale in quantize_fp8's shape."""
+    rows, k = x.shape
+    kb = (k + 127) // 128
+    xf = x.float()
+    if recipe == "tensor":
+        amax = xf.abs().amax().reshape(1, 1)
+    elif recipe == "row":
+        amax = xf.abs().amax(dim=1, keepdim=True)
+    else:
+        group_rows = 1 if operand == "a" else 128
+        padded = torch.nn.functional.pad(xf, (0, kb * 128 - k, 0, (-rows) % group_rows))
+        amax = padded.abs().reshape(-1, group_rows, kb, 128).amax(dim=(1, 3))
+    # NOTE: divided by a tensor: torch divides a CUDA tensor by a Python scalar as a product
+    # with the scalar's reciprocal, which is not amax / 448 rounded once
+    scale = amax / torch.full_like(amax, 448.0)
+    scale = torch.where(scale < 2.0 ** -126, torch.full_like(scale, 2.0 ** -126), scale)
+    scale = torch.where(amax == 0, torch.ones_like(scale), scale)
+    inverse = 1.0 / scale
+    if recipe == "block":
+        group_rows = 1 if operand == "a" else 128
+        inverse = inverse.repeat_interleave(group_rows, 0).repeat_interleave(128, 1)[:rows, :k]
+    x_fp8 = (xf * inverse).clamp(-448.0, 448.0).to(FP8)
+    if recipe == "tensor":
+        scale = scale.reshape(())
+    elif recipe == "row" and operand == "b":
+        scale = scale.reshape(1, rows)
+    return x_fp8, scale
+
+
+def _quantize_case(rows: int, k: int, recipe: str, operand: str) -> Case:
+    x = torch.randn(rows, k, device="cuda").to(torch.bfloat16)
+    got = {}
+    # x read once, x_fp8 and the scales written once
+    scales = ops._quantize_scale(x, recipe, operand).numel()
+    work = x.numel() * (2 + 1) + 4 * scales
+    half = work // 2
+    src = x.view(torch.uint8).reshape(-1)[:half]
+    dst = torch.empty(half, dtype=torch.uint8, device="cuda")
+
+    def ours():
+        got["ours"] = ops.quantize_fp8(x, recipe, operand=operand)
+        return got["ours"]
+
+    def theirs():
+        got["theirs"] = _torch_quantize(x, recipe, operand)
+        return got["theirs"]
+
+    def check():
+        (q, s), (tq, ts) = ours(), theirs()
+        if not torch.equal(q.view(torch.uint8), tq.view(torch.uint8)):
+            return "x_fp8 differs"
+        return None if torch.equal(s.contiguous(), ts.contiguous()) else "scales differ"
+
+    name = f"quantize_fp8 {recipe}/{operand} {rows}x{k}"
+    return Case(name, "GB/s", float(work), ours, theirs, "torch ops", check,
+                lambda: dst.copy_(src))
+
+
 def cases(small: bool, gemm_shapes: Tuple[str, ...] = ("default",)) -> List[Pending]:
     """Every case by name, in run order: the GEMM shapes of the named sets (each shape once),
     each per-tensor, row-wise in both modes and 128-block; then the memory-bound ops."""
@@ -351,6 +413,11 @@ def cases(small: bool, gemm_shapes: Tuple[str, ...] = ("default",)) -> List[Pend
     for dtype in (torch.float32, torch.float64):
         add(f"stencil3x3 {_dtype_name(dtype)} {odd[0]}x{odd[1]}",
             lambda t=dtype: _stencil_case(odd[0], odd[1], t))
+    # the FP8 quantizer on bf16, each recipe (x read once, x_fp8 and scales written once)
+    for rows, k in ((4096 if small else 8192, 4096 if small else 8192), (16, 7168)):
+        for recipe, operand in (("row", "a"), ("block", "a"), ("block", "b"), ("tensor", "a")):
+            add(f"quantize_fp8 {recipe}/{operand} {rows}x{k}",
+                lambda r=rows, c=k, q=recipe, o=operand: _quantize_case(r, c, q, o))
     return out
 
 

@@ -1,4 +1,4 @@
-"""tmakit's kernels as PyTorch ops: gemm_fp8, transpose, stencil3x3, add.
+"""tmakit's kernels as PyTorch ops: gemm_fp8, transpose, stencil3x3, add, quantize_fp8.
 
 Each op is registered with torch.library in the ``tmakit`` namespace as an op that writes its
 last tensor argument (``torch.ops.tmakit.gemm_fp8_out``, ``transpose_out``,
@@ -29,7 +29,7 @@ import torch
 
 from . import _tmakit
 
-__all__ = ["gemm_fp8", "transpose", "stencil3x3", "add"]
+__all__ = ["gemm_fp8", "transpose", "stencil3x3", "add", "quantize_fp8"]
 
 # --- argument checks ------------------------------------------------------------------------
 
@@ -707,3 +707,107 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     else:
         torch.ops.tmakit.add_out(x, value, int_value, out)
     return out
+
+
+# --- the FP8 quantizer ----------------------------------------------------------------------
+
+_QUANTIZE_TYPES = {torch.bfloat16: "BFLOAT16", torch.float16: "FLOAT16",
+                   torch.float32: "FLOAT32"}
+_QUANTIZE_RECIPES = ("tensor", "row", "block")
+
+
+def _quantize_scale(x: torch.Tensor, recipe: str, operand: str) -> torch.Tensor:
+    """The scale tensor of a recipe, in the shape and layout the GEMM takes for the operand:
+    tensor (), row (rows, 1) for a and (1, rows) for b, block (rows, ceil(K / 128)) M-major
+    (strides (1, rows)) for a and (ceil(rows / 128), ceil(K / 128)) row-major for b. The
+    launcher's default scale strides are these layouts."""
+    rows, k = x.shape
+    k_blocks = (k + 127) // 128
+    if recipe == "tensor":
+        return torch.empty((), dtype=torch.float32, device=x.device)
+    if recipe == "row":
+        shape = (rows, 1) if operand == "a" else (1, rows)
+        return torch.empty(shape, dtype=torch.float32, device=x.device)
+    if operand == "a":
+        return torch.empty((k_blocks, rows), dtype=torch.float32, device=x.device).t()
+    return torch.empty(((rows + 127) // 128, k_blocks), dtype=torch.float32, device=x.device)
+
+
+def _quantize_args(x, recipe, operand, x_fp8):
+    """The launcher's arguments after the addresses and before the stream."""
+    rows, k = x.shape
+    return (_QUANTIZE_TYPES[x.dtype], rows, k, _gemm_pitch(x, "x"), _gemm_pitch(x_fp8, "x_fp8"),
+            recipe, operand)
+
+
+def _launch_quantize(x, recipe, operand, x_fp8, scale):
+    if x.shape[0] == 0:
+        # NOTE: no rows: nothing to cast; a tensor scale of nothing is 1 (amax 0)
+        if recipe == "tensor":
+            scale.fill_(1.0)
+        return
+    _launch(x_fp8, _tmakit.quantize_fp8, x.data_ptr(), x_fp8.data_ptr(), scale.data_ptr(),
+            *_quantize_args(x, recipe, operand, x_fp8))
+
+
+def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
+    if x.shape[0]:
+        _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
+
+
+_register("quantize_fp8_out(Tensor x, str recipe, str operand, Tensor(a!) x_fp8, "
+          "Tensor(b!) scale) -> ()", _launch_quantize, _quantize_fp8_fake)
+
+
+def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
+    """(x_fp8, scale): x quantised to torch.float8_e4m3fn with the dequantisation scales
+    (x ~= x_fp8 * scale, as torch._scaled_mm's scale_a / scale_b) in the layout
+    ``tmakit.gemm_fp8`` (and torch._scaled_mm) takes for ``operand``, on the kernels of
+    kernels/quantize.
+
+    ``x``: (rows, K) torch.bfloat16, float16 or float32 on a GPU, rows of K contiguous
+    elements (any row stride that is a multiple of 16 bytes; data 16-byte aligned), K a
+    multiple of 16 (the GEMM's K). ``recipe``:
+      "tensor": one scale for all of x, a 0-dim float32 tensor (an amax pass over x, then the
+        cast: x is read twice);
+      "row": one per row: (rows, 1) for operand "a" (scale_a), (1, rows) for "b" (scale_b);
+        K at most 68096 (16-bit x) or 40960 (float32);
+      "block": operand "a", one per 1 x 128 of a row: (rows, ceil(K / 128)), strides
+        (1, rows) (torch's M-major layout); operand "b", one per 128 x 128 block:
+        (ceil(rows / 128), ceil(K / 128)), row-major.
+    Row and block scales are taken in the same pass of TMA loads that casts x.
+
+    Per group: amax = max |x| (float32), scale = amax / 448 (1 where amax is 0, at least
+    2^-126), x_fp8 = e4m3(x * (1 / scale)), rounded to nearest even and saturated to +-448.
+    A NaN in a group gives scale NaN and NaN bytes for all of it; an infinity (without NaN)
+    scale inf, NaN for the infinities and +-0 for the rest. kernels/quantize/README.md states
+    the rounding in full. Outputs are new tensors; the kernels run on torch's current stream.
+    """
+    x = _tensor(x, "x")
+    if x.dtype not in _QUANTIZE_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; quantize_fp8 reads torch.bfloat16, float16 or "
+                        f"float32")
+    if x.dim() != 2:
+        raise ValueError(f"x: expected 2 dimensions (rows, K), got shape {tuple(x.shape)}")
+    if recipe not in _QUANTIZE_RECIPES:
+        raise ValueError(f"recipe: {recipe!r} is not 'tensor', 'row' or 'block'")
+    if operand not in ("a", "b"):
+        raise ValueError(f"operand: {operand!r} is not 'a' or 'b'")
+    rows, k = x.shape
+    if k > 1 and x.stride(1) != 1:
+        raise ValueError(f"x: rows must be K contiguous elements (stride 1 along K), got strides "
+                         f"{x.stride()}; pass x.contiguous()")
+    if k == 0 or k % 16:
+        raise ValueError(f"x: K = {k} is not a positive multiple of 16 (the FP8 GEMM's K); pad K "
+                         f"to {max(16, (k + 15) // 16 * 16)} with zeros "
+                         f"(torch.nn.functional.pad(x, (0, {max(16, (k + 15) // 16 * 16) - k})))")
+    x_fp8 = torch.empty((rows, k), dtype=torch.float8_e4m3fn, device=x.device)
+    scale = _quantize_scale(x, recipe, operand)
+    if rows and not _is_compiling():
+        # NOTE: the launcher's checks (all but the addresses) before the kernels are queued
+        _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
+    if _direct(x):
+        _launch_quantize(x, recipe, operand, x_fp8, scale)
+    else:
+        torch.ops.tmakit.quantize_fp8_out(x, recipe, operand, x_fp8, scale)
+    return x_fp8, scale

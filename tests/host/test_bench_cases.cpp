@@ -457,5 +457,35 @@ TEST(BenchCases, TheListIsTheDeclaredCases) {
   for (const auto& id : list_cases(o)) EXPECT_NE(id.find("add/int32"), std::string::npos) << id;
 }
 
+// The quantizer's workloads, one per shape and recipe: its memcpy first and alone, then
+// tmakit's call in rounds with it, both moving x (bf16) once, x_fp8 and the scales once.
+TEST(BenchCases, QuantizeCasesPairWithAMemcpyOfTheirBytes) {
+  const auto all = declared_workloads(SuiteOptions{});
+  const struct {
+    const char* id;
+    std::uint64_t scales;
+  } expected[] = {{"quantize/bf16/8192x8192/row", 8192},
+                  {"quantize/bf16/8192x8192/block-a", 8192 * 64},
+                  {"quantize/bf16/8192x8192/block-b", 64 * 64},
+                  {"quantize/bf16/8192x8192/tensor", 1},
+                  {"quantize/bf16/16x7168/row", 16},
+                  {"quantize/bf16/16x7168/block-a", 16 * 56},
+                  {"quantize/bf16/16x7168/block-b", 56},
+                  {"quantize/bf16/16x7168/tensor", 1}};
+  for (const auto& e : expected) {
+    const DeclaredWorkload* w = find(all, e.id);
+    ASSERT_NE(w, nullptr) << e.id;
+    ASSERT_EQ(w->cases.size(), 2u) << e.id;
+    const std::uint64_t rows = std::string(e.id).find("8192x8192") != std::string::npos ? 8192 : 16;
+    const std::uint64_t cols = rows == 8192 ? 8192 : 7168;
+    const std::uint64_t bytes = rows * cols * 3 + 4 * e.scales;
+    EXPECT_EQ(w->cases[0].impl, "memcpy");
+    EXPECT_EQ(w->cases[0].timed_by, TimedBy::alone);
+    EXPECT_EQ(w->cases[1].impl, "tmakit");
+    EXPECT_EQ(w->cases[1].timed_by, TimedBy::with_ceiling);
+    for (const auto& c : w->cases) EXPECT_EQ(c.bytes, bytes) << e.id << " " << c.impl;
+  }
+}
+
 }  // namespace
 }  // namespace tmakit::bench

@@ -1,0 +1,230 @@
+// The quantizer's plan and argument checks (host only; quantize_plan.hpp).
+#include "quantize/quantize_plan.hpp"
+
+#include <string>
+
+#include "tmakit/kernels/detail/launch_support.hpp"
+
+namespace tmakit {
+
+namespace {
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return (a + b - 1) / b;
+}
+
+// The least power of two >= n (n >= 1), at most 2^31.
+std::uint32_t pow2_at_least(std::uint64_t n) {
+  std::uint32_t p = 1;
+  while (p < n && p < (1u << 31)) p <<= 1;
+  return p;
+}
+
+// The greatest power of two <= n (n >= 1).
+std::uint32_t pow2_at_most(std::uint64_t n) {
+  std::uint32_t p = 1;
+  while (static_cast<std::uint64_t>(p) * 2 <= n && p < (1u << 31)) p <<= 1;
+  return p;
+}
+
+const char* recipe_name(GemmScaleRecipe r) {
+  return r == GemmScaleRecipe::tensor ? "tensor" : r == GemmScaleRecipe::row ? "row" : "block";
+}
+
+}  // namespace
+
+QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
+                                        GemmScaleRecipe recipe, QuantizeOperand operand) {
+  switch (recipe) {
+    case GemmScaleRecipe::tensor: return {1, 1};
+    case GemmScaleRecipe::row: return {rows, 1};
+    case GemmScaleRecipe::block:
+      return {operand == QuantizeOperand::a ? rows : ceil_div(rows, 128), ceil_div(cols, 128)};
+  }
+  return {0, 0};
+}
+
+namespace detail::quantize {
+
+QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t element_bytes,
+                           GemmScaleRecipe recipe, QuantizeOperand operand,
+                           const GemmScaleStrides& strides, int sm_count) {
+  QuantizePlan p;
+  p.scales = quantize_scale_shape(rows, cols, recipe, operand);
+  const std::uint32_t rows_pow2 = pow2_at_least(rows);
+  const bool block_b = recipe == GemmScaleRecipe::block && operand == QuantizeOperand::b;
+  p.rule = recipe == GemmScaleRecipe::tensor ? 0
+           : recipe == GemmScaleRecipe::row  ? 1
+           : block_b                         ? 3
+                                             : 2;
+  p.amax_pass = recipe == GemmScaleRecipe::tensor;
+  p.fused_amax = !p.amax_pass;
+  p.box_cols = recipe == GemmScaleRecipe::row ? kRowBoxCols : kBoxCols;
+  if (recipe == GemmScaleRecipe::row) {
+    // whole rows: as many as make about kRowTileTargetBytes of x, a power of two
+    const std::uint64_t k_boxes = ceil_div(cols, p.box_cols);
+    const std::uint64_t row_bytes = k_boxes * p.box_cols * element_bytes;
+    p.boxes = static_cast<std::uint32_t>(k_boxes);
+    p.tile_rows =
+        row_bytes >= kRowTileTargetBytes ? 1u : pow2_at_most(kRowTileTargetBytes / row_bytes);
+  } else if (block_b) {
+    // NOTE: rows past the tensor are zero-filled and leave amax as it is, so a block of
+    // fewer than 128 rows is loaded as the power of two that holds them
+    p.boxes = 1;
+    p.tile_rows = 128;
+  } else {
+    p.boxes = 1;
+    p.tile_rows = kMaxTileRows;
+  }
+  if (p.tile_rows > kMaxTileRows && !block_b) p.tile_rows = kMaxTileRows;
+  if (p.tile_rows > rows_pow2) p.tile_rows = rows_pow2;
+  p.tiles_x =
+      static_cast<std::int64_t>(ceil_div(cols, static_cast<std::uint64_t>(p.boxes) * p.box_cols));
+  // NOTE: fewer tiles than SMs leave SMs idle: rows per tile halve until every SM has one
+  // (down to one row); a 128 x 128 block cannot be split
+  if (!block_b) {
+    while (p.tile_rows > 1 &&
+           p.tiles_x * static_cast<std::int64_t>(ceil_div(rows, p.tile_rows)) < sm_count) {
+      p.tile_rows /= 2;
+    }
+  }
+  p.tiles_y = static_cast<std::int64_t>(ceil_div(rows, p.tile_rows));
+  // groups within a tile: a row of it (row, block a), all of it (block b; the tensor recipe's
+  // cast, whose scale is given)
+  p.group_rows = recipe == GemmScaleRecipe::tensor || block_b ? p.tile_rows : 1;
+  p.group_boxes = p.boxes;
+  p.in_bytes = p.tile_rows * p.boxes * p.box_cols * element_bytes;
+  p.out_bytes = p.tile_rows * p.boxes * p.box_cols;
+  // x's boxes (1024-aligned), x_fp8's, one amax word per group, the barrier, alignment slack
+  p.smem_bytes = p.in_bytes + p.out_bytes + 4 * kThreads + 16 + 1024;
+  // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
+  const bool defaults = strides.mn == -1 && strides.k == -1;
+  if (recipe == GemmScaleRecipe::block && defaults) {
+    p.stride_mn = operand == QuantizeOperand::a ? 1 : static_cast<std::int64_t>(p.scales.k);
+    p.stride_k = operand == QuantizeOperand::a ? static_cast<std::int64_t>(p.scales.mn) : 1;
+  } else if (defaults || recipe == GemmScaleRecipe::tensor) {
+    p.stride_mn = 1;
+    p.stride_k = 1;
+  } else {
+    p.stride_mn = strides.mn;
+    p.stride_k = recipe == GemmScaleRecipe::row ? 1 : strides.k;
+  }
+  return p;
+}
+
+void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
+                  QuantizeOperand operand, const GemmScaleStrides& strides) {
+  if (recipe != GemmScaleRecipe::tensor && recipe != GemmScaleRecipe::row &&
+      recipe != GemmScaleRecipe::block) {
+    throw ArgumentError("recipe", std::to_string(static_cast<int>(recipe)) +
+                                      " is not a GemmScaleRecipe (tensor, row or block)");
+  }
+  if (operand != QuantizeOperand::a && operand != QuantizeOperand::b) {
+    throw ArgumentError("operand", std::to_string(static_cast<int>(operand)) +
+                                       " is not a QuantizeOperand (a or b)");
+  }
+  if (x.type != DataType::bfloat16 && x.type != DataType::float16 && x.type != DataType::float32) {
+    throw ArgumentError("x.type", std::string(name(x.type)) +
+                                      " is not BFLOAT16, FLOAT16 or FLOAT32, the types the "
+                                      "quantizer reads");
+  }
+  if (x_fp8.type != DataType::uint8) {
+    throw ArgumentError(
+        "x_fp8.type", std::string(name(x_fp8.type)) + " is not UINT8 (e4m3 bits travel as UINT8)");
+  }
+  if (x.cols % 16 != 0) {
+    throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
+                                      " is not a multiple of 16 (the FP8 GEMM's K: rows of "
+                                      "whole 16-byte chunks of e4m3); pad K to " +
+                                      std::to_string((x.cols + 15) / 16 * 16) + " with zeros");
+  }
+  // NOTE: the views' own rules (extents >= 1, 16-byte row pitches, spans) with a stand-in
+  // address: the addresses are check_addresses's
+  auto x_shape = x;
+  x_shape.data = reinterpret_cast<const void*>(std::uintptr_t{16});
+  auto x_fp8_shape = x_fp8;
+  x_fp8_shape.data = reinterpret_cast<void*>(std::uintptr_t{16});
+  detail::check_view("x", x_shape, false);
+  detail::check_view("x_fp8", x_fp8_shape, false);
+  if (x_fp8.rows != x.rows || x_fp8.cols != x.cols) {
+    throw ArgumentError("x_fp8", "shape " + std::to_string(x_fp8.rows) + "x" +
+                                     std::to_string(x_fp8.cols) + " differs from x's " +
+                                     std::to_string(x.rows) + "x" + std::to_string(x.cols));
+  }
+  const std::uint64_t esize = x.element_size();
+  const std::uint64_t row_tile =
+      (x.cols + kRowBoxCols - 1) / kRowBoxCols * kRowBoxCols * (esize + 1);
+  if (recipe == GemmScaleRecipe::row && row_tile > kMaxRowTileBytes) {
+    const std::uint64_t max_k = kMaxRowTileBytes / (esize + 1) / kRowBoxCols * kRowBoxCols;
+    throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
+                                      " is too long for the row "
+                                      "recipe (rule Q5): a row of x and of x_fp8 must fit in "
+                                      "shared memory at once, K <= " +
+                                      std::to_string(max_k) + " for " + std::string(name(x.type)) +
+                                      "; use recipe block, or tensor");
+  }
+  if (recipe == GemmScaleRecipe::tensor) return;  // one float: strides do not apply
+  const bool defaults = strides.mn == -1 && strides.k == -1;
+  if (defaults) return;
+  const QuantizeScaleShape s = quantize_scale_shape(x.rows, x.cols, recipe, operand);
+  std::string given = "(";
+  given += std::to_string(strides.mn);
+  given += ", ";
+  given += std::to_string(strides.k);
+  given += ")";
+  const std::int64_t k_stride = recipe == GemmScaleRecipe::row ? 1 : strides.k;
+  if (strides.mn < 1 || k_stride < 1) {
+    throw ArgumentError("scale_strides", given +
+                                             ": strides must be >= 1 (each group writes a "
+                                             "float of its own), or (-1, -1) for the GEMM's "
+                                             "layout");
+  }
+  // NOTE: two groups on one float unless one dimension steps over the whole other
+  const auto mn = static_cast<std::uint64_t>(strides.mn);
+  const auto k = static_cast<std::uint64_t>(k_stride);
+  const bool separate = s.mn == 1 || s.k == 1 || k >= s.mn * mn || mn >= s.k * k;
+  if (!separate) {
+    throw ArgumentError("scale_strides",
+                        given + " puts two of the " + std::to_string(s.mn) + " x " +
+                            std::to_string(s.k) + " " + recipe_name(recipe) +
+                            " scales on one float; use (1, " + std::to_string(s.mn) +
+                            ") (M-major) or (" + std::to_string(s.k) + ", 1) (row-major)");
+  }
+  if ((s.mn - 1) * mn + (s.k - 1) * k >= (1ull << 40)) {
+    throw ArgumentError("scale_strides", given + " spans 2^40 floats or more");
+  }
+}
+
+void check_addresses(ConstTensorRef x, TensorRef x_fp8, const float* scale,
+                     const QuantizePlan& plan) {
+  // x's and x_fp8's data: non-null, 16-byte aligned (T4)
+  detail::check_view("x", x, false);
+  detail::check_view("x_fp8", x_fp8, false);
+  if (detail::overlaps(x, x_fp8)) {
+    throw ArgumentError("x_fp8.data",
+                        "overlaps x; the quantizer writes x_fp8 while it reads x: "
+                        "pass separate memory");
+  }
+  if (scale == nullptr) throw ArgumentError("scale", "is null; pass float32 device memory");
+  if (reinterpret_cast<std::uintptr_t>(scale) % 4 != 0) {
+    throw ArgumentError("scale",
+                        detail::hex_address(scale) + " is not 4-byte aligned (a float32 array)");
+  }
+  const std::uint64_t last = (plan.scales.mn - 1) * static_cast<std::uint64_t>(plan.stride_mn) +
+                             (plan.scales.k - 1) * static_cast<std::uint64_t>(plan.stride_k);
+  const ConstTensorRef scale_span(scale, DataType::float32, 1, last + 1);
+  if (detail::overlaps(scale_span, x) || detail::overlaps(scale_span, x_fp8)) {
+    throw ArgumentError("scale", "its " + std::to_string(plan.scales.mn) + " x " +
+                                     std::to_string(plan.scales.k) +
+                                     " floats overlap x or x_fp8: pass separate memory");
+  }
+}
+
+}  // namespace detail::quantize
+
+void quantize_fp8_check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
+                               QuantizeOperand operand, const GemmScaleStrides& scale_strides) {
+  detail::quantize::check_shapes(x, x_fp8, recipe, operand, scale_strides);
+}
+
+}  // namespace tmakit

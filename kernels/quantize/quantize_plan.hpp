@@ -1,0 +1,86 @@
+// What the quantizer's launcher runs, as a pure function of the shape, the element size, the
+// recipe and the SM count (tested on the host), and the checks of its arguments that need no
+// driver. The kernels: sm90_quantize.cuh; the rules: README.md beside this file.
+#pragma once
+
+#include <cstdint>
+
+#include "tmakit/kernels/gemm.hpp"
+#include "tmakit/kernels/quantize.hpp"
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit::detail::quantize {
+
+// A tile is tile_rows rows x `boxes` TMA boxes of box_cols columns side by side; each box
+// lands dense in shared memory (no swizzle), box j at j * tile_rows * box_cols elements.
+// Boxes are kBoxCols wide (a block's 128 columns), the row recipe's kRowBoxCols (the widest
+// box TMA takes: half the boxes per row, each twice the bytes).
+inline constexpr std::uint32_t kBoxCols = 128;
+inline constexpr std::uint32_t kRowBoxCols = 256;
+inline constexpr std::uint32_t kThreads = 256;  // one CTA: 8 warps, every one a consumer
+// The x bytes a row tile aims at (whole rows): with its fp8 output, four CTAs fit an SM.
+inline constexpr std::uint32_t kRowTileTargetBytes = 32 * 1024;
+// The most a tile of one row may take in shared memory, x and x_fp8 together (rule Q5).
+inline constexpr std::uint32_t kMaxRowTileBytes = 200 * 1024;
+// The most rows of a tile: a tile's groups (a row each at most) never outnumber its threads,
+// and a 1 x 128 group keeps two of them. NOTE: 128 rows x 128 columns is 32 KiB of 16-bit x.
+inline constexpr std::uint32_t kMaxTileRows = 128;
+
+// The plan's rules, in the order tried; the first that applies picks the layout. (Rule Q5,
+// the longest row the row recipe takes, is check_shapes's.)
+struct QuantizeRule {
+  const char* id;
+  const char* when;
+  const char* layout;
+};
+inline constexpr QuantizeRule kQuantizeRules[] = {
+    {"Q1", "recipe tensor",
+     "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
+     "into the scale, then the cast: tiles of up to 128 rows x 128 columns"},
+    {"Q2", "recipe row",
+     "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x) x ceil(K / 256) "
+     "boxes of 256 columns; a group per row"},
+    {"Q3", "recipe block, operand a",
+     "tiles of up to 128 rows x 128 columns; a group per row of the tile (1 x 128)"},
+    {"Q4", "recipe block, operand b", "tiles of 128 rows x 128 columns; one group (128 x 128)"},
+};
+inline constexpr int kQuantizeRuleCount =
+    static_cast<int>(sizeof kQuantizeRules / sizeof kQuantizeRules[0]);
+
+struct QuantizePlan {
+  int rule = 0;                   // index into kQuantizeRules
+  bool amax_pass = false;         // the tensor recipe: amax kernel + scale kernel before the cast
+  bool fused_amax = false;        // row and block: each group's amax taken from the tile in hand
+  std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
+  std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, or kRowBoxCols (row recipe)
+  std::uint32_t boxes = 0;        // boxes side by side
+  std::uint32_t group_rows = 0;   // a group's rows within the tile
+  std::uint32_t group_boxes = 0;  // a group's boxes within the tile
+  std::int64_t tiles_x = 0, tiles_y = 0;     // tiles along K and down the rows
+  std::uint32_t in_bytes = 0;                // x per tile in shared memory
+  std::uint32_t out_bytes = 0;               // x_fp8 per tile
+  std::uint32_t smem_bytes = 0;              // dynamic shared memory per CTA (with alignment slack)
+  QuantizeScaleShape scales;                 // the scale array's extents
+  std::int64_t stride_mn = 0, stride_k = 0;  // its strides in elements, defaults resolved
+
+  const char* id() const { return kQuantizeRules[rule].id; }
+  std::uint32_t groups_per_tile() const { return (tile_rows / group_rows) * (boxes / group_boxes); }
+  std::uint32_t threads_per_group() const { return kThreads / groups_per_tile(); }
+  std::int64_t tiles() const { return tiles_x * tiles_y; }
+};
+
+// The plan for checked arguments (check_shapes passed): x rows x cols of `element_bytes`.
+QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t element_bytes,
+                           GemmScaleRecipe recipe, QuantizeOperand operand,
+                           const GemmScaleStrides& strides, int sm_count);
+
+// Every check of the arguments but the addresses (rules Q5 and the views'): ArgumentError
+// naming "x.type", "x.cols", "x_fp8", "recipe", "operand", "scale_strides", ...
+void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
+                  QuantizeOperand operand, const GemmScaleStrides& strides);
+// The addresses: x and x_fp8 16-byte aligned and not null, scale not null and 4-byte
+// aligned, none of the three overlapping (the scale array's span from the plan).
+void check_addresses(ConstTensorRef x, TensorRef x_fp8, const float* scale,
+                     const QuantizePlan& plan);
+
+}  // namespace tmakit::detail::quantize

@@ -1,0 +1,110 @@
+// The quantizer's launcher: validate -> plan (quantize_plan.hpp) -> maps -> launch of the
+// tile kernel (sm90_quantize.cuh), after the amax and scale kernels for the tensor recipe.
+#include "quantize/quantize_plan.hpp"
+#include "quantize/sm90_quantize.cuh"
+
+namespace tmakit::detail::quantize {
+namespace {
+
+constexpr std::size_t kMaxSmemBytes = 227 * 1024;  // an sm_90 CTA's most dynamic shared memory
+
+std::uint32_t log2_of(std::uint32_t pow2) {
+  std::uint32_t l = 0;
+  while ((1u << l) < pow2) ++l;
+  return l;
+}
+
+// The tensor recipe's first steps: scale[0] = 0, the amax of x into it as bits, then the
+// scale from that amax in place.
+template <class T>
+void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) {
+  TMAKIT_CUDA_CHECK(cudaMemsetAsync(scale, 0, sizeof(float), stream));
+  const std::uint64_t esize = x.element_size();
+  const bool dense = x.rows == 1 || x.row_pitch() == x.cols * esize;
+  // NOTE: a dense x is one run of rows * K elements, so short rows still fill the grid
+  const std::uint64_t segments = dense ? 1 : x.rows;
+  const std::uint64_t vectors = (dense ? x.rows * x.cols : x.cols) * esize / 16;
+  const std::uint64_t total = segments * vectors;
+  // about four vectors per thread (loaded at once), at most eight CTAs per SM
+  const std::uint64_t want = (total + 4 * kThreads - 1) / (4 * kThreads);
+  const std::uint64_t most = static_cast<std::uint64_t>(multiprocessor_count()) * 8;
+  const std::uint64_t ctas = want < most ? want : most;
+  const std::uint64_t grid_y = segments < ctas ? segments : ctas;
+  const std::uint64_t grid_x = ctas / grid_y;
+  const dim3 grid(static_cast<unsigned>(grid_x),
+                  static_cast<unsigned>(grid_y < 65535 ? grid_y : 65535));
+  sm90_quantize_amax_kernel<T>
+      <<<grid, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(x.data), x.row_pitch(),
+                                      segments, vectors, reinterpret_cast<std::uint32_t*>(scale));
+  check_launch("sm90_quantize_amax_kernel");
+  sm90_quantize_scale_kernel<T><<<1, 1, 0, stream>>>(scale);
+  check_launch("sm90_quantize_scale_kernel");
+}
+
+template <class T>
+void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const QuantizePlan& plan,
+                    cudaStream_t stream) {
+  if (plan.amax_pass) launch_amax_and_scale<T>(x, scale, stream);
+  Params p{};
+  // step 3: maps: boxes of box_cols columns x tile_rows rows, dense in shared memory
+  p.in_map =
+      cached_tensor_map(view_spec(x, x.type, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
+  p.out_map = cached_tensor_map(
+      view_spec(x_fp8, DataType::uint8, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
+  p.scale = scale;
+  p.stride_mn = plan.stride_mn;
+  p.stride_k = plan.stride_k;
+  p.scales_mn = plan.scales.mn;
+  p.scales_k = plan.scales.k;
+  p.tiles_x = static_cast<std::int32_t>(plan.tiles_x);
+  p.tile_rows = plan.tile_rows;
+  p.box_cols_log2 = log2_of(plan.box_cols);
+  p.boxes = plan.boxes;
+  p.group_rows_log2 = log2_of(plan.group_rows);
+  p.threads_per_group_log2 = log2_of(plan.threads_per_group());
+  p.in_bytes = plan.in_bytes;
+  p.out_bytes = plan.out_bytes;
+  p.fused_amax = plan.fused_amax;
+  // step 4: one CTA per tile
+  allow_dynamic_smem<sm90_quantize_kernel<T>>(kMaxSmemBytes);
+  sm90_quantize_kernel<T>
+      <<<static_cast<unsigned>(plan.tiles()), kThreads, plan.smem_bytes, stream>>>(p);
+  check_launch("sm90_quantize_kernel");
+}
+
+}  // namespace
+}  // namespace tmakit::detail::quantize
+
+namespace tmakit {
+
+void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleRecipe recipe,
+                  QuantizeOperand operand, const GemmScaleStrides& scale_strides,
+                  cudaStream_t stream) {
+  using namespace detail::quantize;
+  // step 1: every argument checked before anything is written
+  check_shapes(x, x_fp8, recipe, operand, scale_strides);
+  const auto esize = static_cast<std::uint32_t>(x.element_size());
+  // NOTE: planned for one SM first: the scale array's extents and the fewest tiles, which
+  // the checks need, without asking the driver anything
+  const QuantizePlan fewest =
+      plan_quantize(x.rows, x.cols, esize, recipe, operand, scale_strides, 1);
+  check_addresses(x, x_fp8, scale, fewest);
+  if (fewest.tiles() > 0x7fffffff) {
+    throw ArgumentError("x.rows", std::to_string(x.rows) + " rows make " +
+                                      std::to_string(fewest.tiles()) +
+                                      " tiles, more than a grid of 2^31 - 1 CTAs");
+  }
+  detail::require_device_pointer(x.data, "x.data");
+  detail::require_device_pointer(x_fp8.data, "x_fp8.data");
+  detail::require_device_pointer(scale, "scale");
+  // step 2: the plan (the SM count halves short shapes' tiles: more tiles, never fewer)
+  const QuantizePlan plan = plan_quantize(x.rows, x.cols, esize, recipe, operand, scale_strides,
+                                          detail::multiprocessor_count());
+  switch (x.type) {
+    case DataType::bfloat16: return launch_planned<__nv_bfloat16>(x, x_fp8, scale, plan, stream);
+    case DataType::float16: return launch_planned<__half>(x, x_fp8, scale, plan, stream);
+    default: return launch_planned<float>(x, x_fp8, scale, plan, stream);
+  }
+}
+
+}  // namespace tmakit

@@ -1,0 +1,396 @@
+// The FP8 quantizer without a GPU: the plan (which layout, tiles and scale layout a shape
+// gets), the launcher's refusals naming the argument (before any CUDA call; the pointers are
+// never dereferenced), the e4m3 encoder and the CPU reference's stated rules (scale, rounding,
+// non-finite x, the scale layouts).
+#include <cuda_bf16.h>
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "quantize/quantize_plan.hpp"
+#include "tmakit/kernels/gemm.hpp"
+#include "tmakit/kernels/quantize.hpp"
+
+namespace tmakit {
+namespace {
+
+using detail::quantize::plan_quantize;
+using detail::quantize::QuantizePlan;
+using R = GemmScaleRecipe;
+using O = QuantizeOperand;
+
+void* fake(std::uintptr_t address) {
+  return reinterpret_cast<void*>(address);
+}
+
+std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
+  try {
+    call();
+  } catch (const ArgumentError& e) {
+    if (message != nullptr) *message = e.what();
+    return e.argument();
+  } catch (...) {
+    return "<other exception>";
+  }
+  return "";
+}
+
+constexpr std::uintptr_t kX = 0x10000000, kQ = 0x20000000, kS = 0x30000000;
+
+// ---- the plan -------------------------------------------------------------------------
+
+TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
+  const QuantizePlan p = plan_quantize(8192, 8192, 2, R::row, O::a, {}, 132);
+  EXPECT_STREQ(p.id(), "Q2");
+  EXPECT_FALSE(p.amax_pass);
+  EXPECT_TRUE(p.fused_amax);
+  EXPECT_EQ(p.box_cols, 256u);
+  EXPECT_EQ(p.boxes, 32u);
+  EXPECT_EQ(p.tile_rows, 2u);  // 16 KiB rows
+  EXPECT_EQ(p.tiles_x, 1);
+  EXPECT_EQ(p.tiles_y, 4096);
+  EXPECT_EQ(p.group_rows, 1u);
+  EXPECT_EQ(p.groups_per_tile(), 2u);
+  EXPECT_EQ(p.threads_per_group(), 128u);
+  EXPECT_EQ(p.in_bytes, 32768u);
+  EXPECT_EQ(p.out_bytes, 16384u);
+  EXPECT_EQ(p.smem_bytes, 32768u + 16384u + 1024u + 16u + 1024u);
+  EXPECT_EQ(p.scales.mn, 8192u);
+  EXPECT_EQ(p.scales.k, 1u);
+  EXPECT_EQ(p.stride_mn, 1);
+  // short rows (K = 16 is one zero-padded box of 256 columns, 512 bytes): 64 of them
+  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).tile_rows, 64u);
+  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).in_bytes, 32768u);
+  // a row of more than 32 KiB: one per tile
+  EXPECT_EQ(plan_quantize(64, 16384, 4, R::row, O::a, {}, 1).tile_rows, 1u);
+}
+
+TEST(QuantizePlan, FewTilesHalveTheirRowsUntilEverySmHasOne) {
+  // 16 x 7168 bf16 rows: 2 rows per tile would make 8 tiles for 132 SMs
+  const QuantizePlan row = plan_quantize(16, 7168, 2, R::row, O::a, {}, 132);
+  EXPECT_EQ(row.tile_rows, 1u);
+  EXPECT_EQ(row.tiles(), 16);
+  const QuantizePlan a = plan_quantize(16, 7168, 2, R::block, O::a, {}, 132);
+  EXPECT_STREQ(a.id(), "Q3");
+  EXPECT_EQ(a.tile_rows, 4u);  // 56 tiles of 16 rows, 112 of 8, 224 of 4
+  EXPECT_EQ(a.tiles_x, 56);
+  EXPECT_EQ(a.tiles_y, 4);
+  // one SM: the rows a power of two holds, at most 128
+  EXPECT_EQ(plan_quantize(16, 7168, 2, R::block, O::a, {}, 1).tile_rows, 16u);
+  EXPECT_EQ(plan_quantize(129, 7168, 2, R::block, O::a, {}, 1).tile_rows, 128u);
+  EXPECT_EQ(plan_quantize(1, 16, 2, R::block, O::a, {}, 132).tile_rows, 1u);
+}
+
+TEST(QuantizePlan, BlockRecipeLayoutsAreTheGemms) {
+  const QuantizePlan a = plan_quantize(8192, 8192, 2, R::block, O::a, {}, 132);
+  EXPECT_EQ(a.tile_rows, 128u);
+  EXPECT_EQ(a.box_cols, 128u);
+  EXPECT_EQ(a.boxes, 1u);
+  EXPECT_EQ(a.groups_per_tile(), 128u);  // a 1 x 128 group per row
+  EXPECT_EQ(a.threads_per_group(), 2u);
+  EXPECT_EQ(a.scales.mn, 8192u);
+  EXPECT_EQ(a.scales.k, 64u);
+  EXPECT_EQ(a.stride_mn, 1);  // M-major, torch's layout of scale_a
+  EXPECT_EQ(a.stride_k, 8192);
+  const QuantizePlan b = plan_quantize(8192, 8192, 2, R::block, O::b, {}, 132);
+  EXPECT_STREQ(b.id(), "Q4");
+  EXPECT_EQ(b.tile_rows, 128u);
+  EXPECT_EQ(b.groups_per_tile(), 1u);
+  EXPECT_EQ(b.threads_per_group(), 256u);
+  EXPECT_EQ(b.scales.mn, 64u);
+  EXPECT_EQ(b.scales.k, 64u);
+  EXPECT_EQ(b.stride_mn, 64);  // row-major
+  EXPECT_EQ(b.stride_k, 1);
+  // a 128 x 128 block is never split; fewer rows load as the power of two holding them
+  EXPECT_EQ(plan_quantize(7, 144, 4, R::block, O::b, {}, 132).tile_rows, 8u);
+  EXPECT_EQ(plan_quantize(7, 144, 4, R::block, O::b, {}, 132).scales.mn, 1u);
+  EXPECT_EQ(plan_quantize(129, 144, 4, R::block, O::b, {}, 132).tiles(), 4);
+  // strides given are kept
+  const QuantizePlan s = plan_quantize(129, 144, 2, R::block, O::a, {2, 300}, 1);
+  EXPECT_EQ(s.stride_mn, 2);
+  EXPECT_EQ(s.stride_k, 300);
+}
+
+TEST(QuantizePlan, TensorRecipeRunsTheAmaxPassFirst) {
+  const QuantizePlan t = plan_quantize(8192, 8192, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(t.id(), "Q1");
+  EXPECT_TRUE(t.amax_pass);
+  EXPECT_FALSE(t.fused_amax);
+  EXPECT_EQ(t.groups_per_tile(), 1u);
+  EXPECT_EQ(t.tiles(), 64 * 64);
+  EXPECT_EQ(t.scales.mn, 1u);
+  EXPECT_EQ(t.scales.k, 1u);
+}
+
+TEST(QuantizePlan, ScaleShapes) {
+  EXPECT_EQ(quantize_scale_shape(7, 144, R::tensor, O::a).mn, 1u);
+  EXPECT_EQ(quantize_scale_shape(7, 144, R::row, O::b).mn, 7u);
+  EXPECT_EQ(quantize_scale_shape(7, 144, R::block, O::a).k, 2u);
+  EXPECT_EQ(quantize_scale_shape(7, 144, R::block, O::a).mn, 7u);
+  EXPECT_EQ(quantize_scale_shape(257, 7168, R::block, O::b).mn, 3u);
+  EXPECT_EQ(quantize_scale_shape(257, 7168, R::block, O::b).k, 56u);
+}
+
+// ---- refusals --------------------------------------------------------------------------
+
+struct Args {
+  TensorRef x{fake(kX), DataType::bfloat16, 64, 256};
+  TensorRef q{fake(kQ), DataType::uint8, 64, 256};
+  float* scale = static_cast<float*>(fake(kS));
+  GemmScaleRecipe recipe = R::row;
+  QuantizeOperand operand = O::a;
+  GemmScaleStrides strides{};
+  void run() const { quantize_fp8(x, q, scale, recipe, operand, strides); }
+};
+
+std::string refused_with(const std::function<void(Args&)>& change, std::string* message = nullptr) {
+  Args a;
+  change(a);
+  return refused([&] { a.run(); }, message);
+}
+
+TEST(QuantizeLauncher, NamesTheArgument) {
+  EXPECT_EQ(refused_with([](Args& a) { a.x.type = DataType::float64; }), "x.type");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.type = DataType::uint8; }), "x.type");
+  EXPECT_EQ(refused_with([](Args& a) { a.q.type = DataType::int32; }), "x_fp8.type");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.data = nullptr; }), "x.data");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.data = fake(kX + 8); }), "x.data");
+  EXPECT_EQ(refused_with([](Args& a) { a.q.data = nullptr; }), "x_fp8.data");
+  EXPECT_EQ(refused_with([](Args& a) { a.q.data = fake(kX + 256); }), "x_fp8.data");  // overlap
+  EXPECT_EQ(refused_with([](Args& a) { a.scale = nullptr; }), "scale");
+  EXPECT_EQ(refused_with([](Args& a) { a.scale = static_cast<float*>(fake(kS + 2)); }), "scale");
+  EXPECT_EQ(refused_with([](Args& a) { a.scale = static_cast<float*>(fake(kQ + 64)); }), "scale");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.rows = 0; }), "x.rows");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.cols = 100, a.q.cols = 100; }), "x.cols");
+  EXPECT_EQ(refused_with([](Args& a) { a.q.rows = 63; }), "x_fp8");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.row_stride_bytes = 520; }), "x.row_stride_bytes");
+  EXPECT_EQ(refused_with([](Args& a) { a.q.row_stride_bytes = 100; }), "x_fp8.row_stride_bytes");
+  EXPECT_EQ(refused_with([](Args& a) { a.x.batch = 2; }), "x.batch");
+  EXPECT_EQ(refused_with([](Args& a) { a.recipe = static_cast<GemmScaleRecipe>(7); }), "recipe");
+  EXPECT_EQ(refused_with([](Args& a) { a.operand = static_cast<QuantizeOperand>(2); }), "operand");
+  EXPECT_EQ(refused_with([](Args& a) {
+              a.recipe = R::block;
+              a.strides = {0, 64};
+            }),
+            "scale_strides");
+}
+
+TEST(QuantizeLauncher, MessagesSayWhatAndTheFix) {
+  std::string m;
+  refused_with([](Args& a) { a.x.cols = 100, a.q.cols = 100; }, &m);
+  EXPECT_EQ(m,
+            "x.cols: K = 100 is not a multiple of 16 (the FP8 GEMM's K: rows of whole "
+            "16-byte chunks of e4m3); pad K to 112 with zeros");
+  refused_with([](Args& a) { a.x.type = DataType::float64; }, &m);
+  EXPECT_EQ(m,
+            "x.type: FLOAT64 is not BFLOAT16, FLOAT16 or FLOAT32, the types the quantizer "
+            "reads");
+  refused_with([](Args& a) { a.q.cols = 128; }, &m);
+  EXPECT_EQ(m, "x_fp8: shape 64x128 differs from x's 64x256");
+  refused_with(
+      [](Args& a) {
+        a.recipe = R::block;
+        a.strides = {1, 32};  // 64 rows, 2 k-blocks: (1, 32) puts row 32 on k-block 1 of row 0
+      },
+      &m);
+  EXPECT_EQ(m,
+            "scale_strides: (1, 32) puts two of the 64 x 2 block scales on one float; use "
+            "(1, 64) (M-major) or (2, 1) (row-major)");
+  refused_with(
+      [](Args& a) {
+        a.x = TensorRef(fake(kX), DataType::float32, 4, 40976);
+        a.q = TensorRef(fake(0x40000000), DataType::uint8, 4, 40976);
+      },
+      &m);
+  EXPECT_EQ(m,
+            "x.cols: K = 40976 is too long for the row recipe (rule Q5): a row of x and of "
+            "x_fp8 must fit in shared memory at once, K <= 40960 for FLOAT32; use recipe "
+            "block, or tensor");
+}
+
+TEST(QuantizeLauncher, CheckShapesTakesNullAddresses) {
+  const TensorRef x(nullptr, DataType::float16, 7, 144);
+  const TensorRef q(nullptr, DataType::uint8, 7, 144);
+  EXPECT_EQ(refused([&] { quantize_fp8_check_shapes(x, q, R::block, O::b); }), "");
+  EXPECT_EQ(refused([&] {
+              quantize_fp8_check_shapes(x, TensorRef(nullptr, DataType::uint8, 7, 128), R::row);
+            }),
+            "x_fp8");
+  // the longest row the row recipe takes, and one chunk more
+  EXPECT_EQ(refused([&] {
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68096),
+                                        TensorRef(nullptr, DataType::uint8, 2, 68096), R::row);
+            }),
+            "");
+  EXPECT_EQ(refused([&] {
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68112),
+                                        TensorRef(nullptr, DataType::uint8, 2, 68112), R::row);
+            }),
+            "x.cols");
+  // ... which the block recipe takes
+  EXPECT_EQ(refused([&] {
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 2, 68112),
+                                        TensorRef(nullptr, DataType::uint8, 2, 68112), R::block);
+            }),
+            "");
+}
+
+// ---- the e4m3 encoder ------------------------------------------------------------------
+
+TEST(QuantizeReference, E4m3RoundTripsEveryCodeAndRoundsHalfToEven) {
+  for (int code = 0; code < 256; ++code) {
+    if ((code & 0x7f) == 0x7f) continue;  // NaN
+    const float v = reference::e4m3_to_float(static_cast<std::uint8_t>(code));
+    EXPECT_EQ(reference::e4m3_from_float(v), code) << "code " << code << " = " << v;
+  }
+  // every midpoint between neighbours rounds to the even code; a hair above it, up
+  for (int code = 0; code < 0x7e; ++code) {
+    const double lo = reference::e4m3_to_float(static_cast<std::uint8_t>(code));
+    const double hi = reference::e4m3_to_float(static_cast<std::uint8_t>(code + 1));
+    const auto mid = static_cast<float>((lo + hi) / 2);
+    ASSERT_EQ(static_cast<double>(mid), (lo + hi) / 2);
+    EXPECT_EQ(reference::e4m3_from_float(mid), code % 2 == 0 ? code : code + 1) << code;
+    EXPECT_EQ(reference::e4m3_from_float(std::nextafter(mid, 1000.0f)), code + 1) << code;
+    EXPECT_EQ(reference::e4m3_from_float(-std::nextafter(mid, 0.0f)), 0x80 | code) << code;
+  }
+}
+
+TEST(QuantizeReference, E4m3SaturatesAndKeepsNanPositive) {
+  EXPECT_EQ(reference::e4m3_from_float(448.0f), 0x7e);
+  EXPECT_EQ(reference::e4m3_from_float(464.0f), 0x7e);  // the midpoint to 480: saturated
+  EXPECT_EQ(reference::e4m3_from_float(1e30f), 0x7e);
+  EXPECT_EQ(reference::e4m3_from_float(-std::numeric_limits<float>::infinity()), 0xfe);
+  EXPECT_EQ(reference::e4m3_from_float(std::numeric_limits<float>::quiet_NaN()), 0x7f);
+  EXPECT_EQ(reference::e4m3_from_float(-std::numeric_limits<float>::quiet_NaN()), 0x7f);
+  EXPECT_EQ(reference::e4m3_from_float(0x1p-10f), 0x00);  // half the least subnormal: even
+  EXPECT_EQ(reference::e4m3_from_float(-0x1p-10f), 0x80);
+  EXPECT_EQ(reference::e4m3_from_float(0x1.8p-9f), 0x02);  // 1.5 quanta: even is 2
+  EXPECT_EQ(reference::e4m3_from_float(1.0f), 0x38);
+  EXPECT_EQ(reference::e4m3_from_float(-2.0f), 0xc0);
+  EXPECT_EQ(reference::e4m3_from_float(0x1.fp-7f), 0x08);  // carries into the least normal
+  EXPECT_EQ(reference::e4m3_from_float(0.0f), 0x00);
+  EXPECT_EQ(reference::e4m3_from_float(-0.0f), 0x80);
+}
+
+// ---- the reference's rules -------------------------------------------------------------
+
+std::uint16_t bf16_bits(float v) {
+  const __nv_bfloat16 h = __float2bfloat16_rn(v);
+  std::uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+struct HostCase {
+  std::uint64_t rows, cols;
+  std::vector<float> x;  // fp32
+  std::vector<std::uint8_t> q;
+  std::vector<float> scale;
+  explicit HostCase(std::uint64_t r, std::uint64_t c, std::size_t scales)
+      : rows(r), cols(c), x(r * c, 0.0f), q(r * c, 0xa5), scale(scales, -1.0f) {}
+  void run(GemmScaleRecipe recipe, QuantizeOperand operand = O::a,
+           const GemmScaleStrides& strides = {}) {
+    reference::quantize_fp8(ConstTensorRef(x.data(), DataType::float32, rows, cols),
+                            TensorRef(q.data(), DataType::uint8, rows, cols), scale.data(), recipe,
+                            operand, strides);
+  }
+};
+
+TEST(QuantizeReference, RowScalesAndCast) {
+  HostCase c(3, 16, 3);
+  for (int i = 0; i < 16; ++i) c.x[i] = static_cast<float>(i - 8);  // amax 8
+  c.x[16 + 5] = -896.0f;                                            // amax 896: scale 2
+  // row 2: all zero
+  c.run(R::row);
+  EXPECT_EQ(c.scale[0], 8.0f / 448.0f);
+  EXPECT_EQ(c.scale[1], 2.0f);
+  EXPECT_EQ(c.scale[2], 1.0f);  // amax 0
+  const float inverse = 1.0f / (8.0f / 448.0f);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(c.q[i], reference::e4m3_from_float(static_cast<float>(i - 8) * inverse)) << i;
+  }
+  EXPECT_EQ(c.q[0], 0xfe);  // -8 is the row's amax: -448
+  EXPECT_EQ(c.q[16 + 5], 0xfe);
+  EXPECT_EQ(c.q[16], 0x00);
+  EXPECT_EQ(c.q[32 + 3], 0x00);
+}
+
+TEST(QuantizeReference, NonFiniteGroups) {
+  HostCase c(3, 16, 3);
+  for (float& v : c.x) v = 1.0f;
+  c.x[3] = std::numeric_limits<float>::quiet_NaN();
+  c.x[16 + 2] = -std::numeric_limits<float>::infinity();
+  c.x[16 + 3] = -2.0f;
+  c.x[32 + 0] = 1e-44f;  // a subnormal amax: scale clamped to the least normal float
+  for (int i = 1; i < 16; ++i) c.x[32 + i] = 0.0f;
+  c.run(R::row);
+  EXPECT_TRUE(std::isnan(c.scale[0]));
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(c.q[i], 0x7f) << i;
+  EXPECT_TRUE(std::isinf(c.scale[1]));
+  EXPECT_EQ(c.q[16 + 2], 0x7f);  // -inf * 0 is NaN
+  EXPECT_EQ(c.q[16 + 3], 0x80);  // -2 * 0 is -0
+  EXPECT_EQ(c.q[16 + 0], 0x00);
+  EXPECT_EQ(c.scale[2], FLT_MIN);
+  EXPECT_EQ(c.q[32], reference::e4m3_from_float(1e-44f * 0x1p126f));
+  EXPECT_EQ(c.q[33], 0x00);
+}
+
+TEST(QuantizeReference, BlockLayouts) {
+  // 3 rows x 144 columns: k-blocks of 128 and 16
+  HostCase a(3, 144, 3 * 2);
+  for (std::uint64_t r = 0; r < 3; ++r) {
+    for (std::uint64_t k = 0; k < 144; ++k)
+      a.x[r * 144 + k] = static_cast<float>(r + 1) * (k < 128 ? 1.0f : 4.0f);
+  }
+  a.run(R::block, O::a);
+  // M-major: scale[m + kb * M]
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(a.scale[r], static_cast<float>(r + 1) / 448.0f) << r;
+    EXPECT_EQ(a.scale[r + 3], static_cast<float>(r + 1) * 4.0f / 448.0f) << r;
+    EXPECT_EQ(a.q[r * 144], 0x7e);  // each element is its group's amax
+    EXPECT_EQ(a.q[r * 144 + 130], 0x7e);
+  }
+  // the same as row-major through strides (2, 1)
+  HostCase rm(3, 144, 6);
+  rm.x = a.x;
+  rm.run(R::block, O::a, {2, 1});
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(rm.scale[2 * r], a.scale[r]);
+    EXPECT_EQ(rm.scale[2 * r + 1], a.scale[r + 3]);
+  }
+  EXPECT_EQ(rm.q, a.q);
+  // operand b: one 128 x 128 block (and its K remainder) for the 3 rows
+  HostCase b(3, 144, 2);
+  b.x = a.x;
+  b.run(R::block, O::b);
+  EXPECT_EQ(b.scale[0], 3.0f / 448.0f);
+  EXPECT_EQ(b.scale[1], 12.0f / 448.0f);
+  EXPECT_EQ(b.q[2 * 144], 0x7e);
+  EXPECT_EQ(b.q[0], reference::e4m3_from_float(1.0f * (1.0f / (3.0f / 448.0f))));
+}
+
+TEST(QuantizeReference, TensorScaleAndBf16) {
+  const std::uint64_t rows = 2, cols = 32;
+  std::vector<std::uint16_t> x(rows * cols);
+  for (std::uint64_t i = 0; i < x.size(); ++i)
+    x[i] = bf16_bits(static_cast<float>(i) * 0.37f - 5.0f);
+  x[17] = bf16_bits(-300.0f);
+  std::vector<std::uint8_t> q(rows * cols);
+  float scale = 0;
+  reference::quantize_fp8(ConstTensorRef(x.data(), DataType::bfloat16, rows, cols),
+                          TensorRef(q.data(), DataType::uint8, rows, cols), &scale, R::tensor);
+  EXPECT_EQ(scale, 300.0f / 448.0f);
+  EXPECT_EQ(q[17], 0xfe);
+  const float inverse = 1.0f / scale;
+  const __nv_bfloat16 v3 = __float2bfloat16_rn(3.0f * 0.37f - 5.0f);
+  EXPECT_EQ(q[3], reference::e4m3_from_float(__bfloat162float(v3) * inverse));
+}
+
+}  // namespace
+}  // namespace tmakit
