@@ -56,11 +56,14 @@ __device__ __forceinline__ void apply_row_scales(float (&acc)[R], const float* r
                                                  const float* cols, float alpha,
                                                  std::uint32_t warp, std::uint32_t lane) {
   static_assert(R % 4 == 0, "whole 8-column groups");
-  const float row_scale[2] = {alpha * rows[16 * warp + lane / 4],
-                              alpha * rows[16 * warp + lane / 4 + 8]};
+  // (shared loads by address: through the generic pointers they would be generic LDs)
+  const std::uint32_t row_at = ptx::smem_u32(&rows[16 * warp + lane / 4]);
+  const std::uint32_t col_at = ptx::smem_u32(&cols[2 * (lane % 4)]);
+  const float row_scale[2] = {alpha * ptx::ld_shared_f32(row_at),
+                              alpha * ptx::ld_shared_f32(row_at + 8 * 4)};
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
-    const float2 c = *reinterpret_cast<const float2*>(&cols[8 * j + 2 * (lane % 4)]);
+    const float2 c = ptx::ld_shared_v2_f32(col_at + 8 * j * 4);
     acc[4 * j] *= row_scale[0] * c.x;
     acc[4 * j + 1] *= row_scale[0] * c.y;
     acc[4 * j + 2] *= row_scale[1] * c.x;

@@ -80,7 +80,7 @@ using TiledRoundsConfig = Config<row(Id).block_m / 64, row(Id).block_n, row(Id).
 // written by the producer warpgroup's second warp (load_block_scales) and counted on the
 // stage's full barrier with the TMA bytes; and that warp's own ring of kScaleAhead staging
 // slots, into which it copies the scales of the k-blocks ahead. None without them.
-inline constexpr int kScaleAhead = 4;
+inline constexpr int kScaleAhead = 12;
 template <class Cfg, bool BlockScales>
 struct BlockScaleSlots {};
 template <class Cfg>
@@ -115,83 +115,115 @@ using BlockScalesConfig =
            kSmemBytes<Cfg, true> <= 227 * 1024 ? Cfg::kStages : Cfg::kStages - 1,
            Cfg::kDBoxCols, Cfg::kDStaged>;
 
-// The k-blocks of a CTA's units in the producer's order, one at a time (the scale warp's
-// view of the ring's stream).
-struct KBlockCursor {
+// Where one lane of the scale warp reads the 128-block scales of the next k-block of its
+// CTA's units (in the producer's order): its rows' scale_a (r = lane + 32 i, none past M) and
+// scale_b of the tile's 128-row block of B, as pointers that step by one k-block's stride.
+// NOTE: the addresses are formed once per unit and stepped per k-block: formed per k-block
+// (64-bit products), one warp's instructions took longer than a k-block's wgmmas.
+template <int RowsPerLane>
+struct BlockScaleCursor {
   std::int64_t u;
-  Unit w;
-  std::int32_t kb;
-  __device__ explicit KBlockCursor(const Params& p) : u(blockIdx.x), w{}, kb(0) {
-    if (u < p.units) {
-      w = decode_unit(p, u);
-      kb = w.kb_begin;
+  std::int32_t kb, kb_end;
+  const float* a[RowsPerLane];
+  const float* b;
+  std::uint32_t rows_in;  // bit i: row i is below M
+
+  template <int BlockM, int BlockN>
+  __device__ void start(const Params& p, std::uint32_t lane) {
+    if (u >= p.units) return;
+    const Unit w = decode_unit(p, u);
+    kb = w.kb_begin;
+    kb_end = w.kb_end;
+    rows_in = 0;
+#pragma unroll
+    for (int i = 0; i < RowsPerLane; ++i) {
+      const std::int32_t row = w.tm * BlockM + static_cast<std::int32_t>(lane) + 32 * i;
+      const bool in = row < p.m;
+      rows_in |= in ? 1u << i : 0u;
+      a[i] = p.scale.a + (in ? row * p.scale.a_mn + kb * p.scale.a_k : 0);
     }
+    b = p.scale.b + (w.tn * BlockN) / 128 * p.scale.b_mn + kb * p.scale.b_k;
   }
-  __device__ bool done(const Params& p) const { return u >= p.units; }
-  __device__ void advance(const Params& p) {
-    if (++kb < w.kb_end) return;
-    u += gridDim.x;
-    if (u < p.units) {
-      w = decode_unit(p, u);
-      kb = w.kb_begin;
+  template <int BlockM, int BlockN>
+  __device__ void advance(const Params& p, std::uint32_t lane) {
+    if (++kb < kb_end) {
+#pragma unroll
+      for (int i = 0; i < RowsPerLane; ++i) a[i] += (rows_in >> i & 1u) ? p.scale.a_k : 0;
+      b += p.scale.b_k;
+      return;
     }
+    u += gridDim.x;
+    start<BlockM, BlockN>(p, lane);
   }
 };
 
 // The scale warp of the tiled kernel for 128-block scales. Each of its 32 threads copies
-// (cp.async) scale_a[row][kb] of its rows of the tile (r = lane + 32 i; zeros past M) and,
-// lane 0, scale_b[nb][kb], for the k-block kScaleAhead - 1 ahead of the ring's, into its
-// staging slot; for the ring's k-block it waits for that k-block's copies (its oldest group),
-// waits for the stage to be free, moves them into the stage's slots and arrives on the
-// stage's full barrier (one of Pipeline::init's producer_arrivals). Issued after
+// (cp.async) scale_a[row][kb] of its rows of the tile (zeros past M) and, lane 0,
+// scale_b[nb][kb], for the k-block kScaleAhead - 1 ahead of the ring's, into its staging slot;
+// for the ring's k-block it waits for that k-block's copies (its oldest group), waits for the
+// stage to be free and moves them into the stage's slots; then the warp arrives once on the
+// stage's full barrier (Pipeline::init's second producer arrival). Issued after
 // griddepcontrol.wait.
 // NOTE: the copies run ahead of the stages, whose slots may not be written before they are
-// free: the L2's latency per k-block would otherwise exceed a k-block's wgmmas. Every thread
-// moves only what it copied itself, so the hand-over to the consumers is the full barrier's.
+// free, so that the L2's latency under the TMA loads' traffic is hidden. Every thread moves
+// only what it copied itself; the warp's lanes then sync before lane 0 arrives.
 template <class Cfg>
 __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg::kStages>& pipe,
                                                   BlockScaleSlots<Cfg, true>& slots,
                                                   std::uint32_t lane) {
   constexpr int kRowsPerLane = Cfg::kBlockM / 32;
   static_assert(Cfg::kBlockM % 32 == 0, "whole rows per lane");
-  // copy k-block `c` into staging slot `j`, as one group (empty past the last k-block)
-  const auto copy_ahead = [&](const KBlockCursor& c, int j) {
-    if (!c.done(p)) {
+  // this CTA's k-blocks, all units
+  std::uint32_t k_blocks = 0;
+  for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+    const Unit w = decode_unit(p, u);
+    k_blocks += static_cast<std::uint32_t>(w.kb_end - w.kb_begin);
+  }
+  BlockScaleCursor<kRowsPerLane> ahead{static_cast<std::int64_t>(blockIdx.x), 0, 0, {}, nullptr, 0};
+  ahead.template start<Cfg::kBlockM, Cfg::kBlockN>(p, lane);
+  constexpr std::uint32_t kSlotA = Cfg::kBlockM * 4, kSlotB = 16;
+  // the staging slots the next copies go to (k-block `copied`, slot `copy_slot`) and are
+  // read from (the ring's k-block n, slot `read_slot`)
+  std::uint32_t copied = 0, copy_slot = 0, read_slot = 0;
+  const std::uint32_t ahead_a = smem_address(&slots.ahead_a[0][lane]);
+  const std::uint32_t ahead_b = smem_address(&slots.ahead_b[0][0]);
+  // the next k-block's copies as one group (an empty group past the last)
+  const auto copy_ahead = [&] {
+    if (copied < k_blocks) {
 #pragma unroll
       for (int i = 0; i < kRowsPerLane; ++i) {
-        const int r = static_cast<int>(lane) + 32 * i;
-        const std::int32_t row = c.w.tm * Cfg::kBlockM + r;
-        const bool in = row < p.m;
-        copy_4_bytes_async(&slots.ahead_a[j][r],
-                           p.scale.a + (in ? row * p.scale.a_mn + c.kb * p.scale.a_k : 0), in);
+        copy_4_bytes_async(ahead_a + copy_slot * kSlotA + 32 * 4 * i, ahead.a[i],
+                           ahead.rows_in >> i & 1u);
       }
-      if (lane == 0) {
-        const std::int64_t nb = (c.w.tn * Cfg::kBlockN) / 128;
-        copy_4_bytes_async(&slots.ahead_b[j][0],
-                           p.scale.b + nb * p.scale.b_mn + c.kb * p.scale.b_k, true);
-      }
+      if (lane == 0) copy_4_bytes_async(ahead_b + copy_slot * kSlotB, ahead.b, true);
+      ahead.template advance<Cfg::kBlockM, Cfg::kBlockN>(p, lane);
+      ++copied;
+      copy_slot = copy_slot + 1 == kScaleAhead ? 0 : copy_slot + 1;
     }
     commit_async_copies();
   };
-  KBlockCursor ring(p), ahead(p);
-  for (int j = 0; j < kScaleAhead - 1; ++j) {
-    copy_ahead(ahead, j);
-    ahead.advance(p);
-  }
+  for (int n = 0; n < kScaleAhead - 1; ++n) copy_ahead();
   PipelineState<Cfg::kStages> st;
-  for (int j = 0; !ring.done(p); ring.advance(p), j = (j + 1) % kScaleAhead) {
-    copy_ahead(ahead, (j + kScaleAhead - 1) % kScaleAhead);
-    ahead.advance(p);
-    wait_async_copies<kScaleAhead - 1>();  // this k-block's (the oldest group) has landed
+  const std::uint32_t stage_a = smem_address(&slots.a[0][lane]);
+  const std::uint32_t stage_b = smem_address(&slots.b[0][0]);
+  for (std::uint32_t n = 0; n < k_blocks; ++n) {
+    copy_ahead();
+    wait_async_copies<kScaleAhead - 1>();  // k-block n's (the oldest group) has landed
     float a[kRowsPerLane];
 #pragma unroll
-    for (int i = 0; i < kRowsPerLane; ++i) a[i] = slots.ahead_a[j][lane + 32 * i];
-    const float b = slots.ahead_b[j][0];
+    for (int i = 0; i < kRowsPerLane; ++i) {
+      a[i] = ptx::ld_shared_f32(ahead_a + read_slot * kSlotA + 128 * i);
+    }
+    const float b = ptx::ld_shared_f32(ahead_b + read_slot * kSlotB);
+    read_slot = read_slot + 1 == kScaleAhead ? 0 : read_slot + 1;
     pipe.producer_wait_free(st);
 #pragma unroll
-    for (int i = 0; i < kRowsPerLane; ++i) slots.a[st.stage][lane + 32 * i] = a[i];
-    if (lane == 0) slots.b[st.stage][0] = b;
-    pipe.producer_full(st).arrive();
+    for (int i = 0; i < kRowsPerLane; ++i) {
+      ptx::st_shared_f32(stage_a + st.stage * kSlotA + 128 * i, a[i]);
+    }
+    if (lane == 0) ptx::st_shared_f32(stage_b + st.stage * kSlotB, b);
+    __syncwarp();  // every lane's writes before the warp's one arrival
+    if (lane == 0) pipe.producer_full(st).arrive();
     st.advance();
   }
   wait_async_copies<0>();  // (the empty groups past the last k-block)
@@ -341,9 +373,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   // barrier init: full[s] takes the producer's arm; empty[s] is freed by one arrival per
   // consumer warp
-  // (and, with 128-block scales, by the scale warp's 32 threads beside the TMA producer's arm)
+  // (and, with 128-block scales, by the scale warp's one arrival beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kConsumerWGs, BlockScales ? 1 + 32 : 1);
+    pipe.init(4 * Cfg::kConsumerWGs, BlockScales ? 2 : 1);
     fence_barrier_init();
   }
   __syncthreads();
@@ -403,9 +435,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if constexpr (BlockScales) {
         // this thread's two rows of the tile (register 4j + 2h + e holds row h: 8 apart)
         const std::uint32_t tile_row = cw * 64 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4;
-        const float b = s.block_scales.b[done.stage][0];
-        const float row_scale[2] = {s.block_scales.a[done.stage][tile_row] * b,
-                                    s.block_scales.a[done.stage][tile_row + 8] * b};
+        // NOTE: shared loads by address (through `s`, a generic pointer, they were generic
+        // LDs, each k-block's promotion waiting on their latency)
+        const float b = ptx::ld_shared_f32(smem_address(&s.block_scales.b[done.stage][0]));
+        const std::uint32_t a_at = smem_address(&s.block_scales.a[done.stage][tile_row]);
+        const float row_scale[2] = {ptx::ld_shared_f32(a_at) * b,
+                                    ptx::ld_shared_f32(a_at + 8 * 4) * b};
         __syncwarp();  // every lane's reads of the slots before its warp frees the stage
         release(done);
         wgmma_fence_registers(part);

@@ -79,6 +79,12 @@ __device__ __forceinline__ void copy_4_bytes_async(void* smem_dst, const void* s
   debug_check_smem_alignment(smem_dst, 4, "cp.async destination", "4-byte copy");
   ptx::cp_async_ca_4(ptx::smem_u32(smem_dst), src, in_bounds ? 4u : 0u);
 }
+// The same by the destination's shared-state-space address (smem_u32), for loops that step
+// it rather than form it again per copy.
+__device__ __forceinline__ void copy_4_bytes_async(std::uint32_t smem_dst, const void* src,
+                                                   bool in_bounds) {
+  ptx::cp_async_ca_4(smem_dst, src, in_bounds ? 4u : 0u);
+}
 __device__ __forceinline__ void commit_async_copies() { ptx::cp_async_commit_group(); }
 // Wait until at most `Pending` of this thread's groups of copies are still in flight.
 template <int Pending>

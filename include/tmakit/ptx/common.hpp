@@ -31,6 +31,27 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* ptr) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(ptr));
 }
 
+// ld.shared.f32 v, [addr];  (a float of this CTA's shared memory by its shared address: an
+// access the compiler would otherwise issue as a generic LD where it cannot tell the state
+// space of a pointer)
+__device__ __forceinline__ float ld_shared_f32(std::uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+// ld.shared.v2.f32 {x, y}, [addr];  (8-byte aligned)
+__device__ __forceinline__ float2 ld_shared_v2_f32(std::uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+
+// st.shared.f32 [addr], v;
+__device__ __forceinline__ void st_shared_f32(std::uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+
 // Generic 64-bit address of a tensor map (kernel parameter, constant or global memory), the
 // form every cp.async.bulk.tensor operand [tensorMap, ...] takes (PTX ISA "Tensor-map").
 __device__ __forceinline__ std::uint64_t tensormap_u64(const CUtensorMap* map) {
