@@ -321,18 +321,25 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmRecipes,
                          ::testing::Combine(::testing::Range(0, 5), ::testing::Range(0, 3),
                                             ::testing::Range(0, 3), ::testing::Range(0, 3)));
 
-TEST(GemmRecipes, EveryConfigurationForced) {
+TEST(GemmRecipes, RowWiseEveryConfigurationForced) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (int id = 0; id < kGemmConfigs; ++id) {
     if (!gemm_config_built(id)) continue;
     const GemmConfigInfo info = gemm_config_info(id);
-    // row-wise scales: every configuration, in a mode it runs
+    // every configuration, in a mode it runs; two rounds of tiles where M allows (the scale
+    // slots handed over per tile)
     Case row{info.max_m != 0 ? 37u : 300u, 336, 1040, id};  // (N * 2 whole 16-byte chunks)
     row.recipe = GemmScaleRecipe::row;
     row.accumulation = info.promotes ? GemmAccumulation::promoted : GemmAccumulation::fast;
     run_case(row, 2000 + id);
-    if (!detail::gemm::takes_block_scales(id)) continue;
-    // 128-block scales: unsplit and split, scale_a M-major and row-major
+  }
+}
+
+TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (int id = 0; id < kGemmConfigs; ++id) {
+    if (!gemm_config_built(id) || !detail::gemm::takes_block_scales(id)) continue;
+    // unsplit and split, scale_a M-major and row-major
     for (int splits : {1, 3}) {
       Case block{300, 333, 1040, id, splits};
       block.recipe = GemmScaleRecipe::block;
