@@ -119,19 +119,20 @@ GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std
     s.a_k = 0;  // (row scales have no k-blocks)
     s.b_k = 0;
   }
-  // NOTE: the offsets the kernel forms (int64) must not wrap: the last element of each array
+  // NOTE: the kernels form each element's offset in 64 bits (index * stride summed): an array
+  // spanning more than 2^46 floats (2^48 bytes, the most any view spans: check_span) is no
+  // scale array, and its offsets could wrap
   const auto n_rows = static_cast<std::int64_t>(block ? (n + 127) / 128 : n);
-  const auto last = [&](std::int64_t rows, std::int64_t mn, std::int64_t kk) {
-    const double span = static_cast<double>(rows - 1) * static_cast<double>(mn) +
-                        static_cast<double>(block ? k_blocks - 1 : 0) * static_cast<double>(kk);
-    return span;
+  const auto span = [&](std::int64_t rows, std::int64_t mn, std::int64_t kk) {
+    return static_cast<double>(rows - 1) * static_cast<double>(mn) +
+           static_cast<double>(block ? k_blocks - 1 : 0) * static_cast<double>(kk);
   };
-  if (last(static_cast<std::int64_t>(m), s.a_mn, s.a_k) > 1e15 ||
-      last(n_rows, s.b_mn, s.b_k) > 1e15) {
-    throw ArgumentError(last(static_cast<std::int64_t>(m), s.a_mn, s.a_k) > 1e15
-                            ? "scales.scale_a_strides"
-                            : "scales.scale_b_strides",
-                        "span more than 2^49 floats; the scale arrays are small");
+  constexpr double kMaxSpan = 70368744177664.0;  // 2^46
+  const bool a_wide = span(static_cast<std::int64_t>(m), s.a_mn, s.a_k) > kMaxSpan;
+  if (a_wide || span(n_rows, s.b_mn, s.b_k) > kMaxSpan) {
+    throw ArgumentError(a_wide ? "scales.scale_a_strides" : "scales.scale_b_strides",
+                        "span more than 2^46 floats (2^48 bytes); pass the strides of the "
+                        "scale array, in elements");
   }
   return s;
 }

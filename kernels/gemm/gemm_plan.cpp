@@ -619,6 +619,7 @@ GemmConfigInfo gemm_config_info(int config) {
   info.block_n = c.block_n;
   info.promotes = c.promotes;
   info.splits_k = c.splits_k;
+  info.block_scales = detail::gemm::takes_block_scales(config);
   info.max_m = static_cast<std::uint64_t>(c.max_m);
   info.what = c.what;
   return info;

@@ -362,6 +362,7 @@ GemmArgs gemm_args(std::uintptr_t a, std::uintptr_t b, std::uintptr_t d, tmakit:
                    : head == "tuning" ? (field == "accumulation" ? "accumulate" : arg)
                    : head == "scales" ? (field.rfind("scale_a", 0) == 0   ? "scale_a"
                                          : field.rfind("scale_b", 0) == 0 ? "scale_b"
+                                         : field == "alpha"               ? "alpha"
                                                                           : "alpha, scale_a, scale_b")
                                       : head;
   if (head == "scales" || head == "tuning" || field == "data" || field == "cols" ||

@@ -12,23 +12,13 @@
 #include "gemm/gemm_plan.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
+#include "refusal.hpp"
 
 namespace tmakit {
 namespace {
 
-void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
-
-std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
-  try {
-    call();
-  } catch (const ArgumentError& e) {
-    if (message != nullptr) *message = e.what();
-    return e.argument();
-  } catch (...) {
-    return "<other exception>";
-  }
-  return "";
-}
+using test::fake;
+using test::refused;
 
 constexpr std::uintptr_t kA = 0x10000000, kB = 0x20000000, kD = 0x30000000;
 
@@ -280,6 +270,10 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
     s.scale_b_strides = {-2, 1};
     EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }, &msg), "scales.scale_b_strides");
     EXPECT_NE(msg.find("{-2, 1}"), std::string::npos) << msg;
+    s = recipe_scales(r);
+    s.scale_a_strides = {std::int64_t{1} << 47, 1};
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }, &msg), "scales.scale_a_strides");
+    EXPECT_NE(msg.find("2^46 floats"), std::string::npos) << msg;
     s = recipe_scales(r);
     s.alpha = std::nanf("");
     EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.alpha");
@@ -938,11 +932,14 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
+  std::string block_scales;
   for (int id = 0; id < kGemmConfigs; ++id) {
     const GemmConfigInfo info = gemm_config_info(id);
     EXPECT_EQ(gemm_config_id(info.name), id);
     EXPECT_EQ(info.built, gemm_config_built(id));
+    if (info.block_scales) block_scales += std::string(block_scales.empty() ? "" : " ") + info.name;
   }
+  EXPECT_EQ(block_scales, "m64n128 m128n128 m64n64");
   EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
   EXPECT_EQ(gemm_config_id("m128x128"), -1);
   EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");

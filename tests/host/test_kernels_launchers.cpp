@@ -16,24 +16,13 @@
 #include "stencil3x3/stencil3x3_plan.hpp"
 #include "transpose/transpose_plan.hpp"
 #include "tune/tuning.hpp"
+#include "refusal.hpp"
 
 namespace tmakit {
 namespace {
 
-void* fake(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
-
-// The argument an ArgumentError names, or "" when nothing (or something else) was thrown.
-std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
-  try {
-    call();
-  } catch (const ArgumentError& e) {
-    if (message != nullptr) *message = e.what();
-    return e.argument();
-  } catch (...) {
-    return "<other exception>";
-  }
-  return "";
-}
+using test::fake;
+using test::refused;
 
 const std::uintptr_t kA = 0x10000000;
 const std::uintptr_t kB = 0x20000000;

@@ -16,6 +16,7 @@
 #include "quantize/quantize_plan.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/kernels/quantize.hpp"
+#include "refusal.hpp"
 
 namespace tmakit {
 namespace {
@@ -25,21 +26,8 @@ using detail::quantize::QuantizePlan;
 using R = GemmScaleRecipe;
 using O = QuantizeOperand;
 
-void* fake(std::uintptr_t address) {
-  return reinterpret_cast<void*>(address);
-}
-
-std::string refused(const std::function<void()>& call, std::string* message = nullptr) {
-  try {
-    call();
-  } catch (const ArgumentError& e) {
-    if (message != nullptr) *message = e.what();
-    return e.argument();
-  } catch (...) {
-    return "<other exception>";
-  }
-  return "";
-}
+using test::fake;
+using test::refused;
 
 constexpr std::uintptr_t kX = 0x10000000, kQ = 0x20000000, kS = 0x30000000;
 

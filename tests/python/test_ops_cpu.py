@@ -47,6 +47,44 @@ def test_tracing_with_fake_cuda_tensors_records_the_ops():
     assert t.shape == (32, 16) and y.shape == x.shape and s.shape == images.shape
 
 
+def test_scale_recipes_trace_and_are_checked_before_any_device_work():
+    # row-wise and 128-block scales as torch._scaled_mm takes them, traced through the fake
+    # implementation; every wrong scale is refused naming the argument before out exists
+    with FakeTensorMode():
+        a = torch.empty(64, 272, device="cuda:0", dtype=FP8)
+        b = torch.empty(300, 272, device="cuda:0", dtype=FP8)
+        row_a = torch.empty(64, 1, device="cuda:0")
+        row_b = torch.empty(1, 300, device="cuda:0")
+        block_a = torch.empty(3, 64, device="cuda:0").t()  # (M, ceil(K/128)), M-major
+        block_b = torch.empty(3, 3, device="cuda:0")       # (ceil(N/128), ceil(K/128))
+        half = torch.empty(64, 1, device="cuda:0", dtype=torch.float16)
+
+    def f(a, b, ra, rb, ba, bb):
+        return (tmakit.gemm_fp8(a, b, scale_a=ra, scale_b=rb, accumulate="fast"),
+                tmakit.gemm_fp8(a, b, scale_a=ba, scale_b=bb, out_dtype=torch.float16))
+
+    code = make_fx(f, tracing_mode="fake")(a, b, row_a, row_b, block_a, block_b).code
+    assert code.count("tmakit.gemm_fp8_out") == 2, code
+    cases = [
+        (dict(scale_a=row_a[:-1], scale_b=row_b), ValueError,
+         r"scale_a: scale_a \(63, 1\) and scale_b \(1, 300\) are no recipe; expected row-wise "
+         r"scale_a \(M, 1\) = \(64, 1\) with scale_b \(1, N\) = \(1, 300\), or 128-block "
+         r"scale_a \(M, ceil\(K/128\)\) = \(64, 3\) with scale_b \(ceil\(N/128\), "
+         r"ceil\(K/128\)\) = \(3, 3\)"),
+        (dict(scale_a=row_a, scale_b=block_b), ValueError, "scale_b: .* are no recipe"),
+        (dict(scale_a=half, scale_b=row_b), TypeError, "scale_a: dtype torch.float16"),
+        (dict(scale_a=2.0, scale_b=row_b), TypeError, "scale_a: a Python float beside"),
+        (dict(scale_a=row_a.view(-1), scale_b=row_b), ValueError, r"scale_a: shape \(64,\)"),
+        (dict(scale_a=block_a, scale_b=block_b, accumulate="fast"), ValueError,
+         "accumulate: fast with 128-block scales, which are applied at each promotion"),
+        (dict(scale_a=row_a, scale_b=row_b, alpha=float("inf")), ValueError,
+         "alpha: inf is not finite"),
+    ]
+    for kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            tmakit.gemm_fp8(a, b, **kwargs)
+
+
 def test_in_place_add_traces_as_the_mutating_op():
     with FakeTensorMode():
         x = torch.empty(8, 64, device="cuda:0", dtype=torch.bfloat16)

@@ -124,6 +124,7 @@ struct GemmConfigInfo {
   int block_m = 0, block_n = 0;  // the tile (block_m 0: the small-M kernel, block_n rows of B)
   bool promotes = false;         // runs GemmAccumulation::promoted (every built one runs fast)
   bool splits_k = false;         // takes GemmTuning::splits > 1
+  bool block_scales = false;     // applies GemmScaleRecipe::block (every one applies row)
   std::uint64_t max_m = 0;       // the largest M it takes (0: any)
   const char* what = "";         // what it is for, one line
 };
