@@ -244,7 +244,10 @@ def _scale_recipe(scale_a_t, scale_b_t, m: int, n: int, k: int):
                      f"expected {expected}")
 
 
-def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out):
+def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out,
+                 scale_recipe=None):
+    """The op's CUDA kernel. ``scale_recipe``: (recipe, strides) as _scale_recipe gives them,
+    when the eager call has them already (the registered op reads them again)."""
     m, k = a.shape
     n, kb = b.shape
     if m == 0 or n == 0 or k == 0:
@@ -259,7 +262,7 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
             out.zero_()
         return
     args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
-    recipe, strides = _scale_recipe(scale_a_t, scale_b_t, m, n, k)
+    recipe, strides = scale_recipe or _scale_recipe(scale_a_t, scale_b_t, m, n, k)
     for name, t in (("scale_a", scale_a_t), ("scale_b", scale_b_t)):
         if t is not None and _overlaps(out, t):
             raise ValueError(f"out: overlaps {name}, which the kernel reads while it writes "
@@ -545,7 +548,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
             raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N "
                              f"contiguous elements (stride 1 along N)")
     if _direct(a, b, out):
-        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
+        _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out,
+                     scale_recipe=(recipe, strides))
     else:
         torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     return out

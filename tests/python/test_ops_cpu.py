@@ -85,6 +85,26 @@ def test_scale_recipes_trace_and_are_checked_before_any_device_work():
             tmakit.gemm_fp8(a, b, **kwargs)
 
 
+def test_eager_gemm_hands_the_launcher_the_recipe_it_read_once(monkeypatch):
+    # the eager path reads the recipe once and passes it on; the registered op reads it
+    # itself: both give the launcher the same recipe and strides
+    from tmakit import ops
+
+    launched = []
+    monkeypatch.setattr(ops, "_launch", lambda out, launcher, *args: launched.append(args))
+    a = torch.zeros(64, 272, dtype=FP8)
+    b = torch.zeros(300, 272, dtype=FP8)
+    out = torch.empty(64, 300, dtype=torch.bfloat16)
+    block_a, block_b = torch.ones(3, 64).t(), torch.ones(3, 3)
+    recipe = ops._scale_recipe(block_a, block_b, 64, 300, 272)
+    assert recipe == (ops._tmakit.GemmScaleRecipe.block, (1, 64, 3, 1))
+    for given in (recipe, None):
+        ops._launch_gemm(a, b, 1.0, 1.0, 1.0, block_a, block_b, "promoted", out,
+                         scale_recipe=given)
+    assert launched[0] == launched[1]
+    assert launched[0][-3:] == (recipe[0], recipe[1], ops._ACCUMULATION["promoted"])
+
+
 def test_in_place_add_traces_as_the_mutating_op():
     with FakeTensorMode():
         x = torch.empty(8, 64, device="cuda:0", dtype=torch.bfloat16)
