@@ -1047,6 +1047,9 @@ Binding bind_tmakit(const ShapeRun& r, const GemmTuning& tuning,
   problem.sm_count = r.run.sms;
   problem.tuning = tuning;
   problem.recipe = recipe;
+  // (this bench's 128-block scale_a: M-major columns M rounded up to 4 floats apart, each
+  // array 16-byte aligned, which TMA loads)
+  problem.block_scale_a_tma = recipe == GemmScaleRecipe::block;
   b.note = plan_note(gemm_fp8_plan(problem));
   b.run = [&r, tuning, recipe](cudaStream_t st, int set) {
     const Shape& sh = r.s;

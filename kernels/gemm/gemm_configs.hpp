@@ -106,13 +106,16 @@ constexpr bool two_waves(int id) {
 }
 
 // NOTE: 128-block scales (GemmScaleRecipe::block) multiply each 128-deep partial sum by one
-// scale of B per 128 rows: a configuration takes them where it promotes every 128 of K (the
-// tiled kernel; the two-wave kernel promotes every 256) and its tiles of B lie within one
-// 128-row block of B (block_n divides 128). The small-M kernel is left out: its columns are
-// rows of A, each needing its own scale at every promotion.
-constexpr bool takes_block_scales(int id) {
-  return kConfigs[id].family == Family::tiled && kConfigs[id].promotes &&
-         128 % kConfigs[id].block_n == 0;
+// scale of B per 128 rows: a configuration takes them where it promotes every 128 of K and
+// each promotion's columns lie within one 128-row block of B. The tiled kernel does so where
+// block_n divides 128, with scale_a in any layout (its scale warp copies what TMA cannot
+// load). The two-wave kernel (128-column waves, promoted every 256 of K without them) does so
+// where TMA loads scale_a (GemmProblem::block_scale_a_tma). The small-M kernel is left out:
+// its columns are rows of A, each needing its own scale at every promotion.
+constexpr bool takes_block_scales(int id, bool scale_a_tma = false) {
+  const ConfigRow& c = kConfigs[id];
+  if (c.family == Family::tiled) return c.promotes && 128 % c.block_n == 0;
+  return scale_a_tma && c.promotes && (c.family == Family::waves_m || c.family == Family::waves_n);
 }
 
 // The id of a configuration name, -1 for none.

@@ -137,6 +137,17 @@ GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std
   return s;
 }
 
+bool block_scale_a_tma(const GemmKernelScale& s, std::uint64_t m, std::uint64_t k,
+                       bool aligned) {
+  if (s.recipe != GemmScaleRecipe::block || !aligned || s.a_mn != 1) return false;
+  const std::uint64_t k_blocks = (k + 127) / 128;
+  // (one k-block: its column's stride is never followed)
+  if (k_blocks == 1) return true;
+  const auto a_k = static_cast<std::uint64_t>(s.a_k);
+  // NOTE: TMA strides are multiples of 16 bytes below 2^40 (rule T6)
+  return a_k % 4 == 0 && a_k >= m && a_k * 4 < (std::uint64_t{1} << 40);
+}
+
 int& gemm::launched_config() {
   thread_local int config = -1;
   return config;

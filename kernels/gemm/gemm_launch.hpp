@@ -38,12 +38,21 @@ struct GemmKernelScale {
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
   std::int64_t a_mn = 0, a_k = 0;  // scale_a[m * a_mn + kb * a_k]
   std::int64_t b_mn = 0, b_k = 0;  // scale_b[n * b_mn] (row), [nb * b_mn + kb * b_k] (block)
+  // 128-block scale_a whose k-blocks TMA can load as boxes (block_scale_a_tma): the
+  // producer thread loads them beside A and B (Params::scale_a_map)
+  std::int32_t a_tma = 0;
 };
 // The scales' recipe and arrays for a call of M x N x K: torch's layouts for strides of -1,
 // each given stride >= 0, a pointer for each array; throws ArgumentError naming the field
 // ("scales.scale_a_device", "scales.scale_a_strides", "scales.recipe", ...) otherwise.
 GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std::uint64_t n,
                                   std::uint64_t k);
+// Whether 128-block scale_a (resolved strides, `aligned`: its address is 16-byte aligned)
+// can be loaded by TMA, one box of a tile's rows per k-block: M-major columns (a_mn 1), each
+// k-block's column a whole number of 16-byte chunks from the last (a_k a multiple of 4, at
+// least M), as torch's layout is where M is a multiple of 4 and DeepGEMM's always is.
+bool block_scale_a_tma(const GemmKernelScale& s, std::uint64_t m, std::uint64_t k,
+                       bool aligned);
 
 // What a gemm_fp8 call's launch depends on besides the scale and the stream (the operands'
 // addresses, shapes and pitches, D's type, the tuning, the device).
@@ -57,6 +66,7 @@ struct GemmCallKey {
   int config, splits, device;
   GemmAccumulation accumulation;
   GemmScaleRecipe recipe;
+  bool block_scale_a_tma;  // (GemmProblem::block_scale_a_tma: the plan depends on it)
   bool overlap;
   bool operator==(const GemmCallKey&) const = default;
 };

@@ -77,9 +77,17 @@ void check_recipe(const GemmProblem& q) {
                         "fast with 128-block scales, which are applied at each promotion (every "
                         "128 of K); use GemmAccumulation::promoted");
   }
-  if (q.tuning.config >= 0 && built(q.tuning.config) && !takes_block_scales(q.tuning.config)) {
+  const int id = q.tuning.config;
+  if (id >= 0 && built(id) && !takes_block_scales(id, q.block_scale_a_tma)) {
+    if (takes_block_scales(id, true)) {
+      throw ArgumentError("tuning.config",
+                          config_label(id) +
+                              " takes 128-block scales only where TMA loads scale_a: M-major "
+                              "columns, 16-byte aligned, a multiple of 4 floats apart (at least "
+                              "M); use m64n64, m64n128 or m128n128, or -1");
+    }
     throw ArgumentError("tuning.config",
-                        config_label(q.tuning.config) +
+                        config_label(id) +
                             " does not take 128-block scales (they need promotion every 128 of "
                             "K on tiles of B within one 128-row block); use m64n64, m64n128 or "
                             "m128n128, or -1");
@@ -316,18 +324,18 @@ const ConfigRule kConfigRules[] = {
       "Scale recipes"},
      config::m64n128,
      [](const Facts& f, int chosen) {
-       return !f.forced && f.q.recipe == GemmScaleRecipe::block && !takes_block_scales(chosen) &&
-              f.m <= 64;
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block &&
+              !takes_block_scales(chosen, f.q.block_scale_a_tma) && f.m <= 64;
      }},
     {{"C17",
       "128-block scales above M = 64 where the chosen configuration cannot apply them (tiles "
-      "of B across 128-row blocks, promotion every 256 of K, the small-M kernel): 128 x 128 "
-      "tiles",
+      "of B across 128-row blocks, the small-M kernel, the two-wave kernel where TMA cannot "
+      "load scale_a): 128 x 128 tiles",
       "Scale recipes"},
      config::m128n128,
      [](const Facts& f, int chosen) {
-       return !f.forced && f.q.recipe == GemmScaleRecipe::block && !takes_block_scales(chosen) &&
-              f.m > 64;
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block &&
+              !takes_block_scales(chosen, f.q.block_scale_a_tma) && f.m > 64;
      }},
 };
 
@@ -556,7 +564,11 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   check_view("a", a, false);
   check_view("b", b, false);
   // (throws for scales no float holds, misaligned device scales, recipe arrays missing)
-  const GemmKernelScale scale = gemm_kernel_scale(scales, m, n, k);
+  GemmKernelScale scale = gemm_kernel_scale(scales, m, n, k);
+  // (an address not known yet is taken to be aligned; the call's own check decides)
+  const bool a_aligned = addresses == Addresses::unknown ||
+                         reinterpret_cast<std::uintptr_t>(scale.a) % 16 == 0;
+  scale.a_tma = block_scale_a_tma(scale, m, k, a_aligned) ? 1 : 0;
   if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
     throw ArgumentError("d.data", hex_address(d.data) + " is not 16-byte aligned");
@@ -588,6 +600,7 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   q.sm_count = 1;  // (not asked of the device yet: the tuning's checks need none)
   q.tuning = tuning;
   q.recipe = scales.recipe;
+  q.block_scale_a_tma = scale.a_tma != 0;
   check_tuning(q);
   return scale;
 }
@@ -620,6 +633,7 @@ GemmConfigInfo gemm_config_info(int config) {
   info.promotes = c.promotes;
   info.splits_k = c.splits_k;
   info.block_scales = detail::gemm::takes_block_scales(config);
+  info.block_scales_tma = detail::gemm::takes_block_scales(config, true);
   info.max_m = static_cast<std::uint64_t>(c.max_m);
   info.what = c.what;
   return info;

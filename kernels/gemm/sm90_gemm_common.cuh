@@ -10,12 +10,15 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gemm_launch.hpp"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
 #include "tmakit/device/sm90_wgmma.hpp"
+#include "tmakit/device/tile.hpp"
+#include "tmakit/swizzle.hpp"
 
 namespace tmakit::detail::gemm_common {
 
@@ -76,41 +79,46 @@ using tmakit::round_pair;
 using tmakit::round_to;
 
 // A consumer warpgroup's walk over `count` (>= 1) k-blocks of the ring, from `st`:
-// issue(part, state) waits for the stage and commits its wgmmas into `part` (a fresh partial
-// product); retire(part, state) runs once they are done (free the stage, add the partial
-// into the fp32 sums). Two partials alternate by name, so both stay in registers, and
-// k-block k + 1's wgmmas run while k-block k's partial is added (wgmma.wait_group 1).
+// issue(part, state, which) waits for the stage and commits its wgmmas into `part` (a fresh
+// partial product); retire(part, state, which) runs once they are done (free the stage, add
+// the partial into the fp32 sums). Two partials alternate by name, so both stay in
+// registers, and k-block k + 1's wgmmas run while k-block k's partial is added
+// (wgmma.wait_group 1). `which` (std::integral_constant 0 or 1: part0 or part1) lets a caller
+// keep state of its own per partial in registers too.
 // NOTE: retiring k first whenever k + 1's data was not there yet (mbarrier.test_wait), to
 // hand its stage back sooner, measured slower (M = 16-64 and 4096^3, one run on H200).
 template <class State, int N, class Issue, class Retire>
 __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st, float (&part0)[N],
                                                    float (&part1)[N], Issue&& issue,
                                                    Retire&& retire) {
+  using First = std::integral_constant<int, 0>;
+  using Second = std::integral_constant<int, 1>;
   // k-block j + 1 into `next` while `last` (k-block j, at `prev`) is retired
-  auto step = [&](float(&next)[N], float(&last)[N], State& prev) {
+  auto step = [&](float(&next)[N], auto next_which, float(&last)[N], auto last_which,
+                  State& prev) {
     const State cur = st;
-    issue(next, st);
+    issue(next, st, next_which);
     st.advance();
     wgmma_wait<1>();
-    retire(last, prev);
+    retire(last, prev, last_which);
     prev = cur;
   };
   State prev = st;
-  issue(part0, st);
+  issue(part0, st, First{});
   st.advance();
   for (std::int32_t j = 1;; j += 2) {
     if (j >= count) {
       wgmma_wait<0>();
-      retire(part0, prev);
+      retire(part0, prev, First{});
       return;
     }
-    step(part1, part0, prev);
+    step(part1, Second{}, part0, First{}, prev);
     if (j + 1 >= count) {
       wgmma_wait<0>();
-      retire(part1, prev);
+      retire(part1, prev, Second{});
       return;
     }
-    step(part0, part1, prev);
+    step(part0, First{}, part1, Second{}, prev);
   }
 }
 
@@ -154,6 +162,9 @@ struct Params {
   std::int32_t splits;       // of each of the last split_tiles tiles (in the units' order)
   std::int32_t whole_tiles;  // tiles before those, each one unit with all of K
   std::int64_t units;        // whole_tiles + split_tiles * splits
+  // 128-block scale_a where TMA loads it (scale.a_tma): M x k-blocks floats, M-major, box
+  // BlockM x 1 (zeros past M)
+  CUtensorMap scale_a_map;
   GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
   float* workspace;         // split-K partial tiles: split_tiles * splits of them
   std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
@@ -199,26 +210,140 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   return r;
 }
 
-// A tiled kernel's producer (one thread): every unit's k-blocks, in the order above, into the
+// 128-block scales (GemmScaleRecipe::block) beside each stage of the ring: scale_a of the
+// tile's BlockM rows (0 past M) and scale_b of each 128-row block of B the tile covers (0 past
+// N), for the stage's k-block. The consumers read them before they free the stage. Written by
+// the producer thread with the stage's loads where TMA can load scale_a (scale.a_tma:
+// load_units), else by the tiled kernel's scale warp (load_block_scales).
+// With scale_a that TMA loads, the scale warp's own ring of kBAhead slots, into which one of
+// its threads copies (cp.async) the scale_b of the k-blocks ahead of the ring's
+// (load_block_scales_b).
+template <int BlockM, int BlockN, int Stages>
+struct BlockScaleStages {
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kBBlocks = (BlockN + 127) / 128;
+  static constexpr int kBAhead = 8;
+  static_assert(kBBlocks <= 4, "scale_b: at most four 128-row blocks of B per tile");
+  using ATile = Tile<float, Swizzle::none, BlockM, 1>;  // TMA's box: 128-byte aligned (D1)
+  typename ATile::Buffer a[Stages];
+  alignas(16) float b[Stages][4];  // (kBBlocks used: 16 bytes keep the rows aligned)
+  alignas(16) float b_ahead[kBAhead][4];
+};
+
+// Where the producer thread copies scale_b from next: unit u's k-block kb (kb_end its end),
+// the tile's first 128-row block of B nb0; u >= p.units past this CTA's last k-block.
+// NOTE: formed once per unit and stepped per k-block (a decode per k-block would cost the
+// thread more than the k-block's wgmmas at small M).
+struct ScaleBCursor {
+  std::int64_t u;
+  std::int32_t kb, kb_end, nb0;
+
+  __device__ void start(const Params& p, std::int32_t block_n) {
+    if (u >= p.units) return;
+    const Unit w = decode_unit(p, u);
+    kb = w.kb_begin;
+    kb_end = w.kb_end;
+    nb0 = w.tn * block_n / 128;
+  }
+  __device__ void advance(const Params& p, std::int32_t block_n) {
+    if (++kb < kb_end) return;
+    u += gridDim.x;
+    start(p, block_n);
+  }
+};
+
+struct NoBlockScales {};
+
+// A kernel's producer (one thread): every unit's k-blocks, in the order above, into the
 // ring: wait until the consumers freed the stage, arm its full barrier for A's and B's boxes
 // (out-of-bounds fill counts too), load both. BlockM x 128 bytes of A, BlockN x 128 of B.
-template <class ATile, class BTile, int Stages>
-__device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pipe,
-                                           typename ATile::Buffer (&a)[Stages],
-                                           typename BTile::Buffer (&b)[Stages]) {
+// With `scales` (128-block scales whose scale_a TMA loads, scale.a_tma), the stage's box of
+// scale_a too (its scale_b is the scale warp's: load_block_scales_b).
+template <class ATile, class BTile, int Stages, int ScaleRows = 0>
+__device__ __forceinline__ void load_units(
+    const Params& p, Pipeline<Stages>& pipe, typename ATile::Buffer (&a)[Stages],
+    typename BTile::Buffer (&b)[Stages],
+    BlockScaleStages<ScaleRows, static_cast<int>(BTile::box[1]), Stages>* scales = nullptr) {
+  using Scales = BlockScaleStages<ScaleRows, static_cast<int>(BTile::box[1]), Stages>;
   constexpr std::int32_t kBlockK = static_cast<std::int32_t>(ATile::box[0]);
   constexpr auto kBlockM = static_cast<std::int32_t>(ATile::box[1]);
   constexpr auto kBlockN = static_cast<std::int32_t>(BTile::box[1]);
+  constexpr std::uint32_t kTxBytes = ATile::tx_bytes + BTile::tx_bytes;
   PipelineState<Stages> st;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
     const Unit w = decode_unit(p, u);
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-      Barrier& full = pipe.producer_arm(st, ATile::tx_bytes + BTile::tx_bytes);
+      if constexpr (ScaleRows != 0) {
+        static_assert(ScaleRows == kBlockM, "a scale_a box per tile's rows");
+        if (scales != nullptr) {
+          Barrier& full = pipe.producer_arm(st, kTxBytes + Scales::ATile::tx_bytes);
+          load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
+          load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
+          load_tile<typename Scales::ATile>(&scales->a[st.stage], &p.scale_a_map, full,
+                                            {w.tm * kBlockM, kb});
+          st.advance();
+          continue;
+        }
+      }
+      Barrier& full = pipe.producer_arm(st, kTxBytes);
       load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
       load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
       st.advance();
     }
   }
+}
+
+// One thread of the scale warp, for 128-block scales whose scale_a TMA loads (scale.a_tma):
+// it copies (cp.async) the scale_b of the tile's 128-row blocks of B (0 past N) for the
+// k-block kBAhead - 1 ahead of the ring's into its staging slot; for the ring's k-block it
+// waits for that copy (its oldest group), waits for the stage to be free, writes the stage's
+// scale_b and arrives on its full barrier (Pipeline::init's second producer arrival).
+// Issued after griddepcontrol.wait (the kernel before may write the scales).
+// NOTE: not the producer thread's: its loads then waited for the copies, and at M <= 128,
+// where a k-block's wgmmas are short, the stages waited for its longer instruction stream.
+template <class Scales, int Stages>
+__device__ __forceinline__ void load_block_scales_b(const Params& p, Pipeline<Stages>& pipe,
+                                                    Scales& scales) {
+  constexpr int kBBlocks = Scales::kBBlocks, kAhead = Scales::kBAhead;
+  const std::int32_t b_blocks = (p.n + 127) / 128;
+  ScaleBCursor ahead{static_cast<std::int64_t>(blockIdx.x), 0, 0, 0};
+  ahead.start(p, Scales::kBlockN);
+  std::uint32_t copy_slot = 0, read_slot = 0;
+  // the next k-block's copies as one group (an empty group past this CTA's last k-block)
+  const auto copy_ahead = [&] {
+    if (ahead.u < p.units) {
+#pragma unroll
+      for (int j = 0; j < kBBlocks; ++j) {
+        const std::int32_t nb = ahead.nb0 + j;
+        const bool in = nb < b_blocks;
+        copy_4_bytes_async(&scales.b_ahead[copy_slot][j],
+                           p.scale.b + (in ? nb * p.scale.b_mn + ahead.kb * p.scale.b_k : 0),
+                           in);
+      }
+      ahead.advance(p, Scales::kBlockN);
+      copy_slot = copy_slot + 1 == kAhead ? 0 : copy_slot + 1;
+    }
+    commit_async_copies();
+  };
+  for (int n = 0; n < kAhead - 1; ++n) copy_ahead();
+  PipelineState<Stages> st;
+  for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
+    const Unit w = decode_unit(p, u);
+    for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
+      copy_ahead();
+      wait_async_copies<kAhead - 1>();  // this k-block's (the oldest group) has landed
+      float sb[kBBlocks];
+#pragma unroll
+      for (int j = 0; j < kBBlocks; ++j) sb[j] = scales.b_ahead[read_slot][j];
+      read_slot = read_slot + 1 == kAhead ? 0 : read_slot + 1;
+      pipe.producer_wait_free(st);
+#pragma unroll
+      for (int j = 0; j < kBBlocks; ++j) scales.b[st.stage][j] = sb[j];
+      pipe.producer_full(st).arrive();  // (releases the writes above to the consumers)
+      st.advance();
+    }
+  }
+  wait_async_copies<0>();  // (the empty groups past the last k-block)
 }
 
 // Row-wise scales (GemmScaleRecipe::row) of one tile in shared memory: scale_a of its BlockM
@@ -287,9 +412,10 @@ __device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<B
 }
 
 // The two-wave kernel's launch (sm90_gemm_fp8_waves.cu, instantiated there for the two
-// configurations of its families): (params, grid, stream, overlap_launch, promote).
+// configurations of its families): (params, grid, stream, overlap_launch, promote,
+// 128-block scales).
 template <int Id, class T>
 void launch_two_waves(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                      bool promote);
+                      bool promote, bool block_scales);
 
 }  // namespace tmakit::detail::gemm

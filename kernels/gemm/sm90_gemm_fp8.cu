@@ -29,7 +29,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
                 stream,
                 GemmCallKey{a.data, b.data, d.data, a.rows, b.rows, a.cols, a.row_pitch(),
                             b.row_pitch(), d.row_pitch(), d.type, tuning.config, tuning.splits,
-                            device, tuning.accumulation, scales.recipe,
+                            device, tuning.accumulation, scales.recipe, scale.a_tma != 0,
                             tuning.overlap_launch},
                 GemmPlan{}};
   // step 2: pointers the GPU can use, and the plan (once per distinct call on this thread)
@@ -42,7 +42,7 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
     require_device_pointer(d.data, "d.data");
     return gemm::plan_checked(GemmProblem{a.rows, b.rows, a.cols, d.row_pitch(),
                                           multiprocessor_count(), peak_dram_bytes_per_second(),
-                                          tuning, scales.recipe});
+                                          tuning, scales.recipe, scale.a_tma != 0});
   });
   // (not part of the key: remembered by require_device_pointer itself)
   if (scales.scale_a_device != nullptr) {

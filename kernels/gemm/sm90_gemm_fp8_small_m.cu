@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       wgmma_commit();
     };
-    auto retire = [&](float (&part)[C::kAccum], const State& done) {
+    auto retire = [&](float (&part)[C::kAccum], const State& done, auto /*which*/) {
       if (warp_leader) pipe.consumer_release(done);
       wgmma_fence_registers(part);
 #pragma unroll
@@ -302,7 +302,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       float part1[C::kAccum];
       gemm_common::pipelined_k_blocks(
           kb_end - kb_begin, st, part0, part1,
-          [&](float(&part)[C::kAccum], const State& at) { issue(part, at, std::true_type{}); },
+          [&](float(&part)[C::kAccum], const State& at, auto /*which*/) {
+            issue(part, at, std::true_type{});
+          },
           retire);
     } else {
       // NOTE: fast accumulation: the sums (zeroed above) take every k-block's wgmmas

@@ -67,7 +67,7 @@ void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool ove
     launched_config() = Id;
   } else if constexpr (c.family == Family::waves_m || c.family == Family::waves_n) {
     static_assert(!c.splits_k && !c.plain_stores, "the two-wave kernel: K unsplit, TMA stores");
-    launch_two_waves<Id, T>(p, grid, stream, overlap, promote);
+    launch_two_waves<Id, T>(p, grid, stream, overlap, promote, block_scales);
   }
 }
 
@@ -121,6 +121,15 @@ void launch_tiled(const GemmCall& call) {
   thread_local LastCall<Params> last;
   Params p = last.get(call.key, [&] { return make_params(call); });
   p.scale = call.scale;
+  if (call.scale.a_tma != 0) {  // 128-block scale_a by TMA: M x k-blocks floats, M-major
+    const ConfigRow& c = row(plan.config);
+    const std::uint64_t k_blocks = (call.a.cols + kBlockK - 1) / kBlockK;
+    const ConstTensorRef scale_a(call.scale.a, DataType::float32, k_blocks, call.a.rows,
+                                 static_cast<std::uint64_t>(call.scale.a_k) * 4);
+    p.scale_a_map = cached_tensor_map(
+        view_spec(scale_a, DataType::float32, {static_cast<std::uint32_t>(c.block_m), 1, 1},
+                  Swizzle::none));
+  }
   if (plan.splits > 1) {  // split K: the partial tiles through the stream's workspace
     const ConfigRow& c = row(plan.config);
     const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;

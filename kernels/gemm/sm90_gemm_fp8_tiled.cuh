@@ -55,8 +55,9 @@ struct Config {
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
   // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
-  // from the producer: 128 * 24 + 256 * 240 = 64512.
-  static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
+  // from the producer: 128 * 24 + 256 * 240 = 64512. One consumer warpgroup leaves the
+  // producer more (its thread's 128-block scale copies spilled at 40).
+  static constexpr int kProducerRegs = BlockN > 128 ? 24 : ConsumerWGs == 1 ? 56 : 40;
   static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
   // Promotion needs three sets of BlockN / 2 registers (sums and two partials) and about 24
   // more (addresses, indices, the ring's state), split K a second set in its epilogue: 144
@@ -75,18 +76,15 @@ template <int Id>
 using TiledRoundsConfig = Config<row(Id).block_m / 64, row(Id).block_n, row(Id).rounds_stages,
                                  row(Id).d_box_cols, row(Id).rounds_d_staged>;
 
-// 128-block scales (GemmScaleRecipe::block) beside each stage of the ring: scale_a of the
-// tile's rows and scale_b of its 128-row block of B, for the stage's k-block (0 past M),
-// written by the producer warpgroup's second warp (load_block_scales) and counted on the
-// stage's full barrier with the TMA bytes; and that warp's own ring of kScaleAhead staging
-// slots, into which it copies the scales of the k-blocks ahead. None without them.
+// 128-block scales (GemmScaleRecipe::block): the stages' slots (BlockScaleStages), and the
+// scale warp's own ring of kScaleAhead staging slots, into which it copies the scales of the
+// k-blocks ahead where TMA cannot load scale_a (load_block_scales). None without them.
 inline constexpr int kScaleAhead = 12;
 template <class Cfg, bool BlockScales>
 struct BlockScaleSlots {};
 template <class Cfg>
 struct BlockScaleSlots<Cfg, true> {
-  alignas(16) float a[Cfg::kStages][Cfg::kBlockM];
-  alignas(16) float b[Cfg::kStages][4];  // (one used: 16 bytes keep the rows aligned)
+  BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages> stages;
   alignas(16) float ahead_a[kScaleAhead][Cfg::kBlockM];
   alignas(16) float ahead_b[kScaleAhead][4];
 };
@@ -157,7 +155,8 @@ struct BlockScaleCursor {
   }
 };
 
-// The scale warp of the tiled kernel for 128-block scales. Each of its 32 threads copies
+// The scale warp of the tiled kernel for 128-block scales that TMA cannot load (scale_a not
+// in M-major, 16-byte aligned columns: block_scale_a_tma). Each of its 32 threads copies
 // (cp.async) scale_a[row][kb] of its rows of the tile (zeros past M) and, lane 0,
 // scale_b[nb][kb], for the k-block kScaleAhead - 1 ahead of the ring's, into its staging slot;
 // for the ring's k-block it waits for that k-block's copies (its oldest group), waits for the
@@ -182,6 +181,7 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
   BlockScaleCursor<kRowsPerLane> ahead{static_cast<std::int64_t>(blockIdx.x), 0, 0, {}, nullptr, 0};
   ahead.template start<Cfg::kBlockM, Cfg::kBlockN>(p, lane);
   constexpr std::uint32_t kSlotA = Cfg::kBlockM * 4, kSlotB = 16;
+  static_assert(sizeof(slots.stages.a[0]) == kSlotA, "a stage's scale_a: its rows, no more");
   // the staging slots the next copies go to (k-block `copied`, slot `copy_slot`) and are
   // read from (the ring's k-block n, slot `read_slot`)
   std::uint32_t copied = 0, copy_slot = 0, read_slot = 0;
@@ -204,8 +204,8 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
   };
   for (int n = 0; n < kScaleAhead - 1; ++n) copy_ahead();
   PipelineState<Cfg::kStages> st;
-  const std::uint32_t stage_a = smem_address(&slots.a[0][lane]);
-  const std::uint32_t stage_b = smem_address(&slots.b[0][0]);
+  const std::uint32_t stage_a = smem_address(slots.stages.a[0].bytes) + lane * 4;
+  const std::uint32_t stage_b = smem_address(&slots.stages.b[0][0]);
   for (std::uint32_t n = 0; n < k_blocks; ++n) {
     copy_ahead();
     wait_async_copies<kScaleAhead - 1>();  // k-block n's (the oldest group) has landed
@@ -385,15 +385,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
-    // ---- producer warpgroup: one thread issues every TMA load; the second warp copies
-    // row-wise or 128-block scales beside them ------------------------------------------
+    // ---- producer warpgroup: one thread issues every TMA load (with 128-block scale_a where
+    // TMA can load it); the second warp copies row-wise or the other 128-block scales -------
     warpgroup_release_registers<Cfg::kProducerRegs>();
     const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
     if (threadIdx.x == 0) {
-      load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+      if constexpr (BlockScales) {
+        load_units<typename Cfg::ATile, typename Cfg::BTile, Cfg::kStages, Cfg::kBlockM>(
+            p, pipe, s.a, s.b, p.scale.a_tma ? &s.block_scales.stages : nullptr);
+      } else {
+        load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+      }
     } else if (warp == 1) {
       if constexpr (BlockScales) {
-        load_block_scales<Cfg>(p, pipe, s.block_scales, threadIdx.x % 32);
+        if (!p.scale.a_tma) {
+          load_block_scales<Cfg>(p, pipe, s.block_scales, threadIdx.x % 32);
+        } else if (threadIdx.x % 32 == 0) {
+          load_block_scales_b(p, pipe, s.block_scales.stages);
+        }
       } else if (p.scale.recipe == GemmScaleRecipe::row) {
         load_row_scales(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
       }
@@ -420,33 +429,40 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     auto release = [&](const State& done) {
       if (warp_leader) pipe.consumer_release(done);
     };
-    auto issue = [&](float (&part)[Cfg::kAccum], const State& at) {
+    // With 128-block scales, each partial's k-block's scale_a[row] * scale_b (float products;
+    // this thread's two rows of the tile: register 4j + 2h + e holds row h, 8 apart), read
+    // from the stage's slots as its wgmmas are issued, applied when it is retired
+    // NOTE: read at retirement, the shared loads' latency stood between each k-block's
+    // wgmmas and its promotion (0.7x the per-tensor kernel's speed at M = 128, H200)
+    [[maybe_unused]] float row_scales[2][2];
+    auto issue = [&](float (&part)[Cfg::kAccum], const State& at, auto which) {
       pipe.consumer_wait(at);
+      if constexpr (BlockScales) {
+        const std::uint32_t tile_row = cw * 64 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4;
+        // NOTE: shared loads by address (through `s`, a generic pointer, they were generic
+        // LDs)
+        const float b = ptx::ld_shared_f32(smem_address(&s.block_scales.stages.b[at.stage][0]));
+        const std::uint32_t a_at =
+            smem_address(s.block_scales.stages.a[at.stage].bytes) + tile_row * 4;
+        row_scales[which][0] = ptx::ld_shared_f32(a_at) * b;
+        row_scales[which][1] = ptx::ld_shared_f32(a_at + 8 * 4) * b;
+      }
       issue_k_block<Cfg>(part, smem_address(&s.a[at.stage]) + a_off, smem_address(&s.b[at.stage]));
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
     // adding each 128-deep partial into fp32 registers keeps long sums accurate. (256-deep
     // partials, two k-blocks per group, measured slower once the descriptors sat in uniform
     // registers: a pair holds four stages, so fewer are in flight; EXPERIMENTS.md.)
-    // With 128-block scales, the partial is multiplied by its k-block's scale_a[row] *
-    // scale_b (float products, read from the stage's slots before the stage is freed) as it
-    // is added: one fused multiply-add per sum.
-    auto retire = [&](float (&part)[Cfg::kAccum], const State& done) {
+    // With 128-block scales, the partial is multiplied by its k-block's scales as it is
+    // added: one fused multiply-add per sum.
+    auto retire = [&](float (&part)[Cfg::kAccum], const State& done, auto which) {
       if constexpr (BlockScales) {
-        // this thread's two rows of the tile (register 4j + 2h + e holds row h: 8 apart)
-        const std::uint32_t tile_row = cw * 64 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4;
-        // NOTE: shared loads by address (through `s`, a generic pointer, they were generic
-        // LDs, each k-block's promotion waiting on their latency)
-        const float b = ptx::ld_shared_f32(smem_address(&s.block_scales.b[done.stage][0]));
-        const std::uint32_t a_at = smem_address(&s.block_scales.a[done.stage][tile_row]);
-        const float row_scale[2] = {ptx::ld_shared_f32(a_at) * b,
-                                    ptx::ld_shared_f32(a_at + 8 * 4) * b};
         __syncwarp();  // every lane's reads of the slots before its warp frees the stage
         release(done);
         wgmma_fence_registers(part);
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) {
-          acc[i] = fmaf(part[i], row_scale[(i / 2) % 2], acc[i]);
+          acc[i] = fmaf(part[i], row_scales[which][(i / 2) % 2], acc[i]);
         }
       } else {
         release(done);

@@ -77,7 +77,7 @@ using TwoWaveConfig =
     WaveConfig<2, row(Id).family == Family::waves_m ? row(Id).block_n : row(Id).block_n / 2,
                row(Id).stages, row(Id).family == Family::waves_m ? WaveAxis::m : WaveAxis::n>;
 
-template <class Cfg, class T>
+template <class Cfg, class T, bool BlockScales = false>
 struct alignas(1024) WaveStorage {
   using DTile = Tile<T, Swizzle::bytes128, Cfg::kDBoxCols, 64>;
   typename Cfg::ATile::Buffer a[Cfg::kStages];  // 1024-aligned: the swizzle repeat (D2)
@@ -86,22 +86,37 @@ struct alignas(1024) WaveStorage {
   typename DTile::Buffer d[Cfg::kMathWGs][Cfg::kDBoxes];
   PipelineBarriers<Cfg::kStages> bars;
   RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales;  // GemmScaleRecipe::row
+  // GemmScaleRecipe::block: each stage's scales, loaded with it by the producer thread
+  std::conditional_t<BlockScales, BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>,
+                     NoBlockScales>
+      block_scales;
 };
+template <class Cfg, class T, bool BlockScales = false>
+constexpr std::size_t kWaveSmemBytes =
+    sizeof(WaveStorage<Cfg, T, BlockScales>) + 1024;  // + alignment slack
+
+// The configuration a two-wave row runs 128-block scales with: its own where the scales'
+// slots fit beside its ring, else one stage shallower (m256n128 and m128n256w: 3 stages).
+// NOTE: four stages with D staged one box at a time (the room the slots need) measured 1-4%
+// slower at M = 4096 than three with the wave's boxes staged at once (H200; README.md,
+// "Scale recipes").
 template <class Cfg, class T>
-constexpr std::size_t kWaveSmemBytes = sizeof(WaveStorage<Cfg, T>) + 1024;  // + alignment slack
+using BlockScalesWaveConfig =
+    WaveConfig<Cfg::kWaves, Cfg::kWaveN,
+               kWaveSmemBytes<Cfg, T, true> <= 227 * 1024 ? Cfg::kStages : Cfg::kStages - 1,
+               Cfg::kAxis>;
 
 // One wave's 64 x WaveN sums (wgmma's fragment layout: register 4j + 2h + e of lane l in warp
 // w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled and rounded once, into the
 // warpgroup's staging boxes (128B swizzle: a quarter-warp's eight rows land on eight distinct
 // 16-byte chunks, no bank conflicts), then stored by one thread with TMA, which clips rows
 // past M and columns past N. The boxes are reused once the previous wave's stores read them.
-template <class Cfg, class T>
-__device__ __forceinline__ void store_wave(const Params& p, const float (&sums)[Cfg::kPartial],
-                                           float scale,
-                                           typename WaveStorage<Cfg, T>::DTile::Buffer* boxes,
-                                           std::int32_t row0, std::int32_t col0,
-                                           std::uint32_t wg_tid, std::uint32_t barrier_id) {
-  using DTile = typename WaveStorage<Cfg, T>::DTile;
+template <class Cfg, class T, bool BlockScales>
+__device__ __forceinline__ void store_wave(
+    const Params& p, const float (&sums)[Cfg::kPartial], float scale,
+    typename WaveStorage<Cfg, T, BlockScales>::DTile::Buffer* boxes, std::int32_t row0,
+    std::int32_t col0, std::uint32_t wg_tid, std::uint32_t barrier_id) {
+  using DTile = typename WaveStorage<Cfg, T, BlockScales>::DTile;
   // NOTE: a TMA store wholly outside the tensor kills the kernel (docs/hardware.md H5): a
   // wave past M stores nothing, and boxes past N are skipped below
   if (row0 >= p.m) return;
@@ -123,11 +138,13 @@ __device__ __forceinline__ void store_wave(const Params& p, const float (&sums)[
 }
 
 // Promote: GemmAccumulation::promoted (true) or fast (false: each wave's wgmmas add into its
-// sums across all of K, no partial product).
-template <class Cfg, class T, bool Promote>
+// sums across all of K, no partial product). BlockScales: 128-block scales (GemmScaleRecipe::
+// block) that TMA loads (scale.a_tma), applied at each promotion, every 128 of K. Row-wise
+// scales are applied in the epilogue of any instantiation (a runtime branch: p.scale.recipe).
+template <class Cfg, class T, bool Promote, bool BlockScales = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90_gemm_fp8_waves_kernel(const __grid_constant__ Params p) {
-  using Storage = WaveStorage<Cfg, T>;
+  using Storage = WaveStorage<Cfg, T, BlockScales>;
   static_assert(Cfg::kWaves >= 1 && Cfg::kWaves <= 2, "one or two waves per math warpgroup");
   static_assert(Cfg::kWaveN % Cfg::kDBoxCols == 0, "a wave of D is whole 64-column boxes");
   static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
@@ -135,7 +152,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 "the sums of every wave and one partial must fit the math warpgroups' registers");
   static_assert(128 * Cfg::kProducerRegs + 256 * Cfg::kMathRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
-  static_assert(kWaveSmemBytes<Cfg, T> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+  static_assert(kWaveSmemBytes<Cfg, T, BlockScales> <= 227 * 1024,
+                "shared memory: 227 KB per CTA at most");
+  static_assert(!BlockScales || (Promote && 128 % Cfg::kWaveN == 0 && Cfg::kBlockN % 128 == 0),
+                "128-block scales: promotion every 128 of K, each wave's columns within one "
+                "128-row block of B");
   // named barriers: 1.. each math warpgroup's epilogue, 3 and 4 their turns, then two per
   // math warpgroup for the row-wise scales' hand-over
   constexpr RowScaleBarriers<Cfg::kMathWGs> kRowScaleBarriers{5};
@@ -146,9 +167,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   using State = PipelineState<Cfg::kStages>;
   Pipeline<Cfg::kStages> pipe(s.bars);
 
-  // a stage is freed by one arrival per math warp
+  // a stage is freed by one arrival per math warp (and, with 128-block scales, filled by the
+  // scale warp's arrival beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kMathWGs);
+    pipe.init(4 * Cfg::kMathWGs, BlockScales ? 2 : 1);
     fence_barrier_init();
   }
   __syncthreads();
@@ -157,12 +179,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
-    // ---- producer warpgroup: one thread issues every TMA load; the second warp copies
-    // row-wise scales beside them ---------------------------------------------------------
+    // ---- producer warpgroup: one thread issues every TMA load (with 128-block scale_a); the
+    // second warp copies row-wise scales, or one of its threads 128-block scale_b -----------
     warpgroup_release_registers<Cfg::kProducerRegs>();
     const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
     if (threadIdx.x == 0) {
-      load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+      if constexpr (BlockScales) {
+        load_units<typename Cfg::ATile, typename Cfg::BTile, Cfg::kStages, Cfg::kBlockM>(
+            p, pipe, s.a, s.b, &s.block_scales);
+      } else {
+        load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+      }
+    } else if (BlockScales && threadIdx.x == 32) {
+      if constexpr (BlockScales) load_block_scales_b(p, pipe, s.block_scales);
     } else if (warp == 1 && p.scale.recipe == GemmScaleRecipe::row) {
       load_row_scales(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
     }
@@ -198,7 +227,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // themselves they drift into step and both promote at once (kernels/gemm/EXPERIMENTS.md).
     // Every step but the kernel's first takes the turn and every step but its last passes
     // it, so the arrivals on each barrier match its waits.
+    // NOTE: not with 128-block scales, whose promotions (128-deep, twice as many) measured
+    // 4-6% faster at M = 4096 without turns (kernels/gemm/README.md, "Scale recipes")
+    constexpr bool kTurns = !BlockScales;
     const auto take_turn = [&](bool first_step) {
+      if constexpr (!kTurns) return;
       if (mw == 1) {
         named_barrier_sync(3, 256);
       } else if (!first_step) {
@@ -206,6 +239,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
     };
     const auto pass_turn = [&](bool last_step) {
+      if constexpr (!kTurns) return;
       if (mw == 0) {
         named_barrier_arrive(3, 256);
       } else if (!last_step) {
@@ -258,9 +292,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // the turns; a tile's odd last k-block goes alone.
         const auto promote_k_blocks = [&](const State& at, auto count, bool first, bool last) {
           constexpr int kCount = decltype(count)::value;
+          static_assert(!BlockScales || kCount == 1, "128-block scales: one k-block at a time");
           State next = at;
           next.advance();
           pipe.consumer_wait(at);
+          // 128-block scales: each wave's two rows' scale_a times its block's scale_b,
+          // read before the stage is freed (the warp's lanes, before its leader's release)
+          [[maybe_unused]] float row_scale[Cfg::kWaves][2];
+          if constexpr (BlockScales) {
+            const std::uint32_t a_at = smem_address(s.block_scales.a[at.stage].bytes) +
+                                       (a_row0 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4) * 4;
+#pragma unroll
+            for (int v = 0; v < Cfg::kWaves; ++v) {
+              const float b = ptx::ld_shared_f32(
+                  smem_address(&s.block_scales.b[at.stage][kDownM ? 0 : v * Cfg::kWaveN / 128]));
+              const std::uint32_t rows_at = a_at + (kDownM ? 64 * v * 4 : 0);
+              row_scale[v][0] = ptx::ld_shared_f32(rows_at) * b;
+              row_scale[v][1] = ptx::ld_shared_f32(rows_at + 8 * 4) * b;
+            }
+            __syncwarp();
+          }
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
             take_turn(first && v == 0);
@@ -293,18 +344,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than
             // fp32; adding each 256-deep partial into fp32 registers keeps long sums accurate.
             wgmma_fence_registers(part);
+            if constexpr (BlockScales) {
 #pragma unroll
-            for (int i = 0; i < Cfg::kPartial; ++i) sums[v][i] += part[i];
+              for (int i = 0; i < Cfg::kPartial; ++i) {
+                sums[v][i] = fmaf(part[i], row_scale[v][(i / 2) % 2], sums[v][i]);
+              }
+            } else {
+#pragma unroll
+              for (int i = 0; i < Cfg::kPartial; ++i) sums[v][i] += part[i];
+            }
           }
         };
         std::int32_t kb = w.kb_begin;
-        for (; kb + 1 < w.kb_end; kb += 2) {
-          promote_k_blocks(st, std::integral_constant<int, 2>{}, first_step,
-                           last_unit && kb + 2 == w.kb_end);
-          first_step = false;
-          st.advance();
-          st.advance();
+        if constexpr (!BlockScales) {
+          for (; kb + 1 < w.kb_end; kb += 2) {
+            promote_k_blocks(st, std::integral_constant<int, 2>{}, first_step,
+                             last_unit && kb + 2 == w.kb_end);
+            first_step = false;
+            st.advance();
+            st.advance();
+          }
         }
+        // (every k-block with 128-block scales, else the odd last one)
         // NOTE: written as a loop (it runs at most once): as an `if`, ptxas spilled the sums
         for (; kb < w.kb_end; ++kb) {
           promote_k_blocks(st, std::integral_constant<int, 1>{}, first_step,
@@ -327,7 +388,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (v == Cfg::kWaves - 1) kRowScaleBarriers.release(mw);
           out_scale = 1.0f;
         }
-        store_wave<Cfg, T>(p, sums[v], out_scale, s.d[mw], row0, col0, wg_tid, 1 + mw);
+        store_wave<Cfg, T, BlockScales>(p, sums[v], out_scale, s.d[mw], row0, col0, wg_tid,
+                                        1 + mw);
       }
     }
     // a CTA may not exit while its stores still read shared memory

@@ -161,7 +161,10 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   detail::gemm::launched_config() = -1;
   gemm_fp8(ra, rb, rd, scales, nullptr, tuning);
   // the configuration whose kernel ran is the plan's for this call (D's pitch included)
-  const GemmPlan plan = gemm_fp8_plan({c.m, c.n, c.k, dp, device_sm_count(), 0, tuning, c.recipe});
+  // (128-block scale_a M-major, cudaMalloc'd: TMA loads it where M is a multiple of 4)
+  const bool scale_a_tma = block && !c.scale_a_rows && (c.m % 4 == 0 || kbs == 1);
+  const GemmPlan plan = gemm_fp8_plan(
+      {c.m, c.n, c.k, dp, device_sm_count(), 0, tuning, c.recipe, scale_a_tma});
   EXPECT_EQ(detail::gemm::launched_config(), plan.config);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint8_t> got(c.m * dp);
@@ -338,15 +341,69 @@ TEST(GemmRecipes, RowWiseEveryConfigurationForced) {
 TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (int id = 0; id < kGemmConfigs; ++id) {
-    if (!gemm_config_built(id) || !detail::gemm::takes_block_scales(id)) continue;
-    // unsplit and split, scale_a M-major and row-major
-    for (int splits : {1, 3}) {
-      Case block{300, 333, 1040, id, splits};
-      block.recipe = GemmScaleRecipe::block;
-      block.scale_a_rows = splits == 3;
-      run_case(block, 3000 + id * 10 + splits);
+    if (!gemm_config_built(id)) continue;
+    const GemmConfigInfo info = gemm_config_info(id);
+    if (info.block_scales) {
+      // unsplit and split, scale_a M-major (M a multiple of 4: loaded by TMA) and row-major
+      // (copied by the scale warp)
+      for (int splits : {1, 3}) {
+        Case block{300, 333, 1040, id, splits};
+        block.recipe = GemmScaleRecipe::block;
+        block.scale_a_rows = splits == 3;
+        run_case(block, 3000 + id * 10 + splits);
+      }
+      // M-major where M is not a multiple of 4: the scale warp's copies
+      Case odd{301, 336, 272, id};
+      odd.recipe = GemmScaleRecipe::block;
+      run_case(odd, 3100 + id);
+    }
+    if (info.block_scales_tma) {
+      // scale_a by TMA, every CTA taking two or more tiles (a unit's last k-block reads the
+      // next unit's scale_b ahead), a last partial k-block of 16
+      Case rounds{1100, 4000, 272, id};
+      rounds.recipe = GemmScaleRecipe::block;
+      run_case(rounds, 3200 + id);
     }
   }
+}
+
+// The two-wave configurations take 128-block scales only where TMA loads scale_a; forced
+// with a row-major scale_a, the call is refused naming the rule, and D is not written.
+TEST(GemmRecipes, TwoWaveBlockScalesNeedScaleATma) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr std::uint64_t m = 300, n = 336, k = 1040, kbs = (k + 127) / 128;
+  void *a = nullptr, *b = nullptr, *d = nullptr, *sa = nullptr, *sb = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, m * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, n * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d, m * n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&sa, m * kbs * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&sb, (n + 127) / 128 * kbs * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d, kPoison, m * n * 2), cudaSuccess);
+  GemmScales scales;
+  scales.recipe = GemmScaleRecipe::block;
+  scales.scale_a_device = static_cast<const float*>(sa);
+  scales.scale_b_device = static_cast<const float*>(sb);
+  scales.scale_a_strides = {static_cast<std::int64_t>(kbs), 1};  // row-major
+  int forced = 0;
+  for (int id = 0; id < kGemmConfigs; ++id) {
+    const GemmConfigInfo info = gemm_config_info(id);
+    if (!info.built || info.block_scales || !info.block_scales_tma) continue;
+    ++forced;
+    std::string what;
+    try {
+      gemm_fp8(ConstTensorRef(a, DataType::uint8, m, k), ConstTensorRef(b, DataType::uint8, n, k),
+               TensorRef(d, DataType::bfloat16, m, n), scales, nullptr, GemmTuning{id});
+    } catch (const ArgumentError& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("takes 128-block scales only where TMA loads scale_a"), std::string::npos)
+        << info.name << ": " << what;
+  }
+  EXPECT_EQ(forced, 2) << "m256n128 and m128n256w";
+  std::vector<std::uint8_t> got(m * n * 2);
+  ASSERT_EQ(cudaMemcpy(got.data(), d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::count(got.begin(), got.end(), kPoison), static_cast<std::ptrdiff_t>(got.size()));
+  for (void* p : {a, b, d, sa, sb}) cudaFree(p);
 }
 
 // What runs is what the plan says, at every bench shape (`tmakit bench --filter gemm`'s list)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm/gemm_launch.hpp"
 #include "gemm/gemm_plan.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
@@ -289,13 +290,28 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
   EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, fast); }, &msg),
             "tuning.accumulation");
   EXPECT_NE(msg.find("promoted"), std::string::npos) << msg;
-  for (const char* name : {"m128n144", "m128n80", "m256n128", "m128n256w", "smallm"}) {
+  for (const char* name : {"m128n144", "m128n80", "smallm"}) {
     GemmTuning forced;
     forced.config = gemm_config_id(name);
     EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, forced); }, &msg),
               "tuning.config")
         << name;
     EXPECT_NE(msg.find("m64n64, m64n128 or m128n128"), std::string::npos) << msg;
+  }
+  // the two-wave configurations: where TMA loads scale_a (torch's M-major layout, M a
+  // multiple of 4, aligned) they reach the first CUDA call; row-major, they are refused
+  GemmScales block_rows = block;
+  block_rows.scale_a_strides = {static_cast<std::int64_t>((o.a.cols + 127) / 128), 1};
+  for (const char* name : {"m256n128", "m128n256w"}) {
+    GemmTuning forced;
+    forced.config = gemm_config_id(name);
+    const std::string argument =
+        refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, forced); });
+    EXPECT_EQ(argument.rfind("tuning", 0), std::string::npos) << name << ": " << argument;
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block_rows, nullptr, forced); }, &msg),
+              "tuning.config")
+        << name;
+    EXPECT_NE(msg.find("only where TMA loads scale_a"), std::string::npos) << msg;
   }
   GemmScales bad = block;
   bad.recipe = static_cast<GemmScaleRecipe>(7);
@@ -915,9 +931,64 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
         // the per-tensor plan is unchanged where it already applies them
         const GemmPlan t = gemm_fp8_plan(m, n, k, 132);
         if (detail::gemm::takes_block_scales(t.config)) EXPECT_EQ(p.config, t.config);
+        // scale_a that TMA loads: the two-wave configurations apply them too
+        GemmProblem q{m, n, k, 0, 132, 0, {}, GemmScaleRecipe::block, true};
+        const GemmPlan tma = gemm_fp8_plan(q);
+        EXPECT_TRUE(detail::gemm::takes_block_scales(tma.config, true));
+        if (detail::gemm::takes_block_scales(t.config, true)) EXPECT_EQ(tma.config, t.config);
       }
     }
   }
+  // at DeepSeek-V3's M = 4096 shapes the per-tensor plan's 256-row tiles are kept
+  GemmProblem q{4096, 7168, 16384, 0, 132, 0, {}, GemmScaleRecipe::block, true};
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config),
+               gemm_config_name(gemm_fp8_plan(4096, 7168, 16384, 132).config));
+  EXPECT_TRUE(detail::gemm::two_waves(gemm_fp8_plan(q).config));
+}
+
+// A forced two-wave configuration takes 128-block scales only where TMA loads scale_a; the
+// refusal says so and names the configurations that take any layout.
+TEST(GemmPlanRules, TwoWaveBlockScalesNeedScaleATma) {
+  GemmProblem q{4096, 4096, 4096, 0, 132, 0, {}, GemmScaleRecipe::block, false};
+  q.tuning.config = gemm_config_id("m256n128");
+  std::string message;
+  EXPECT_EQ(test::refused([&] { gemm_fp8_plan(q); }, &message), "tuning.config");
+  EXPECT_NE(message.find("configuration m256n128 takes 128-block scales only where TMA loads "
+                         "scale_a: M-major columns, 16-byte aligned, a multiple of 4 floats "
+                         "apart (at least M); use m64n64, m64n128 or m128n128, or -1"),
+            std::string::npos)
+      << message;
+  q.block_scale_a_tma = true;
+  EXPECT_EQ(gemm_fp8_plan(q).config, gemm_config_id("m256n128"));
+  q.tuning.config = gemm_config_id("m128n256");  // (fast accumulation only)
+  EXPECT_EQ(test::refused([&] { gemm_fp8_plan(q); }, &message), "tuning.config");
+  EXPECT_NE(message.find("configuration m128n256 does not take 128-block scales"),
+            std::string::npos)
+      << message;
+}
+
+// Which 128-block scale_a TMA loads (the launcher's fact for the plan): M-major columns a
+// whole number of 16-byte chunks apart, at least M, from a 16-byte aligned address.
+TEST(GemmScaleRecipes, BlockScaleATma) {
+  detail::GemmKernelScale s;
+  s.recipe = GemmScaleRecipe::block;
+  s.a_mn = 1;
+  s.a_k = 300;
+  EXPECT_TRUE(detail::block_scale_a_tma(s, 300, 1040, true));
+  EXPECT_FALSE(detail::block_scale_a_tma(s, 300, 1040, false));  // misaligned address
+  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));   // columns overlap
+  s.a_k = 301;
+  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));  // not whole 16-byte chunks
+  EXPECT_TRUE(detail::block_scale_a_tma(s, 301, 128, true));    // one column: no stride
+  s.a_k = 304;
+  EXPECT_TRUE(detail::block_scale_a_tma(s, 301, 1040, true));  // DeepGEMM's: M rounded to 4
+  s.a_mn = 9;
+  s.a_k = 1;
+  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));  // row-major
+  s.recipe = GemmScaleRecipe::row;
+  s.a_mn = 1;
+  s.a_k = 304;
+  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));
 }
 
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
@@ -940,6 +1011,14 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
     if (info.block_scales) block_scales += std::string(block_scales.empty() ? "" : " ") + info.name;
   }
   EXPECT_EQ(block_scales, "m64n128 m128n128 m64n64");
+  std::string block_scales_tma;
+  for (int id = 0; id < kGemmConfigs; ++id) {
+    const GemmConfigInfo info = gemm_config_info(id);
+    if (info.block_scales_tma) {
+      block_scales_tma += std::string(block_scales_tma.empty() ? "" : " ") + info.name;
+    }
+  }
+  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w");
   EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
   EXPECT_EQ(gemm_config_id("m128x128"), -1);
   EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");

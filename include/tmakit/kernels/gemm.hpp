@@ -125,6 +125,8 @@ struct GemmConfigInfo {
   bool promotes = false;         // runs GemmAccumulation::promoted (every built one runs fast)
   bool splits_k = false;         // takes GemmTuning::splits > 1
   bool block_scales = false;     // applies GemmScaleRecipe::block (every one applies row)
+  // applies GemmScaleRecipe::block where scale_a is as GemmProblem::block_scale_a_tma says
+  bool block_scales_tma = false;
   std::uint64_t max_m = 0;       // the largest M it takes (0: any)
   const char* what = "";         // what it is for, one line
 };
@@ -145,6 +147,10 @@ struct GemmProblem {
   // how the scales apply: 128-block scales take the configurations that promote every 128
   // of K and whose tiles of B lie within one 128-row block (m64n64, m64n128, m128n128)
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
+  // 128-block scale_a that TMA can load (M-major columns 16-byte aligned and a whole number
+  // of 16-byte chunks apart: torch's layout where M is a multiple of 4, DeepGEMM's): the
+  // two-wave configurations (m256n128, m128n256w) take 128-block scales too
+  bool block_scale_a_tma = false;
 };
 
 // What the launcher runs for a problem.
