@@ -202,6 +202,14 @@ __global__ void __launch_bounds__(kThreads, 4)
   const std::uint32_t group_row0 = group << p.group_rows_log2;
   const std::uint32_t group_vectors =
       (p.boxes << p.group_rows_log2) * (box_cols / static_cast<std::uint32_t>(kV));
+  // NOTE: a group narrower than a warp (a 1 x 128 block: two threads a row) would have its
+  // lanes read the same columns as the next group's, a row (256 or 512 bytes) further: the
+  // same banks, 16-way conflicts. Where a group's vectors are a power of two, each group
+  // walks them from its own start, `group` steps of its threads round: the lanes of a warp
+  // then spread over the banks (the same vectors, in another order).
+  const bool rotate = tpg_log2 < 5 && (group_vectors & (group_vectors - 1)) == 0;
+  const std::uint32_t vector_mask = rotate ? group_vectors - 1 : 0xffffffffu;
+  const std::uint32_t rotation = rotate ? (group << tpg_log2) & vector_mask : 0;
   float scale = 0.0f;
   float amax = 0.0f;
   if (!p.fused_amax) scale = p.scale[0];  // NOTE: written by the scale kernel before this one
@@ -212,8 +220,9 @@ __global__ void __launch_bounds__(kThreads, 4)
   if (p.fused_amax) {
     std::uint32_t acc = 0;
     for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
+      const std::uint32_t at = (v + rotation) & vector_mask;
       acc = E::abs_max(
-          *reinterpret_cast<const uint4*>(x + group_vector_offset<T>(v, group_row0, p)), acc);
+          *reinterpret_cast<const uint4*>(x + group_vector_offset<T>(at, group_row0, p)), acc);
     }
     acc = E::finish(acc);
     // within a warp: the group's lanes (a group of 32 or fewer threads is lanes of one warp)
@@ -246,7 +255,8 @@ __global__ void __launch_bounds__(kThreads, 4)
   // NOTE: only a group whose amax (or scale) is not finite can produce NaN bytes
   const bool not_finite = p.fused_amax ? !(amax <= FLT_MAX) : !(scale <= FLT_MAX);
   for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
-    const std::uint32_t offset = group_vector_offset<T>(v, group_row0, p);
+    const std::uint32_t offset =
+        group_vector_offset<T>((v + rotation) & vector_mask, group_row0, p);
     float f[kV];
     E::to_floats(*reinterpret_cast<const uint4*>(x + offset), f);
     std::uint32_t w[kV / 4];
