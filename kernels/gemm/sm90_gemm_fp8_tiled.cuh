@@ -432,8 +432,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // With 128-block scales, each partial's k-block's scale_a[row] * scale_b (float products;
     // this thread's two rows of the tile: register 4j + 2h + e holds row h, 8 apart), read
     // from the stage's slots as its wgmmas are issued, applied when it is retired
-    // NOTE: read at retirement, the shared loads' latency stood between each k-block's
-    // wgmmas and its promotion (0.7x the per-tensor kernel's speed at M = 128, H200)
+    // NOTE: read as the wgmmas are issued, so that the loads' latency is not between a
+    // partial's completion and its promotion (measured no faster than reading them at
+    // retirement at 128 x 4096 x 7168: README.md, "128-block scales")
     [[maybe_unused]] float row_scales[2][2];
     auto issue = [&](float (&part)[Cfg::kAccum], const State& at, auto which) {
       pipe.consumer_wait(at);

@@ -99,7 +99,7 @@ constexpr std::size_t kWaveSmemBytes =
 // slots fit beside its ring, else one stage shallower (m256n128 and m128n256w: 3 stages).
 // NOTE: four stages with D staged one box at a time (the room the slots need) measured 1-4%
 // slower at M = 4096 than three with the wave's boxes staged at once (H200; README.md,
-// "Scale recipes").
+// "128-block scales").
 template <class Cfg, class T>
 using BlockScalesWaveConfig =
     WaveConfig<Cfg::kWaves, Cfg::kWaveN,
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // Every step but the kernel's first takes the turn and every step but its last passes
     // it, so the arrivals on each barrier match its waits.
     // NOTE: not with 128-block scales, whose promotions (128-deep, twice as many) measured
-    // 4-6% faster at M = 4096 without turns (kernels/gemm/README.md, "Scale recipes")
+    // 3-5% faster at M = 4096 without turns (kernels/gemm/README.md, "128-block scales")
     constexpr bool kTurns = !BlockScales;
     const auto take_turn = [&](bool first_step) {
       if constexpr (!kTurns) return;
@@ -297,7 +297,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           next.advance();
           pipe.consumer_wait(at);
           // 128-block scales: each wave's two rows' scale_a times its block's scale_b,
-          // read before the stage is freed (the warp's lanes, before its leader's release)
+          // read before the stage is freed
           [[maybe_unused]] float row_scale[Cfg::kWaves][2];
           if constexpr (BlockScales) {
             const std::uint32_t a_at = smem_address(s.block_scales.a[at.stage].bytes) +
@@ -310,7 +310,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               row_scale[v][0] = ptx::ld_shared_f32(rows_at) * b;
               row_scale[v][1] = ptx::ld_shared_f32(rows_at + 8 * 4) * b;
             }
-            __syncwarp();
           }
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
@@ -339,7 +338,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
               release(at);
             }
             wgmma_wait<0>();
-            // hand the (last) stage back before adding
+            // hand the (last) stage back before adding (with 128-block scales, once every
+            // lane of the warp has read the stage's scales)
+            if (BlockScales && last_wave) __syncwarp();
             if (last_wave) release(kCount == 2 ? next : at);
             // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than
             // fp32; adding each 256-deep partial into fp32 registers keeps long sums accurate.

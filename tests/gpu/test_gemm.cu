@@ -367,6 +367,35 @@ TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
   }
 }
 
+// 128-block scales whose scale_a TMA loads (M-major, M a multiple of 4) on small shapes:
+// the plan's choice and the tiled configurations forced (racecheck runs these:
+// scripts/gpu_check), then the two-wave ones.
+void block_scale_a_tma_cases(bool two_waves) {
+  int ran = 0;
+  for (int id = -1; id < kGemmConfigs; ++id) {
+    if (id >= 0 && (!gemm_config_built(id) || !gemm_config_info(id).block_scales_tma ||
+                    detail::gemm::two_waves(id) != two_waves)) {
+      continue;
+    }
+    if (id < 0 && two_waves) continue;
+    Case c{300, 336, 1040, id};
+    c.recipe = GemmScaleRecipe::block;
+    run_case(c, 3400 + id);
+    ++ran;
+  }
+  EXPECT_EQ(ran, two_waves ? 2 : 4) << "m256n128 and m128n256w; or the plan's choice and three";
+}
+
+TEST(GemmRecipes, BlockScaleATmaSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  block_scale_a_tma_cases(false);
+}
+
+TEST(GemmRecipes, BlockScaleATmaTwoWaveSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  block_scale_a_tma_cases(true);
+}
+
 // The two-wave configurations take 128-block scales only where TMA loads scale_a; forced
 // with a row-major scale_a, the call is refused naming the rule, and D is not written.
 TEST(GemmRecipes, TwoWaveBlockScalesNeedScaleATma) {
