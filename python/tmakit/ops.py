@@ -482,7 +482,10 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
       (ceil(N/128), ceil(K/128)), one per 128 x 128 block of b: each 128-deep partial sum is
       multiplied by its two scales as it is added into fp32 (``accumulate="promoted"`` only).
     Any strides are taken (torch's layouts, DeepGEMM's M-major TMA-aligned scale_a, broadcast
-    views); the values are read on the device when the kernel runs, like a one-element tensor
+    views); an M-major 128-block ``scale_a`` (strides (1, s), s a multiple of 4 and >= M, 16-byte
+    aligned: torch's layout where M is a multiple of 4) is loaded by TMA and runs fastest, any
+    other is copied by the kernel's scale warp. The values are read on the device when the
+    kernel runs, like a one-element tensor
     scale, and are not checked (a non-finite scale gives non-finite elements of D). The scale
     tensors must not overlap ``out``. Both are tensors, or neither is.
     ``accumulate``: "promoted" (default; the tensor cores' partial sums added into fp32 every

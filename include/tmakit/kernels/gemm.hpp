@@ -40,6 +40,10 @@ namespace tmakit {
 //          remainder) is multiplied by scale_a[m][kb] * scale_b[n / 128][kb] and added into
 //          the fp32 sums (one fused multiply-add), which alpha scales at the end.
 //          GemmAccumulation::promoted only: the scales are applied at each promotion.
+//          scale_a M-major, 16-byte aligned, its columns a multiple of 4 floats apart (torch's
+//          layout where M is a multiple of 4; DeepGEMM's) is loaded by TMA with each stage,
+//          and the two-wave configurations take it (GemmProblem::block_scale_a_tma); any
+//          other layout is copied by a warp of the tiled kernel, which is slower.
 enum class GemmScaleRecipe { tensor, row, block };
 
 // A scale array's strides in elements: `mn` from one row of A (or B, or 128 rows of B for
@@ -145,7 +149,8 @@ struct GemmProblem {
   double dram_bytes_per_second = 0;
   GemmTuning tuning{};
   // how the scales apply: 128-block scales take the configurations that promote every 128
-  // of K and whose tiles of B lie within one 128-row block (m64n64, m64n128, m128n128)
+  // of K and whose tiles of B lie within one 128-row block (m64n64, m64n128, m128n128; and
+  // m256n128, m128n256w where block_scale_a_tma)
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
   // 128-block scale_a that TMA can load (M-major columns 16-byte aligned and a whole number
   // of 16-byte chunks apart: torch's layout where M is a multiple of 4, DeepGEMM's): the
