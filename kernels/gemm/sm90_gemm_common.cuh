@@ -212,12 +212,11 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
 
 // 128-block scales (GemmScaleRecipe::block) beside each stage of the ring: scale_a of the
 // tile's BlockM rows (0 past M) and scale_b of each 128-row block of B the tile covers (0 past
-// N), for the stage's k-block. The consumers read them before they free the stage. Written by
-// the producer thread with the stage's loads where TMA can load scale_a (scale.a_tma:
-// load_units), else by the tiled kernel's scale warp (load_block_scales).
-// With scale_a that TMA loads, the scale warp's own ring of kBAhead slots, into which one of
-// its threads copies (cp.async) the scale_b of the k-blocks ahead of the ring's
-// (load_block_scales_b).
+// N), for the stage's k-block. The consumers read them before they free the stage. Where TMA
+// can load scale_a (scale.a_tma), the producer thread loads it with the stage's boxes
+// (load_units) and one thread of the scale warp writes scale_b (load_block_scales_b), from
+// its own ring of kBAhead slots into which it copies (cp.async) the k-blocks ahead; else the
+// tiled kernel's scale warp writes both (load_block_scales).
 template <int BlockM, int BlockN, int Stages>
 struct BlockScaleStages {
   static constexpr int kBlockN = BlockN;
@@ -230,7 +229,7 @@ struct BlockScaleStages {
   alignas(16) float b_ahead[kBAhead][4];
 };
 
-// Where the producer thread copies scale_b from next: unit u's k-block kb (kb_end its end),
+// Where load_block_scales_b copies scale_b from next: unit u's k-block kb (kb_end its end),
 // the tile's first 128-row block of B nb0; u >= p.units past this CTA's last k-block.
 // NOTE: formed once per unit and stepped per k-block (a decode per k-block would cost the
 // thread more than the k-block's wgmmas at small M).

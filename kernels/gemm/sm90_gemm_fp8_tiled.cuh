@@ -55,9 +55,8 @@ struct Config {
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
   // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
-  // from the producer: 128 * 24 + 256 * 240 = 64512. One consumer warpgroup leaves the
-  // producer more (its thread's 128-block scale copies spilled at 40).
-  static constexpr int kProducerRegs = BlockN > 128 ? 24 : ConsumerWGs == 1 ? 56 : 40;
+  // from the producer: 128 * 24 + 256 * 240 = 64512.
+  static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
   // Promotion needs three sets of BlockN / 2 registers (sums and two partials) and about 24
   // more (addresses, indices, the ring's state), split K a second set in its epilogue: 144

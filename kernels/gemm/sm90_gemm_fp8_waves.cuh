@@ -86,7 +86,8 @@ struct alignas(1024) WaveStorage {
   typename DTile::Buffer d[Cfg::kMathWGs][Cfg::kDBoxes];
   PipelineBarriers<Cfg::kStages> bars;
   RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales;  // GemmScaleRecipe::row
-  // GemmScaleRecipe::block: each stage's scales, loaded with it by the producer thread
+  // GemmScaleRecipe::block: each stage's scales (scale_a loaded with the stage by the
+  // producer thread, scale_b written by one thread of the scale warp)
   std::conditional_t<BlockScales, BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>,
                      NoBlockScales>
       block_scales;
