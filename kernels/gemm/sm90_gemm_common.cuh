@@ -254,10 +254,10 @@ struct ScaleBCursor {
 struct NoBlockScales {};
 
 // A kernel's producer (one thread): every unit's k-blocks, in the order above, into the
-// ring: wait until the consumers freed the stage, arm its full barrier for A's and B's boxes
-// (out-of-bounds fill counts too), load both. BlockM x 128 bytes of A, BlockN x 128 of B.
-// With `scales` (128-block scales whose scale_a TMA loads, scale.a_tma), the stage's box of
-// scale_a too (its scale_b is the scale warp's: load_block_scales_b).
+// ring: wait until the consumers freed the stage, arm its full barrier for the stage's boxes
+// (out-of-bounds fill counts too), load them: BlockM x 128 bytes of A, BlockN x 128 of B and,
+// with `scales` (128-block scales whose scale_a TMA loads, scale.a_tma), the stage's column of
+// scale_a (its scale_b is the scale warp's: load_block_scales_b).
 template <class ATile, class BTile, int Stages, int ScaleRows = 0>
 __device__ __forceinline__ void load_units(
     const Params& p, Pipeline<Stages>& pipe, typename ATile::Buffer (&a)[Stages],
@@ -267,26 +267,26 @@ __device__ __forceinline__ void load_units(
   constexpr std::int32_t kBlockK = static_cast<std::int32_t>(ATile::box[0]);
   constexpr auto kBlockM = static_cast<std::int32_t>(ATile::box[1]);
   constexpr auto kBlockN = static_cast<std::int32_t>(BTile::box[1]);
-  constexpr std::uint32_t kTxBytes = ATile::tx_bytes + BTile::tx_bytes;
+  static_assert(ScaleRows == 0 || ScaleRows == kBlockM, "a scale_a box per tile's rows");
+  constexpr std::uint32_t kScaleTxBytes = [] {
+    if constexpr (ScaleRows != 0) return Scales::ATile::tx_bytes;
+    return 0u;
+  }();
+  const std::uint32_t tx_bytes =
+      ATile::tx_bytes + BTile::tx_bytes + (scales != nullptr ? kScaleTxBytes : 0u);
   PipelineState<Stages> st;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
     const Unit w = decode_unit(p, u);
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-      if constexpr (ScaleRows != 0) {
-        static_assert(ScaleRows == kBlockM, "a scale_a box per tile's rows");
-        if (scales != nullptr) {
-          Barrier& full = pipe.producer_arm(st, kTxBytes + Scales::ATile::tx_bytes);
-          load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
-          load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
-          load_tile<typename Scales::ATile>(&scales->a[st.stage], &p.scale_a_map, full,
-                                            {w.tm * kBlockM, kb});
-          st.advance();
-          continue;
-        }
-      }
-      Barrier& full = pipe.producer_arm(st, kTxBytes);
+      Barrier& full = pipe.producer_arm(st, tx_bytes);
       load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
       load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
+      if constexpr (ScaleRows != 0) {
+        if (scales != nullptr) {
+          load_tile<typename Scales::ATile>(&scales->a[st.stage], &p.scale_a_map, full,
+                                            {w.tm * kBlockM, kb});
+        }
+      }
       st.advance();
     }
   }
@@ -408,6 +408,47 @@ __device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<B
   }
   // every warpgroup's release of the last unit (every arrival on a named barrier is matched)
   if (blockIdx.x < p.units) released();
+}
+
+// The producer warpgroup of the tiled and two-wave kernels (warpgroup 0), from its first
+// instruction: it gives its registers to the consumers, then
+// - thread 0 streams every unit's boxes into the ring (load_units), 128-block scale_a with
+//   them where TMA loads it (scale.a_tma);
+// - the second warp copies the scales that are not TMA's: for 128-block scales, one thread
+//   scale_b (load_block_scales_b) where TMA loads scale_a, else the whole warp every scale
+//   (`copy_block_scales(lane)`, the tiled kernel's load_block_scales); row-wise scales a tile
+//   at a time (load_row_scales);
+// - the other threads are done.
+// Cfg: a tiled or two-wave configuration (ATile, BTile, kStages, kBlockM, kBlockN,
+// kProducerRegs); `block` the stages' 128-block scale slots (nullptr without them).
+template <class Cfg, bool BlockScales, int Groups, class CopyBlockScales>
+__device__ __forceinline__ void run_producer_warpgroup(
+    const Params& p, Pipeline<Cfg::kStages>& pipe,
+    typename Cfg::ATile::Buffer (&a)[Cfg::kStages], typename Cfg::BTile::Buffer (&b)[Cfg::kStages],
+    BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>* block,
+    RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN>& row, const RowScaleBarriers<Groups>& row_bars,
+    CopyBlockScales&& copy_block_scales) {
+  warpgroup_release_registers<Cfg::kProducerRegs>();
+  const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+  if (threadIdx.x == 0) {
+    if constexpr (BlockScales) {
+      load_units<typename Cfg::ATile, typename Cfg::BTile, Cfg::kStages, Cfg::kBlockM>(
+          p, pipe, a, b, p.scale.a_tma ? block : nullptr);
+    } else {
+      load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, a, b);
+    }
+  } else if (warp == 1) {
+    const std::uint32_t lane = threadIdx.x % 32;
+    if constexpr (BlockScales) {
+      if (!p.scale.a_tma) {
+        copy_block_scales(lane);
+      } else if (lane == 0) {
+        load_block_scales_b(p, pipe, *block);
+      }
+    } else if (p.scale.recipe == GemmScaleRecipe::row) {
+      load_row_scales(p, row, row_bars, lane);
+    }
+  }
 }
 
 // The two-wave kernel's launch (sm90_gemm_fp8_waves.cu, instantiated there for the two

@@ -384,28 +384,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
-    // ---- producer warpgroup: one thread issues every TMA load (with 128-block scale_a where
-    // TMA can load it); the second warp copies row-wise or the other 128-block scales -------
-    warpgroup_release_registers<Cfg::kProducerRegs>();
-    const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-    if (threadIdx.x == 0) {
-      if constexpr (BlockScales) {
-        load_units<typename Cfg::ATile, typename Cfg::BTile, Cfg::kStages, Cfg::kBlockM>(
-            p, pipe, s.a, s.b, p.scale.a_tma ? &s.block_scales.stages : nullptr);
-      } else {
-        load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
-      }
-    } else if (warp == 1) {
-      if constexpr (BlockScales) {
-        if (!p.scale.a_tma) {
-          load_block_scales<Cfg>(p, pipe, s.block_scales, threadIdx.x % 32);
-        } else if (threadIdx.x % 32 == 0) {
-          load_block_scales_b(p, pipe, s.block_scales.stages);
-        }
-      } else if (p.scale.recipe == GemmScaleRecipe::row) {
-        load_row_scales(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
-      }
-    }
+    // ---- producer warpgroup: the TMA thread and the scale warp ----------------------
+    BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>* block = nullptr;
+    if constexpr (BlockScales) block = &s.block_scales.stages;
+    run_producer_warpgroup<Cfg, BlockScales>(
+        p, pipe, s.a, s.b, block, s.row_scales, kRowScaleBarriers, [&](std::uint32_t lane) {
+          if constexpr (BlockScales) load_block_scales<Cfg>(p, pipe, s.block_scales, lane);
+        });
   } else {
     // ---- consumer warpgroups: wgmma on 64 rows of A each ------------------------------
     warpgroup_claim_registers<Cfg::kConsumerRegs>();
