@@ -27,6 +27,14 @@ std::uint32_t pow2_at_most(std::uint64_t n) {
   return p;
 }
 
+// The row recipe's run length c: the greatest power of two <= kRowBoxCols dividing cols, if
+// cols / c runs fit one box dimension (<= 256, rule T7); else 0.
+std::uint32_t row_chunk_of(std::uint64_t cols) {
+  std::uint32_t c = detail::quantize::kRowBoxCols;
+  while (c > 1 && cols % c != 0) c /= 2;
+  return cols / c <= 256 ? c : 0;
+}
+
 const char* recipe_name(GemmScaleRecipe r) {
   return r == GemmScaleRecipe::tensor ? "tensor" : r == GemmScaleRecipe::row ? "row" : "block";
 }
@@ -62,6 +70,10 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.box_cols = recipe == GemmScaleRecipe::row ? kRowBoxCols : kBoxCols;
   if (recipe == GemmScaleRecipe::row) {
     // whole rows: as many as make about kRowTileTargetBytes of x, a power of two
+    // NOTE: as one box where K allows (row_chunk): one TMA load and one store per tile, where
+    // boxes of 256 columns took K / 256 of each
+    p.row_chunk = row_chunk_of(cols);
+    if (p.row_chunk != 0) p.box_cols = static_cast<std::uint32_t>(cols);
     const std::uint64_t k_boxes = ceil_div(cols, p.box_cols);
     const std::uint64_t row_bytes = k_boxes * p.box_cols * element_bytes;
     p.boxes = static_cast<std::uint32_t>(k_boxes);
@@ -96,7 +108,7 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.in_bytes = p.tile_rows * p.boxes * p.box_cols * element_bytes;
   p.out_bytes = p.tile_rows * p.boxes * p.box_cols;
   // x's boxes (1024-aligned), x_fp8's, one amax word per group, the barrier, alignment slack
-  p.smem_bytes = p.in_bytes + p.out_bytes + 4 * kThreads + 16 + 1024;
+  p.smem_bytes = out_buffer_offset(p.in_bytes) + p.out_bytes + 4 * kThreads + 16 + 1024;
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
   const bool defaults = strides.mn == -1 && strides.k == -1;
   if (recipe == GemmScaleRecipe::block && defaults) {

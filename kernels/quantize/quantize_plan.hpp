@@ -5,7 +5,9 @@
 
 #include <cstdint>
 
+#include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
+#include "tmakit/swizzle.hpp"  // TMAKIT_HOST_DEVICE
 #include "tmakit/kernels/quantize.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 
@@ -38,8 +40,9 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
      "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
      "into the scale, then the cast: tiles of up to 128 rows x 128 columns"},
     {"Q2", "recipe row",
-     "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x) x ceil(K / 256) "
-     "boxes of 256 columns; a group per row"},
+     "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x), loaded as one "
+     "3-D box of c x K / c x R (c the greatest power of two <= 256 dividing K) where K / c <= "
+     "256, else as ceil(K / 256) boxes of 256 columns; a group per row"},
     {"Q3", "recipe block, operand a",
      "tiles of up to 128 rows x 128 columns; a group per row of the tile (1 x 128)"},
     {"Q4", "recipe block, operand b", "tiles of 128 rows x 128 columns; one group (128 x 128)"},
@@ -47,13 +50,22 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
 inline constexpr int kQuantizeRuleCount =
     static_cast<int>(sizeof kQuantizeRules / sizeof kQuantizeRules[0]);
 
+// Where x_fp8's buffer starts in a tile's shared memory, after x's in_bytes: on 128 bytes
+// (TMA's shared-memory alignment, rule D1). Host and device.
+TMAKIT_HOST_DEVICE constexpr std::uint32_t out_buffer_offset(std::uint32_t in_bytes) {
+  return (in_bytes + 127u) & ~127u;
+}
+
 struct QuantizePlan {
   int rule = 0;                   // index into kQuantizeRules
   bool amax_pass = false;         // the tensor recipe: amax kernel + scale kernel before the cast
   bool fused_amax = false;        // row and block: each group's amax taken from the tile in hand
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
-  std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, or kRowBoxCols (row recipe)
+  std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)
   std::uint32_t boxes = 0;        // boxes side by side
+  // The row recipe's tile as one box: 0, or c (box_cols = K, boxes = 1): x's rows seen as K / c
+  // runs of c columns, the box {c, K / c, tile_rows}, so the tile lands as dense rows
+  std::uint32_t row_chunk = 0;
   std::uint32_t group_rows = 0;   // a group's rows within the tile
   std::uint32_t group_boxes = 0;  // a group's boxes within the tile
   std::int64_t tiles_x = 0, tiles_y = 0;     // tiles along K and down the rows
@@ -73,6 +85,20 @@ struct QuantizePlan {
 QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t element_bytes,
                            GemmScaleRecipe recipe, QuantizeOperand operand,
                            const GemmScaleStrides& strides, int sm_count);
+
+// The row recipe's tile as one box (QuantizePlan::row_chunk): v's rows as cols / chunk runs of
+// `chunk` elements, {chunk, cols / chunk, rows}, boxes of tile_rows whole rows.
+template <class P>
+inline TensorMapSpec row_runs_spec(const BasicTensorRef<P>& v, DataType map_type, std::uint32_t chunk,
+                            std::uint32_t tile_rows) {
+  TensorMapSpec s = view_spec(v, map_type, {chunk, 1, 1}, Swizzle::none);
+  const std::uint64_t run_bytes = chunk * static_cast<std::uint64_t>(element_bytes(map_type));
+  s.rank = 3;
+  s.global_dim = {chunk, v.cols / chunk, v.rows, 1, 1};
+  s.global_strides_bytes = {run_bytes, s.global_strides_bytes[0], 0, 0};
+  s.box_dim = {chunk, static_cast<std::uint32_t>(v.cols / chunk), tile_rows, 1, 1};
+  return s;
+}
 
 // Every check of the arguments but the addresses (rules Q5 and the views'): ArgumentError
 // naming "x.type", "x.cols", "x_fp8", "recipe", "operand", "scale_strides", ...

@@ -46,11 +46,18 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quant
                     cudaStream_t stream) {
   if (plan.amax_pass) launch_amax_and_scale<T>(x, scale, stream);
   Params p{};
-  // step 3: maps: boxes of box_cols columns x tile_rows rows, dense in shared memory
-  p.in_map =
-      cached_tensor_map(view_spec(x, x.type, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
-  p.out_map = cached_tensor_map(
-      view_spec(x_fp8, DataType::uint8, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
+  // step 3: maps: boxes of box_cols columns x tile_rows rows, dense in shared memory (or
+  // whole rows as one box: row_chunk)
+  if (plan.row_chunk != 0) {
+    p.in_map = cached_tensor_map(row_runs_spec(x, x.type, plan.row_chunk, plan.tile_rows));
+    p.out_map =
+        cached_tensor_map(row_runs_spec(x_fp8, DataType::uint8, plan.row_chunk, plan.tile_rows));
+  } else {
+    p.in_map = cached_tensor_map(
+        view_spec(x, x.type, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
+    p.out_map = cached_tensor_map(
+        view_spec(x_fp8, DataType::uint8, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
+  }
   p.scale = scale;
   p.stride_mn = plan.stride_mn;
   p.stride_k = plan.stride_k;
@@ -58,7 +65,8 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quant
   p.scales_k = plan.scales.k;
   p.tiles_x = static_cast<std::int32_t>(plan.tiles_x);
   p.tile_rows = plan.tile_rows;
-  p.box_cols_log2 = log2_of(plan.box_cols);
+  p.box_cols_log2 = plan.row_chunk != 0 ? 0 : log2_of(plan.box_cols);
+  p.row_cols = plan.row_chunk != 0 ? plan.box_cols : 0;
   p.boxes = plan.boxes;
   p.group_rows_log2 = log2_of(plan.group_rows);
   p.threads_per_group_log2 = log2_of(plan.threads_per_group());
@@ -66,9 +74,14 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quant
   p.out_bytes = plan.out_bytes;
   p.fused_amax = plan.fused_amax;
   // step 4: one CTA per tile
-  allow_dynamic_smem<sm90_quantize_kernel<T>>(kMaxSmemBytes);
-  sm90_quantize_kernel<T>
-      <<<static_cast<unsigned>(plan.tiles()), kThreads, plan.smem_bytes, stream>>>(p);
+  const auto grid = static_cast<unsigned>(plan.tiles());
+  if (plan.row_chunk != 0) {
+    allow_dynamic_smem<sm90_quantize_kernel<T, true>>(kMaxSmemBytes);
+    sm90_quantize_kernel<T, true><<<grid, kThreads, plan.smem_bytes, stream>>>(p);
+  } else {
+    allow_dynamic_smem<sm90_quantize_kernel<T, false>>(kMaxSmemBytes);
+    sm90_quantize_kernel<T, false><<<grid, kThreads, plan.smem_bytes, stream>>>(p);
+  }
   check_launch("sm90_quantize_kernel");
 }
 

@@ -35,6 +35,9 @@ struct Params {
   std::uint32_t in_bytes;
   std::uint32_t out_bytes;
   bool fused_amax;  // false: the tensor recipe's cast, scale[0] given
+  // 0: the tile is `boxes` boxes side by side; else (the row recipe) its rows of row_cols
+  // elements, dense, loaded and stored as one 3-D box (QuantizePlan::row_chunk)
+  std::uint32_t row_cols;
 };
 
 // ---- elements: 16 bytes at a time ----------------------------------------------------
@@ -136,14 +139,17 @@ __device__ __forceinline__ void scale_of(float amax, float& scale, float& invers
 // ---- the tile kernel ------------------------------------------------------------------
 
 // Shared memory: x's boxes (box j at j * tile_rows * box_cols elements, each box dense rows
-// of box_cols), x_fp8's boxes laid out alike in bytes, one amax word per group, the barrier.
+// of box_cols), or the tile's rows back to back (row_cols); x_fp8's laid out alike in bytes,
+// one amax word per group, the barrier.
 // The element offset in the tile of vector v of the group whose first row is group_row0:
-// box_cols / kPerVector vectors per box row, the group's rows of a box, then the next box.
-template <class T>
+// box_cols / kPerVector vectors per box row, the group's rows of a box, then the next box;
+// with row_cols, the group's row (the row recipe's groups are one row each), v after v.
+template <class T, bool Runs>
 __device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v,
                                                              std::uint32_t group_row0,
                                                              const Params& p) {
   constexpr std::uint32_t kVectorLog2 = Elements<T>::kPerVector == 8 ? 3 : 2;
+  if constexpr (Runs) return group_row0 * p.row_cols + (v << kVectorLog2);
   const std::uint32_t per_row_log2 = p.box_cols_log2 - kVectorLog2;
   const std::uint32_t box_row = v >> per_row_log2;
   const std::uint32_t within = v & ((1u << per_row_log2) - 1);
@@ -152,25 +158,31 @@ __device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v,
   return ((box * p.tile_rows + row) << p.box_cols_log2) + (within << kVectorLog2);
 }
 
-template <class T>
+// Runs: the row recipe's tile as one box of runs (Params::row_cols); a template argument, so
+// that the other layouts' loops keep no test of it per vector.
+template <class T, bool Runs>
 __global__ void __launch_bounds__(kThreads, 4)
     sm90_quantize_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   using E = Elements<T>;
   using InBox = DynamicTile<T, Swizzle::none, 2, 128>;
   using OutBox = DynamicTile<std::uint8_t, Swizzle::none, 2, 128>;
+  using InRows = DynamicTile<T, Swizzle::none, 3, 128>;  // {chunk, row / chunk, rows}
+  using OutRows = DynamicTile<std::uint8_t, Swizzle::none, 3, 128>;
   constexpr int kV = E::kPerVector;
   extern __shared__ std::uint8_t smem_raw[];
   auto* in = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
                                              ~std::uintptr_t{1023});
-  std::uint8_t* out = in + p.in_bytes;
+  // NOTE: x_fp8's buffer on 128 bytes (TMA's shared-memory alignment, rule D1): a tile of
+  // runs is any whole number of 16-byte chunks (K = 272 bf16: 544 bytes a row)
+  std::uint8_t* out = in + out_buffer_offset(p.in_bytes);
   auto* amax_words = reinterpret_cast<std::uint32_t*>(out + p.out_bytes);
   auto* full = reinterpret_cast<Barrier*>(amax_words + kThreads);
   const std::uint32_t tid = threadIdx.x;
   const auto tile = static_cast<std::int32_t>(blockIdx.x);
   const std::int32_t tx = tile % p.tiles_x;
   const std::int32_t ty = tile / p.tiles_x;
-  const std::uint32_t box_cols = 1u << p.box_cols_log2;
+  const std::uint32_t box_cols = Runs ? p.row_cols : 1u << p.box_cols_log2;
   const std::uint32_t in_box_bytes = p.tile_rows * box_cols * sizeof(T);
   const std::uint32_t out_box_bytes = p.tile_rows * box_cols;
   const std::int32_t col0 = tx * static_cast<std::int32_t>(p.boxes * box_cols);
@@ -189,7 +201,11 @@ __global__ void __launch_bounds__(kThreads, 4)
     // NOTE: boxes partly past the tensor are zero-filled and count all their bytes; zeros
     // leave a group's amax as it is
     full->arrive_expect_tx(p.in_bytes);
-    for (std::uint32_t j = 0; j < p.boxes; ++j) {
+    if constexpr (Runs) {
+      const std::int32_t c[3] = {0, 0, row0};
+      load_tile<InRows>(in, &p.in_map, *full, c);
+    }
+    for (std::uint32_t j = 0; j < p.boxes && !Runs; ++j) {
       const std::int32_t c[2] = {col0 + static_cast<std::int32_t>(j * box_cols), row0};
       load_tile<InBox>(in + j * in_box_bytes, &p.in_map, *full, c);
     }
@@ -222,7 +238,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
       const std::uint32_t at = (v + rotation) & vector_mask;
       acc = E::abs_max(
-          *reinterpret_cast<const uint4*>(x + group_vector_offset<T>(at, group_row0, p)), acc);
+          *reinterpret_cast<const uint4*>(x + group_vector_offset<T, Runs>(at, group_row0, p)), acc);
     }
     acc = E::finish(acc);
     // within a warp: the group's lanes (a group of 32 or fewer threads is lanes of one warp)
@@ -256,7 +272,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   const bool not_finite = p.fused_amax ? !(amax <= FLT_MAX) : !(scale <= FLT_MAX);
   for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
     const std::uint32_t offset =
-        group_vector_offset<T>((v + rotation) & vector_mask, group_row0, p);
+        group_vector_offset<T, Runs>((v + rotation) & vector_mask, group_row0, p);
     float f[kV];
     E::to_floats(*reinterpret_cast<const uint4*>(x + offset), f);
     std::uint32_t w[kV / 4];
@@ -277,7 +293,11 @@ __global__ void __launch_bounds__(kThreads, 4)
   fence_view_async_shared();
   __syncthreads();
   if (tid == 0) {
-    for (std::uint32_t j = 0; j < p.boxes; ++j) {
+    if constexpr (Runs) {
+      const std::int32_t c[3] = {0, 0, row0};
+      store_tile<OutRows>(&p.out_map, out, c);
+    }
+    for (std::uint32_t j = 0; j < p.boxes && !Runs; ++j) {
       const std::int32_t c[2] = {col0 + static_cast<std::int32_t>(j * box_cols), row0};
       store_tile<OutBox>(&p.out_map, out + j * out_box_bytes, c);
     }

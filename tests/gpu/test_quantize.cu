@@ -174,6 +174,11 @@ std::vector<Case> odd_cases() {
   out.push_back({R::block, O::b, DataType::float32, 513, 1040});
   out.push_back({R::row, O::a, DataType::bfloat16, 16, 7168});
   out.push_back({R::block, O::a, DataType::bfloat16, 16, 7168});
+  // the row recipe's two tile forms: one box of runs (K = 7168 above: 28 runs of 256; 144: 9
+  // of 16), and boxes of 256 columns where K has more runs than a box dimension takes (4112:
+  // 257 runs of 16; 68096 below: 266 of 256)
+  out.push_back({R::row, O::a, DataType::bfloat16, 7, 4112});
+  out.push_back({R::row, O::a, DataType::float32, 130, 4112});
   // the longest row the row recipe takes (one row per tile, 200 KiB of shared memory)
   out.push_back({R::row, O::a, DataType::bfloat16, 3, 68096});
   out.push_back({R::row, O::a, DataType::float32, 3, 40960});

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "quantize/quantize_plan.hpp"
+#include "tmakit/host/validate.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/kernels/quantize.hpp"
 #include "refusal.hpp"
@@ -38,8 +39,10 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
   EXPECT_STREQ(p.id(), "Q2");
   EXPECT_FALSE(p.amax_pass);
   EXPECT_TRUE(p.fused_amax);
-  EXPECT_EQ(p.box_cols, 256u);
-  EXPECT_EQ(p.boxes, 32u);
+  // one box per tile: the rows as 32 runs of 256 columns
+  EXPECT_EQ(p.row_chunk, 256u);
+  EXPECT_EQ(p.box_cols, 8192u);
+  EXPECT_EQ(p.boxes, 1u);
   EXPECT_EQ(p.tile_rows, 2u);  // 16 KiB rows
   EXPECT_EQ(p.tiles_x, 1);
   EXPECT_EQ(p.tiles_y, 4096);
@@ -52,11 +55,74 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
   EXPECT_EQ(p.scales.mn, 8192u);
   EXPECT_EQ(p.scales.k, 1u);
   EXPECT_EQ(p.stride_mn, 1);
-  // short rows (K = 16 is one zero-padded box of 256 columns, 512 bytes): 64 of them
-  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).tile_rows, 64u);
-  EXPECT_EQ(plan_quantize(4096, 16, 2, R::row, O::a, {}, 1).in_bytes, 32768u);
+  // short rows (K = 16: one run of 16 columns, 32 bytes): the most rows a tile takes
+  const QuantizePlan short_rows = plan_quantize(4096, 16, 2, R::row, O::a, {}, 1);
+  EXPECT_EQ(short_rows.row_chunk, 16u);
+  EXPECT_EQ(short_rows.tile_rows, 128u);
+  EXPECT_EQ(short_rows.in_bytes, 4096u);
   // a row of more than 32 KiB: one per tile
   EXPECT_EQ(plan_quantize(64, 16384, 4, R::row, O::a, {}, 1).tile_rows, 1u);
+}
+
+TEST(QuantizePlan, RowRecipeRunsAreTheGreatestPowerOfTwoThatFitsOneBox) {
+  struct Case {
+    std::uint64_t k;
+    std::uint32_t chunk;  // 0: boxes of 256 columns
+    std::uint32_t boxes;
+  };
+  // 7168 = 28 x 256; 272 = 17 x 16; 4112 = 257 x 16 (more runs than a box dimension takes:
+  // rule T7); 65536 = 256 x 256; 384 = 3 x 128
+  for (const Case c : {Case{7168, 256, 1}, Case{272, 16, 1}, Case{4112, 0, 17},
+                       Case{65536, 256, 1}, Case{384, 128, 1}}) {
+    const QuantizePlan p = plan_quantize(1024, c.k, 2, R::row, O::a, {}, 132);
+    EXPECT_EQ(p.row_chunk, c.chunk) << c.k;
+    EXPECT_EQ(p.boxes, c.boxes) << c.k;
+    EXPECT_EQ(p.box_cols, c.chunk != 0 ? c.k : 256u) << c.k;
+    EXPECT_EQ(p.tiles_x, 1) << c.k;
+    EXPECT_EQ(p.group_rows, 1u) << c.k;  // (the kernel's row_cols offsets assume it)
+    EXPECT_EQ(p.in_bytes, p.tile_rows * p.boxes * p.box_cols * 2u) << c.k;
+  }
+  // x_fp8's buffer starts on 128 bytes after x's (TMA's shared-memory alignment): one row of
+  // 272 bf16 is 544 bytes
+  const QuantizePlan odd = plan_quantize(5, 272, 2, R::row, O::a, {}, 132);
+  EXPECT_EQ(odd.tile_rows, 1u);
+  EXPECT_EQ(odd.in_bytes, 544u);
+  EXPECT_EQ(detail::quantize::out_buffer_offset(odd.in_bytes), 640u);
+  EXPECT_EQ(odd.smem_bytes, 640u + 272u + 1024u + 16u + 1024u);
+  EXPECT_EQ(detail::quantize::out_buffer_offset(32768), 32768u);
+  // the other recipes never take runs
+  EXPECT_EQ(plan_quantize(1024, 7168, 2, R::block, O::a, {}, 132).row_chunk, 0u);
+  EXPECT_EQ(plan_quantize(1024, 7168, 2, R::block, O::b, {}, 132).row_chunk, 0u);
+  EXPECT_EQ(plan_quantize(1024, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
+}
+
+// The launcher's maps for row runs (x and x_fp8) pass every rule tmakit checks, and cover
+// exactly the rows: K / c runs of c, each run's bytes the next run's stride.
+TEST(QuantizePlan, RowRunMapsPassTheRules) {
+  for (const std::uint64_t k : {7168ull, 272ull, 16ull, 65536ull}) {
+    for (const std::uint32_t esize : {2u, 4u}) {
+      const std::uint64_t rows = 300;
+      if (k * esize > 200 * 1024 * 2 / 3) continue;  // (rule Q5's longest row)
+      const QuantizePlan p = plan_quantize(rows, k, esize, R::row, O::a, {}, 132);
+      ASSERT_NE(p.row_chunk, 0u) << k;
+      const DataType t = esize == 2 ? DataType::bfloat16 : DataType::float32;
+      const ConstTensorRef x{reinterpret_cast<const void*>(kX), t, rows, k, (k + 8) * esize};
+      const TensorRef q{reinterpret_cast<void*>(kQ), DataType::uint8, rows, k, k};
+      const TensorMapSpec in = detail::quantize::row_runs_spec(x, t, p.row_chunk, p.tile_rows);
+      const TensorMapSpec out =
+          detail::quantize::row_runs_spec(q, DataType::uint8, p.row_chunk, p.tile_rows);
+      EXPECT_NO_THROW(validate(in)) << k << " " << esize;
+      EXPECT_NO_THROW(validate(out)) << k << " " << esize;
+      EXPECT_EQ(in.rank, 3u);
+      EXPECT_EQ(in.global_dim[0] * in.global_dim[1], k);
+      EXPECT_EQ(in.global_dim[2], rows);
+      EXPECT_EQ(in.global_strides_bytes[0], p.row_chunk * esize);
+      EXPECT_EQ(in.global_strides_bytes[1], (k + 8) * esize);
+      EXPECT_EQ(in.box_dim[0] * in.box_dim[1] * in.box_dim[2] * esize, p.in_bytes);
+      EXPECT_EQ(out.box_dim[0] * out.box_dim[1] * out.box_dim[2], p.out_bytes);
+      EXPECT_EQ(out.global_strides_bytes[1], k);
+    }
+  }
 }
 
 TEST(QuantizePlan, FewTilesHalveTheirRowsUntilEverySmHasOne) {
