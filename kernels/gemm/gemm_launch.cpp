@@ -148,6 +148,17 @@ bool block_scale_a_tma(const GemmKernelScale& s, std::uint64_t m, std::uint64_t 
   return a_k % 4 == 0 && a_k >= m && a_k * 4 < (std::uint64_t{1} << 40);
 }
 
+bool block_scale_b_tma(const GemmKernelScale& s, std::uint64_t n, std::uint64_t k,
+                       bool aligned) {
+  if (s.recipe != GemmScaleRecipe::block || !aligned || s.b_k != 1) return false;
+  // (one 128-row block of B: its row's stride is never followed)
+  if ((n + 127) / 128 == 1) return true;
+  const std::uint64_t k_blocks = (k + 127) / 128;
+  const auto b_mn = static_cast<std::uint64_t>(s.b_mn);
+  // NOTE: TMA strides are multiples of 16 bytes below 2^40 (rule T6)
+  return b_mn % 4 == 0 && b_mn >= k_blocks && b_mn * 4 < (std::uint64_t{1} << 40);
+}
+
 int& gemm::launched_config() {
   thread_local int config = -1;
   return config;

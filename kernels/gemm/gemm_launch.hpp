@@ -41,6 +41,9 @@ struct GemmKernelScale {
   // 128-block scale_a whose k-blocks TMA can load as boxes (block_scale_a_tma): the
   // producer thread loads them beside A and B (Params::scale_a_map)
   std::int32_t a_tma = 0;
+  // and scale_b too (a_tma and block_scale_b_tma; Params::scale_b_map): every scale of a stage
+  // is then TMA's, and its full barrier waits for the producer alone
+  std::int32_t b_tma = 0;
 };
 // The scales' recipe and arrays for a call of M x N x K: torch's layouts for strides of -1,
 // each given stride >= 0, a pointer for each array; throws ArgumentError naming the field
@@ -52,6 +55,12 @@ GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std
 // k-block's column a whole number of 16-byte chunks from the last (a_k a multiple of 4, at
 // least M), as torch's layout is where M is a multiple of 4 and DeepGEMM's always is.
 bool block_scale_a_tma(const GemmKernelScale& s, std::uint64_t m, std::uint64_t k,
+                       bool aligned);
+// Whether 128-block scale_b (`aligned`: 16-byte aligned address) can be loaded by TMA, a box
+// of four k-blocks' floats per stage: K-major rows (b_k 1), each row of N's 128-row blocks a
+// whole number of 16-byte chunks from the last (b_mn a multiple of 4, at least ceil(K/128)),
+// as torch's layout is where ceil(K/128) is a multiple of 4 (K a multiple of 512).
+bool block_scale_b_tma(const GemmKernelScale& s, std::uint64_t n, std::uint64_t k,
                        bool aligned);
 
 // What a gemm_fp8 call's launch depends on besides the scale and the stream (the operands'

@@ -569,6 +569,9 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   const bool a_aligned = addresses == Addresses::unknown ||
                          reinterpret_cast<std::uintptr_t>(scale.a) % 16 == 0;
   scale.a_tma = block_scale_a_tma(scale, m, k, a_aligned) ? 1 : 0;
+  const bool b_aligned = addresses == Addresses::unknown ||
+                         reinterpret_cast<std::uintptr_t>(scale.b) % 16 == 0;
+  scale.b_tma = scale.a_tma != 0 && block_scale_b_tma(scale, n, k, b_aligned) ? 1 : 0;
   if (d.data == nullptr) throw ArgumentError("d.data", "is null; pass a device pointer");
   if (reinterpret_cast<std::uintptr_t>(d.data) % 16 != 0) {
     throw ArgumentError("d.data", hex_address(d.data) + " is not 16-byte aligned");

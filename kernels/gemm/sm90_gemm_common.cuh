@@ -165,6 +165,8 @@ struct Params {
   // 128-block scale_a where TMA loads it (scale.a_tma): M x k-blocks floats, M-major, box
   // BlockM x 1 (zeros past M)
   CUtensorMap scale_a_map;
+  // and scale_b (scale.b_tma): N-blocks x k-blocks floats, K-major, box 4 x the tile's blocks
+  CUtensorMap scale_b_map;
   GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
   float* workspace;         // split-K partial tiles: split_tiles * splits of them
   std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
@@ -210,26 +212,79 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   return r;
 }
 
-// 128-block scales (GemmScaleRecipe::block) beside each stage of the ring: scale_a of the
-// tile's BlockM rows (0 past M) and scale_b of each 128-row block of B the tile covers (0 past
-// N), for the stage's k-block. The consumers read them before they free the stage. Where TMA
-// can load scale_a (scale.a_tma), the producer thread loads it with the stage's boxes
-// (load_units) and one thread of the scale warp writes scale_b (load_block_scales_b), from
-// its own ring of kBAhead slots into which it copies (cp.async) the k-blocks ahead; else the
-// tiled kernel's scale warp writes both (load_block_scales).
+// 128-block scales that TMA loads travel in runs of kScaleRun k-blocks: a box of scale_a is
+// the tile's rows of four k-blocks' columns, a box of scale_b a 16-byte run of four k-blocks
+// (TMA's least, and its coordinates step by 16 bytes: O1) per 128-row block of B. A run starts
+// at every k-block that is a multiple of four and at a unit's first; its boxes are loaded onto
+// that k-block's stage barrier, and the consumers, who wait for the stages in order, read the
+// run's later k-blocks from the same boxes.
+// NOTE: one box per stage for each of scale_a and scale_b ran 1-2 us slower per box at 64-128
+// x 4096 x 7168 than the same kernel with neither (H200; kernels/gemm/README.md, "128-block
+// scales"): the boxes, not their bytes, cost.
+inline constexpr std::int32_t kScaleRun = 4;
+__device__ __forceinline__ bool starts_scale_run(std::int32_t kb, std::int32_t kb_begin) {
+  return kb == kb_begin || kb % kScaleRun == 0;
+}
+
+// 128-block scales (GemmScaleRecipe::block) beside the ring: scale_a of the tile's BlockM rows
+// (0 past M) and scale_b of each 128-row block of B the tile covers (0 past N). The consumers
+// read a k-block's before they free its stage.
+// - Where TMA can load scale_a (scale.a_tma), one thread of the scale warp loads each run's box
+//   into a run slot (load_block_scales_tma), and scale_b's too where TMA can (scale.b_tma);
+//   else it writes each stage's scale_b from its own ring of kBAhead slots, into which it
+//   copies (cp.async) the k-blocks ahead.
+// - Else the tiled kernel's scale warp writes both into each stage's slots (load_block_scales).
+// NOTE: Stages run slots, taken in turn, one per run: a run's boxes are loaded once its first
+// k-block's stage is free, that is once the consumers have read the scales of the k-block
+// Stages before it, and the run that last used the slot ended at least Stages k-blocks earlier
+// (every run holds one k-block or more), so its scales have all been read.
 template <int BlockM, int BlockN, int Stages>
 struct BlockScaleStages {
+  static constexpr int kBlockM = BlockM;
   static constexpr int kBlockN = BlockN;
   static constexpr int kBBlocks = (BlockN + 127) / 128;
   static constexpr int kBAhead = 8;
   static_assert(kBBlocks <= 4, "scale_b: at most four 128-row blocks of B per tile");
-  using ATile = Tile<float, Swizzle::none, BlockM, 1>;  // TMA's box: 128-byte aligned (D1)
-  typename ATile::Buffer a[Stages];
+  static_assert(kScaleRun * sizeof(float) % 16 == 0,
+                "a run of scale_b is whole 16-byte chunks (TMA's box rows and coordinates)");
+  // TMA's boxes (128-byte aligned, D1): the run's columns of scale_a, kScaleRun x BlockM
+  // floats; its runs of scale_b, kBBlocks x kScaleRun floats
+  using ARun = Tile<float, Swizzle::none, BlockM, kScaleRun>;
+  using BRun = Tile<float, Swizzle::none, kScaleRun, kBBlocks>;
+  typename ARun::Buffer a_run[Stages];
+  typename BRun::Buffer b_run[Stages];
+  // the stages' slots of the scale warp's writes
+  alignas(16) float a[Stages][BlockM];
   alignas(16) float b[Stages][4];  // (kBBlocks used: 16 bytes keep the rows aligned)
   alignas(16) float b_ahead[kBAhead][4];
+
+  // Shared-memory addresses of k-block kb's scales, in run slot `run` (TMA's) or at the
+  // stage's slots: scale_a of the tile's row r, scale_b of its 128-row block j.
+  __device__ std::uint32_t a_address(std::uint32_t stage, std::uint32_t run, std::uint32_t r,
+                                     std::int32_t kb, bool a_tma) const {
+    return a_tma ? smem_address(a_run[run].bytes) +
+                       (static_cast<std::uint32_t>(kb % kScaleRun) * BlockM + r) * 4
+                 : smem_address(&a[stage][r]);
+  }
+  __device__ std::uint32_t b_address(std::uint32_t stage, std::uint32_t run, std::uint32_t j,
+                                     std::int32_t kb, bool b_tma) const {
+    return b_tma ? smem_address(b_run[run].bytes) +
+                       (j * kScaleRun + static_cast<std::uint32_t>(kb % kScaleRun)) * 4
+                 : smem_address(&b[stage][j]);
+  }
 };
 
-// Where load_block_scales_b copies scale_b from next: unit u's k-block kb (kb_end its end),
+// The run slot a consumer or the scale thread is in: Stages slots in turn, one per run.
+template <int Stages>
+struct ScaleRunSlot {
+  std::uint32_t slot = Stages - 1;  // (the first run takes slot 0)
+  // At k-block kb of a unit starting at kb_begin, before its scales are read or loaded.
+  __device__ void at(std::int32_t kb, std::int32_t kb_begin) {
+    if (starts_scale_run(kb, kb_begin)) slot = slot + 1 == Stages ? 0 : slot + 1;
+  }
+};
+
+// Where load_block_scales_tma copies scale_b from next: unit u's k-block kb (kb_end its end),
 // the tile's first 128-row block of B nb0; u >= p.units past this CTA's last k-block.
 // NOTE: formed once per unit and stepped per k-block (a decode per k-block would cost the
 // thread more than the k-block's wgmmas at small M).
@@ -255,60 +310,66 @@ struct NoBlockScales {};
 
 // A kernel's producer (one thread): every unit's k-blocks, in the order above, into the
 // ring: wait until the consumers freed the stage, arm its full barrier for the stage's boxes
-// (out-of-bounds fill counts too), load them: BlockM x 128 bytes of A, BlockN x 128 of B and,
-// with `scales` (128-block scales whose scale_a TMA loads, scale.a_tma), the stage's column of
-// scale_a (its scale_b is the scale warp's: load_block_scales_b).
-template <class ATile, class BTile, int Stages, int ScaleRows = 0>
-__device__ __forceinline__ void load_units(
-    const Params& p, Pipeline<Stages>& pipe, typename ATile::Buffer (&a)[Stages],
-    typename BTile::Buffer (&b)[Stages],
-    BlockScaleStages<ScaleRows, static_cast<int>(BTile::box[1]), Stages>* scales = nullptr) {
-  using Scales = BlockScaleStages<ScaleRows, static_cast<int>(BTile::box[1]), Stages>;
+// (out-of-bounds fill counts too), load A's and B's: BlockM x 128 bytes of A, BlockN x 128 of
+// B. `scale_tx_bytes`: the bytes of the boxes the scale thread loads onto the barrier of each
+// run's first k-block (load_block_scales_tma), armed here too, so that the barrier keeps one
+// arrival per producer.
+template <class ATile, class BTile, int Stages>
+__device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pipe,
+                                           typename ATile::Buffer (&a)[Stages],
+                                           typename BTile::Buffer (&b)[Stages],
+                                           std::uint32_t scale_tx_bytes = 0) {
   constexpr std::int32_t kBlockK = static_cast<std::int32_t>(ATile::box[0]);
   constexpr auto kBlockM = static_cast<std::int32_t>(ATile::box[1]);
   constexpr auto kBlockN = static_cast<std::int32_t>(BTile::box[1]);
-  static_assert(ScaleRows == 0 || ScaleRows == kBlockM, "a scale_a box per tile's rows");
-  constexpr std::uint32_t kScaleTxBytes = [] {
-    if constexpr (ScaleRows != 0) return Scales::ATile::tx_bytes;
-    return 0u;
-  }();
-  const std::uint32_t tx_bytes =
-      ATile::tx_bytes + BTile::tx_bytes + (scales != nullptr ? kScaleTxBytes : 0u);
+  constexpr std::uint32_t ab_bytes = ATile::tx_bytes + BTile::tx_bytes;
+  const std::uint32_t tx_bytes = ab_bytes + scale_tx_bytes;
   PipelineState<Stages> st;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
     const Unit w = decode_unit(p, u);
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-      Barrier& full = pipe.producer_arm(st, tx_bytes);
+      Barrier& full = pipe.producer_arm(
+          st, scale_tx_bytes != 0 && starts_scale_run(kb, w.kb_begin) ? tx_bytes : ab_bytes);
       load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
       load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
-      if constexpr (ScaleRows != 0) {
-        if (scales != nullptr) {
-          load_tile<typename Scales::ATile>(&scales->a[st.stage], &p.scale_a_map, full,
-                                            {w.tm * kBlockM, kb});
-        }
-      }
       st.advance();
     }
   }
 }
 
+// The bytes load_block_scales_tma loads onto the full barrier of a run's first k-block (the
+// producer arms them: load_units).
+template <class Scales>
+__device__ __forceinline__ std::uint32_t block_scale_tx_bytes(const Params& p) {
+  return Scales::ARun::tx_bytes + (p.scale.b_tma ? Scales::BRun::tx_bytes : 0u);
+}
+
 // One thread of the scale warp, for 128-block scales whose scale_a TMA loads (scale.a_tma):
-// it copies (cp.async) the scale_b of the tile's 128-row blocks of B (0 past N) for the
-// k-block kBAhead - 1 ahead of the ring's into its staging slot; for the ring's k-block it
-// waits for that copy (its oldest group), waits for the stage to be free, writes the stage's
-// scale_b and arrives on its full barrier (Pipeline::init's second producer arrival).
-// Issued after griddepcontrol.wait (the kernel before may write the scales).
-// NOTE: not the producer thread's: its loads then waited for the copies, and at M <= 128,
-// where a k-block's wgmmas are short, the stages waited for its longer instruction stream.
+// for every k-block of the ring, in the producer's order, it waits for the stage to be free
+// and, at a run's first k-block, loads the run's box of scale_a (the tile's rows, four
+// k-blocks) into the next run slot on that stage's full barrier, and scale_b's too where TMA
+// loads it (scale.b_tma). Where it does not, it copies
+// (cp.async) the scale_b of the tile's 128-row blocks of B (0 past N) for the k-block
+// kBAhead - 1 ahead into its staging slot, and for the ring's k-block waits for that copy (its
+// oldest group), writes the stage's scale_b and arrives on the full barrier
+// (Pipeline::init's second producer arrival). Issued after griddepcontrol.wait (the kernel
+// before may write the scales).
+// NOTE: not the producer thread's boxes: at M <= 128, where a k-block's wgmmas are short, the
+// stages waited for that one thread's TMA instructions, about 1 us per extra box per
+// 128 x 4096 x 7168 (kernels/gemm/README.md, "128-block scales"). The producer arms the
+// barrier for these boxes too; a box that lands before the arm only takes the barrier's
+// transaction count below zero, and the phase cannot complete before the producer's arrival.
 template <class Scales, int Stages>
-__device__ __forceinline__ void load_block_scales_b(const Params& p, Pipeline<Stages>& pipe,
-                                                    Scales& scales) {
+__device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<Stages>& pipe,
+                                                      Scales& scales) {
   constexpr int kBBlocks = Scales::kBBlocks, kAhead = Scales::kBAhead;
+  const bool b_tma = p.scale.b_tma != 0;
   const std::int32_t b_blocks = (p.n + 127) / 128;
   ScaleBCursor ahead{static_cast<std::int64_t>(blockIdx.x), 0, 0, 0};
   ahead.start(p, Scales::kBlockN);
   std::uint32_t copy_slot = 0, read_slot = 0;
-  // the next k-block's copies as one group (an empty group past this CTA's last k-block)
+  // the next k-block's copies of scale_b as one group (an empty group past this CTA's last
+  // k-block)
   const auto copy_ahead = [&] {
     if (ahead.u < p.units) {
 #pragma unroll
@@ -324,25 +385,44 @@ __device__ __forceinline__ void load_block_scales_b(const Params& p, Pipeline<St
     }
     commit_async_copies();
   };
-  for (int n = 0; n < kAhead - 1; ++n) copy_ahead();
+  if (!b_tma) {
+    for (int n = 0; n < kAhead - 1; ++n) copy_ahead();
+  }
   PipelineState<Stages> st;
+  ScaleRunSlot<Stages> run;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
     const Unit w = decode_unit(p, u);
+    const std::int32_t nb0 = w.tn * Scales::kBlockN / 128;
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-      copy_ahead();
-      wait_async_copies<kAhead - 1>();  // this k-block's (the oldest group) has landed
       float sb[kBBlocks];
+      if (!b_tma) {
+        copy_ahead();
+        wait_async_copies<kAhead - 1>();  // this k-block's (the oldest group) has landed
 #pragma unroll
-      for (int j = 0; j < kBBlocks; ++j) sb[j] = scales.b_ahead[read_slot][j];
-      read_slot = read_slot + 1 == kAhead ? 0 : read_slot + 1;
+        for (int j = 0; j < kBBlocks; ++j) sb[j] = scales.b_ahead[read_slot][j];
+        read_slot = read_slot + 1 == kAhead ? 0 : read_slot + 1;
+      }
       pipe.producer_wait_free(st);
+      Barrier& full = pipe.producer_full(st);
+      if (starts_scale_run(kb, w.kb_begin)) {
+        run.at(kb, w.kb_begin);
+        const std::int32_t kb0 = kb / kScaleRun * kScaleRun;
+        load_tile<typename Scales::ARun>(&scales.a_run[run.slot], &p.scale_a_map, full,
+                                         {w.tm * Scales::kBlockM, kb0});
+        if (b_tma) {
+          load_tile<typename Scales::BRun>(&scales.b_run[run.slot], &p.scale_b_map, full,
+                                           {kb0, nb0});
+        }
+      }
+      if (!b_tma) {
 #pragma unroll
-      for (int j = 0; j < kBBlocks; ++j) scales.b[st.stage][j] = sb[j];
-      pipe.producer_full(st).arrive();  // (releases the writes above to the consumers)
+        for (int j = 0; j < kBBlocks; ++j) scales.b[st.stage][j] = sb[j];
+        full.arrive();  // (releases the writes above to the consumers)
+      }
       st.advance();
     }
   }
-  wait_async_copies<0>();  // (the empty groups past the last k-block)
+  if (!b_tma) wait_async_copies<0>();  // (the empty groups past the last k-block)
 }
 
 // Row-wise scales (GemmScaleRecipe::row) of one tile in shared memory: scale_a of its BlockM
@@ -412,10 +492,10 @@ __device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<B
 
 // The producer warpgroup of the tiled and two-wave kernels (warpgroup 0), from its first
 // instruction: it gives its registers to the consumers, then
-// - thread 0 streams every unit's boxes into the ring (load_units), 128-block scale_a with
-//   them where TMA loads it (scale.a_tma);
-// - the second warp copies the scales that are not TMA's: for 128-block scales, one thread
-//   scale_b (load_block_scales_b) where TMA loads scale_a, else the whole warp every scale
+// - thread 0 streams every unit's boxes of A and B into the ring (load_units);
+// - the second warp loads the scales: for 128-block scales, one thread loads them onto the
+//   stages' barriers (load_block_scales_tma) where TMA loads scale_a (scale.a_tma), else the
+//   whole warp copies every scale
 //   (`copy_block_scales(lane)`, the tiled kernel's load_block_scales); row-wise scales a tile
 //   at a time (load_row_scales);
 // - the other threads are done.
@@ -432,8 +512,9 @@ __device__ __forceinline__ void run_producer_warpgroup(
   const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
   if (threadIdx.x == 0) {
     if constexpr (BlockScales) {
-      load_units<typename Cfg::ATile, typename Cfg::BTile, Cfg::kStages, Cfg::kBlockM>(
-          p, pipe, a, b, p.scale.a_tma ? block : nullptr);
+      using Scales = BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>;
+      load_units<typename Cfg::ATile, typename Cfg::BTile>(
+          p, pipe, a, b, p.scale.a_tma ? block_scale_tx_bytes<Scales>(p) : 0u);
     } else {
       load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, a, b);
     }
@@ -443,7 +524,7 @@ __device__ __forceinline__ void run_producer_warpgroup(
       if (!p.scale.a_tma) {
         copy_block_scales(lane);
       } else if (lane == 0) {
-        load_block_scales_b(p, pipe, *block);
+        load_block_scales_tma(p, pipe, *block);
       }
     } else if (p.scale.recipe == GemmScaleRecipe::row) {
       load_row_scales(p, row, row_bars, lane);

@@ -203,7 +203,7 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
   };
   for (int n = 0; n < kScaleAhead - 1; ++n) copy_ahead();
   PipelineState<Cfg::kStages> st;
-  const std::uint32_t stage_a = smem_address(slots.stages.a[0].bytes) + lane * 4;
+  const std::uint32_t stage_a = smem_address(&slots.stages.a[0][0]) + lane * 4;
   const std::uint32_t stage_b = smem_address(&slots.stages.b[0][0]);
   for (std::uint32_t n = 0; n < k_blocks; ++n) {
     copy_ahead();
@@ -374,7 +374,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // consumer warp
   // (and, with 128-block scales, by the scale warp's one arrival beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kConsumerWGs, BlockScales ? 2 : 1);
+    pipe.init(4 * Cfg::kConsumerWGs, BlockScales && !p.scale.b_tma ? 2 : 1);
     fence_barrier_init();
   }
   __syncthreads();
@@ -420,15 +420,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // partial's completion and its promotion (measured no faster than reading them at
     // retirement at 128 x 4096 x 7168: README.md, "128-block scales")
     [[maybe_unused]] float row_scales[2][2];
+    // the k-block the next issue() reads, its unit's first, and the run slot of its scales
+    [[maybe_unused]] std::int32_t issue_kb = 0, unit_kb_begin = 0;
+    [[maybe_unused]] ScaleRunSlot<Cfg::kStages> run;
     auto issue = [&](float (&part)[Cfg::kAccum], const State& at, auto which) {
       pipe.consumer_wait(at);
       if constexpr (BlockScales) {
         const std::uint32_t tile_row = cw * 64 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4;
+        run.at(issue_kb, unit_kb_begin);
         // NOTE: shared loads by address (through `s`, a generic pointer, they were generic
         // LDs)
-        const float b = ptx::ld_shared_f32(smem_address(&s.block_scales.stages.b[at.stage][0]));
+        const auto& scales = s.block_scales.stages;
+        const float b = ptx::ld_shared_f32(
+            scales.b_address(at.stage, run.slot, 0, issue_kb, p.scale.b_tma != 0));
         const std::uint32_t a_at =
-            smem_address(s.block_scales.stages.a[at.stage].bytes) + tile_row * 4;
+            scales.a_address(at.stage, run.slot, tile_row, issue_kb, p.scale.a_tma != 0);
+        ++issue_kb;
         row_scales[which][0] = ptx::ld_shared_f32(a_at) * b;
         row_scales[which][1] = ptx::ld_shared_f32(a_at + 8 * 4) * b;
       }
@@ -466,6 +473,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // measured 0-10% slower at 4096^3, 8192^3 and 4096x7168x2048; storing one step later
       // (two k-blocks in flight) spilled acc. Each tile drains before its epilogue.
       const std::int32_t kbs = w.kb_end - w.kb_begin;
+      if constexpr (BlockScales) issue_kb = unit_kb_begin = w.kb_begin;
       if constexpr (!Promote) {
         gemm_common::accumulated_k_blocks(
             kbs, st,

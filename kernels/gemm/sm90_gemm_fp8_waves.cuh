@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // a stage is freed by one arrival per math warp (and, with 128-block scales, filled by the
   // scale warp's arrival beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kMathWGs, BlockScales ? 2 : 1);
+    pipe.init(4 * Cfg::kMathWGs, BlockScales && !p.scale.b_tma ? 2 : 1);
     fence_barrier_init();
   }
   __syncthreads();
@@ -242,6 +242,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float sums[Cfg::kWaves][Cfg::kPartial];
     float part[Cfg::kPartial];
     State st;
+    [[maybe_unused]] ScaleRunSlot<Cfg::kStages> run;  // (128-block scales' run slot)
     bool first_step = true;
     const bool row_scales = p.scale.recipe == GemmScaleRecipe::row;
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
@@ -283,7 +284,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // turn), wait, free the stages after the last wave's, add the partial into the
         // wave's sums. NOTE: 256-deep partials (two k-blocks) halve the promotions and
         // the turns; a tile's odd last k-block goes alone.
-        const auto promote_k_blocks = [&](const State& at, auto count, bool first, bool last) {
+        const auto promote_k_blocks = [&](const State& at, auto count, bool first, bool last,
+                                          [[maybe_unused]] std::int32_t kb) {
           constexpr int kCount = decltype(count)::value;
           static_assert(!BlockScales || kCount == 1, "128-block scales: one k-block at a time");
           State next = at;
@@ -293,12 +295,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // read before the stage is freed
           [[maybe_unused]] float row_scale[Cfg::kWaves][2];
           if constexpr (BlockScales) {
-            const std::uint32_t a_at = smem_address(s.block_scales.a[at.stage].bytes) +
-                                       (a_row0 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4) * 4;
+            run.at(kb, w.kb_begin);
+            const std::uint32_t a_at = s.block_scales.a_address(
+                at.stage, run.slot, a_row0 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4, kb, true);
 #pragma unroll
             for (int v = 0; v < Cfg::kWaves; ++v) {
-              const float b = ptx::ld_shared_f32(
-                  smem_address(&s.block_scales.b[at.stage][kDownM ? 0 : v * Cfg::kWaveN / 128]));
+              const float b = ptx::ld_shared_f32(s.block_scales.b_address(
+                  at.stage, run.slot, kDownM ? 0 : v * Cfg::kWaveN / 128, kb,
+                  p.scale.b_tma != 0));
               const std::uint32_t rows_at = a_at + (kDownM ? 64 * v * 4 : 0);
               row_scale[v][0] = ptx::ld_shared_f32(rows_at) * b;
               row_scale[v][1] = ptx::ld_shared_f32(rows_at + 8 * 4) * b;
@@ -353,7 +357,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if constexpr (!BlockScales) {
           for (; kb + 1 < w.kb_end; kb += 2) {
             promote_k_blocks(st, std::integral_constant<int, 2>{}, first_step,
-                             last_unit && kb + 2 == w.kb_end);
+                             last_unit && kb + 2 == w.kb_end, kb);
             first_step = false;
             st.advance();
             st.advance();
@@ -363,7 +367,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // NOTE: written as a loop (it runs at most once): as an `if`, ptxas spilled the sums
         for (; kb < w.kb_end; ++kb) {
           promote_k_blocks(st, std::integral_constant<int, 1>{}, first_step,
-                           last_unit && kb + 1 == w.kb_end);
+                           last_unit && kb + 1 == w.kb_end, kb);
           first_step = false;
           st.advance();
         }

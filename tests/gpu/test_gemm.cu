@@ -359,17 +359,24 @@ TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
     }
     if (info.block_scales_tma) {
       // scale_a by TMA, every CTA taking two or more tiles (a unit's last k-block reads the
-      // next unit's scale_b ahead), a last partial k-block of 16
+      // next unit's scale_b ahead), a last partial k-block of 16; then scale_b by TMA too
+      // (8 k-blocks: its rows whole 16-byte runs), the units' k-blocks in runs of 4 across
+      // tiles
       Case rounds{1100, 4000, 272, id};
       rounds.recipe = GemmScaleRecipe::block;
       run_case(rounds, 3200 + id);
+      Case rounds_b{1100, 4000, 1008, id};
+      rounds_b.recipe = GemmScaleRecipe::block;
+      run_case(rounds_b, 3300 + id);
     }
   }
 }
 
 // 128-block scales whose scale_a TMA loads (M-major, M a multiple of 4) on small shapes:
 // the plan's choice and the tiled configurations forced (racecheck runs these:
-// scripts/gpu_check), then the two-wave ones.
+// scripts/gpu_check), then the two-wave ones; scale_b from the scale warp (K = 1040: rows of
+// 9 k-blocks) and by TMA (K = 496: rows of 4, the last k-block 112 deep; N = 336 is three
+// 128-row blocks, the last partly past N).
 void block_scale_a_tma_cases(bool two_waves) {
   int ran = 0;
   for (int id = -1; id < kGemmConfigs; ++id) {
@@ -378,9 +385,11 @@ void block_scale_a_tma_cases(bool two_waves) {
       continue;
     }
     if (id < 0 && two_waves) continue;
-    Case c{300, 336, 1040, id};
-    c.recipe = GemmScaleRecipe::block;
-    run_case(c, 3400 + id);
+    for (const std::uint64_t k : {1040, 496}) {
+      Case c{300, 336, k, id};
+      c.recipe = GemmScaleRecipe::block;
+      run_case(c, static_cast<std::uint32_t>(3400 + id + k));
+    }
     ++ran;
   }
   EXPECT_EQ(ran, two_waves ? 2 : 4) << "m256n128 and m128n256w; or the plan's choice and three";

@@ -991,6 +991,28 @@ TEST(GemmScaleRecipes, BlockScaleATma) {
   EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));
 }
 
+TEST(GemmScaleRecipes, BlockScaleBTma) {
+  detail::GemmKernelScale s;
+  s.recipe = GemmScaleRecipe::block;
+  s.b_mn = 8;  // torch's layout at K = 1024: rows of 8 k-blocks
+  s.b_k = 1;
+  EXPECT_TRUE(detail::block_scale_b_tma(s, 4000, 1024, true));
+  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1024, false));  // misaligned address
+  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1152, true));   // 9 k-blocks: rows overlap
+  s.b_mn = 9;
+  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1152, true));  // not whole 16-byte runs
+  EXPECT_TRUE(detail::block_scale_b_tma(s, 128, 1152, true));    // one row: no stride
+  s.b_mn = 12;
+  EXPECT_TRUE(detail::block_scale_b_tma(s, 4000, 1152, true));  // rows padded to 4 k-blocks
+  s.b_mn = 1;
+  s.b_k = 32;
+  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 4096, true));  // column-major
+  s.recipe = GemmScaleRecipe::row;
+  s.b_mn = 8;
+  s.b_k = 1;
+  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1024, true));
+}
+
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
 // name and an id that round-trips, and the retired one is not built.
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
