@@ -484,7 +484,9 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     Any strides are taken (torch's layouts, DeepGEMM's M-major TMA-aligned scale_a, broadcast
     views); an M-major 128-block ``scale_a`` (strides (1, s), s a multiple of 4 and >= M, 16-byte
     aligned: torch's layout where M is a multiple of 4) is loaded by TMA and runs fastest, any
-    other is copied by the kernel's scale warp. The values are read on the device when the
+    other is copied by the kernel's scale warp; with it, a ``scale_b`` whose rows are K-major
+    and a multiple of 4 floats apart (torch's contiguous layout where K is a multiple of 512)
+    is loaded by TMA too. The values are read on the device when the
     kernel runs, like a one-element tensor
     scale, and are not checked (a non-finite scale gives non-finite elements of D). The scale
     tensors must not overlap ``out``. Both are tensors, or neither is.

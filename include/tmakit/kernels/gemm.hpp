@@ -41,9 +41,12 @@ namespace tmakit {
 //          the fp32 sums (one fused multiply-add), which alpha scales at the end.
 //          GemmAccumulation::promoted only: the scales are applied at each promotion.
 //          scale_a M-major, 16-byte aligned, its columns a multiple of 4 floats apart (torch's
-//          layout where M is a multiple of 4; DeepGEMM's) is loaded by TMA with each stage,
-//          and the two-wave configurations take it (GemmProblem::block_scale_a_tma); any
-//          other layout is copied by a warp of the tiled kernel, which is slower.
+//          layout where M is a multiple of 4; DeepGEMM's) is loaded by TMA, four k-blocks a
+//          box, and the two-wave configurations take it (GemmProblem::block_scale_a_tma); any
+//          other layout is copied by a warp of the tiled kernel, which is slower. With it,
+//          scale_b K-major, 16-byte aligned, its rows a multiple of 4 floats apart (torch's
+//          layout where K is a multiple of 512; DeepGEMM's) is loaded by TMA too; any other
+//          layout is copied by one thread, slower at M <= 128.
 enum class GemmScaleRecipe { tensor, row, block };
 
 // A scale array's strides in elements: `mn` from one row of A (or B, or 128 rows of B for
