@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "gemm_launch.hpp"
+#include "gemm_scale_runs.hpp"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
@@ -212,20 +213,6 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   return r;
 }
 
-// 128-block scales that TMA loads travel in runs of kScaleRun k-blocks: a box of scale_a is
-// the tile's rows of four k-blocks' columns, a box of scale_b a 16-byte run of four k-blocks
-// (TMA's least, and its coordinates step by 16 bytes: O1) per 128-row block of B. A run starts
-// at every k-block that is a multiple of four and at a unit's first; its boxes are loaded onto
-// that k-block's stage barrier, and the consumers, who wait for the stages in order, read the
-// run's later k-blocks from the same boxes.
-// NOTE: one box per stage for each of scale_a and scale_b ran 1-2 us slower per box at 64-128
-// x 4096 x 7168 than the same kernel with neither (H200; kernels/gemm/README.md, "128-block
-// scales"): the boxes, not their bytes, cost.
-inline constexpr std::int32_t kScaleRun = 4;
-__device__ __forceinline__ bool starts_scale_run(std::int32_t kb, std::int32_t kb_begin) {
-  return kb == kb_begin || kb % kScaleRun == 0;
-}
-
 // 128-block scales (GemmScaleRecipe::block) beside the ring: scale_a of the tile's BlockM rows
 // (0 past M) and scale_b of each 128-row block of B the tile covers (0 past N). The consumers
 // read a k-block's before they free its stage.
@@ -251,6 +238,8 @@ struct BlockScaleStages {
   // floats; its runs of scale_b, kBBlocks x kScaleRun floats
   using ARun = Tile<float, Swizzle::none, BlockM, kScaleRun>;
   using BRun = Tile<float, Swizzle::none, kScaleRun, kBBlocks>;
+  static_assert(ARun::box == scale_a_run_box(BlockM) && BRun::box == scale_b_run_box(BlockN),
+                "the kernel's scale boxes are the ones the launcher's maps are built with");
   typename ARun::Buffer a_run[Stages];
   typename BRun::Buffer b_run[Stages];
   // the stages' slots of the scale warp's writes
@@ -271,16 +260,6 @@ struct BlockScaleStages {
     return b_tma ? smem_address(b_run[run].bytes) +
                        (j * kScaleRun + static_cast<std::uint32_t>(kb % kScaleRun)) * 4
                  : smem_address(&b[stage][j]);
-  }
-};
-
-// The run slot a consumer or the scale thread is in: Stages slots in turn, one per run.
-template <int Stages>
-struct ScaleRunSlot {
-  std::uint32_t slot = Stages - 1;  // (the first run takes slot 0)
-  // At k-block kb of a unit starting at kb_begin, before its scales are read or loaded.
-  __device__ void at(std::int32_t kb, std::int32_t kb_begin) {
-    if (starts_scale_run(kb, kb_begin)) slot = slot + 1 == Stages ? 0 : slot + 1;
   }
 };
 
@@ -406,7 +385,7 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
       Barrier& full = pipe.producer_full(st);
       if (starts_scale_run(kb, w.kb_begin)) {
         run.at(kb, w.kb_begin);
-        const std::int32_t kb0 = kb / kScaleRun * kScaleRun;
+        const std::int32_t kb0 = scale_run_origin(kb);
         load_tile<typename Scales::ARun>(&scales.a_run[run.slot], &p.scale_a_map, full,
                                          {w.tm * Scales::kBlockM, kb0});
         if (b_tma) {

@@ -121,18 +121,17 @@ void launch_tiled(const GemmCall& call) {
   thread_local LastCall<Params> last;
   Params p = last.get(call.key, [&] { return make_params(call); });
   p.scale = call.scale;
-  // NOTE: the boxes are the kernel's runs of kScaleRun k-blocks (BlockScaleStages::ARun and
-  // BRun); a box other than the one the kernel arms for would leave its stage waiting forever
-  constexpr auto kRun = static_cast<std::uint32_t>(kScaleRun);
+  // NOTE: the boxes are the kernel's runs (gemm_scale_runs.hpp; BlockScaleStages checks its
+  // own against them): a box other than the one the kernel arms for would leave its stage
+  // waiting forever
   if (call.scale.a_tma != 0) {  // 128-block scale_a by TMA: M x k-blocks floats, M-major
     const ConfigRow& c = row(plan.config);
     const std::uint64_t k_blocks = (call.a.cols + kBlockK - 1) / kBlockK;
     const ConstTensorRef scale_a(call.scale.a, DataType::float32, k_blocks, call.a.rows,
                                  static_cast<std::uint64_t>(call.scale.a_k) * 4);
-    // a run: the tile's rows of kRun k-blocks
-    p.scale_a_map = cached_tensor_map(view_spec(
-        scale_a, DataType::float32, {static_cast<std::uint32_t>(c.block_m), kRun, 1},
-        Swizzle::none));
+    const auto box = scale_a_run_box(c.block_m);
+    p.scale_a_map =
+        cached_tensor_map(view_spec(scale_a, DataType::float32, {box[0], box[1], 1}, Swizzle::none));
   }
   if (call.scale.b_tma != 0) {  // and scale_b: N-blocks x k-blocks floats, K-major
     const ConfigRow& c = row(plan.config);
@@ -140,10 +139,9 @@ void launch_tiled(const GemmCall& call) {
     const std::uint64_t n_blocks = (call.b.rows + 127) / 128;
     const ConstTensorRef scale_b(call.scale.b, DataType::float32, n_blocks, k_blocks,
                                  static_cast<std::uint64_t>(call.scale.b_mn) * 4);
-    // a run: kRun k-blocks (16 bytes) x the tile's 128-row blocks of B
-    const auto b_blocks = static_cast<std::uint32_t>((c.block_n + 127) / 128);
-    p.scale_b_map = cached_tensor_map(
-        view_spec(scale_b, DataType::float32, {kRun, b_blocks, 1}, Swizzle::none));
+    const auto box = scale_b_run_box(c.block_n);
+    p.scale_b_map =
+        cached_tensor_map(view_spec(scale_b, DataType::float32, {box[0], box[1], 1}, Swizzle::none));
   }
   if (plan.splits > 1) {  // split K: the partial tiles through the stream's workspace
     const ConfigRow& c = row(plan.config);

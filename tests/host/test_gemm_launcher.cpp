@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "gemm/gemm_launch.hpp"
 #include "gemm/gemm_plan.hpp"
+#include "gemm/gemm_scale_runs.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "refusal.hpp"
@@ -969,48 +971,102 @@ TEST(GemmPlanRules, TwoWaveBlockScalesNeedScaleATma) {
 
 // Which 128-block scale_a TMA loads (the launcher's fact for the plan): M-major columns a
 // whole number of 16-byte chunks apart, at least M, from a 16-byte aligned address.
+// Which 128-block scale layouts TMA loads (block_scale_a_tma, block_scale_b_tma): a case is
+// the recipe, the array's strides (mn, k), the rows (M or N), K, whether its address is
+// 16-byte aligned, and the answer.
+struct ScaleTmaCase {
+  GemmScaleRecipe recipe;
+  std::int64_t mn, k;
+  std::uint64_t rows, k_elems;
+  bool aligned, tma;
+  const char* why;
+};
+template <class Check>
+void expect_scale_tma(std::initializer_list<ScaleTmaCase> cases, Check&& check) {
+  for (const ScaleTmaCase& c : cases) {
+    detail::GemmKernelScale s;
+    s.recipe = c.recipe;
+    s.a_mn = s.b_mn = c.mn;
+    s.a_k = s.b_k = c.k;
+    EXPECT_EQ(check(s, c.rows, c.k_elems, c.aligned), c.tma) << c.why;
+  }
+}
+
 TEST(GemmScaleRecipes, BlockScaleATma) {
-  detail::GemmKernelScale s;
-  s.recipe = GemmScaleRecipe::block;
-  s.a_mn = 1;
-  s.a_k = 300;
-  EXPECT_TRUE(detail::block_scale_a_tma(s, 300, 1040, true));
-  EXPECT_FALSE(detail::block_scale_a_tma(s, 300, 1040, false));  // misaligned address
-  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));   // columns overlap
-  s.a_k = 301;
-  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));  // not whole 16-byte chunks
-  EXPECT_TRUE(detail::block_scale_a_tma(s, 301, 128, true));    // one column: no stride
-  s.a_k = 304;
-  EXPECT_TRUE(detail::block_scale_a_tma(s, 301, 1040, true));  // DeepGEMM's: M rounded to 4
-  s.a_mn = 9;
-  s.a_k = 1;
-  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));  // row-major
-  s.recipe = GemmScaleRecipe::row;
-  s.a_mn = 1;
-  s.a_k = 304;
-  EXPECT_FALSE(detail::block_scale_a_tma(s, 301, 1040, true));
+  constexpr auto B = GemmScaleRecipe::block;
+  expect_scale_tma({{B, 1, 300, 300, 1040, true, true, "M-major, columns 16 bytes apart"},
+                    {B, 1, 300, 300, 1040, false, false, "misaligned address"},
+                    {B, 1, 300, 301, 1040, true, false, "columns overlap"},
+                    {B, 1, 301, 301, 1040, true, false, "not whole 16-byte chunks"},
+                    {B, 1, 301, 301, 128, true, true, "one column: no stride"},
+                    {B, 1, 304, 301, 1040, true, true, "DeepGEMM's: M rounded to 4"},
+                    {B, 9, 1, 301, 1040, true, false, "row-major"},
+                    {GemmScaleRecipe::row, 1, 304, 301, 1040, true, false, "row-wise"}},
+                   detail::block_scale_a_tma);
 }
 
 TEST(GemmScaleRecipes, BlockScaleBTma) {
-  detail::GemmKernelScale s;
-  s.recipe = GemmScaleRecipe::block;
-  s.b_mn = 8;  // torch's layout at K = 1024: rows of 8 k-blocks
-  s.b_k = 1;
-  EXPECT_TRUE(detail::block_scale_b_tma(s, 4000, 1024, true));
-  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1024, false));  // misaligned address
-  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1152, true));   // 9 k-blocks: rows overlap
-  s.b_mn = 9;
-  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1152, true));  // not whole 16-byte runs
-  EXPECT_TRUE(detail::block_scale_b_tma(s, 128, 1152, true));    // one row: no stride
-  s.b_mn = 12;
-  EXPECT_TRUE(detail::block_scale_b_tma(s, 4000, 1152, true));  // rows padded to 4 k-blocks
-  s.b_mn = 1;
-  s.b_k = 32;
-  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 4096, true));  // column-major
-  s.recipe = GemmScaleRecipe::row;
-  s.b_mn = 8;
-  s.b_k = 1;
-  EXPECT_FALSE(detail::block_scale_b_tma(s, 4000, 1024, true));
+  constexpr auto B = GemmScaleRecipe::block;
+  expect_scale_tma({{B, 8, 1, 4000, 1024, true, true, "torch's layout at K = 1024: rows of 8"},
+                    {B, 8, 1, 4000, 1024, false, false, "misaligned address"},
+                    {B, 8, 1, 4000, 1152, true, false, "9 k-blocks: rows overlap"},
+                    {B, 9, 1, 4000, 1152, true, false, "not whole 16-byte runs"},
+                    {B, 9, 1, 128, 1152, true, true, "one row: no stride"},
+                    {B, 12, 1, 4000, 1152, true, true, "rows padded to 4 k-blocks"},
+                    {B, 1, 32, 4000, 4096, true, false, "column-major"},
+                    {GemmScaleRecipe::row, 8, 1, 4000, 1024, true, false, "row-wise"}},
+                   detail::block_scale_b_tma);
+}
+
+// The 128-block scale runs (gemm_scale_runs.hpp) over one CTA's k-blocks as the kernels walk
+// them, for rings of Stages stages: the scale thread and the consumers take the same run slot
+// at every k-block; the slot's boxes hold that k-block's column; and a slot is loaded again
+// only once every k-block that read it is Stages or more k-blocks back, so that its stage has
+// been freed, which the consumers do after reading its scales.
+template <int Stages>
+void walk_scale_runs(const std::vector<std::pair<std::int32_t, std::int32_t>>& units) {
+  using detail::gemm::kScaleRun;
+  using detail::gemm::scale_run_origin;
+  using detail::gemm::starts_scale_run;
+  detail::gemm::ScaleRunSlot<Stages> loader, consumer;
+  std::vector<std::int64_t> last_read(Stages, -(std::int64_t{1} << 40));
+  std::vector<std::int32_t> origin(Stages, -1);
+  std::int64_t n = 0;  // the CTA's k-blocks in order (the ring's)
+  for (const auto& [kb_begin, kb_end] : units) {
+    for (std::int32_t kb = kb_begin; kb < kb_end; ++kb, ++n) {
+      if (starts_scale_run(kb, kb_begin)) {  // the scale thread, once the stage is free
+        loader.at(kb, kb_begin);
+        EXPECT_LE(last_read[loader.slot], n - Stages) << "slot " << loader.slot << " at " << n;
+        origin[loader.slot] = scale_run_origin(kb);
+      }
+      consumer.at(kb, kb_begin);
+      ASSERT_EQ(consumer.slot, loader.slot) << n;
+      EXPECT_GE(kb, origin[consumer.slot]) << n;
+      EXPECT_LT(kb, origin[consumer.slot] + kScaleRun) << n;
+      last_read[consumer.slot] = n;
+    }
+  }
+}
+
+TEST(GemmScaleRuns, SlotsHoldTheirKBlocksAndAreFreeWhenReloaded) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    // units of 1-9 k-blocks starting anywhere (split K), 1-12 per CTA
+    std::vector<std::pair<std::int32_t, std::int32_t>> units;
+    const int count = 1 + static_cast<int>(rng() % 12);
+    for (int u = 0; u < count; ++u) {
+      const auto begin = static_cast<std::int32_t>(rng() % 40);
+      units.push_back({begin, begin + 1 + static_cast<std::int32_t>(rng() % 9)});
+    }
+    walk_scale_runs<3>(units);
+    walk_scale_runs<5>(units);
+    walk_scale_runs<8>(units);
+    walk_scale_runs<12>(units);
+  }
+  // the launcher's boxes: the tile's rows x a run; a run x the tile's 128-row blocks of B
+  EXPECT_EQ(detail::gemm::scale_a_run_box(64), (std::array<std::uint32_t, 2>{64, 4}));
+  EXPECT_EQ(detail::gemm::scale_b_run_box(256), (std::array<std::uint32_t, 2>{4, 2}));
+  EXPECT_EQ(detail::gemm::scale_b_run_box(64), (std::array<std::uint32_t, 2>{4, 1}));
 }
 
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
