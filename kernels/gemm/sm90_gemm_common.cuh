@@ -221,10 +221,8 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
 //   else it writes each stage's scale_b from its own ring of kBAhead slots, into which it
 //   copies (cp.async) the k-blocks ahead.
 // - Else the tiled kernel's scale warp writes both into each stage's slots (load_block_scales).
-// NOTE: Stages run slots, taken in turn, one per run: a run's boxes are loaded once its first
-// k-block's stage is free, that is once the consumers have read the scales of the k-block
-// Stages before it, and the run that last used the slot ended at least Stages k-blocks earlier
-// (every run holds one k-block or more), so its scales have all been read.
+// Stages run slots, taken in turn, one per run (ScaleRunSlot, gemm_scale_runs.hpp, says why
+// that many are enough).
 template <int BlockM, int BlockN, int Stages>
 struct BlockScaleStages {
   static constexpr int kBlockM = BlockM;
