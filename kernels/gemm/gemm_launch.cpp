@@ -41,9 +41,7 @@ void check_device_scales(const GemmScales& scales) {
   check("scales.scale_b_device", scales.scale_b_device, "scales.scale_b", scales.scale_b);
 }
 
-namespace {
-
-const char* recipe_name(GemmScaleRecipe r) {
+const char* scale_recipe_name(GemmScaleRecipe r) {
   switch (r) {
     case GemmScaleRecipe::tensor: return "tensor";
     case GemmScaleRecipe::row: return "row";
@@ -51,6 +49,15 @@ const char* recipe_name(GemmScaleRecipe r) {
   }
   return "?";
 }
+
+void check_scale_recipe(GemmScaleRecipe r, const char* field) {
+  if (r != GemmScaleRecipe::tensor && r != GemmScaleRecipe::row && r != GemmScaleRecipe::block) {
+    throw ArgumentError(field, std::to_string(static_cast<int>(r)) +
+                                   " is not a GemmScaleRecipe; use tensor, row or block");
+  }
+}
+
+namespace {
 
 // One scale array's strides (torch's layout for -1, -1), checked: each >= 0.
 void resolve_strides(const char* field, const GemmScaleStrides& given, std::int64_t mn_default,
@@ -83,12 +90,8 @@ GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std
     s.b = scales.scale_b_device;
     return s;
   }
-  if (scales.recipe != GemmScaleRecipe::row && scales.recipe != GemmScaleRecipe::block) {
-    throw ArgumentError("scales.recipe", std::to_string(static_cast<int>(scales.recipe)) +
-                                             " is not a GemmScaleRecipe; use tensor, row or "
-                                             "block");
-  }
-  const std::string recipe = recipe_name(scales.recipe);
+  check_scale_recipe(scales.recipe, "scales.recipe");
+  const std::string recipe = scale_recipe_name(scales.recipe);
   const bool block = scales.recipe == GemmScaleRecipe::block;
   const std::string a_shape = block ? "M x ceil(K / 128) floats" : "M floats";
   const std::string b_shape = block ? "ceil(N / 128) x ceil(K / 128) floats" : "N floats";

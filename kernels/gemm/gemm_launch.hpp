@@ -45,6 +45,11 @@ struct GemmKernelScale {
   // is then TMA's, and its full barrier waits for the producer alone
   std::int32_t b_tma = 0;
 };
+// A GemmScaleRecipe's name ("tensor", "row", "block"), and the check that a value is one:
+// ArgumentError naming `field` otherwise (the GEMM's and the quantizer's launchers).
+const char* scale_recipe_name(GemmScaleRecipe r);
+void check_scale_recipe(GemmScaleRecipe r, const char* field);
+
 // The scales' recipe and arrays for a call of M x N x K: torch's layouts for strides of -1,
 // each given stride >= 0, a pointer for each array; throws ArgumentError naming the field
 // ("scales.scale_a_device", "scales.scale_a_strides", "scales.recipe", ...) otherwise.

@@ -65,12 +65,7 @@ void check_accumulation(const GemmTuning& tuning) {
 // The scale recipe: a GemmScaleRecipe; 128-block scales promote every 128 of K by definition,
 // and a forced configuration must apply them.
 void check_recipe(const GemmProblem& q) {
-  if (q.recipe != GemmScaleRecipe::tensor && q.recipe != GemmScaleRecipe::row &&
-      q.recipe != GemmScaleRecipe::block) {
-    throw ArgumentError("scales.recipe", std::to_string(static_cast<int>(q.recipe)) +
-                                             " is not a GemmScaleRecipe; use tensor, row or "
-                                             "block");
-  }
+  check_scale_recipe(q.recipe, "scales.recipe");
   if (q.recipe != GemmScaleRecipe::block) return;
   if (q.tuning.accumulation != GemmAccumulation::promoted) {
     throw ArgumentError("tuning.accumulation",

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "gemm/gemm_launch.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 
 namespace tmakit {
@@ -33,10 +34,6 @@ std::uint32_t row_chunk_of(std::uint64_t cols) {
   std::uint32_t c = detail::quantize::kRowBoxCols;
   while (c > 1 && cols % c != 0) c /= 2;
   return cols / c <= 256 ? c : 0;
-}
-
-const char* recipe_name(GemmScaleRecipe r) {
-  return r == GemmScaleRecipe::tensor ? "tensor" : r == GemmScaleRecipe::row ? "row" : "block";
 }
 
 }  // namespace
@@ -126,11 +123,7 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
 
 void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                   QuantizeOperand operand, const GemmScaleStrides& strides) {
-  if (recipe != GemmScaleRecipe::tensor && recipe != GemmScaleRecipe::row &&
-      recipe != GemmScaleRecipe::block) {
-    throw ArgumentError("recipe", std::to_string(static_cast<int>(recipe)) +
-                                      " is not a GemmScaleRecipe (tensor, row or block)");
-  }
+  detail::check_scale_recipe(recipe, "recipe");
   if (operand != QuantizeOperand::a && operand != QuantizeOperand::b) {
     throw ArgumentError("operand", std::to_string(static_cast<int>(operand)) +
                                        " is not a QuantizeOperand (a or b)");
@@ -198,7 +191,7 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
   if (!separate) {
     throw ArgumentError("scale_strides",
                         given + " puts two of the " + std::to_string(s.mn) + " x " +
-                            std::to_string(s.k) + " " + recipe_name(recipe) +
+                            std::to_string(s.k) + " " + detail::scale_recipe_name(recipe) +
                             " scales on one float; use (1, " + std::to_string(s.mn) +
                             ") (M-major) or (" + std::to_string(s.k) + ", 1) (row-major)");
   }
