@@ -1,19 +1,20 @@
 // Transpose without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes): a block
-// stages a tile of TileRows x TileCols of in through shared memory, already transposed.
+// stages a tile of in through shared memory, already transposed: TileCols in columns by
+// 32 x RowWords x V in rows, which are TileCols out rows of 32 x RowWords words each.
 //
 // Load: a warp reads 32 consecutive elements of an in row per load (coalesced at any start);
 // a thread packs the elements of V = 4 / element size consecutive in rows of one column into
 // one 32-bit word (1- and 2-byte elements; V = 1 for 4- and 8-byte ones), which is V
-// consecutive elements of one out row, and stores it in the shared row of that out row. A
-// thread's TileCols / 8 words are all loaded before the first shared store.
-// Store: a warp writes one out row's TileRows elements (128 bytes; 256 for 8-byte elements)
-// from 32 consecutive shared words. Where an out row of 1- or 2-byte elements does not start
-// on 4 bytes, each lane funnel-shifts its word with its neighbour's so that it writes an
-// aligned 32-bit word; only the words wholly inside the tile's span of the row are written
-// whole, the bytes at either end one by one, so no byte outside the view is written.
-// Walk (DownColumns): block t takes the tile t rows of tiles down one column of tiles, then
-// the next column, so the blocks in flight write neighbouring pieces of the same out rows
-// (the TMA kernel's order); otherwise across a row of tiles first.
+// consecutive elements of one out row, and stores it in the shared row of that out row. All
+// of a thread's words are loaded before the first shared store.
+// Store: a warp writes one out row's span of the tile, 32 shared words per store. Where an
+// out row of 1- or 2-byte elements does not start on 4 bytes, each lane funnel-shifts its
+// word with the word before it so that it writes an aligned 32-bit word; only the words
+// wholly inside the span are written whole, the bytes at either end one by one, so no byte
+// outside the view is written.
+// Walk: block t takes the tile t rows of tiles down one column of tiles, then the next
+// column, so the blocks in flight write neighbouring pieces of the same out rows (the TMA
+// kernel's order).
 #include <cstdint>
 #include <type_traits>
 
@@ -46,35 +47,33 @@ using WordOf = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
 template <class T>
 constexpr int kPack = sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
 
-// A warp's store covers 32 words of an out row.
-template <class T>
-constexpr int kTileRows = 32 * kPack<T>;
-
-// out's rows c0 .. c0 + TileCols - 1 of a tile, elements r0 .. r0 + kTileRows - 1, from the
+// out's rows c0 .. c0 + TileCols - 1 of a tile, elements r0 .. r0 + 32 RowWords V - 1, from the
 // shared words (warp-wide: every lane of a warp takes part).
-template <class T, int TileCols, class Word>
-__device__ __forceinline__ void store_out_rows(const PlainParams& p, const Word (*tile)[33],
+template <class T, int TileCols, int RowWords, class Word>
+__device__ __forceinline__ void store_out_rows(const PlainParams& p, const Word (*tile)[32 * RowWords + 1],
                                                std::int64_t c0, std::int64_t r0, int lane,
                                                int warp) {
   constexpr int V = kPack<T>;
-  const std::int64_t valid_rows = p.rows - r0 < kTileRows<T> ? p.rows - r0 : kTileRows<T>;
+  constexpr int kWords = 32 * RowWords;
+  constexpr int kRows = kWords * V;
+  const std::int64_t valid_rows = p.rows - r0 < kRows ? p.rows - r0 : kRows;
 #pragma unroll
   for (int i = warp; i < TileCols; i += kWarps) {
     const std::int64_t c = c0 + i;
     if (c >= p.cols) break;  // uniform across the warp
-    const Word word = tile[i][lane];
     std::uint8_t* row = p.out + c * p.out_pitch;
     if constexpr (V == 1) {
-      if (r0 + lane < p.rows) reinterpret_cast<Word*>(row)[r0 + lane] = word;
+#pragma unroll
+      for (int j = 0; j < RowWords; ++j) {
+        const int k = j * 32 + lane;
+        if (r0 + k < p.rows) reinterpret_cast<Word*>(row)[r0 + k] = tile[i][k];
+      }
     } else {
       // The span [first, end) of out's row that this tile writes, and its offset from 4.
       const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row + r0 * sizeof(T));
       const std::uintptr_t end = first + static_cast<std::uintptr_t>(valid_rows) * sizeof(T);
       const unsigned skew = static_cast<unsigned>(first & 3U);
       const std::uintptr_t base = first - skew;
-      const Word before = __shfl_up_sync(0xffffffffU, word, 1);
-      // Lane l writes the aligned word at base + 4 l: the top bytes of lane l - 1's word
-      // and the bottom bytes of its own; lane 31 writes the word after, too.
       const auto put = [&](std::uintptr_t at, std::uint32_t bytes) {
         if (at >= first && at + 4 <= end) {
           *reinterpret_cast<std::uint32_t*>(at) = bytes;
@@ -88,27 +87,36 @@ __device__ __forceinline__ void store_out_rows(const PlainParams& p, const Word 
         }
       };
       const unsigned shift = 8 * (4 - skew);
-      put(base + 4 * static_cast<unsigned>(lane), __funnelshift_rc(before, word, shift));
-      if (lane == 31 && skew != 0) put(base + 4 * 32, __funnelshift_rc(word, 0U, shift));
+      // Word k at base + 4 k: the top bytes of shared word k - 1 and the bottom bytes of word
+      // k; the last lane writes the word after the span's last word, too.
+#pragma unroll
+      for (int j = 0; j < RowWords; ++j) {
+        const int k = j * 32 + lane;
+        const Word word = tile[i][k];
+        const Word before = k > 0 ? tile[i][k - 1] : Word(0);
+        put(base + 4 * static_cast<unsigned>(k), __funnelshift_rc(before, word, shift));
+        if (k == kWords - 1 && skew != 0) put(base + 4 * kWords, __funnelshift_rc(word, 0U, shift));
+      }
     }
   }
 }
 
-template <class T, int TileCols, bool DownColumns>
+template <class T, int TileCols, int RowWords>
 __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainParams p) {
   using Word = WordOf<T>;
   constexpr int V = kPack<T>;
-  constexpr int kWords = 32;  // words per out row of a tile
+  constexpr int kWords = 32 * RowWords;  // words per out row of a tile
+  constexpr int kRows = kWords * V;      // in rows of a tile
   constexpr int kItems = kWords * TileCols / kThreads;
-  // NOTE: 33 words per shared row (66 for 8-byte words): the 32 lanes storing one word row
-  // across 32 columns hit 32 banks (8-byte words: each half-warp 16 bank pairs).
+  // NOTE: an odd number of words per shared row: the 32 lanes storing one word row across 32
+  // columns hit 32 banks (8-byte words: each half-warp 16 bank pairs).
   __shared__ Word tile[TileCols][kWords + 1];
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   for (std::int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const std::int64_t tiles_y = p.tiles / p.tiles_x;
-    const std::int64_t c0 = (DownColumns ? t / tiles_y : t % p.tiles_x) * TileCols;
-    const std::int64_t r0 = (DownColumns ? t % tiles_y : t / p.tiles_x) * kTileRows<T>;
+    const std::int64_t c0 = t / tiles_y * TileCols;
+    const std::int64_t r0 = t % tiles_y * kRows;
     Word w[kItems];
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
@@ -137,17 +145,18 @@ __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainPa
       tile[c][k] = w[it];
     }
     __syncthreads();
-    store_out_rows<T, TileCols>(p, tile, c0, r0, lane, warp);
+    store_out_rows<T, TileCols, RowWords>(p, tile, c0, r0, lane, warp);
     __syncthreads();
   }
 }
 
-template <class T, int TileCols, bool DownColumns>
+template <class T, int TileCols, int RowWords>
 void launch_typed(PlainParams p, cudaStream_t stream) {
+  constexpr int kRows = 32 * RowWords * kPack<T>;
   p.tiles_x = (p.cols + TileCols - 1) / TileCols;
-  p.tiles = p.tiles_x * ((p.rows + kTileRows<T> - 1) / kTileRows<T>);
+  p.tiles = p.tiles_x * ((p.rows + kRows - 1) / kRows);
   const unsigned grid = plain::blocks_for(static_cast<std::uint64_t>(p.tiles), 1, plain::kMaxGridX);
-  plain_transpose_kernel<T, TileCols, DownColumns><<<grid, kThreads, 0, stream>>>(p);
+  plain_transpose_kernel<T, TileCols, RowWords><<<grid, kThreads, 0, stream>>>(p);
   check_launch("plain_transpose_kernel");
 }
 
@@ -166,12 +175,14 @@ PlainParams params_of(ConstTensorRef in, TensorRef out) {
 
 void launch_plain(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   const PlainParams p = params_of(in, out);
-  // NOTE: the tile widths and walks measured fastest at 8191 x 8193 on H200 (README.md).
+  // NOTE: the tile widths, out-row spans and walks measured fastest at 8191 x 8193 on H200
+  // (README.md): 512-byte spans of out's rows (1 KB for 1-byte elements) and in-row spans of
+  // 32 or 64 elements; a taller tile then holds more registers than it hides latency.
   switch (in.element_size()) {
-    case 1: return launch_typed<std::uint8_t, 64, true>(p, stream);
-    case 2: return launch_typed<std::uint16_t, 64, false>(p, stream);
-    case 4: return launch_typed<std::uint32_t, 32, true>(p, stream);
-    default: return launch_typed<std::uint64_t, 32, true>(p, stream);
+    case 1: return launch_typed<std::uint8_t, 32, 4>(p, stream);
+    case 2: return launch_typed<std::uint16_t, 64, 4>(p, stream);
+    case 4: return launch_typed<std::uint32_t, 64, 4>(p, stream);
+    default: return launch_typed<std::uint64_t, 64, 2>(p, stream);
   }
 }
 
