@@ -69,33 +69,90 @@ __device__ __forceinline__ void store_out_rows(const PlainParams& p, const Word 
         if (r0 + k < p.rows) reinterpret_cast<Word*>(row)[r0 + k] = tile[i][k];
       }
     } else {
-      // The span [first, end) of out's row that this tile writes, and its offset from 4.
+      // The span of out's row that this tile writes starts `skew` bytes into the aligned
+      // word at `base`; aligned word k holds the span's bytes 4 k - skew .. 4 k - skew + 3.
       const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row + r0 * sizeof(T));
-      const std::uintptr_t end = first + static_cast<std::uintptr_t>(valid_rows) * sizeof(T);
-      const unsigned skew = static_cast<unsigned>(first & 3U);
-      const std::uintptr_t base = first - skew;
-      const auto put = [&](std::uintptr_t at, std::uint32_t bytes) {
-        if (at >= first && at + 4 <= end) {
-          *reinterpret_cast<std::uint32_t*>(at) = bytes;
+      const int skew = static_cast<int>(first & 3U);
+      const int span_bytes = static_cast<int>(valid_rows) * static_cast<int>(sizeof(T));
+      std::uint8_t* base = reinterpret_cast<std::uint8_t*>(first - skew);
+      const unsigned shift = 8 * (4 - skew);
+      const auto put = [&](int k, std::uint32_t bytes) {
+        const int lo = 4 * k - skew;
+        if (lo >= 0 && lo + 4 <= span_bytes) {
+          *reinterpret_cast<std::uint32_t*>(base + 4 * k) = bytes;
           return;
         }
 #pragma unroll
-        for (unsigned b = 0; b < 4; ++b) {
-          if (at + b >= first && at + b < end) {
-            *reinterpret_cast<std::uint8_t*>(at + b) = static_cast<std::uint8_t>(bytes >> (8 * b));
+        for (int b = 0; b < 4; ++b) {
+          if (lo + b >= 0 && lo + b < span_bytes) {
+            base[4 * k + b] = static_cast<std::uint8_t>(bytes >> (8 * b));
           }
         }
       };
-      const unsigned shift = 8 * (4 - skew);
-      // Word k at base + 4 k: the top bytes of shared word k - 1 and the bottom bytes of word
-      // k; the last lane writes the word after the span's last word, too.
+      // Word k: the top bytes of shared word k - 1 and the bottom bytes of word k; the last
+      // lane writes the word after the span's last word, too.
 #pragma unroll
       for (int j = 0; j < RowWords; ++j) {
         const int k = j * 32 + lane;
         const Word word = tile[i][k];
         const Word before = k > 0 ? tile[i][k - 1] : Word(0);
-        put(base + 4 * static_cast<unsigned>(k), __funnelshift_rc(before, word, shift));
-        if (k == kWords - 1 && skew != 0) put(base + 4 * kWords, __funnelshift_rc(word, 0U, shift));
+        put(k, __funnelshift_rc(before, word, shift));
+        if (k == kWords - 1 && skew != 0) put(kWords, __funnelshift_rc(word, 0U, shift));
+      }
+    }
+  }
+}
+
+// A thread's words of the tile at (r0, c0): item it = g * TileCols / 32 + h holds in rows
+// r0 + (g kWarps + warp) V + v (v < V) of column c0 + 32 h + lane. A tile wholly inside the
+// view walks each thread's rows with one pointer; a tile at the view's edge clamps every
+// position and reads one outside the view as 0.
+template <class T, int TileCols, int RowWords, bool Whole, class Word>
+__device__ __forceinline__ void load_words(const PlainParams& p, std::int64_t c0, std::int64_t r0,
+                                           int lane, int warp, Word* w) {
+  constexpr int V = kPack<T>;
+  constexpr int kColGroups = TileCols / 32;
+  constexpr int kRowGroups = 32 * RowWords * TileCols / kThreads / kColGroups;
+  if constexpr (Whole) {
+    const std::uint8_t* rows = p.in + (r0 + static_cast<std::int64_t>(warp) * V) * p.in_pitch +
+                               (c0 + lane) * static_cast<std::int64_t>(sizeof(T));
+    const std::uint64_t group_step = static_cast<std::uint64_t>(kWarps) * V * p.in_pitch;
+#pragma unroll
+    for (int g = 0; g < kRowGroups; ++g) {
+      const std::uint8_t* row = rows;
+#pragma unroll
+      for (int h = 0; h < kColGroups; ++h) w[g * kColGroups + h] = 0;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+#pragma unroll
+        for (int h = 0; h < kColGroups; ++h) {
+          const T e = reinterpret_cast<const T*>(row)[32 * h];
+          w[g * kColGroups + h] |= static_cast<Word>(e) << (8 * sizeof(T) * v);
+        }
+        row += p.in_pitch;
+      }
+      rows += group_step;
+    }
+  } else {
+#pragma unroll
+    for (int g = 0; g < kRowGroups; ++g) {
+#pragma unroll
+      for (int h = 0; h < kColGroups; ++h) {
+        const std::int64_t col = c0 + 32 * h + lane;
+        Word word = 0;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const std::int64_t row = r0 + static_cast<std::int64_t>(g * kWarps + warp) * V + v;
+          // NOTE: every load is issued, at a clamped position, and a position outside the
+          // view then reads as 0: straight-line code, so the compiler may issue all of a
+          // thread's loads before the first one is used.
+          const bool inside = row < p.rows && col < p.cols;
+          const std::int64_t row_c = row < p.rows ? row : p.rows - 1;
+          const std::int64_t col_c = col < p.cols ? col : p.cols - 1;
+          const T e = reinterpret_cast<const T*>(p.in + row_c * p.in_pitch)[col_c];
+          word |= static_cast<Word>(inside ? e : T(0)) << (8 * sizeof(T) * v);
+        }
+        w[g * kColGroups + h] = word;
       }
     }
   }
@@ -118,25 +175,11 @@ __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainPa
     const std::int64_t c0 = t / tiles_y * TileCols;
     const std::int64_t r0 = t % tiles_y * kRows;
     Word w[kItems];
-#pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int c = (it % (TileCols / 32)) * 32 + lane;
-      const int k = (it / (TileCols / 32)) * kWarps + warp;
-      const std::int64_t col = c0 + c;
-      Word word = 0;
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        const std::int64_t row = r0 + static_cast<std::int64_t>(k) * V + v;
-        // NOTE: every load is issued, at a clamped position, and a position outside the view
-        // then reads as 0: straight-line code, so the compiler may issue all of a thread's
-        // loads before the first one is used.
-        const bool inside = row < p.rows && col < p.cols;
-        const std::int64_t row_c = row < p.rows ? row : p.rows - 1;
-        const std::int64_t col_c = col < p.cols ? col : p.cols - 1;
-        const T e = reinterpret_cast<const T*>(p.in + row_c * p.in_pitch)[col_c];
-        word |= static_cast<Word>(inside ? e : T(0)) << (8 * sizeof(T) * v);
-      }
-      w[it] = word;
+    // NOTE: uniform across the block: the tile is inside the view or at its edge.
+    if (r0 + kRows <= p.rows && c0 + TileCols <= p.cols) {
+      load_words<T, TileCols, RowWords, true>(p, c0, r0, lane, warp, w);
+    } else {
+      load_words<T, TileCols, RowWords, false>(p, c0, r0, lane, warp, w);
     }
 #pragma unroll
     for (int it = 0; it < kItems; ++it) {
