@@ -6,7 +6,10 @@
 // a thread packs the elements of V = 4 / element size consecutive in rows of one column into
 // one 32-bit word (1- and 2-byte elements; V = 1 for 4- and 8-byte ones), which is V
 // consecutive elements of one out row, and stores it in the shared row of that out row. All
-// of a thread's words are loaded before the first shared store.
+// of a thread's words are loaded before the first shared store. A tile inside the view walks
+// each thread's rows with one pointer; one at the view's edge clamps every position. 1-byte
+// elements inside the view load a 4-byte word of each of 4 rows instead and transpose the
+// 4 x 4 block in registers (stage_word_blocks).
 // Store: a warp writes one out row's span of the tile, 32 shared words per store. Where an
 // out row of 1- or 2-byte elements does not start on 4 bytes, each lane funnel-shifts its
 // word with the word before it so that it writes an aligned 32-bit word; only the words
@@ -158,6 +161,54 @@ __device__ __forceinline__ void load_words(const PlainParams& p, std::int64_t c0
   }
 }
 
+// 1-byte elements, a tile inside the view with at least 4 bytes of its rows after it: each
+// lane loads one 4-byte word of each of V = 4 consecutive in rows, at the row's own byte
+// offset (two aligned words funnel-shifted), and transposes the 4 x 4 block in registers
+// into 4 shared words, one per out row. kLanes lanes span an in row's TileCols elements, so a
+// warp's load covers 32 / kLanes rows, and its shared stores hit 32 banks (the shared rows'
+// odd word count).
+template <class T, int TileCols, int RowWords, class Word>
+__device__ __forceinline__ void stage_word_blocks(const PlainParams& p, Word (*tile)[32 * RowWords + 1],
+                                                  std::int64_t c0, std::int64_t r0, int lane,
+                                                  int warp) {
+  constexpr int V = kPack<T>;
+  constexpr int kLanes = TileCols / V;  // 4-byte words of an in row's span
+  constexpr int kGroups = 32 / kLanes;
+  constexpr int kBlocks = 32 * RowWords * TileCols / kThreads / V;
+  static_assert(V == 4 && 32 % kLanes == 0, "1-byte elements; a warp spans whole rows of the tile");
+  const int wc = lane % kLanes;
+  const int group = lane / kLanes;
+  std::uint32_t x[kBlocks][V];
+#pragma unroll
+  for (int b = 0; b < kBlocks; ++b) {
+    const std::int64_t kk = (static_cast<std::int64_t>(b) * kWarps + warp) * kGroups + group;
+    const std::uint8_t* row = p.in + (r0 + kk * V) * p.in_pitch + c0 * sizeof(T);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(row);
+      const auto* aligned = reinterpret_cast<const std::uint32_t*>(at & ~std::uintptr_t{3});
+      const unsigned skew = static_cast<unsigned>(at & 3U);
+      x[b][v] = __funnelshift_r(aligned[wc], aligned[wc + 1], 8 * skew);
+      row += p.in_pitch;
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < kBlocks; ++b) {
+    const int k = (b * kWarps + warp) * kGroups + group;
+    // Byte q of the four rows' words, in row order: out[q] = x0.q | x1.q << 8 | x2.q << 16 |
+    // x3.q << 24 (__byte_perm picks bytes of {y, x} by the selector's nibbles).
+    const std::uint32_t lo01 = __byte_perm(x[b][0], x[b][1], 0x5140);
+    const std::uint32_t lo23 = __byte_perm(x[b][2], x[b][3], 0x5140);
+    const std::uint32_t hi01 = __byte_perm(x[b][0], x[b][1], 0x7362);
+    const std::uint32_t hi23 = __byte_perm(x[b][2], x[b][3], 0x7362);
+    const std::uint32_t out[V] = {
+        __byte_perm(lo01, lo23, 0x5410), __byte_perm(lo01, lo23, 0x7632),
+        __byte_perm(hi01, hi23, 0x5410), __byte_perm(hi01, hi23, 0x7632)};
+#pragma unroll
+    for (int q = 0; q < V; ++q) tile[V * wc + q][k] = out[q];
+  }
+}
+
 template <class T, int TileCols, int RowWords>
 __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainParams p) {
   using Word = WordOf<T>;
@@ -174,18 +225,23 @@ __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainPa
     const std::int64_t tiles_y = p.tiles / p.tiles_x;
     const std::int64_t c0 = t / tiles_y * TileCols;
     const std::int64_t r0 = t % tiles_y * kRows;
-    Word w[kItems];
     // NOTE: uniform across the block: the tile is inside the view or at its edge.
-    if (r0 + kRows <= p.rows && c0 + TileCols <= p.cols) {
-      load_words<T, TileCols, RowWords, true>(p, c0, r0, lane, warp, w);
+    const bool inside = r0 + kRows <= p.rows && c0 + TileCols <= p.cols;
+    if (V == 4 && inside && c0 + TileCols + 4 <= p.cols) {
+      if constexpr (V == 4) stage_word_blocks<T, TileCols, RowWords>(p, tile, c0, r0, lane, warp);
     } else {
-      load_words<T, TileCols, RowWords, false>(p, c0, r0, lane, warp, w);
-    }
+      Word w[kItems];
+      if (inside) {
+        load_words<T, TileCols, RowWords, true>(p, c0, r0, lane, warp, w);
+      } else {
+        load_words<T, TileCols, RowWords, false>(p, c0, r0, lane, warp, w);
+      }
 #pragma unroll
-    for (int it = 0; it < kItems; ++it) {
-      const int c = (it % (TileCols / 32)) * 32 + lane;
-      const int k = (it / (TileCols / 32)) * kWarps + warp;
-      tile[c][k] = w[it];
+      for (int it = 0; it < kItems; ++it) {
+        const int c = (it % (TileCols / 32)) * 32 + lane;
+        const int k = (it / (TileCols / 32)) * kWarps + warp;
+        tile[c][k] = w[it];
+      }
     }
     __syncthreads();
     store_out_rows<T, TileCols, RowWords>(p, tile, c0, r0, lane, warp);
@@ -218,9 +274,9 @@ PlainParams params_of(ConstTensorRef in, TensorRef out) {
 
 void launch_plain(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   const PlainParams p = params_of(in, out);
-  // NOTE: the tile widths, out-row spans and walks measured fastest at 8191 x 8193 on H200
-  // (README.md): 512-byte spans of out's rows (1 KB for 1-byte elements) and in-row spans of
-  // 32 or 64 elements; a taller tile then holds more registers than it hides latency.
+  // NOTE: the tiles measured fastest at 8191 x 8193 on H200 (README.md): 512-byte spans of
+  // out's rows and in-row spans of 32 or 64 elements; a taller tile then holds more registers
+  // than it hides latency.
   switch (in.element_size()) {
     case 1: return launch_typed<std::uint8_t, 32, 4>(p, stream);
     case 2: return launch_typed<std::uint16_t, 64, 4>(p, stream);
