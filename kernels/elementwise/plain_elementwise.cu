@@ -1,5 +1,5 @@
-// Add-constant without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes) and
-// for the types the TMA kernel is not built for. Each row is cut into 16-byte slots aligned
+// Add-constant without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes), for
+// the types the TMA kernel is not built for, and for a view of one row (a dense tensor). Each row is cut into 16-byte slots aligned
 // to in's addresses: a thread adds a whole slot with one 16-byte load and store when out's
 // row sits at the same offset within 16 bytes (dense tensors, in place), element by element
 // otherwise and at the row's two ends. A dense view is one long row.

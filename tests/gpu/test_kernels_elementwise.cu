@@ -17,9 +17,11 @@ struct Shape {
   std::uint64_t rows, cols, pad;
 };
 
-const Shape kShapes[] = {{1, 1, 0},     {1, 37, 0},    {1, 1000, 0},  {5, 1, 0},
-                         {97, 101, 0},  {127, 131, 32}, {300, 500, 0}, {256, 512, 0},
-                         {17, 4099, 48}, {1031, 263, 0}, {2053, 1999, 16}};
+// NOTE: one row of 1,000,003 elements: what a dense tensor is to the Python op (the plain
+// kernel over the whole grid).
+const Shape kShapes[] = {{1, 1, 0},     {1, 37, 0},     {1, 1000, 0},  {1, 1000003, 0},
+                         {5, 1, 0},     {97, 101, 0},   {127, 131, 32}, {300, 500, 0},
+                         {256, 512, 0}, {17, 4099, 48}, {1031, 263, 0}, {2053, 1999, 16}};
 const DataType kTypes[] = {DataType::int32, DataType::float32, DataType::bfloat16,
                            DataType::float16};
 
@@ -169,7 +171,8 @@ TEST(AddConstantGpu, BadInputWritesNothing) {
 
 // Near the longest row a view may have (2^31 - 4096 elements; bf16, 4 GB), ending in a row
 // tail of 5 elements: every element is added to, nothing past the row is written. A
-// boundary test of the tile walk at its largest coordinates; the cap itself is a host test
+// boundary test of the plain kernel's walk over one row (the path a row takes) at its
+// largest offsets; the cap itself is a host test
 // (KernelLaunchers.ViewsLargerThanAnyMemoryAreRefused).
 TEST(AddConstantGpu, LongestRowStopsAtItsEnd) {
   TMAKIT_SKIP_WITHOUT_GPU();
