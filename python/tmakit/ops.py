@@ -672,10 +672,11 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     and does not overlap x; allocated with x's strides when x is dense (contiguous or a
     permutation of contiguous), else contiguous.
 
-    Paths: a dense x with an out of the same strides is one row for the kernels; otherwise
-    rows of the last dimension. Rows whose starts and pitches are 16-byte aligned, of int32,
-    float32, bfloat16 or float16, run through the TMA kernel; the rest through the library's
-    plain vectorised kernel (kernels/elementwise/README.md). An x whose leading dimensions do
+    Paths: a dense x with an out of the same strides is one row for the kernels, which the
+    library's plain vectorised kernel spreads over the whole GPU; otherwise rows of the last
+    dimension. Rows whose starts and pitches are 16-byte aligned, of int32, float32, bfloat16
+    or float16, run through the TMA kernel; the rest through the plain kernel
+    (kernels/elementwise/README.md). An x whose leading dimensions do
     not merge into rows of consecutive elements is first made contiguous (one copy); such an
     out is written through a dense temporary and one strided copy.
     Differs from torch: an integer x with a float value (torch promotes to a float result) is
