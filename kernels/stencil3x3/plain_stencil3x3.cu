@@ -19,6 +19,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Output columns of a block: 32 x Cols a warp.
+template <int Cols>
+constexpr int kBlockSpan = 32 * Cols * (kThreads / 32);
+
 template <class T>
 struct PlainParams {
   const std::uint8_t* in;
@@ -39,7 +43,6 @@ __global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainP
 #pragma unroll
   for (int i = 0; i < 9; ++i) taps[i] = p.taps[i];
   constexpr int kWarpSpan = 32 * Cols;
-  constexpr int kBlockSpan = kWarpSpan * (kThreads / 32);
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const std::int64_t strips = (p.rows + StripRows - 1) / StripRows;
@@ -48,9 +51,11 @@ __global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainP
     std::uint8_t* dst = p.out + image * p.out_image;
     for (std::int64_t strip = blockIdx.y; strip < strips; strip += gridDim.y) {
       const std::int64_t y0 = strip * StripRows;
-      for (std::int64_t x0 = static_cast<std::int64_t>(blockIdx.x) * kBlockSpan +
+      // NOTE: the loop bound is the warp's first column, so the whole warp stays in step
+      // for the shuffles.
+      for (std::int64_t x0 = static_cast<std::int64_t>(blockIdx.x) * kBlockSpan<Cols> +
                              static_cast<std::int64_t>(warp) * kWarpSpan;
-           x0 < p.cols; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan) {
+           x0 < p.cols; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan<Cols>) {
         // The halo column this lane loads: x0 - 1 for lane 0, x0 + 32 Cols for lane 31.
         const std::int64_t hx = lane == 0 ? x0 - 1 : x0 + kWarpSpan;
         const bool h_in = (lane == 0 || lane == 31) && hx >= 0 && hx < p.cols;
@@ -134,7 +139,7 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cud
   p.cols = static_cast<std::int64_t>(in.cols);
   p.images = static_cast<std::int64_t>(in.batch);
   for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  const dim3 grid(plain::blocks_for(in.cols, 32 * Cols * (kThreads / 32), plain::kMaxGridX),
+  const dim3 grid(plain::blocks_for(in.cols, kBlockSpan<Cols>, plain::kMaxGridX),
                   plain::blocks_for((in.rows + StripRows - 1) / StripRows, 1, plain::kMaxGridYZ),
                   plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
   plain_stencil3x3_kernel<T, StripRows, Cols><<<grid, kThreads, 0, stream>>>(p);
