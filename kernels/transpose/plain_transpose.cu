@@ -39,7 +39,7 @@ struct PlainParams {
   std::uint64_t out_pitch;  // bytes between out's rows
   std::int64_t rows;        // in's
   std::int64_t cols;        // in's
-  std::int64_t tiles_x;     // tiles across in's columns
+  std::int64_t tiles_y;     // tiles down in's rows (one column of tiles)
   std::int64_t tiles;
 };
 
@@ -73,34 +73,61 @@ __device__ __forceinline__ void store_out_rows(const PlainParams& p, const Word 
       }
     } else {
       // The span of out's row that this tile writes starts `skew` bytes into the aligned
-      // word at `base`; aligned word k holds the span's bytes 4 k - skew .. 4 k - skew + 3.
-      const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row + r0 * sizeof(T));
-      const int skew = static_cast<int>(first & 3U);
-      const int span_bytes = static_cast<int>(valid_rows) * static_cast<int>(sizeof(T));
-      std::uint8_t* base = reinterpret_cast<std::uint8_t*>(first - skew);
-      const unsigned shift = 8 * (4 - skew);
-      const auto put = [&](int k, std::uint32_t bytes) {
-        const int lo = 4 * k - skew;
-        if (lo >= 0 && lo + 4 <= span_bytes) {
-          *reinterpret_cast<std::uint32_t*>(base + 4 * k) = bytes;
-          return;
-        }
+      // word at `base`; aligned word k holds the span's bytes 4 k - skew .. 4 k - skew + 3:
+      // the top bytes of shared word k - 1 and the bottom bytes of shared word k.
+      std::uint8_t* const first = row + r0 * static_cast<std::int64_t>(sizeof(T));
+      const int skew = static_cast<int>(reinterpret_cast<std::uintptr_t>(first) & 3U);
+      // NOTE: pointer arithmetic from p.out, not an integer address cast back: the compiler
+      // then knows the stores are global (STG, not generic ST).
+      auto* const base = reinterpret_cast<std::uint32_t*>(first - skew);
+      const unsigned shift = 8 * (4 - skew);  // 32 when skew is 0: word k is shared word k
+      if (valid_rows == kRows) {
+        // A whole span: words 1 .. kWords - 1 lie inside it, word 0 too when skew is 0; with
+        // a skew, the span's first 4 - skew bytes (lane 0) and last skew bytes (the last
+        // lane, word kWords) are written byte by byte.
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          if (lo + b >= 0 && lo + b < span_bytes) {
-            base[4 * k + b] = static_cast<std::uint8_t>(bytes >> (8 * b));
+        for (int j = 0; j < RowWords; ++j) {
+          const int k = j * 32 + lane;
+          const Word before = k > 0 ? tile[i][k - 1] : Word(0);
+          const std::uint32_t bytes = __funnelshift_rc(before, tile[i][k], shift);
+          if (k > 0 || skew == 0) base[k] = bytes;
+        }
+        if (skew != 0 && (lane == 0 || lane == 31)) {
+          const bool head = lane == 0;
+          const int k = head ? 0 : kWords;
+          const std::uint32_t bytes = head ? __funnelshift_rc(0U, tile[i][0], shift)
+                                           : __funnelshift_rc(tile[i][kWords - 1], 0U, shift);
+          auto* const at = reinterpret_cast<std::uint8_t*>(base + k);
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            if ((b >= skew) == head) at[b] = static_cast<std::uint8_t>(bytes >> (8 * b));
           }
         }
-      };
-      // Word k: the top bytes of shared word k - 1 and the bottom bytes of word k; the last
-      // lane writes the word after the span's last word, too.
+      } else {
+        // The view's last rows: only the words wholly inside the span are written whole.
+        const int span_bytes = static_cast<int>(valid_rows) * static_cast<int>(sizeof(T));
+        auto* const base_bytes = reinterpret_cast<std::uint8_t*>(base);
+        const auto put = [&](int k, std::uint32_t bytes) {
+          const int lo = 4 * k - skew;
+          if (lo >= 0 && lo + 4 <= span_bytes) {
+            base[k] = bytes;
+            return;
+          }
 #pragma unroll
-      for (int j = 0; j < RowWords; ++j) {
-        const int k = j * 32 + lane;
-        const Word word = tile[i][k];
-        const Word before = k > 0 ? tile[i][k - 1] : Word(0);
-        put(k, __funnelshift_rc(before, word, shift));
-        if (k == kWords - 1 && skew != 0) put(kWords, __funnelshift_rc(word, 0U, shift));
+          for (int b = 0; b < 4; ++b) {
+            if (lo + b >= 0 && lo + b < span_bytes) {
+              base_bytes[4 * k + b] = static_cast<std::uint8_t>(bytes >> (8 * b));
+            }
+          }
+        };
+#pragma unroll
+        for (int j = 0; j < RowWords; ++j) {
+          const int k = j * 32 + lane;
+          const Word word = tile[i][k];
+          const Word before = k > 0 ? tile[i][k - 1] : Word(0);
+          put(k, __funnelshift_rc(before, word, shift));
+          if (k == kWords - 1 && skew != 0) put(kWords, __funnelshift_rc(word, 0U, shift));
+        }
       }
     }
   }
@@ -185,9 +212,8 @@ __device__ __forceinline__ void stage_word_blocks(const PlainParams& p, Word (*t
     const std::uint8_t* row = p.in + (r0 + kk * V) * p.in_pitch + c0 * sizeof(T);
 #pragma unroll
     for (int v = 0; v < V; ++v) {
-      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(row);
-      const auto* aligned = reinterpret_cast<const std::uint32_t*>(at & ~std::uintptr_t{3});
-      const unsigned skew = static_cast<unsigned>(at & 3U);
+      const unsigned skew = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(row) & 3U);
+      const auto* aligned = reinterpret_cast<const std::uint32_t*>(row - skew);
       x[b][v] = __funnelshift_r(aligned[wc], aligned[wc + 1], 8 * skew);
       row += p.in_pitch;
     }
@@ -222,9 +248,17 @@ __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainPa
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   for (std::int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-    const std::int64_t tiles_y = p.tiles / p.tiles_x;
-    const std::int64_t c0 = t / tiles_y * TileCols;
-    const std::int64_t r0 = t % tiles_y * kRows;
+    // NOTE: a 32-bit division where the tile count allows (any tensor that fits a GPU's
+    // memory): a 64-bit one is a called routine of some 70 instructions, a tenth of a u8
+    // tile's.
+    std::int64_t tile_col;
+    if (p.tiles <= 0xffffffff) {
+      tile_col = static_cast<std::uint32_t>(t) / static_cast<std::uint32_t>(p.tiles_y);
+    } else {
+      tile_col = t / p.tiles_y;
+    }
+    const std::int64_t c0 = tile_col * TileCols;
+    const std::int64_t r0 = (t - tile_col * p.tiles_y) * kRows;
     // NOTE: uniform across the block: the tile is inside the view or at its edge.
     const bool inside = r0 + kRows <= p.rows && c0 + TileCols <= p.cols;
     if (V == 4 && inside && c0 + TileCols + 4 <= p.cols) {
@@ -252,8 +286,8 @@ __global__ void __launch_bounds__(kThreads) plain_transpose_kernel(const PlainPa
 template <class T, int TileCols, int RowWords>
 void launch_typed(PlainParams p, cudaStream_t stream) {
   constexpr int kRows = 32 * RowWords * kPack<T>;
-  p.tiles_x = (p.cols + TileCols - 1) / TileCols;
-  p.tiles = p.tiles_x * ((p.rows + kRows - 1) / kRows);
+  p.tiles_y = (p.rows + kRows - 1) / kRows;
+  p.tiles = p.tiles_y * ((p.cols + TileCols - 1) / TileCols);
   const unsigned grid = plain::blocks_for(static_cast<std::uint64_t>(p.tiles), 1, plain::kMaxGridX);
   plain_transpose_kernel<T, TileCols, RowWords><<<grid, kThreads, 0, stream>>>(p);
   check_launch("plain_transpose_kernel");
