@@ -12,7 +12,9 @@
 #include "cases.hpp"
 #include "gemm_cases.hpp"
 #include "quantize_cases.hpp"
+#include "stencil3x3/stencil3x3_plan.hpp"
 #include "tmakit/core/cuda_check.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/plain_path.hpp"
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
@@ -457,10 +459,16 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
     } else {
       b.check = stencil_check;
       if (impl == "tmakit") {
-        const bool tma = detail::plan_path(vin, vout, true).path == detail::Path::tma_rows;
-        b.note = tma ? "zero padding from TMA out-of-bounds fill, layout " +
-                           std::to_string(tune::stencil3x3_default_variant(w.type))
-                     : path_note(vin, vout, true);
+        const bool aligned = detail::plan_path(vin, vout, true).path == detail::Path::tma_rows;
+        const bool vector =
+            aligned && detail::stencil3x3::plan_layout(detail::peak_dram_bytes_per_second(),
+                                                       static_cast<std::uint32_t>(esize)) ==
+                           detail::stencil3x3::PlannedLayout::plain_vector16;
+        b.note = vector    ? "plain kernel, 16-byte runs, no TMA (the plan's pick on this "
+                             "memory system; the TMA layouts: --tune)"
+                 : aligned ? "zero padding from TMA out-of-bounds fill, layout " +
+                                 std::to_string(tune::stencil3x3_default_variant(w.type))
+                           : path_note(vin, vout, true);
         b.run = [vin, vout, laplacian](cudaStream_t stream, int) {
           tmakit::stencil3x3(vin, vout, laplacian, stream);
         };

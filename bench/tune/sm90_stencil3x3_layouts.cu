@@ -349,7 +349,7 @@ constexpr std::array<LayoutFacts, kVariants> kLayouts = {
 // memcpy; one tile per CTA, 24: 0.968 / 0.964), 16 x 512 B (layout 34) on H200 (0.928 / 0.930
 // against 0.923-0.926 for 32 and 0.917 / 0.907 for 24). Told apart by the memory system.
 int default_variant(double dram_bytes_per_second) {
-  return plan_layout(dram_bytes_per_second) == PlannedLayout::run2_rows16 ? 34 : 32;
+  return plan_tma_layout(dram_bytes_per_second) == PlannedLayout::run2_rows16 ? 34 : 32;
 }
 
 // Panels of tile rows (TileOrder) on a device of this peak DRAM bandwidth. On H200, panels

@@ -1,13 +1,17 @@
-// The 3x3 stencil without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes):
-// a warp owns 32 x Cols consecutive output columns of a strip of StripRows output rows. Lane
-// l holds columns x0 + 32 j + l (j < Cols), so each load and store is one coalesced warp
-// access at any start, and a warp writes 32 x Cols contiguous elements of each output row.
-// All StripRows + 2 input rows are loaded before the first sum; a column's left and right
-// neighbours then come from the adjacent lanes (one rotation each way per input element),
-// and only the columns x0 - 1 and x0 + 32 Cols are loaded besides, by lanes 0 and 31.
-// Outside the image reads as zero. The sum is the TMA kernel's and the reference's: fused
-// multiply-adds in tap order, zeros included.
+// The 3x3 stencil without TMA: a warp owns 32 x Cols x E consecutive output columns of a
+// strip of StripRows output rows. Lane l holds the E columns from x0 + (32 j + l) E (j < Cols),
+// so each load and store is one coalesced warp access, and a warp writes 32 x Cols x E
+// contiguous elements of each output row. E = 1 takes rows TMA cannot describe (a pitch or
+// start off 16 bytes) at any start; E = 16 bytes / element size takes rows whose starts and
+// pitches are 16-byte aligned, one 16-byte access per lane and slot (element by element for
+// a run cut by the row's end). All StripRows + 2 input rows are loaded before the first sum;
+// the left neighbour of a lane's first column and the right one of its last then come from
+// the adjacent lanes (one rotation each way per input run), and only the columns x0 - 1 and
+// x0 + 32 Cols E are loaded besides, by lanes 0 and 31. Outside the image reads as zero. The
+// sum is the TMA kernel's and the reference's: fused multiply-adds in tap order, zeros
+// included.
 #include <cstdint>
+#include <type_traits>
 
 #include "stencil3x3/plain_stencil3x3.hpp"
 #include "tmakit/core/cuda_check.hpp"
@@ -19,9 +23,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Output columns of a block: 32 x Cols a warp.
-template <int Cols>
-constexpr int kBlockSpan = 32 * Cols * (kThreads / 32);
+// Output columns of a block: 32 x Cols x E a warp.
+template <int Cols, int E>
+constexpr int kBlockSpan = 32 * Cols * E * (kThreads / 32);
 
 template <class T>
 struct PlainParams {
@@ -37,12 +41,58 @@ struct PlainParams {
   T taps[9];
 };
 
-template <class T, int StripRows, int Cols>
-__global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainParams<T> p) {
+// E consecutive elements of a row from x (zero outside the image): one 16-byte load where the
+// run lies whole in the row (E > 1: the row's start and x are then 16-byte aligned).
+template <class T, int E>
+__device__ __forceinline__ void load_run(const T* row, std::int64_t x, std::int64_t cols,
+                                         bool row_in, T (&v)[E]) {
+  if constexpr (E > 1) {
+    static_assert(E * sizeof(T) == 16, "a run is one 16-byte access");
+    using Vec = std::conditional_t<sizeof(T) == 4, float4, double2>;
+    if (row_in && x + E <= cols) {
+      const Vec q = *reinterpret_cast<const Vec*>(row + x);
+      if constexpr (E == 4) {
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+      } else {
+        v[0] = q.x, v[1] = q.y;
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) v[e] = (row_in && x + e < cols) ? row[x + e] : T(0);
+}
+
+// The run's elements inside the row (x < cols), as one 16-byte store where it lies whole in it.
+template <class T, int E>
+__device__ __forceinline__ void store_run(T* row, std::int64_t x, std::int64_t cols,
+                                          const T (&o)[E]) {
+  if constexpr (E > 1) {
+    if (x + E <= cols) {
+      if constexpr (E == 4) {
+        *reinterpret_cast<float4*>(row + x) = make_float4(o[0], o[1], o[2], o[3]);
+      } else {
+        *reinterpret_cast<double2*>(row + x) = make_double2(o[0], o[1]);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    if (x + e < cols) row[x + e] = o[e];
+  }
+}
+
+// NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 took 146 and
+// one block an SM, and ran 0.71x memcpy; held, it spills 36 bytes and runs 0.85x (README.md;
+// the plan keeps float64 on TMA). float32 fits in 120.
+template <class T, int StripRows, int Cols, int E>
+__global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
+    plain_stencil3x3_kernel(const PlainParams<T> p) {
   T taps[9];
 #pragma unroll
   for (int i = 0; i < 9; ++i) taps[i] = p.taps[i];
-  constexpr int kWarpSpan = 32 * Cols;
+  constexpr int kWarpSpan = 32 * Cols * E;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const std::int64_t strips = (p.rows + StripRows - 1) / StripRows;
@@ -53,13 +103,17 @@ __global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainP
       const std::int64_t y0 = strip * StripRows;
       // NOTE: the loop bound is the warp's first column, so the whole warp stays in step
       // for the shuffles.
-      for (std::int64_t x0 = static_cast<std::int64_t>(blockIdx.x) * kBlockSpan<Cols> +
+      for (std::int64_t x0 = static_cast<std::int64_t>(blockIdx.x) * kBlockSpan<Cols, E> +
                              static_cast<std::int64_t>(warp) * kWarpSpan;
-           x0 < p.cols; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan<Cols>) {
-        // The halo column this lane loads: x0 - 1 for lane 0, x0 + 32 Cols for lane 31.
+           x0 < p.cols; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan<Cols, E>) {
+        // The halo column this lane loads: x0 - 1 for lane 0, x0 + 32 Cols E for lane 31.
         const std::int64_t hx = lane == 0 ? x0 - 1 : x0 + kWarpSpan;
         const bool h_in = (lane == 0 || lane == 31) && hx >= 0 && hx < p.cols;
-        T v[StripRows + 2][Cols];
+        // NOTE: the lane's first column in 64 bits, then a constant a slot: the compiler folds
+        // the slots' offsets into the addresses (an int slot index widened after the sum
+        // cost a separate address each, about 15% more instructions).
+        const std::int64_t xl = x0 + static_cast<std::int64_t>(lane) * E;
+        T v[StripRows + 2][Cols][E];
         T h[StripRows + 2];
 #pragma unroll
         for (int i = 0; i < StripRows + 2; ++i) {
@@ -68,37 +122,40 @@ __global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainP
           const T* row = reinterpret_cast<const T*>(src + y * p.in_pitch);
 #pragma unroll
           for (int j = 0; j < Cols; ++j) {
-            const std::int64_t x = x0 + 32 * j + lane;
-            v[i][j] = (y_in && x < p.cols) ? row[x] : T(0);
+            load_run<T, E>(row, xl + 32 * E * j, p.cols, y_in, v[i][j]);
           }
           h[i] = (y_in && h_in) ? row[hx] : T(0);
         }
-        // The window: input rows i - 2, i - 1, i as row i arrives; each element's left and
-        // right neighbours are rotated in from the lanes beside it once per input row.
-        T left[3][Cols], mid[3][Cols], right[3][Cols];
+        // The window: input rows i - 2, i - 1, i as row i arrives; the left neighbour of each
+        // run's first element and the right one of its last are rotated in from the lanes
+        // beside it once per input row.
+        T left[3][Cols], mid[3][Cols][E], right[3][Cols];
 #pragma unroll
         for (int i = 0; i < StripRows + 2; ++i) {
           T from_left[Cols], from_right[Cols];
 #pragma unroll
           for (int j = 0; j < Cols; ++j) {
-            from_left[j] = __shfl_sync(0xffffffffU, v[i][j], (lane + 31) & 31);
-            from_right[j] = __shfl_sync(0xffffffffU, v[i][j], (lane + 1) & 31);
+            from_left[j] = __shfl_sync(0xffffffffU, v[i][j][E - 1], (lane + 31) & 31);
+            from_right[j] = __shfl_sync(0xffffffffU, v[i][j][0], (lane + 1) & 31);
           }
 #pragma unroll
           for (int j = 0; j < Cols; ++j) {
             left[0][j] = left[1][j];
             left[1][j] = left[2][j];
-            mid[0][j] = mid[1][j];
-            mid[1][j] = mid[2][j];
             right[0][j] = right[1][j];
             right[1][j] = right[2][j];
-            // Lane 0's left neighbour is lane 31's previous column, lane 31's right one lane
-            // 0's next column; the warp's two outer neighbours are the halo.
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+              mid[0][j][e] = mid[1][j][e];
+              mid[1][j][e] = mid[2][j][e];
+              mid[2][j][e] = v[i][j][e];
+            }
+            // Lane 0's left neighbour is lane 31's previous run, lane 31's right one lane 0's
+            // next run; the warp's two outer neighbours are the halo.
             const T lane0_left = j > 0 ? from_left[j > 0 ? j - 1 : 0] : h[i];
             const T lane31_right = j + 1 < Cols ? from_right[j + 1 < Cols ? j + 1 : j] : h[i];
             left[2][j] = lane > 0 ? from_left[j] : lane0_left;
             right[2][j] = lane < 31 ? from_right[j] : lane31_right;
-            mid[2][j] = v[i][j];
           }
           if (i < 2) continue;
           const std::int64_t y = y0 + i - 2;
@@ -106,19 +163,28 @@ __global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainP
           T* out_row = reinterpret_cast<T*>(dst + y * p.out_pitch);
 #pragma unroll
           for (int j = 0; j < Cols; ++j) {
-            T acc = T(0);
-            // NOTE: fused multiply-adds in the order of the taps, as the CPU reference does.
-            acc = fma(taps[0], left[0][j], acc);
-            acc = fma(taps[1], mid[0][j], acc);
-            acc = fma(taps[2], right[0][j], acc);
-            acc = fma(taps[3], left[1][j], acc);
-            acc = fma(taps[4], mid[1][j], acc);
-            acc = fma(taps[5], right[1][j], acc);
-            acc = fma(taps[6], left[2][j], acc);
-            acc = fma(taps[7], mid[2][j], acc);
-            acc = fma(taps[8], right[2][j], acc);
-            const std::int64_t x = x0 + 32 * j + lane;
-            if (x < p.cols) out_row[x] = acc;
+            T o[E];
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+              // The element's left and right neighbours in window row d.
+              const auto at = [&](int d, int dx) -> T {
+                const int k = e + dx;
+                return k < 0 ? left[d][j] : k >= E ? right[d][j] : mid[d][j][k < 0 ? 0 : k >= E ? E - 1 : k];
+              };
+              T acc = T(0);
+              // NOTE: fused multiply-adds in the order of the taps, as the CPU reference does.
+              acc = fma(taps[0], at(0, -1), acc);
+              acc = fma(taps[1], mid[0][j][e], acc);
+              acc = fma(taps[2], at(0, 1), acc);
+              acc = fma(taps[3], at(1, -1), acc);
+              acc = fma(taps[4], mid[1][j][e], acc);
+              acc = fma(taps[5], at(1, 1), acc);
+              acc = fma(taps[6], at(2, -1), acc);
+              acc = fma(taps[7], mid[2][j][e], acc);
+              acc = fma(taps[8], at(2, 1), acc);
+              o[e] = acc;
+            }
+            store_run<T, E>(out_row, xl + 32 * E * j, p.cols, o);
           }
         }
       }
@@ -126,7 +192,7 @@ __global__ void __launch_bounds__(kThreads) plain_stencil3x3_kernel(const PlainP
   }
 }
 
-template <class T, int StripRows, int Cols>
+template <class T, int StripRows, int Cols, int E>
 void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream) {
   PlainParams<T> p{};
   p.in = static_cast<const std::uint8_t*>(in.data);
@@ -139,10 +205,10 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cud
   p.cols = static_cast<std::int64_t>(in.cols);
   p.images = static_cast<std::int64_t>(in.batch);
   for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  const dim3 grid(plain::blocks_for(in.cols, kBlockSpan<Cols>, plain::kMaxGridX),
+  const dim3 grid(plain::blocks_for(in.cols, kBlockSpan<Cols, E>, plain::kMaxGridX),
                   plain::blocks_for((in.rows + StripRows - 1) / StripRows, 1, plain::kMaxGridYZ),
                   plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
-  plain_stencil3x3_kernel<T, StripRows, Cols><<<grid, kThreads, 0, stream>>>(p);
+  plain_stencil3x3_kernel<T, StripRows, Cols, E><<<grid, kThreads, 0, stream>>>(p);
   check_launch("plain_stencil3x3_kernel");
 }
 
@@ -151,8 +217,16 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cud
 void launch_plain(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream) {
   // NOTE: strips of 8 rows, 128 columns a warp: measured fastest of 4-32 rows and 32-256
   // columns for both types (README.md); more registers than that cost more than they hide.
-  if (in.type == DataType::float64) return launch_typed<double, 8, 4>(in, out, filter, stream);
-  launch_typed<float, 8, 4>(in, out, filter, stream);
+  if (in.type == DataType::float64) return launch_typed<double, 8, 4, 1>(in, out, filter, stream);
+  launch_typed<float, 8, 4, 1>(in, out, filter, stream);
+}
+
+void launch_plain_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                         cudaStream_t stream) {
+  // NOTE: strips of 4 rows, two 16-byte runs a lane: measured fastest of 4-32 rows and one or
+  // two runs a lane, for both types (README.md).
+  if (in.type == DataType::float64) return launch_typed<double, 4, 2, 2>(in, out, filter, stream);
+  launch_typed<float, 4, 2, 4>(in, out, filter, stream);
 }
 
 }  // namespace tmakit::detail::stencil3x3

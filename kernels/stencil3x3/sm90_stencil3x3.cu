@@ -1,6 +1,7 @@
 // The 3x3 stencil's launcher: validate -> path (tmakit/kernels/detail/plain_path.hpp) -> the
-// plain kernel (plain_stencil3x3.cu), or plan -> maps -> launch of the TMA kernel (the maps
-// and the launch are launch<T, Layout> in sm90_stencil3x3.cuh).
+// plain kernel (plain_stencil3x3.cu), or plan (stencil3x3_plan.hpp) -> maps -> launch of the
+// TMA kernel (the maps and the launch are launch<T, Layout> in sm90_stencil3x3.cuh), or the
+// plain kernel's 16-byte form where the plan picks it.
 #include "stencil3x3/plain_stencil3x3.hpp"
 #include "stencil3x3/sm90_stencil3x3.cuh"
 #include "tmakit/kernels/detail/plain_path.hpp"
@@ -56,9 +57,10 @@ void launch_planned(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                     cudaStream_t stream) {
   // NOTE: each CTA takes its own run of tiles (grid = runs): no persistent CTA count, and the
   // tiles go row-major (panel 1)
-  switch (plan_layout(detail::peak_dram_bytes_per_second())) {
+  switch (plan_layout(detail::peak_dram_bytes_per_second(), sizeof(T))) {
     case PlannedLayout::run2_rows32: return launch<T, RunRows32>(in, out, filter, 0, 1, stream);
     case PlannedLayout::run2_rows16: return launch<T, RunRows16>(in, out, filter, 0, 1, stream);
+    case PlannedLayout::plain_vector16: return launch_plain_vector(in, out, filter, stream);
   }
 }
 

@@ -1,20 +1,36 @@
-// What the 3x3 stencil's launcher runs, as a pure function of the device (tested on the host).
+// What the 3x3 stencil's launcher runs on views TMA can describe, as a pure function of the
+// device's memory system and the element size (tested on the host).
 #pragma once
+
+#include <cstdint>
 
 namespace tmakit::detail::stencil3x3 {
 
-// The shipped layouts (sm90_stencil3x3.cuh): runs of two tiles per CTA through two paired
-// stages, tile rows of 512 bytes.
+// The shipped layouts: the TMA kernel's (sm90_stencil3x3.cuh: runs of two tiles per CTA
+// through two paired stages, tile rows of 512 bytes), or the plain kernel with 16-byte runs
+// (plain_stencil3x3.cu).
 enum class PlannedLayout {
-  run2_rows32,  // RunRows32: 32 rows per tile
-  run2_rows16,  // RunRows16: 16 rows per tile
+  run2_rows32,    // RunRows32: 32 rows per tile
+  run2_rows16,    // RunRows16: 16 rows per tile
+  plain_vector16, // launch_plain_vector: no TMA, 16-byte loads and stores
 };
 
-// NOTE: the memory system decides (kernels/stencil3x3/README.md has the runs): 32-row tiles
-// led on H100-class memory (3.35 TB/s), 16-row tiles on H200-class (4 TB/s and more), for
-// both element types.
-constexpr PlannedLayout plan_layout(double dram_bytes_per_second) {
+// The TMA kernel's layout. NOTE: the memory system decides (kernels/stencil3x3/README.md has
+// the runs): 32-row tiles led on H100-class memory (3.35 TB/s), 16-row tiles on H200-class
+// (4 TB/s and more), for both element types.
+constexpr PlannedLayout plan_tma_layout(double dram_bytes_per_second) {
   return dram_bytes_per_second >= 4e12 ? PlannedLayout::run2_rows16 : PlannedLayout::run2_rows32;
+}
+
+// NOTE: on H200-class memory the plain kernel with 16-byte runs led the TMA kernel for
+// float32 at every size measured (0.965 against 0.926x memcpy at 16384^2); for float64,
+// held to 128 registers, it spilled and trailed (0.85 against 0.93), so float64 keeps TMA.
+// H100-class memory keeps the TMA kernel (0.97x memcpy there): the 16-byte form has not been
+// measured on it.
+constexpr PlannedLayout plan_layout(double dram_bytes_per_second, std::uint32_t element_bytes) {
+  const PlannedLayout tma = plan_tma_layout(dram_bytes_per_second);
+  if (dram_bytes_per_second < 4e12 || element_bytes != 4) return tma;
+  return PlannedLayout::plain_vector16;
 }
 
 }  // namespace tmakit::detail::stencil3x3

@@ -112,6 +112,8 @@ def _rows_view(t: torch.Tensor):
 def _dense(t: torch.Tensor) -> bool:
     """Whether ``t``'s elements fill one run of memory from data_ptr() (contiguous, or a
     permutation of a contiguous tensor), so that it is one row of numel() elements."""
+    if t.is_contiguous():
+        return True
     expected = 1
     for step, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1):
         if step != expected:
@@ -280,11 +282,12 @@ def _matrix_stride(t: torch.Tensor):
     return None if view is None else view[2]
 
 
-def _launch_transpose(x, out):
+def _launch_transpose(x, out, fresh=False):
+    """``fresh``: out was just allocated here, so it cannot overlap x."""
     rows, cols = x.shape
     if x.numel() == 0:
         return
-    if _overlaps(out, x):
+    if not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
     x_row, out_row = _matrix_stride(x), _matrix_stride(out)
     if x_row is None or out_row is None:
@@ -315,10 +318,11 @@ def _images_view(t: torch.Tensor):
     return row, image
 
 
-def _launch_stencil(x, taps, out):
+def _launch_stencil(x, taps, out, fresh=False):
+    """``fresh``: out was just allocated here, so it cannot overlap x."""
     if x.numel() == 0:
         return
-    if _overlaps(out, x):
+    if not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
                          "a separate out")
     if x.dtype in _STENCIL_HALF_TYPES:
@@ -326,7 +330,7 @@ def _launch_stencil(x, taps, out):
         # then the float32 kernel on a float32 copy, its result rounded once into out
         taps = torch.tensor(taps, dtype=x.dtype).float().tolist()
         wide = torch.empty(out.shape, dtype=torch.float32, device=out.device)
-        _launch_stencil(x.float(), taps, wide)
+        _launch_stencil(x.float(), taps, wide, fresh=True)
         out.copy_(wide)
         return
     batch, rows, cols = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
@@ -349,11 +353,13 @@ def _launch_stencil(x, taps, out):
         out.copy_(target)
 
 
-def _launch_add(x, value, int_value, out):
+def _launch_add(x, value, int_value, out, fresh=False):
+    """``fresh``: out was just allocated here, with x's strides where x is dense, so it cannot
+    overlap x."""
     if x.numel() == 0:
         return
     in_place = out is x or (out.data_ptr() == x.data_ptr() and out.stride() == x.stride())
-    if not in_place and _overlaps(out, x):
+    if not in_place and not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
     target = out
@@ -577,7 +583,8 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
         raise TypeError(f"x: dtype {x.dtype} has {x.element_size()}-byte elements; the "
                         f"transpose moves 1-, 2-, 4- or 8-byte elements")
     rows, cols = x.shape
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = torch.empty((cols, rows), dtype=x.dtype, device=x.device)
     else:
         out = _tensor(out, "out")
@@ -588,7 +595,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
             raise ValueError(f"out: shape {tuple(out.shape)}, expected ({cols}, {rows})")
         _check_writable(out)
     if _direct(x, out):
-        _launch_transpose(x, out)
+        _launch_transpose(x, out, fresh)
     else:
         torch.ops.tmakit.transpose_out(x, out)
     return out
@@ -620,8 +627,9 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     shape and dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA
-    kernel; other views of rows of consecutive elements through the library's plain kernel
-    (kernels/stencil3x3/README.md). An x whose rows are not consecutive elements (or whose
+    kernel, or, for float32 on H200-class memory, the library's plain kernel with 16-byte
+    loads and stores (the plan's pick there); other views of rows of consecutive elements
+    through the plain kernel element by element (kernels/stencil3x3/README.md). An x whose rows are not consecutive elements (or whose
     images interleave) is first made contiguous (one copy); such an out is written through a
     dense temporary and one strided copy. float16 and bfloat16 (which conv2d takes too): taps
     rounded to x's dtype, x widened to a float32 copy, the float32 kernel, its result rounded
@@ -633,7 +641,8 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     if x.dim() not in (2, 3):
         raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
     taps = _taps(weight)
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     else:
         out = _tensor(out, "out")
@@ -644,7 +653,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
             raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
         _check_writable(out)
     if _direct(x, out):
-        _launch_stencil(x, taps, out)
+        _launch_stencil(x, taps, out, fresh)
     else:
         torch.ops.tmakit.stencil3x3_out(x, taps, out)
     return out
@@ -697,7 +706,8 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
             raise TypeError(f"value: {value!r} is a float; torch would promote {x.dtype} + float "
                             f"to a float result: pass an int, or x.float()")
         value, int_value = 0.0, _integer_constant(int(value), x.dtype)
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = (torch.empty_like(x, memory_format=torch.preserve_format) if _dense(x) else
                torch.empty(x.shape, dtype=x.dtype, device=x.device))
     elif out is not x:
@@ -711,7 +721,7 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     else:
         _check_writable(out, "x")
     if _direct(x, out):
-        _launch_add(x, value, int_value, out)
+        _launch_add(x, value, int_value, out, fresh)
     elif out is x:
         torch.ops.tmakit.add_(x, value, int_value)
     else:
