@@ -85,7 +85,7 @@ __device__ __forceinline__ void store_run(T* row, std::int64_t x, std::int64_t c
 
 // NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 took 146 and
 // one block an SM, and ran 0.71x memcpy; held, it spills 36 bytes and runs 0.85x (README.md;
-// the plan keeps float64 on TMA). float32 fits in 120.
+// the plan keeps float64 on TMA). float32 fits in 120. E = 1 is not held (0: no minimum).
 template <class T, int StripRows, int Cols, int E>
 __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
     plain_stencil3x3_kernel(const PlainParams<T> p) {
@@ -166,10 +166,13 @@ __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
             T o[E];
 #pragma unroll
             for (int e = 0; e < E; ++e) {
-              // The element's left and right neighbours in window row d.
+              // The element's neighbour dx (-1 or 1) in window row d: in the run, or the one
+              // rotated in beside it.
               const auto at = [&](int d, int dx) -> T {
                 const int k = e + dx;
-                return k < 0 ? left[d][j] : k >= E ? right[d][j] : mid[d][j][k < 0 ? 0 : k >= E ? E - 1 : k];
+                if (k < 0) return left[d][j];
+                if (k >= E) return right[d][j];
+                return mid[d][j][k];
               };
               T acc = T(0);
               // NOTE: fused multiply-adds in the order of the taps, as the CPU reference does.
