@@ -631,9 +631,10 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     loads and stores (the plan's pick there); other views of rows of consecutive elements
     through the plain kernel element by element (kernels/stencil3x3/README.md). An x whose
     rows are not consecutive elements (or whose images interleave) is first made contiguous
-    (one copy); such an out is written through a dense temporary and one strided copy. float16 and bfloat16 (which conv2d takes too): taps
-    rounded to x's dtype, x widened to a float32 copy, the float32 kernel, its result rounded
-    once to x's dtype (three passes over memory: not the fast path)."""
+    (one copy); such an out is written through a dense temporary and one strided copy.
+    float16 and bfloat16 (which conv2d takes too): taps rounded to x's dtype, x widened to a
+    float32 copy, the float32 kernel, its result rounded once to x's dtype (three passes over
+    memory: not the fast path)."""
     x = _tensor(x, "x")
     if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32, float64, float16 "
