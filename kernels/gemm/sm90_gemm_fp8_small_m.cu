@@ -82,9 +82,17 @@ struct alignas(1024) SharedStorage {
   typename C::ATile::Buffer a[C::kStages];
   // the reduction: slot q of this CTA's slice of registers, written by cluster rank q
   float4 partial[C::kReduceBytes / 16];
+  // row-wise scales (GemmScaleRecipe::row) of the tile's MP rows of A and RowsB rows of B,
+  // 0 past M or N: loaded by the producer warpgroup's idle warps while B streams in
+  float row_scale_a[MP];
+  float row_scale_b[RowsB];
   PipelineBarriers<C::kStages> bars;
   Barrier reduced;  // the peers' quads of this rank's slice have all arrived
 };
+// Named barriers: 1 the consumer warpgroup's own; 2 the row-wise scales' hand-over (the
+// producer warpgroup's warps 1-3 arrive once they are in shared memory, the consumers sync).
+constexpr std::uint32_t kScalesBarrier = 2;
+constexpr std::uint32_t kScaleLoaders = 96;
 template <int MP, int RowsB>
 constexpr std::size_t kSmemBytes = sizeof(SharedStorage<MP, RowsB>) + 1024;  // + slack
 
@@ -107,43 +115,45 @@ __device__ __forceinline__ void stage_element(std::uint8_t* stage, int i, std::u
 
 // The factors the thread's registers are scaled by before they are staged: the call's
 // `scale`, or with row-wise scales (GemmScaleRecipe::row) (alpha * scale_a[m]) * scale_b[n]
-// for register i's element (m, n) (stage_element's), 0 past M or N (not stored). Every load
-// is issued before any factor is used (read through the L2 after griddepcontrol.wait, as
-// kernel_scale's).
-template <class C>
-__device__ __forceinline__ void element_factors(const Params& p, float scale, std::uint32_t tid,
-                                                std::int32_t n0, float (&f)[C::kAccum]) {
+// for register i's element (m, n) (stage_element's), 0 past M or N (not stored), from the
+// scales the producer warpgroup put in shared memory (load_row_scales; the consumer
+// warpgroup waits for them here).
+template <class C, class Storage>
+__device__ __forceinline__ void element_factors(const Params& p, const Storage& s, float scale,
+                                                std::uint32_t tid, float (&f)[C::kAccum]) {
   if (p.scale.recipe != GemmScaleRecipe::row) {
 #pragma unroll
     for (int i = 0; i < C::kAccum; ++i) f[i] = scale;
     return;
   }
+  named_barrier_sync(kScalesBarrier, 128 + kScaleLoaders);
   const auto warp = static_cast<std::int32_t>(tid / 32), lane = static_cast<std::int32_t>(tid % 32);
-  // the thread's distinct rows of A (m = 8 q + 2 (lane % 4) + e, q < MP / 8) and of B (n of
-  // wave w, half h): MP / 4 + 2 waves loads, not two per register
-  constexpr int kQ = C::kWaveAccum / 4;
-  float sa[kQ][2], sb[C::kWaves][2];
-#pragma unroll
-  for (int q = 0; q < kQ; ++q) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const std::int32_t m = 8 * q + 2 * (lane % 4) + e;
-      sa[q][e] = m < p.m ? scale * __ldcg(p.scale.a + m * p.scale.a_mn) : 0.0f;
-    }
-  }
-#pragma unroll
-  for (int w = 0; w < C::kWaves; ++w) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const std::int32_t n = n0 + kWaveRows * w + 16 * warp + lane / 4 + 8 * h;
-      sb[w][h] = n < p.n ? __ldcg(p.scale.b + n * p.scale.b_mn) : 0.0f;
-    }
-  }
 #pragma unroll
   for (int i = 0; i < C::kAccum; ++i) {
     const int w = i / C::kWaveAccum, r = i % C::kWaveAccum;
-    f[i] = sa[r / 4][r % 2] * sb[w][(r / 2) % 2];
+    const std::int32_t m = 8 * (r / 4) + 2 * (lane % 4) + r % 2;
+    const std::int32_t n = kWaveRows * w + 16 * warp + lane / 4 + 8 * ((r / 2) % 2);
+    f[i] = (scale * s.row_scale_a[m]) * s.row_scale_b[n];
   }
+}
+
+// Row-wise scales to shared memory, by the producer warpgroup's warps 1-3 (the ones the
+// producer thread leaves idle), right after the wait for the kernel before: their loads
+// then land while B streams in, not after the last wgmma (read in the epilogue, their DRAM
+// round trip came after the main loop: kernels/gemm/README.md, "Scale recipes").
+template <int MP, int RowsB, class Storage>
+__device__ __forceinline__ void load_row_scales(const Params& p, Storage& s, std::int32_t n0) {
+  for (int i = static_cast<int>(threadIdx.x) - 32; i < MP + RowsB;
+       i += static_cast<int>(kScaleLoaders)) {
+    if (i < MP) {
+      s.row_scale_a[i] = i < p.m ? __ldcg(p.scale.a + i * p.scale.a_mn) : 0.0f;
+    } else {
+      const std::int32_t n = n0 + i - MP;
+      s.row_scale_b[i - MP] = n < p.n ? __ldcg(p.scale.b + n * p.scale.b_mn) : 0.0f;
+    }
+  }
+  __syncwarp();
+  named_barrier_arrive(kScalesBarrier, 128 + kScaleLoaders);
 }
 
 // Rows [m_begin, m_end) of the staged tile to D, by the consumer warpgroup once every row is
@@ -255,6 +265,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // keeps the consumer's ring state and wgmma descriptors in uniform registers
   if (__shfl_sync(0xffffffffu, threadIdx.x, 0) < 128) {
     // ---- producer: one thread streams this CTA's share of B, and A beside it -----------
+    if (threadIdx.x >= 32 && p.scale.recipe == GemmScaleRecipe::row) {
+      load_row_scales<MP, RowsB>(p, s, n0);
+    }
     if (threadIdx.x == 0) {
       State st;
       for (std::int32_t kb = kb_begin; kb < kb_end; ++kb) {
@@ -321,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       // share of the last wgmmas may still be reading the ring
       auto* const staging = reinterpret_cast<std::uint8_t*>(s.partial);
       float factor[C::kAccum];
-      element_factors<C>(p, scale, tid, n0, factor);
+      element_factors<C>(p, s, scale, tid, factor);
 #pragma unroll
       for (int i = 0; i < C::kAccum; ++i) stage_element<C, T>(staging, i, tid, acc[i] * factor[i]);
       named_barrier_sync(1, 128);
@@ -364,7 +377,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     s.reduced.wait_cluster(0);
     auto* const staging = reinterpret_cast<std::uint8_t*>(s.b);
     float factor[C::kAccum];
-    element_factors<C>(p, scale, tid, n0, factor);
+    element_factors<C>(p, s, scale, tid, factor);
     // NOTE: unrolled over every quad (this rank's range checked at run time), so that the
     // factors stay in registers
 #pragma unroll
