@@ -332,6 +332,14 @@ const ConfigRule kConfigRules[] = {
        return !f.forced && f.q.recipe == GemmScaleRecipe::block &&
               !takes_block_scales(chosen, f.q.block_scale_a_tma) && f.m > 64;
      }},
+    {{"C18",
+      "M <= 64 where smallm128 was chosen, 64-row tiles of B number at least 2.5 times the SMs "
+      "and K <= 1536: 64 x 128 tiles in its place",
+      "64 x 128 tiles at small M and wide N"},
+     config::m64n128,
+     [](const Facts& f, int chosen) {
+       return chosen == config::smallm128 && f.k <= 1536 && 2 * f.small_m_ctas() >= 5 * f.sm;
+     }},
 };
 
 // ---- the splits rules ----------------------------------------------------------------------

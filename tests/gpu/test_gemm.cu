@@ -662,6 +662,29 @@ TEST(GemmSmallM, TwoWavesOfB) {
   run_case({8, 17000, 256, -1, 0}, ++seed);    // chosen: 133 tiles of 128 rows, two rounds
 }
 
+// Rule C18: at M <= 64 with at least 2.5 x the SMs in 64-row tiles of B and K <= 1536 the plan
+// takes 64 x 128 tiles in place of smallm128; every recipe it takes there, both modes, N off
+// the tile grid.
+TEST(GemmSmallM, WideNShortKTakes64x128Tiles) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const std::uint64_t n = 64 * ((5 * static_cast<std::uint64_t>(sms) + 1) / 2) + 40;
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(16, n, 512, sms).config), "m64n128");
+  std::uint32_t seed = 700;
+  for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
+    for (const GemmAccumulation mode : {GemmAccumulation::promoted, GemmAccumulation::fast}) {
+      Case c{16, n, 512};
+      c.recipe = recipe;
+      c.accumulation = mode;
+      run_case(c, ++seed);
+    }
+  }
+  Case wide{64, n, 1536};
+  wide.recipe = GemmScaleRecipe::row;
+  run_case(wide, ++seed);
+}
+
 // Launch set-up is per device (shared-memory limits, the split-K workspace): after device 0,
 // the tiled kernel with split K, the two-wave kernel and the small-M kernel still run, and
 // match, on device 1.

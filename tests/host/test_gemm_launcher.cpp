@@ -708,6 +708,12 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(gemm_fp8_plan(1, 16897, 4096, 132).config, 8);    // 133 of 128 rows: two rounds
   EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132).grid, 448u);  // 448 of 128 rows, not 896 of 64
   EXPECT_EQ(gemm_fp8_plan(65, 10240, 4096, 132).config, 1);   // M > 64: two waves do not fit
+  // C18: 64 x 128 tiles in place of smallm128 from 330 tiles of 64 rows (2.5 x 132) at K <= 1536
+  EXPECT_EQ(gemm_fp8_plan(64, 21120, 1536, 132).config, 0);  // 330 tiles
+  EXPECT_EQ(gemm_fp8_plan(64, 21056, 1536, 132).config, 8);  // 329
+  EXPECT_EQ(gemm_fp8_plan(16, 32768, 1664, 132).config, 8);  // K past 1536
+  EXPECT_EQ(gemm_fp8_plan(1, 24576, 512, 132).config, 0);
+  EXPECT_EQ(gemm_fp8_plan(64, 32768, 512, 132, {-1, 0, true, GemmAccumulation::fast}).config, 0);
   EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).config, 3);  // a split asked for
   EXPECT_EQ(gemm_fp8_plan(16, 10240, 8192, 132, {-1, 2}).splits, 2);
   EXPECT_EQ(gemm_fp8_plan(16, 1000, 4096, 132, {8, 0}).grid, 8u);  // forced: 8 tiles
@@ -854,6 +860,7 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
       {4096, 4096, 4096, 1, false, 0, "m128n128", "C1", "K6"},
       {16, 57344, 8192, -1, false, 0, "smallm128", "C2", "K3"},
       {16, 1024, 4096, -1, false, 0, "smallm", "C3", "K2"},
+      {64, 32768, 512, -1, false, 0, "m64n128", "C18", "K6"},
       {65, 6272, 4096, -1, false, 0, "m64n128", "C4", "K6"},
       {96, 12288, 1024, -1, false, 0, "m128n128", "C5", "K6"},
       {128, 4096, 4096, -1, false, 0, "m64n64", "C6", "K6"},
@@ -1074,10 +1081,10 @@ TEST(GemmScaleRuns, SlotsHoldTheirKBlocksAndAreFreeWhenReloaded) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 17u + 6u);
+  ASSERT_EQ(count, 18u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 17 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 16));
+    const std::string want = (i < 18 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 17));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
