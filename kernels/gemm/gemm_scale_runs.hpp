@@ -24,6 +24,27 @@ inline constexpr std::int32_t kScaleRun = 4;
 TMAKIT_HOST_DEVICE constexpr bool starts_scale_run(std::int32_t kb, std::int32_t kb_begin) {
   return kb == kb_begin || kb % kScaleRun == 0;
 }
+// How the scale thread of load_block_scales_tma (one thread; TMA loads scale_a) takes part in
+// a ring of `stages` stages: whether it arrives on every k-block's full barrier (the
+// barrier's second arrival), and whether it waits for a k-block's stage to be free.
+// - It arrives, and waits, at every k-block where it writes the stage's scale_b itself (not
+//   b_tma), and where runs are longer than the ring (stages < kScaleRun): the consumers then
+//   cannot take a stage before it, nor can it get a round ahead of them.
+// - Else (TMA loads both scales into run slots) it waits only at a run's first k-block, and
+//   never arrives. NOTE: at the other k-blocks the consumers need nothing of it and may free
+//   the stage before it gets there; a parity wait there would then wait for the stage's next
+//   phase, which comes only after the next run, which waits for this thread: a deadlock
+//   (kernels/gemm/EXPERIMENTS.md, "A deadlock of the scale thread"). At a run's first
+//   k-block the consumers cannot have freed the stage (they wait for its boxes), and runs
+//   start at most kScaleRun <= stages k-blocks apart, so the stage cannot be a phase further
+//   on either. The host test GemmScaleRuns.RingNeverDeadlocks plays the ring's parties out.
+TMAKIT_HOST_DEVICE constexpr bool scale_thread_arrives(bool b_tma, int stages) {
+  return !b_tma || stages < kScaleRun;
+}
+TMAKIT_HOST_DEVICE constexpr bool scale_thread_waits_for_stage(bool b_tma, int stages,
+                                                               bool run_start) {
+  return scale_thread_arrives(b_tma, stages) || run_start;
+}
 // The k-block a run's boxes start at: the multiple of kScaleRun at or below its first.
 TMAKIT_HOST_DEVICE constexpr std::int32_t scale_run_origin(std::int32_t kb) {
   return kb / kScaleRun * kScaleRun;

@@ -322,10 +322,10 @@ __device__ __forceinline__ std::uint32_t block_scale_tx_bytes(const Params& p) {
 }
 
 // One thread of the scale warp, for 128-block scales whose scale_a TMA loads (scale.a_tma):
-// for every k-block of the ring, in the producer's order, it waits for the stage to be free
-// and, at a run's first k-block, loads the run's box of scale_a (the tile's rows, four
+// for the k-blocks of the ring, in the producer's order, at a run's first k-block it waits
+// for the stage to be free and loads the run's box of scale_a (the tile's rows, four
 // k-blocks) into the next run slot on that stage's full barrier, and scale_b's too where TMA
-// loads it (scale.b_tma). Where it does not, it copies
+// loads it (scale.b_tma). Where it does not, at every k-block it copies
 // (cp.async) the scale_b of the tile's 128-row blocks of B (0 past N) for the k-block
 // kBAhead - 1 ahead into its staging slot, and for the ring's k-block waits for that copy (its
 // oldest group), writes the stage's scale_b and arrives on the full barrier
@@ -336,6 +336,8 @@ __device__ __forceinline__ std::uint32_t block_scale_tx_bytes(const Params& p) {
 // 128 x 4096 x 7168 (kernels/gemm/README.md, "128-block scales"). The producer arms the
 // barrier for these boxes too; a box that lands before the arm only takes the barrier's
 // transaction count below zero, and the phase cannot complete before the producer's arrival.
+// NOTE: where TMA loads both scales into a ring of kScaleRun stages or more it waits only at a
+// run's first k-block and does not arrive (scale_thread_arrives says why).
 template <class Scales, int Stages>
 __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<Stages>& pipe,
                                                       Scales& scales) {
@@ -379,9 +381,10 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
         for (int j = 0; j < kBBlocks; ++j) sb[j] = scales.b_ahead[read_slot][j];
         read_slot = read_slot + 1 == kAhead ? 0 : read_slot + 1;
       }
-      pipe.producer_wait_free(st);
+      const bool run_start = starts_scale_run(kb, w.kb_begin);
+      if (scale_thread_waits_for_stage(b_tma, Stages, run_start)) pipe.producer_wait_free(st);
       Barrier& full = pipe.producer_full(st);
-      if (starts_scale_run(kb, w.kb_begin)) {
+      if (run_start) {
         run.at(kb, w.kb_begin);
         const std::int32_t kb0 = scale_run_origin(kb);
         load_tile<typename Scales::ARun>(&scales.a_run[run.slot], &p.scale_a_map, full,
@@ -394,8 +397,9 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
       if (!b_tma) {
 #pragma unroll
         for (int j = 0; j < kBBlocks; ++j) scales.b[st.stage][j] = sb[j];
-        full.arrive();  // (releases the writes above to the consumers)
       }
+      // (releases the writes above, where there are any, to the consumers)
+      if (scale_thread_arrives(b_tma, Stages)) full.arrive();
       st.advance();
     }
   }

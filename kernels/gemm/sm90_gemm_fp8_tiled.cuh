@@ -374,7 +374,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // consumer warp
   // (and, with 128-block scales, by the scale warp's one arrival beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kConsumerWGs, BlockScales && !p.scale.b_tma ? 2 : 1);
+    pipe.init(4 * Cfg::kConsumerWGs,
+              BlockScales && scale_thread_arrives(p.scale.b_tma != 0, Cfg::kStages) ? 2 : 1);
     fence_barrier_init();
   }
   __syncthreads();

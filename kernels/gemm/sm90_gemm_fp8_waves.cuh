@@ -171,7 +171,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // a stage is freed by one arrival per math warp (and, with 128-block scales, filled by the
   // scale warp's arrival beside the TMA producer's arm)
   if (threadIdx.x == 0) {
-    pipe.init(4 * Cfg::kMathWGs, BlockScales && !p.scale.b_tma ? 2 : 1);
+    pipe.init(4 * Cfg::kMathWGs,
+              BlockScales && scale_thread_arrives(p.scale.b_tma != 0, Cfg::kStages) ? 2 : 1);
     fence_barrier_init();
   }
   __syncthreads();

@@ -1076,6 +1076,173 @@ TEST(GemmScaleRuns, SlotsHoldTheirKBlocksAndAreFreeWhenReloaded) {
   EXPECT_EQ(detail::gemm::scale_b_run_box(64), (std::array<std::uint32_t, 2>{4, 1}));
 }
 
+// One CTA's ring with 128-block scales that TMA loads (scale_a and scale_b), played out on the
+// host in random orders: the producer thread (waits for a free stage, arms its full barrier
+// for A, B and, at a run's first k-block, the scale boxes, issues A and B), the scale thread
+// of load_block_scales_tma (waits for the stage where scale_thread_waits_for_stage says so,
+// issues the run's boxes at a run's first k-block, arrives on the full barrier where
+// scale_thread_arrives says so), the consumers (wait for a full stage,
+// free it later, at most two k-blocks held, as the promotion pipelines them) and the TMA
+// (completes an issued copy on its stage's full barrier at any time after). mbarriers as the
+// PTX ISA has them: a phase completes once its arrivals are in and its transaction count is
+// back at zero; a wait for a parity returns once the barrier's current phase has the other.
+// Returns false where every party still has work and none can move (a deadlock), or where a
+// phase of a full barrier completed with bytes of another k-block's copies (the stage's data
+// taken for the wrong k-block).
+namespace ring_model {
+
+struct Copy {
+  int stage;
+  std::int64_t k_block;  // the CTA's k-block (ring order) it belongs to
+  long bytes;
+};
+
+struct Bar {
+  int arrivals = 1, pending = 1;
+  long tx = 0;
+  long completed = 0;                 // phases completed
+  std::vector<std::int64_t> counted;  // full barriers: the k-blocks whose bytes landed this phase
+  bool mixed = false;                 // a phase completed with another k-block's bytes
+  bool ready(unsigned parity) const { return (static_cast<unsigned>(completed) & 1u) != parity; }
+  void settle(int stages, int stage, bool full) {
+    if (pending != 0 || tx != 0) return;
+    if (full) {
+      const std::int64_t k_block = stage + completed * stages;
+      for (std::int64_t k : counted) mixed = mixed || k != k_block;
+    }
+    counted.clear();
+    ++completed;
+    pending = arrivals;
+  }
+};
+
+// How the scale thread takes part: waits(run_start) and whether it arrives.
+struct ScaleThread {
+  std::function<bool(bool)> waits;
+  bool arrives;
+};
+
+bool play(int stages, const std::vector<std::pair<std::int32_t, std::int32_t>>& units,
+          std::uint32_t seed, const ScaleThread& scale_thread) {
+  using detail::gemm::starts_scale_run;
+  constexpr long kAB = 24576, kScales = 1040;
+  std::vector<bool> run_start;
+  for (const auto& [b, e] : units) {
+    for (std::int32_t kb = b; kb < e; ++kb) run_start.push_back(starts_scale_run(kb, b));
+  }
+  const auto n = static_cast<std::int64_t>(run_start.size());
+  std::vector<Bar> full(stages), empty(stages);
+  for (Bar& b : full) b.arrivals = b.pending = scale_thread.arrives ? 2 : 1;
+  std::vector<Copy> in_flight;
+  std::int64_t producer = 0, scaler = 0, taken = 0, freed = 0;
+  std::mt19937 rng(seed);
+  const auto stage_of = [&](std::int64_t j) { return static_cast<int>(j % stages); };
+  const auto parity_of = [&](std::int64_t j) { return static_cast<unsigned>((j / stages) & 1); };
+  for (;;) {
+    std::vector<std::function<void()>> moves;
+    if (producer < n && empty[stage_of(producer)].ready(parity_of(producer) ^ 1u)) {
+      moves.push_back([&] {
+        const int st = stage_of(producer);
+        full[st].tx += kAB + (run_start[producer] ? kScales : 0);  // arrive.expect_tx
+        --full[st].pending;
+        in_flight.push_back({st, producer, kAB});
+        full[st].settle(stages, st, true);
+        ++producer;
+      });
+    }
+    if (scaler < n) {
+      const bool waits = scale_thread.waits(run_start[scaler]);
+      if (!waits || empty[stage_of(scaler)].ready(parity_of(scaler) ^ 1u)) {
+        moves.push_back([&] {
+          const int st = stage_of(scaler);
+          if (run_start[scaler]) in_flight.push_back({st, scaler, kScales});
+          if (scale_thread.arrives) {
+            --full[st].pending;
+            full[st].settle(stages, st, true);
+          }
+          ++scaler;
+        });
+      }
+    }
+    if (taken < n && taken - freed < 2 && full[stage_of(taken)].ready(parity_of(taken))) {
+      moves.push_back([&] { ++taken; });
+    }
+    if (freed < taken) {
+      moves.push_back([&] {
+        const int st = stage_of(freed);
+        --empty[st].pending;
+        empty[st].settle(stages, st, false);
+        ++freed;
+      });
+    }
+    for (std::size_t c = 0; c < in_flight.size(); ++c) {
+      moves.push_back([&, c] {
+        const Copy copy = in_flight[c];
+        in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(c));
+        full[copy.stage].tx -= copy.bytes;  // complete_tx
+        full[copy.stage].counted.push_back(copy.k_block);
+        full[copy.stage].settle(stages, copy.stage, true);
+      });
+    }
+    if (moves.empty()) {
+      for (const Bar& b : full) {
+        if (b.mixed) return false;
+      }
+      return producer == n && scaler == n && freed == n && in_flight.empty();
+    }
+    moves[rng() % moves.size()]();
+  }
+}
+
+}  // namespace ring_model
+
+TEST(GemmScaleRuns, RingNeverDeadlocks) {
+  using detail::gemm::scale_thread_arrives;
+  using detail::gemm::scale_thread_waits_for_stage;
+  // the kernels' scale thread where TMA loads both scales, in a ring of `stages`
+  const auto kernel = [](int stages) {
+    return ring_model::ScaleThread{
+        [stages](bool run_start) { return scale_thread_waits_for_stage(true, stages, run_start); },
+        scale_thread_arrives(true, stages)};
+  };
+  // the scale thread before 2026-11-29: a wait at every k-block, no arrival
+  const ring_model::ScaleThread every_stage{[](bool) { return true; }, false};
+  // 64 x 32768 x 512 with 128-block scales on 128 CTAs: two units of four k-blocks, 8 stages
+  const std::vector<std::pair<std::int32_t, std::int32_t>> two_short = {{0, 4}, {0, 4}};
+  int old_deadlocks = 0;
+  for (std::uint32_t seed = 0; seed < 2000; ++seed) {
+    EXPECT_TRUE(ring_model::play(8, two_short, seed, kernel(8))) << "seed " << seed;
+    if (!ring_model::play(8, two_short, seed, every_stage)) ++old_deadlocks;
+  }
+  // the model finds the deadlock the GPU showed, so the orders it plays reach it
+  EXPECT_GT(old_deadlocks, 0);
+  // waits at runs' first k-blocks alone are not enough where runs are longer than the ring
+  // (the two-wave kernels' 3 stages): there the thread arrives at every k-block
+  const ring_model::ScaleThread runs_only{[](bool run_start) { return run_start; }, false};
+  int short_ring_failures = 0;
+  for (std::uint32_t seed = 0; seed < 2000; ++seed) {
+    if (!ring_model::play(3, {{0, 12}, {2, 9}}, seed, runs_only)) ++short_ring_failures;
+  }
+  EXPECT_GT(short_ring_failures, 0);
+  EXPECT_TRUE(scale_thread_arrives(true, 3));
+  EXPECT_FALSE(scale_thread_arrives(true, 4));
+  EXPECT_TRUE(scale_thread_arrives(false, 8));  // scale_b written by the thread itself
+  // split K and several units per CTA, rings of 3 to 12 stages
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::pair<std::int32_t, std::int32_t>> units;
+    const int count = 1 + static_cast<int>(rng() % 6);
+    for (int u = 0; u < count; ++u) {
+      const auto begin = static_cast<std::int32_t>(rng() % 40);
+      units.push_back({begin, begin + 1 + static_cast<std::int32_t>(rng() % 14)});
+    }
+    for (int stages : {3, 5, 8, 12}) {
+      EXPECT_TRUE(ring_model::play(stages, units, static_cast<std::uint32_t>(trial), kernel(stages)))
+          << "trial " << trial << ", " << stages << " stages";
+    }
+  }
+}
+
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
 // name and an id that round-trips, and the retired one is not built.
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
