@@ -38,6 +38,7 @@ struct Case {
   GemmAccumulation accumulation = GemmAccumulation::promoted;
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
   bool scale_a_rows = false;  // block scales: scale_a row-major (explicit strides), not M-major
+  int launches = 1;           // calls in a row into the same D before it is checked
 };
 
 std::string describe(const Case& c) {
@@ -159,7 +160,7 @@ void run_case(const Case& c, std::uint32_t seed, double* rel_error = nullptr,
   const TensorRef rd(dd, c.out, c.m, c.n, dp);
   const GemmTuning tuning{c.config, c.splits, c.overlap, c.accumulation};
   detail::gemm::launched_config() = -1;
-  gemm_fp8(ra, rb, rd, scales, nullptr, tuning);
+  for (int i = 0; i < c.launches; ++i) gemm_fp8(ra, rb, rd, scales, nullptr, tuning);
   // the configuration whose kernel ran is the plan's for this call (D's pitch included)
   // (128-block scale_a M-major, cudaMalloc'd: TMA loads it where M is a multiple of 4)
   const bool scale_a_tma = block && !c.scale_a_rows && (c.m % 4 == 0 || kbs == 1);
@@ -336,6 +337,23 @@ TEST(GemmRecipes, RowWiseEveryConfigurationForced) {
     row.accumulation = info.promotes ? GemmAccumulation::promoted : GemmAccumulation::fast;
     run_case(row, 2000 + id);
   }
+}
+
+// 128-block scales where every CTA takes two units of four k-blocks (one run each): the scale
+// thread, the producer and the consumers of the m64n128 ring at their closest, 4,000 calls in
+// a row. Its scale thread once waited there for a stage the consumers had already freed, a
+// deadlock about once in a thousand calls (kernels/gemm/EXPERIMENTS.md, "A deadlock of the
+// scale thread"); a hang here is that.
+TEST(GemmRecipes, BlockScalesShortUnitsManyCalls) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int sms = device_sm_count();
+  Case c{64, 256 * static_cast<std::uint64_t>(sms), 512};
+  c.recipe = GemmScaleRecipe::block;
+  c.launches = 4000;
+  const GemmPlan plan = gemm_fp8_plan({c.m, c.n, c.k, 0, sms, 0, {}, c.recipe, true});
+  EXPECT_STREQ(gemm_config_name(plan.config), "m64n128");
+  EXPECT_EQ(plan.tiles, 2 * static_cast<std::int64_t>(plan.grid));  // two units per CTA
+  run_case(c, 3100);
 }
 
 TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
