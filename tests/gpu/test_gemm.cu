@@ -341,9 +341,9 @@ TEST(GemmRecipes, RowWiseEveryConfigurationForced) {
 
 // 128-block scales where every CTA takes two units of four k-blocks (one run each): the scale
 // thread, the producer and the consumers of the m64n128 ring at their closest, 4,000 calls in
-// a row. Its scale thread once waited there for a stage the consumers had already freed, a
-// deadlock about once in a thousand calls (kernels/gemm/EXPERIMENTS.md, "A deadlock of the
-// scale thread"); a hang here is that.
+// a row. Its scale thread once waited there for a stage the consumers had already freed: a
+// deadlock that stalled `tmakit bench` in 3 of 11 runs at M = 64 (kernels/gemm/EXPERIMENTS.md,
+// "A deadlock of the scale thread"); a hang here is that.
 TEST(GemmRecipes, BlockScalesShortUnitsManyCalls) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const int sms = device_sm_count();
