@@ -1055,16 +1055,24 @@ void walk_scale_runs(const std::vector<std::pair<std::int32_t, std::int32_t>>& u
   }
 }
 
+// One CTA's units as split K gives them: 1..`most` units of 1..`longest` k-blocks, each
+// starting at any k-block below 40.
+std::vector<std::pair<std::int32_t, std::int32_t>> random_units(std::mt19937& rng, int most,
+                                                                int longest) {
+  std::vector<std::pair<std::int32_t, std::int32_t>> units;
+  const int count = 1 + static_cast<int>(rng() % static_cast<unsigned>(most));
+  for (int u = 0; u < count; ++u) {
+    const auto begin = static_cast<std::int32_t>(rng() % 40);
+    const auto length = 1 + static_cast<std::int32_t>(rng() % static_cast<unsigned>(longest));
+    units.push_back({begin, begin + length});
+  }
+  return units;
+}
+
 TEST(GemmScaleRuns, SlotsHoldTheirKBlocksAndAreFreeWhenReloaded) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
-    // units of 1-9 k-blocks starting anywhere (split K), 1-12 per CTA
-    std::vector<std::pair<std::int32_t, std::int32_t>> units;
-    const int count = 1 + static_cast<int>(rng() % 12);
-    for (int u = 0; u < count; ++u) {
-      const auto begin = static_cast<std::int32_t>(rng() % 40);
-      units.push_back({begin, begin + 1 + static_cast<std::int32_t>(rng() % 9)});
-    }
+    const auto units = random_units(rng, 12, 9);
     walk_scale_runs<3>(units);
     walk_scale_runs<5>(units);
     walk_scale_runs<8>(units);
@@ -1230,12 +1238,7 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
   // split K and several units per CTA, rings of 3 to 12 stages
   std::mt19937 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
-    std::vector<std::pair<std::int32_t, std::int32_t>> units;
-    const int count = 1 + static_cast<int>(rng() % 6);
-    for (int u = 0; u < count; ++u) {
-      const auto begin = static_cast<std::int32_t>(rng() % 40);
-      units.push_back({begin, begin + 1 + static_cast<std::int32_t>(rng() % 14)});
-    }
+    const auto units = random_units(rng, 6, 14);
     for (int stages : {3, 5, 8, 12}) {
       EXPECT_TRUE(ring_model::play(stages, units, static_cast<std::uint32_t>(trial), kernel(stages)))
           << "trial " << trial << ", " << stages << " stages";
