@@ -7,6 +7,7 @@
 #include <ostream>
 #include <utility>
 
+#include "stall_watch.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/core/error.hpp"
 
@@ -106,6 +107,7 @@ void CaseRunner::run(const std::string& workload, const std::vector<CaseSpec>& c
     }
 
     // bind, then check once on a poisoned output
+    stall_watch_at("checking " + r.id);
     try {
       row.binding = bind(c);
       const Binding& b = row.binding;
@@ -140,6 +142,7 @@ void CaseRunner::run(const std::string& workload, const std::vector<CaseSpec>& c
     if (r.ok() && timed_now) {
       const Timer::SetCall& run = row.binding.run;
       const std::function<void(cudaStream_t)> once = [run](cudaStream_t st) { run(st, 0); };
+      stall_watch_at("timing " + r.id);
       try {
         if (c.timed_by == TimedBy::alone) {
           r.timing = timer_.time(once);
@@ -198,6 +201,8 @@ void CaseRunner::run(const std::string& workload, const std::vector<CaseSpec>& c
     for (const Row* row : together) {
       once.push_back([run = row->binding.run](cudaStream_t st) { run(st, 0); });
     }
+    stall_watch_at(format("timing %s: %zu cases call by call, in interleaved rounds",
+                          workload.c_str(), together.size()));
     try {
       const std::vector<Timing> t = timer_.time_interleaved(once);
       for (std::size_t i = 0; i < together.size(); ++i) together[i]->result.timing = t[i];
@@ -208,6 +213,8 @@ void CaseRunner::run(const std::string& workload, const std::vector<CaseSpec>& c
     for (Row* row : together) row->result.memcpy_gbps = copy_gbps;
   }
   if (!stream_rows.empty()) {
+    stall_watch_at(format("timing %s/stream: %zu cases as CUDA graphs of %d calls",
+                          workload.c_str(), stream_rows.size(), streams.calls));
     try {
       const std::vector<Timer::StreamTiming> t =
           timer_.time_streams_interleaved(stream_runs, streams.sets, streams.calls);

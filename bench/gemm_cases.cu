@@ -24,6 +24,7 @@
 
 #include "baselines.hpp"
 #include "cases.hpp"
+#include "stall_watch.hpp"
 #include "tmakit/core/cluster_launch.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/gemm.hpp"
@@ -1300,6 +1301,7 @@ void run_shape(const GemmRun& run, CaseRunner& runner, const SuiteOptions& o, co
   }
   if (cases.empty()) return;
   if (o.progress) *o.progress << w << "\n";
+  stall_watch_at("preparing the operands of " + w);
   // operand sets for the stream timing: together at least twice the L2 (set 0 is the one
   // checked and timed call by call; the others are copies of it)
   const int sets = stream_sets(fp8_bytes(s), run.l2_bytes);
@@ -1364,6 +1366,7 @@ std::vector<Result> run_gemm_cases(const SuiteOptions& options) {
   const Stream stream_owner(cudaStreamDefault);
   const cudaStream_t stream = stream_owner.get();
   Timer timer(options.timing, stream);
+  stall_watch_at("timing the GEMM run's own rows (empty kernel, host overhead, memcpy)");
   out.push_back(empty_kernel_floor(timer));
   out.push_back(host_overhead(stream));
   out.push_back(memcpy_ceiling(timer, stream));

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "stall_watch.hpp"
 #include "tmakit/core/cuda_check.hpp"
 
 namespace tmakit::bench {
@@ -140,6 +141,7 @@ std::vector<Timing> Timer::time_interleaved(
       fns[f](stream_);
       TMAKIT_CUDA_CHECK(cudaEventRecord(stop_, stream_));
       TMAKIT_CUDA_CHECK(cudaEventSynchronize(stop_));
+      stall_watch_beat();
       float elapsed = 0;
       TMAKIT_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start_, stop_));
       ms[f].push_back(elapsed);

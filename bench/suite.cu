@@ -12,6 +12,7 @@
 #include "cases.hpp"
 #include "gemm_cases.hpp"
 #include "quantize_cases.hpp"
+#include "stall_watch.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -314,6 +315,7 @@ void warm_up(const std::function<void(cudaStream_t)>& fn, cudaStream_t st, doubl
 }
 
 void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& cases) {
+  stall_watch_at("preparing the operands of " + w.name());
   const cudaStream_t st = s.stream();
   DeviceBuffer in(w.bytes_each());
   DeviceBuffer out(w.bytes_each());

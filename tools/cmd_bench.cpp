@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "stall_watch.hpp"
 #include "suite.hpp"
 #include "tmakit/core/error.hpp"
 #include "tmakit/host/driver.hpp"
@@ -28,6 +31,7 @@ struct Options {
   std::string svg;
   std::vector<std::string> gemm_shapes;  // "MxNxK"
   std::vector<std::string> gemm_shape_sets;  // names of tmakit::bench::gemm_shape_sets()
+  int stall_seconds = 300;  // 0: no watch
 };
 
 // "MxNxK" with M, N >= 1 and K a positive multiple of 16 (the GEMM's rule), each < 2^31;
@@ -142,6 +146,27 @@ int run_bench(Options& o) {
   std::cerr << "tmakit bench on " << device.name << ", " << device.driver << ", " << device.date
             << "\n";
   o.suite.progress = &std::cerr;
+  // NOTE: a kernel that never finishes leaves the run waiting in a synchronize forever, and
+  // the runtime says nothing: the watch names the step and ends the run
+  std::unique_ptr<tmakit::bench::StallWatch> watch;
+  if (o.stall_seconds > 0) {
+    watch = std::make_unique<tmakit::bench::StallWatch>(
+        std::chrono::seconds(o.stall_seconds),
+        [](const std::string& where, std::chrono::milliseconds waited) {
+          std::cerr << "\ntmakit bench: no progress for " << waited.count() / 1000 << " s while "
+                    << where
+                    << ": a GPU kernel there does not finish. Run that case alone (--filter) "
+                       "with a build configured with -DTMAKIT_DEBUG_WAITS=ON, which names the "
+                       "barrier wait that never completes; stopping."
+                    << std::endl;
+          std::_Exit(tmakit::bench::kStalledExit);
+        });
+    tmakit::bench::set_stall_watch(watch.get());
+  }
+  // (cleared before the watch goes, whether the run returns or throws)
+  const struct Unset {
+    ~Unset() { tmakit::bench::set_stall_watch(nullptr); }
+  } unset;
   const auto results = tmakit::bench::run_suite(o.suite);
   bool files_ok = true;
   if (!o.json.empty())
@@ -186,6 +211,11 @@ const tmakit::cli::Registrar reg(
                    "Do not flush L2 before each timed run");
       app.add_flag("--quick", o->suite.quick, "Small shapes: a smoke run, not figures to quote");
       app.add_flag("--tune", o->suite.tune, "Add tuning variants of tmakit's kernels");
+      app.add_option("--stall-seconds", o->stall_seconds,
+                     "End the run, naming the step, when no timed call has finished for this "
+                     "many seconds (a kernel that never finishes); 0: wait forever")
+          ->check(kWholeNumber)
+          ->check(CLI::Range(0, 86400));
       app.add_option("--gemm-shape", o->gemm_shapes,
                      "GEMM shape MxNxK to run instead of the built-in list (repeatable; after "
                      "the sets of --gemm-shapes when both are given), e.g. --gemm-shape "

@@ -65,5 +65,14 @@ TEST(BenchCli, MalformedGemmShapeIsRefused) {
   }
 }
 
+TEST(BenchCli, StallSecondsMustBeAWholeNumberOfSeconds) {
+  for (const char* bad : {"-3", "1.5", "ten", "86401"}) {
+    const auto r = run_cli(std::string("bench --stall-seconds ") + bad + " --list", true);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.out.find("--stall-seconds"), std::string::npos) << bad << ": " << r.out;
+  }
+  EXPECT_EQ(run_cli("bench --stall-seconds 0 --list --filter 'add/'", true).code, 0);
+}
+
 }  // namespace
 }  // namespace tmakit
