@@ -2,6 +2,7 @@
 
     python -m tmakit.bench [--filter TEXT] [--reps N] [--json FILE] [--svg FILE] [--small]
                            [--gemm-shapes default,deepseek] [--no-overhead]
+                           [--stall-seconds S]
 
 Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
 conv2d (cuDNN), add / torch.add, quantize_fp8 / the same quantizer written in torch ops,
@@ -20,12 +21,15 @@ alternate call by call so that all see the same clocks; the table gives medians.
 refuses a recipe's scales the row says "torch refuses: <its message>" and times tmakit alone.
 Last, the host time per call of each op (eager, and through the dispatcher as a compiled
 graph calls it) against torch's eager call, on shapes small enough that the GPU never holds
-the host back.
+the host back. Each case's name goes to stderr as it starts; one that takes longer than
+``--stall-seconds`` (300; 0: no limit), a kernel that never finishes, ends the run with every
+thread's Python stack (faulthandler) and status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import statistics
 import sys
@@ -550,6 +554,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", help="write the results as JSON to this file")
     parser.add_argument("--svg", help="write a bar chart of the ratios to this file")
     parser.add_argument("--no-overhead", action="store_true", help="skip the host-time part")
+    parser.add_argument("--stall-seconds", type=int, default=300,
+                        help="end the run, printing where each thread is, when one case takes "
+                             "longer than this (a kernel that never finishes); 0: wait forever "
+                             "(default 300)")
     parser.add_argument("--gemm-shapes", default="default",
                         help="the GEMM shape sets, comma-separated: "
                              + "; ".join(f"{name}: " + ", ".join(f"{m}x{n}x{k}" for m, n, k in v)
@@ -558,6 +566,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be at least 1")
+    if args.stall_seconds < 0:
+        parser.error("--stall-seconds must be 0 or more")
     shape_sets = tuple(name.strip() for name in args.gemm_shapes.split(","))
     for name in shape_sets:
         if name not in GEMM_SHAPE_SETS:
@@ -582,6 +592,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         # NOTE: a case that raises (a recipe the GEMM does not take yet, a counterpart that
         # fails) is reported on its row; the run goes on
         case: Optional[Case] = None
+        # NOTE: a kernel that never finishes leaves the run in a synchronize forever, and CUDA
+        # says nothing: past the limit the watch prints every thread's stack (the case's name
+        # is the line before) and ends the process
+        print(f"{pending.name} ...", file=sys.stderr, flush=True)
+        if args.stall_seconds:
+            faulthandler.dump_traceback_later(args.stall_seconds, exit=True)
         try:
             case = pending.make()
             problem = case.check()
@@ -597,7 +613,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             results.append(Result(pending.name, baseline, "", 0, 0, 0, 0, problem,
                                   note=case.note if case is not None else ""))
             print(f"{pending.name}: NOT TIMED: {problem}", file=sys.stderr)
+            faulthandler.cancel_dump_traceback_later()
             continue
+        faulthandler.cancel_dump_traceback_later()
         scale = 1e-12 if case.unit == "TFLOP/s" else 1e-9
         results.append(Result(case.name, case.baseline, case.unit, ours, theirs,
                               case.work / (ours * 1e-6) * scale,

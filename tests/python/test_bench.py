@@ -51,6 +51,13 @@ def test_unknown_shape_set_is_refused(capsys):
         capsys.readouterr().err
 
 
+def test_negative_stall_seconds_are_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--stall-seconds", "-1"])
+    assert exit_info.value.code == 2
+    assert "--stall-seconds must be 0 or more" in capsys.readouterr().err
+
+
 def test_dequantised_operands_weigh_each_element_by_its_scale():
     x = torch.randn(130, 300, dtype=torch.float64)
     rows = torch.rand(130, 1) + 0.5
