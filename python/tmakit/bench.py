@@ -545,6 +545,17 @@ def _svg(results: List[Result], path: str) -> None:
         f.write("\n".join(parts) + "\n")
 
 
+def _stack_dump_file():
+    """Where the stall watch writes the stacks: stderr, or the process's own stderr where
+    sys.stderr is a stream without a file descriptor (a capturing test runner, a notebook)."""
+    # NOTE: faulthandler writes from a C thread to a file descriptor, so it needs a real one
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tmakit.bench", description=__doc__.split(
         "\n\n")[0])
@@ -597,7 +608,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         # is the line before) and ends the process
         print(f"{pending.name} ...", file=sys.stderr, flush=True)
         if args.stall_seconds:
-            faulthandler.dump_traceback_later(args.stall_seconds, exit=True)
+            faulthandler.dump_traceback_later(args.stall_seconds, exit=True,
+                                              file=_stack_dump_file())
         try:
             case = pending.make()
             problem = case.check()

@@ -58,6 +58,19 @@ def test_negative_stall_seconds_are_refused(capsys):
     assert "--stall-seconds must be 0 or more" in capsys.readouterr().err
 
 
+def test_stall_watch_writes_to_a_real_descriptor_under_a_capturing_runner(capsys):
+    # pytest's capsys swaps sys.stderr for a stream without a file descriptor, which
+    # faulthandler refuses; the watch falls back to the process's own stderr
+    import faulthandler
+    import sys
+    with pytest.raises(Exception):
+        sys.stderr.fileno()
+    target = bench._stack_dump_file()
+    assert target is sys.__stderr__
+    faulthandler.dump_traceback_later(3600, exit=True, file=target)
+    faulthandler.cancel_dump_traceback_later()
+
+
 def test_dequantised_operands_weigh_each_element_by_its_scale():
     x = torch.randn(130, 300, dtype=torch.float64)
     rows = torch.rand(130, 1) + 0.5
