@@ -1081,12 +1081,17 @@ GemmTuning fast_accumulation(int config = -1, int splits = 0) {
 
 // tmakit's rows in a recipe: its speed-up stated over cuBLASLt's row in the same recipe and
 // mode, compared also with tmakit's per-tensor row in the same mode (what the recipe costs).
-GemmCase tmakit_recipe_case(const Shape& s, const RecipeRow& row) {
-  CaseSpec c = gemm_spec(s, row.tmakit, "tmakit", recipe_bytes(s, row.recipe));
+// `impl` names the row (the recipe's own, or a --tune variant of it with a forced tuning).
+GemmCase tmakit_recipe_case(const Shape& s, const RecipeRow& row, std::string impl,
+                            const GemmTuning& tuning) {
+  CaseSpec c = gemm_spec(s, std::move(impl), "tmakit", recipe_bytes(s, row.recipe));
   c.baselines = {row.lt, row.tensor};
   c.speedup_over = row.lt;
-  GemmTuning tuning = row.fast ? fast_accumulation() : GemmTuning{};
   return {c, [tuning, row](const ShapeRun& r) { return bind_tmakit(r, tuning, row.recipe); }};
+}
+
+GemmCase tmakit_recipe_case(const Shape& s, const RecipeRow& row) {
+  return tmakit_recipe_case(s, row, row.tmakit, row.fast ? fast_accumulation() : GemmTuning{});
 }
 
 // The K splits --tune tries for a configuration that splits: the small-M kernel over
@@ -1102,7 +1107,9 @@ std::vector<int> splits_tried(const GemmConfigInfo& info, const Shape& s) {
 // With --tune: "tmakit:<configuration>", "tmakit-fast:<configuration>" and
 // "tmakit:<configuration>:s<splits>" variants, each a forced GemmTuning, for every built
 // configuration that takes the shape (gemm_config_info: its M, modes and splits), after
-// "tmakit:no-overlap", the plan's choice launched the ordinary way.
+// "tmakit:no-overlap", the plan's choice launched the ordinary way; then the same forced
+// variants of the 128-block recipe, "tmakit-block:<configuration>[:s<splits>]", for the
+// configurations that apply block scales (this bench's scale_a is one TMA loads).
 std::vector<GemmCase> tuned_cases(const SuiteOptions& o, const Shape& s) {
   std::vector<GemmCase> v;
   if (!o.tune) return v;
@@ -1125,6 +1132,20 @@ std::vector<GemmCase> tuned_cases(const SuiteOptions& o, const Shape& s) {
     for (int splits : splits_tried(info, s)) {
       if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
       v.push_back(tmakit_case(s, "tmakit:" + name + ":s" + std::to_string(splits), {c, splits}));
+    }
+  }
+  const RecipeRow& block = kRecipeRows[2];
+  static_assert(kRecipeRows[2].recipe == GemmScaleRecipe::block && !kRecipeRows[2].fast,
+                "the third recipe row is the 128-block one");
+  for (int c = 0; c < kGemmConfigs; ++c) {
+    const GemmConfigInfo info = gemm_config_info(c);
+    if (!info.built || !info.block_scales_tma || (info.max_m != 0 && s.m > info.max_m)) continue;
+    const std::string name = "tmakit-block:" + std::string(info.name);
+    v.push_back(tmakit_recipe_case(s, block, name, {c, 0}));
+    if (!info.splits_k) continue;
+    for (int splits : splits_tried(info, s)) {
+      if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
+      v.push_back(tmakit_recipe_case(s, block, name + ":s" + std::to_string(splits), {c, splits}));
     }
   }
   return v;
