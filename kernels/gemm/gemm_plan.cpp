@@ -324,12 +324,12 @@ const ConfigRule kConfigRules[] = {
      }},
     {{"C17",
       "128-block scales above M = 64 where the chosen configuration cannot apply them (tiles "
-      "of B across 128-row blocks, the small-M kernel, the two-wave kernel where TMA cannot "
-      "load scale_a): 128 x 128 tiles",
+      "of B across 128-row blocks, the two-wave kernel where TMA cannot load scale_a): 128 x "
+      "128 tiles",
       "Scale recipes"},
      config::m128n128,
      [](const Facts& f, int chosen) {
-       return !f.forced && f.q.recipe == GemmScaleRecipe::block &&
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && !small_m(chosen) &&
               !takes_block_scales(chosen, f.q.block_scale_a_tma) && f.m > 64;
      }},
     {{"C18",
@@ -339,6 +339,23 @@ const ConfigRule kConfigRules[] = {
      config::m64n128,
      [](const Facts& f, int chosen) {
        return chosen == config::smallm128 && f.k <= 1536 && 2 * f.small_m_ctas() >= 5 * f.sm;
+     }},
+    {{"C19",
+      "128-block scales at M <= 64 where C16 took 64 x 128 tiles and K has more than 4 "
+      "k-blocks: 64 x 64 tiles (twice the CTAs streaming B)",
+      "128-block scales at M <= 128: the tiles"},
+     config::m64n64,
+     [](const Facts& f, int chosen) {
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m <= 64 &&
+              chosen == config::m64n128 && f.k_blocks > 4;
+     }},
+    {{"C20",
+      "128-block scales above M = 64 where the small-M kernel was chosen (it cannot apply "
+      "them): 64 x 128 tiles, as many CTAs as it had, unsplit",
+      "128-block scales at M <= 128: the tiles"},
+     config::m64n128,
+     [](const Facts& f, int chosen) {
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m > 64 && small_m(chosen);
      }},
 };
 

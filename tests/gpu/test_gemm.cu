@@ -356,6 +356,33 @@ TEST(GemmRecipes, BlockScalesShortUnitsManyCalls) {
   run_case(c, 3100);
 }
 
+// 128-block scales at M <= 128 as the plan takes them: 64 x 64 tiles at M <= 64 (C19, split
+// where they are few, K with a last partial k-block) and 64 x 128 tiles above M = 64 where
+// the per-tensor plan takes the small-M kernel (C20).
+TEST(GemmRecipes, BlockScalesPlanAtSmallM) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int sms = device_sm_count();
+  struct Shape {
+    std::uint64_t m, n, k;
+    const char* config;
+    const char* rule;
+  };
+  const std::uint64_t wide = 64 * static_cast<std::uint64_t>(sms - 4);  // smallm's CTAs fill
+  const Shape shapes[] = {{64, wide, 2048, "m64n64", "C19"},
+                          {48, 2112, 1552, "m64n64", "C19"},
+                          {100, wide, 1040, "m64n128", "C20"},
+                          {128, wide + 72, 2048, "m64n128", "C20"}};
+  for (const Shape& sh : shapes) {
+    SCOPED_TRACE(std::to_string(sh.m) + "x" + std::to_string(sh.n) + "x" + std::to_string(sh.k));
+    Case c{sh.m, sh.n, sh.k};
+    c.recipe = GemmScaleRecipe::block;
+    const GemmPlan plan = gemm_fp8_plan({c.m, c.n, c.k, 0, sms, 0, {}, c.recipe, sh.m % 4 == 0});
+    EXPECT_STREQ(gemm_config_name(plan.config), sh.config);
+    EXPECT_STREQ(plan.config_rule, sh.rule);
+    run_case(c, 3050 + static_cast<std::uint32_t>(sh.m));
+  }
+}
+
 TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
   TMAKIT_SKIP_WITHOUT_GPU();
   for (int id = 0; id < kGemmConfigs; ++id) {

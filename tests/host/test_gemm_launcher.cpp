@@ -911,8 +911,9 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
   EXPECT_EQ(gemm_fp8_plan({32, 4096, 4096, 0, 132, 4.8e12, {}}).prefetch_k_blocks, 0);
 }
 
-// 128-block scales: C16 and C17 replace what cannot apply them, and every plan for them takes
-// a configuration that can (over shapes where each other rule decides).
+// 128-block scales: C16, C17 and C20 replace what cannot apply them, C19 takes narrower
+// tiles at M <= 64, and every plan for them takes a configuration that can (over shapes where
+// each other rule decides).
 TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
   const auto plan = [](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
     GemmProblem q;
@@ -923,10 +924,32 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
     q.recipe = GemmScaleRecipe::block;
     return gemm_fp8_plan(q);
   };
+  // M <= 64, K of 4 k-blocks: C16's 64 x 128 tiles
+  const GemmPlan short_k = plan(16, 1024, 512);
+  EXPECT_STREQ(gemm_config_name(short_k.config), "m64n128");
+  EXPECT_STREQ(short_k.config_rule, "C16");
+  EXPECT_STREQ(gemm_config_name(plan(64, 32768, 512).config), "m64n128");
+  // more than 4 k-blocks: 64 x 64 tiles (C19), K still split where they are few (K5)
   const GemmPlan small = plan(16, 1024, 4096);
-  EXPECT_STREQ(gemm_config_name(small.config), "m64n128");
-  EXPECT_STREQ(small.config_rule, "C16");
-  EXPECT_GT(small.splits, 1);  // 8 tiles on 132 SMs: K split (K5)
+  EXPECT_STREQ(gemm_config_name(small.config), "m64n64");
+  EXPECT_STREQ(small.config_rule, "C19");
+  EXPECT_GT(small.splits, 1);  // 16 tiles on 132 SMs: K split (K5)
+  const GemmPlan one_round = plan(64, 7168, 2048);
+  EXPECT_STREQ(gemm_config_name(one_round.config), "m64n64");
+  EXPECT_STREQ(one_round.config_rule, "C19");
+  EXPECT_EQ(one_round.splits, 1);  // 112 tiles
+  EXPECT_STREQ(gemm_config_name(plan(64, 7168, 640).config), "m64n64");  // 5 k-blocks
+  // where the per-tensor plan takes 64 x 128 tiles itself (C18), too
+  EXPECT_STREQ(gemm_fp8_plan(64, 24576, 1536, 132).config_rule, "C18");
+  EXPECT_STREQ(gemm_config_name(plan(64, 24576, 1536).config), "m64n64");
+  // above M = 64 where the per-tensor plan takes the small-M kernel: 64 x 128 tiles (C20),
+  // as many CTAs, in one round, unsplit
+  const GemmPlan mid = plan(128, 7168, 2048);
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, 7168, 2048, 132).config), "smallm");
+  EXPECT_STREQ(gemm_config_name(mid.config), "m64n128");
+  EXPECT_STREQ(mid.config_rule, "C20");
+  EXPECT_EQ(mid.splits, 1);
+  EXPECT_EQ(mid.tiles, 112);
   const GemmPlan big = plan(4096, 4096, 4096);
   EXPECT_STREQ(gemm_config_name(big.config), "m128n128");
   EXPECT_STREQ(big.config_rule, "C17");
@@ -937,14 +960,17 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
         const GemmPlan p = plan(m, n, k);
         EXPECT_TRUE(detail::gemm::takes_block_scales(p.config))
             << m << "x" << n << "x" << k << ": " << gemm_config_name(p.config);
-        // the per-tensor plan is unchanged where it already applies them
+        // above M = 64 the per-tensor plan is unchanged where it already applies them (at
+        // M <= 64 C19 may take 64 x 64 tiles where C18 took 64 x 128 ones)
         const GemmPlan t = gemm_fp8_plan(m, n, k, 132);
-        if (detail::gemm::takes_block_scales(t.config)) EXPECT_EQ(p.config, t.config);
+        if (m > 64 && detail::gemm::takes_block_scales(t.config)) EXPECT_EQ(p.config, t.config);
         // scale_a that TMA loads: the two-wave configurations apply them too
         GemmProblem q{m, n, k, 0, 132, 0, {}, GemmScaleRecipe::block, true};
         const GemmPlan tma = gemm_fp8_plan(q);
         EXPECT_TRUE(detail::gemm::takes_block_scales(tma.config, true));
-        if (detail::gemm::takes_block_scales(t.config, true)) EXPECT_EQ(tma.config, t.config);
+        if (m > 64 && detail::gemm::takes_block_scales(t.config, true)) {
+          EXPECT_EQ(tma.config, t.config);
+        }
       }
     }
   }
@@ -1251,10 +1277,10 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 18u + 6u);
+  ASSERT_EQ(count, 20u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 18 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 17));
+    const std::string want = (i < 20 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 19));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
