@@ -173,6 +173,22 @@ struct Params {
   std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
 };
 
+// The tiled and two-wave kernels' start once their barriers are visible: thread 0 warms every
+// tensor map the launch reads (A, B; D where the epilogue stores through TMA; the 128-block
+// scales' maps where TMA loads them), then the wait for the kernel before
+// (gemm_common::warm_maps_and_wait_for_previous_kernel).
+// NOTE: a descriptor not warmed is fetched by the first TMA instruction that reads it, on the
+// critical path: the scale boxes land with a run's first stage, D's first box at the end.
+template <bool BlockScales>
+__device__ __forceinline__ void warm_maps_and_wait(const Params& p) {
+  if (threadIdx.x == 0) {
+    if (p.d_tma_store) prefetch_tensor_map(&p.d_map);
+    if (BlockScales && p.scale.a_tma) prefetch_tensor_map(&p.scale_a_map);
+    if (BlockScales && p.scale.b_tma) prefetch_tensor_map(&p.scale_b_map);
+  }
+  gemm_common::warm_maps_and_wait_for_previous_kernel(&p.a_map, &p.b_map);
+}
+
 // Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
 // at the same time share A rows and B rows in L2. The first whole_tiles units are whole
 // tiles; each tile after them is `splits` units, one share of K each (a split tail: the last

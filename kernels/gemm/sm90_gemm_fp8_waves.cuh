@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   }
   __syncthreads();
   // NOTE: everything above touched shared memory only
-  gemm_common::warm_maps_and_wait_for_previous_kernel(&p.a_map, &p.b_map, &p.d_map);
+  warm_maps_and_wait<BlockScales>(p);
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
