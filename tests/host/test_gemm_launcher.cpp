@@ -963,7 +963,9 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
         // above M = 64 the per-tensor plan is unchanged where it already applies them (at
         // M <= 64 C19 may take 64 x 64 tiles where C18 took 64 x 128 ones)
         const GemmPlan t = gemm_fp8_plan(m, n, k, 132);
-        if (m > 64 && detail::gemm::takes_block_scales(t.config)) EXPECT_EQ(p.config, t.config);
+        if (m > 64 && detail::gemm::takes_block_scales(t.config)) {
+          EXPECT_EQ(p.config, t.config);
+        }
         // scale_a that TMA loads: the two-wave configurations apply them too
         GemmProblem q{m, n, k, 0, 132, 0, {}, GemmScaleRecipe::block, true};
         const GemmPlan tma = gemm_fp8_plan(q);
