@@ -1,11 +1,21 @@
-// The box the add-constant launcher loads, as a pure function of the tensor (tested on the
-// host).
+// The add-constant launcher's choices past the path rules, as pure functions of the tensor
+// (tested on the host): whether a view the TMA kernel could take runs on the plain kernel,
+// and the box the TMA kernel loads.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 namespace tmakit::detail::elementwise {
+
+// A view of one row (and one image), whatever its alignment, takes the plain kernel: that is
+// what a dense tensor of any shape is to the Python op (`tmakit.add`).
+// NOTE: the plain kernel spreads the row over the grid; the TMA kernel's boxes would each hold
+// 1 KB of the row in a stage of 8 KB (0.24x memcpy), and read as rows of 1 KB it still ran
+// 0.95-0.97x where the plain kernel ran 1.00-1.02x (kernels/elementwise/README.md).
+constexpr bool one_row_takes_plain(std::uint64_t rows, std::uint64_t batch) {
+  return rows == 1 && batch <= 1;
+}
 
 struct BoxPlan {
   std::uint32_t cols;  // elements per box row

@@ -1,8 +1,9 @@
 // Add-constant without TMA, for rows TMA cannot describe (a pitch or start off 16 bytes), for
-// the types the TMA kernel is not built for, and for a view of one row (a dense tensor). Each row is cut into 16-byte slots aligned
-// to in's addresses: a thread adds a whole slot with one 16-byte load and store when out's
-// row sits at the same offset within 16 bytes (dense tensors, in place), element by element
-// otherwise and at the row's two ends. A dense view is one long row.
+// the types the TMA kernel is not built for, and for a view of one row (a dense tensor:
+// one_row_takes_plain). Each row is cut into 16-byte slots aligned to in's addresses: a
+// thread adds a whole slot with one 16-byte load and store when out's row sits at the same
+// offset within 16 bytes (dense tensors, in place), element by element otherwise and at the
+// row's two ends. A dense view is one long row.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -71,11 +71,7 @@ void run(ConstTensorRef in, TensorRef out, const detail::elementwise::Constant& 
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
   if (plan.path == detail::Path::plain_loads) return launch_plain(in, out, constant, stream);
-  // NOTE: one row (what a dense tensor of any shape is to the Python op) takes the plain
-  // kernel, which spreads it over the grid: the TMA kernel's boxes would each hold 1 KB of the
-  // row in a stage of 8 KB (0.24x memcpy), and read as rows of 1 KB it still ran 0.95-0.97x
-  // where the plain kernel ran 1.00-1.02x (kernels/elementwise/README.md).
-  if (in.rows == 1 && in.batch <= 1) return launch_plain(in, out, constant, stream);
+  if (one_row_takes_plain(in.rows, in.batch)) return launch_plain(in, out, constant, stream);
   // steps 2-4: the TMA kernel
   switch (in.type) {
     case DataType::int32: return launch_planned<std::int32_t>(in, out, constant, stream);

@@ -253,6 +253,17 @@ TEST(KernelPlans, AddConstantBoxKeepsTheMatrixShape) {
   EXPECT_EQ(box(4, 300, 32768), std::make_pair(256u, 32u));   // 32 KB stages
 }
 
+// The add-constant's one-row rule: a view of one row in one image takes the plain kernel;
+// two rows, or one row in each of several images, keep the TMA kernel.
+TEST(KernelPlans, AddConstantOneRowTakesThePlainKernel) {
+  using detail::elementwise::one_row_takes_plain;
+  EXPECT_TRUE(one_row_takes_plain(1, 1));
+  EXPECT_TRUE(one_row_takes_plain(1, 0));
+  EXPECT_FALSE(one_row_takes_plain(2, 1));
+  EXPECT_FALSE(one_row_takes_plain(1, 3));
+  EXPECT_FALSE(one_row_takes_plain(8191, 1));
+}
+
 TEST(KernelLaunchers, StencilNamesTheArgument) {
   const TensorRef in(fake(kA), DataType::float64, 64, 64);
   const TensorRef out(fake(kB), DataType::float64, 64, 64);
