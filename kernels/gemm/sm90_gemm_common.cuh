@@ -266,13 +266,13 @@ struct BlockScaleStages {
   __device__ std::uint32_t a_address(std::uint32_t stage, std::uint32_t run, std::uint32_t r,
                                      std::int32_t kb, bool a_tma) const {
     return a_tma ? smem_address(a_run[run].bytes) +
-                       (static_cast<std::uint32_t>(kb % kScaleRun) * BlockM + r) * 4
+                       (static_cast<std::uint32_t>(kb) % kScaleRun * BlockM + r) * 4
                  : smem_address(&a[stage][r]);
   }
   __device__ std::uint32_t b_address(std::uint32_t stage, std::uint32_t run, std::uint32_t j,
                                      std::int32_t kb, bool b_tma) const {
     return b_tma ? smem_address(b_run[run].bytes) +
-                       (j * kScaleRun + static_cast<std::uint32_t>(kb % kScaleRun)) * 4
+                       (j * kScaleRun + static_cast<std::uint32_t>(kb) % kScaleRun) * 4
                  : smem_address(&b[stage][j]);
   }
 };

@@ -324,6 +324,15 @@ __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::u
                                          wgmma_operand_sw128(b_base));
   wgmma_commit();
 }
+// The same from the operands' descriptors (formed once and advanced per stage by the caller).
+template <class Cfg>
+__device__ __forceinline__ void issue_k_block_descs(float (&part)[Cfg::kAccum],
+                                                    std::uint64_t a_desc, std::uint64_t b_desc) {
+  wgmma_fence_registers(part);
+  wgmma_fence();
+  wgmma_k_block_e4m3<Cfg::kBlockN, true>(part, a_desc, b_desc);
+  wgmma_commit();
+}
 
 // One k-block of a consumer warpgroup (its stage's data already waited for) added into the
 // running sums `acc` (GemmAccumulation::fast), committed as one group.
@@ -364,9 +373,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 "128-block scales: promotion every 128 of K, tiles of B within one 128-row "
                 "block");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ std::uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<SharedStorage<Cfg, BlockScales>*>(
-      (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  // NOTE: with 128-block scales the storage sits at the dynamic shared memory's base,
+  // declared 1024-aligned (the 128B swizzle's repeat), so that the addresses of the k-block
+  // loop are constants off the shared window, not a generic pointer that ptxas re-derives at
+  // every k-block; the other kernels round the base up at run time, which measured up to 3%
+  // faster for them in streams at M = 128 (README.md, "128-block scales")
+  std::uint8_t* smem_base;
+  if constexpr (BlockScales) {
+    extern __shared__ __align__(1024) std::uint8_t smem_aligned[];
+    smem_base = smem_aligned;
+  } else {
+    extern __shared__ std::uint8_t smem_raw[];
+    smem_base = reinterpret_cast<std::uint8_t*>(
+        (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  }
+  auto& s = *reinterpret_cast<SharedStorage<Cfg, BlockScales>*>(smem_base);
   Pipeline<Cfg::kStages> pipe(s.bars);
   using State = typename Pipeline<Cfg::kStages>::State;
 
@@ -409,7 +430,33 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float acc[Cfg::kAccum];
     float part0[Cfg::kAccum];
     float part1[Cfg::kAccum];
-    const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
+    // this warpgroup's 64 rows of A and the tile's B at a stage, as wgmma descriptors.
+    // NOTE: with 128-block scales they are formed once at stage 0 and advanced by whole stage
+    // buffers (one add per k-block; with the aligned base and the unsigned run index, the
+    // block kernels ran 3-9% faster at M <= 128: README.md, "128-block scales"); the other
+    // kernels form them per k-block, which measured up to 3% faster in streams for them
+    const std::uint32_t a_off = cw * 64 * kBlockK;
+    [[maybe_unused]] std::uint64_t a_desc0 = 0, b_desc0 = 0;
+    if constexpr (BlockScales) {
+      a_desc0 = wgmma_operand_sw128(smem_address(&s.a[0]) + a_off);
+      b_desc0 = wgmma_operand_sw128(smem_address(&s.b[0]));
+    }
+    const auto a_desc = [&](const State& at) {
+      if constexpr (BlockScales) {
+        return wgmma_operand_advance(
+            a_desc0, at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::ATile::Buffer)));
+      } else {
+        return wgmma_operand_sw128(smem_address(&s.a[at.stage]) + a_off);
+      }
+    };
+    const auto b_desc = [&](const State& at) {
+      if constexpr (BlockScales) {
+        return wgmma_operand_advance(
+            b_desc0, at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::BTile::Buffer)));
+      } else {
+        return wgmma_operand_sw128(smem_address(&s.b[at.stage]));
+      }
+    };
 
     auto release = [&](const State& done) {
       if (warp_leader) pipe.consumer_release(done);
@@ -440,7 +487,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         row_scales[which][0] = ptx::ld_shared_f32(a_at) * b;
         row_scales[which][1] = ptx::ld_shared_f32(a_at + 8 * 4) * b;
       }
-      issue_k_block<Cfg>(part, smem_address(&s.a[at.stage]) + a_off, smem_address(&s.b[at.stage]));
+      if constexpr (BlockScales) {
+        issue_k_block_descs<Cfg>(part, a_desc(at), b_desc(at));
+      } else {
+        issue_k_block<Cfg>(part, smem_address(&s.a[at.stage]) + a_off,
+                           smem_address(&s.b[at.stage]));
+      }
     };
     // NOTE: promotion. The tensor cores' fp8 accumulation keeps fewer bits than fp32;
     // adding each 128-deep partial into fp32 registers keeps long sums accurate. (256-deep

@@ -162,9 +162,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // math warpgroup for the row-wise scales' hand-over
   constexpr RowScaleBarriers<Cfg::kMathWGs> kRowScaleBarriers{5};
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ std::uint8_t smem_raw[];
-  auto& s = *reinterpret_cast<Storage*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) &
-                                        ~std::uintptr_t{1023});
+  // NOTE: with 128-block scales the storage sits at the dynamic shared memory's base,
+  // declared 1024-aligned (the 128B swizzle's repeat), so that the addresses of the k-block
+  // loop are constants off the shared window, not a generic pointer that ptxas re-derives at
+  // every k-block (as the tiled kernel, sm90_gemm_fp8_tiled.cuh)
+  std::uint8_t* smem_base;
+  if constexpr (BlockScales) {
+    extern __shared__ __align__(1024) std::uint8_t smem_aligned[];
+    smem_base = smem_aligned;
+  } else {
+    extern __shared__ std::uint8_t smem_raw[];
+    smem_base = reinterpret_cast<std::uint8_t*>(
+        (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  }
+  auto& s = *reinterpret_cast<Storage*>(smem_base);
   using State = PipelineState<Cfg::kStages>;
   Pipeline<Cfg::kStages> pipe(s.bars);
 
@@ -202,15 +213,41 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // this warpgroup's first row of the tile (kWgRows consecutive rows)
     const std::uint32_t a_row0 = mw * Cfg::kWgRows;
     constexpr bool kDownM = Cfg::kAxis == WaveAxis::m;
-    // wave v's rows of the stage's A and B boxes: 128 bytes per row, 8-row groups 1024 bytes
-    // apart (whole 64-row steps keep the swizzle's 1024-byte alignment)
+    // wave v's rows of the stage's A and B boxes as wgmma descriptors: 128 bytes per row,
+    // 8-row groups 1024 bytes apart (whole 64-row steps keep the swizzle's 1024-byte
+    // alignment). NOTE: with 128-block scales they are formed once at stage 0 and advanced
+    // by whole stage buffers (one add per k-block, as in the tiled kernel)
+    const auto a_row = [&](int v) { return a_row0 + (kDownM ? 64 * v : 0); };
+    const auto b_row = [&](int v) {
+      return kDownM ? 0u : static_cast<std::uint32_t>(Cfg::kWaveN * v);
+    };
+    [[maybe_unused]] std::uint64_t a_desc0[Cfg::kWaves], b_desc0[Cfg::kWaves];
+    if constexpr (BlockScales) {
+#pragma unroll
+      for (int v = 0; v < Cfg::kWaves; ++v) {
+        a_desc0[v] =
+            wgmma_operand_sw128(smem_address(s.a[0].bytes) + a_row(v) * gemm_common::kBlockK);
+        b_desc0[v] =
+            wgmma_operand_sw128(smem_address(s.b[0].bytes) + b_row(v) * gemm_common::kBlockK);
+      }
+    }
     const auto a_rows = [&](const State& at, int v) {
-      const std::uint32_t row = a_row0 + (kDownM ? 64 * v : 0);
-      return smem_address(s.a[at.stage].bytes) + row * gemm_common::kBlockK;
+      if constexpr (BlockScales) {
+        return wgmma_operand_advance(
+            a_desc0[v], at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::ATile::Buffer)));
+      } else {
+        return wgmma_operand_sw128(smem_address(s.a[at.stage].bytes) +
+                                   a_row(v) * gemm_common::kBlockK);
+      }
     };
     const auto b_rows = [&](const State& at, int v) {
-      const std::uint32_t row = kDownM ? 0 : Cfg::kWaveN * v;
-      return smem_address(s.b[at.stage].bytes) + row * gemm_common::kBlockK;
+      if constexpr (BlockScales) {
+        return wgmma_operand_advance(
+            b_desc0[v], at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::BTile::Buffer)));
+      } else {
+        return wgmma_operand_sw128(smem_address(s.b[at.stage].bytes) +
+                                   b_row(v) * gemm_common::kBlockK);
+      }
     };
     const auto release = [&](const State& at) {
       if (warp_leader) pipe.consumer_release(at);
@@ -265,8 +302,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           wgmma_fence();
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
-            wgmma_k_block_e4m3<Cfg::kWaveN, false>(sums[v], wgmma_operand_sw128(a_rows(st, v)),
-                                                     wgmma_operand_sw128(b_rows(st, v)));
+            wgmma_k_block_e4m3<Cfg::kWaveN, false>(sums[v], a_rows(st, v), b_rows(st, v));
           }
           wgmma_commit();
           if (kb > w.kb_begin) {
@@ -315,8 +351,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             wgmma_fence_registers(part);
             wgmma_fence();
             const bool last_wave = v == Cfg::kWaves - 1;  // (v is unrolled: a constant)
-            wgmma_k_block_e4m3<Cfg::kWaveN, true>(part, wgmma_operand_sw128(a_rows(at, v)),
-                                                  wgmma_operand_sw128(b_rows(at, v)));
+            wgmma_k_block_e4m3<Cfg::kWaveN, true>(part, a_rows(at, v), b_rows(at, v));
             // NOTE: the last wave's wgmmas are the stages' last readers. It commits a pair's
             // k-blocks as two groups, so that the first stage goes back to the producer once
             // its own wgmmas are done, a quarter of a step before the second: its loads then
@@ -326,8 +361,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             if (kCount == 2 && (v == 0 || last_wave)) wgmma_commit();
             if constexpr (kCount == 2) {
               if (v == 0) pipe.consumer_wait(next);
-              wgmma_k_block_e4m3<Cfg::kWaveN, false>(part, wgmma_operand_sw128(a_rows(next, v)),
-                                                     wgmma_operand_sw128(b_rows(next, v)));
+              wgmma_k_block_e4m3<Cfg::kWaveN, false>(part, a_rows(next, v), b_rows(next, v));
             }
             wgmma_commit();
             pass_turn(last && last_wave);
