@@ -376,8 +376,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // NOTE: with 128-block scales the storage sits at the dynamic shared memory's base,
   // declared 1024-aligned (the 128B swizzle's repeat), so that the addresses of the k-block
   // loop are constants off the shared window, not a generic pointer that ptxas re-derives at
-  // every k-block; the other kernels round the base up at run time, which measured up to 3%
-  // faster for them in streams at M = 128 (README.md, "128-block scales")
+  // every k-block; the other kernels round the base up at run time (see a_desc0 below)
   std::uint8_t* smem_base;
   if constexpr (BlockScales) {
     extern __shared__ __align__(1024) std::uint8_t smem_aligned[];
@@ -430,32 +429,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float acc[Cfg::kAccum];
     float part0[Cfg::kAccum];
     float part1[Cfg::kAccum];
-    // this warpgroup's 64 rows of A and the tile's B at a stage, as wgmma descriptors.
-    // NOTE: with 128-block scales they are formed once at stage 0 and advanced by whole stage
-    // buffers (one add per k-block; with the aligned base and the unsigned run index, the
-    // block kernels ran 3-9% faster at M <= 128: README.md, "128-block scales"); the other
-    // kernels form them per k-block, which measured up to 3% faster in streams for them
-    const std::uint32_t a_off = cw * 64 * kBlockK;
+    const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
+    // With 128-block scales: that A and the tile's B as wgmma descriptors formed once at stage
+    // 0, a stage's advanced from them by whole stage buffers (one add per k-block).
+    // NOTE: with the aligned base above and BlockScaleStages' unsigned run index, the block
+    // kernels ran 1.5-6.5% faster (H200; README.md, "128-block scales"). The other kernels
+    // keep their per-k-block form: descriptors formed once made 64 x 128 tiles 5-10% slower
+    // in streams at M = 256, and the aligned base fast accumulation 2-4% slower at M = 128.
     [[maybe_unused]] std::uint64_t a_desc0 = 0, b_desc0 = 0;
     if constexpr (BlockScales) {
       a_desc0 = wgmma_operand_sw128(smem_address(&s.a[0]) + a_off);
       b_desc0 = wgmma_operand_sw128(smem_address(&s.b[0]));
     }
     const auto a_desc = [&](const State& at) {
-      if constexpr (BlockScales) {
-        return wgmma_operand_advance(
-            a_desc0, at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::ATile::Buffer)));
-      } else {
-        return wgmma_operand_sw128(smem_address(&s.a[at.stage]) + a_off);
-      }
+      return wgmma_operand_advance(
+          a_desc0, at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::ATile::Buffer)));
     };
     const auto b_desc = [&](const State& at) {
-      if constexpr (BlockScales) {
-        return wgmma_operand_advance(
-            b_desc0, at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::BTile::Buffer)));
-      } else {
-        return wgmma_operand_sw128(smem_address(&s.b[at.stage]));
-      }
+      return wgmma_operand_advance(
+          b_desc0, at.stage * static_cast<std::uint32_t>(sizeof(typename Cfg::BTile::Buffer)));
     };
 
     auto release = [&](const State& done) {
