@@ -38,6 +38,27 @@ __device__ __forceinline__ void warm_maps_and_wait_for_previous_kernel(const Map
   allow_next_kernel();
 }
 
+// A kernel's shared storage in its dynamic shared memory, 1024-aligned (the 128B swizzle's
+// repeat). Aligned: the storage at the base, declared 1024-aligned, so that the addresses a
+// loop forms from it are constants off the shared window rather than a generic pointer that
+// ptxas re-derives (S2UR, 64-bit adds) at every iteration; else the base rounded up at run
+// time (the launch's 1024 bytes of slack). NOTE: the 128-block kernels take the first; the
+// others keep the second, which measured as fast or faster for them (EXPERIMENTS.md, "The
+// block kernel's k-block loop beside DeepGEMM's").
+template <class Storage, bool Aligned>
+__device__ __forceinline__ Storage& shared_storage() {
+  std::uint8_t* base;
+  if constexpr (Aligned) {
+    extern __shared__ __align__(1024) std::uint8_t smem_aligned[];
+    base = smem_aligned;
+  } else {
+    extern __shared__ std::uint8_t smem_raw[];
+    base = reinterpret_cast<std::uint8_t*>(
+        (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  }
+  return *reinterpret_cast<Storage*>(base);
+}
+
 // The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side
 // scale may be written by the kernel before this one. Read through the L2 (ld.global.cg),
 // never from a line of L1 that may predate that kernel's writes.

@@ -373,20 +373,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 "128-block scales: promotion every 128 of K, tiles of B within one 128-row "
                 "block");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // NOTE: with 128-block scales the storage sits at the dynamic shared memory's base,
-  // declared 1024-aligned (the 128B swizzle's repeat), so that the addresses of the k-block
-  // loop are constants off the shared window, not a generic pointer that ptxas re-derives at
-  // every k-block; the other kernels round the base up at run time (see a_desc0 below)
-  std::uint8_t* smem_base;
-  if constexpr (BlockScales) {
-    extern __shared__ __align__(1024) std::uint8_t smem_aligned[];
-    smem_base = smem_aligned;
-  } else {
-    extern __shared__ std::uint8_t smem_raw[];
-    smem_base = reinterpret_cast<std::uint8_t*>(
-        (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  }
-  auto& s = *reinterpret_cast<SharedStorage<Cfg, BlockScales>*>(smem_base);
+  // (the 128-block kernels at the aligned base: see a_desc0 below)
+  auto& s = gemm_common::shared_storage<SharedStorage<Cfg, BlockScales>, BlockScales>();
   Pipeline<Cfg::kStages> pipe(s.bars);
   using State = typename Pipeline<Cfg::kStages>::State;
 

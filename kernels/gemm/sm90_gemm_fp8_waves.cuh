@@ -162,20 +162,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // math warpgroup for the row-wise scales' hand-over
   constexpr RowScaleBarriers<Cfg::kMathWGs> kRowScaleBarriers{5};
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // NOTE: with 128-block scales the storage sits at the dynamic shared memory's base,
-  // declared 1024-aligned (the 128B swizzle's repeat), so that the addresses of the k-block
-  // loop are constants off the shared window, not a generic pointer that ptxas re-derives at
-  // every k-block (as the tiled kernel, sm90_gemm_fp8_tiled.cuh)
-  std::uint8_t* smem_base;
-  if constexpr (BlockScales) {
-    extern __shared__ __align__(1024) std::uint8_t smem_aligned[];
-    smem_base = smem_aligned;
-  } else {
-    extern __shared__ std::uint8_t smem_raw[];
-    smem_base = reinterpret_cast<std::uint8_t*>(
-        (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
-  }
-  auto& s = *reinterpret_cast<Storage*>(smem_base);
+  // (the 128-block kernels at the aligned base, as in the tiled kernel)
+  auto& s = gemm_common::shared_storage<Storage, BlockScales>();
   using State = PipelineState<Cfg::kStages>;
   Pipeline<Cfg::kStages> pipe(s.bars);
 
