@@ -324,7 +324,11 @@ __device__ __forceinline__ void issue_k_block(float (&part)[Cfg::kAccum], std::u
                                          wgmma_operand_sw128(b_base));
   wgmma_commit();
 }
-// The same from the operands' descriptors (formed once and advanced per stage by the caller).
+// The same from the operands' descriptors, formed once and advanced per stage by the caller
+// (the 128-block kernels). NOTE: the other kernels keep the form above: their descriptors
+// formed once measured up to 10% slower for 64 x 128 tiles in streams, and even formed per
+// k-block but before the fences rather than after them their code changed (EXPERIMENTS.md,
+// "The block kernel's k-block loop beside DeepGEMM's").
 template <class Cfg>
 __device__ __forceinline__ void issue_k_block_descs(float (&part)[Cfg::kAccum],
                                                     std::uint64_t a_desc, std::uint64_t b_desc) {
