@@ -14,6 +14,8 @@
 #include "quantize_cases.hpp"
 #include "stall_watch.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
+#include "transpose/row_class_plan.hpp"
+#include "transpose/sm90_transpose_row_classes.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/plain_path.hpp"
@@ -406,6 +408,13 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
       b.check = transpose_check;
       if (impl == "tmakit") {
         b.note = path_note(vin, vout, true);
+        const detail::PathPlan path = detail::plan_path(vin, vout, true);
+        if (path.path == detail::Path::plain_loads && detail::transpose::takes_row_classes(vin, vout)) {
+          // (the transpose's own pick on that path: kernels/transpose/README.md, "Row classes")
+          b.note = "TMA over " +
+                   std::to_string(detail::transpose::row_classes::classes_of(vin.row_pitch())) +
+                   " row classes (" + path.id() + ": " + detail::kPathRules[path.rule].when + ")";
+        }
         b.run = [vin, vout](cudaStream_t stream, int) { tmakit::transpose(vin, vout, stream); };
       } else if (im.kind == "tmakit") {
         const tune::TransposeTuning tuning{layout.ctas_per_sm, layout.panel_tiles,

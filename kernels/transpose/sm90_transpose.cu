@@ -1,9 +1,11 @@
-// The transpose's launcher: validate -> path (tmakit/kernels/detail/plain_path.hpp) -> the
-// plain kernel (plain_transpose.cu), or plan -> maps -> launch of the TMA kernel (the maps and
-// the launch are launch_with in sm90_transpose.cuh).
+// The transpose's launcher: validate -> path (tmakit/kernels/detail/plain_path.hpp) -> on the
+// plain path the row-class kernel (sm90_transpose_row_classes.cu: 1- and 2-byte elements whose
+// pitch is off 16 bytes) or the plain kernel (plain_transpose.cu), else plan -> maps -> launch
+// of the TMA kernel (the maps and the launch are launch_with in sm90_transpose.cuh).
 #include "tmakit/kernels/detail/plain_path.hpp"
 #include "tmakit/kernels/detail/plain_view_check.hpp"
 #include "transpose/plain_transpose.hpp"
+#include "transpose/sm90_transpose_row_classes.hpp"
 #include "transpose/sm90_transpose.cuh"
 #include "transpose/transpose_plan.hpp"
 
@@ -56,7 +58,13 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   // NOTE: after every argument check that needs no driver (remembered for repeated calls)
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
-  if (path.path == detail::Path::plain_loads) return launch_plain(in, out, stream);
+  if (path.path == detail::Path::plain_loads) {
+    // NOTE: rows TMA cannot step one by one it can still load K apart, K = 16 / gcd(pitch, 16):
+    // for 1- and 2-byte elements that beat the plain kernel at 8191 x 8193 (README.md, "Row
+    // classes"); 4- and 8-byte ones stay on the plain kernel, already near memcpy there
+    if (takes_row_classes(in, out)) return launch_row_classes(in, out, stream);
+    return launch_plain(in, out, stream);
+  }
   // steps 2-4: plan, maps, launch
   switch (plan_layout(static_cast<std::uint32_t>(in.element_size()))) {
     case PlannedLayout::one_tile_in_place_128x128:

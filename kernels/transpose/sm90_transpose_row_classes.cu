@@ -1,0 +1,253 @@
+// Transpose of 1- and 2-byte elements whose row pitch is not a multiple of 16 bytes, loaded
+// with TMA all the same: one tensor map per residue class of in's rows (row_class_plan.hpp
+// says why that is legal). One CTA per tile:
+// - one thread loads the tile's in rows into shared memory, class by class (each class's rows
+//   contiguous; each row the tile's RowBytes after the class's skew);
+// - every thread then writes 16-byte chunks of out's rows, each gathered element by element
+//   from 16 / E in rows of one column. A tile writes, of each of its out rows, a span that
+//   starts on a 128-byte line (it holds a line's worth of in rows more than it writes), so a
+//   warp's store fills four whole lines whatever out's pitch. Chunks that reach past in's
+//   first or last row are written element by element: nothing outside the view is written.
+// The loads go through the TMA unit and the stores through the SM's load/store path, so the
+// CTAs on an SM overlap one tile's loads with another's stores (README.md, "Row classes").
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+
+#include "tmakit/core/cuda_check.hpp"
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/tile.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
+#include "transpose/row_class_plan.hpp"
+#include "transpose/sm90_transpose_row_classes.hpp"
+
+namespace tmakit::detail::transpose {
+namespace {
+
+using namespace row_classes;
+
+struct RowClassParams {
+  CUtensorMap maps[kMaxClasses];   // class j: in's rows j, j + K, ...
+  std::uint8_t skew[kMaxClasses];  // bytes from class j's map base to its rows' start
+  Plan plan;
+  std::uint8_t* out;
+  std::uint64_t out_pitch;  // bytes
+  std::int32_t rows, cols;  // in's
+};
+
+template <int E>
+using Word = std::conditional_t<E == 1, std::uint8_t, std::uint16_t>;
+
+// A class's box for load_tile's checks (rank, element size, alignment): its rows are the
+// map's (plan.box_rows), and the barrier is armed for the whole tile (G::kSmemBytes).
+template <class G>
+using ClassBox = Tile<Word<G::kElementBytes>, Swizzle::none, G::kBoxRowBytes / G::kElementBytes, 8>;
+
+// ld.shared.u8 / ld.shared.u16: one element, zero-extended.
+template <int E>
+__device__ __forceinline__ std::uint32_t ld_shared_element(std::uint32_t addr) {
+  std::uint32_t v;
+  if constexpr (E == 1) {
+    asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
+  } else {
+    asm volatile("ld.shared.u16 %0, [%1];" : "=r"(v) : "r"(addr));
+  }
+  return v;
+}
+
+// A chunk's four words from its elements (each in a register's low bits), in order.
+template <int E, int N>
+__device__ __forceinline__ uint4 pack_chunk(const std::uint32_t (&e)[N]) {
+  std::uint32_t w[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (E == 1) {
+      // (__byte_perm picks bytes of {y, x} by the selector's nibbles)
+      const std::uint32_t lo = __byte_perm(e[4 * q], e[4 * q + 1], 0x0040);
+      const std::uint32_t hi = __byte_perm(e[4 * q + 2], e[4 * q + 3], 0x0040);
+      w[q] = __byte_perm(lo, hi, 0x5410);
+    } else {
+      w[q] = __byte_perm(e[2 * q], e[2 * q + 1], 0x5410);
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <class G, int K>
+__global__ void __launch_bounds__(kThreads, G::kMinBlocks)
+    row_class_transpose_kernel(const __grid_constant__ RowClassParams p) {
+  constexpr int E = G::kElementBytes;
+  constexpr int kClassBytes = class_bytes<G>(K);
+  static_assert(kClassBytes % 128 == 0, "each class's rows start on 128 bytes (TMA, D1)");
+  static_assert(G::kChunkElems % K == 0, "a chunk is whole cycles of classes");
+  extern __shared__ __align__(128) std::uint8_t rows[];
+  __shared__ Barrier full;
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  const TilePos tile = tile_position<G>(static_cast<std::int32_t>(blockIdx.x), p.plan);
+  const std::int32_t c0 = tile.x * G::kCols;
+  const std::int32_t r0 = first_local_row<G>(tile.y);
+  if (threadIdx.x == 0) {
+    full.init(1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    full.arrive_expect_tx(G::kSmemBytes);
+#pragma unroll 1
+    for (int j = 0; j < K; ++j) {
+#pragma unroll 1
+      for (int k = 0; k < G::kLocalRows / K; k += p.plan.box_rows) {
+        // NOTE: x = c0 from the class's base, 16-byte aligned (O1); rows before in's first
+        // and past its last read as 0
+        const std::int32_t coords[2] = {c0, r0 / K + k};
+        load_tile<ClassBox<G>>(rows + j * kClassBytes + k * G::kBoxRowBytes, &p.maps[j], full,
+                               coords);
+      }
+    }
+  }
+  full.wait(0);
+
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int lane_row = lane % 4, lane_chunk = lane / 4;
+  const std::uint32_t rows_at = ptx::smem_u32(rows);
+#pragma unroll 1
+  for (int g = warp; g < G::kRowGroups; g += kThreads / 32) {
+    const std::int32_t col = 4 * g + lane_row;  // out's row c0 + col
+    if (c0 + col >= p.cols) continue;           // (nothing warp-wide below)
+    std::uint8_t* const out_row = p.out + static_cast<std::uint64_t>(c0 + col) * p.out_pitch;
+    const std::int32_t lead = lead_elements<G>(reinterpret_cast<std::uintptr_t>(out_row));
+    const std::int32_t x_first = tile.y * G::kSpanRows - lead;  // the span's first element
+    const std::int32_t l_first = G::kLeadRows - lead;           // its local row
+    // element b of chunk m: local row l_first + m kChunkElems + b, whose class is the same in
+    // every chunk, and whose class row is m kChunkElems / K further on in chunk m
+    std::uint32_t at[G::kChunkElems];
+#pragma unroll
+    for (int b = 0; b < G::kChunkElems; ++b) {
+      at[b] = rows_at + shared_offset<G>(l_first + b, col, K, p.skew[(l_first + b) % K]);
+    }
+#pragma unroll
+    for (int s = 0; s < G::kChunkSteps; ++s) {
+      const int m = lane_chunk + 8 * s;
+      const std::int32_t x0 = x_first + m * G::kChunkElems;
+      if (x0 + G::kChunkElems <= 0 || x0 >= p.rows) continue;  // wholly outside in's rows
+      constexpr std::uint32_t kChunkStep = G::kChunkElems / K * G::kBoxRowBytes;
+      std::uint32_t e[G::kChunkElems];
+#pragma unroll
+      for (int b = 0; b < G::kChunkElems; ++b) {
+        e[b] = ld_shared_element<E>(at[b] + static_cast<std::uint32_t>(m) * kChunkStep);
+      }
+      Word<E>* const first = reinterpret_cast<Word<E>*>(out_row) + x0;
+      if (x0 >= 0 && x0 + G::kChunkElems <= p.rows) {
+        *reinterpret_cast<uint4*>(first) = pack_chunk<E>(e);  // 16-byte aligned: the span's line
+      } else {
+#pragma unroll
+        for (int b = 0; b < G::kChunkElems; ++b) {
+          if (x0 + b >= 0 && x0 + b < p.rows) first[b] = static_cast<Word<E>>(e[b]);
+        }
+      }
+    }
+  }
+#else
+  // NOTE: built for another target; fail loudly rather than return garbage.
+  if (threadIdx.x == 0) printf("row_class_transpose_kernel needs sm_90\n");
+  __trap();
+#endif
+}
+
+// The maps of in's classes; the last view's are remembered (per host thread), so repeated
+// calls on one tensor look up no spec.
+template <class G>
+void build_maps(ConstTensorRef in, RowClassParams& p) {
+  constexpr int E = G::kElementBytes;
+  struct Key {
+    const void* data;
+    std::uint64_t rows, cols, pitch;
+    bool operator==(const Key&) const = default;
+  };
+  struct Memo {
+    Key key{};
+    CUtensorMap maps[kMaxClasses];
+    std::uint8_t skew[kMaxClasses];
+  };
+  thread_local Memo memo;  // (one per element size: G differs)
+  const std::uint64_t pitch = in.row_pitch();
+  const Key key{in.data, in.rows, in.cols, pitch};
+  if (!(memo.key == key)) {
+    const std::uint32_t k = p.plan.classes;
+    for (std::uint32_t j = 0; j < k; ++j) {
+      const std::uint64_t start = reinterpret_cast<std::uint64_t>(in.data) + j * pitch;
+      const std::uint64_t base = start / 16 * 16;
+      TensorMapSpec s;
+      s.data_type = E == 1 ? DataType::uint8 : DataType::uint16;
+      s.rank = 2;
+      s.global_address = base;
+      s.global_dim = {in.cols + (start - base) / E, (in.rows - j + k - 1) / k, 1, 1, 1};
+      s.global_strides_bytes = {k * pitch, 0, 0, 0};
+      s.box_dim = {G::kBoxRowBytes / E, static_cast<std::uint32_t>(p.plan.box_rows), 1, 1, 1};
+      s.swizzle = Swizzle::none;
+      s.l2_promotion = L2Promotion::bytes256;
+      s.oob_fill = OobFill::zero;
+      s.direction = Direction::load;
+      memo.maps[j] = cached_tensor_map(s);
+      memo.skew[j] = static_cast<std::uint8_t>(start - base);
+    }
+    memo.key = key;
+  }
+  for (std::uint32_t j = 0; j < p.plan.classes; ++j) {
+    p.maps[j] = memo.maps[j];
+    p.skew[j] = memo.skew[j];
+  }
+}
+
+template <class G, int K>
+void launch_classes(const RowClassParams& p, cudaStream_t stream) {
+  const auto grid = static_cast<unsigned>(static_cast<std::int64_t>(p.plan.tiles_x) * p.plan.tiles_y);
+  allow_dynamic_smem<row_class_transpose_kernel<G, K>>(G::kSmemBytes);
+  row_class_transpose_kernel<G, K><<<grid, kThreads, G::kSmemBytes, stream>>>(p);
+  check_launch("row_class_transpose_kernel");
+}
+
+template <class G>
+void launch_typed(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
+  // plan -> maps -> launch (the views were checked by the caller: takes_row_classes)
+  RowClassParams p{};
+  p.plan = plan<G>(in.rows, in.cols, in.row_pitch());
+  build_maps<G>(in, p);
+  p.out = static_cast<std::uint8_t*>(out.data);
+  p.out_pitch = out.row_pitch();
+  p.rows = static_cast<std::int32_t>(in.rows);
+  p.cols = static_cast<std::int32_t>(in.cols);
+  switch (p.plan.classes) {
+    case 2: return launch_classes<G, 2>(p, stream);
+    case 4: return launch_classes<G, 4>(p, stream);
+    case 8: return launch_classes<G, 8>(p, stream);
+    default:
+      // (16 classes: 1-byte elements only; a 2-byte element's pitch is even)
+      if constexpr (G::kElementBytes == 1) return launch_classes<G, 16>(p, stream);
+  }
+}
+
+}  // namespace
+
+bool takes_row_classes(ConstTensorRef in, TensorRef out) {
+  const std::uint64_t esize = in.element_size();
+  if (esize != 1 && esize != 2) return false;
+  if (in.batch > 1 || out.batch > 1) return false;
+  // NOTE: K >= 2 (a 16-byte pitch whose start is off 16 bytes stays on the plain kernel: not
+  // measured here); at least one row in every class; coordinates within 32 bits
+  return row_classes::classes_of(in.row_pitch()) >= 2 && in.rows >= kMaxClasses &&
+         in.rows < (1ull << 30) && in.cols < (1ull << 30) &&
+         reinterpret_cast<std::uintptr_t>(out.data) % esize == 0 &&
+         out.row_pitch() % esize == 0;
+}
+
+void launch_row_classes(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
+  if (in.element_size() == 1) return launch_typed<U8Tile>(in, out, stream);
+  return launch_typed<U16Tile>(in, out, stream);
+}
+
+}  // namespace tmakit::detail::transpose

@@ -1,0 +1,19 @@
+// The row-class transpose (sm90_transpose_row_classes.cu): 1- and 2-byte elements whose row
+// pitch is not a multiple of 16 bytes, loaded with one tensor map per residue class of rows
+// (row_class_plan.hpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "tmakit/kernels/tensor_ref.hpp"
+
+namespace tmakit::detail::transpose {
+
+// Whether launch_row_classes takes these checked, non-empty views: 1- or 2-byte elements, one
+// image, in's pitch off 16 bytes (2..16 classes), at least 16 rows, sizes within 2^30.
+bool takes_row_classes(ConstTensorRef in, TensorRef out);
+
+// out = in transposed, for views takes_row_classes takes.
+void launch_row_classes(ConstTensorRef in, TensorRef out, cudaStream_t stream);
+
+}  // namespace tmakit::detail::transpose
