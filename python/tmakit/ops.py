@@ -572,8 +572,10 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     x.shape[0]), same dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows whose starts and pitches are 16-byte aligned (x's and out's) run through the
-    TMA kernel; other rows of consecutive elements through the library's plain tiled kernel
-    (kernels/transpose/README.md); when the elements of x's or out's rows are not consecutive
+    TMA kernel; 1- and 2-byte elements whose x rows are a pitch off 16 bytes apart through TMA
+    loads of each residue class of rows (the row-class kernel); other rows of consecutive
+    elements through the library's plain tiled kernel (kernels/transpose/README.md, "Paths"
+    and "Row classes"); when the elements of x's or out's rows are not consecutive
     (x = y.t(), a column step), torch's strided copy ``out.copy_(x.t())`` does the one pass
     (a contiguous copy for x = y.t() of a contiguous y)."""
     x = _tensor(x, "x")
