@@ -46,16 +46,14 @@ using Word = std::conditional_t<E == 1, std::uint8_t, std::uint16_t>;
 template <class G>
 using ClassBox = Tile<Word<G::kElementBytes>, Swizzle::none, G::kBoxRowBytes / G::kElementBytes, 8>;
 
-// ld.shared.u8 / ld.shared.u16: one element, zero-extended.
+// One element of shared memory, zero-extended (ptx::ld_shared_u8 / u16).
 template <int E>
 __device__ __forceinline__ std::uint32_t ld_shared_element(std::uint32_t addr) {
-  std::uint32_t v;
   if constexpr (E == 1) {
-    asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
+    return ptx::ld_shared_u8(addr);
   } else {
-    asm volatile("ld.shared.u16 %0, [%1];" : "=r"(v) : "r"(addr));
+    return ptx::ld_shared_u16(addr);
   }
-  return v;
 }
 
 // A chunk's four words from its elements (each in a register's low bits), in order.
@@ -243,11 +241,15 @@ bool takes_row_classes(ConstTensorRef in, TensorRef out) {
   if (esize != 1 && esize != 2) return false;
   if (in.batch > 1 || out.batch > 1) return false;
   // NOTE: K >= 2 (a 16-byte pitch whose start is off 16 bytes stays on the plain kernel: not
-  // measured here); at least one row in every class; coordinates within 32 bits
-  return row_classes::classes_of(in.row_pitch()) >= 2 && in.rows >= kMaxClasses &&
-         in.rows < (1ull << 30) && in.cols < (1ull << 30) &&
-         reinterpret_cast<std::uintptr_t>(out.data) % esize == 0 &&
-         out.row_pitch() % esize == 0;
+  // measured here); at least one row in every class; coordinates and the grid within 31 bits
+  if (row_classes::classes_of(in.row_pitch()) < 2 || in.rows < kMaxClasses ||
+      in.rows >= (1ull << 30) || in.cols >= (1ull << 30) ||
+      reinterpret_cast<std::uintptr_t>(out.data) % esize != 0 || out.row_pitch() % esize != 0) {
+    return false;
+  }
+  const Plan p = esize == 1 ? plan<U8Tile>(in.rows, in.cols, in.row_pitch())
+                            : plan<U16Tile>(in.rows, in.cols, in.row_pitch());
+  return static_cast<std::int64_t>(p.tiles_x) * p.tiles_y < (1ll << 31);
 }
 
 void launch_row_classes(ConstTensorRef in, TensorRef out, cudaStream_t stream) {

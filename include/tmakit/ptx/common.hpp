@@ -40,6 +40,22 @@ __device__ __forceinline__ float ld_shared_f32(std::uint32_t addr) {
   return v;
 }
 
+// ld.shared.u8 v, [addr];  /  ld.shared.u16 v, [addr];  (2-byte aligned)
+// One element zero-extended into a 32-bit register, for kernels that gather elements from
+// shared memory one by one. NOTE: no "memory" clobber: their data is made visible by a
+// barrier wait (itself volatile asm that clobbers memory, which these do not pass), and
+// without it the compiler may place the surrounding global stores among them.
+__device__ __forceinline__ std::uint32_t ld_shared_u8(std::uint32_t addr) {
+  std::uint32_t v;
+  asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ std::uint32_t ld_shared_u16(std::uint32_t addr) {
+  std::uint32_t v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
+
 // ld.shared.v2.f32 {x, y}, [addr];  (8-byte aligned)
 __device__ __forceinline__ float2 ld_shared_v2_f32(std::uint32_t addr) {
   float2 v;
