@@ -59,9 +59,10 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   detail::require_device_pointer(in.data, "in.data");
   detail::require_device_pointer(out.data, "out.data");
   if (path.path == detail::Path::plain_loads) {
-    // NOTE: rows TMA cannot step one by one it can still load K apart, K = 16 / gcd(pitch, 16):
-    // for 1- and 2-byte elements that beat the plain kernel at 8191 x 8193 (README.md, "Row
-    // classes"); 4- and 8-byte ones stay on the plain kernel, already near memcpy there
+    // NOTE: rows TMA cannot step one at a time it can still step K at a time (K = 16 /
+    // gcd(pitch, 16)): for 1- and 2-byte elements that beat the plain kernel at 8191 x 8193
+    // (README.md, "Row classes"); 4- and 8-byte ones stay on the plain kernel, near memcpy
+    // there already
     if (takes_row_classes(in, out)) return launch_row_classes(in, out, stream);
     return launch_plain(in, out, stream);
   }

@@ -1,8 +1,9 @@
 // Matrix transpose: out (cols x rows) = in (rows x cols) transposed, for 1-, 2-, 4- and 8-byte
 // elements, any shape, row pitch and alignment. Rows TMA can describe run through the TMA
 // kernel; the rest through a plain tiled kernel (the rule table in
-// tmakit/kernels/detail/plain_path.hpp). Design and measured figures:
-// kernels/transpose/README.md.
+// tmakit/kernels/detail/plain_path.hpp), except 1- and 2-byte elements whose in pitch is off
+// 16 bytes, which TMA loads one residue class of rows at a time (the row-class kernel).
+// Design and measured figures: kernels/transpose/README.md.
 #pragma once
 
 #include <cuda_runtime.h>
