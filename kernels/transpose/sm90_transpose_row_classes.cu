@@ -156,11 +156,34 @@ __global__ void __launch_bounds__(kThreads, G::kMinBlocks)
 #endif
 }
 
+// Class j's tensor map: a view of in's rows j, j + K, ... from 16 bytes at or before row j's
+// start (`skew` bytes before it; the rows so hold `skew` / E more columns).
+template <class G>
+TensorMapSpec class_map_spec(ConstTensorRef in, std::uint32_t j, const Plan& plan) {
+  constexpr int E = G::kElementBytes;
+  const DataType type = E == 1 ? DataType::uint8 : DataType::uint16;
+  const std::uint64_t start = reinterpret_cast<std::uint64_t>(in.data) + j * in.row_pitch();
+  const std::uint64_t base = start / 16 * 16;
+  const ConstTensorRef rows(reinterpret_cast<const void*>(base), type,
+                            (in.rows - j + plan.classes - 1) / plan.classes,
+                            in.cols + (start - base) / E, plan.classes * in.row_pitch());
+  TensorMapSpec s = view_spec(rows, type,
+                              {G::kBoxRowBytes / E, static_cast<std::uint32_t>(plan.box_rows), 1},
+                              Swizzle::none);
+  // NOTE: a box row is RowBytes + 16 bytes of a row whose neighbouring pieces other CTAs load;
+  // promoting its misses to 256 bytes measured 3-4% slower for bf16 (README.md)
+  s.l2_promotion = G::kL2PromotionBytes == 256   ? L2Promotion::bytes256
+                   : G::kL2PromotionBytes == 128 ? L2Promotion::bytes128
+                   : G::kL2PromotionBytes == 64  ? L2Promotion::bytes64
+                                                 : L2Promotion::none;
+  s.direction = Direction::load;
+  return s;
+}
+
 // The maps of in's classes; the last view's are remembered (per host thread), so repeated
 // calls on one tensor look up no spec.
 template <class G>
 void build_maps(ConstTensorRef in, RowClassParams& p) {
-  constexpr int E = G::kElementBytes;
   struct Key {
     const void* data;
     std::uint64_t rows, cols, pitch;
@@ -172,31 +195,13 @@ void build_maps(ConstTensorRef in, RowClassParams& p) {
     std::uint8_t skew[kMaxClasses];
   };
   thread_local Memo memo;  // (one per element size: G differs)
-  const std::uint64_t pitch = in.row_pitch();
-  const Key key{in.data, in.rows, in.cols, pitch};
+  const Key key{in.data, in.rows, in.cols, in.row_pitch()};
   if (!(memo.key == key)) {
-    const std::uint32_t k = p.plan.classes;
-    for (std::uint32_t j = 0; j < k; ++j) {
-      const std::uint64_t start = reinterpret_cast<std::uint64_t>(in.data) + j * pitch;
-      const std::uint64_t base = start / 16 * 16;
-      TensorMapSpec s;
-      s.data_type = E == 1 ? DataType::uint8 : DataType::uint16;
-      s.rank = 2;
-      s.global_address = base;
-      s.global_dim = {in.cols + (start - base) / E, (in.rows - j + k - 1) / k, 1, 1, 1};
-      s.global_strides_bytes = {k * pitch, 0, 0, 0};
-      s.box_dim = {G::kBoxRowBytes / E, static_cast<std::uint32_t>(p.plan.box_rows), 1, 1, 1};
-      s.swizzle = Swizzle::none;
-      // NOTE: a box row is RowBytes + 16 bytes of a row whose neighbouring pieces other CTAs
-      // load; promoting its misses to 256 bytes measured 3-4% slower for bf16 (README.md)
-      s.l2_promotion = G::kL2PromotionBytes == 256   ? L2Promotion::bytes256
-                       : G::kL2PromotionBytes == 128 ? L2Promotion::bytes128
-                       : G::kL2PromotionBytes == 64  ? L2Promotion::bytes64
-                                                     : L2Promotion::none;
-      s.oob_fill = OobFill::zero;
-      s.direction = Direction::load;
+    for (std::uint32_t j = 0; j < p.plan.classes; ++j) {
+      const TensorMapSpec s = class_map_spec<G>(in, j, p.plan);
       memo.maps[j] = cached_tensor_map(s);
-      memo.skew[j] = static_cast<std::uint8_t>(start - base);
+      memo.skew[j] = static_cast<std::uint8_t>(reinterpret_cast<std::uint64_t>(in.data) +
+                                               j * in.row_pitch() - s.global_address);
     }
     memo.key = key;
   }
@@ -250,6 +255,13 @@ bool takes_row_classes(ConstTensorRef in, TensorRef out) {
   const Plan p = esize == 1 ? plan<U8Tile>(in.rows, in.cols, in.row_pitch())
                             : plan<U16Tile>(in.rows, in.cols, in.row_pitch());
   return static_cast<std::int64_t>(p.tiles_x) * p.tiles_y < (1ll << 31);
+}
+
+TensorMapSpec row_class_map_spec(ConstTensorRef in, std::uint32_t j) {
+  if (in.element_size() == 1) {
+    return class_map_spec<U8Tile>(in, j, plan<U8Tile>(in.rows, in.cols, in.row_pitch()));
+  }
+  return class_map_spec<U16Tile>(in, j, plan<U16Tile>(in.rows, in.cols, in.row_pitch()));
 }
 
 void launch_row_classes(ConstTensorRef in, TensorRef out, cudaStream_t stream) {

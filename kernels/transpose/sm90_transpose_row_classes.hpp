@@ -5,6 +5,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
+#include "tmakit/host/tensor_map_spec.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 
 namespace tmakit::detail::transpose {
@@ -12,6 +15,9 @@ namespace tmakit::detail::transpose {
 // Whether launch_row_classes takes these checked, non-empty views: 1- or 2-byte elements, one
 // image, in's pitch off 16 bytes (2..16 classes), at least 16 rows, sizes within 2^30.
 bool takes_row_classes(ConstTensorRef in, TensorRef out);
+
+// The tensor map of in's rows of class j (j < K), as the launcher builds it (for its tests).
+TensorMapSpec row_class_map_spec(ConstTensorRef in, std::uint32_t j);
 
 // out = in transposed, for views takes_row_classes takes.
 void launch_row_classes(ConstTensorRef in, TensorRef out, cudaStream_t stream);

@@ -9,7 +9,9 @@
 #include <random>
 #include <vector>
 
+#include "tmakit/host/validate.hpp"
 #include "transpose/row_class_plan.hpp"
+#include "transpose/sm90_transpose_row_classes.hpp"
 
 namespace rc = tmakit::detail::transpose::row_classes;
 
@@ -202,6 +204,53 @@ TEST(RowClassMapping, U16EveryClassCountAndOffset) {
                                 seed++);
         }
       }
+    }
+  }
+}
+
+// The launcher's class maps (no GPU: the specs only): each class's rows from 16 bytes at or
+// before its first row's start, K pitches apart, the box the plan's, and every rule of sm_90a
+// kept.
+template <class G>
+void check_class_maps(std::uint64_t address, std::uint64_t rows, std::uint64_t cols,
+                      std::uint64_t pitch) {
+  constexpr int E = G::kElementBytes;
+  SCOPED_TRACE(::testing::Message() << "E " << E << " " << rows << "x" << cols << " pitch "
+                                    << pitch << " at +" << address % 16);
+  const tmakit::DataType type = E == 1 ? tmakit::DataType::uint8 : tmakit::DataType::bfloat16;
+  const tmakit::ConstTensorRef in(reinterpret_cast<const void*>(address), type, rows, cols, pitch);
+  const rc::Plan p = rc::plan<G>(rows, cols, pitch);
+  for (std::uint32_t j = 0; j < p.classes; ++j) {
+    const tmakit::TensorMapSpec s = tmakit::detail::transpose::row_class_map_spec(in, j);
+    const std::uint64_t start = address + j * pitch;
+    EXPECT_EQ(s.global_address % 16, 0u);
+    EXPECT_LE(s.global_address, start);
+    EXPECT_LT(start - s.global_address, 16u);
+    EXPECT_EQ(s.rank, 2u);
+    EXPECT_EQ(s.global_dim[0], cols + (start - s.global_address) / E);
+    EXPECT_EQ(s.global_dim[1], (rows - j + p.classes - 1) / p.classes);
+    EXPECT_EQ(s.global_strides_bytes[0], p.classes * pitch);
+    EXPECT_EQ(s.box_dim[0], static_cast<std::uint32_t>(G::kBoxRowBytes / E));
+    EXPECT_EQ(s.box_dim[1], static_cast<std::uint32_t>(p.box_rows));
+    EXPECT_EQ(s.data_type, E == 1 ? tmakit::DataType::uint8 : tmakit::DataType::uint16);
+    EXPECT_EQ(s.swizzle, tmakit::Swizzle::none);
+    EXPECT_EQ(s.oob_fill, tmakit::OobFill::zero);
+    EXPECT_EQ(s.l2_promotion,
+              E == 1 ? tmakit::L2Promotion::bytes128 : tmakit::L2Promotion::none);
+    EXPECT_NO_THROW(tmakit::validate(s, tmakit::Arch::sm_90a));
+  }
+}
+
+TEST(RowClassMaps, EveryClassKeepsTmaRules) {
+  for (std::uint64_t off : {0ull, 1ull, 6ull, 15ull}) {
+    for (std::uint32_t k : {2u, 4u, 8u, 16u}) {
+      check_class_maps<rc::U8Tile>(0x7f0000000000ull + off, 8191, 8193 - 8, pitch_with(k, 8193, 1));
+      check_class_maps<rc::U8Tile>(0x7f0000000000ull + off, 16, 1, pitch_with(k, 1, 1));
+    }
+    for (std::uint32_t k : {2u, 4u, 8u}) {
+      check_class_maps<rc::U16Tile>(0x7f0000000000ull + 2 * (off / 2), 8191, 8193 - 8,
+                                    pitch_with(k, 2 * 8193, 2));
+      check_class_maps<rc::U16Tile>(0x7f0000000000ull + 2 * (off / 2), 17, 3, pitch_with(k, 6, 2));
     }
   }
 }
