@@ -1,5 +1,6 @@
-// The GPU tests' cap on the memory-bound kernels' one-tile-per-CTA grids (0: none), so that
-// small tensors exercise the walk that grids past 2^31 - 1 CTAs need (tests/gpu: CappedGrid*).
+// The GPU tests' cap on the memory-bound kernels' grids (0: none): one-tile-per-CTA grids, so
+// that small tensors exercise the walk that grids past 2^31 - 1 CTAs need, and the row-class
+// transpose's persistent grid, so that each CTA walks many tiles (tests/gpu: CappedGrid*).
 // Inside the library only (not installed): the kernels pass it to tile_grid.
 #pragma once
 

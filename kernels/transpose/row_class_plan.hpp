@@ -1,6 +1,6 @@
 // The row-class transpose's plan and index mapping (sm90_transpose_row_classes.cu), pure
 // functions on the host and the device, so that the host tests play the kernel's mapping out
-// element by element (tests/host/test_transpose_row_classes.cpp).
+// element by element (tests/host/test_kernels_row_classes.cpp).
 //
 // In's rows r = j mod K lie K pitches apart; with K = 16 / gcd(pitch, 16) that is a multiple
 // of 16 bytes, a stride TMA takes (T6). So class j's rows form a tensor of their own, whose
@@ -16,46 +16,64 @@
 namespace tmakit::detail::transpose::row_classes {
 
 inline constexpr int kMaxClasses = 16;
-inline constexpr int kLineBytes = 128;   // each span of an out row starts on a line
 inline constexpr int kChunkBytes = 16;   // what one lane stores
 inline constexpr int kMaxBoxRows = 256;  // TMA's boxDim limit (T7)
-inline constexpr int kThreads = 256;
 
 // A tile of E-byte elements: RowBytes of each of its in rows (its out rows), and a span of
-// SpanBytes of each out row, which starts up to a line before the tile's first in row; the
-// tile so holds kLeadRows in rows more than it writes. WalkRows: consecutive tiles take
-// neighbouring columns of one span (else neighbouring spans down one column of tiles).
-// MinBlocks: CTAs per SM that the registers must leave room for (__launch_bounds__).
-// L2PromotionBytes: the class maps' L2 promotion (0: none, 64, 128 or 256 bytes).
-template <int E, int RowBytes, int SpanBytes, bool WalkRows, int MinBlocks, int L2PromotionBytes>
+// SpanBytes of each out row. A span starts on SpanAlignBytes (a 32-byte sector or a 128-byte
+// line), up to that many bytes before the tile's first in row, so that every store covers
+// whole sectors (lines); the tile so holds kLeadRows in rows more than it writes.
+// WalkRows: consecutive tiles take neighbouring columns of one span (else neighbouring spans
+// down one column of tiles). L2PromotionBytes: the class maps' L2 promotion (0: none, 64,
+// 128 or 256 bytes). Stages: 1, one tile per CTA; else each CTA of a persistent grid walks
+// tiles through a ring of Stages tiles, the next ones loading while it writes one.
+// MinBlocks: CTAs per SM that the registers must leave room for (__launch_bounds__), and the
+// persistent grid's CTAs per SM. Threads: a CTA's.
+template <int E, int RowBytes, int SpanBytes, int SpanAlignBytes, bool WalkRows,
+          int L2PromotionBytes, int Stages, int MinBlocks, int Threads = 256>
 struct Geometry {
   static constexpr int kElementBytes = E;
+  static constexpr int kSpanAlignBytes = SpanAlignBytes;
   static constexpr bool kWalkRows = WalkRows;
-  static constexpr int kMinBlocks = MinBlocks;
   static constexpr int kL2PromotionBytes = L2PromotionBytes;
+  static constexpr int kStages = Stages;
+  static constexpr int kMinBlocks = MinBlocks;
+  static constexpr int kThreads = Threads;
   static constexpr int kCols = RowBytes / E;                   // in's columns = out's rows
   static constexpr int kBoxRowBytes = RowBytes + 16;           // + up to 15 bytes of skew
   static constexpr int kSpanRows = SpanBytes / E;              // in rows one span writes
-  static constexpr int kLeadRows = kLineBytes / E;             // read before the span
+  static constexpr int kLeadRows = SpanAlignBytes / E;         // read before the span
   static constexpr int kLocalRows = kSpanRows + kLeadRows;     // in rows of a tile
   static constexpr int kChunkElems = kChunkBytes / E;
   static constexpr int kChunks = SpanBytes / kChunkBytes;      // per out row and tile
-  static constexpr int kSmemBytes = kLocalRows * kBoxRowBytes;
+  static constexpr int kTileBytes = kLocalRows * kBoxRowBytes;  // what TMA writes of a tile
+  // a stage: each class's rows start on 128 bytes (TMA, D1; class_bytes), so a stage keeps
+  // room for up to 127 bytes of padding after each of 16 classes
+  static constexpr int kSmemBytes = (kTileBytes + kMaxClasses * 128 + 127) / 128 * 128;
   // a warp's lanes: 4 out rows x 8 chunks
   static constexpr int kRowGroups = kCols / 4;
   static constexpr int kChunkSteps = kChunks / 8;
   static_assert(RowBytes % 16 == 0, "a tile's columns start on 16 bytes (O1)");
   static_assert(kCols % 4 == 0 && kChunks % 8 == 0, "a warp: 4 out rows x 8 chunks");
-  static_assert(SpanBytes % kLineBytes == 0, "spans are whole lines");
-  static_assert(kLocalRows % kMaxClasses == 0, "a tile's rows are whole cycles of classes");
+  static_assert(SpanAlignBytes % 32 == 0 && SpanBytes % SpanAlignBytes == 0,
+                "spans start on whole sectors");
+  static_assert(kSpanRows % kMaxClasses == 0 && kLeadRows % kMaxClasses == 0,
+                "a tile's rows are whole cycles of classes from a multiple of 16");
+  static_assert(Stages >= 1 && Threads % 32 == 0 && Threads <= 1024, "a ring; whole warps");
+  // (+ 2 KB a CTA: its static shared memory and the 1 KB the system reserves)
+  static_assert(MinBlocks * (Stages * kSmemBytes + 2048) <= 228 * 1024,
+                "MinBlocks CTAs' rings fit an SM's shared memory");
 };
 
-// The tiles the launcher runs (kernels/transpose/README.md, "Row classes": a sweep of
-// in-row widths 32-192 bytes, spans of 256-1024 bytes, both walks and the L2 promotions at
-// 8191 x 8193 on H200; u8 walked along rows 3% faster, bf16 down columns 1%; bf16 without
-// promotion 3-4% faster than with 256 bytes, u8 with 128 bytes 1-3%).
-using U8Tile = Geometry<1, 96, 512, true, 2, 128>;
-using U16Tile = Geometry<2, 192, 512, false, 1, 0>;
+// The tiles the launcher runs (kernels/transpose/README.md, "Row classes": sweeps of in-row
+// widths 32-192 bytes, spans of 256-1024 bytes, span alignments, walks, L2 promotions, rings
+// and CTAs per SM at 8191 x 8193 on H200).
+// - u8: 96 x 384 on 32-byte sectors, two stages, two CTAs an SM: 1.15-1.18x the speed of one
+//   tile per CTA at 96 x 512 on lines; rings measured slower for bf16 (0.80-0.92x).
+// - bf16: 192 x 512 on lines, walked down columns, no promotion, one tile per CTA (three CTAs
+//   an SM by shared memory).
+using U8Tile = Geometry<1, 96, 384, 32, true, 128, 2, 2>;
+using U16Tile = Geometry<2, 192, 512, 128, false, 0, 1, 1>;
 
 // K: the classes of a row pitch (1 where the pitch is a multiple of 16 bytes).
 TMAKIT_HOST_DEVICE constexpr std::uint32_t classes_of(std::uint64_t row_pitch_bytes) {
@@ -67,7 +85,15 @@ TMAKIT_HOST_DEVICE constexpr std::uint32_t classes_of(std::uint64_t row_pitch_by
 // Bytes of each class's rows of a tile in shared memory (class j's at j times this).
 template <class G>
 TMAKIT_HOST_DEVICE constexpr int class_bytes(std::uint32_t classes) {
-  return G::kLocalRows / static_cast<int>(classes) * G::kBoxRowBytes;
+  return (G::kLocalRows / static_cast<int>(classes) * G::kBoxRowBytes + 127) / 128 * 128;
+}
+
+// Rows of one TMA box: a class's rows of a tile, halved until within TMA's limit.
+template <class G>
+TMAKIT_HOST_DEVICE constexpr std::int32_t box_rows_of(std::uint32_t classes) {
+  std::int32_t rows = G::kLocalRows / static_cast<std::int32_t>(classes);
+  while (rows > kMaxBoxRows) rows /= 2;
+  return rows;
 }
 
 struct Plan {
@@ -82,8 +108,7 @@ template <class G>
 constexpr Plan plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t row_pitch) {
   Plan p;
   p.classes = classes_of(row_pitch);
-  p.box_rows = G::kLocalRows / static_cast<std::int32_t>(p.classes);
-  while (p.box_rows > kMaxBoxRows) p.box_rows /= 2;
+  p.box_rows = box_rows_of<G>(p.classes);
   p.tiles_x = static_cast<std::int32_t>((cols + G::kCols - 1) / G::kCols);
   // the spans of an out row cover in rows -lead .. : every row once whatever the lead
   p.tiles_y = static_cast<std::int32_t>((rows + G::kLeadRows - 1 + G::kSpanRows - 1) /
@@ -112,10 +137,10 @@ TMAKIT_HOST_DEVICE constexpr std::int32_t first_local_row(std::int32_t tile_y) {
 }
 
 // Elements by which an out row's spans start before multiples of kSpanRows: its start's
-// offset in its 128-byte line (the same for every span of the row).
+// offset in its sector (line) of SpanAlignBytes, the same for every span of the row.
 template <class G>
 TMAKIT_HOST_DEVICE constexpr std::int32_t lead_elements(std::uint64_t out_row_address) {
-  return static_cast<std::int32_t>(out_row_address % kLineBytes) / G::kElementBytes;
+  return static_cast<std::int32_t>(out_row_address % G::kSpanAlignBytes) / G::kElementBytes;
 }
 
 // Shared-memory byte offset of local row l, tile column col (skew: the class's).

@@ -1,15 +1,18 @@
 // Transpose of 1- and 2-byte elements whose row pitch is not a multiple of 16 bytes, loaded
 // with TMA all the same: one tensor map per residue class of in's rows (row_class_plan.hpp
-// says why that is legal). One CTA per tile:
-// - one thread loads the tile's in rows into shared memory, class by class (each class's rows
-//   contiguous; each row the tile's RowBytes after the class's skew);
+// says why that is legal). Per tile:
+// - one thread loads the tile's in rows into a stage of shared memory, class by class (each
+//   class's rows contiguous; each row the tile's RowBytes after the class's skew);
 // - every thread then writes 16-byte chunks of out's rows, each gathered element by element
 //   from 16 / E in rows of one column. A tile writes, of each of its out rows, a span that
-//   starts on a 128-byte line (it holds a line's worth of in rows more than it writes), so a
-//   warp's store fills four whole lines whatever out's pitch. Chunks that reach past in's
-//   first or last row are written element by element: nothing outside the view is written.
-// The loads go through the TMA unit and the stores through the SM's load/store path, so the
-// CTAs on an SM overlap one tile's loads with another's stores (README.md, "Row classes").
+//   starts on a sector or a line (G::kSpanAlignBytes; the tile holds that many bytes' worth of
+//   in rows more than it writes), so a warp's store covers whole sectors (lines) whatever
+//   out's pitch. Chunks that reach past in's first or last row are written element by
+//   element: nothing outside the view is written.
+// The loads go through the TMA unit and the stores through the SM's load/store path. With one
+// stage a CTA takes one tile, and the CTAs on an SM overlap one's loads with another's
+// stores; with a ring (G::kStages > 1) a persistent CTA also loads its next tiles while it
+// writes one (README.md, "Row classes").
 #include <cuda.h>
 
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/tile.hpp"
+#include "common/grid_cap.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "transpose/row_class_plan.hpp"
 #include "transpose/sm90_transpose_row_classes.hpp"
@@ -42,7 +46,7 @@ template <int E>
 using Word = std::conditional_t<E == 1, std::uint8_t, std::uint16_t>;
 
 // A class's box for load_tile's checks (rank, element size, alignment): its rows are the
-// map's (plan.box_rows), and the barrier is armed for the whole tile (G::kSmemBytes).
+// map's (plan.box_rows), and the barrier is armed for the whole tile (G::kTileBytes).
 template <class G>
 using ClassBox = Tile<Word<G::kElementBytes>, Swizzle::none, G::kBoxRowBytes / G::kElementBytes, 8>;
 
@@ -74,46 +78,18 @@ __device__ __forceinline__ uint4 pack_chunk(const std::uint32_t (&e)[N]) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Writes the tile at `tile` from its rows in shared memory (`rows_at`): each lane 16-byte
+// chunks of out's rows, gathered element by element.
 template <class G, int K>
-__global__ void __launch_bounds__(kThreads, G::kMinBlocks)
-    row_class_transpose_kernel(const __grid_constant__ RowClassParams p) {
+__device__ __forceinline__ void write_tile(const RowClassParams& p, TilePos tile,
+                                           std::uint32_t rows_at) {
   constexpr int E = G::kElementBytes;
-  constexpr int kClassBytes = class_bytes<G>(K);
-  static_assert(kClassBytes % 128 == 0, "each class's rows start on 128 bytes (TMA, D1)");
-  static_assert(G::kChunkElems % K == 0, "a chunk is whole cycles of classes");
-  extern __shared__ __align__(128) std::uint8_t rows[];
-  __shared__ Barrier full;
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
-  const TilePos tile = tile_position<G>(static_cast<std::int32_t>(blockIdx.x), p.plan);
   const std::int32_t c0 = tile.x * G::kCols;
-  const std::int32_t r0 = first_local_row<G>(tile.y);
-  if (threadIdx.x == 0) {
-    full.init(1);
-    fence_barrier_init();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    full.arrive_expect_tx(G::kSmemBytes);
-#pragma unroll 1
-    for (int j = 0; j < K; ++j) {
-#pragma unroll 1
-      for (int k = 0; k < G::kLocalRows / K; k += p.plan.box_rows) {
-        // NOTE: x = c0 from the class's base, 16-byte aligned (O1); rows before in's first
-        // and past its last read as 0
-        const std::int32_t coords[2] = {c0, r0 / K + k};
-        load_tile<ClassBox<G>>(rows + j * kClassBytes + k * G::kBoxRowBytes, &p.maps[j], full,
-                               coords);
-      }
-    }
-  }
-  full.wait(0);
-
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int lane_row = lane % 4, lane_chunk = lane / 4;
-  const std::uint32_t rows_at = ptx::smem_u32(rows);
 #pragma unroll 1
-  for (int g = warp; g < G::kRowGroups; g += kThreads / 32) {
+  for (int g = warp; g < G::kRowGroups; g += G::kThreads / 32) {
     const std::int32_t col = 4 * g + lane_row;  // out's row c0 + col
     if (c0 + col >= p.cols) continue;           // (nothing warp-wide below)
     std::uint8_t* const out_row = p.out + static_cast<std::uint64_t>(c0 + col) * p.out_pitch;
@@ -147,6 +123,73 @@ __global__ void __launch_bounds__(kThreads, G::kMinBlocks)
           if (x0 + b >= 0 && x0 + b < p.rows) first[b] = static_cast<Word<E>>(e[b]);
         }
       }
+    }
+  }
+}
+
+template <class G, int K>
+__global__ void __launch_bounds__(G::kThreads, G::kMinBlocks)
+    row_class_transpose_kernel(const __grid_constant__ RowClassParams p) {
+  constexpr int kClassBytes = class_bytes<G>(K);
+  static_assert(kClassBytes % 128 == 0, "each class's rows start on 128 bytes (TMA, D1)");
+  static_assert(K * kClassBytes <= G::kSmemBytes, "a stage holds every class");
+  static_assert(box_rows_of<G>(K) == G::kLocalRows / K ||
+                    box_rows_of<G>(K) * G::kBoxRowBytes % 128 == 0,
+                "each of a class's boxes starts on 128 bytes (TMA, D1)");
+  static_assert(G::kSmemBytes % 128 == 0, "each stage starts on 128 bytes (TMA, D1)");
+  static_assert(G::kChunkElems % K == 0, "a chunk is whole cycles of classes");
+  extern __shared__ __align__(128) std::uint8_t ring[];  // G::kStages tiles' rows
+  __shared__ Barrier full[G::kStages];
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  const std::int64_t tiles = static_cast<std::int64_t>(p.plan.tiles_x) * p.plan.tiles_y;
+  // one thread: tile t's rows into stage `stage`, class by class (K boxes, halves where a
+  // class's rows pass 256)
+  const auto load = [&](std::int64_t t, int stage) {
+    const TilePos tile = tile_position<G>(static_cast<std::int32_t>(t), p.plan);
+    const std::int32_t r0 = first_local_row<G>(tile.y);
+    std::uint8_t* const rows = ring + stage * G::kSmemBytes;
+    full[stage].arrive_expect_tx(G::kTileBytes);
+#pragma unroll 1
+    for (int j = 0; j < K; ++j) {
+#pragma unroll 1
+      for (int k = 0; k < G::kLocalRows / K; k += p.plan.box_rows) {
+        // NOTE: x = c0 from the class's base, 16-byte aligned (O1); rows before in's first
+        // and past its last read as 0
+        const std::int32_t coords[2] = {tile.x * G::kCols, r0 / K + k};
+        load_tile<ClassBox<G>>(rows + j * kClassBytes + k * G::kBoxRowBytes, &p.maps[j],
+                               full[stage], coords);
+      }
+    }
+  };
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < G::kStages; ++s) full[s].init(1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+#pragma unroll 1
+    for (int s = 0; s < G::kStages; ++s) {
+      const std::int64_t t = blockIdx.x + static_cast<std::int64_t>(s) * gridDim.x;
+      if (t < tiles) load(t, s);
+    }
+  }
+  int stage = 0;
+  std::uint32_t phase = 0;
+#pragma unroll 1
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    full[stage].wait(phase);
+    write_tile<G, K>(p, tile_position<G>(static_cast<std::int32_t>(t), p.plan),
+                     ptx::smem_u32(ring + stage * G::kSmemBytes));
+    // every thread has read the stage before it is loaded again
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const std::int64_t next = t + static_cast<std::int64_t>(G::kStages) * gridDim.x;
+      if (next < tiles) load(next, stage);
+    }
+    if (++stage == G::kStages) {
+      stage = 0;
+      phase ^= 1u;
     }
   }
 #else
@@ -213,9 +256,14 @@ void build_maps(ConstTensorRef in, RowClassParams& p) {
 
 template <class G, int K>
 void launch_classes(const RowClassParams& p, cudaStream_t stream) {
-  const auto grid = static_cast<unsigned>(static_cast<std::int64_t>(p.plan.tiles_x) * p.plan.tiles_y);
-  allow_dynamic_smem<row_class_transpose_kernel<G, K>>(G::kSmemBytes);
-  row_class_transpose_kernel<G, K><<<grid, kThreads, G::kSmemBytes, stream>>>(p);
+  const std::int64_t tiles = static_cast<std::int64_t>(p.plan.tiles_x) * p.plan.tiles_y;
+  // one tile per CTA, or a persistent grid for a ring; capped by the GPU tests (grid_cap)
+  const unsigned grid = G::kStages == 1 ? tile_grid(tiles, 1, grid_cap())
+                                        : tile_grid(persistent_grid(tiles, G::kMinBlocks), 1,
+                                                    grid_cap());
+  constexpr int kRingBytes = G::kStages * G::kSmemBytes;
+  allow_dynamic_smem<row_class_transpose_kernel<G, K>>(kRingBytes);
+  row_class_transpose_kernel<G, K><<<grid, G::kThreads, kRingBytes, stream>>>(p);
   check_launch("row_class_transpose_kernel");
 }
 

@@ -177,6 +177,29 @@ INSTANTIATE_TEST_SUITE_P(Views, TransposeAnyView,
                                             ::testing::ValuesIn(kExtents),
                                             ::testing::ValuesIn(kPlacements)));
 
+// The row-class kernel with grids capped at a few CTAs: each CTA then walks many tiles through
+// its stages (u8: a ring of two), each stage refilled and its barrier's phase flipping.
+TEST(PlainPathGpu, RowClassesCappedGridWalksEveryTile) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  for (const DataType type : {DataType::uint8, DataType::uint16}) {
+    // pitches of 2047 and 2050 elements (2 to 16 row classes), starts on and off 16 bytes
+    for (const Placement p : {Placement{0, 0}, Placement{0, 1}, Placement{3, 1}}) {
+      OddImage in(type, 1, 2049, 2047, p);
+      in.randomize(11);
+      for (const std::int64_t cap : {1, 3, 7}) {
+        SCOPED_TRACE(describe(type, Extent{2049, 2047}, p) + " grid capped at " +
+                     std::to_string(cap));
+        const GridCap capped(cap);
+        OddImage out(type, 1, 2047, 2049, Placement{p.offset, p.pad});
+        transpose(in.ref(), out.ref());
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        reference::transpose(in.host_ref(), out.host_ref());
+        EXPECT_EQ(out.mismatches(), 0u);
+      }
+    }
+  }
+}
+
 class StencilAnyView
     : public ::testing::TestWithParam<std::tuple<DataType, Extent, Placement, int>> {};
 
