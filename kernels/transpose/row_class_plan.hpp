@@ -96,8 +96,33 @@ TMAKIT_HOST_DEVICE constexpr std::int32_t box_rows_of(std::uint32_t classes) {
   return rows;
 }
 
+// How many ways a gather load's lanes conflict on shared-memory banks: a warp's 8 chunk lanes
+// of one out row read rows kChunkElems / K apart in one class, (kChunkElems / K) x
+// kBoxRowBytes bytes; lanes whose offsets are equal modulo 32 banks (128 bytes) meet on one
+// bank, 8 / (distinct offsets) of them.
+template <class G>
+TMAKIT_HOST_DEVICE constexpr int gather_conflict_ways(std::uint32_t classes) {
+  const auto step_words =
+      static_cast<std::uint32_t>(G::kChunkElems) / classes * G::kBoxRowBytes / 4;
+  std::uint32_t seen = 0;  // bit b: some lane's offset is b banks
+  int distinct = 0;
+  for (std::uint32_t m = 0; m < 8; ++m) {
+    const std::uint32_t bank = m * step_words % 32;
+    if ((seen >> bank & 1u) == 0) ++distinct;
+    seen |= 1u << bank;
+  }
+  return 8 / distinct;
+}
+
+// NOTE: a class count whose gather meets 8 ways on a bank runs slower than the plain kernel
+// (u8 at 2 classes 0.45x memcpy against its 0.61x, and at 1 class, a pitch of whole 16 bytes
+// from a start off 16, 0.42x against 0.57x; bf16 at 1 class 0.68x against 0.79x), 4 ways or
+// fewer faster (u8 at 4 classes 0.69x against 0.61x, bf16 at 2 classes 0.84x against
+// 0.78x): README.md, "Row classes", "Which class counts".
+inline constexpr int kMaxGatherConflictWays = 4;
+
 struct Plan {
-  std::uint32_t classes = 0;  // K, 2..16
+  std::uint32_t classes = 0;  // K, 1..16
   std::int32_t box_rows = 0;  // rows of one TMA box: a class's rows of a tile, or a half...
   std::int32_t tiles_x = 0;   // tiles across in's columns
   std::int32_t tiles_y = 0;   // spans down each out row

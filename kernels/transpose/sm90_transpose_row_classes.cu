@@ -267,6 +267,11 @@ void launch_classes(const RowClassParams& p, cudaStream_t stream) {
   check_launch("row_class_transpose_kernel");
 }
 
+// NOTE: one class is never taken (takes_row_classes): for these tiles its gather meets 8 ways
+static_assert(gather_conflict_ways<U8Tile>(1) > kMaxGatherConflictWays &&
+                  gather_conflict_ways<U16Tile>(1) > kMaxGatherConflictWays,
+              "a launch of one class would need its own instantiation");
+
 template <class G>
 void launch_typed(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   // plan -> maps -> launch (the views were checked by the caller: takes_row_classes)
@@ -293,9 +298,13 @@ bool takes_row_classes(ConstTensorRef in, TensorRef out) {
   const std::uint64_t esize = in.element_size();
   if (esize != 1 && esize != 2) return false;
   if (in.batch > 1 || out.batch > 1) return false;
-  // NOTE: K >= 2 (a 16-byte pitch whose start is off 16 bytes stays on the plain kernel: not
-  // measured here); at least one row in every class; coordinates and the grid within 31 bits
-  if (row_classes::classes_of(in.row_pitch()) < 2 || in.rows < kMaxClasses ||
+  // NOTE: class counts whose gather conflicts at most kMaxGatherConflictWays ways (the others,
+  // one class included, run slower than the plain kernel); at least one row in every class;
+  // coordinates and the grid within 31 bits
+  const std::uint32_t classes = row_classes::classes_of(in.row_pitch());
+  const int ways = esize == 1 ? gather_conflict_ways<U8Tile>(classes)
+                              : gather_conflict_ways<U16Tile>(classes);
+  if (ways > kMaxGatherConflictWays || in.rows < kMaxClasses ||
       in.rows >= (1ull << 30) || in.cols >= (1ull << 30) ||
       reinterpret_cast<std::uintptr_t>(out.data) % esize != 0 || out.row_pitch() % esize != 0) {
     return false;

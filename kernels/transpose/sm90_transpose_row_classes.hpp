@@ -13,7 +13,9 @@
 namespace tmakit::detail::transpose {
 
 // Whether launch_row_classes takes these checked, non-empty views: 1- or 2-byte elements, one
-// image, in's pitch off 16 bytes (2..16 classes), at least 16 rows, sizes within 2^30.
+// image, in's pitch of a class count whose gather conflicts at most 4 ways on shared-memory
+// banks (u8: 4, 8 or 16 classes, u16: 2, 4 or 8; row_class_plan.hpp), at least 16 rows,
+// sizes within 2^30.
 bool takes_row_classes(ConstTensorRef in, TensorRef out);
 
 // The tensor map of in's rows of class j (j < K), as the launcher builds it (for its tests).

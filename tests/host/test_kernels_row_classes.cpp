@@ -14,6 +14,10 @@
 #include "transpose/sm90_transpose_row_classes.hpp"
 
 namespace rc = tmakit::detail::transpose::row_classes;
+namespace tt = tmakit::detail::transpose;
+using tmakit::ConstTensorRef;
+using tmakit::DataType;
+using tmakit::TensorRef;
 
 namespace {
 
@@ -65,6 +69,36 @@ void check_plan_invariants(std::uint32_t classes) {
 TEST(RowClassPlan, EveryClassCountFitsTheTile) {
   for (std::uint32_t k : {2u, 4u, 8u, 16u}) check_plan_invariants<rc::U8Tile>(k);
   for (std::uint32_t k : {2u, 4u, 8u}) check_plan_invariants<rc::U16Tile>(k);
+}
+
+// The gather's bank conflicts per class count, and the class counts the launcher takes: the
+// measured rule (row_class_plan.hpp, kMaxGatherConflictWays).
+TEST(RowClassPlan, GatherConflictWaysDecideTheClassCounts) {
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(16), 1);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(8), 2);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(4), 4);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(2), 8);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(1), 8);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(8), 1);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(4), 2);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(2), 4);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(1), 8);
+  const auto takes = [](DataType t, std::uint64_t pitch_elems, std::uint64_t start_offset) {
+    const std::uint64_t e = t == DataType::uint8 ? 1 : 2;
+    const auto base = reinterpret_cast<std::uint8_t*>(0x7f0000000000ull);
+    const ConstTensorRef in(base + start_offset * e, t, 8191, 8000, pitch_elems * e);
+    const TensorRef out(base + (1ull << 32), t, 8000, 8191, 8191 * e);
+    return tt::takes_row_classes(in, out);
+  };
+  EXPECT_TRUE(takes(DataType::uint8, 8193, 0));   // 16 classes
+  EXPECT_TRUE(takes(DataType::uint8, 8194, 0));   // 8
+  EXPECT_TRUE(takes(DataType::uint8, 8196, 0));   // 4
+  EXPECT_FALSE(takes(DataType::uint8, 8200, 0));  // 2: the plain kernel
+  EXPECT_FALSE(takes(DataType::uint8, 8192, 1));  // 1 (a start off 16 bytes): the plain kernel
+  EXPECT_TRUE(takes(DataType::uint16, 8193, 0));  // 8 classes
+  EXPECT_TRUE(takes(DataType::uint16, 8194, 0));  // 4
+  EXPECT_TRUE(takes(DataType::uint16, 8196, 0));  // 2
+  EXPECT_FALSE(takes(DataType::uint16, 8192, 1)); // 1: the plain kernel
 }
 
 // A byte image of global memory: in at in_addr, out at out_addr (virtual addresses: only
