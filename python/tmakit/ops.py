@@ -573,7 +573,8 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
 
     Paths: rows whose starts and pitches are 16-byte aligned (x's and out's) run through the
     TMA kernel; 1- and 2-byte elements whose x rows are a pitch off 16 bytes apart through TMA
-    loads of each residue class of rows (the row-class kernel); other rows of consecutive
+    loads of each residue class of rows (the row-class kernel; for 1-byte elements where the
+    pitch is not a multiple of 8 bytes, where it measured faster); other rows of consecutive
     elements through the library's plain tiled kernel (kernels/transpose/README.md, "Paths"
     and "Row classes"); when the elements of x's or out's rows are not consecutive
     (x = y.t(), a column step), torch's strided copy ``out.copy_(x.t())`` does the one pass

@@ -2,7 +2,9 @@
 // elements, any shape, row pitch and alignment. Rows TMA can describe run through the TMA
 // kernel; the rest through a plain tiled kernel (the rule table in
 // tmakit/kernels/detail/plain_path.hpp), except 1- and 2-byte elements whose in pitch is off
-// 16 bytes, which TMA loads one residue class of rows at a time (the row-class kernel).
+// 16 bytes, which TMA loads one residue class of rows at a time (the row-class kernel), for
+// the pitches where that measured faster (1-byte elements: a pitch that is not a multiple of
+// 8 bytes; 2-byte elements: every pitch off 16 bytes).
 // Design and measured figures: kernels/transpose/README.md.
 #pragma once
 
