@@ -96,14 +96,16 @@ TMAKIT_HOST_DEVICE constexpr std::int32_t box_rows_of(std::uint32_t classes) {
   return rows;
 }
 
-// How many ways a gather load's lanes conflict on shared-memory banks: a warp's 8 chunk lanes
-// of one out row read rows kChunkElems / K apart in one class, (kChunkElems / K) x
-// kBoxRowBytes bytes; lanes whose offsets are equal modulo 32 banks (128 bytes) meet on one
-// bank, 8 / (distinct offsets) of them.
+// Bank conflicts of the gather. A warp's 8 chunk lanes of one out row (lane / 4 = 0..7) read,
+// at each load, element b of their chunks: rows kChunkElems / K class rows apart in one
+// class, whose offsets meet on one bank wherever they are equal modulo 128 bytes. With few
+// classes (u8: 1 or 2, u16: 1) that step is a whole multiple of 128 bytes and all 8 meet. So
+// there the chunk lanes turn: lane group c gathers its elements from element K c on (mod
+// kChunkElems), one class row further per group, and turns the gathered chunk back before
+// the store (turn_chunk).
 template <class G>
-TMAKIT_HOST_DEVICE constexpr int gather_conflict_ways(std::uint32_t classes) {
-  const auto step_words =
-      static_cast<std::uint32_t>(G::kChunkElems) / classes * G::kBoxRowBytes / 4;
+TMAKIT_HOST_DEVICE constexpr int conflict_ways(std::uint32_t classes, std::uint32_t step_rows) {
+  const std::uint32_t step_words = step_rows * G::kBoxRowBytes / 4;
   std::uint32_t seen = 0;  // bit b: some lane's offset is b banks
   int distinct = 0;
   for (std::uint32_t m = 0; m < 8; ++m) {
@@ -114,12 +116,67 @@ TMAKIT_HOST_DEVICE constexpr int gather_conflict_ways(std::uint32_t classes) {
   return 8 / distinct;
 }
 
-// NOTE: a class count whose gather meets 8 ways on a bank runs slower than the plain kernel
-// (u8 at 2 classes 0.45x memcpy against its 0.61x, and at 1 class, a pitch of whole 16 bytes
-// from a start off 16, 0.42x against 0.57x; bf16 at 1 class 0.68x against 0.79x), 4 ways or
-// fewer faster (u8 at 4 classes 0.69x against 0.61x, bf16 at 2 classes 0.84x against
-// 0.78x): README.md, "Row classes", "Which class counts".
+// Elements by which lane group c's gather turns per group (0: it does not turn).
+template <class G>
+TMAKIT_HOST_DEVICE constexpr int gather_turn(std::uint32_t classes) {
+  const auto rows = static_cast<std::uint32_t>(G::kChunkElems) / classes;
+  return conflict_ways<G>(classes, rows) == 8 ? static_cast<int>(classes) : 0;
+}
+
+// The element a lane of lane group `group` gathers at its load b (0 <= b < kChunkElems).
+template <class G>
+TMAKIT_HOST_DEVICE constexpr int gather_element(int b, int group, std::uint32_t classes) {
+  return (b + gather_turn<G>(classes) * group) % G::kChunkElems;
+}
+
+// How many ways a gather load's chunk lanes meet on one bank (turned where they turn: one
+// class row further per lane group).
+template <class G>
+TMAKIT_HOST_DEVICE constexpr int gather_conflict_ways(std::uint32_t classes) {
+  const auto rows = static_cast<std::uint32_t>(G::kChunkElems) / classes;
+  return conflict_ways<G>(classes, gather_turn<G>(classes) != 0 ? rows + 1 : rows);
+}
+
+// A chunk gathered from element `turn` on (bytes t[0..15]: t[k] = element byte k + turn mod
+// 16), put back in order: byte k of the result is t[(k - turn) mod 16]. Words little-endian.
+TMAKIT_HOST_DEVICE constexpr void turn_chunk_back(std::uint32_t (&w)[4], std::uint32_t turn_bytes) {
+  const std::uint32_t words = turn_bytes / 4 % 4, shift = turn_bytes % 4 * 8;
+  std::uint32_t x[4], y[4];
+  // NOTE: selects, not a dynamically indexed array, which would go to local memory
+  for (int q = 0; q < 4; ++q) x[q] = (words & 1u) ? w[(q + 3) % 4] : w[q];
+  for (int q = 0; q < 4; ++q) y[q] = (words & 2u) ? x[(q + 2) % 4] : x[q];
+  for (int q = 0; q < 4; ++q) {
+    const std::uint32_t lo = y[(q + 3) % 4], hi = y[q];
+    // (hi:lo << shift)'s high word: a funnel shift
+    w[q] = shift == 0 ? hi : (hi << shift) | (lo >> (32 - shift));
+  }
+}
+
+// NOTE: a class count whose gather meets 8 ways on a bank ran slower than the plain kernel
+// before the turn (u8 at 2 classes 0.45x memcpy against its 0.61x, and at 1 class, a pitch of
+// whole 16 bytes from a start off 16, 0.42x against 0.57x; bf16 at 1 class 0.68x against
+// 0.79x), 4 ways or fewer faster (u8 at 4 classes 0.69x against 0.61x, bf16 at 2 classes
+// 0.84x against 0.78x): README.md, "Row classes", "Which class counts".
 inline constexpr int kMaxGatherConflictWays = 4;
+
+// NOTE: the turned gather of 2-byte elements (one class) ran slower than the plain kernel on
+// small views and faster on large ones (H200, views from a start one element in: 4096 x 4095,
+// 731 tiles, 0.73x memcpy against the plain kernel's 0.76x; 6144 x 6143, 1600 tiles, 0.79x
+// against 0.77x; 8192 x 8191 0.82x against 0.78x): it takes such views from 8 tiles an SM on.
+// 1-byte elements ran faster at every size measured (1023 to 8191 rows; README.md, "Which
+// class counts").
+inline constexpr int kMinTilesPerSmTurnedU16 = 8;
+
+// Whether G's kernel takes a view of `classes` classes and `tiles` tiles on `sm_count` SMs.
+template <class G>
+TMAKIT_HOST_DEVICE constexpr bool takes_classes(std::uint32_t classes, std::int64_t tiles,
+                                                int sm_count) {
+  if (gather_conflict_ways<G>(classes) > kMaxGatherConflictWays) return false;
+  if (G::kElementBytes == 2 && gather_turn<G>(classes) != 0) {
+    return tiles >= static_cast<std::int64_t>(kMinTilesPerSmTurnedU16) * sm_count;
+  }
+  return true;
+}
 
 struct Plan {
   std::uint32_t classes = 0;  // K, 1..16

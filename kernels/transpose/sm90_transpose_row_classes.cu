@@ -62,8 +62,7 @@ __device__ __forceinline__ std::uint32_t ld_shared_element(std::uint32_t addr) {
 
 // A chunk's four words from its elements (each in a register's low bits), in order.
 template <int E, int N>
-__device__ __forceinline__ uint4 pack_chunk(const std::uint32_t (&e)[N]) {
-  std::uint32_t w[4];
+__device__ __forceinline__ void pack_chunk(const std::uint32_t (&e)[N], std::uint32_t (&w)[4]) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     if constexpr (E == 1) {
@@ -75,7 +74,6 @@ __device__ __forceinline__ uint4 pack_chunk(const std::uint32_t (&e)[N]) {
       w[q] = __byte_perm(e[2 * q], e[2 * q + 1], 0x5410);
     }
   }
-  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // Writes the tile at `tile` from its rows in shared memory (`rows_at`): each lane 16-byte
@@ -96,12 +94,16 @@ __device__ __forceinline__ void write_tile(const RowClassParams& p, TilePos tile
     const std::int32_t lead = lead_elements<G>(reinterpret_cast<std::uintptr_t>(out_row));
     const std::int32_t x_first = tile.y * G::kSpanRows - lead;  // the span's first element
     const std::int32_t l_first = G::kLeadRows - lead;           // its local row
-    // element b of chunk m: local row l_first + m kChunkElems + b, whose class is the same in
-    // every chunk, and whose class row is m kChunkElems / K further on in chunk m
+    // load b of chunk m: its element eb (gather_element: b, or b turned by this lane's group),
+    // local row l_first + m kChunkElems + eb, whose class is the same in every chunk, and
+    // whose class row is m kChunkElems / K further on in chunk m
+    constexpr int kTurn = gather_turn<G>(K);
+    const auto turn = static_cast<std::uint32_t>(kTurn * lane_chunk);  // < kChunkElems
     std::uint32_t at[G::kChunkElems];
 #pragma unroll
     for (int b = 0; b < G::kChunkElems; ++b) {
-      at[b] = rows_at + shared_offset<G>(l_first + b, col, K, p.skew[(l_first + b) % K]);
+      const std::int32_t l = l_first + gather_element<G>(b, lane_chunk, K);
+      at[b] = rows_at + shared_offset<G>(l, col, K, p.skew[l % K]);
     }
 #pragma unroll
     for (int s = 0; s < G::kChunkSteps; ++s) {
@@ -116,11 +118,16 @@ __device__ __forceinline__ void write_tile(const RowClassParams& p, TilePos tile
       }
       Word<E>* const first = reinterpret_cast<Word<E>*>(out_row) + x0;
       if (x0 >= 0 && x0 + G::kChunkElems <= p.rows) {
-        *reinterpret_cast<uint4*>(first) = pack_chunk<E>(e);  // 16-byte aligned: the span's line
+        std::uint32_t w[4];
+        pack_chunk<E>(e, w);
+        if constexpr (kTurn != 0) turn_chunk_back(w, turn * E);
+        // 16-byte aligned: the span's sector or line
+        *reinterpret_cast<uint4*>(first) = make_uint4(w[0], w[1], w[2], w[3]);
       } else {
 #pragma unroll
         for (int b = 0; b < G::kChunkElems; ++b) {
-          if (x0 + b >= 0 && x0 + b < p.rows) first[b] = static_cast<Word<E>>(e[b]);
+          const auto k = static_cast<std::int32_t>((b + turn) % G::kChunkElems);  // e[b]'s place
+          if (x0 + k >= 0 && x0 + k < p.rows) first[k] = static_cast<Word<E>>(e[b]);
         }
       }
     }
@@ -267,11 +274,6 @@ void launch_classes(const RowClassParams& p, cudaStream_t stream) {
   check_launch("row_class_transpose_kernel");
 }
 
-// NOTE: one class is never taken (takes_row_classes): for these tiles its gather meets 8 ways
-static_assert(gather_conflict_ways<U8Tile>(1) > kMaxGatherConflictWays &&
-                  gather_conflict_ways<U16Tile>(1) > kMaxGatherConflictWays,
-              "a launch of one class would need its own instantiation");
-
 template <class G>
 void launch_typed(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   // plan -> maps -> launch (the views were checked by the caller: takes_row_classes)
@@ -283,6 +285,7 @@ void launch_typed(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   p.rows = static_cast<std::int32_t>(in.rows);
   p.cols = static_cast<std::int32_t>(in.cols);
   switch (p.plan.classes) {
+    case 1: return launch_classes<G, 1>(p, stream);
     case 2: return launch_classes<G, 2>(p, stream);
     case 4: return launch_classes<G, 4>(p, stream);
     case 8: return launch_classes<G, 8>(p, stream);
@@ -294,24 +297,26 @@ void launch_typed(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
 
 }  // namespace
 
-bool takes_row_classes(ConstTensorRef in, TensorRef out) {
+bool takes_row_classes(ConstTensorRef in, TensorRef out, int sm_count) {
   const std::uint64_t esize = in.element_size();
   if (esize != 1 && esize != 2) return false;
   if (in.batch > 1 || out.batch > 1) return false;
-  // NOTE: class counts whose gather conflicts at most kMaxGatherConflictWays ways (the others,
-  // one class included, run slower than the plain kernel); at least one row in every class;
-  // coordinates and the grid within 31 bits
-  const std::uint32_t classes = row_classes::classes_of(in.row_pitch());
-  const int ways = esize == 1 ? gather_conflict_ways<U8Tile>(classes)
-                              : gather_conflict_ways<U16Tile>(classes);
-  if (ways > kMaxGatherConflictWays || in.rows < kMaxClasses ||
-      in.rows >= (1ull << 30) || in.cols >= (1ull << 30) ||
+  // NOTE: at least one row in every class; coordinates within 31 bits
+  if (in.rows < kMaxClasses || in.rows >= (1ull << 30) || in.cols >= (1ull << 30) ||
       reinterpret_cast<std::uintptr_t>(out.data) % esize != 0 || out.row_pitch() % esize != 0) {
     return false;
   }
   const Plan p = esize == 1 ? plan<U8Tile>(in.rows, in.cols, in.row_pitch())
                             : plan<U16Tile>(in.rows, in.cols, in.row_pitch());
-  return static_cast<std::int64_t>(p.tiles_x) * p.tiles_y < (1ll << 31);
+  const std::int64_t tiles = static_cast<std::int64_t>(p.tiles_x) * p.tiles_y;
+  // the grid within 31 bits; the class counts (and sizes) where the kernel measured faster
+  // than the plain one (row_class_plan.hpp: takes_classes)
+  return tiles < (1ll << 31) && (esize == 1 ? takes_classes<U8Tile>(p.classes, tiles, sm_count)
+                                            : takes_classes<U16Tile>(p.classes, tiles, sm_count));
+}
+
+bool takes_row_classes(ConstTensorRef in, TensorRef out) {
+  return takes_row_classes(in, out, multiprocessor_count());
 }
 
 TensorMapSpec row_class_map_spec(ConstTensorRef in, std::uint32_t j) {

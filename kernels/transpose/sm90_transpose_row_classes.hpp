@@ -13,10 +13,12 @@
 namespace tmakit::detail::transpose {
 
 // Whether launch_row_classes takes these checked, non-empty views: 1- or 2-byte elements, one
-// image, in's pitch of a class count whose gather conflicts at most 4 ways on shared-memory
-// banks (u8: 4, 8 or 16 classes, u16: 2, 4 or 8; row_class_plan.hpp), at least 16 rows,
-// sizes within 2^30.
+// image, at least 16 rows, sizes within 2^30, and a pitch and size where the kernel measured
+// faster than the plain one (row_class_plan.hpp, takes_classes: every class count of 1-byte
+// elements; 2-byte ones at 2-8 classes, and at one class from 8 tiles an SM on). sm_count:
+// the device's SMs (the first form asks the current device).
 bool takes_row_classes(ConstTensorRef in, TensorRef out);
+bool takes_row_classes(ConstTensorRef in, TensorRef out, int sm_count);
 
 // The tensor map of in's rows of class j (j < K), as the launcher builds it (for its tests).
 TensorMapSpec row_class_map_spec(ConstTensorRef in, std::uint32_t j);

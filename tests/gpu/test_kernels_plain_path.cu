@@ -16,6 +16,8 @@
 #include "tmakit/kernels/elementwise.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
 #include "tmakit/kernels/transpose.hpp"
+#include "transpose/row_class_plan.hpp"
+#include "transpose/sm90_transpose_row_classes.hpp"
 
 namespace tmakit::test {
 namespace {
@@ -195,6 +197,35 @@ TEST(PlainPathGpu, RowClassesCappedGridWalksEveryTile) {
         ASSERT_EQ(cudaGetLastError(), cudaSuccess);
         reference::transpose(in.host_ref(), out.host_ref());
         EXPECT_EQ(out.mismatches(), 0u);
+      }
+    }
+  }
+}
+
+// The row-class kernel itself at every class count of each element size (turned gathers
+// included: u8 at 1 and 2 classes, u16 at 1), on views from starts on and off 16 bytes into
+// outs on and off 16 bytes, whatever the launcher's size rule would pick at this size.
+TEST(PlainPathGpu, RowClassesEveryClassCount) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr std::uint64_t kRows = 2049, kCols = 2047;
+  for (const DataType type : {DataType::uint8, DataType::uint16}) {
+    const std::uint64_t esize = element_bytes(type);
+    for (const std::uint32_t k : {1u, 2u, 4u, 8u, 16u}) {
+      if (esize == 2 && k == 16) continue;  // (a 2-byte pitch is even: at most 8 classes)
+      std::uint64_t pad = 0;
+      while (detail::transpose::row_classes::classes_of((kCols + pad) * esize) != k) ++pad;
+      for (const std::uint64_t offset : {0ull, 1ull}) {
+        for (const std::uint64_t out_pad : {0ull, 8ull / esize}) {
+          SCOPED_TRACE(std::string(name(type)) + " " + std::to_string(k) + " classes, start +" +
+                       std::to_string(offset) + ", out pad " + std::to_string(out_pad));
+          OddImage in(type, 1, kRows, kCols, Placement{pad, offset});
+          in.randomize(static_cast<std::uint32_t>(k * 10 + offset));
+          OddImage out(type, 1, kCols, kRows, Placement{out_pad, 0});
+          detail::transpose::launch_row_classes(in.ref(), out.ref(), nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          reference::transpose(in.host_ref(), out.host_ref());
+          EXPECT_EQ(out.mismatches(), 0u);
+        }
       }
     }
   }

@@ -71,34 +71,75 @@ TEST(RowClassPlan, EveryClassCountFitsTheTile) {
   for (std::uint32_t k : {2u, 4u, 8u}) check_plan_invariants<rc::U16Tile>(k);
 }
 
-// The gather's bank conflicts per class count, and the class counts the launcher takes: the
-// measured rule (row_class_plan.hpp, kMaxGatherConflictWays).
+// The gather's bank conflicts per class count (turned where all 8 chunk lanes would meet on
+// one bank), and the class counts the launcher takes: the measured rule (row_class_plan.hpp,
+// kMaxGatherConflictWays).
 TEST(RowClassPlan, GatherConflictWaysDecideTheClassCounts) {
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(16), 1);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(8), 2);
+  // unturned: 8 lanes kChunkElems / K class rows apart
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(16, 1), 1);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(8, 2), 2);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(4, 4), 4);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(2, 8), 8);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(1, 16), 8);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(8, 1), 1);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(4, 2), 2);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(2, 4), 4);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(1, 8), 8);
+  // the gather turns exactly where they meet 8 ways, by K elements a lane group
+  for (std::uint32_t k : {4u, 8u, 16u}) EXPECT_EQ(rc::gather_turn<rc::U8Tile>(k), 0) << k;
+  EXPECT_EQ(rc::gather_turn<rc::U8Tile>(2), 2);
+  EXPECT_EQ(rc::gather_turn<rc::U8Tile>(1), 1);
+  for (std::uint32_t k : {2u, 4u, 8u}) EXPECT_EQ(rc::gather_turn<rc::U16Tile>(k), 0) << k;
+  EXPECT_EQ(rc::gather_turn<rc::U16Tile>(1), 1);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(2), 1);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(1), 1);
+  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(1), 1);
   EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(4), 4);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(2), 8);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U8Tile>(1), 8);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(8), 1);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(4), 2);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(2), 4);
-  EXPECT_EQ(rc::gather_conflict_ways<rc::U16Tile>(1), 8);
-  const auto takes = [](DataType t, std::uint64_t pitch_elems, std::uint64_t start_offset) {
+  // a turned lane still gathers each of its chunk's elements once
+  for (std::uint32_t k : {1u, 2u}) {
+    for (int group = 0; group < 8; ++group) {
+      std::vector<int> seen(16, 0);
+      for (int b = 0; b < 16; ++b) ++seen.at(rc::gather_element<rc::U8Tile>(b, group, k));
+      EXPECT_EQ(seen, std::vector<int>(16, 1)) << k << " " << group;
+    }
+  }
+  const auto takes = [](DataType t, std::uint64_t rows, std::uint64_t pitch_elems,
+                        std::uint64_t start_offset) {
     const std::uint64_t e = t == DataType::uint8 ? 1 : 2;
     const auto base = reinterpret_cast<std::uint8_t*>(0x7f0000000000ull);
-    const ConstTensorRef in(base + start_offset * e, t, 8191, 8000, pitch_elems * e);
-    const TensorRef out(base + (1ull << 32), t, 8000, 8191, 8191 * e);
-    return tt::takes_row_classes(in, out);
+    const ConstTensorRef in(base + start_offset * e, t, rows, rows - 1, pitch_elems * e);
+    const TensorRef out(base + (1ull << 32), t, rows - 1, rows, rows * e);
+    return tt::takes_row_classes(in, out, 132);
   };
-  EXPECT_TRUE(takes(DataType::uint8, 8193, 0));   // 16 classes
-  EXPECT_TRUE(takes(DataType::uint8, 8194, 0));   // 8
-  EXPECT_TRUE(takes(DataType::uint8, 8196, 0));   // 4
-  EXPECT_FALSE(takes(DataType::uint8, 8200, 0));  // 2: the plain kernel
-  EXPECT_FALSE(takes(DataType::uint8, 8192, 1));  // 1 (a start off 16 bytes): the plain kernel
-  EXPECT_TRUE(takes(DataType::uint16, 8193, 0));  // 8 classes
-  EXPECT_TRUE(takes(DataType::uint16, 8194, 0));  // 4
-  EXPECT_TRUE(takes(DataType::uint16, 8196, 0));  // 2
-  EXPECT_FALSE(takes(DataType::uint16, 8192, 1)); // 1: the plain kernel
+  for (const std::uint64_t pitch : {8193ull, 8194ull, 8196ull, 8200ull}) {  // 16, 8, 4, 2 classes
+    EXPECT_TRUE(takes(DataType::uint8, 8191, pitch, 0)) << pitch;
+    EXPECT_TRUE(takes(DataType::uint16, 8191, pitch, 0)) << pitch;
+  }
+  for (const std::uint64_t pitch : {1025ull, 1026ull, 1028ull}) {  // u16: 8, 4, 2 classes
+    EXPECT_TRUE(takes(DataType::uint16, 1023, pitch, 0)) << pitch;
+  }
+  // 1 class (a start off 16 bytes): u8 at every size, u16 from 8 tiles an SM on
+  EXPECT_TRUE(takes(DataType::uint8, 8192, 8192, 1));
+  EXPECT_TRUE(takes(DataType::uint8, 1024, 1024, 1));
+  EXPECT_TRUE(takes(DataType::uint16, 8192, 8192, 1));
+  EXPECT_TRUE(takes(DataType::uint16, 6144, 6144, 1));
+  EXPECT_FALSE(takes(DataType::uint16, 4096, 4096, 1));
+  EXPECT_FALSE(takes(DataType::uint16, 1024, 1024, 1));
+  EXPECT_FALSE(takes(DataType::uint8, 15, 16, 1)) << "fewer than 16 rows";
+}
+
+// turn_chunk_back undoes every turn of a gathered chunk.
+TEST(RowClassPlan, TurnChunkBackRestoresTheOrder) {
+  std::uint8_t chunk[16];
+  for (int i = 0; i < 16; ++i) chunk[i] = static_cast<std::uint8_t>(17 * i + 3);
+  for (std::uint32_t turn = 0; turn < 16; ++turn) {
+    std::uint8_t gathered[16];  // byte k: the chunk's byte (k + turn) mod 16
+    for (std::uint32_t k = 0; k < 16; ++k) gathered[k] = chunk[(k + turn) % 16];
+    std::uint32_t w[4];
+    std::memcpy(w, gathered, 16);
+    rc::turn_chunk_back(w, turn);
+    EXPECT_EQ(std::memcmp(w, chunk, 16), 0) << "turn " << turn;
+  }
 }
 
 // A byte image of global memory: in at in_addr, out at out_addr (virtual addresses: only
@@ -176,15 +217,37 @@ void play_out(const Case& c, std::uint32_t seed) {
           if (whole) {
             EXPECT_EQ((out_row + x0 * E) % 16, 0u) << "a whole chunk is one 16-byte store";
           }
+          // load b gathers element gather_element(b) (turned by the lane's group where the
+          // gather turns) into byte b E.. of the chunk as gathered
+          const int group = lane / 4;
+          const auto turn = static_cast<std::uint32_t>(rc::gather_turn<G>(k) * group);
+          std::uint8_t gathered[16];
           for (int b = 0; b < G::kChunkElems; ++b) {
-            const std::int32_t l = l_first + m * G::kChunkElems + b;
+            const std::int32_t l = l_first + m * G::kChunkElems + rc::gather_element<G>(b, group, k);
             ASSERT_GE(l, 0);
             ASSERT_LT(l, G::kLocalRows);
             const std::uint32_t at = rc::shared_offset<G>(l, col, k, skew[l % static_cast<int>(k)]);
+            for (int e = 0; e < E; ++e) gathered[b * E + e] = smem.at(at + e);
+          }
+          std::uint8_t chunk[16];  // what the store writes, element by element
+          if (whole) {
+            // the kernel's words, turned back (rc::turn_chunk_back) and stored whole
+            std::uint32_t w[4];
+            std::memcpy(w, gathered, 16);
+            rc::turn_chunk_back(w, turn * E);
+            std::memcpy(chunk, w, 16);
+          } else {
+            // the edge's element stores: gathered element b to its place (b + turn) mod elements
+            for (int b = 0; b < G::kChunkElems; ++b) {
+              const auto place = static_cast<int>((b + turn) % G::kChunkElems);
+              std::memcpy(chunk + place * E, gathered + b * E, E);
+            }
+          }
+          for (int b = 0; b < G::kChunkElems; ++b) {
             if (!whole && (x0 + b < 0 || x0 + b >= static_cast<std::int32_t>(c.rows))) continue;
             for (int e = 0; e < E; ++e) {
               const std::uint64_t addr = out_row + static_cast<std::uint64_t>(x0 + b) * E + e;
-              out.at(addr - out_base) = smem.at(at + e);
+              out.at(addr - out_base) = chunk[b * E + e];
               ++writes.at(addr - out_base);
             }
           }
@@ -224,7 +287,7 @@ TEST(RowClassMapping, U8EveryClassCountAndOffset) {
   std::uint32_t seed = 1;
   for (std::uint64_t rows : {16ull, 37ull, 700ull}) {
     for (std::uint64_t cols : {1ull, 5ull, 101ull, 200ull}) {
-      for (std::uint32_t k : {2u, 4u, 8u, 16u}) {
+      for (std::uint32_t k : {1u, 2u, 4u, 8u, 16u}) {
         for (std::uint64_t off : {0ull, 3ull}) {
           play_out<rc::U8Tile>({rows, cols, pitch_with(k, cols, 1), rows + 5, off, 7 + off},
                                seed++);
@@ -238,7 +301,7 @@ TEST(RowClassMapping, U16EveryClassCountAndOffset) {
   std::uint32_t seed = 100;
   for (std::uint64_t rows : {16ull, 300ull}) {
     for (std::uint64_t cols : {1ull, 7ull, 97ull, 200ull}) {
-      for (std::uint32_t k : {2u, 4u, 8u}) {
+      for (std::uint32_t k : {1u, 2u, 4u, 8u}) {
         for (std::uint64_t off : {0ull, 6ull}) {
           play_out<rc::U16Tile>({rows, cols, pitch_with(k, 2 * cols, 2), 2 * (rows + 3), off, 2 + off},
                                 seed++);
