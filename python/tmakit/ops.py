@@ -572,11 +572,11 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     x.shape[0]), same dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows whose starts and pitches are 16-byte aligned (x's and out's) run through the
-    TMA kernel; 1- and 2-byte elements whose x rows are a pitch off 16 bytes apart through TMA
-    loads of each residue class of rows (the row-class kernel; for 1-byte elements where the
-    pitch is not a multiple of 8 bytes, where it measured faster); other rows of consecutive
-    elements through the library's plain tiled kernel (kernels/transpose/README.md, "Paths"
-    and "Row classes"); when the elements of x's or out's rows are not consecutive
+    TMA kernel; 1- and 2-byte elements (at least 16 rows) otherwise through TMA loads of each
+    residue class of rows (the row-class kernel: where x's pitch is off 16 bytes, or its start
+    or out is; for 2-byte elements with a pitch of whole 16 bytes only on large tensors, where
+    it measured faster); other rows of consecutive elements through the library's plain
+    tiled kernel (kernels/transpose/README.md, "Paths" and "Row classes"); when the elements of x's or out's rows are not consecutive
     (x = y.t(), a column step), torch's strided copy ``out.copy_(x.t())`` does the one pass
     (a contiguous copy for x = y.t() of a contiguous y)."""
     x = _tensor(x, "x")

@@ -1,10 +1,10 @@
 // Matrix transpose: out (cols x rows) = in (rows x cols) transposed, for 1-, 2-, 4- and 8-byte
 // elements, any shape, row pitch and alignment. Rows TMA can describe run through the TMA
 // kernel; the rest through a plain tiled kernel (the rule table in
-// tmakit/kernels/detail/plain_path.hpp), except 1- and 2-byte elements whose in pitch is off
-// 16 bytes, which TMA loads one residue class of rows at a time (the row-class kernel), for
-// the pitches where that measured faster (1-byte elements: a pitch that is not a multiple of
-// 8 bytes; 2-byte elements: every pitch off 16 bytes).
+// tmakit/kernels/detail/plain_path.hpp), except 1- and 2-byte elements (one image of at least
+// 16 rows), which TMA loads one residue class of rows at a time (the row-class kernel) where in's pitch is off 16 bytes, and
+// as one class where only in's start or out is off 16 bytes (2-byte elements: on views of at
+// least 8 tiles an SM, where that measured faster than the plain kernel).
 // Design and measured figures: kernels/transpose/README.md.
 #pragma once
 
