@@ -576,9 +576,10 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     residue class of rows (the row-class kernel: where x's pitch is off 16 bytes, or its start
     or out is; for 2-byte elements with a pitch of whole 16 bytes only on large tensors, where
     it measured faster); other rows of consecutive elements through the library's plain
-    tiled kernel (kernels/transpose/README.md, "Paths" and "Row classes"); when the elements of x's or out's rows are not consecutive
-    (x = y.t(), a column step), torch's strided copy ``out.copy_(x.t())`` does the one pass
-    (a contiguous copy for x = y.t() of a contiguous y)."""
+    tiled kernel (kernels/transpose/README.md, "Paths" and "Row classes"); when the elements
+    of x's or out's rows are not consecutive (x = y.t(), a column step), torch's strided copy
+    ``out.copy_(x.t())`` does the one pass (a contiguous copy for x = y.t() of a contiguous
+    y)."""
     x = _tensor(x, "x")
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
