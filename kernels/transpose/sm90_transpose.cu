@@ -1,6 +1,6 @@
 // The transpose's launcher: validate -> path (tmakit/kernels/detail/plain_path.hpp) -> on the
-// plain path the row-class kernel (sm90_transpose_row_classes.cu: 1- and 2-byte elements whose
-// pitch is off 16 bytes) or the plain kernel (plain_transpose.cu), else plan -> maps -> launch
+// plain path the row-class kernel (sm90_transpose_row_classes.cu: 1- and 2-byte elements, where
+// it measured faster) or the plain kernel (plain_transpose.cu), else plan -> maps -> launch
 // of the TMA kernel (the maps and the launch are launch_with in sm90_transpose.cuh).
 #include "tmakit/kernels/detail/plain_path.hpp"
 #include "tmakit/kernels/detail/plain_view_check.hpp"
@@ -60,9 +60,9 @@ void transpose(ConstTensorRef in, TensorRef out, cudaStream_t stream) {
   detail::require_device_pointer(out.data, "out.data");
   if (path.path == detail::Path::plain_loads) {
     // NOTE: rows TMA cannot step one at a time it can still step K at a time (K = 16 /
-    // gcd(pitch, 16)): for 1- and 2-byte elements that beat the plain kernel at 8191 x 8193
-    // (README.md, "Row classes"); 4- and 8-byte ones stay on the plain kernel, near memcpy
-    // there already
+    // gcd(pitch, 16)), and rows from a start off 16 bytes from 16 bytes before it: for 1- and
+    // 2-byte elements that beat the plain kernel (README.md, "Row classes", "Which class
+    // counts"); 4- and 8-byte ones stay on the plain kernel, near memcpy there already
     if (takes_row_classes(in, out)) return launch_row_classes(in, out, stream);
     return launch_plain(in, out, stream);
   }

@@ -1,6 +1,6 @@
-// Transpose of 1- and 2-byte elements whose row pitch is not a multiple of 16 bytes, loaded
-// with TMA all the same: one tensor map per residue class of in's rows (row_class_plan.hpp
-// says why that is legal). Per tile:
+// Transpose of 1- and 2-byte elements whose rows TMA cannot load (a pitch or a start off 16
+// bytes) or whose out it cannot store, loaded with TMA all the same: one tensor map per residue
+// class of in's rows (row_class_plan.hpp says why that is legal). Per tile:
 // - one thread loads the tile's in rows into a stage of shared memory, class by class (each
 //   class's rows contiguous; each row the tile's RowBytes after the class's skew);
 // - every thread then writes 16-byte chunks of out's rows, each gathered element by element

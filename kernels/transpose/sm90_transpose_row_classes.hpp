@@ -1,6 +1,6 @@
-// The row-class transpose (sm90_transpose_row_classes.cu): 1- and 2-byte elements whose row
-// pitch is not a multiple of 16 bytes, loaded with one tensor map per residue class of rows
-// (row_class_plan.hpp).
+// The row-class transpose (sm90_transpose_row_classes.cu): 1- and 2-byte elements whose rows
+// TMA cannot load or whose out it cannot store, loaded with one tensor map per residue class
+// of rows (row_class_plan.hpp; one class where in's pitch is a multiple of 16 bytes).
 #pragma once
 
 #include <cuda_runtime.h>
