@@ -102,9 +102,10 @@ TMAKIT_HOST_DEVICE constexpr std::int32_t box_rows_of(std::uint32_t classes) {
 // classes (u8: 1 or 2, u16: 1) that step is a whole multiple of 128 bytes and all 8 meet. So
 // there the chunk lanes turn: lane group c gathers its elements from element K c on (mod
 // kChunkElems), one class row further per group, and turns the gathered chunk back before
-// the store (turn_chunk).
+// the store (turn_chunk_back).
+// conflict_ways: how many of 8 lanes step_rows box rows apart meet on one bank.
 template <class G>
-TMAKIT_HOST_DEVICE constexpr int conflict_ways(std::uint32_t classes, std::uint32_t step_rows) {
+TMAKIT_HOST_DEVICE constexpr int conflict_ways(std::uint32_t step_rows) {
   const std::uint32_t step_words = step_rows * G::kBoxRowBytes / 4;
   std::uint32_t seen = 0;  // bit b: some lane's offset is b banks
   int distinct = 0;
@@ -120,7 +121,7 @@ TMAKIT_HOST_DEVICE constexpr int conflict_ways(std::uint32_t classes, std::uint3
 template <class G>
 TMAKIT_HOST_DEVICE constexpr int gather_turn(std::uint32_t classes) {
   const auto rows = static_cast<std::uint32_t>(G::kChunkElems) / classes;
-  return conflict_ways<G>(classes, rows) == 8 ? static_cast<int>(classes) : 0;
+  return conflict_ways<G>(rows) == 8 ? static_cast<int>(classes) : 0;
 }
 
 // The element a lane of lane group `group` gathers at its load b (0 <= b < kChunkElems).
@@ -134,7 +135,7 @@ TMAKIT_HOST_DEVICE constexpr int gather_element(int b, int group, std::uint32_t 
 template <class G>
 TMAKIT_HOST_DEVICE constexpr int gather_conflict_ways(std::uint32_t classes) {
   const auto rows = static_cast<std::uint32_t>(G::kChunkElems) / classes;
-  return conflict_ways<G>(classes, gather_turn<G>(classes) != 0 ? rows + 1 : rows);
+  return conflict_ways<G>(gather_turn<G>(classes) != 0 ? rows + 1 : rows);
 }
 
 // A chunk gathered from element `turn` on (bytes t[0..15]: t[k] = element byte k + turn mod

@@ -23,8 +23,8 @@
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/tile.hpp"
-#include "common/grid_cap.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
+#include "common/grid_cap.hpp"
 #include "transpose/row_class_plan.hpp"
 #include "transpose/sm90_transpose_row_classes.hpp"
 

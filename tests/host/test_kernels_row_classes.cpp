@@ -76,15 +76,15 @@ TEST(RowClassPlan, EveryClassCountFitsTheTile) {
 // kMaxGatherConflictWays).
 TEST(RowClassPlan, GatherConflictWaysDecideTheClassCounts) {
   // unturned: 8 lanes kChunkElems / K class rows apart
-  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(16, 1), 1);
-  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(8, 2), 2);
-  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(4, 4), 4);
-  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(2, 8), 8);
-  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(1, 16), 8);
-  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(8, 1), 1);
-  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(4, 2), 2);
-  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(2, 4), 4);
-  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(1, 8), 8);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(1), 1);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(2), 2);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(4), 4);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(8), 8);
+  EXPECT_EQ(rc::conflict_ways<rc::U8Tile>(16), 8);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(1), 1);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(2), 2);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(4), 4);
+  EXPECT_EQ(rc::conflict_ways<rc::U16Tile>(8), 8);
   // the gather turns exactly where they meet 8 ways, by K elements a lane group
   for (std::uint32_t k : {4u, 8u, 16u}) EXPECT_EQ(rc::gather_turn<rc::U8Tile>(k), 0) << k;
   EXPECT_EQ(rc::gather_turn<rc::U8Tile>(2), 2);
