@@ -411,9 +411,11 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
         const detail::PathPlan path = detail::plan_path(vin, vout, true);
         if (path.path == detail::Path::plain_loads && detail::transpose::takes_row_classes(vin, vout)) {
           // (the transpose's own pick on that path: kernels/transpose/README.md, "Row classes")
-          b.note = "TMA over " +
-                   std::to_string(detail::transpose::row_classes::classes_of(vin.row_pitch())) +
-                   " row classes (" + path.id() + ": " + detail::kPathRules[path.rule].when + ")";
+          const std::uint32_t classes =
+              detail::transpose::row_classes::classes_of(vin.row_pitch());
+          b.note = "TMA over " + std::to_string(classes) +
+                   (classes == 1 ? " row class (" : " row classes (") + path.id() + ": " +
+                   detail::kPathRules[path.rule].when + ")";
         }
         b.run = [vin, vout](cudaStream_t stream, int) { tmakit::transpose(vin, vout, stream); };
       } else if (im.kind == "tmakit") {
