@@ -18,6 +18,7 @@ enum class Family {
   tiled,    // sm90_gemm_fp8_tiled.cuh: ConsumerWGs x 64 rows of A per tile, split K
   waves_m,  // sm90_gemm_fp8_waves.cuh: each math warpgroup's rows as two 64-row waves
   waves_n,  // the same kernel, the waves along N (two 128-column halves of a 256 tile)
+  waves_1x3,  // the same kernel, three math warpgroups of one 64-row wave each
   small_m,  // sm90_gemm_fp8_small_m.cu: M <= 128, operands swapped, K split over a cluster
   retired,  // no longer built (its name stays, so that forcing it is answered)
 };
@@ -56,6 +57,7 @@ enum : int {
   smallm128,
   m128n80,
   m128n256w,
+  m192n128,
   count
 };
 }  // namespace config
@@ -88,6 +90,9 @@ inline constexpr ConfigRow kConfigs[] = {
      "128 x 80 tiles: where 128 x 128 tiles would leave SMs idle", nullptr},
     {"m128n256w", Family::waves_n, 128, 256, 4, 64, 2, 0, 0, true, false, false, 0,
      "128 x 256 tiles, two 128-column waves per warpgroup; D's rows whole 16-byte chunks", nullptr},
+    {"m192n128", Family::waves_1x3, 192, 128, 4, 64, 2, 0, 0, true, false, false, 0,
+     "192 x 128 tiles, three math warpgroups of one 64-row wave; D's rows whole 16-byte chunks",
+     nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
               "a row for every configuration id");
@@ -104,6 +109,11 @@ constexpr bool small_m(int id) {
 constexpr bool two_waves(int id) {
   return kConfigs[id].family == Family::waves_m || kConfigs[id].family == Family::waves_n;
 }
+// Whether the two-wave kernel (sm90_gemm_fp8_waves.cuh) runs it: its two-wave rows and its
+// three-warpgroup one.
+constexpr bool waves_kernel(int id) {
+  return two_waves(id) || kConfigs[id].family == Family::waves_1x3;
+}
 
 // NOTE: 128-block scales (GemmScaleRecipe::block) multiply each 128-deep partial sum by one
 // scale of B per 128 rows: a configuration takes them where it promotes every 128 of K and
@@ -115,7 +125,7 @@ constexpr bool two_waves(int id) {
 constexpr bool takes_block_scales(int id, bool scale_a_tma = false) {
   const ConfigRow& c = kConfigs[id];
   if (c.family == Family::tiled) return c.promotes && 128 % c.block_n == 0;
-  return scale_a_tma && c.promotes && (c.family == Family::waves_m || c.family == Family::waves_n);
+  return scale_a_tma && c.promotes && waves_kernel(id);
 }
 
 // The id of a configuration name, -1 for none.
@@ -126,7 +136,8 @@ constexpr int config_id(std::string_view name) {
   return -1;
 }
 static_assert(config_id("m128n80") == config::m128n80 &&
-                  config_id("m128n256w") == config::m128n256w,
+                  config_id("m128n256w") == config::m128n256w &&
+                  config_id("m192n128") == config::m192n128,
               "the enumerators and the rows' names agree");
 
 }  // namespace tmakit::detail::gemm

@@ -357,6 +357,16 @@ const ConfigRule kConfigRules[] = {
      [](const Facts& f, int chosen) {
        return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m > 64 && small_m(chosen);
      }},
+    {{"C21",
+      "128-block scales where 256 x 128 tiles were chosen and 192 x 128 ones take under 25/18 "
+      "of their rounds: 192 x 128 tiles, three math warpgroups of one 64-row wave (their "
+      "rows of tiles about 4% faster: no wave waits for another's promotion)",
+      "Three math warpgroups: 192 x 128 tiles"},
+     config::m192n128,
+     [](const Facts& f, int chosen) {
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && chosen == config::m256n128 &&
+              18 * f.rounds(config::m192n128) < 25 * f.rounds(config::m256n128);
+     }},
 };
 
 // ---- the splits rules ----------------------------------------------------------------------

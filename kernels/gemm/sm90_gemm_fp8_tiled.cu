@@ -65,7 +65,7 @@ void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool ove
     }
     launch<TiledConfig<Id>, T>(p, grid, stream, overlap, promote, block_scales);
     launched_config() = Id;
-  } else if constexpr (c.family == Family::waves_m || c.family == Family::waves_n) {
+  } else if constexpr (waves_kernel(Id)) {
     static_assert(!c.splits_k && !c.plain_stores, "the two-wave kernel: K unsplit, TMA stores");
     launch_two_waves<Id, T>(p, grid, stream, overlap, promote, block_scales);
   }
@@ -76,7 +76,7 @@ using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool, boo
 // (the small-M kernel's, the retired one).
 template <class T, std::size_t... Id>
 constexpr std::array<LaunchFn, sizeof...(Id)> launch_table(std::index_sequence<Id...>) {
-  return {(row(Id).family == Family::tiled || two_waves(Id) ? &launch_config<Id, T> : nullptr)...};
+  return {(row(Id).family == Family::tiled || waves_kernel(Id) ? &launch_config<Id, T> : nullptr)...};
 }
 constexpr auto kLaunchBf16 = launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
 constexpr auto kLaunchFp16 = launch_table<__half>(std::make_index_sequence<config::count>{});

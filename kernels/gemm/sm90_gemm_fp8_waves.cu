@@ -43,5 +43,9 @@ template void launch_two_waves<config::m128n256w, __nv_bfloat16>(const Params&, 
                                                                  cudaStream_t, bool, bool, bool);
 template void launch_two_waves<config::m128n256w, __half>(const Params&, unsigned, cudaStream_t,
                                                           bool, bool, bool);
+template void launch_two_waves<config::m192n128, __nv_bfloat16>(const Params&, unsigned,
+                                                                cudaStream_t, bool, bool, bool);
+template void launch_two_waves<config::m192n128, __half>(const Params&, unsigned, cudaStream_t,
+                                                         bool, bool, bool);
 
 }  // namespace tmakit::detail::gemm

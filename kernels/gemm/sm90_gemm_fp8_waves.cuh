@@ -14,10 +14,12 @@
 // wgmmas run.
 //
 // Roles: warpgroup 0 is the producer (one thread streams A and B boxes into a ring of stages
-// through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. Persistent: each CTA
-// walks output tiles in the tiled kernels' rasterised order (sm90_gemm_common.cuh). The
-// epilogue stages D in shared memory (128B swizzle, stmatrix) and stores it with TMA, one
-// wave at a time per warpgroup. See README.md beside this file.
+// through tmakit::Pipeline); warpgroups 1 and 2 are the math warpgroups. m192n128 runs three
+// math warpgroups of one wave each (192 x 128 tiles): no warpgroup's wgmmas then wait for its
+// own other wave's promotion. Persistent: each CTA walks output tiles in the tiled kernels'
+// rasterised order (sm90_gemm_common.cuh). The epilogue stages D in shared memory (128B
+// swizzle, stmatrix) and stores it with TMA, one wave at a time per warpgroup. See README.md
+// beside this file.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -42,13 +44,14 @@ namespace tmakit::detail::gemm {
 // along N (wave v is columns WaveN v further, the same 64 rows).
 enum class WaveAxis { m, n };
 
-// Two math warpgroups, each running Waves waves of 64 rows x WaveN columns; Stages deep. Waves
-// down M make a (128 Waves) x WaveN tile, waves along N a 128 x (WaveN Waves) one.
-template <int Waves, int WaveN, int Stages, WaveAxis Axis = WaveAxis::m>
+// MathWGs (2 or 3) math warpgroups, each running Waves waves of 64 rows x WaveN columns;
+// Stages deep. Waves down M make a (64 MathWGs Waves) x WaveN tile, waves along N a
+// (64 MathWGs) x (WaveN Waves) one.
+template <int Waves, int WaveN, int Stages, WaveAxis Axis = WaveAxis::m, int MathWGs = 2>
 struct WaveConfig {
   static constexpr int kWaves = Waves;
   static constexpr WaveAxis kAxis = Axis;
-  static constexpr int kMathWGs = 2;
+  static constexpr int kMathWGs = MathWGs;
   static constexpr int kWaveN = WaveN;
   static constexpr int kWgRows = Axis == WaveAxis::m ? 64 * Waves : 64;  // per math warpgroup
   static constexpr int kBlockM = kMathWGs * kWgRows;
@@ -63,19 +66,23 @@ struct WaveConfig {
   static constexpr int kDBoxCols = 64;
   static constexpr int kDBoxes = WaveN / kDBoxCols;
   // NOTE: setmaxnreg moves registers from the producer (which needs few) to the math
-  // warpgroups: 128 * 40 + 256 * 232 = 64512 of the SM's 65536.
+  // warpgroups: 128 * 40 + 256 * 232 = 64512 of the SM's 65536; with three math warpgroups
+  // 128 * 40 + 384 * 152 = 63488 (the producer thread needs more than 32: it spilled there).
   static constexpr int kProducerRegs = 40;
-  static constexpr int kMathRegs = 232;
+  static constexpr int kMathRegs = MathWGs == 2 ? 232 : 152;
   // sums of every wave + one partial + about 24 for addresses, indices and the ring's state
   static constexpr int kRegsNeeded = (Waves + 1) * kPartial + 24;
 };
-// A two-wave configuration of the table (gemm_configs.hpp): two waves per math warpgroup,
-// down M (waves_m: m256n128, 48 KB per stage) or along N (waves_n: m128n256w, the same stage
-// bytes and registers).
+// A configuration of the table (gemm_configs.hpp) this kernel runs: two waves per math
+// warpgroup, down M (waves_m: m256n128, 48 KB per stage) or along N (waves_n: m128n256w, the
+// same stage bytes and registers), or three math warpgroups of one 64-row wave each
+// (waves_1x3: m192n128, 40 KB per stage).
 template <int Id>
 using TwoWaveConfig =
-    WaveConfig<2, row(Id).family == Family::waves_m ? row(Id).block_n : row(Id).block_n / 2,
-               row(Id).stages, row(Id).family == Family::waves_m ? WaveAxis::m : WaveAxis::n>;
+    WaveConfig<row(Id).family == Family::waves_1x3 ? 1 : 2,
+               row(Id).family == Family::waves_n ? row(Id).block_n / 2 : row(Id).block_n,
+               row(Id).stages, row(Id).family == Family::waves_n ? WaveAxis::n : WaveAxis::m,
+               row(Id).family == Family::waves_1x3 ? 3 : 2>;
 
 template <class Cfg, class T, bool BlockScales = false>
 struct alignas(1024) WaveStorage {
@@ -97,7 +104,8 @@ constexpr std::size_t kWaveSmemBytes =
     sizeof(WaveStorage<Cfg, T, BlockScales>) + 1024;  // + alignment slack
 
 // The configuration a two-wave row runs 128-block scales with: its own where the scales'
-// slots fit beside its ring, else one stage shallower (m256n128 and m128n256w: 3 stages).
+// slots fit beside its ring, else one stage shallower (m256n128 and m128n256w: 3 stages;
+// m192n128 keeps 4).
 // NOTE: four stages with D staged one box at a time (the room the slots need) measured 1-4%
 // slower at M = 4096 than three with the wave's boxes staged at once (H200; README.md,
 // "128-block scales").
@@ -105,7 +113,7 @@ template <class Cfg, class T>
 using BlockScalesWaveConfig =
     WaveConfig<Cfg::kWaves, Cfg::kWaveN,
                kWaveSmemBytes<Cfg, T, true> <= 227 * 1024 ? Cfg::kStages : Cfg::kStages - 1,
-               Cfg::kAxis>;
+               Cfg::kAxis, Cfg::kMathWGs>;
 
 // One wave's 64 x WaveN sums (wgmma's fragment layout: register 4j + 2h + e of lane l in warp
 // w holds row 16w + l/4 + 8h, column 8j + 2(l%4) + e), scaled and rounded once, into the
@@ -151,15 +159,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(Cfg::kBlockM <= 256 && Cfg::kBlockN <= 256, "TMA boxDim <= 256 (rule T7)");
   static_assert(Cfg::kRegsNeeded <= Cfg::kMathRegs,
                 "the sums of every wave and one partial must fit the math warpgroups' registers");
-  static_assert(128 * Cfg::kProducerRegs + 256 * Cfg::kMathRegs <= 65536,
+  static_assert(Cfg::kMathWGs == 2 || Cfg::kMathWGs == 3, "two or three math warpgroups");
+  static_assert(128 * Cfg::kProducerRegs + 128 * Cfg::kMathWGs * Cfg::kMathRegs <= 65536,
                 "register budget after setmaxnreg exceeds the SM's 64 K registers");
   static_assert(kWaveSmemBytes<Cfg, T, BlockScales> <= 227 * 1024,
                 "shared memory: 227 KB per CTA at most");
   static_assert(!BlockScales || (Promote && 128 % Cfg::kWaveN == 0 && Cfg::kBlockN % 128 == 0),
                 "128-block scales: promotion every 128 of K, each wave's columns within one "
                 "128-row block of B");
-  // named barriers: 1.. each math warpgroup's epilogue, 3 and 4 their turns, then two per
-  // math warpgroup for the row-wise scales' hand-over
+  // named barriers: 1.. each math warpgroup's epilogue, 3 and 4 their turns (two math
+  // warpgroups only), then two per math warpgroup for the row-wise scales' hand-over
   constexpr RowScaleBarriers<Cfg::kMathWGs> kRowScaleBarriers{5};
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // (the 128-block kernels at the aligned base, as in the tiled kernel)
@@ -248,7 +257,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // it, so the arrivals on each barrier match its waits.
     // NOTE: not with 128-block scales, whose promotions (128-deep, twice as many) measured
     // 3-5% faster at M = 4096 without turns (kernels/gemm/README.md, "128-block scales")
-    constexpr bool kTurns = !BlockScales;
+    constexpr bool kTurns = !BlockScales && Cfg::kMathWGs == 2;
     const auto take_turn = [&](bool first_step) {
       if constexpr (!kTurns) return;
       if (mw == 1) {

@@ -426,7 +426,7 @@ void block_scale_a_tma_cases(bool two_waves) {
   int ran = 0;
   for (int id = -1; id < kGemmConfigs; ++id) {
     if (id >= 0 && (!gemm_config_built(id) || !gemm_config_info(id).block_scales_tma ||
-                    detail::gemm::two_waves(id) != two_waves)) {
+                    detail::gemm::waves_kernel(id) != two_waves)) {
       continue;
     }
     if (id < 0 && two_waves) continue;
@@ -437,7 +437,8 @@ void block_scale_a_tma_cases(bool two_waves) {
     }
     ++ran;
   }
-  EXPECT_EQ(ran, two_waves ? 2 : 4) << "m256n128 and m128n256w; or the plan's choice and three";
+  EXPECT_EQ(ran, two_waves ? 3 : 4)
+      << "m256n128, m128n256w and m192n128; or the plan's choice and three";
 }
 
 TEST(GemmRecipes, BlockScaleATmaSmall) {
@@ -482,7 +483,7 @@ TEST(GemmRecipes, TwoWaveBlockScalesNeedScaleATma) {
     EXPECT_NE(what.find("takes 128-block scales only where TMA loads scale_a"), std::string::npos)
         << info.name << ": " << what;
   }
-  EXPECT_EQ(forced, 2) << "m256n128 and m128n256w";
+  EXPECT_EQ(forced, 3) << "m256n128, m128n256w and m192n128";
   std::vector<std::uint8_t> got(m * n * 2);
   ASSERT_EQ(cudaMemcpy(got.data(), d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(std::count(got.begin(), got.end(), kPoison), static_cast<std::ptrdiff_t>(got.size()));
@@ -570,6 +571,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (name == "smallm128") continue;  // M <= 64 only: GemmSmallM.TwoWavesOfB
     if (name == "m128n256") continue;  // fast accumulation only: GemmFastAccumulation below
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
+    if (name == "m192n128") continue;  // N a multiple of 8 only: Gemm.ThreeWarpgroupTiles
     if (name == "m128n256w") continue;  // N a multiple of 8 only: Gemm.TwoWavesAlongN
     for (int splits : {1, 3, 0, 32}) {
       run_case({129, 300, 4096, config, splits}, 7u + config * 10 + splits);
@@ -598,7 +600,8 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
       run_case({40, 333, 1040, config, 1, DataType::bfloat16, 0, true, kFast}, 302u);
       continue;
     }
-    if (name == "m256n128" || name == "m128n256w") continue;  // Gemm.TwoWaveTiles, ...AlongN
+    // Gemm.TwoWaveTiles, ...AlongN, Gemm.ThreeWarpgroupTiles
+    if (name == "m256n128" || name == "m128n256w" || name == "m192n128") continue;
     for (int splits : {1, 3, 0}) {
       if (unsplit && splits > 1) continue;
       run_case({129, 300, 4096, config, splits, DataType::bfloat16, 0, true, kFast},
@@ -1081,6 +1084,50 @@ TEST(Gemm, TwoWaveTiles) {
                         Case{513, 264, 1040, 7, 0, DataType::float16, 32, true, kFast}}) {
     run_case(c, seed++);
   }
+}
+
+// Configuration 11 (m192n128): three math warpgroups of one 64-row wave each. Rows past M
+// (M = 100: the third warpgroup wholly past it), columns past N, K not a multiple of 128 and
+// one k-block, fp16 and padded D, more tiles than SMs; both modes and both scale recipes.
+TEST(Gemm, ThreeWarpgroupTiles) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr int kThree = detail::gemm::config::m192n128;
+  ASSERT_STREQ(gemm_config_name(kThree), "m192n128");
+  std::uint32_t seed = 900;
+  for (const Case& c :
+       {Case{100, 264, 512, kThree, 0}, Case{300, 136, 1040, kThree, 0, DataType::float16},
+        Case{513, 264, 384, kThree, 0, DataType::bfloat16, 32}, Case{192, 128, 128, kThree, 0},
+        Case{4096, 2048, 256, kThree, 0}, Case{4000, 2000, 384, kThree, 0, DataType::bfloat16, 16},
+        Case{1000, 1000, 4096, kThree, 0, DataType::float16}}) {
+    run_case(c, seed++);
+  }
+  constexpr auto kFast = GemmAccumulation::fast;
+  for (const Case& c : {Case{300, 264, 1040, kThree, 0, DataType::float16, 0, true, kFast},
+                        Case{4096, 2048, 768, kThree, 0, DataType::bfloat16, 0, true, kFast}}) {
+    run_case(c, seed++);
+  }
+  for (const GemmScaleRecipe recipe : {GemmScaleRecipe::row, GemmScaleRecipe::block}) {
+    // (block: scale_a by TMA, M a multiple of 4; K = 1008: scale_b by TMA too, 1040: not)
+    for (const Case& shape : {Case{1100, 4000, 1008, kThree}, Case{300, 264, 1040, kThree},
+                              Case{4096, 1536, 2048, kThree}}) {
+      Case c = shape;
+      c.recipe = recipe;
+      run_case(c, seed++);
+    }
+  }
+}
+
+// Configuration 11 at a size the sanitizers finish (scripts/gpu_check): one tile, and CTAs of
+// two tiles (2304 x 2000: 12 x 16 tiles); row-wise scales.
+TEST(Gemm, ThreeWarpgroupTilesSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr int kThree = detail::gemm::config::m192n128;
+  run_case({300, 136, 1040, kThree, 0, DataType::float16}, 930u);
+  run_case({300, 264, 1040, kThree, 0, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 931u);
+  run_case({2304, 2000, 384, kThree, 0, DataType::bfloat16}, 932u);
+  Case row{300, 264, 1040, kThree};
+  row.recipe = GemmScaleRecipe::row;
+  run_case(row, 933u);
 }
 
 // Configuration 7 at a size the sanitizers finish (scripts/gpu_check): one tile per CTA in

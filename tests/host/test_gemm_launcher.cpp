@@ -967,20 +967,58 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
           EXPECT_EQ(p.config, t.config);
         }
         // scale_a that TMA loads: the two-wave configurations apply them too
+        // (C21 may take 192 x 128 tiles where the per-tensor plan took 256 x 128 ones)
         GemmProblem q{m, n, k, 0, 132, 0, {}, GemmScaleRecipe::block, true};
         const GemmPlan tma = gemm_fp8_plan(q);
         EXPECT_TRUE(detail::gemm::takes_block_scales(tma.config, true));
         if (m > 64 && detail::gemm::takes_block_scales(t.config, true)) {
-          EXPECT_EQ(tma.config, t.config);
+          if (std::string(tma.config_rule) == "C21") {
+            EXPECT_EQ(t.config, gemm_config_id("m256n128"));
+          } else {
+            EXPECT_EQ(tma.config, t.config);
+          }
         }
       }
     }
   }
-  // at DeepSeek-V3's M = 4096 shapes the per-tensor plan's 256-row tiles are kept
+  // at DeepSeek-V3's M = 4096 shapes the per-tensor plan's 256-row tiles are kept where
+  // 192-row ones take 25/18 of their rounds or more (10 against 7 here)
   GemmProblem q{4096, 7168, 16384, 0, 132, 0, {}, GemmScaleRecipe::block, true};
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config),
                gemm_config_name(gemm_fp8_plan(4096, 7168, 16384, 132).config));
   EXPECT_TRUE(detail::gemm::two_waves(gemm_fp8_plan(q).config));
+}
+
+// C21: 128-block scales (scale_a by TMA) where the plan took 256 x 128 tiles and 192 x 128
+// ones take under 25/18 of their rounds: 192 x 128 tiles; the other recipes keep theirs.
+TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
+  struct Shape {
+    std::uint64_t m, n, k;
+    const char* block;  // the 128-block plan's configuration
+  };
+  // rounds on 132 SMs, 192-row tiles against 256-row ones: 21 / 16, 32 / 24, 43 / 32, 27 /
+  // 20 (under 25/18: C21); 10 / 7, 6 / 4 (kept)
+  for (const Shape& s : {Shape{8192, 8192, 8192, "m192n128"}, Shape{4096, 24576, 1536, "m192n128"},
+                         Shape{4096, 32768, 512, "m192n128"}, Shape{8192, 10240, 8192, "m192n128"},
+                         Shape{4096, 7168, 16384, "m256n128"},
+                         Shape{4096, 4096, 7168, "m256n128"}}) {
+    SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+    GemmProblem q{s.m, s.n, s.k, 0, 132, 0, {}, GemmScaleRecipe::block, true};
+    const GemmPlan block = gemm_fp8_plan(q);
+    EXPECT_STREQ(gemm_config_name(block.config), s.block);
+    EXPECT_STREQ(block.config_rule, std::string(s.block) == "m192n128" ? "C21" : "C11");
+    for (GemmScaleRecipe r : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
+      q.recipe = r;
+      EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m256n128");
+    }
+    // scale_a that TMA cannot load: 128 x 128 tiles (C17), as before
+    q.recipe = GemmScaleRecipe::block;
+    q.block_scale_a_tma = false;
+    EXPECT_STREQ(gemm_fp8_plan(q).config_rule, "C17");
+  }
+  // forced, it runs whatever the recipe
+  GemmProblem forced{4096, 4096, 4096, 0, 132, 0, {gemm_config_id("m192n128")}};
+  EXPECT_STREQ(gemm_fp8_plan(forced).config_rule, "C1");
 }
 
 // A forced two-wave configuration takes 128-block scales only where TMA loads scale_a; the
@@ -1279,10 +1317,10 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 20u + 6u);
+  ASSERT_EQ(count, 21u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 20 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 19));
+    const std::string want = (i < 21 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 20));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
@@ -1301,7 +1339,7 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
       block_scales_tma += std::string(block_scales_tma.empty() ? "" : " ") + info.name;
     }
   }
-  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w");
+  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128");
   EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
   EXPECT_EQ(gemm_config_id("m128x128"), -1);
   EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");

@@ -75,8 +75,9 @@ struct GemmScales {
 //   promoted: each 128- or 256-deep partial sum of the tensor cores is added into fp32
 //     registers (cuBLASLt's default): element errors within 2^-10 of sum |a b| at any K
 //     (2^-13 per 32 of K in a partial: 2^-11 where the partials are 128 deep, every
-//     configuration but the two-wave ones, m256n128 and m128n256w, which promote every 256
-//     of K).
+//     configuration but those of the two-wave kernel, m256n128, m128n256w and m192n128,
+//     which promote every 256 of K; with 128-block scales every configuration promotes
+//     every 128).
 //   fast: the tensor cores accumulate across all of K in their own accumulator, as cuBLASLt
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
 //     instructions, and the registers promotion needs go to 128 x 256 tiles ("m128n256",
@@ -114,7 +115,7 @@ struct GemmTuning {
 
 // The number of configuration ids (GemmTuning::config), 0..kGemmConfigs - 1; one of them
 // ("m128n128c2") is retired.
-inline constexpr int kGemmConfigs = 11;
+inline constexpr int kGemmConfigs = 12;
 // A configuration's name ("m64n128", "m128n128", "smallm", ...: kernels/gemm/README.md,
 // "Configurations"), "?" outside 0..kGemmConfigs - 1.
 const char* gemm_config_name(int config);
@@ -153,11 +154,11 @@ struct GemmProblem {
   GemmTuning tuning{};
   // how the scales apply: 128-block scales take the configurations that promote every 128
   // of K and whose tiles of B lie within one 128-row block (m64n64, m64n128, m128n128; and
-  // m256n128, m128n256w where block_scale_a_tma)
+  // m256n128, m128n256w, m192n128 where block_scale_a_tma)
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
   // 128-block scale_a that TMA can load (M-major columns 16-byte aligned and a whole number
   // of 16-byte chunks apart: torch's layout where M is a multiple of 4, DeepGEMM's): the
-  // two-wave configurations (m256n128, m128n256w) take 128-block scales too
+  // two-wave kernel's configurations (m256n128, m128n256w, m192n128) take 128-block scales too
   bool block_scale_a_tma = false;
 };
 
