@@ -358,20 +358,24 @@ const ConfigRule kConfigRules[] = {
        return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m > 64 && small_m(chosen);
      }},
     {{"C21",
-      "128-block scales where 256 x 128 tiles were chosen and 192 x 128 ones take under 25/18 "
-      "of their rounds, or 128 x 128 tiles above M = 256 and they take at most 18/25 of "
-      "theirs (a split tail's last round counting a quarter), D's rows whole 16-byte chunks: "
-      "192 x 128 tiles, three math warpgroups of one 64-row wave (no wave waits for another's "
-      "promotion)",
+      "128-block scales, or per-tensor scales promoted with K <= 2048, where 256 x 128 tiles "
+      "were chosen and 192 x 128 ones take under 25/18 of their rounds, or (128-block) 128 x "
+      "128 tiles above M = 256 and they take at most 18/25 of theirs (a split tail's last "
+      "round counting a quarter), D's rows whole 16-byte chunks: 192 x 128 tiles, three math "
+      "warpgroups of one 64-row wave (no wave waits for another's promotion)",
       "Three math warpgroups: 192 x 128 tiles"},
      config::m192n128,
      [](const Facts& f, int chosen) {
-       if (f.forced || f.q.recipe != GemmScaleRecipe::block || !d_whole_chunks(f.q) ||
-           !takes_block_scales(config::m192n128, f.q.block_scale_a_tma)) {
+       const bool block = f.q.recipe == GemmScaleRecipe::block;
+       const bool tensor_short_k =
+           f.q.recipe == GemmScaleRecipe::tensor && f.promoted() && f.k_blocks <= 16;
+       if (f.forced || !(block || tensor_short_k) || !d_whole_chunks(f.q) ||
+           (block && !takes_block_scales(config::m192n128, f.q.block_scale_a_tma))) {
          return false;
        }
        const std::int64_t rounds = f.rounds(config::m192n128);
        if (chosen == config::m256n128) return 18 * rounds < 25 * f.rounds(config::m256n128);
+       if (!block) return false;
        // (128 x 128 tiles in quarter rounds, as twice_tiles_pay counts them)
        const std::int64_t quarters = 4 * f.rounds(config::m128n128) - (f.split_tail() ? 3 : 0);
        return chosen == config::m128n128 && f.m > 256 && 100 * rounds <= 18 * quarters;

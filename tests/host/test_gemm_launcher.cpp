@@ -963,7 +963,8 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
         // above M = 64 the per-tensor plan is unchanged where it already applies them (at
         // M <= 64 C19 may take 64 x 64 tiles where C18 took 64 x 128 ones)
         const GemmPlan t = gemm_fp8_plan(m, n, k, 132);
-        if (m > 64 && detail::gemm::takes_block_scales(t.config)) {
+        if (m > 64 && detail::gemm::takes_block_scales(t.config) &&
+            std::string(t.config_rule) != "C21") {
           EXPECT_EQ(p.config, t.config);
         }
         // scale_a that TMA loads: the two-wave configurations apply them too
@@ -973,9 +974,9 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
         const GemmPlan tma = gemm_fp8_plan(q);
         EXPECT_TRUE(detail::gemm::takes_block_scales(tma.config, true));
         if (m > 64 && detail::gemm::takes_block_scales(t.config, true)) {
-          if (std::string(tma.config_rule) == "C21") {
+          if (std::string(tma.config_rule) == "C21" || std::string(t.config_rule) == "C21") {
             EXPECT_TRUE(t.config == gemm_config_id("m256n128") ||
-                        t.config == gemm_config_id("m128n128"))
+                        t.config == gemm_config_id("m128n128") || t.config == tma.config)
                 << m << "x" << n << "x" << k << ": " << gemm_config_name(t.config);
           } else {
             EXPECT_EQ(tma.config, t.config);
@@ -992,8 +993,9 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
   EXPECT_TRUE(detail::gemm::two_waves(gemm_fp8_plan(q).config));
 }
 
-// C21: 128-block scales (scale_a by TMA) where the plan took 256 x 128 tiles and 192 x 128
-// ones take under 25/18 of their rounds: 192 x 128 tiles; the other recipes keep theirs.
+// C21: 128-block scales (scale_a by TMA), and per-tensor scales promoted at K <= 2048, where
+// the plan took 256 x 128 tiles and 192 x 128 ones take under 25/18 of their rounds: 192 x
+// 128 tiles; row-wise scales keep theirs.
 TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
   struct Shape {
     std::uint64_t m, n, k;
@@ -1011,10 +1013,17 @@ TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
     EXPECT_STREQ(gemm_config_name(block.config), s.block);
     EXPECT_STREQ(block.config_rule, std::string(s.block) == "m192n128" ? "C21" : "C11");
     EXPECT_EQ(block.splits, 1);
-    for (GemmScaleRecipe r : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
-      q.recipe = r;
-      EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m256n128");
-    }
+    // per-tensor scales: the same where K <= 2048 (C21), else 256 x 128 tiles; row-wise
+    // scales keep 256 x 128 tiles
+    q.recipe = GemmScaleRecipe::tensor;
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), s.k <= 2048 ? s.block : "m256n128");
+    q.recipe = GemmScaleRecipe::row;
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m256n128");
+    // fast accumulation: 128 x 256 tiles (C10), whatever K
+    q.recipe = GemmScaleRecipe::tensor;
+    q.tuning.accumulation = GemmAccumulation::fast;
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m128n256");
+    q.tuning.accumulation = GemmAccumulation::promoted;
     // scale_a that TMA cannot load: 128 x 128 tiles (C17), as before
     q.recipe = GemmScaleRecipe::block;
     q.block_scale_a_tma = false;
