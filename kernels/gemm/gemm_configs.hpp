@@ -15,12 +15,12 @@ inline constexpr int kKBlock = 128;
 
 // The kernel that runs a configuration.
 enum class Family {
-  tiled,    // sm90_gemm_fp8_tiled.cuh: ConsumerWGs x 64 rows of A per tile, split K
-  waves_m,  // sm90_gemm_fp8_waves.cuh: each math warpgroup's rows as two 64-row waves
-  waves_n,  // the same kernel, the waves along N (two 128-column halves of a 256 tile)
+  tiled,      // sm90_gemm_fp8_tiled.cuh: ConsumerWGs x 64 rows of A per tile, split K
+  waves_m,    // sm90_gemm_fp8_waves.cuh: each math warpgroup's rows as two 64-row waves
+  waves_n,    // the same kernel, the waves along N (two 128-column halves of a 256 tile)
   waves_1x3,  // the same kernel, three math warpgroups of one 64-row wave each
-  small_m,  // sm90_gemm_fp8_small_m.cu: M <= 128, operands swapped, K split over a cluster
-  retired,  // no longer built (its name stays, so that forcing it is answered)
+  small_m,    // sm90_gemm_fp8_small_m.cu: M <= 128, operands swapped, K split over a cluster
+  retired,    // no longer built (its name stays, so that forcing it is answered)
 };
 
 struct ConfigRow {

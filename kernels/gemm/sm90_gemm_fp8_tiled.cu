@@ -76,7 +76,8 @@ using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool, boo
 // (the small-M kernel's, the retired one).
 template <class T, std::size_t... Id>
 constexpr std::array<LaunchFn, sizeof...(Id)> launch_table(std::index_sequence<Id...>) {
-  return {(row(Id).family == Family::tiled || waves_kernel(Id) ? &launch_config<Id, T> : nullptr)...};
+  return {
+      (row(Id).family == Family::tiled || waves_kernel(Id) ? &launch_config<Id, T> : nullptr)...};
 }
 constexpr auto kLaunchBf16 = launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
 constexpr auto kLaunchFp16 = launch_table<__half>(std::make_index_sequence<config::count>{});
