@@ -300,11 +300,11 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
         << name;
     EXPECT_NE(msg.find("m64n64, m64n128 or m128n128"), std::string::npos) << msg;
   }
-  // the two-wave configurations: where TMA loads scale_a (torch's M-major layout, M a
+  // the two-wave kernel's configurations: where TMA loads scale_a (torch's M-major layout, M a
   // multiple of 4, aligned) they reach the first CUDA call; row-major, they are refused
   GemmScales block_rows = block;
   block_rows.scale_a_strides = {static_cast<std::int64_t>((o.a.cols + 127) / 128), 1};
-  for (const char* name : {"m256n128", "m128n256w"}) {
+  for (const char* name : {"m256n128", "m128n256w", "m192n128"}) {
     GemmTuning forced;
     forced.config = gemm_config_id(name);
     const std::string argument =
