@@ -297,11 +297,13 @@ bool add_has_tma(DataType t) {
 }
 
 // What the public launcher runs for these views: "TMA rows" or "plain kernel (P4: ...)".
-std::string path_note(ConstTensorRef in, TensorRef out, bool tma_type) {
-  const detail::PathPlan p = detail::plan_path(in, out, tma_type);
+std::string path_note(const detail::PathPlan& p) {
   if (p.path == detail::Path::tma_rows) return "TMA rows";
   return std::string("plain kernel, no TMA (") + p.id() + ": " + detail::kPathRules[p.rule].when +
          ")";
+}
+std::string path_note(ConstTensorRef in, TensorRef out, bool tma_type) {
+  return path_note(detail::plan_path(in, out, tma_type));
 }
 
 // ---- one workload: buffers, random input, then its cases -------------------------------
@@ -407,8 +409,8 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
     } else if (w.op == Op::transpose) {
       b.check = transpose_check;
       if (impl == "tmakit") {
-        b.note = path_note(vin, vout, true);
         const detail::PathPlan path = detail::plan_path(vin, vout, true);
+        b.note = path_note(path);
         if (path.path == detail::Path::plain_loads && detail::transpose::takes_row_classes(vin, vout)) {
           // (the transpose's own pick on that path: kernels/transpose/README.md, "Row classes")
           const std::uint32_t classes =

@@ -2,9 +2,10 @@
 // elements, any shape, row pitch and alignment. Rows TMA can describe run through the TMA
 // kernel; the rest through a plain tiled kernel (the rule table in
 // tmakit/kernels/detail/plain_path.hpp), except 1- and 2-byte elements (one image of at least
-// 16 rows), which TMA loads one residue class of rows at a time (the row-class kernel) where in's pitch is off 16 bytes, and
-// as one class where only in's start or out is off 16 bytes (2-byte elements: on views of at
-// least 8 tiles an SM, where that measured faster than the plain kernel).
+// 16 rows): TMA loads those one residue class of rows at a time (the row-class kernel) where
+// in's pitch is off 16 bytes, and as one class where only in's start or out is off 16 bytes
+// (2-byte elements: on views of at least 8 tiles an SM, where that measured faster than the
+// plain kernel).
 // Design and measured figures: kernels/transpose/README.md.
 #pragma once
 
