@@ -40,11 +40,12 @@ __device__ __forceinline__ void warm_maps_and_wait_for_previous_kernel(const Map
 
 // A kernel's shared storage in its dynamic shared memory, 1024-aligned (the 128B swizzle's
 // repeat). Aligned: the storage at the base, declared 1024-aligned, so that the addresses a
-// loop forms from it are constants off the shared window rather than a generic pointer that
-// ptxas re-derives (S2UR, 64-bit adds) at every iteration; else the base rounded up at run
-// time (the launch's 1024 bytes of slack). NOTE: the 128-block kernels take the first; the
-// others keep the second, which measured as fast or faster for them (EXPERIMENTS.md, "The
-// block kernel's k-block loop beside DeepGEMM's").
+// loop forms from it are fixed offsets from the CTA's shared window rather than from a
+// generic pointer rounded up at run time (64-bit adds at every iteration); else the base
+// rounded up at run time (the launch's 1024 bytes of slack). NOTE: the 128-block kernels take
+// the first (and hold its address in a register: held_in_register); the others keep the
+// second, which measured as fast or faster for them (EXPERIMENTS.md, "The block kernel's
+// k-block loop beside DeepGEMM's").
 template <class Storage, bool Aligned>
 __device__ __forceinline__ Storage& shared_storage() {
   std::uint8_t* base;
@@ -57,6 +58,24 @@ __device__ __forceinline__ Storage& shared_storage() {
         (reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
   }
   return *reinterpret_cast<Storage*>(base);
+}
+
+// `v` (a pointer, an address or a descriptor) as a value ptxas cannot trace back to how it
+// was formed: it then keeps it in a register. NOTE: a shared address carries the CTA's id in
+// the cluster (S2UR SR_CgaCtaId), and in the 128-block kernels ptxas re-derived it, and each
+// descriptor's fields from it, at every k-block, on the loop's way to its next barrier wait
+// and wgmma; held, the block kernels ran 1-4% faster at M >= 1024, while the per-tensor
+// two-wave kernels, given the same, ran no faster (EXPERIMENTS.md, "Addresses held in
+// registers").
+template <class T>
+__device__ __forceinline__ T held_in_register(T v) {
+  static_assert(sizeof(T) == 8 || sizeof(T) == 4, "a 32- or 64-bit value");
+  if constexpr (sizeof(T) == 8) {
+    asm volatile("" : "+l"(v));
+  } else {
+    asm volatile("" : "+r"(v));
+  }
+  return v;
 }
 
 // The scale of this call (GemmKernelScale). Call it after griddepcontrol.wait: a device-side

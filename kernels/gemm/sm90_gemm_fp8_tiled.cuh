@@ -377,8 +377,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 "128-block scales: promotion every 128 of K, tiles of B within one 128-row "
                 "block");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // (the 128-block kernels at the aligned base: see a_desc0 below)
-  auto& s = gemm_common::shared_storage<SharedStorage<Cfg, BlockScales>, BlockScales>();
+  // (the 128-block kernels at the aligned base with its address held in a register: see
+  // a_desc0 below)
+  using Storage = SharedStorage<Cfg, BlockScales>;
+  Storage* const storage = &gemm_common::shared_storage<Storage, BlockScales>();
+  Storage& s = *(BlockScales ? gemm_common::held_in_register(storage) : storage);
   Pipeline<Cfg::kStages> pipe(s.bars);
   using State = typename Pipeline<Cfg::kStages>::State;
 
@@ -432,6 +435,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if constexpr (BlockScales) {
       a_desc0 = wgmma_operand_sw128(smem_address(&s.a[0]) + a_off);
       b_desc0 = wgmma_operand_sw128(smem_address(&s.b[0]));
+      a_desc0 = gemm_common::held_in_register(a_desc0);
+      b_desc0 = gemm_common::held_in_register(b_desc0);
     }
     const auto a_desc = [&](const State& at) {
       return wgmma_operand_advance(

@@ -171,8 +171,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // warpgroups only), then two per math warpgroup for the row-wise scales' hand-over
   constexpr RowScaleBarriers<Cfg::kMathWGs> kRowScaleBarriers{5};
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  // (the 128-block kernels at the aligned base, as in the tiled kernel)
-  auto& s = gemm_common::shared_storage<Storage, BlockScales>();
+  // (the 128-block kernels at the aligned base with its address held in a register, as in
+  // the tiled kernel)
+  Storage* const storage = &gemm_common::shared_storage<Storage, BlockScales>();
+  Storage& s = *(BlockScales ? gemm_common::held_in_register(storage) : storage);
   using State = PipelineState<Cfg::kStages>;
   Pipeline<Cfg::kStages> pipe(s.bars);
 
@@ -226,6 +228,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             wgmma_operand_sw128(smem_address(s.a[0].bytes) + a_row(v) * gemm_common::kBlockK);
         b_desc0[v] =
             wgmma_operand_sw128(smem_address(s.b[0].bytes) + b_row(v) * gemm_common::kBlockK);
+        a_desc0[v] = gemm_common::held_in_register(a_desc0[v]);
+        b_desc0[v] = gemm_common::held_in_register(b_desc0[v]);
       }
     }
     const auto a_rows = [&](const State& at, int v) {
