@@ -358,18 +358,21 @@ const ConfigRule kConfigRules[] = {
        return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m > 64 && small_m(chosen);
      }},
     {{"C21",
-      "128-block scales, or per-tensor scales promoted with K <= 2048, where 256 x 128 tiles "
-      "were chosen and 192 x 128 ones take under 25/18 of their rounds, or (128-block) 128 x "
-      "128 tiles above M = 256 and they take at most 18/25 of theirs (a split tail's last "
-      "round counting a quarter), D's rows whole 16-byte chunks: 192 x 128 tiles, three math "
-      "warpgroups of one 64-row wave (no wave waits for another's promotion)",
+      "128-block scales, or promoted per-tensor scales with K <= 2048 and row-wise ones with "
+      "K <= 512, where 256 x 128 tiles were chosen and 192 x 128 ones take under 25/18 of "
+      "their rounds, or (128-block) 128 x 128 tiles above M = 256 and they take at most 18/25 "
+      "of theirs (a split tail's last round counting a quarter), D's rows whole 16-byte "
+      "chunks: 192 x 128 tiles, three math warpgroups of one 64-row wave (no wave waits for "
+      "another's promotion)",
       "Three math warpgroups: 192 x 128 tiles"},
      config::m192n128,
      [](const Facts& f, int chosen) {
        const bool block = f.q.recipe == GemmScaleRecipe::block;
-       const bool tensor_short_k =
-           f.q.recipe == GemmScaleRecipe::tensor && f.promoted() && f.k_blocks <= 16;
-       if (f.forced || !(block || tensor_short_k) || !d_whole_chunks(f.q) ||
+       // (row-wise scales: level with 256 x 128 tiles at K = 1536, ahead at 512)
+       const std::int64_t short_k_blocks =
+           f.q.recipe == GemmScaleRecipe::tensor ? 16 : f.q.recipe == GemmScaleRecipe::row ? 4 : 0;
+       const bool short_k = !block && f.promoted() && f.k_blocks <= short_k_blocks;
+       if (f.forced || !(block || short_k) || !d_whole_chunks(f.q) ||
            (block && !takes_block_scales(config::m192n128, f.q.block_scale_a_tma))) {
          return false;
        }

@@ -993,9 +993,9 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
   EXPECT_TRUE(detail::gemm::two_waves(gemm_fp8_plan(q).config));
 }
 
-// C21: 128-block scales (scale_a by TMA), and per-tensor scales promoted at K <= 2048, where
-// the plan took 256 x 128 tiles and 192 x 128 ones take under 25/18 of their rounds: 192 x
-// 128 tiles; row-wise scales keep theirs.
+// C21: 128-block scales (scale_a by TMA), per-tensor scales promoted at K <= 2048 and
+// row-wise ones at K <= 512, where the plan took 256 x 128 tiles and 192 x 128 ones take
+// under 25/18 of their rounds: 192 x 128 tiles.
 TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
   struct Shape {
     std::uint64_t m, n, k;
@@ -1014,11 +1014,17 @@ TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
     EXPECT_STREQ(block.config_rule, std::string(s.block) == "m192n128" ? "C21" : "C11");
     EXPECT_EQ(block.splits, 1);
     // per-tensor scales: the same where K <= 2048 (C21), else 256 x 128 tiles; row-wise
-    // scales keep 256 x 128 tiles
+    // scales where K <= 512
     q.recipe = GemmScaleRecipe::tensor;
     EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), s.k <= 2048 ? s.block : "m256n128");
     q.recipe = GemmScaleRecipe::row;
-    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m256n128");
+    const GemmPlan row = gemm_fp8_plan(q);
+    EXPECT_STREQ(gemm_config_name(row.config), s.k <= 512 ? s.block : "m256n128");
+    EXPECT_STREQ(row.config_rule, s.k <= 512 ? "C21" : "C11");
+    // fast row-wise scales: 128 x 256 tiles (C10)
+    q.tuning.accumulation = GemmAccumulation::fast;
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m128n256");
+    q.tuning.accumulation = GemmAccumulation::promoted;
     // fast accumulation: 128 x 256 tiles (C10), whatever K
     q.recipe = GemmScaleRecipe::tensor;
     q.tuning.accumulation = GemmAccumulation::fast;
