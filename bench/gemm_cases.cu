@@ -1109,7 +1109,10 @@ std::vector<int> splits_tried(const GemmConfigInfo& info, const Shape& s) {
 // configuration that takes the shape (gemm_config_info: its M, modes and splits), after
 // "tmakit:no-overlap", the plan's choice launched the ordinary way; then the same forced
 // variants of the 128-block recipe, "tmakit-block:<configuration>[:s<splits>]", for the
-// configurations that apply block scales (this bench's scale_a is one TMA loads).
+// configurations that apply block scales (this bench's scale_a is one TMA loads); then the
+// row-wise recipe's, "tmakit-row:<configuration>" (promoted) and "tmakit-row-fast:
+// <configuration>", as the per-tensor rows take them (every configuration applies row-wise
+// scales), unsplit.
 std::vector<GemmCase> tuned_cases(const SuiteOptions& o, const Shape& s) {
   std::vector<GemmCase> v;
   if (!o.tune) return v;
@@ -1146,6 +1149,20 @@ std::vector<GemmCase> tuned_cases(const SuiteOptions& o, const Shape& s) {
     for (int splits : splits_tried(info, s)) {
       if (static_cast<std::uint64_t>(splits) > k_blocks) continue;
       v.push_back(tmakit_recipe_case(s, block, name + ":s" + std::to_string(splits), {c, splits}));
+    }
+  }
+  const RecipeRow& row = kRecipeRows[0];
+  const RecipeRow& row_fast = kRecipeRows[1];
+  static_assert(kRecipeRows[0].recipe == GemmScaleRecipe::row && !kRecipeRows[0].fast &&
+                    kRecipeRows[1].recipe == GemmScaleRecipe::row && kRecipeRows[1].fast,
+                "the first two recipe rows are the row-wise ones, promoted then fast");
+  for (int c = 0; c < kGemmConfigs; ++c) {
+    const GemmConfigInfo info = gemm_config_info(c);
+    if (!info.built || (info.max_m != 0 && s.m > info.max_m)) continue;
+    const std::string name = info.name;
+    if (info.promotes) v.push_back(tmakit_recipe_case(s, row, "tmakit-row:" + name, {c, 0}));
+    if (info.block_m != 0) {  // (the small-M kernel: promoted only, as above)
+      v.push_back(tmakit_recipe_case(s, row_fast, "tmakit-row-fast:" + name, fast_accumulation(c)));
     }
   }
   return v;

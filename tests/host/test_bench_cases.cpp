@@ -423,6 +423,60 @@ TEST(BenchCases, TunedGemmVariantsNameTheTablesConfigurations) {
   EXPECT_GT(split_rows, 0);
 }
 
+// --tune's row-wise variants: "tmakit-row:<name>" for every built configuration that takes the
+// shape and promotes, "tmakit-row-fast:<name>" for every one but the small-M kernel, each
+// compared with cuBLASLt's row-wise mode in its accumulation mode.
+TEST(BenchCases, TunedGemmVariantsTakeTheRowWiseRecipe) {
+  struct Shape {
+    std::uint64_t m, n, k;
+  };
+  const Shape shapes[] = {{16, 4096, 4096}, {4096, 32768, 512}};
+  SuiteOptions o;
+  o.tune = true;
+  for (const Shape& s : shapes) o.gemm_shapes.push_back({s.m, s.n, s.k});
+  const auto all = declared_workloads(o);
+  for (const Shape& s : shapes) {
+    const std::string id = "gemm/fp8/m" + std::to_string(s.m) + "n" + std::to_string(s.n) + "k" +
+                           std::to_string(s.k);
+    const DeclaredWorkload* w = find(all, id);
+    ASSERT_NE(w, nullptr) << id;
+    std::vector<int> promoted(kGemmConfigs, 0), fast(kGemmConfigs, 0);
+    for (const auto& c : w->cases) {
+      const bool is_fast = c.impl.rfind("tmakit-row-fast:", 0) == 0;
+      if (!is_fast && c.impl.rfind("tmakit-row:", 0) != 0) continue;
+      const int config = gemm_config_id(c.impl.substr(c.impl.find(':') + 1));
+      ASSERT_GE(config, 0) << id << " " << c.impl;
+      ++(is_fast ? fast : promoted)[static_cast<std::size_t>(config)];
+      EXPECT_EQ(c.kind, "tmakit") << c.impl;
+      EXPECT_EQ(c.speedup_over, is_fast ? "cublaslt-fp8-row-fast" : "cublaslt-fp8-row") << c.impl;
+    }
+    for (int config = 0; config < kGemmConfigs; ++config) {
+      const GemmConfigInfo info = gemm_config_info(config);
+      const bool takes = info.built && (info.max_m == 0 || s.m <= info.max_m);
+      EXPECT_EQ(promoted[static_cast<std::size_t>(config)], takes && info.promotes ? 1 : 0)
+          << id << " " << info.name;
+      EXPECT_EQ(fast[static_cast<std::size_t>(config)], takes && info.block_m != 0 ? 1 : 0)
+          << id << " " << info.name;
+    }
+  }
+  // the 4096-row shape's rows include the two-wave configurations, and the 16-row one's the
+  // small-M kernel (promoted only)
+  const DeclaredWorkload* big = find(all, "gemm/fp8/m4096n32768k512");
+  const DeclaredWorkload* small = find(all, "gemm/fp8/m16n4096k4096");
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(small, nullptr);
+  const auto has = [](const DeclaredWorkload* w, const std::string& impl) {
+    for (const auto& c : w->cases) {
+      if (c.impl == impl) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has(big, "tmakit-row:m192n128"));
+  EXPECT_TRUE(has(big, "tmakit-row-fast:m128n256w"));
+  EXPECT_TRUE(has(small, "tmakit-row:smallm"));
+  EXPECT_FALSE(has(small, "tmakit-row-fast:smallm"));
+}
+
 // --list names exactly the declared cases: each memory-bound case once, each GEMM case call
 // by call and as a stream, the GEMM preamble (empty kernel, host overhead, memcpy) first.
 TEST(BenchCases, TheListIsTheDeclaredCases) {
