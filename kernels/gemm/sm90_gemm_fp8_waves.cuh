@@ -361,7 +361,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             // large K; EXPERIMENTS.md). No wait stands between the wgmmas of one group.
             if (kCount == 2 && (v == 0 || last_wave)) wgmma_commit();
             if constexpr (kCount == 2) {
-              if (v == 0) pipe.consumer_wait(next);
+              if (v == 0) {
+                pipe.consumer_wait(next);
+                // (the wait's loop stands between the two groups: the fence ptxas inserted
+                // there by itself, with its note C7519; the same code)
+                wgmma_fence();
+              }
               wgmma_k_block_e4m3<Cfg::kWaveN, false>(part, a_rows(next, v), b_rows(next, v));
             }
             wgmma_commit();
