@@ -383,6 +383,18 @@ const ConfigRule kConfigRules[] = {
        const std::int64_t quarters = 4 * f.rounds(config::m128n128) - (f.split_tail() ? 3 : 0);
        return chosen == config::m128n128 && f.m > 256 && 100 * rounds <= 18 * quarters;
      }},
+    {{"C22",
+      "fast accumulation at 96 <= M <= 128 with 4 to 8 k-blocks where 128 x 256 tiles were "
+      "chosen (C10): 128 x 128 tiles",
+      "Fast accumulation at M <= 128 and short K"},
+     config::m128n128,
+     [](const Facts& f, int chosen) {
+       // NOTE: one row of tiles and a short K: 128 x 128 tiles (twice the rounds) ran
+       // 1.02-1.12x faster than the 128 x 256 ones at M = 96 and 128; at M = 65 both ways
+       // (1.03-1.06x faster at N x K = 32768 x 512, 1.07-1.13x slower at 57344 x 1024)
+       return !f.forced && !f.promoted() && chosen == config::m128n256 && f.m >= 96 &&
+              f.m <= 128 && f.k_blocks >= 4 && f.k_blocks <= 8;
+     }},
 };
 
 // ---- the splits rules ----------------------------------------------------------------------

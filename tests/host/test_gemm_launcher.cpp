@@ -870,6 +870,7 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
       {128, 10240, 8192, -1, false, 0, "m128n80", "C8", "K6"},
       {300, 2048, 1024, -1, false, 0, "m64n128", "C9", "K6"},
       {4096, 4096, 4096, -1, true, 0, "m128n256", "C10", "K3"},
+      {128, 32768, 512, -1, true, 0, "m128n128", "C22", "K6"},
       {4096, 4096, 4096, -1, false, 0, "m256n128", "C11", "K3"},
       {128, 28672, 8192, -1, false, 0, "m128n256w", "C12", "K3"},
       {320, 8192, 8192, -1, false, 0, "m128n256w", "C13", "K3"},
@@ -1351,10 +1352,10 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 21u + 6u);
+  ASSERT_EQ(count, 22u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 21 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 20));
+    const std::string want = (i < 22 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 21));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
