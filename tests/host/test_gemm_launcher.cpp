@@ -514,9 +514,14 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   // 133: two rounds (134 of 64 x 128); 67 of 128 x 128 (under 3/4), 107 of 128 x 80
   EXPECT_EQ(gemm_fp8_plan(128, 8512, 4096, 132).config, 9);
   EXPECT_EQ(gemm_fp8_plan(100, 7168, 4112, 132).config, 0);  // K > 4096
-  // ... up to K = 8192 where M = 128 (no row of A zero-filled)
+  // ... up to K = 8192 where M = 128 (no row of A zero-filled), 24576 promoted
   EXPECT_EQ(gemm_fp8_plan(128, 8192, 8192, 132).config, 3);
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132).config, 0);  // K > 8192
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24576, 132).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24704, 132).config, 0);  // K > 24576
+  GemmTuning fast_mode;
+  fast_mode.accumulation = GemmAccumulation::fast;
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132, fast_mode).config, 0);  // fast: K > 8192
   EXPECT_EQ(gemm_fp8_plan(127, 8192, 8192, 132).config, 0);
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(100, 7168, 7168, 132).config), "m64n128");  // K
   // 64 < M <= 256 otherwise: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64
