@@ -713,6 +713,29 @@ TEST(GemmSmallM, TwoWavesOfB) {
 // Rule C18: at M <= 64 with at least 2.5 x the SMs in 64-row tiles of B and K <= 1536 the plan
 // takes 64 x 128 tiles in place of smallm128; every recipe it takes there, both modes, N off
 // the tile grid.
+// M = 128 at long K: the plan takes the small-M kernel when promoting up to K = 24576 (rule
+// C3), 64 x 128 tiles past it and in fast mode; each against the reference, both recipes.
+TEST(GemmSmallM, LongKAtM128FollowsThePlan) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  // one CTA per 64 rows of B on 3/4 of the SMs or more, one round
+  const std::uint64_t n = 64 * static_cast<std::uint64_t>((3 * sms + 3) / 4) + 40;
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 12288, sms).config), "smallm");
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 12288, sms, fast).config), "m64n128");
+  std::uint32_t seed = 740;
+  for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
+    Case c{128, n, 12288};
+    c.recipe = recipe;
+    run_case(c, ++seed);
+  }
+  Case f{128, n, 12288};
+  f.accumulation = GemmAccumulation::fast;
+  run_case(f, ++seed);
+}
+
 TEST(GemmSmallM, WideNShortKTakes64x128Tiles) {
   TMAKIT_SKIP_WITHOUT_GPU();
   int sms = 0;
