@@ -204,9 +204,9 @@ const ConfigRule kConfigRules[] = {
       "The plan's rules"},
      config::smallm,
      [](const Facts& f, int chosen) {
-       // NOTE: at M = 128, promoted, K = 12288-24576: 1.03-1.21x faster in streams than the
-       // tiles chosen without it, 0.99-1.02x call by call (EXPERIMENTS.md, "The small-M
-       // kernel at M = 128 and long K")
+       // NOTE: at M = 128, promoted, K = 12288-24576: 1.04-1.22x faster in streams than the
+       // tiles chosen without it, 0.97-1.01x call by call, a trade for the sustained case
+       // (kernels/gemm/README.md, "The small-M kernel at M = 128 and long K")
        const std::uint64_t k_max = f.m < 128 ? 4096 : f.promoted() ? 24576 : 8192;
        const bool fills = f.m <= 128 && f.k <= k_max && f.fills(f.small_m_ctas()) &&
                           f.small_m_ctas() <= f.sm;
