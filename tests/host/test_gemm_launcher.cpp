@@ -920,6 +920,42 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
 // 128-block scales: C16, C17 and C20 replace what cannot apply them, C19 takes narrower
 // tiles at M <= 64, and every plan for them takes a configuration that can (over shapes where
 // each other rule decides).
+// C22 and C3's promoted reach at M = 128, at their edges: fast accumulation keeps 128 x 128
+// tiles at 96 <= M <= 128 with 4-8 k-blocks where C10 took 128 x 256 ones, and the small-M
+// kernel runs promoted calls of M = 128 up to K = 24576.
+TEST(GemmPlanRules, ShortAndLongKAtM128) {
+  GemmTuning fast;
+  fast.accumulation = GemmAccumulation::fast;
+  const auto rule = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k, bool is_fast) {
+    return std::string(gemm_fp8_plan(m, n, k, 132, is_fast ? fast : GemmTuning{}).config_rule);
+  };
+  const auto config = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k, bool is_fast) {
+    return std::string(
+        gemm_config_name(gemm_fp8_plan(m, n, k, 132, is_fast ? fast : GemmTuning{}).config));
+  };
+  // 4 and 8 k-blocks (K = 385 .. 1024) at M = 96 and 128: C22; 3 and 9 k-blocks, M = 95:
+  // C10's 128 x 256 tiles
+  for (const std::uint64_t m : {96u, 128u}) {
+    for (const std::uint64_t k : {400u, 512u, 1024u}) {
+      EXPECT_EQ(rule(m, 32768, k, true), "C22") << m << " " << k;
+      EXPECT_EQ(config(m, 32768, k, true), "m128n128") << m << " " << k;
+    }
+    EXPECT_EQ(rule(m, 32768, 384, true), "C10") << m;
+    EXPECT_EQ(rule(m, 32768, 1040, true), "C10") << m;
+  }
+  EXPECT_EQ(rule(95, 32768, 512, true), "C10");
+  // promoted calls there are not C10's nor C22's
+  EXPECT_NE(rule(128, 32768, 512, false), "C22");
+  // the small-M kernel at M = 128: promoted to K = 24576, fast to 8192; not at M = 127 past
+  // K = 4096
+  EXPECT_EQ(config(128, 7168, 24576, false), "smallm");
+  EXPECT_EQ(rule(128, 7168, 24576, false), "C3");
+  EXPECT_NE(config(128, 7168, 24592, false), "smallm");
+  EXPECT_EQ(config(128, 7168, 8192, true), "smallm");
+  EXPECT_NE(config(128, 7168, 8208, true), "smallm");
+  EXPECT_NE(config(127, 7168, 4112, false), "smallm");
+}
+
 TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
   const auto plan = [](std::uint64_t m, std::uint64_t n, std::uint64_t k) {
     GemmProblem q;
