@@ -476,8 +476,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
       if (impl == "tmakit") {
         const bool aligned = detail::plan_path(vin, vout, true).path == detail::Path::tma_rows;
         const bool vector =
-            aligned && detail::stencil3x3::plan_layout(detail::peak_dram_bytes_per_second(),
-                                                       static_cast<std::uint32_t>(esize)) ==
+            aligned && detail::stencil3x3::plan_layout(detail::peak_dram_bytes_per_second()) ==
                            detail::stencil3x3::PlannedLayout::plain_vector16;
         b.note = vector    ? "plain kernel, 16-byte runs, no TMA (the plan's pick on this "
                              "memory system; the TMA layouts: --tune)"

@@ -3,13 +3,13 @@
 // so each load and store is one coalesced warp access, and a warp writes 32 x Cols x E
 // contiguous elements of each output row. E = 1 takes rows TMA cannot describe (a pitch or
 // start off 16 bytes) at any start; E = 16 bytes / element size takes rows whose starts and
-// pitches are 16-byte aligned, one 16-byte access per lane and slot (element by element for
-// a run cut by the row's end). All StripRows + 2 input rows are loaded before the first sum;
-// the left neighbour of a lane's first column and the right one of its last then come from
-// the adjacent lanes (one rotation each way per input run), and only the columns x0 - 1 and
-// x0 + 32 Cols E are loaded besides, by lanes 0 and 31. Outside the image reads as zero. The
-// sum is the TMA kernel's and the reference's: fused multiply-adds in tap order, zeros
-// included.
+// pitches are 16-byte aligned, one 16-byte access per lane and slot, over whole warp spans
+// only (the columns right of the last whole span go to E = 1 in a second launch). All
+// StripRows + 2 input rows are loaded before the first sum; the left neighbour of a lane's
+// first column and the right one of its last then come from the adjacent lanes (one rotation
+// each way per input run), and only the columns x0 - 1 and x0 + 32 Cols E are loaded besides,
+// by lanes 0 and 31. Outside the image reads as zero. The sum is the TMA kernel's and the
+// reference's: fused multiply-adds in tap order, zeros included.
 #include <cstdint>
 #include <type_traits>
 
@@ -38,54 +38,47 @@ struct PlainParams {
   std::int64_t rows;
   std::int64_t cols;
   std::int64_t images;
+  // The columns this launch writes: [col_begin, col_end); all of [0, cols) is read.
+  std::int64_t col_begin;
+  std::int64_t col_end;
   T taps[9];
 };
 
-// E consecutive elements of a row from x (zero outside the image): one 16-byte load where the
-// run lies whole in the row (E > 1: the row's start and x are then 16-byte aligned).
+// E consecutive elements of a row from x (zero outside the image). E > 1: one 16-byte load,
+// the run lying whole in the row (the row's start and x are 16-byte aligned).
 template <class T, int E>
 __device__ __forceinline__ void load_run(const T* row, std::int64_t x, std::int64_t cols,
                                          bool row_in, T (&v)[E]) {
   if constexpr (E > 1) {
     static_assert(E * sizeof(T) == 16, "a run is one 16-byte access");
     using Vec = std::conditional_t<sizeof(T) == 4, float4, double2>;
-    if (row_in && x + E <= cols) {
-      const Vec q = *reinterpret_cast<const Vec*>(row + x);
-      if constexpr (E == 4) {
-        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-      } else {
-        v[0] = q.x, v[1] = q.y;
-      }
-      return;
+    const Vec q = row_in ? *reinterpret_cast<const Vec*>(row + x) : Vec{};
+    if constexpr (E == 4) {
+      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+      v[0] = q.x, v[1] = q.y;
     }
+  } else {
+    v[0] = (row_in && x < cols) ? row[x] : T(0);
   }
-#pragma unroll
-  for (int e = 0; e < E; ++e) v[e] = (row_in && x + e < cols) ? row[x + e] : T(0);
 }
 
-// The run's elements inside the row (x < cols), as one 16-byte store where it lies whole in it.
+// The run's elements inside the row: E > 1, one 16-byte store of a run lying whole in it.
 template <class T, int E>
 __device__ __forceinline__ void store_run(T* row, std::int64_t x, std::int64_t cols,
                                           const T (&o)[E]) {
-  if constexpr (E > 1) {
-    if (x + E <= cols) {
-      if constexpr (E == 4) {
-        *reinterpret_cast<float4*>(row + x) = make_float4(o[0], o[1], o[2], o[3]);
-      } else {
-        *reinterpret_cast<double2*>(row + x) = make_double2(o[0], o[1]);
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int e = 0; e < E; ++e) {
-    if (x + e < cols) row[x + e] = o[e];
+  if constexpr (E == 4) {
+    *reinterpret_cast<float4*>(row + x) = make_float4(o[0], o[1], o[2], o[3]);
+  } else if constexpr (E == 2) {
+    *reinterpret_cast<double2*>(row + x) = make_double2(o[0], o[1]);
+  } else {
+    if (x < cols) row[x] = o[0];
   }
 }
 
-// NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 took 146 and
-// one block an SM, and ran 0.71x memcpy; held, it spills 36 bytes and runs 0.85x (README.md;
-// the plan keeps float64 on TMA). float32 fits in 120. E = 1 is not held (0: no minimum).
+// NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 fits in 122
+// because no run is cut by a row's end (an element-by-element fallback for cut runs took 146,
+// one block an SM, 0.71x memcpy; README.md). E = 1 is not held (0: no minimum).
 template <class T, int StripRows, int Cols, int E>
 __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
     plain_stencil3x3_kernel(const PlainParams<T> p) {
@@ -103,9 +96,10 @@ __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
       const std::int64_t y0 = strip * StripRows;
       // NOTE: the loop bound is the warp's first column, so the whole warp stays in step
       // for the shuffles.
-      for (std::int64_t x0 = static_cast<std::int64_t>(blockIdx.x) * kBlockSpan<Cols, E> +
+      for (std::int64_t x0 = p.col_begin +
+                             static_cast<std::int64_t>(blockIdx.x) * kBlockSpan<Cols, E> +
                              static_cast<std::int64_t>(warp) * kWarpSpan;
-           x0 < p.cols; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan<Cols, E>) {
+           x0 < p.col_end; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan<Cols, E>) {
         // The halo column this lane loads: x0 - 1 for lane 0, x0 + 32 Cols E for lane 31.
         const std::int64_t hx = lane == 0 ? x0 - 1 : x0 + kWarpSpan;
         const bool h_in = (lane == 0 || lane == 31) && hx >= 0 && hx < p.cols;
@@ -195,8 +189,11 @@ __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
   }
 }
 
+// Writes the columns [col_begin, col_end) of every output row: with E > 1 a whole number of
+// warp spans.
 template <class T, int StripRows, int Cols, int E>
-void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream) {
+void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                  std::int64_t col_begin, std::int64_t col_end, cudaStream_t stream) {
   PlainParams<T> p{};
   p.in = static_cast<const std::uint8_t*>(in.data);
   p.out = static_cast<std::uint8_t*>(out.data);
@@ -207,29 +204,51 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cud
   p.rows = static_cast<std::int64_t>(in.rows);
   p.cols = static_cast<std::int64_t>(in.cols);
   p.images = static_cast<std::int64_t>(in.batch);
+  p.col_begin = col_begin;
+  p.col_end = col_end;
   for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  const dim3 grid(plain::blocks_for(in.cols, kBlockSpan<Cols, E>, plain::kMaxGridX),
-                  plain::blocks_for((in.rows + StripRows - 1) / StripRows, 1, plain::kMaxGridYZ),
-                  plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
+  const dim3 grid(
+      plain::blocks_for(static_cast<std::uint64_t>(col_end - col_begin), kBlockSpan<Cols, E>,
+                        plain::kMaxGridX),
+      plain::blocks_for((in.rows + StripRows - 1) / StripRows, 1, plain::kMaxGridYZ),
+      plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
   plain_stencil3x3_kernel<T, StripRows, Cols, E><<<grid, kThreads, 0, stream>>>(p);
   check_launch("plain_stencil3x3_kernel");
+}
+
+// NOTE: strips of 8 rows, 128 columns a warp: measured fastest of 4-32 rows and 32-256
+// columns for both types (README.md); more registers than that cost more than they hide.
+template <class T>
+void launch_columns(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                    std::int64_t col_begin, cudaStream_t stream) {
+  launch_typed<T, 8, 4, 1>(in, out, filter, col_begin, static_cast<std::int64_t>(in.cols),
+                           stream);
+}
+
+// NOTE: strips of 4 rows, two 16-byte runs a lane: measured fastest of 2-8 rows and one or
+// two runs a lane, for both types (README.md).
+template <class T>
+void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                   cudaStream_t stream) {
+  constexpr int kE = 16 / sizeof(T);
+  constexpr std::int64_t kWarpSpan = 32 * 2 * kE;
+  const auto cols = static_cast<std::int64_t>(in.cols);
+  const std::int64_t whole = cols - cols % kWarpSpan;
+  if (whole > 0) launch_typed<T, 4, 2, kE>(in, out, filter, 0, whole, stream);
+  if (whole < cols) launch_columns<T>(in, out, filter, whole, stream);
 }
 
 }  // namespace
 
 void launch_plain(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream) {
-  // NOTE: strips of 8 rows, 128 columns a warp: measured fastest of 4-32 rows and 32-256
-  // columns for both types (README.md); more registers than that cost more than they hide.
-  if (in.type == DataType::float64) return launch_typed<double, 8, 4, 1>(in, out, filter, stream);
-  launch_typed<float, 8, 4, 1>(in, out, filter, stream);
+  if (in.type == DataType::float64) return launch_columns<double>(in, out, filter, 0, stream);
+  launch_columns<float>(in, out, filter, 0, stream);
 }
 
 void launch_plain_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                          cudaStream_t stream) {
-  // NOTE: strips of 4 rows, two 16-byte runs a lane: measured fastest of 4-32 rows and one or
-  // two runs a lane, for both types (README.md).
-  if (in.type == DataType::float64) return launch_typed<double, 4, 2, 2>(in, out, filter, stream);
-  launch_typed<float, 4, 2, 4>(in, out, filter, stream);
+  if (in.type == DataType::float64) return launch_vector<double>(in, out, filter, stream);
+  launch_vector<float>(in, out, filter, stream);
 }
 
 }  // namespace tmakit::detail::stencil3x3

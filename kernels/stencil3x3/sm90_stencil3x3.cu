@@ -57,7 +57,7 @@ void launch_planned(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                     cudaStream_t stream) {
   // NOTE: each CTA takes its own run of tiles (grid = runs): no persistent CTA count, and the
   // tiles go row-major (panel 1)
-  switch (plan_layout(detail::peak_dram_bytes_per_second(), sizeof(T))) {
+  switch (plan_layout(detail::peak_dram_bytes_per_second())) {
     case PlannedLayout::run2_rows32: return launch<T, RunRows32>(in, out, filter, 0, 1, stream);
     case PlannedLayout::run2_rows16: return launch<T, RunRows16>(in, out, filter, 0, 1, stream);
     case PlannedLayout::plain_vector16: return launch_plain_vector(in, out, filter, stream);

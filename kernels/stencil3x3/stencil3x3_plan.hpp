@@ -1,8 +1,6 @@
 // What the 3x3 stencil's launcher runs on views TMA can describe, as a pure function of the
-// device's memory system and the element size (tested on the host).
+// device's memory system (tested on the host).
 #pragma once
-
-#include <cstdint>
 
 namespace tmakit::detail::stencil3x3 {
 
@@ -22,15 +20,13 @@ constexpr PlannedLayout plan_tma_layout(double dram_bytes_per_second) {
   return dram_bytes_per_second >= 4e12 ? PlannedLayout::run2_rows16 : PlannedLayout::run2_rows32;
 }
 
-// NOTE: on H200-class memory the plain kernel with 16-byte runs led the TMA kernel for
-// float32 at every size measured (0.965 against 0.926x memcpy at 16384^2); for float64,
-// held to 128 registers, it spilled and trailed (0.85 against 0.93), so float64 keeps TMA.
-// H100-class memory keeps the TMA kernel (0.97x memcpy there): the 16-byte form has not been
-// measured on it.
-constexpr PlannedLayout plan_layout(double dram_bytes_per_second, std::uint32_t element_bytes) {
-  const PlannedLayout tma = plan_tma_layout(dram_bytes_per_second);
-  if (dram_bytes_per_second < 4e12 || element_bytes != 4) return tma;
-  return PlannedLayout::plain_vector16;
+// NOTE: on H200-class memory the plain kernel with 16-byte runs led the TMA kernel for both
+// types at every size measured (16384^2: float32 0.965 against 0.926x memcpy, float64 0.966
+// against 0.931; kernels/stencil3x3/README.md). H100-class memory keeps the TMA kernel (0.97x
+// memcpy there): the 16-byte form has not been measured on it.
+constexpr PlannedLayout plan_layout(double dram_bytes_per_second) {
+  return dram_bytes_per_second >= 4e12 ? PlannedLayout::plain_vector16
+                                       : plan_tma_layout(dram_bytes_per_second);
 }
 
 }  // namespace tmakit::detail::stencil3x3

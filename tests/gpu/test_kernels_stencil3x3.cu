@@ -47,10 +47,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Stencil,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
 
-// The plain kernel's 16-byte form, which the plan picks for aligned float32 views on
-// H200-class memory, called directly so that every part and both types run it: Image's rows are 16-byte aligned, and
-// the shapes cut runs at the rows' ends (columns not a multiple of 16 bytes), batch images
-// and pad rows.
+// The plain kernel's 16-byte form, which the plan picks for aligned views on H200-class
+// memory, called directly so that every part and both types run it: Image's rows are 16-byte
+// aligned; the shapes have columns past the last whole warp span (the second, 1-element
+// launch) and narrower than one span, batch images and pad rows.
 class StencilVector16 : public ::testing::TestWithParam<std::tuple<DataType, Shape>> {};
 
 TEST_P(StencilVector16, MatchesReference) {

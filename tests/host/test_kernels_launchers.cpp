@@ -202,19 +202,16 @@ TEST(KernelLaunchers, TransposeNamesTheArgument) {
 }
 
 // The stencil's plan by memory system: H100 SXM (3.35 TB/s) and H200 (4.8 TB/s) as measured;
-// the tuning lab numbers the TMA layouts 32 and 34. On H200-class memory float32 takes the
+// the tuning lab numbers the TMA layouts 32 and 34. On H200-class memory both types take the
 // plain kernel's 16-byte form.
 TEST(KernelPlans, StencilLayoutFollowsTheMemorySystem) {
   using detail::stencil3x3::plan_layout;
   using detail::stencil3x3::plan_tma_layout;
   using detail::stencil3x3::PlannedLayout;
-  EXPECT_EQ(plan_layout(3.35e12, 4), PlannedLayout::run2_rows32);
-  EXPECT_EQ(plan_layout(3.35e12, 8), PlannedLayout::run2_rows32);
-  EXPECT_EQ(plan_layout(3.99e12, 4), PlannedLayout::run2_rows32);
-  EXPECT_EQ(plan_layout(4.0e12, 4), PlannedLayout::plain_vector16);
-  EXPECT_EQ(plan_layout(4.8e12, 4), PlannedLayout::plain_vector16);
-  EXPECT_EQ(plan_layout(4.0e12, 8), PlannedLayout::run2_rows16);
-  EXPECT_EQ(plan_layout(4.8e12, 8), PlannedLayout::run2_rows16);
+  EXPECT_EQ(plan_layout(3.35e12), PlannedLayout::run2_rows32);
+  EXPECT_EQ(plan_layout(3.99e12), PlannedLayout::run2_rows32);
+  EXPECT_EQ(plan_layout(4.0e12), PlannedLayout::plain_vector16);
+  EXPECT_EQ(plan_layout(4.8e12), PlannedLayout::plain_vector16);
   EXPECT_EQ(plan_tma_layout(3.35e12), PlannedLayout::run2_rows32);
   EXPECT_EQ(plan_tma_layout(4.8e12), PlannedLayout::run2_rows16);
   EXPECT_EQ(tune::stencil3x3_default_variant(DataType::float32, 3.35e12), 32);
