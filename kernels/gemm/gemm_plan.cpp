@@ -200,14 +200,15 @@ const ConfigRule kConfigRules[] = {
      }},
     {{"C3",
       "M <= 64, or M <= 128 where one CTA per 64 rows of B fills 3/4 of the SMs in one round "
-      "and K <= 4096 (at M = 128: 8192, promoted 24576): the small-M kernel",
+      "and K <= 4096 (at M = 128: 24576): the small-M kernel",
       "The plan's rules"},
      config::smallm,
      [](const Facts& f, int chosen) {
-       // NOTE: at M = 128, promoted, K = 12288-24576: 1.04-1.22x faster in streams than the
-       // tiles chosen without it, 0.97-1.01x call by call, a trade for the sustained case
-       // (kernels/gemm/README.md, "The small-M kernel at M = 128 and long K")
-       const std::uint64_t k_max = f.m < 128 ? 4096 : f.promoted() ? 24576 : 8192;
+       // NOTE: at M = 128, K = 12288-24576: 1.04-1.22x faster in streams than the tiles
+       // chosen without it, 0.94-1.01x call by call, in both modes (a fast-accumulation call
+       // then promotes): a trade for the sustained case (kernels/gemm/README.md, "The small-M
+       // kernel at M = 128 and long K")
+       const std::uint64_t k_max = f.m < 128 ? 4096 : 24576;
        const bool fills = f.m <= 128 && f.k <= k_max && f.fills(f.small_m_ctas()) &&
                           f.small_m_ctas() <= f.sm;
        return chosen == kUnset && (f.m <= 64 || fills);

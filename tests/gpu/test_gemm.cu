@@ -713,8 +713,9 @@ TEST(GemmSmallM, TwoWavesOfB) {
 // Rule C18: at M <= 64 with at least 2.5 x the SMs in 64-row tiles of B and K <= 1536 the plan
 // takes 64 x 128 tiles in place of smallm128; every recipe it takes there, both modes, N off
 // the tile grid.
-// M = 128 at long K: the plan takes the small-M kernel when promoting up to K = 24576 (rule
-// C3), 64 x 128 tiles past it and in fast mode; each against the reference, both recipes.
+// M = 128 at long K: the plan takes the small-M kernel up to K = 24576 in both modes (rule
+// C3; a fast-accumulation call then promotes) and 64 x 128 tiles past it; the small-M kernel's
+// calls against the reference, both recipes and both modes.
 TEST(GemmSmallM, LongKAtM128FollowsThePlan) {
   TMAKIT_SKIP_WITHOUT_GPU();
   int sms = 0;
@@ -724,7 +725,10 @@ TEST(GemmSmallM, LongKAtM128FollowsThePlan) {
   GemmTuning fast;
   fast.accumulation = GemmAccumulation::fast;
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 12288, sms).config), "smallm");
-  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 12288, sms, fast).config), "m64n128");
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 12288, sms, fast).config), "smallm");
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 24704, sms).config), "m64n128");
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(128, n, 24704, sms, fast).config), "m64n128");
+  // NOTE: the runs at K = 12288 only: the CPU reference at K = 24704 took 19 s a case
   std::uint32_t seed = 740;
   for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
     Case c{128, n, 12288};

@@ -514,14 +514,16 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   // 133: two rounds (134 of 64 x 128); 67 of 128 x 128 (under 3/4), 107 of 128 x 80
   EXPECT_EQ(gemm_fp8_plan(128, 8512, 4096, 132).config, 9);
   EXPECT_EQ(gemm_fp8_plan(100, 7168, 4112, 132).config, 0);  // K > 4096
-  // ... up to K = 8192 where M = 128 (no row of A zero-filled), 24576 promoted
-  EXPECT_EQ(gemm_fp8_plan(128, 8192, 8192, 132).config, 3);
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132).config, 3);
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24576, 132).config, 3);
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24704, 132).config, 0);  // K > 24576
+  // ... up to K = 24576 where M = 128 (no row of A zero-filled), in both modes
   GemmTuning fast_mode;
   fast_mode.accumulation = GemmAccumulation::fast;
-  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132, fast_mode).config, 0);  // fast: K > 8192
+  EXPECT_EQ(gemm_fp8_plan(128, 8192, 8192, 132).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 8320, 132, fast_mode).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24576, 132).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24576, 132, fast_mode).config, 3);
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24704, 132).config, 0);  // K > 24576
+  EXPECT_EQ(gemm_fp8_plan(128, 7168, 24704, 132, fast_mode).config, 0);
   EXPECT_EQ(gemm_fp8_plan(127, 8192, 8192, 132).config, 0);
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(100, 7168, 7168, 132).config), "m64n128");  // K
   // 64 < M <= 256 otherwise: 64 x 128 tiles where they fill 3/4 of the SMs, else 64 x 64
@@ -946,14 +948,14 @@ TEST(GemmPlanRules, ShortAndLongKAtM128) {
   EXPECT_EQ(rule(95, 32768, 512, true), "C10");
   // promoted calls there are not C10's nor C22's
   EXPECT_NE(rule(128, 32768, 512, false), "C22");
-  // the small-M kernel at M = 128: promoted to K = 24576, fast to 8192; not at M = 127 past
-  // K = 4096
-  EXPECT_EQ(config(128, 7168, 24576, false), "smallm");
-  EXPECT_EQ(rule(128, 7168, 24576, false), "C3");
-  EXPECT_NE(config(128, 7168, 24592, false), "smallm");
-  EXPECT_EQ(config(128, 7168, 8192, true), "smallm");
-  EXPECT_NE(config(128, 7168, 8208, true), "smallm");
-  EXPECT_NE(config(127, 7168, 4112, false), "smallm");
+  // the small-M kernel at M = 128 to K = 24576 in both modes; not at M = 127 past K = 4096
+  for (const bool is_fast : {false, true}) {
+    EXPECT_EQ(config(128, 7168, 24576, is_fast), "smallm") << is_fast;
+    EXPECT_EQ(rule(128, 7168, 24576, is_fast), "C3") << is_fast;
+    EXPECT_EQ(config(128, 7168, 12288, is_fast), "smallm") << is_fast;
+    EXPECT_NE(config(128, 7168, 24592, is_fast), "smallm") << is_fast;
+    EXPECT_NE(config(127, 7168, 4112, is_fast), "smallm") << is_fast;
+  }
 }
 
 TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
