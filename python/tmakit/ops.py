@@ -631,8 +631,8 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     shape and dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA
-    kernel, or, for float32 on H200-class memory, the library's plain kernel with 16-byte
-    loads and stores (the plan's pick there); other views of rows of consecutive elements
+    kernel, or, on H200-class memory, the library's plain kernel with 16-byte loads and
+    stores (the plan's pick there); other views of rows of consecutive elements
     through the plain kernel element by element (kernels/stencil3x3/README.md). An x whose
     rows are not consecutive elements (or whose images interleave) is first made contiguous
     (one copy); such an out is written through a dense temporary and one strided copy.
