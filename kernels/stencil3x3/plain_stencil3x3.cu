@@ -22,10 +22,7 @@ namespace tmakit::detail::stencil3x3 {
 namespace {
 
 constexpr int kThreads = 256;
-
-// Output columns of a block: 32 x Cols x E a warp.
-template <int Cols, int E>
-constexpr int kBlockSpan = 32 * Cols * E * (kThreads / 32);
+constexpr int kWarps = kThreads / 32;
 
 template <class T>
 struct PlainParams {
@@ -79,27 +76,35 @@ __device__ __forceinline__ void store_run(T* row, std::int64_t x, std::int64_t c
 // NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 fits in 122
 // because no run is cut by a row's end (an element-by-element fallback for cut runs took 146,
 // one block an SM, 0.71x memcpy; README.md). E = 1 is not held (0: no minimum).
-template <class T, int StripRows, int Cols, int E>
+// WarpsX: a block's warps side by side along a strip (1, 2, 4 or 8); kWarps / WarpsX strips
+// of them.
+template <class T, int StripRows, int Cols, int E, int WarpsX>
 __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
     plain_stencil3x3_kernel(const PlainParams<T> p) {
+  static_assert(kWarps % WarpsX == 0, "whole rows of warps in a block");
   T taps[9];
 #pragma unroll
   for (int i = 0; i < 9; ++i) taps[i] = p.taps[i];
   constexpr int kWarpSpan = 32 * Cols * E;
+  constexpr int kWarpsY = kWarps / WarpsX;
+  constexpr std::int64_t kBlockSpan = WarpsX * kWarpSpan;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
+  // (constants where the block is one row of warps: the code of a block along one strip)
+  const int warp_x = WarpsX == kWarps ? warp : warp % WarpsX;
+  const int warp_y = WarpsX == kWarps ? 0 : warp / WarpsX;
   const std::int64_t strips = (p.rows + StripRows - 1) / StripRows;
   for (std::int64_t image = blockIdx.z; image < p.images; image += gridDim.z) {
     const std::uint8_t* src = p.in + image * p.in_image;
     std::uint8_t* dst = p.out + image * p.out_image;
-    for (std::int64_t strip = blockIdx.y; strip < strips; strip += gridDim.y) {
+    for (std::int64_t strip = static_cast<std::int64_t>(blockIdx.y) * kWarpsY + warp_y;
+         strip < strips; strip += static_cast<std::int64_t>(gridDim.y) * kWarpsY) {
       const std::int64_t y0 = strip * StripRows;
       // NOTE: the loop bound is the warp's first column, so the whole warp stays in step
       // for the shuffles.
-      for (std::int64_t x0 = p.col_begin +
-                             static_cast<std::int64_t>(blockIdx.x) * kBlockSpan<Cols, E> +
-                             static_cast<std::int64_t>(warp) * kWarpSpan;
-           x0 < p.col_end; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan<Cols, E>) {
+      for (std::int64_t x0 = p.col_begin + static_cast<std::int64_t>(blockIdx.x) * kBlockSpan +
+                             static_cast<std::int64_t>(warp_x) * kWarpSpan;
+           x0 < p.col_end; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan) {
         // The halo column this lane loads: x0 - 1 for lane 0, x0 + 32 Cols E for lane 31.
         const std::int64_t hx = lane == 0 ? x0 - 1 : x0 + kWarpSpan;
         const bool h_in = (lane == 0 || lane == 31) && hx >= 0 && hx < p.cols;
@@ -207,12 +212,29 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
   p.col_begin = col_begin;
   p.col_end = col_end;
   for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  const dim3 grid(
-      plain::blocks_for(static_cast<std::uint64_t>(col_end - col_begin), kBlockSpan<Cols, E>,
-                        plain::kMaxGridX),
-      plain::blocks_for((in.rows + StripRows - 1) / StripRows, 1, plain::kMaxGridYZ),
-      plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
-  plain_stencil3x3_kernel<T, StripRows, Cols, E><<<grid, kThreads, 0, stream>>>(p);
+  // NOTE: as many warps along a strip as it has warp spans, up to all of them; the rest of a
+  // block's warps take the next strips (a block of 8 warps along 512 float32 columns had 6
+  // idle: 0.65x memcpy at 16 x 512 x 512)
+  constexpr std::int64_t kWarpSpan = 32 * Cols * E;
+  const std::int64_t spans = (col_end - col_begin + kWarpSpan - 1) / kWarpSpan;
+  const auto launch = [&](auto warps_x) {
+    constexpr int kWarpsX = decltype(warps_x)::value;
+    const dim3 grid(
+        plain::blocks_for(static_cast<std::uint64_t>(spans), kWarpsX, plain::kMaxGridX),
+        plain::blocks_for((in.rows + StripRows - 1) / StripRows, kWarps / kWarpsX,
+                          plain::kMaxGridYZ),
+        plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
+    plain_stencil3x3_kernel<T, StripRows, Cols, E, kWarpsX><<<grid, kThreads, 0, stream>>>(p);
+  };
+  if (spans <= 1) {
+    launch(std::integral_constant<int, 1>{});
+  } else if (spans <= 2) {
+    launch(std::integral_constant<int, 2>{});
+  } else if (spans <= 4) {
+    launch(std::integral_constant<int, 4>{});
+  } else {
+    launch(std::integral_constant<int, kWarps>{});
+  }
   check_launch("plain_stencil3x3_kernel");
 }
 
