@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "stencil3x3/plain_stencil3x3.hpp"
+#include "stencil3x3/stencil3x3_plan.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/detail/plain_grid.hpp"
@@ -212,9 +213,6 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
   p.col_begin = col_begin;
   p.col_end = col_end;
   for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  // NOTE: as many warps along a strip as it has warp spans, up to all of them; the rest of a
-  // block's warps take the next strips (a block of 8 warps along 512 float32 columns had 6
-  // idle: 0.65x memcpy at 16 x 512 x 512)
   constexpr std::int64_t kWarpSpan = 32 * Cols * E;
   const std::int64_t spans = (col_end - col_begin + kWarpSpan - 1) / kWarpSpan;
   const auto launch = [&](auto warps_x) {
@@ -226,14 +224,12 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
         plain::blocks_for(in.batch, 1, plain::kMaxGridYZ));
     plain_stencil3x3_kernel<T, StripRows, Cols, E, kWarpsX><<<grid, kThreads, 0, stream>>>(p);
   };
-  if (spans <= 1) {
-    launch(std::integral_constant<int, 1>{});
-  } else if (spans <= 2) {
-    launch(std::integral_constant<int, 2>{});
-  } else if (spans <= 4) {
-    launch(std::integral_constant<int, 4>{});
-  } else {
-    launch(std::integral_constant<int, kWarps>{});
+  static_assert(kWarps == 8, "warps along a strip: 1, 2, 4 or 8");
+  switch (plain_warps_along_strip(spans)) {
+    case 1: launch(std::integral_constant<int, 1>{}); break;
+    case 2: launch(std::integral_constant<int, 2>{}); break;
+    case 4: launch(std::integral_constant<int, 4>{}); break;
+    default: launch(std::integral_constant<int, 8>{}); break;
   }
   check_launch("plain_stencil3x3_kernel");
 }

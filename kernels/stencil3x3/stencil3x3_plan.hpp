@@ -1,6 +1,8 @@
 // What the 3x3 stencil's launcher runs on views TMA can describe, as a pure function of the
-// device's memory system (tested on the host).
+// device's memory system, and how the plain kernel lays a block's warps (tested on the host).
 #pragma once
+
+#include <cstdint>
 
 namespace tmakit::detail::stencil3x3 {
 
@@ -27,6 +29,15 @@ constexpr PlannedLayout plan_tma_layout(double dram_bytes_per_second) {
 constexpr PlannedLayout plan_layout(double dram_bytes_per_second) {
   return dram_bytes_per_second >= 4e12 ? PlannedLayout::plain_vector16
                                        : plan_tma_layout(dram_bytes_per_second);
+}
+
+// The plain kernel's warps side by side along a strip (its template argument WarpsX), for a
+// row of `spans` warp spans: as many as there are spans, rounded up to 1, 2 or 4, else all 8
+// of a block; the block's other warps take the next strips. NOTE: with 8 warps along a strip
+// always, a 512-column float32 image left 6 of 8 idle (0.65x memcpy at 16 x 512 x 512, 0.92x
+// with two along a strip; kernels/stencil3x3/README.md).
+constexpr int plain_warps_along_strip(std::int64_t spans) {
+  return spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : 8;
 }
 
 }  // namespace tmakit::detail::stencil3x3

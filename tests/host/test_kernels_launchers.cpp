@@ -221,6 +221,18 @@ TEST(KernelPlans, StencilLayoutFollowsTheMemorySystem) {
   EXPECT_THROW(tune::stencil3x3_default_variant(DataType::int32, 4.8e12), ArgumentError);
 }
 
+// The plain stencil's warps along a strip: one per warp span of a row up to 1, 2, 4, else 8.
+TEST(KernelPlans, PlainStencilWarpsFollowTheRowsSpans) {
+  using detail::stencil3x3::plain_warps_along_strip;
+  EXPECT_EQ(plain_warps_along_strip(1), 1);
+  EXPECT_EQ(plain_warps_along_strip(2), 2);
+  EXPECT_EQ(plain_warps_along_strip(3), 4);
+  EXPECT_EQ(plain_warps_along_strip(4), 4);
+  EXPECT_EQ(plain_warps_along_strip(5), 8);
+  EXPECT_EQ(plain_warps_along_strip(8), 8);
+  EXPECT_EQ(plain_warps_along_strip(std::int64_t{1} << 40), 8);
+}
+
 // The transpose's plan: the narrower in-place tile for 1-byte elements (lab variant 16), the
 // wider one (14) for 2, 4 and 8 bytes.
 TEST(KernelPlans, TransposeLayoutFollowsTheElementSize) {
