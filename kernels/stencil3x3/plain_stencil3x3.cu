@@ -74,8 +74,8 @@ __device__ __forceinline__ void store_run(T* row, std::int64_t x, std::int64_t c
   }
 }
 
-// NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 fits in 122
-// because no run is cut by a row's end (an element-by-element fallback for cut runs took 146,
+// NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 fits in 126
+// at 8 warps along a strip because no run is cut by a row's end (an element-by-element fallback for cut runs took 146,
 // one block an SM, 0.71x memcpy; README.md). E = 1 is not held (0: no minimum).
 // WarpsX: a block's warps side by side along a strip (1, 2, 4 or 8); kWarps / WarpsX strips
 // of them.
@@ -243,8 +243,8 @@ void launch_columns(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                            stream);
 }
 
-// NOTE: strips of 4 rows, two 16-byte runs a lane: measured fastest of 2-8 rows and one or
-// two runs a lane, for both types (README.md).
+// NOTE: strips of 4 rows, two 16-byte runs a lane: measured fastest of one or two runs a lane
+// and 4-32 rows (float32), 2-8 rows (float64) (README.md).
 template <class T>
 void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                    cudaStream_t stream) {
