@@ -75,8 +75,9 @@ __device__ __forceinline__ void store_run(T* row, std::int64_t x, std::int64_t c
 }
 
 // NOTE: the 16-byte form is held to two blocks an SM (128 registers): float64 fits in 126
-// at 8 warps along a strip because no run is cut by a row's end (an element-by-element fallback for cut runs took 146,
-// one block an SM, 0.71x memcpy; README.md). E = 1 is not held (0: no minimum).
+// at 8 warps along a strip because no run is cut by a row's end (an element-by-element
+// fallback for cut runs took 146, one block an SM, 0.71x memcpy; README.md). E = 1 is not
+// held (0: no minimum).
 // WarpsX: a block's warps side by side along a strip (1, 2, 4 or 8); kWarps / WarpsX strips
 // of them.
 template <class T, int StripRows, int Cols, int E, int WarpsX>
