@@ -474,7 +474,8 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
     } else {
       b.check = stencil_check;
       if (impl == "tmakit") {
-        const bool aligned = detail::plan_path(vin, vout, true).path == detail::Path::tma_rows;
+        const detail::PathPlan path = detail::plan_path(vin, vout, true);
+        const bool aligned = path.path == detail::Path::tma_rows;
         const bool vector =
             aligned && detail::stencil3x3::plan_layout(detail::peak_dram_bytes_per_second()) ==
                            detail::stencil3x3::PlannedLayout::plain_vector16;
@@ -482,7 +483,7 @@ void run_workload(Session& s, const Workload& w, const std::vector<CaseSpec>& ca
                              "memory system; the TMA layouts: --tune)"
                  : aligned ? "zero padding from TMA out-of-bounds fill, layout " +
                                  std::to_string(tune::stencil3x3_default_variant(w.type))
-                           : path_note(vin, vout, true);
+                           : path_note(path);
         b.run = [vin, vout, laplacian](cudaStream_t stream, int) {
           tmakit::stencil3x3(vin, vout, laplacian, stream);
         };

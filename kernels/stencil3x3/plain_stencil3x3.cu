@@ -25,6 +25,14 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 
+// Output columns of a warp: 32 lanes x Cols runs x E elements.
+template <int Cols, int E>
+constexpr int kWarpSpan = 32 * Cols * E;
+
+// The 16-byte form's runs a lane and rows a strip (launch_vector).
+constexpr int kVectorCols = 2;
+constexpr int kVectorStripRows = 4;
+
 template <class T>
 struct PlainParams {
   const std::uint8_t* in;
@@ -87,9 +95,9 @@ __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
   T taps[9];
 #pragma unroll
   for (int i = 0; i < 9; ++i) taps[i] = p.taps[i];
-  constexpr int kWarpSpan = 32 * Cols * E;
+  constexpr int kSpan = kWarpSpan<Cols, E>;
   constexpr int kWarpsY = kWarps / WarpsX;
-  constexpr std::int64_t kBlockSpan = WarpsX * kWarpSpan;
+  constexpr std::int64_t kBlockSpan = WarpsX * kSpan;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   // (constants where the block is one row of warps: the code of a block along one strip)
@@ -105,10 +113,10 @@ __global__ void __launch_bounds__(kThreads, E > 1 ? 2 : 0)
       // NOTE: the loop bound is the warp's first column, so the whole warp stays in step
       // for the shuffles.
       for (std::int64_t x0 = p.col_begin + static_cast<std::int64_t>(blockIdx.x) * kBlockSpan +
-                             static_cast<std::int64_t>(warp_x) * kWarpSpan;
+                             static_cast<std::int64_t>(warp_x) * kSpan;
            x0 < p.col_end; x0 += static_cast<std::int64_t>(gridDim.x) * kBlockSpan) {
         // The halo column this lane loads: x0 - 1 for lane 0, x0 + 32 Cols E for lane 31.
-        const std::int64_t hx = lane == 0 ? x0 - 1 : x0 + kWarpSpan;
+        const std::int64_t hx = lane == 0 ? x0 - 1 : x0 + kSpan;
         const bool h_in = (lane == 0 || lane == 31) && hx >= 0 && hx < p.cols;
         // NOTE: the lane's first column in 64 bits, then a constant a slot: the compiler folds
         // the slots' offsets into the addresses (an int slot index widened after the sum
@@ -214,8 +222,8 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
   p.col_begin = col_begin;
   p.col_end = col_end;
   for (int i = 0; i < 9; ++i) p.taps[i] = static_cast<T>(filter.taps[i]);
-  constexpr std::int64_t kWarpSpan = 32 * Cols * E;
-  const std::int64_t spans = (col_end - col_begin + kWarpSpan - 1) / kWarpSpan;
+  constexpr std::int64_t kSpan = kWarpSpan<Cols, E>;
+  const std::int64_t spans = (col_end - col_begin + kSpan - 1) / kSpan;
   const auto launch = [&](auto warps_x) {
     constexpr int kWarpsX = decltype(warps_x)::value;
     const dim3 grid(
@@ -244,16 +252,18 @@ void launch_columns(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                            stream);
 }
 
-// NOTE: strips of 4 rows, two 16-byte runs a lane: measured fastest of one or two runs a lane
-// and 4-32 rows (float32), 2-8 rows (float64) (README.md).
+// NOTE: strips of 4 rows, two 16-byte runs a lane (kVectorStripRows, kVectorCols): measured
+// fastest of one or two runs a lane and 4-32 rows (float32), 2-8 rows (float64) (README.md).
 template <class T>
 void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                    cudaStream_t stream) {
   constexpr int kE = 16 / sizeof(T);
-  constexpr std::int64_t kWarpSpan = 32 * 2 * kE;
+  constexpr std::int64_t kSpan = kWarpSpan<kVectorCols, kE>;
   const auto cols = static_cast<std::int64_t>(in.cols);
-  const std::int64_t whole = cols - cols % kWarpSpan;
-  if (whole > 0) launch_typed<T, 4, 2, kE>(in, out, filter, 0, whole, stream);
+  const std::int64_t whole = cols - cols % kSpan;
+  if (whole > 0) {
+    launch_typed<T, kVectorStripRows, kVectorCols, kE>(in, out, filter, 0, whole, stream);
+  }
   if (whole < cols) launch_columns<T>(in, out, filter, whole, stream);
 }
 
