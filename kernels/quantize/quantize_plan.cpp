@@ -58,10 +58,10 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.scales = quantize_scale_shape(rows, cols, recipe, operand);
   const std::uint32_t rows_pow2 = pow2_at_least(rows);
   const bool block_b = recipe == GemmScaleRecipe::block && operand == QuantizeOperand::b;
-  p.rule = recipe == GemmScaleRecipe::tensor ? 0
-           : recipe == GemmScaleRecipe::row  ? 1
-           : block_b                         ? 3
-                                             : 2;
+  p.rule = quantize_rule_index(recipe == GemmScaleRecipe::tensor ? "Q1"
+                               : recipe == GemmScaleRecipe::row  ? "Q2"
+                               : block_b                         ? "Q4"
+                                                                 : "Q3");
   p.amax_pass = recipe == GemmScaleRecipe::tensor;
   p.fused_amax = !p.amax_pass;
   p.box_cols = recipe == GemmScaleRecipe::row ? kRowBoxCols : kBoxCols;
@@ -89,23 +89,41 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   if (p.tile_rows > rows_pow2) p.tile_rows = rows_pow2;
   p.tiles_x =
       static_cast<std::int64_t>(ceil_div(cols, static_cast<std::uint64_t>(p.boxes) * p.box_cols));
+  // the tile's shared memory: x's boxes (1024-aligned), x_fp8's, one amax word per group, the
+  // barrier, alignment slack
+  const auto smem_of = [&](std::uint32_t tile_rows) {
+    const std::uint32_t in = tile_rows * p.boxes * p.box_cols * element_bytes;
+    return out_buffer_offset(in) + tile_rows * p.boxes * p.box_cols + 4 * kThreads + 16 + 1024;
+  };
+  const auto tiles_of = [&](std::uint32_t tile_rows) {
+    return p.tiles_x * static_cast<std::int64_t>(ceil_div(rows, tile_rows));
+  };
+  // NOTE: where every tile's CTA fits the SMs at once, the tile kernel takes the tensor's
+  // amax itself (a grid barrier), and x is read once instead of twice (rule Q6). Its tiles
+  // are not halved below: each more CTA is one more arrival at the barrier
+  if (recipe == GemmScaleRecipe::tensor &&
+      tiles_of(p.tile_rows) <=
+          static_cast<std::int64_t>(sm_count) * tile_ctas_per_sm(smem_of(p.tile_rows))) {
+    p.rule = quantize_rule_index("Q6");
+    p.resident = true;
+    p.amax_pass = false;
+    p.fused_amax = true;
+  }
   // NOTE: fewer tiles than SMs leave SMs idle: rows per tile halve until every SM has one
   // (down to one row); a 128 x 128 block cannot be split
-  if (!block_b) {
-    while (p.tile_rows > 1 &&
-           p.tiles_x * static_cast<std::int64_t>(ceil_div(rows, p.tile_rows)) < sm_count) {
-      p.tile_rows /= 2;
-    }
+  if (!block_b && !p.resident) {
+    while (p.tile_rows > 1 && tiles_of(p.tile_rows) < sm_count) p.tile_rows /= 2;
   }
+  // NOTE: rule Q1's cast walks the tiles last to first: the amax pass read x first to last,
+  // so the cast's first tiles are the ones still in the L2
+  p.reverse_tiles = p.amax_pass;
   p.tiles_y = static_cast<std::int64_t>(ceil_div(rows, p.tile_rows));
-  // groups within a tile: a row of it (row, block a), all of it (block b; the tensor recipe's
-  // cast, whose scale is given)
+  // groups within a tile: a row of it (row, block a), all of it (block b; the tensor recipe)
   p.group_rows = recipe == GemmScaleRecipe::tensor || block_b ? p.tile_rows : 1;
   p.group_boxes = p.boxes;
   p.in_bytes = p.tile_rows * p.boxes * p.box_cols * element_bytes;
   p.out_bytes = p.tile_rows * p.boxes * p.box_cols;
-  // x's boxes (1024-aligned), x_fp8's, one amax word per group, the barrier, alignment slack
-  p.smem_bytes = out_buffer_offset(p.in_bytes) + p.out_bytes + 4 * kThreads + 16 + 1024;
+  p.smem_bytes = smem_of(p.tile_rows);
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
   const bool defaults = strides.mn == -1 && strides.k == -1;
   if (recipe == GemmScaleRecipe::block && defaults) {
@@ -118,6 +136,16 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
     p.stride_mn = strides.mn;
     p.stride_k = recipe == GemmScaleRecipe::row ? 1 : strides.k;
   }
+  return p;
+}
+
+QuantizePlan two_pass(QuantizePlan p) {
+  if (!p.resident) return p;
+  p.rule = quantize_rule_index("Q1");
+  p.resident = false;
+  p.amax_pass = true;
+  p.fused_amax = false;
+  p.reverse_tiles = true;
   return p;
 }
 

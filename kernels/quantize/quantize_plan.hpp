@@ -3,6 +3,7 @@
 // driver. The kernels: sm90_quantize.cuh; the rules: README.md beside this file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -36,9 +37,15 @@ struct QuantizeRule {
   const char* layout;
 };
 inline constexpr QuantizeRule kQuantizeRules[] = {
+    {"Q6", "recipe tensor, and tiles of up to 128 rows x 128 columns (not halved) no more than "
+     "the SMs hold at once",
+     "one cooperative launch of the tile kernel: each CTA loads its tile and takes its amax, the "
+     "CTAs meet at a grid barrier on the stream's counters for the tensor's amax, then each "
+     "casts and stores the tile it holds: x read once"},
     {"Q1", "recipe tensor",
      "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
-     "into the scale, then the cast: tiles of up to 128 rows x 128 columns"},
+     "into the scale, then the cast: tiles of up to 128 rows x 128 columns, walked last to "
+     "first"},
     {"Q2", "recipe row",
      "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x), loaded as one "
      "3-D box of c x K / c x R (c the greatest power of two <= 256 dividing K) where K / c <= "
@@ -50,6 +57,32 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
 inline constexpr int kQuantizeRuleCount =
     static_cast<int>(sizeof kQuantizeRules / sizeof kQuantizeRules[0]);
 
+// The index of rule `id` in kQuantizeRules (-1 if none).
+constexpr int quantize_rule_index(const char* id) {
+  for (int i = 0; i < kQuantizeRuleCount; ++i) {
+    const char* a = kQuantizeRules[i].id;
+    const char* b = id;
+    while (*a != '\0' && *a == *b) ++a, ++b;
+    if (*a == *b) return i;
+  }
+  return -1;
+}
+
+// What an SM holds of the tile kernel (rule Q6's test): sm_90's 228 KiB of shared memory an
+// SM, of which the runtime keeps 1 KiB per CTA, and at most kMaxCtasPerSm CTAs (the kernel's
+// __launch_bounds__, which keeps registers for that many). The launcher checks the count
+// against the driver's occupancy before it relies on it.
+inline constexpr std::uint32_t kSmemPerSmBytes = 228 * 1024;
+inline constexpr std::uint32_t kSmemReservedPerCtaBytes = 1024;
+inline constexpr std::uint32_t kMaxCtasPerSm = 4;
+constexpr std::uint32_t tile_ctas_per_sm(std::uint32_t smem_bytes) {
+  const std::uint32_t fit = kSmemPerSmBytes / (smem_bytes + kSmemReservedPerCtaBytes);
+  return fit < kMaxCtasPerSm ? fit : kMaxCtasPerSm;
+}
+// The grid counters rule Q6 keeps in the stream's workspace: arrivals, the amax's bits,
+// departures; zero before and after each call.
+inline constexpr std::size_t kGridCounters = 3;
+
 // Where x_fp8's buffer starts in a tile's shared memory, after x's in_bytes: on 128 bytes
 // (TMA's shared-memory alignment, rule D1). Host and device.
 TMAKIT_HOST_DEVICE constexpr std::uint32_t out_buffer_offset(std::uint32_t in_bytes) {
@@ -59,6 +92,9 @@ TMAKIT_HOST_DEVICE constexpr std::uint32_t out_buffer_offset(std::uint32_t in_by
 struct QuantizePlan {
   int rule = 0;                   // index into kQuantizeRules
   bool amax_pass = false;         // the tensor recipe: amax kernel + scale kernel before the cast
+  bool resident = false;          // Q6: one cooperative launch, every tile's CTA resident at once
+  bool reverse_tiles = false;     // Q1: CTA i casts tile tiles() - 1 - i (the amax pass's last
+                                  // reads are still in the L2)
   bool fused_amax = false;        // row and block: each group's amax taken from the tile in hand
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)
@@ -85,6 +121,11 @@ struct QuantizePlan {
 QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t element_bytes,
                            GemmScaleRecipe recipe, QuantizeOperand operand,
                            const GemmScaleStrides& strides, int sm_count);
+
+// Rule Q6's plan as rule Q1 (the same tiles, the amax and scale kernels first): what the
+// launcher runs where Q6's grid barrier cannot be had (no counters for the stream, or an SM
+// that holds fewer CTAs than the plan counted). Any other plan is returned as it is.
+QuantizePlan two_pass(QuantizePlan resident);
 
 // The row recipe's tile as one box (QuantizePlan::row_chunk): v's rows as cols / chunk runs of
 // `chunk` elements, {chunk, cols / chunk, rows}, boxes of tile_rows whole rows.

@@ -1,7 +1,10 @@
 // The quantizer's launcher: validate -> plan (quantize_plan.hpp) -> maps -> launch of the
-// tile kernel (sm90_quantize.cuh), after the amax and scale kernels for the tensor recipe.
+// tile kernel (sm90_quantize.cuh): cooperative for the tensor recipe's rule Q6, after the
+// amax and scale kernels for its rule Q1.
+#include "gemm/gemm_workspace.hpp"
 #include "quantize/quantize_plan.hpp"
 #include "quantize/sm90_quantize.cuh"
+#include "tmakit/core/cluster_launch.hpp"
 
 namespace tmakit::detail::quantize {
 namespace {
@@ -41,9 +44,45 @@ void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) 
   check_launch("sm90_quantize_scale_kernel");
 }
 
+// Whether the current device holds the CTAs tile_ctas_per_sm counts (rule Q6): the shared
+// memory an SM has and keeps per CTA, asked once per device.
+bool device_holds_planned_ctas() {
+  static PerDevice<int> holds;  // 1 yes, 2 no (0: not asked yet)
+  return holds.get([](int device) {
+           int per_sm = 0, reserved = 0;
+           TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(
+               &per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+           TMAKIT_CUDA_CHECK(
+               cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+           return per_sm >= static_cast<int>(kSmemPerSmBytes) &&
+                          reserved <= static_cast<int>(kSmemReservedPerCtaBytes)
+                      ? 1
+                      : 2;
+         }) == 1;
+}
+
+// Rule Q6's counters in `stream`'s workspace (shared with the GEMM's split-K counters, which
+// are zero between calls as these are), or null where the stream has none and cannot get
+// them now: a stream capturing a graph before its first such call, or no device memory.
+// The launcher then takes rule Q1, which needs none.
+std::uint32_t* grid_counters_or_null(cudaStream_t stream) {
+  try {
+    return gemm::stream_workspace(0, kGridCounters, stream).counters;
+  } catch (const ArgumentError&) {
+    return nullptr;
+  } catch (const OutOfMemory&) {
+    return nullptr;
+  }
+}
+
 template <class T>
-void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const QuantizePlan& plan,
+void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePlan plan,
                     cudaStream_t stream) {
+  std::uint32_t* grid_counters = nullptr;
+  if (plan.resident) {
+    grid_counters = device_holds_planned_ctas() ? grid_counters_or_null(stream) : nullptr;
+    if (grid_counters == nullptr) plan = two_pass(plan);
+  }
   if (plan.amax_pass) launch_amax_and_scale<T>(x, scale, stream);
   Params p{};
   // step 3: maps: boxes of box_cols columns x tile_rows rows, dense in shared memory (or
@@ -73,8 +112,25 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quant
   p.in_bytes = plan.in_bytes;
   p.out_bytes = plan.out_bytes;
   p.fused_amax = plan.fused_amax;
+  p.grid_counters = grid_counters;
+  p.reverse_tiles = plan.reverse_tiles;
   // step 4: one CTA per tile
   const auto grid = static_cast<unsigned>(plan.tiles());
+  if (plan.resident) {
+    // NOTE: cooperative: the CTAs wait for each other at the grid barrier, so all must be
+    // resident at once. Where the driver refuses (an SM count below the plan's: a GPU shared
+    // out in partitions), nothing has been queued and the call takes rule Q1
+    KernelLaunch l(grid, kThreads, plan.smem_bytes, stream);
+    l.cooperative();
+    try {
+      launch_kernel_ex(l, prepared_kernel<sm90_quantize_kernel<T, false>>(kMaxSmemBytes),
+                       "sm90_quantize_kernel (cooperative)", p);
+      return;
+    } catch (const CudaError& e) {
+      if (e.code() != static_cast<int>(cudaErrorCooperativeLaunchTooLarge)) throw;
+    }
+    return launch_planned<T>(x, x_fp8, scale, two_pass(plan), stream);
+  }
   if (plan.row_chunk != 0) {
     allow_dynamic_smem<sm90_quantize_kernel<T, true>>(kMaxSmemBytes);
     sm90_quantize_kernel<T, true><<<grid, kThreads, plan.smem_bytes, stream>>>(p);

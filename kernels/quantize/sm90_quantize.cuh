@@ -1,7 +1,8 @@
 // The FP8 quantizer's device code (README.md beside this file): the tile kernel, which loads
 // a tile of x with TMA, takes each group's amax from shared memory (row and block recipes)
 // or reads the tensor's scale, casts the tile to e4m3 into a second buffer and stores it with
-// TMA; and, for the tensor recipe, the amax kernel and the scale kernel that run before it.
+// TMA; and, for the tensor recipe, either the CTAs meet at a grid barrier for the tensor's
+// amax (rule Q6) or the amax kernel and the scale kernel run before it (Q1).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <cuda/atomic>
 
 #include "quantize/quantize_plan.hpp"
 #include "tmakit/device/barrier.hpp"
@@ -38,6 +40,11 @@ struct Params {
   // 0: the tile is `boxes` boxes side by side; else (the row recipe) its rows of row_cols
   // elements, dense, loaded and stored as one 3-D box (QuantizePlan::row_chunk)
   std::uint32_t row_cols;
+  // rule Q6 (a cooperative launch): kGridCounters words of the stream's workspace, zero on
+  // entry, where the CTAs meet for the tensor's amax; null for every other rule
+  std::uint32_t* grid_counters;
+  // rule Q1's cast: CTA i takes tile gridDim.x - 1 - i
+  bool reverse_tiles;
 };
 
 // ---- elements: 16 bytes at a time ----------------------------------------------------
@@ -136,6 +143,39 @@ __device__ __forceinline__ void scale_of(float amax, float& scale, float& invers
   inverse = __frcp_rn(scale);
 }
 
+// ---- rule Q6: the tensor's amax across the grid -----------------------------------------
+
+// The unsigned max of every CTA's `tile_bits` (|x|'s bits, as above), once every CTA of the
+// grid has given its own: one thread per CTA calls it, then grid_leave once the CTA no longer
+// needs the counters. The grid must be resident at once (a cooperative launch), or the CTAs
+// that wait here would hold the SMs the others need. counters: arrivals, the max,
+// departures; zero on entry, and zero again once the last CTA has left (the next call on the
+// stream finds them so).
+__device__ __forceinline__ std::uint32_t grid_amax_bits(std::uint32_t tile_bits,
+                                                        std::uint32_t* counters) {
+  using Ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  Ref arrived(counters[0]), amax(counters[1]);
+  if (tile_bits != 0) amax.fetch_max(tile_bits, cuda::memory_order_relaxed);
+  // NOTE: release: a CTA that sees every arrival (acquire) sees every CTA's max before it
+  arrived.fetch_add(1, cuda::memory_order_release);
+  while (arrived.load(cuda::memory_order_acquire) < gridDim.x) __nanosleep(32);
+  return amax.load(cuda::memory_order_relaxed);
+}
+
+// The CTA is done with the counters; the last CTA to leave sets them to zero.
+// NOTE: at the kernel's end, off the path to the cast (its atomic is a round trip to the
+// L2); acq_rel: the last to leave follows every CTA's read of the max, so its reset cannot
+// overtake one
+__device__ __forceinline__ void grid_leave(std::uint32_t* counters) {
+  using Ref = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  Ref arrived(counters[0]), amax(counters[1]), left(counters[2]);
+  if (left.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+    arrived.store(0, cuda::memory_order_relaxed);
+    amax.store(0, cuda::memory_order_relaxed);
+    left.store(0, cuda::memory_order_relaxed);
+  }
+}
+
 // ---- the tile kernel ------------------------------------------------------------------
 
 // Shared memory: x's boxes (box j at j * tile_rows * box_cols elements, each box dense rows
@@ -179,7 +219,8 @@ __global__ void __launch_bounds__(kThreads, 4)
   auto* amax_words = reinterpret_cast<std::uint32_t*>(out + p.out_bytes);
   auto* full = reinterpret_cast<Barrier*>(amax_words + kThreads);
   const std::uint32_t tid = threadIdx.x;
-  const auto tile = static_cast<std::int32_t>(blockIdx.x);
+  const auto tile =
+      static_cast<std::int32_t>(p.reverse_tiles ? gridDim.x - 1 - blockIdx.x : blockIdx.x);
   const std::int32_t tx = tile % p.tiles_x;
   const std::int32_t ty = tile / p.tiles_x;
   const std::uint32_t box_cols = Runs ? p.row_cols : 1u << p.box_cols_log2;
@@ -252,6 +293,13 @@ __global__ void __launch_bounds__(kThreads, 4)
       __syncthreads();
       acc = amax_words[group];
     }
+    if (p.grid_counters != nullptr) {
+      // rule Q6: the tile is the group; the tensor's amax is every tile's
+      __syncthreads();  // every thread has read amax_words[0]
+      if (tid == 0) amax_words[0] = grid_amax_bits(acc, p.grid_counters);
+      __syncthreads();
+      acc = amax_words[0];
+    }
     amax = E::value_of_bits(acc);
     float inverse;
     scale_of(amax, scale, inverse);
@@ -302,6 +350,7 @@ __global__ void __launch_bounds__(kThreads, 4)
       store_tile<OutBox>(&p.out_map, out + j * out_box_bytes, c);
     }
     store_commit();
+    if (p.grid_counters != nullptr) grid_leave(p.grid_counters);
     // NOTE: the CTA's shared memory must outlive the store's reads of it
     store_wait_read<0>();
   }

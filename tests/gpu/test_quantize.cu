@@ -1,7 +1,8 @@
 // FP8 quantizer against its CPU reference, bit for bit (x_fp8 and the scales): every recipe
 // (tensor, row, block for operands a and b) and input type (bf16, fp16, fp32) on odd shapes
 // (rows 1, 7, 129; K 16, 144, 7168), padded row strides, non-finite groups, scale strides, a
-// CUDA graph replayed on new x, and a round trip through the FP8 GEMM. Outputs are poisoned
+// CUDA graph replayed on new x, the tensor recipe's grid barrier (rule Q6) at the most tiles
+// the SMs hold and on four streams at once, and a round trip through the FP8 GEMM. Outputs are poisoned
 // first: row padding of x_fp8 and floats past the scale array must keep their poison.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -18,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "quantize/quantize_plan.hpp"
 #include "test_kernels_common.hpp"
+#include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/kernels/quantize.hpp"
 
@@ -314,6 +317,122 @@ TEST(Quantize, FourStreamsAtOnceMatchOneAtATime) {
     }
     cudaStreamDestroy(streams[i]);
   }
+}
+
+// The rule the tensor recipe's plan takes for `rows` x `cols` of `type` on this GPU.
+std::string tensor_rule(DataType type, std::uint64_t rows, std::uint64_t cols) {
+  return detail::quantize::plan_quantize(rows, cols, static_cast<std::uint32_t>(element_bytes(type)),
+                                         R::tensor, O::a, {}, detail::multiprocessor_count())
+      .id();
+}
+
+// Rule Q6 at the edges of what the SMs hold (on a 132-SM part: 528 tiles of bf16, 264 of
+// fp32, every CTA waiting at the grid barrier for the last), and rule Q1 just past them.
+TEST(Quantize, TensorRecipeWhereEveryTileIsResidentAndPast) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int sms = detail::multiprocessor_count();
+  struct Edge {
+    DataType type;
+    std::uint64_t tiles_per_sm;  // 128 x 128 tiles an SM holds
+  };
+  for (const Edge e : {Edge{DataType::bfloat16, 4}, Edge{DataType::float32, 2}}) {
+    const std::uint64_t resident = static_cast<std::uint64_t>(sms) * e.tiles_per_sm;
+    // 1024 rows: 8 tiles down; columns for all the resident tiles, then one tile column more
+    const std::uint64_t fits = resident / 8 * 128;
+    for (const std::uint64_t cols : {fits, fits + 128}) {
+      SCOPED_TRACE(std::string(name(e.type)) + " 1024x" + std::to_string(cols));
+      EXPECT_EQ(tensor_rule(e.type, 1024, cols), cols == fits ? "Q6" : "Q1");
+      Image x(e.type, 1, 1024, cols);
+      fill(x, static_cast<std::uint32_t>(cols));
+      check_case({R::tensor, O::a, e.type, 1024, cols}, x);
+    }
+  }
+}
+
+// Four streams each quantizing with the tensor recipe at once, each grid as large as the SMs
+// hold: the cooperative launches take turns (none waits at its barrier for CTAs that another
+// grid's keep off the SMs), and each stream's counters are its own.
+TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr int kStreams = 4;
+  const std::uint64_t rows = 1024;
+  const std::uint64_t cols = static_cast<std::uint64_t>(detail::multiprocessor_count()) * 4 / 8 * 128;
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, rows, cols), "Q6");
+  std::vector<std::unique_ptr<Image>> xs, qs;
+  std::vector<std::unique_ptr<Scales>> ss;
+  cudaStream_t streams[kStreams];
+  for (int i = 0; i < kStreams; ++i) {
+    xs.push_back(std::make_unique<Image>(DataType::bfloat16, 1, rows, cols));
+    fill(*xs.back(), 70 + i);
+    qs.push_back(std::make_unique<Image>(DataType::uint8, 1, rows, cols));
+    ss.push_back(std::make_unique<Scales>(1));
+    ASSERT_EQ(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kStreams; ++i) {
+      quantize_fp8(xs[i]->ref(), qs[i]->ref(), ss[i]->device, R::tensor, O::a, {}, streams[i]);
+    }
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_EQ(cudaStreamSynchronize(streams[i]), cudaSuccess);
+    const std::vector<std::uint8_t> got = qs[i]->download();
+    const std::vector<float> got_scales = ss[i]->download();
+    std::vector<float> want_scales(ss[i]->count + ss[i]->spare);
+    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
+    reference::quantize_fp8(xs[i]->host_ref(), qs[i]->host_ref(), want_scales.data(), R::tensor);
+    EXPECT_EQ(count_mismatches(*qs[i], qs[i]->host, got), 0u) << "stream " << i;
+    for (std::size_t j = 0; j < want_scales.size(); ++j) {
+      EXPECT_TRUE(same_float(got_scales[j], want_scales[j])) << "stream " << i << " scale " << j;
+    }
+    cudaStreamDestroy(streams[i]);
+  }
+}
+
+// A stream whose first tensor-recipe call is captured into a graph has no counters yet (they
+// cannot be allocated during a capture): the call takes rule Q1, and the graph is right on
+// every replay; after it, an uncaptured call on that stream takes Q6.
+TEST(Quantize, TensorRecipeCapturedBeforeItsStreamsFirstCall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 96, 1024), "Q6");
+  Image x(DataType::bfloat16, 1, 96, 1024);
+  Image q(DataType::uint8, 1, 96, 1024);
+  Scales scales(1);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  quantize_fp8(x.ref(), q.ref(), scales.device, R::tensor, O::a, {}, s);
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const auto expect_reference = [&](const char* what) {
+    const std::vector<std::uint8_t> got = q.download();
+    std::vector<float> want_scales(scales.count + scales.spare);
+    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
+    reference::quantize_fp8(x.host_ref(), q.host_ref(), want_scales.data(), R::tensor);
+    EXPECT_EQ(count_mismatches(q, q.host, got), 0u) << what;
+    const std::vector<float> got_scales = scales.download();
+    for (std::size_t i = 0; i < want_scales.size(); ++i) {
+      EXPECT_TRUE(same_float(got_scales[i], want_scales[i])) << what << " scale " << i;
+    }
+  };
+  for (std::uint32_t seed : {5u, 6u}) {
+    fill(x, seed);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    expect_reference(seed == 5u ? "replay 1" : "replay 2");
+  }
+  fill(x, 7);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  quantize_fp8(x.ref(), q.ref(), scales.device, R::tensor, O::a, {}, s);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  expect_reference("uncaptured call after the graph");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
 }
 
 TEST(Quantize, MallocMemoryIsRefused) {

@@ -176,10 +176,64 @@ TEST(QuantizePlan, TensorRecipeRunsTheAmaxPassFirst) {
   EXPECT_STREQ(t.id(), "Q1");
   EXPECT_TRUE(t.amax_pass);
   EXPECT_FALSE(t.fused_amax);
+  EXPECT_TRUE(t.reverse_tiles);  // the cast starts where the amax pass ended
+  // past what 4 SMs hold (16 tiles), the same 56 tiles of 16 rows in two passes (tiles halve
+  // only where they are fewer than the SMs, and then they are resident: rule Q6)
+  EXPECT_EQ(plan_quantize(16, 7168, 2, R::tensor, O::a, {}, 4).tile_rows, 16u);
+  EXPECT_STREQ(plan_quantize(16, 7168, 2, R::tensor, O::a, {}, 4).id(), "Q1");
   EXPECT_EQ(t.groups_per_tile(), 1u);
   EXPECT_EQ(t.tiles(), 64 * 64);
   EXPECT_EQ(t.scales.mn, 1u);
   EXPECT_EQ(t.scales.k, 1u);
+}
+
+// Rule Q6: where every tile's CTA fits the SMs at once (four 128 x 128 bf16 tiles an SM, two
+// of fp32), one cooperative kernel reads x once; past that, rule Q1's two reads.
+TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
+  static_assert(detail::quantize::quantize_rule_index("Q6") == 0);
+  static_assert(detail::quantize::quantize_rule_index("Q1") == 1);
+  static_assert(detail::quantize::quantize_rule_index("Q7") == -1);
+  const QuantizePlan small = plan_quantize(16, 7168, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(small.id(), "Q6");
+  EXPECT_TRUE(small.resident);
+  EXPECT_TRUE(small.fused_amax);
+  EXPECT_FALSE(small.amax_pass);
+  // not halved to fill the SMs (rule Q1 would take 4 rows a tile: 224 tiles)
+  EXPECT_EQ(small.tile_rows, 16u);
+  EXPECT_EQ(small.tiles(), 56);
+  EXPECT_EQ(small.groups_per_tile(), 1u);
+  EXPECT_FALSE(small.reverse_tiles);
+  EXPECT_EQ(small.scales.mn, 1u);
+
+  const QuantizePlan bf16 = plan_quantize(1024, 8192, 2, R::tensor, O::a, {}, 132);
+  EXPECT_EQ(detail::quantize::tile_ctas_per_sm(bf16.smem_bytes), 4u);
+  EXPECT_EQ(bf16.tiles(), 8 * 64);
+  EXPECT_STREQ(bf16.id(), "Q6");
+  EXPECT_STREQ(plan_quantize(1024, 8448, 2, R::tensor, O::a, {}, 132).id(), "Q6");  // 528 tiles
+  EXPECT_STREQ(plan_quantize(1024, 8576, 2, R::tensor, O::a, {}, 132).id(), "Q1");  // 536
+  const QuantizePlan fp32 = plan_quantize(1024, 4224, 4, R::tensor, O::a, {}, 132);
+  EXPECT_EQ(detail::quantize::tile_ctas_per_sm(fp32.smem_bytes), 2u);
+  EXPECT_STREQ(fp32.id(), "Q6");                                                    // 264 tiles
+  EXPECT_STREQ(plan_quantize(1024, 4352, 4, R::tensor, O::a, {}, 132).id(), "Q1");  // 272
+  EXPECT_STREQ(plan_quantize(1024, 8192, 2, R::tensor, O::a, {}, 66).id(), "Q1");   // fewer SMs
+
+  // the launcher's way back: Q1 on the same tiles
+  const QuantizePlan back = detail::quantize::two_pass(bf16);
+  EXPECT_STREQ(back.id(), "Q1");
+  EXPECT_FALSE(back.resident);
+  EXPECT_TRUE(back.amax_pass);
+  EXPECT_FALSE(back.fused_amax);
+  EXPECT_TRUE(back.reverse_tiles);
+  EXPECT_EQ(back.tiles(), bf16.tiles());
+  EXPECT_EQ(back.tile_rows, bf16.tile_rows);
+  EXPECT_EQ(back.smem_bytes, bf16.smem_bytes);
+  const QuantizePlan row = plan_quantize(16, 7168, 2, R::row, O::a, {}, 132);
+  EXPECT_STREQ(detail::quantize::two_pass(row).id(), "Q2");
+  // every other recipe's rule is unchanged by the tensor's
+  EXPECT_FALSE(row.resident);
+  EXPECT_FALSE(row.reverse_tiles);
+  EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::a, {}, 132).resident);
+  EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::b, {}, 132).resident);
 }
 
 TEST(QuantizePlan, ScaleShapes) {

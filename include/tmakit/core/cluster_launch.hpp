@@ -1,6 +1,6 @@
 // Kernel launch configurations for cudaLaunchKernelEx (and cudaOccupancyMaxActiveClusters):
-// a 1-D cluster, and programmatic dependent launch. Host-only; used by the kernels' launchers
-// and the GPU tests.
+// a 1-D cluster, programmatic dependent launch, and a cooperative launch. Host-only; used by
+// the kernels' launchers and the GPU tests.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,6 +43,14 @@ struct KernelLaunch {
   KernelLaunch& overlap_previous_kernel() {
     cudaLaunchAttribute& a = next(cudaLaunchAttributeProgrammaticStreamSerialization);
     a.val.programmaticStreamSerializationAllowed = 1;
+    return *this;
+  }
+  // A cooperative launch: every CTA of the grid is resident at once, or the launch is
+  // refused (cudaErrorCooperativeLaunchTooLarge), so that the CTAs may wait for each other
+  // (a grid-wide barrier) without waiting on CTAs that have no SM to run on.
+  KernelLaunch& cooperative() {
+    cudaLaunchAttribute& a = next(cudaLaunchAttributeCooperative);
+    a.val.cooperative = 1;
     return *this;
   }
 

@@ -216,7 +216,8 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // that captured a call may keep using the buffers it saw. All of them stay until
 // gemm_fp8_release_workspace(stream). A call captured into a graph whose stream's workspace
 // would have to grow is refused (ArgumentError "stream"), the capture left usable: make the
-// same call on that stream once before capturing. The host side is thread-safe.
+// same call on that stream once before capturing. The host side is thread-safe. (quantize_fp8's
+// tensor recipe keeps three counters in the same workspace.)
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 

@@ -2,8 +2,9 @@
 // scales the FP8 GEMM takes (include/tmakit/kernels/gemm.hpp), in its layouts: one per tensor,
 // one per row, or one per 1 x 128 (operand a) / 128 x 128 (operand b) block. Row and block
 // scales are computed in the same pass of TMA loads that casts x; a tensor scale needs the
-// amax of all of x first (two reads of x). Design, rounding and measured figures:
-// kernels/quantize/README.md.
+// amax of all of x first: one pass where x's tiles fit the SMs at once (the CTAs hold their
+// tiles and meet at a grid barrier), else two reads of x. Design, rounding and measured
+// figures: kernels/quantize/README.md.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,7 +49,11 @@ QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
 // holds whole rows in shared memory: ceil(K / 128) * 128 * (element bytes + 1) must be at
 // most 200 KiB (K <= 68096 for 16-bit x, 40960 for fp32). Throws ArgumentError naming the
 // argument before anything is written; CudaError if a launch fails. Asynchronous on `stream`;
-// the tensor recipe enqueues a memset and three kernels, the others one kernel.
+// the row and block recipes enqueue one kernel. The tensor recipe enqueues one cooperative
+// kernel where its tiles fit the SMs at once (about 17 MB of 16-bit x, 4 MB of fp32 on a
+// 132-SM part), which meets at three counters in the stream's workspace (the one gemm_fp8's
+// split-K calls use; freed by gemm_fp8_release_workspace, zero between calls); else, or where
+// the stream has no workspace yet while it captures a graph, a memset and three kernels.
 void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleRecipe recipe,
                   QuantizeOperand operand = QuantizeOperand::a,
                   const GemmScaleStrides& scale_strides = {}, cudaStream_t stream = nullptr);
