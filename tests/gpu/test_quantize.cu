@@ -389,10 +389,10 @@ TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
   }
 }
 
-// A stream whose first tensor-recipe call is captured into a graph has no counters yet (they
-// cannot be allocated during a capture): the call takes rule Q1, and the graph is right on
-// every replay; after it, an uncaptured call on that stream takes Q6.
-TEST(Quantize, TensorRecipeCapturedBeforeItsStreamsFirstCall) {
+// A tensor-recipe call captured into a graph on a new stream is right on every replay, and an
+// uncaptured call on that stream after it too. (Whether the graph holds rule Q6, with counters
+// of its own, or Q1 depends on whether an uncaptured Q6 call on this device came first.)
+TEST(Quantize, TensorRecipeCapturedOnANewStream) {
   TMAKIT_SKIP_WITHOUT_GPU();
   ASSERT_EQ(tensor_rule(DataType::bfloat16, 96, 1024), "Q6");
   Image x(DataType::bfloat16, 1, 96, 1024);
@@ -433,6 +433,67 @@ TEST(Quantize, TensorRecipeCapturedBeforeItsStreamsFirstCall) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
+}
+
+// Two graphs captured on one stream (after an uncaptured call there, so both hold rule Q6),
+// replayed on two other streams while direct calls run on the capture stream, all at once:
+// 64 tiles each, so that the three grids fit the SMs together and run at the same time.
+// Every captured call has counters of its own, so no grid counts another's CTAs at its
+// barrier (with shared counters a grid would pass its barrier early, or never).
+TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const std::uint64_t rows = 1024;
+  const std::uint64_t cols = 1024;
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, rows, cols), "Q6");
+  constexpr int kCalls = 3;  // graph 1, graph 2, direct
+  std::vector<std::unique_ptr<Image>> xs, qs;
+  std::vector<std::unique_ptr<Scales>> ss;
+  for (int i = 0; i < kCalls; ++i) {
+    xs.push_back(std::make_unique<Image>(DataType::bfloat16, 1, rows, cols));
+    fill(*xs.back(), 90 + i);
+    qs.push_back(std::make_unique<Image>(DataType::uint8, 1, rows, cols));
+    ss.push_back(std::make_unique<Scales>(1));
+  }
+  cudaStream_t capture, replay[2];
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking), cudaSuccess);
+  for (cudaStream_t& r : replay) {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&r, cudaStreamNonBlocking), cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  quantize_fp8(xs[2]->ref(), qs[2]->ref(), ss[2]->device, R::tensor, O::a, {}, capture);
+  ASSERT_EQ(cudaStreamSynchronize(capture), cudaSuccess);
+  cudaGraph_t graphs[2];
+  cudaGraphExec_t execs[2];
+  for (int g = 0; g < 2; ++g) {
+    ASSERT_EQ(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal), cudaSuccess);
+    quantize_fp8(xs[g]->ref(), qs[g]->ref(), ss[g]->device, R::tensor, O::a, {}, capture);
+    ASSERT_EQ(cudaStreamEndCapture(capture, &graphs[g]), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&execs[g], graphs[g], 0), cudaSuccess);
+  }
+  // NOTE: many rounds: grids queued on three streams overlap only some of the time (with
+  // counters shared between them, 8 rounds of 128-tile grids failed one run in three)
+  for (int round = 0; round < 64; ++round) {
+    for (int g = 0; g < 2; ++g) ASSERT_EQ(cudaGraphLaunch(execs[g], replay[g]), cudaSuccess);
+    quantize_fp8(xs[2]->ref(), qs[2]->ref(), ss[2]->device, R::tensor, O::a, {}, capture);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < kCalls; ++i) {
+    const std::vector<std::uint8_t> got = qs[i]->download();
+    const std::vector<float> got_scales = ss[i]->download();
+    std::vector<float> want_scales(ss[i]->count + ss[i]->spare);
+    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
+    reference::quantize_fp8(xs[i]->host_ref(), qs[i]->host_ref(), want_scales.data(), R::tensor);
+    EXPECT_EQ(count_mismatches(*qs[i], qs[i]->host, got), 0u) << "call " << i;
+    for (std::size_t j = 0; j < want_scales.size(); ++j) {
+      EXPECT_TRUE(same_float(got_scales[j], want_scales[j])) << "call " << i << " scale " << j;
+    }
+  }
+  for (int g = 0; g < 2; ++g) {
+    cudaGraphExecDestroy(execs[g]);
+    cudaGraphDestroy(graphs[g]);
+    cudaStreamDestroy(replay[g]);
+  }
+  cudaStreamDestroy(capture);
 }
 
 TEST(Quantize, MallocMemoryIsRefused) {

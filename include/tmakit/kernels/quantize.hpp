@@ -51,9 +51,12 @@ QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
 // argument before anything is written; CudaError if a launch fails. Asynchronous on `stream`;
 // the row and block recipes enqueue one kernel. The tensor recipe enqueues one cooperative
 // kernel where its tiles fit the SMs at once (about 17 MB of 16-bit x, 4 MB of fp32 on a
-// 132-SM part), which meets at three counters in the stream's workspace (the one gemm_fp8's
-// split-K calls use; freed by gemm_fp8_release_workspace, zero between calls); else, or where
-// the stream has no workspace yet while it captures a graph, a memset and three kernels.
+// 132-SM part), else a memset and three kernels. The cooperative kernel's CTAs meet at three
+// counters (zero between calls): an uncaptured call uses its stream's (in the workspace
+// gemm_fp8's split-K calls keep per stream; gemm_fp8_release_workspace frees it), so calls
+// on one stream take turns as the stream orders them; a call captured into a CUDA graph gets
+// counters of its own from slots the device's first uncaptured such call allocates (4096
+// per device), and takes the three kernels where there are none.
 void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleRecipe recipe,
                   QuantizeOperand operand = QuantizeOperand::a,
                   const GemmScaleStrides& scale_strides = {}, cudaStream_t stream = nullptr);
