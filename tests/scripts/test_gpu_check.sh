@@ -85,6 +85,18 @@ expect "sanitize part: every sanitizer run" test \
   "$(grep -c -- "--gtest_filter" <<<"$calls")" -eq "$sanitizer_runs"
 expect "sanitize part: steps" has "total: $sanitizer_runs steps, 0 not passed" "$out"
 
+# the tests part's two halves, for shorter calls
+check GPU_CHECK_PART=binaries
+expect "binaries part: exit 0" test "$rc" -eq 0
+expect "binaries part: the binaries" test "$(grep -c -- "--gtest_color=no$" <<<"$calls")" -eq 2
+expect "binaries part: no sanitizer run" lacks "--gtest_filter" "$calls"
+expect "binaries part: no Python step" lacks "python package" "$out"
+expect "binaries part: steps" has "total: 2 steps, 0 not passed" "$out"
+check GPU_CHECK_PART=python
+expect "python part: no binary run" test ! -s "$work/calls"
+expect "python part: the Python step alone" has "GPU_CHECK_SKIP_PYTHON set" "$out"
+expect "python part: summary" has "part python" "$out"
+
 # 4. failures: a failing binary, and a sanitizer's errors
 check FAIL_test_device_copy=1 GPU_CHECK_PART=tests
 expect "failing binary: exit 1" test "$rc" -eq 1
@@ -98,7 +110,8 @@ expect "sanitizer errors: the count shown" has "errors 2" "$out"
 # 5. a part that does not exist: refused before anything runs
 check GPU_CHECK_PART=everything
 expect "unknown part: exit 2" test "$rc" -eq 2
-expect "unknown part: named" has "GPU_CHECK_PART is 'everything'; use all, tests or sanitize" "$out"
+expect "unknown part: named" has \
+  "GPU_CHECK_PART is 'everything'; use all, tests, binaries, python or sanitize" "$out"
 expect "unknown part: nothing ran" test ! -s "$work/calls"
 
 expect_summary
