@@ -51,16 +51,16 @@ void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) 
 bool device_holds_planned_ctas() {
   static PerDevice<int> holds;  // 1 yes, 2 no (0: not asked yet)
   return holds.get([](int device) {
-           int per_sm = 0, reserved = 0;
-           TMAKIT_CUDA_CHECK(cudaDeviceGetAttribute(
-               &per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-           TMAKIT_CUDA_CHECK(
-               cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
-           return per_sm >= static_cast<int>(kSmemPerSmBytes) &&
-                          reserved <= static_cast<int>(kSmemReservedPerCtaBytes)
-                      ? 1
-                      : 2;
-         }) == 1;
+    int per_sm = 0, reserved = 0;
+    TMAKIT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    TMAKIT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    return per_sm >= static_cast<int>(kSmemPerSmBytes) &&
+                   reserved <= static_cast<int>(kSmemReservedPerCtaBytes)
+               ? 1
+               : 2;
+  }) == 1;
 }
 
 // Rule Q6's counters for an uncaptured call: in `stream`'s workspace (shared with the GEMM's
@@ -152,8 +152,8 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePla
     p.out_map =
         cached_tensor_map(row_runs_spec(x_fp8, DataType::uint8, plan.row_chunk, plan.tile_rows));
   } else {
-    p.in_map = cached_tensor_map(
-        view_spec(x, x.type, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
+    p.in_map =
+        cached_tensor_map(view_spec(x, x.type, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
     p.out_map = cached_tensor_map(
         view_spec(x_fp8, DataType::uint8, {plan.box_cols, plan.tile_rows, 1}, Swizzle::none));
   }

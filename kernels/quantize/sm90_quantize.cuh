@@ -279,7 +279,8 @@ __global__ void __launch_bounds__(kThreads, 4)
     for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
       const std::uint32_t at = (v + rotation) & vector_mask;
       acc = E::abs_max(
-          *reinterpret_cast<const uint4*>(x + group_vector_offset<T, Runs>(at, group_row0, p)), acc);
+          *reinterpret_cast<const uint4*>(x + group_vector_offset<T, Runs>(at, group_row0, p)),
+          acc);
     }
     acc = E::finish(acc);
     // within a warp: the group's lanes (a group of 32 or fewer threads is lanes of one warp)

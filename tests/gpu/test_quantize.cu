@@ -2,8 +2,8 @@
 // (tensor, row, block for operands a and b) and input type (bf16, fp16, fp32) on odd shapes
 // (rows 1, 7, 129; K 16, 144, 7168), padded row strides, non-finite groups, scale strides, a
 // CUDA graph replayed on new x, the tensor recipe's grid barrier (rule Q6) at the most tiles
-// the SMs hold and on four streams at once, and a round trip through the FP8 GEMM. Outputs are poisoned
-// first: row padding of x_fp8 and floats past the scale array must keep their poison.
+// the SMs hold and on four streams at once, and a round trip through the FP8 GEMM. Outputs are
+// poisoned first: row padding of x_fp8 and floats past the scale array must keep their poison.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -145,6 +145,21 @@ void check_case(const Case& c, Image& x, const GemmScaleStrides& strides = {}) {
   EXPECT_EQ(wrong, 0);
 }
 
+// x_fp8 (q) and the scales on the device against the reference of x: every byte of q and
+// every float of the scale array and its poisoned spares; `what` names the call in a failure.
+void expect_reference(Image& x, Image& q, const Scales& scales, R recipe, O operand,
+                      const std::string& what) {
+  const std::vector<std::uint8_t> got = q.download();
+  const std::vector<float> got_scales = scales.download();
+  std::vector<float> want_scales(scales.count + scales.spare);
+  std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
+  reference::quantize_fp8(x.host_ref(), q.host_ref(), want_scales.data(), recipe, operand);
+  EXPECT_EQ(count_mismatches(q, q.host, got), 0u) << what;
+  for (std::size_t i = 0; i < want_scales.size(); ++i) {
+    EXPECT_TRUE(same_float(got_scales[i], want_scales[i])) << what << " scale " << i;
+  }
+}
+
 class QuantizeOddShapes : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QuantizeOddShapes, MatchesReferenceBitForBit) {
@@ -261,15 +276,7 @@ TEST(Quantize, GraphReplayReadsTheCurrentX) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-      const std::vector<std::uint8_t> got = q.download();
-      std::vector<float> want_scales(scales.count + scales.spare);
-      std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
-      reference::quantize_fp8(x.host_ref(), q.host_ref(), want_scales.data(), recipe);
-      EXPECT_EQ(count_mismatches(q, q.host, got), 0u) << "seed " << seed;
-      const std::vector<float> got_scales = scales.download();
-      for (std::size_t i = 0; i < want_scales.size(); ++i) {
-        EXPECT_TRUE(same_float(got_scales[i], want_scales[i])) << "seed " << seed << " i " << i;
-      }
+      expect_reference(x, q, scales, recipe, O::a, "seed " + std::to_string(seed));
     }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -305,24 +312,17 @@ TEST(Quantize, FourStreamsAtOnceMatchOneAtATime) {
   }
   for (int i = 0; i < kStreams; ++i) {
     ASSERT_EQ(cudaStreamSynchronize(streams[i]), cudaSuccess);
-    const std::vector<std::uint8_t> got = qs[i]->download();
-    const std::vector<float> got_scales = ss[i]->download();
-    std::vector<float> want_scales(ss[i]->count + ss[i]->spare);
-    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
-    reference::quantize_fp8(xs[i]->host_ref(), qs[i]->host_ref(), want_scales.data(), recipes[i],
-                            operands[i]);
-    EXPECT_EQ(count_mismatches(*qs[i], qs[i]->host, got), 0u) << "stream " << i;
-    for (std::size_t j = 0; j < want_scales.size(); ++j) {
-      EXPECT_TRUE(same_float(got_scales[j], want_scales[j])) << "stream " << i << " scale " << j;
-    }
+    expect_reference(*xs[i], *qs[i], *ss[i], recipes[i], operands[i],
+                     "stream " + std::to_string(i));
     cudaStreamDestroy(streams[i]);
   }
 }
 
 // The rule the tensor recipe's plan takes for `rows` x `cols` of `type` on this GPU.
 std::string tensor_rule(DataType type, std::uint64_t rows, std::uint64_t cols) {
-  return detail::quantize::plan_quantize(rows, cols, static_cast<std::uint32_t>(element_bytes(type)),
-                                         R::tensor, O::a, {}, detail::multiprocessor_count())
+  return detail::quantize::plan_quantize(rows, cols,
+                                         static_cast<std::uint32_t>(element_bytes(type)), R::tensor,
+                                         O::a, {}, detail::multiprocessor_count())
       .id();
 }
 
@@ -356,7 +356,8 @@ TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
   TMAKIT_SKIP_WITHOUT_GPU();
   constexpr int kStreams = 4;
   const std::uint64_t rows = 1024;
-  const std::uint64_t cols = static_cast<std::uint64_t>(detail::multiprocessor_count()) * 4 / 8 * 128;
+  const std::uint64_t cols =
+      static_cast<std::uint64_t>(detail::multiprocessor_count()) * 4 / 8 * 128;
   ASSERT_EQ(tensor_rule(DataType::bfloat16, rows, cols), "Q6");
   std::vector<std::unique_ptr<Image>> xs, qs;
   std::vector<std::unique_ptr<Scales>> ss;
@@ -376,15 +377,7 @@ TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
   }
   for (int i = 0; i < kStreams; ++i) {
     ASSERT_EQ(cudaStreamSynchronize(streams[i]), cudaSuccess);
-    const std::vector<std::uint8_t> got = qs[i]->download();
-    const std::vector<float> got_scales = ss[i]->download();
-    std::vector<float> want_scales(ss[i]->count + ss[i]->spare);
-    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
-    reference::quantize_fp8(xs[i]->host_ref(), qs[i]->host_ref(), want_scales.data(), R::tensor);
-    EXPECT_EQ(count_mismatches(*qs[i], qs[i]->host, got), 0u) << "stream " << i;
-    for (std::size_t j = 0; j < want_scales.size(); ++j) {
-      EXPECT_TRUE(same_float(got_scales[j], want_scales[j])) << "stream " << i << " scale " << j;
-    }
+    expect_reference(*xs[i], *qs[i], *ss[i], R::tensor, O::a, "stream " + std::to_string(i));
     cudaStreamDestroy(streams[i]);
   }
 }
@@ -407,29 +400,18 @@ TEST(Quantize, TensorRecipeCapturedOnANewStream) {
   quantize_fp8(x.ref(), q.ref(), scales.device, R::tensor, O::a, {}, s);
   ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  const auto expect_reference = [&](const char* what) {
-    const std::vector<std::uint8_t> got = q.download();
-    std::vector<float> want_scales(scales.count + scales.spare);
-    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
-    reference::quantize_fp8(x.host_ref(), q.host_ref(), want_scales.data(), R::tensor);
-    EXPECT_EQ(count_mismatches(q, q.host, got), 0u) << what;
-    const std::vector<float> got_scales = scales.download();
-    for (std::size_t i = 0; i < want_scales.size(); ++i) {
-      EXPECT_TRUE(same_float(got_scales[i], want_scales[i])) << what << " scale " << i;
-    }
-  };
   for (std::uint32_t seed : {5u, 6u}) {
     fill(x, seed);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    expect_reference(seed == 5u ? "replay 1" : "replay 2");
+    expect_reference(x, q, scales, R::tensor, O::a, seed == 5u ? "replay 1" : "replay 2");
   }
   fill(x, 7);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   quantize_fp8(x.ref(), q.ref(), scales.device, R::tensor, O::a, {}, s);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  expect_reference("uncaptured call after the graph");
+  expect_reference(x, q, scales, R::tensor, O::a, "uncaptured call after the graph");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
@@ -478,15 +460,7 @@ TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   for (int i = 0; i < kCalls; ++i) {
-    const std::vector<std::uint8_t> got = qs[i]->download();
-    const std::vector<float> got_scales = ss[i]->download();
-    std::vector<float> want_scales(ss[i]->count + ss[i]->spare);
-    std::memset(want_scales.data(), kPoison, want_scales.size() * sizeof(float));
-    reference::quantize_fp8(xs[i]->host_ref(), qs[i]->host_ref(), want_scales.data(), R::tensor);
-    EXPECT_EQ(count_mismatches(*qs[i], qs[i]->host, got), 0u) << "call " << i;
-    for (std::size_t j = 0; j < want_scales.size(); ++j) {
-      EXPECT_TRUE(same_float(got_scales[j], want_scales[j])) << "call " << i << " scale " << j;
-    }
+    expect_reference(*xs[i], *qs[i], *ss[i], R::tensor, O::a, "call " + std::to_string(i));
   }
   for (int g = 0; g < 2; ++g) {
     cudaGraphExecDestroy(execs[g]);

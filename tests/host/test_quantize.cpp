@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "quantize/quantize_plan.hpp"
+#include "refusal.hpp"
 #include "tmakit/host/validate.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/kernels/quantize.hpp"
-#include "refusal.hpp"
 
 namespace tmakit {
 namespace {
@@ -72,8 +72,8 @@ TEST(QuantizePlan, RowRecipeRunsAreTheGreatestPowerOfTwoThatFitsOneBox) {
   };
   // 7168 = 28 x 256; 272 = 17 x 16; 4112 = 257 x 16 (more runs than a box dimension takes:
   // rule T7); 65536 = 256 x 256; 384 = 3 x 128
-  for (const Case c : {Case{7168, 256, 1}, Case{272, 16, 1}, Case{4112, 0, 17},
-                       Case{65536, 256, 1}, Case{384, 128, 1}}) {
+  for (const Case c : {Case{7168, 256, 1}, Case{272, 16, 1}, Case{4112, 0, 17}, Case{65536, 256, 1},
+                       Case{384, 128, 1}}) {
     const QuantizePlan p = plan_quantize(1024, c.k, 2, R::row, O::a, {}, 132);
     EXPECT_EQ(p.row_chunk, c.chunk) << c.k;
     EXPECT_EQ(p.boxes, c.boxes) << c.k;
