@@ -160,6 +160,25 @@ void expect_reference(Image& x, Image& q, const Scales& scales, R recipe, O oper
   }
 }
 
+// One quantize_fp8 call of operand a captured on `s` into a graph, instantiated; destroyed
+// with the object.
+struct CapturedCall {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CapturedCall(Image& x, Image& q, const Scales& scales, R recipe, cudaStream_t s) {
+    EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    quantize_fp8(x.ref(), q.ref(), scales.device, recipe, O::a, {}, s);
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  }
+  ~CapturedCall() {
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  CapturedCall(const CapturedCall&) = delete;
+  CapturedCall& operator=(const CapturedCall&) = delete;
+};
+
 class QuantizeOddShapes : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QuantizeOddShapes, MatchesReferenceBitForBit) {
@@ -260,26 +279,21 @@ TEST(Quantize, GraphReplayReadsTheCurrentX) {
                   quantize_scale_shape(64, 512, recipe, O::a).k);
     cudaStream_t s;
     ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
     // NOTE: a first call outside the capture, as a user's warm-up would be (after the
     // uploads and memsets of the legacy stream, which a non-blocking stream does not wait for)
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     quantize_fp8(x.ref(), q.ref(), scales.device, recipe, O::a, {}, s);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
-    quantize_fp8(x.ref(), q.ref(), scales.device, recipe, O::a, {}, s);
-    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (std::uint32_t seed : {2u, 3u}) {
-      fill(x, seed);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-      expect_reference(x, q, scales, recipe, O::a, "seed " + std::to_string(seed));
+    {
+      const CapturedCall call(x, q, scales, recipe, s);
+      for (std::uint32_t seed : {2u, 3u}) {
+        fill(x, seed);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(cudaGraphLaunch(call.exec, s), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+        expect_reference(x, q, scales, recipe, O::a, "seed " + std::to_string(seed));
+      }
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
     cudaStreamDestroy(s);
   }
 }
@@ -394,16 +408,11 @@ TEST(Quantize, TensorRecipeCapturedOnANewStream) {
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
-  quantize_fp8(x.ref(), q.ref(), scales.device, R::tensor, O::a, {}, s);
-  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const CapturedCall call(x, q, scales, R::tensor, s);
   for (std::uint32_t seed : {5u, 6u}) {
     fill(x, seed);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(call.exec, s), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     expect_reference(x, q, scales, R::tensor, O::a, seed == 5u ? "replay 1" : "replay 2");
   }
@@ -412,8 +421,6 @@ TEST(Quantize, TensorRecipeCapturedOnANewStream) {
   quantize_fp8(x.ref(), q.ref(), scales.device, R::tensor, O::a, {}, s);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   expect_reference(x, q, scales, R::tensor, O::a, "uncaptured call after the graph");
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
 }
 
@@ -444,29 +451,23 @@ TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   quantize_fp8(xs[2]->ref(), qs[2]->ref(), ss[2]->device, R::tensor, O::a, {}, capture);
   ASSERT_EQ(cudaStreamSynchronize(capture), cudaSuccess);
-  cudaGraph_t graphs[2];
-  cudaGraphExec_t execs[2];
-  for (int g = 0; g < 2; ++g) {
-    ASSERT_EQ(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal), cudaSuccess);
-    quantize_fp8(xs[g]->ref(), qs[g]->ref(), ss[g]->device, R::tensor, O::a, {}, capture);
-    ASSERT_EQ(cudaStreamEndCapture(capture, &graphs[g]), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&execs[g], graphs[g], 0), cudaSuccess);
+  {
+    const CapturedCall graphs[2] = {{*xs[0], *qs[0], *ss[0], R::tensor, capture},
+                                    {*xs[1], *qs[1], *ss[1], R::tensor, capture}};
+    // NOTE: many rounds: grids queued on three streams overlap only some of the time (with
+    // counters shared between them, 8 rounds of 128-tile grids failed one run in three)
+    for (int round = 0; round < 64; ++round) {
+      for (int g = 0; g < 2; ++g) {
+        ASSERT_EQ(cudaGraphLaunch(graphs[g].exec, replay[g]), cudaSuccess);
+      }
+      quantize_fp8(xs[2]->ref(), qs[2]->ref(), ss[2]->device, R::tensor, O::a, {}, capture);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
-  // NOTE: many rounds: grids queued on three streams overlap only some of the time (with
-  // counters shared between them, 8 rounds of 128-tile grids failed one run in three)
-  for (int round = 0; round < 64; ++round) {
-    for (int g = 0; g < 2; ++g) ASSERT_EQ(cudaGraphLaunch(execs[g], replay[g]), cudaSuccess);
-    quantize_fp8(xs[2]->ref(), qs[2]->ref(), ss[2]->device, R::tensor, O::a, {}, capture);
-  }
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   for (int i = 0; i < kCalls; ++i) {
     expect_reference(*xs[i], *qs[i], *ss[i], R::tensor, O::a, "call " + std::to_string(i));
   }
-  for (int g = 0; g < 2; ++g) {
-    cudaGraphExecDestroy(execs[g]);
-    cudaGraphDestroy(graphs[g]);
-    cudaStreamDestroy(replay[g]);
-  }
+  for (cudaStream_t r : replay) cudaStreamDestroy(r);
   cudaStreamDestroy(capture);
 }
 
