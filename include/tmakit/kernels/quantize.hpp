@@ -56,7 +56,8 @@ QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
 // gemm_fp8's split-K calls keep per stream; gemm_fp8_release_workspace frees it), so calls
 // on one stream take turns as the stream orders them; a call captured into a CUDA graph gets
 // counters of its own from slots the device's first uncaptured such call allocates (4096
-// per device), and takes the three kernels where there are none.
+// per device), and takes the three kernels where there are none. That first call also
+// waits once for its stream (the slots are zeroed on it before any graph may use them).
 void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleRecipe recipe,
                   QuantizeOperand operand = QuantizeOperand::a,
                   const GemmScaleStrides& scale_strides = {}, cudaStream_t stream = nullptr);
