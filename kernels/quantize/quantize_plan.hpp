@@ -40,8 +40,8 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
     {"Q6", "recipe tensor, and tiles of up to 128 rows x 128 columns (not halved) no more than "
      "the SMs hold at once",
      "one cooperative launch of the tile kernel: each CTA loads its tile and takes its amax, the "
-     "CTAs meet at a grid barrier on the stream's counters for the tensor's amax, then each "
-     "casts and stores the tile it holds: x read once"},
+     "CTAs meet at a grid barrier for the tensor's amax, then each casts and stores the tile it "
+     "holds: x read once"},
     {"Q1", "recipe tensor",
      "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
      "into the scale, then the cast: tiles of up to 128 rows x 128 columns, walked last to "
@@ -70,8 +70,8 @@ constexpr int quantize_rule_index(const char* id) {
 
 // What an SM holds of the tile kernel (rule Q6's test): sm_90's 228 KiB of shared memory an
 // SM, of which the runtime keeps 1 KiB per CTA, and at most kMaxCtasPerSm CTAs (the kernel's
-// __launch_bounds__, which keeps registers for that many). The launcher checks the count
-// against the driver's occupancy before it relies on it.
+// __launch_bounds__, which keeps registers for that many). The launcher checks the device's
+// shared memory per SM and per CTA against these before it relies on them.
 inline constexpr std::uint32_t kSmemPerSmBytes = 228 * 1024;
 inline constexpr std::uint32_t kSmemReservedPerCtaBytes = 1024;
 inline constexpr std::uint32_t kMaxCtasPerSm = 4;
@@ -79,8 +79,8 @@ constexpr std::uint32_t tile_ctas_per_sm(std::uint32_t smem_bytes) {
   const std::uint32_t fit = kSmemPerSmBytes / (smem_bytes + kSmemReservedPerCtaBytes);
   return fit < kMaxCtasPerSm ? fit : kMaxCtasPerSm;
 }
-// The grid counters rule Q6 keeps in the stream's workspace: arrivals, the amax's bits,
-// departures; zero before and after each call.
+// The grid counters of a rule-Q6 call (its stream's, or a captured call's own): arrivals,
+// the amax's bits, departures; zero before and after each call.
 inline constexpr std::size_t kGridCounters = 3;
 
 // Where x_fp8's buffer starts in a tile's shared memory, after x's in_bytes: on 128 bytes
