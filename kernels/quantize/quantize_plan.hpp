@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "tmakit/kernels/detail/launch_support.hpp"
 #include "tmakit/kernels/gemm.hpp"
@@ -58,12 +59,9 @@ inline constexpr int kQuantizeRuleCount =
     static_cast<int>(sizeof kQuantizeRules / sizeof kQuantizeRules[0]);
 
 // The index of rule `id` in kQuantizeRules (-1 if none).
-constexpr int quantize_rule_index(const char* id) {
+constexpr int quantize_rule_index(std::string_view id) {
   for (int i = 0; i < kQuantizeRuleCount; ++i) {
-    const char* a = kQuantizeRules[i].id;
-    const char* b = id;
-    while (*a != '\0' && *a == *b) ++a, ++b;
-    if (*a == *b) return i;
+    if (id == kQuantizeRules[i].id) return i;
   }
   return -1;
 }
