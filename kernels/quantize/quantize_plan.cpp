@@ -64,31 +64,6 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
                                                                  : "Q3");
   p.amax_pass = recipe == GemmScaleRecipe::tensor;
   p.fused_amax = !p.amax_pass;
-  p.box_cols = recipe == GemmScaleRecipe::row ? kRowBoxCols : kBoxCols;
-  if (recipe == GemmScaleRecipe::row) {
-    // whole rows: as many as make about kRowTileTargetBytes of x, a power of two
-    // NOTE: as one box where K allows (row_chunk): one TMA load and one store per tile, where
-    // boxes of 256 columns took K / 256 of each
-    p.row_chunk = row_chunk_of(cols);
-    if (p.row_chunk != 0) p.box_cols = static_cast<std::uint32_t>(cols);
-    const std::uint64_t k_boxes = ceil_div(cols, p.box_cols);
-    const std::uint64_t row_bytes = k_boxes * p.box_cols * element_bytes;
-    p.boxes = static_cast<std::uint32_t>(k_boxes);
-    p.tile_rows =
-        row_bytes >= kRowTileTargetBytes ? 1u : pow2_at_most(kRowTileTargetBytes / row_bytes);
-  } else if (block_b) {
-    // NOTE: rows past the tensor are zero-filled and leave amax as it is, so a block of
-    // fewer than 128 rows is loaded as the power of two that holds them
-    p.boxes = 1;
-    p.tile_rows = 128;
-  } else {
-    p.boxes = 1;
-    p.tile_rows = kMaxTileRows;
-  }
-  if (p.tile_rows > kMaxTileRows && !block_b) p.tile_rows = kMaxTileRows;
-  if (p.tile_rows > rows_pow2) p.tile_rows = rows_pow2;
-  p.tiles_x =
-      static_cast<std::int64_t>(ceil_div(cols, static_cast<std::uint64_t>(p.boxes) * p.box_cols));
   // the tile's shared memory: x's boxes (1024-aligned), x_fp8's, one amax word per group, the
   // barrier, alignment slack
   const auto smem_of = [&](std::uint32_t tile_rows) {
@@ -98,16 +73,58 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   const auto tiles_of = [&](std::uint32_t tile_rows) {
     return p.tiles_x * static_cast<std::int64_t>(ceil_div(rows, tile_rows));
   };
+  const auto resident = [&](std::uint32_t tile_rows) {
+    return tiles_of(tile_rows) <=
+           static_cast<std::int64_t>(sm_count) * tile_ctas_per_sm(smem_of(tile_rows));
+  };
+  // whole rows: as many as make about kRowTileTargetBytes of x, a power of two
+  // NOTE: as one box where K allows (row_chunk): one TMA load and one store per tile, where
+  // boxes of 256 columns took K / 256 of each
+  const auto take_row_tiles = [&] {
+    p.box_cols = kRowBoxCols;
+    p.row_chunk = row_chunk_of(cols);
+    if (p.row_chunk != 0) p.box_cols = static_cast<std::uint32_t>(cols);
+    const std::uint64_t k_boxes = ceil_div(cols, p.box_cols);
+    const std::uint64_t row_bytes = k_boxes * p.box_cols * element_bytes;
+    p.boxes = static_cast<std::uint32_t>(k_boxes);
+    p.tile_rows =
+        row_bytes >= kRowTileTargetBytes ? 1u : pow2_at_most(kRowTileTargetBytes / row_bytes);
+    if (p.tile_rows > kMaxTileRows) p.tile_rows = kMaxTileRows;
+    if (p.tile_rows > rows_pow2) p.tile_rows = rows_pow2;
+    p.tiles_x = static_cast<std::int64_t>(ceil_div(cols, k_boxes * p.box_cols));
+  };
+  // up to kMaxTileRows (operand b's block: 128) rows x one box of kBoxCols columns
+  // NOTE: rows past the tensor are zero-filled and leave amax as it is, so a block of fewer
+  // than 128 rows is loaded as the power of two that holds them
+  static_assert(kMaxTileRows == 128, "operand b's group, a 128 x 128 block, is one tile");
+  const auto take_block_tiles = [&] {
+    p.box_cols = kBoxCols;
+    p.row_chunk = 0;
+    p.boxes = 1;
+    p.tile_rows = kMaxTileRows < rows_pow2 ? kMaxTileRows : rows_pow2;
+    p.tiles_x = static_cast<std::int64_t>(ceil_div(cols, kBoxCols));
+  };
+  if (recipe == GemmScaleRecipe::row) {
+    take_row_tiles();
+  } else {
+    take_block_tiles();
+  }
   // NOTE: where every tile's CTA fits the SMs at once, the tile kernel takes the tensor's
   // amax itself (a grid barrier), and x is read once instead of twice (rule Q6). Its tiles
+  // are the row recipe's where K has one box of runs and they fill the SMs (contiguous
+  // loads and stores: README.md, "The tensor recipe in one pass"), else the block tiles; they
   // are not halved below: each more CTA is one more arrival at the barrier
-  if (recipe == GemmScaleRecipe::tensor &&
-      tiles_of(p.tile_rows) <=
-          static_cast<std::int64_t>(sm_count) * tile_ctas_per_sm(smem_of(p.tile_rows))) {
-    p.rule = quantize_rule_index("Q6");
-    p.resident = true;
-    p.amax_pass = false;
-    p.fused_amax = true;
+  if (recipe == GemmScaleRecipe::tensor) {
+    take_row_tiles();
+    const bool rows_fit = p.row_chunk != 0 && tiles_of(p.tile_rows) >= sm_count &&
+                          resident(p.tile_rows);
+    if (!rows_fit) take_block_tiles();
+    if (rows_fit || resident(p.tile_rows)) {
+      p.rule = quantize_rule_index("Q6");
+      p.resident = true;
+      p.amax_pass = false;
+      p.fused_amax = true;
+    }
   }
   // NOTE: fewer tiles than SMs leave SMs idle: rows per tile halve until every SM has one
   // (down to one row); a 128 x 128 block cannot be split

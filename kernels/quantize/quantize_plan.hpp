@@ -38,15 +38,15 @@ struct QuantizeRule {
   const char* layout;
 };
 inline constexpr QuantizeRule kQuantizeRules[] = {
-    {"Q6", "recipe tensor, and tiles of up to 128 rows x 128 columns (not halved) no more than "
-     "the SMs hold at once",
+    {"Q6", "recipe tensor, and its tiles (not halved) no more than the SMs hold at once",
      "one cooperative launch of the tile kernel: each CTA loads its tile and takes its amax, the "
      "CTAs meet at a grid barrier for the tensor's amax, then each casts and stores the tile it "
-     "holds: x read once"},
+     "holds: x read once. Tiles of whole rows as rule Q2's where K has one box of runs and they "
+     "are at least one an SM, else of up to 128 rows x 128 columns"},
     {"Q1", "recipe tensor",
      "an amax kernel over all of x (plain 16-byte loads), a one-thread kernel that turns it "
-     "into the scale, then the cast: tiles of up to 128 rows x 128 columns, walked last to "
-     "first"},
+     "into the scale, then the cast: tiles of up to 128 rows x 128 columns (rule Q6's, where "
+     "a call planned for Q6 can have no grid barrier), walked last to first"},
     {"Q2", "recipe row",
      "tiles of whole rows: R rows (a power of two up to 128, about 32 KiB of x), loaded as one "
      "3-D box of c x K / c x R (c the greatest power of two <= 256 dividing K) where K / c <= "
@@ -97,8 +97,8 @@ struct QuantizePlan {
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)
   std::uint32_t boxes = 0;        // boxes side by side
-  // The row recipe's tile as one box: 0, or c (box_cols = K, boxes = 1): x's rows seen as K / c
-  // runs of c columns, the box {c, K / c, tile_rows}, so the tile lands as dense rows
+  // A tile of whole rows as one box (rules Q2, Q6): 0, or c (box_cols = K, boxes = 1): x's
+  // rows as K / c runs of c columns, the box {c, K / c, tile_rows}; the tile lands as dense rows
   std::uint32_t row_chunk = 0;
   std::uint32_t group_rows = 0;   // a group's rows within the tile
   std::uint32_t group_boxes = 0;  // a group's boxes within the tile

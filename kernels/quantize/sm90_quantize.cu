@@ -83,8 +83,11 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePla
   p.fused_amax = plan.fused_amax;
   p.grid_counters = grid_counters;
   p.reverse_tiles = plan.reverse_tiles;
-  // step 4: one CTA per tile
+  // step 4: one CTA per tile; the row recipe's tiles (one box of runs: rules Q2 and Q6) on
+  // the kernel that takes them
   const auto grid = static_cast<unsigned>(plan.tiles());
+  auto* kernel = plan.row_chunk != 0 ? prepared_kernel<sm90_quantize_kernel<T, true>>(kMaxSmemBytes)
+                                     : prepared_kernel<sm90_quantize_kernel<T, false>>(kMaxSmemBytes);
   if (plan.resident) {
     // NOTE: cooperative: the CTAs wait for each other at the grid barrier, so all must be
     // resident at once. Where the driver refuses (an SM count below the plan's: a GPU shared
@@ -92,21 +95,14 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePla
     KernelLaunch l(grid, kThreads, plan.smem_bytes, stream);
     l.cooperative();
     try {
-      launch_kernel_ex(l, prepared_kernel<sm90_quantize_kernel<T, false>>(kMaxSmemBytes),
-                       "sm90_quantize_kernel (cooperative)", p);
+      launch_kernel_ex(l, kernel, "sm90_quantize_kernel (cooperative)", p);
       return;
     } catch (const CudaError& e) {
       if (e.code() != static_cast<int>(cudaErrorCooperativeLaunchTooLarge)) throw;
     }
     return launch_planned<T>(x, x_fp8, scale, two_pass(plan), stream);
   }
-  if (plan.row_chunk != 0) {
-    allow_dynamic_smem<sm90_quantize_kernel<T, true>>(kMaxSmemBytes);
-    sm90_quantize_kernel<T, true><<<grid, kThreads, plan.smem_bytes, stream>>>(p);
-  } else {
-    allow_dynamic_smem<sm90_quantize_kernel<T, false>>(kMaxSmemBytes);
-    sm90_quantize_kernel<T, false><<<grid, kThreads, plan.smem_bytes, stream>>>(p);
-  }
+  kernel<<<grid, kThreads, plan.smem_bytes, stream>>>(p);
   check_launch("sm90_quantize_kernel");
 }
 

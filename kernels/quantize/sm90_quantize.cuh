@@ -37,7 +37,7 @@ struct Params {
   std::uint32_t in_bytes;
   std::uint32_t out_bytes;
   bool fused_amax;  // false: the tensor recipe's cast, scale[0] given
-  // 0: the tile is `boxes` boxes side by side; else (the row recipe) its rows of row_cols
+  // 0: the tile is `boxes` boxes side by side; else (rules Q2 and Q6) its rows of row_cols
   // elements, dense, loaded and stored as one 3-D box (QuantizePlan::row_chunk)
   std::uint32_t row_cols;
   // rule Q6 (a cooperative launch): kGridCounters words of the stream's workspace, zero on
@@ -183,7 +183,8 @@ __device__ __forceinline__ void grid_leave(std::uint32_t* counters) {
 // one amax word per group, the barrier.
 // The element offset in the tile of vector v of the group whose first row is group_row0:
 // box_cols / kPerVector vectors per box row, the group's rows of a box, then the next box;
-// with row_cols, the group's row (the row recipe's groups are one row each), v after v.
+// with row_cols, the group's rows (one for the row recipe, the whole tile for the tensor
+// recipe's), dense: v after v.
 template <class T, bool Runs>
 __device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v,
                                                              std::uint32_t group_row0,
@@ -198,8 +199,8 @@ __device__ __forceinline__ std::uint32_t group_vector_offset(std::uint32_t v,
   return ((box * p.tile_rows + row) << p.box_cols_log2) + (within << kVectorLog2);
 }
 
-// Runs: the row recipe's tile as one box of runs (Params::row_cols); a template argument, so
-// that the other layouts' loops keep no test of it per vector.
+// Runs: the tile as one box of runs of whole rows (Params::row_cols: rules Q2, Q6); a
+// template argument, so that the other layouts' loops keep no test of it per vector.
 template <class T, bool Runs>
 __global__ void __launch_bounds__(kThreads, 4)
     sm90_quantize_kernel(const __grid_constant__ Params p) {

@@ -363,6 +363,39 @@ TEST(Quantize, TensorRecipeWhereEveryTileIsResidentAndPast) {
   }
 }
 
+// Rule Q6 on the row recipe's tiles (one box of runs of whole rows) at their edges: as many
+// as the SMs hold, one per SM, and just past each (where the plan takes the 128 x 128 tiles).
+TEST(Quantize, TensorRecipeOnRowTilesAtTheirEdges) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());
+  struct Edge {
+    DataType type;
+    std::uint64_t cols;
+    std::uint64_t rows_per_tile;
+    std::uint64_t tiles_per_sm;
+  };
+  // bf16 rows of 7168: 2 a tile, four tiles an SM; fp32: 1 a tile, four; K = 272 (17 runs of
+  // 16): 32 rows a tile, from one tile an SM
+  for (const Edge e : {Edge{DataType::bfloat16, 7168, 2, 4}, Edge{DataType::float32, 7168, 1, 4},
+                       Edge{DataType::float16, 272, 32, 1}}) {
+    const std::uint64_t edge = sms * e.tiles_per_sm * e.rows_per_tile;
+    // every tile resident (or one an SM), then one tile past (or short of) it
+    const std::uint64_t past = e.tiles_per_sm == 1 ? edge - e.rows_per_tile : edge + 1;
+    for (const std::uint64_t rows : {edge, past}) {
+      SCOPED_TRACE(std::string(name(e.type)) + " " + std::to_string(rows) + "x" +
+                   std::to_string(e.cols));
+      const detail::quantize::QuantizePlan plan = detail::quantize::plan_quantize(
+          rows, e.cols, static_cast<std::uint32_t>(element_bytes(e.type)), R::tensor, O::a, {},
+          static_cast<int>(sms));
+      EXPECT_EQ(plan.row_chunk != 0, rows == edge);
+      if (rows == edge) EXPECT_STREQ(plan.id(), "Q6");
+      Image x(e.type, 1, rows, e.cols);
+      fill(x, static_cast<std::uint32_t>(rows + e.cols));
+      check_case({R::tensor, O::a, e.type, rows, e.cols}, x);
+    }
+  }
+}
+
 // Four streams each quantizing with the tensor recipe at once, each grid as large as the SMs
 // hold: the cooperative launches take turns (none waits at its barrier for CTAs that another
 // grid's keep off the SMs), and each stream's counters are its own.

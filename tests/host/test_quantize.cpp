@@ -93,7 +93,7 @@ TEST(QuantizePlan, RowRecipeRunsAreTheGreatestPowerOfTwoThatFitsOneBox) {
   // the other recipes never take runs
   EXPECT_EQ(plan_quantize(1024, 7168, 2, R::block, O::a, {}, 132).row_chunk, 0u);
   EXPECT_EQ(plan_quantize(1024, 7168, 2, R::block, O::b, {}, 132).row_chunk, 0u);
-  EXPECT_EQ(plan_quantize(1024, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
+  // (the tensor recipe's rule Q6 may: TensorRecipeOnRowTilesWhereTheyFillTheSms)
 }
 
 // The launcher's maps for row runs (x and x_fp8) pass every rule tmakit checks, and cover
@@ -177,10 +177,15 @@ TEST(QuantizePlan, TensorRecipeRunsTheAmaxPassFirst) {
   EXPECT_TRUE(t.amax_pass);
   EXPECT_FALSE(t.fused_amax);
   EXPECT_TRUE(t.reverse_tiles);  // the cast starts where the amax pass ended
-  // past what 4 SMs hold (16 tiles), the same 56 tiles of 16 rows in two passes (tiles halve
-  // only where they are fewer than the SMs, and then they are resident: rule Q6)
-  EXPECT_EQ(plan_quantize(16, 7168, 2, R::tensor, O::a, {}, 4).tile_rows, 16u);
-  EXPECT_STREQ(plan_quantize(16, 7168, 2, R::tensor, O::a, {}, 4).id(), "Q1");
+  EXPECT_EQ(t.row_chunk, 0u);
+  // past what 4 SMs hold (16 tiles; 32 row tiles of 2 rows), the same 56 tiles of 64 rows in
+  // two passes (tiles halve only where they are fewer than the SMs, and then they are
+  // resident: rule Q6)
+  const QuantizePlan past = plan_quantize(64, 7168, 2, R::tensor, O::a, {}, 4);
+  EXPECT_STREQ(past.id(), "Q1");
+  EXPECT_EQ(past.tile_rows, 64u);
+  EXPECT_EQ(past.tiles(), 56);
+  EXPECT_EQ(past.row_chunk, 0u);
   EXPECT_EQ(t.groups_per_tile(), 1u);
   EXPECT_EQ(t.tiles(), 64 * 64);
   EXPECT_EQ(t.scales.mn, 1u);
@@ -234,6 +239,57 @@ TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
   EXPECT_FALSE(row.reverse_tiles);
   EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::a, {}, 132).resident);
   EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::b, {}, 132).resident);
+}
+
+// Rule Q6 takes the row recipe's tiles (one box of runs of whole rows) where K has that layout
+// and there are at least as many as SMs, and all are resident; else the 128 x 128 tiles.
+TEST(QuantizePlan, TensorRecipeOnRowTilesWhereTheyFillTheSms) {
+  const QuantizePlan p = plan_quantize(1024, 7168, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(p.id(), "Q6");
+  EXPECT_EQ(p.row_chunk, 256u);
+  EXPECT_EQ(p.box_cols, 7168u);
+  EXPECT_EQ(p.boxes, 1u);
+  EXPECT_EQ(p.tile_rows, 2u);  // 28 KiB of x, as rule Q2's
+  EXPECT_EQ(p.tiles_x, 1);
+  EXPECT_EQ(p.tiles(), 512);
+  EXPECT_EQ(p.group_rows, 2u);  // the tile is the group
+  EXPECT_EQ(p.groups_per_tile(), 1u);
+  EXPECT_EQ(p.threads_per_group(), detail::quantize::kThreads);
+  EXPECT_EQ(p.in_bytes, 2u * 7168u * 2u);
+  EXPECT_EQ(p.out_bytes, 2u * 7168u);
+  EXPECT_EQ(detail::quantize::tile_ctas_per_sm(p.smem_bytes), 4u);
+  EXPECT_FALSE(p.reverse_tiles);
+  // 528 row tiles are what 132 SMs hold; one row tile more takes the 128 x 128 tiles (504 of
+  // them at 1058 rows, still resident), and past those, rule Q1 on them
+  EXPECT_EQ(plan_quantize(1056, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 256u);
+  const QuantizePlan blocks = plan_quantize(1058, 7168, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(blocks.id(), "Q6");
+  EXPECT_EQ(blocks.row_chunk, 0u);
+  EXPECT_EQ(blocks.tiles(), 56 * 9);
+  const QuantizePlan q1 = plan_quantize(1200, 7168, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(q1.id(), "Q1");
+  EXPECT_EQ(q1.row_chunk, 0u);
+  // fewer row tiles than SMs (131 of 2 rows): the 128 x 128 tiles, more CTAs
+  EXPECT_EQ(plan_quantize(262, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
+  EXPECT_EQ(plan_quantize(264, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 256u);
+  // fp32: rows of 28 KiB, one a tile, four an SM (where 128 x 128 fp32 tiles fit two)
+  const QuantizePlan fp32 = plan_quantize(528, 7168, 4, R::tensor, O::a, {}, 132);
+  EXPECT_EQ(fp32.row_chunk, 256u);
+  EXPECT_EQ(fp32.tile_rows, 1u);
+  EXPECT_STREQ(fp32.id(), "Q6");
+  EXPECT_STREQ(plan_quantize(529, 7168, 4, R::tensor, O::a, {}, 132).id(), "Q1");
+  // short runs: K = 272 is 17 runs of 16; 32 rows a tile
+  const QuantizePlan runs = plan_quantize(4224, 272, 2, R::tensor, O::a, {}, 132);
+  EXPECT_EQ(runs.row_chunk, 16u);
+  EXPECT_EQ(runs.tile_rows, 32u);
+  EXPECT_EQ(runs.tiles(), 132);
+  // K with no run layout (4112: 257 runs of 16) keeps the 128 x 128 tiles
+  EXPECT_EQ(plan_quantize(1024, 4112, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
+  // the launcher's way back keeps the tiles
+  const QuantizePlan back = detail::quantize::two_pass(p);
+  EXPECT_STREQ(back.id(), "Q1");
+  EXPECT_EQ(back.row_chunk, 256u);
+  EXPECT_EQ(back.tiles(), p.tiles());
 }
 
 TEST(QuantizePlan, ScaleShapes) {
