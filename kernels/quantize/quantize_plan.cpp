@@ -141,6 +141,27 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.in_bytes = p.tile_rows * p.boxes * p.box_cols * element_bytes;
   p.out_bytes = p.tile_rows * p.boxes * p.box_cols;
   p.smem_bytes = smem_of(p.tile_rows);
+  // NOTE: a row of 512 bytes to 64 KiB goes through registers, one CTA per row, with no tile
+  // in shared memory and no TMA round trips (rule Q7): the row recipe at every size measured,
+  // the tensor recipe where its rows are few enough to be resident at once, one an SM (its
+  // grid barrier). The block recipes keep their tiles (README.md, "Rows in registers")
+  const std::uint64_t row_vectors = cols * element_bytes / 16;
+  if (row_vectors >= 32 &&
+      row_vectors <= static_cast<std::uint64_t>(kMaxRowThreads) * kRowVectorsPerThread &&
+      rows <= 0x7fffffffu &&
+      (recipe == GemmScaleRecipe::row ||
+       (recipe == GemmScaleRecipe::tensor && rows <= static_cast<std::uint64_t>(sm_count)))) {
+    p.rule = quantize_rule_index("Q7");
+    p.in_registers = true;
+    const std::uint64_t per_thread = ceil_div(row_vectors, kRowVectorsPerThread);
+    p.row_threads = pow2_at_least(per_thread < 32 ? 32 : per_thread);
+    if (recipe == GemmScaleRecipe::tensor) {
+      p.resident = true;
+      p.amax_pass = false;
+      p.fused_amax = true;
+      p.reverse_tiles = false;
+    }
+  }
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
   const bool defaults = strides.mn == -1 && strides.k == -1;
   if (recipe == GemmScaleRecipe::block && defaults) {
@@ -160,6 +181,7 @@ QuantizePlan two_pass(QuantizePlan p) {
   if (!p.resident) return p;
   p.rule = quantize_rule_index("Q1");
   p.resident = false;
+  p.in_registers = false;
   p.amax_pass = true;
   p.fused_amax = false;
   p.reverse_tiles = true;

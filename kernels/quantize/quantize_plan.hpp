@@ -29,6 +29,10 @@ inline constexpr std::uint32_t kMaxRowTileBytes = 200 * 1024;
 // The most rows of a tile: a tile's groups (a row each at most) never outnumber its threads,
 // and a 1 x 128 group keeps two of them. NOTE: 128 rows x 128 columns is 32 KiB of 16-bit x.
 inline constexpr std::uint32_t kMaxTileRows = 128;
+// Rule Q7's rows kernel: one CTA per row of x, each thread holding up to this many of its
+// 16-byte vectors in registers, at most kMaxRowThreads threads (a row of up to 64 KiB)
+inline constexpr std::uint32_t kRowVectorsPerThread = 4;
+inline constexpr std::uint32_t kMaxRowThreads = 1024;
 
 // The plan's rules, in the order tried; the first that applies picks the layout. (Rule Q5,
 // the longest row the row recipe takes, is check_shapes's.)
@@ -38,6 +42,11 @@ struct QuantizeRule {
   const char* layout;
 };
 inline constexpr QuantizeRule kQuantizeRules[] = {
+    {"Q7", "recipe row, or tensor with at most one row an SM; rows of 32 to kMaxRowThreads x "
+     "kRowVectorsPerThread 16-byte vectors (512 bytes to 64 KiB)",
+     "the rows kernel: one CTA per row, the row's vectors in registers (plain 16-byte loads), "
+     "its amax across the CTA (for the tensor recipe a cooperative launch whose CTAs meet at "
+     "rule Q6's grid barrier), cast and stored with plain stores"},
     {"Q6", "recipe tensor, and its tiles (not halved) no more than the SMs hold at once",
      "one cooperative launch of the tile kernel: each CTA loads its tile and takes its amax, the "
      "CTAs meet at a grid barrier for the tensor's amax, then each casts and stores the tile it "
@@ -94,6 +103,10 @@ struct QuantizePlan {
   bool reverse_tiles = false;     // Q1: CTA i casts tile tiles() - 1 - i (the amax pass's last
                                   // reads are still in the L2)
   bool fused_amax = false;        // row and block: each group's amax taken from the tile in hand
+  // Q7: the rows kernel, one CTA of row_threads per row (the tile fields below then describe
+  // the tiles the launcher falls back to for the tensor recipe: two_pass)
+  bool in_registers = false;
+  std::uint32_t row_threads = 0;
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)
   std::uint32_t boxes = 0;        // boxes side by side
@@ -120,9 +133,10 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
                            GemmScaleRecipe recipe, QuantizeOperand operand,
                            const GemmScaleStrides& strides, int sm_count);
 
-// Rule Q6's plan as rule Q1 (the same tiles, the amax and scale kernels first): what the
-// launcher runs where Q6's grid barrier cannot be had (no counters for the stream, or an SM
-// that holds fewer CTAs than the plan counted). Any other plan is returned as it is.
+// Rule Q6's or Q7's plan for the tensor recipe as rule Q1 (the tile kernel on the tiles
+// planned, the amax and scale kernels first): what the launcher runs where the grid barrier
+// cannot be had (no counters for the stream, or an SM that holds fewer CTAs than the plan
+// counted). Any other plan is returned as it is.
 QuantizePlan two_pass(QuantizePlan resident);
 
 // The row recipe's tile as one box (QuantizePlan::row_chunk): v's rows as cols / chunk runs of

@@ -44,6 +44,38 @@ void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) 
   check_launch("sm90_quantize_scale_kernel");
 }
 
+// Rule Q7: the rows kernel, one CTA per row; false where the driver refuses the tensor
+// recipe's cooperative launch (nothing queued).
+template <class T>
+bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const QuantizePlan& plan,
+                 std::uint32_t* grid_counters, cudaStream_t stream) {
+  RowParams p{};
+  p.x = static_cast<const std::uint8_t*>(x.data);
+  p.x_pitch = x.row_pitch();
+  p.out = static_cast<std::uint8_t*>(x_fp8.data);
+  p.out_pitch = x_fp8.row_pitch();
+  p.scale = scale;
+  p.stride_mn = plan.stride_mn;
+  p.row_vectors = static_cast<std::uint32_t>(x.cols * x.element_size() / 16);
+  p.grid_counters = grid_counters;
+  const auto grid = static_cast<unsigned>(x.rows);
+  if (!plan.resident) {
+    sm90_quantize_rows_kernel<T><<<grid, plan.row_threads, 0, stream>>>(p);
+    check_launch("sm90_quantize_rows_kernel");
+    return true;
+  }
+  // NOTE: cooperative, as rule Q6's tile kernel: the CTAs wait for each other
+  KernelLaunch l(grid, plan.row_threads, 0, stream);
+  l.cooperative();
+  try {
+    launch_kernel_ex(l, sm90_quantize_rows_kernel<T>, "sm90_quantize_rows_kernel (cooperative)", p);
+    return true;
+  } catch (const CudaError& e) {
+    if (e.code() != static_cast<int>(cudaErrorCooperativeLaunchTooLarge)) throw;
+  }
+  return false;
+}
+
 template <class T>
 void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePlan plan,
                     cudaStream_t stream) {
@@ -51,6 +83,10 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePla
   if (plan.resident) {
     grid_counters = grid_counters_or_null(stream);
     if (grid_counters == nullptr) plan = two_pass(plan);
+  }
+  if (plan.in_registers) {
+    if (launch_rows<T>(x, x_fp8, scale, plan, grid_counters, stream)) return;
+    return launch_planned<T>(x, x_fp8, scale, two_pass(plan), stream);
   }
   if (plan.amax_pass) launch_amax_and_scale<T>(x, scale, stream);
   Params p{};

@@ -211,14 +211,23 @@ std::vector<Case> odd_cases() {
   out.push_back({R::block, O::b, DataType::float32, 513, 1040});
   out.push_back({R::row, O::a, DataType::bfloat16, 16, 7168});
   out.push_back({R::block, O::a, DataType::bfloat16, 16, 7168});
-  // the row recipe's two tile forms: one box of runs (K = 7168 above: 28 runs of 256; 144: 9
-  // of 16), and boxes of 256 columns where K has more runs than a box dimension takes (4112:
-  // 257 runs of 16; 68096 below: 266 of 256)
-  out.push_back({R::row, O::a, DataType::bfloat16, 7, 4112});
-  out.push_back({R::row, O::a, DataType::float32, 130, 4112});
+  // the row recipe's two tile forms (rule Q2, rows under 512 bytes or over 64 KiB): one box
+  // of runs (144 bf16 above: 9 runs of 16; 40960 fp32 below: 160 of 256), and boxes of 256
+  // columns where K has more runs than a box dimension takes (68096 below: 266 of 256)
   // the longest row the row recipe takes (one row per tile, 200 KiB of shared memory)
   out.push_back({R::row, O::a, DataType::bfloat16, 3, 68096});
   out.push_back({R::row, O::a, DataType::float32, 3, 40960});
+  // the rows kernel (rule Q7) at its edges: 32 vectors a row (and 30, rule Q2), 4096 (and
+  // past it, 4100 and 4098: rule Q2); rows with no run layout (4112: 257 runs of 16) on it too
+  out.push_back({R::row, O::a, DataType::bfloat16, 9, 256});
+  out.push_back({R::row, O::a, DataType::bfloat16, 9, 240});
+  out.push_back({R::row, O::a, DataType::float32, 5, 16384});
+  out.push_back({R::row, O::a, DataType::float32, 5, 16400});
+  out.push_back({R::row, O::a, DataType::bfloat16, 3, 32768, 16});
+  out.push_back({R::row, O::a, DataType::float16, 3, 32784});
+  out.push_back({R::row, O::a, DataType::bfloat16, 7, 4112});
+  out.push_back({R::row, O::a, DataType::float32, 130, 4112});
+  out.push_back({R::tensor, O::a, DataType::float16, 100, 16384, 32});
   return out;
 }
 
@@ -396,6 +405,22 @@ TEST(Quantize, TensorRecipeOnRowTilesAtTheirEdges) {
   }
 }
 
+// Rule Q7 for the tensor recipe: as many rows as SMs on the rows kernel (one CTA an SM, all
+// at its grid barrier), one row more on rule Q6's tiles.
+TEST(Quantize, TensorRecipeInRegistersAtMostOneRowAnSm) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());
+  for (const DataType t : {DataType::bfloat16, DataType::float32}) {
+    for (const std::uint64_t rows : {sms, sms + 1}) {
+      SCOPED_TRACE(std::string(name(t)) + " " + std::to_string(rows) + "x7168");
+      EXPECT_EQ(tensor_rule(t, rows, 7168), rows == sms ? "Q7" : "Q6");
+      Image x(t, 1, rows, 7168);
+      fill(x, static_cast<std::uint32_t>(rows) + 7);
+      check_case({R::tensor, O::a, t, rows, 7168}, x);
+    }
+  }
+}
+
 // Four streams each quantizing with the tensor recipe at once, each grid as large as the SMs
 // hold: the cooperative launches take turns (none waits at its barrier for CTAs that another
 // grid's keep off the SMs), and each stream's counters are its own.
@@ -430,11 +455,11 @@ TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
 }
 
 // A tensor-recipe call captured into a graph on a new stream is right on every replay, and an
-// uncaptured call on that stream after it too. (Whether the graph holds rule Q6, with counters
-// of its own, or Q1 depends on whether an uncaptured Q6 call on this device came first.)
+// uncaptured call on that stream after it too. (Whether the graph holds rule Q7, with counters
+// of its own, or Q1 depends on whether an uncaptured Q6 or Q7 call on this device came first.)
 TEST(Quantize, TensorRecipeCapturedOnANewStream) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  ASSERT_EQ(tensor_rule(DataType::bfloat16, 96, 1024), "Q6");
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 96, 1024), "Q7");
   Image x(DataType::bfloat16, 1, 96, 1024);
   Image q(DataType::uint8, 1, 96, 1024);
   Scales scales(1);
@@ -457,16 +482,15 @@ TEST(Quantize, TensorRecipeCapturedOnANewStream) {
   cudaStreamDestroy(s);
 }
 
-// Two graphs captured on one stream (after an uncaptured call there, so both hold rule Q6),
-// replayed on two other streams while direct calls run on the capture stream, all at once:
-// 64 tiles each, so that the three grids fit the SMs together and run at the same time.
+// Two graphs captured on one stream (after an uncaptured call there, so both hold rule Q6 or
+// Q7), replayed on two other streams while direct calls run on the capture stream, all at
+// once: 64 tiles (or 40 rows) each, so that the three grids fit the SMs together and run at
+// the same time.
 // Every captured call has counters of its own, so no grid counts another's CTAs at its
 // barrier (with shared counters a grid would pass its barrier early, or never).
-TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
-  TMAKIT_SKIP_WITHOUT_GPU();
-  const std::uint64_t rows = 1024;
-  const std::uint64_t cols = 1024;
-  ASSERT_EQ(tensor_rule(DataType::bfloat16, rows, cols), "Q6");
+void graphs_replayed_beside_direct_calls(std::uint64_t rows, std::uint64_t cols) {
+  SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ", rule " +
+               tensor_rule(DataType::bfloat16, rows, cols));
   constexpr int kCalls = 3;  // graph 1, graph 2, direct
   std::vector<std::unique_ptr<Image>> xs, qs;
   std::vector<std::unique_ptr<Scales>> ss;
@@ -502,6 +526,14 @@ TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
   }
   for (cudaStream_t r : replay) cudaStreamDestroy(r);
   cudaStreamDestroy(capture);
+}
+
+TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 1024, 1024), "Q6");  // 64 tiles
+  graphs_replayed_beside_direct_calls(1024, 1024);
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 40, 7168), "Q7");  // 40 rows, a CTA each
+  graphs_replayed_beside_direct_calls(40, 7168);
 }
 
 TEST(Quantize, MallocMemoryIsRefused) {

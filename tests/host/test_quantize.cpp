@@ -35,26 +35,32 @@ constexpr std::uintptr_t kX = 0x10000000, kQ = 0x20000000, kS = 0x30000000;
 // ---- the plan -------------------------------------------------------------------------
 
 TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
-  const QuantizePlan p = plan_quantize(8192, 8192, 2, R::row, O::a, {}, 132);
+  // rows of more than 64 KiB (40960 bf16) are past what the rows kernel holds (rule Q7)
+  const QuantizePlan p = plan_quantize(8192, 40960, 2, R::row, O::a, {}, 132);
   EXPECT_STREQ(p.id(), "Q2");
+  EXPECT_FALSE(p.in_registers);
   EXPECT_FALSE(p.amax_pass);
   EXPECT_TRUE(p.fused_amax);
-  // one box per tile: the rows as 32 runs of 256 columns
+  // one box per tile: the rows as 160 runs of 256 columns
   EXPECT_EQ(p.row_chunk, 256u);
-  EXPECT_EQ(p.box_cols, 8192u);
+  EXPECT_EQ(p.box_cols, 40960u);
   EXPECT_EQ(p.boxes, 1u);
-  EXPECT_EQ(p.tile_rows, 2u);  // 16 KiB rows
+  EXPECT_EQ(p.tile_rows, 1u);  // 80 KiB rows
   EXPECT_EQ(p.tiles_x, 1);
-  EXPECT_EQ(p.tiles_y, 4096);
+  EXPECT_EQ(p.tiles_y, 8192);
   EXPECT_EQ(p.group_rows, 1u);
-  EXPECT_EQ(p.groups_per_tile(), 2u);
-  EXPECT_EQ(p.threads_per_group(), 128u);
-  EXPECT_EQ(p.in_bytes, 32768u);
-  EXPECT_EQ(p.out_bytes, 16384u);
-  EXPECT_EQ(p.smem_bytes, 32768u + 16384u + 1024u + 16u + 1024u);
+  EXPECT_EQ(p.groups_per_tile(), 1u);
+  EXPECT_EQ(p.threads_per_group(), 256u);
+  EXPECT_EQ(p.in_bytes, 81920u);
+  EXPECT_EQ(p.out_bytes, 40960u);
+  EXPECT_EQ(p.smem_bytes, 81920u + 40960u + 1024u + 16u + 1024u);
   EXPECT_EQ(p.scales.mn, 8192u);
   EXPECT_EQ(p.scales.k, 1u);
   EXPECT_EQ(p.stride_mn, 1);
+  // fp32 rows just past 64 KiB (16400 columns): a row a tile
+  const QuantizePlan two = plan_quantize(8192, 16400, 4, R::row, O::a, {}, 132);
+  EXPECT_STREQ(two.id(), "Q2");
+  EXPECT_EQ(two.tile_rows, 1u);
   // short rows (K = 16: one run of 16 columns, 32 bytes): the most rows a tile takes
   const QuantizePlan short_rows = plan_quantize(4096, 16, 2, R::row, O::a, {}, 1);
   EXPECT_EQ(short_rows.row_chunk, 16u);
@@ -62,6 +68,66 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
   EXPECT_EQ(short_rows.in_bytes, 4096u);
   // a row of more than 32 KiB: one per tile
   EXPECT_EQ(plan_quantize(64, 16384, 4, R::row, O::a, {}, 1).tile_rows, 1u);
+}
+
+// Rule Q7: rows of 512 bytes (32 vectors) to 64 KiB (1024 threads x 4 vectors) go through
+// registers, one CTA per row, for the row recipe at any row count and the tensor recipe where
+// the rows are no more than the SMs; the block recipes never.
+TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
+  struct Case {
+    std::uint64_t rows, cols;
+    std::uint32_t element_bytes;
+    std::uint32_t threads;  // 0: not rule Q7
+  };
+  for (const Case c : {Case{8192, 8192, 2, 256}, Case{16, 7168, 2, 256}, Case{1, 7168, 2, 256},
+                       Case{5, 256, 2, 32}, Case{5, 240, 2, 0}, Case{5, 128, 4, 32},
+                       Case{64, 16384, 4, 1024}, Case{64, 16400, 4, 0}, Case{3, 32768, 2, 1024},
+                       Case{3, 32784, 2, 0}, Case{7, 4112, 2, 256}}) {
+    const QuantizePlan p = plan_quantize(c.rows, c.cols, c.element_bytes, R::row, O::a, {}, 132);
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
+    EXPECT_EQ(p.in_registers, c.threads != 0);
+    EXPECT_STREQ(p.id(), c.threads != 0 ? "Q7" : "Q2");
+    EXPECT_EQ(p.row_threads, c.threads);
+    EXPECT_FALSE(p.resident);  // the row recipe needs no grid barrier
+    EXPECT_FALSE(p.amax_pass);
+    EXPECT_EQ(p.scales.mn, c.rows);
+    EXPECT_EQ(p.stride_mn, 1);
+    // rows of 16-byte vectors: a thread holds at most four
+    if (c.threads != 0) {
+      EXPECT_LE(c.cols * c.element_bytes / 16, 4u * c.threads);
+      EXPECT_TRUE(c.threads == 32 || c.cols * c.element_bytes / 16 > 4u * c.threads / 2);
+    }
+  }
+  // the row scales' stride as given
+  EXPECT_EQ(plan_quantize(16, 7168, 2, R::row, O::a, {3, -1}, 132).stride_mn, 3);
+  // the block recipes keep their tiles at every size
+  EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::a, {}, 132).in_registers);
+  EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::b, {}, 132).in_registers);
+
+  // the tensor recipe: at most one row an SM (all resident at its grid barrier)
+  const QuantizePlan t = plan_quantize(132, 7168, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(t.id(), "Q7");
+  EXPECT_TRUE(t.in_registers);
+  EXPECT_TRUE(t.resident);
+  EXPECT_TRUE(t.fused_amax);
+  EXPECT_FALSE(t.amax_pass);
+  EXPECT_FALSE(t.reverse_tiles);
+  EXPECT_EQ(t.row_threads, 256u);
+  const QuantizePlan past = plan_quantize(133, 7168, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(past.id(), "Q6");
+  EXPECT_FALSE(past.in_registers);
+  EXPECT_EQ(past.tiles(), 56 * 2);  // 67 row tiles are fewer than the SMs: 128 x 128 tiles
+  // the launcher's way back without counters: Q1 on the tiles the plan holds
+  const QuantizePlan back = detail::quantize::two_pass(t);
+  EXPECT_STREQ(back.id(), "Q1");
+  EXPECT_FALSE(back.in_registers);
+  EXPECT_FALSE(back.resident);
+  EXPECT_TRUE(back.amax_pass);
+  EXPECT_FALSE(back.fused_amax);
+  EXPECT_TRUE(back.reverse_tiles);
+  EXPECT_EQ(back.tile_rows, 128u);
+  EXPECT_EQ(back.tiles(), 56 * 2);
+  EXPECT_GT(back.smem_bytes, back.in_bytes + back.out_bytes);
 }
 
 TEST(QuantizePlan, RowRecipeRunsAreTheGreatestPowerOfTwoThatFitsOneBox) {
@@ -126,8 +192,9 @@ TEST(QuantizePlan, RowRunMapsPassTheRules) {
 }
 
 TEST(QuantizePlan, FewTilesHalveTheirRowsUntilEverySmHasOne) {
-  // 16 x 7168 bf16 rows: 2 rows per tile would make 8 tiles for 132 SMs
-  const QuantizePlan row = plan_quantize(16, 7168, 2, R::row, O::a, {}, 132);
+  // 16 x 128 bf16 rows (too short for rule Q7): 16 rows a tile would make one tile
+  const QuantizePlan row = plan_quantize(16, 128, 2, R::row, O::a, {}, 132);
+  EXPECT_STREQ(row.id(), "Q2");
   EXPECT_EQ(row.tile_rows, 1u);
   EXPECT_EQ(row.tiles(), 16);
   const QuantizePlan a = plan_quantize(16, 7168, 2, R::block, O::a, {}, 132);
@@ -195,17 +262,21 @@ TEST(QuantizePlan, TensorRecipeRunsTheAmaxPassFirst) {
 // Rule Q6: where every tile's CTA fits the SMs at once (four 128 x 128 bf16 tiles an SM, two
 // of fp32), one cooperative kernel reads x once; past that, rule Q1's two reads.
 TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
-  static_assert(detail::quantize::quantize_rule_index("Q6") == 0);
-  static_assert(detail::quantize::quantize_rule_index("Q1") == 1);
-  static_assert(detail::quantize::quantize_rule_index("Q7") == -1);
-  const QuantizePlan small = plan_quantize(16, 7168, 2, R::tensor, O::a, {}, 132);
+  static_assert(detail::quantize::quantize_rule_index("Q7") == 0);
+  static_assert(detail::quantize::quantize_rule_index("Q6") == 1);
+  static_assert(detail::quantize::quantize_rule_index("Q1") == 2);
+  static_assert(detail::quantize::quantize_rule_index("Q8") == -1);
+  // 256 rows (more than the SMs: not rule Q7) of 1024: 16 row tiles of 16 rows are fewer than
+  // the SMs, so 128 x 128 tiles
+  const QuantizePlan small = plan_quantize(256, 1024, 2, R::tensor, O::a, {}, 132);
   EXPECT_STREQ(small.id(), "Q6");
   EXPECT_TRUE(small.resident);
   EXPECT_TRUE(small.fused_amax);
   EXPECT_FALSE(small.amax_pass);
-  // not halved to fill the SMs (rule Q1 would take 4 rows a tile: 224 tiles)
-  EXPECT_EQ(small.tile_rows, 16u);
-  EXPECT_EQ(small.tiles(), 56);
+  EXPECT_FALSE(small.in_registers);
+  // not halved to fill the SMs (rule Q1 would take 8 rows a tile: 256 tiles)
+  EXPECT_EQ(small.tile_rows, 128u);
+  EXPECT_EQ(small.tiles(), 16);
   EXPECT_EQ(small.groups_per_tile(), 1u);
   EXPECT_FALSE(small.reverse_tiles);
   EXPECT_EQ(small.scales.mn, 1u);
@@ -233,7 +304,7 @@ TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
   EXPECT_EQ(back.tile_rows, bf16.tile_rows);
   EXPECT_EQ(back.smem_bytes, bf16.smem_bytes);
   const QuantizePlan row = plan_quantize(16, 7168, 2, R::row, O::a, {}, 132);
-  EXPECT_STREQ(detail::quantize::two_pass(row).id(), "Q2");
+  EXPECT_STREQ(detail::quantize::two_pass(row).id(), "Q7");  // not resident: as it is
   // every other recipe's rule is unchanged by the tensor's
   EXPECT_FALSE(row.resident);
   EXPECT_FALSE(row.reverse_tiles);
