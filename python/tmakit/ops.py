@@ -801,7 +801,7 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
       "block": operand "a", one per 1 x 128 of a row: (rows, ceil(K / 128)), strides
         (1, rows) (torch's M-major layout); operand "b", one per 128 x 128 block:
         (ceil(rows / 128), ceil(K / 128)), row-major.
-    Row and block scales are taken in the same pass of TMA loads that casts x.
+    Row and block scales are taken in the same pass over x that casts it.
 
     Per group: amax = max |x| (float32), scale = amax / 448 (1 where amax is 0, at least
     2^-126), x_fp8 = e4m3(x * (1 / scale)), rounded to nearest even and saturated to +-448.

@@ -1,9 +1,10 @@
 // FP8 quantizer: x (rows x K, bf16 / fp16 / fp32) -> x_fp8 (e4m3 bits) and the dequantisation
 // scales the FP8 GEMM takes (include/tmakit/kernels/gemm.hpp), in its layouts: one per tensor,
 // one per row, or one per 1 x 128 (operand a) / 128 x 128 (operand b) block. Row and block
-// scales are computed in the same pass of TMA loads that casts x; a tensor scale needs the
-// amax of all of x first: one pass where x's tiles fit the SMs at once (the CTAs hold their
-// tiles and meet at a grid barrier), else two reads of x. Design, rounding and measured
+// scales are computed in the same pass over x that casts it (TMA loads of tiles; rows of 512
+// bytes to 64 KiB of the row recipe through registers, one CTA per row); a tensor scale needs
+// the amax of all of x first: one pass where x's rows or tiles fit the SMs at once (the CTAs
+// hold them and meet at a grid barrier), else two reads of x. Design, rounding and measured
 // figures: kernels/quantize/README.md.
 #pragma once
 
