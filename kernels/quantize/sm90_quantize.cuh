@@ -143,6 +143,30 @@ __device__ __forceinline__ void scale_of(float amax, float& scale, float& invers
   inverse = __frcp_rn(scale);
 }
 
+// One 16-byte vector of x as e4m3 bytes at `dst` (8 for 16-bit x, 4 for fp32): each element
+// times `inverse`, rounded as README.md's "Rounding" says; every NaN byte made 0x7F where the
+// group's amax (or scale) is not finite.
+template <class T>
+__device__ __forceinline__ void cast_vector(const uint4& v, float inverse, bool not_finite,
+                                            std::uint8_t* dst) {
+  using E = Elements<T>;
+  constexpr int kV = E::kPerVector;
+  float f[kV];
+  E::to_floats(v, f);
+  std::uint32_t w[kV / 4];
+#pragma unroll
+  for (int i = 0; i < kV / 4; ++i) {
+    w[i] = e4m3x2(__fmul_rn(f[4 * i], inverse), __fmul_rn(f[4 * i + 1], inverse)) |
+           (e4m3x2(__fmul_rn(f[4 * i + 2], inverse), __fmul_rn(f[4 * i + 3], inverse)) << 16);
+    if (not_finite) w[i] = positive_nans(w[i]);
+  }
+  if constexpr (kV == 8) {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+  } else {
+    *reinterpret_cast<std::uint32_t*>(dst) = w[0];
+  }
+}
+
 // ---- rule Q6: the tensor's amax across the grid -----------------------------------------
 
 // The unsigned max of every CTA's `tile_bits` (|x|'s bits, as above), once every CTA of the
@@ -323,20 +347,7 @@ __global__ void __launch_bounds__(kThreads, 4)
   for (std::uint32_t v = lane_in_group; v < group_vectors; v += 1u << tpg_log2) {
     const std::uint32_t offset =
         group_vector_offset<T, Runs>((v + rotation) & vector_mask, group_row0, p);
-    float f[kV];
-    E::to_floats(*reinterpret_cast<const uint4*>(x + offset), f);
-    std::uint32_t w[kV / 4];
-#pragma unroll
-    for (int i = 0; i < kV / 4; ++i) {
-      w[i] = e4m3x2(__fmul_rn(f[4 * i], inverse), __fmul_rn(f[4 * i + 1], inverse)) |
-             (e4m3x2(__fmul_rn(f[4 * i + 2], inverse), __fmul_rn(f[4 * i + 3], inverse)) << 16);
-      if (not_finite) w[i] = positive_nans(w[i]);
-    }
-    if constexpr (kV == 8) {
-      *reinterpret_cast<uint2*>(out + offset) = make_uint2(w[0], w[1]);
-    } else {
-      *reinterpret_cast<std::uint32_t*>(out + offset) = w[0];
-    }
+    cast_vector<T>(*reinterpret_cast<const uint4*>(x + offset), inverse, not_finite, out + offset);
   }
 
   // step 5: every writer fences its shared stores for the async proxy, then one thread stores
@@ -429,20 +440,7 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   for (int i = 0; i < kRowVectorsPerThread; ++i) {
     const std::uint32_t at = i * blockDim.x + tid;
     if (at >= p.row_vectors) break;
-    float f[kV];
-    E::to_floats(v[i], f);
-    std::uint32_t w[kV / 4];
-#pragma unroll
-    for (int j = 0; j < kV / 4; ++j) {
-      w[j] = e4m3x2(__fmul_rn(f[4 * j], inverse), __fmul_rn(f[4 * j + 1], inverse)) |
-             (e4m3x2(__fmul_rn(f[4 * j + 2], inverse), __fmul_rn(f[4 * j + 3], inverse)) << 16);
-      if (not_finite) w[j] = positive_nans(w[j]);
-    }
-    if constexpr (kV == 8) {
-      *reinterpret_cast<uint2*>(out + at * 8) = make_uint2(w[0], w[1]);
-    } else {
-      *reinterpret_cast<std::uint32_t*>(out + at * 4) = w[0];
-    }
+    cast_vector<T>(v[i], inverse, not_finite, out + at * kV);
   }
   if (p.grid_counters != nullptr && tid == 0) grid_leave(p.grid_counters);
 }
