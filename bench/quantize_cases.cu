@@ -95,8 +95,10 @@ void run_workload(CaseRunner& runner, const QuantizeWorkload& w, const std::vect
       return b;
     }
     b.note = w.recipe == GemmScaleRecipe::tensor
-                 ? "one pass where every tile fits the SMs at once (rule Q6), else x read twice "
-                   "(amax pass, then the cast); the bytes count one read"
+                 ? "one pass where x's rows (rule Q7) or tiles (Q6) fit the SMs at once, else x "
+                   "read twice (amax pass, then the cast); the bytes count one read"
+             : w.recipe == GemmScaleRecipe::row
+                 ? "one pass, a CTA per row in registers (rule Q7), each row's amax and cast fused"
                  : "one pass of TMA loads, each group's amax and cast fused";
     b.out = q.get();
     b.out_bytes = w.x_fp8_bytes();
