@@ -1,9 +1,11 @@
 // The quantizer's launcher: validate -> plan (quantize_plan.hpp) -> maps -> launch of the
 // tile kernel (sm90_quantize.cuh): cooperative for the tensor recipe's rule Q6, after the
-// amax and scale kernels for its rule Q1.
+// amax and scale kernels for its rule Q1; or of the rows kernel (sm90_quantize_rows.cuh,
+// rule Q7).
 #include "quantize/quantize_grid_counters.hpp"
 #include "quantize/quantize_plan.hpp"
 #include "quantize/sm90_quantize.cuh"
+#include "quantize/sm90_quantize_rows.cuh"
 #include "tmakit/core/cluster_launch.hpp"
 
 namespace tmakit::detail::quantize {
