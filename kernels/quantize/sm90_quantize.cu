@@ -46,6 +46,25 @@ void launch_amax_and_scale(ConstTensorRef x, float* scale, cudaStream_t stream) 
   check_launch("sm90_quantize_scale_kernel");
 }
 
+// A cooperative launch of `kernel` (rules Q6 and Q7 for the tensor recipe): its CTAs wait for
+// each other at the grid barrier, so all must be resident at once. False where the driver
+// refuses it (an SM count below the plan's: a GPU shared out in partitions): nothing has been
+// queued, and the call takes rule Q1.
+template <class P>
+bool launch_cooperative(void (*kernel)(P), unsigned grid, unsigned threads,
+                        std::size_t smem_bytes, cudaStream_t stream, const char* name,
+                        const P& p) {
+  KernelLaunch l(grid, threads, smem_bytes, stream);
+  l.cooperative();
+  try {
+    launch_kernel_ex(l, kernel, name, p);
+    return true;
+  } catch (const CudaError& e) {
+    if (e.code() != static_cast<int>(cudaErrorCooperativeLaunchTooLarge)) throw;
+  }
+  return false;
+}
+
 // Rule Q7: the rows kernel, one CTA per row; false where the driver refuses the tensor
 // recipe's cooperative launch (nothing queued).
 template <class T>
@@ -66,16 +85,8 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
     check_launch("sm90_quantize_rows_kernel");
     return true;
   }
-  // NOTE: cooperative, as rule Q6's tile kernel: the CTAs wait for each other
-  KernelLaunch l(grid, plan.row_threads, 0, stream);
-  l.cooperative();
-  try {
-    launch_kernel_ex(l, sm90_quantize_rows_kernel<T>, "sm90_quantize_rows_kernel (cooperative)", p);
-    return true;
-  } catch (const CudaError& e) {
-    if (e.code() != static_cast<int>(cudaErrorCooperativeLaunchTooLarge)) throw;
-  }
-  return false;
+  return launch_cooperative(sm90_quantize_rows_kernel<T>, grid, plan.row_threads, 0, stream,
+                            "sm90_quantize_rows_kernel (cooperative)", p);
 }
 
 template <class T>
@@ -127,16 +138,9 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePla
   auto* kernel = plan.row_chunk != 0 ? prepared_kernel<sm90_quantize_kernel<T, true>>(kMaxSmemBytes)
                                      : prepared_kernel<sm90_quantize_kernel<T, false>>(kMaxSmemBytes);
   if (plan.resident) {
-    // NOTE: cooperative: the CTAs wait for each other at the grid barrier, so all must be
-    // resident at once. Where the driver refuses (an SM count below the plan's: a GPU shared
-    // out in partitions), nothing has been queued and the call takes rule Q1
-    KernelLaunch l(grid, kThreads, plan.smem_bytes, stream);
-    l.cooperative();
-    try {
-      launch_kernel_ex(l, kernel, "sm90_quantize_kernel (cooperative)", p);
+    if (launch_cooperative(kernel, grid, kThreads, plan.smem_bytes, stream,
+                           "sm90_quantize_kernel (cooperative)", p)) {
       return;
-    } catch (const CudaError& e) {
-      if (e.code() != static_cast<int>(cudaErrorCooperativeLaunchTooLarge)) throw;
     }
     return launch_planned<T>(x, x_fp8, scale, two_pass(plan), stream);
   }
