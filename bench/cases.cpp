@@ -63,6 +63,11 @@ void finish_row(Result& r, const std::string& check_note, const std::vector<cons
   r.note = join({tflops, r.note, speedup, check_note, extra});
 }
 
+std::uint64_t ceiling_copy_bytes(std::uint64_t bytes) {
+  constexpr std::uint64_t kGranule = 4096;
+  return (bytes + kGranule - 1) / kGranule * kGranule;
+}
+
 std::string case_id(const std::string& workload, const CaseSpec& c) {
   return workload + "/" + c.impl;
 }

@@ -65,6 +65,12 @@ std::string stream_case_id(const std::string& workload, const CaseSpec& c);
 // Whether `filter` (filter_selects) selects either of the case's rows.
 bool case_selected(const std::string& filter, const std::string& workload, const CaseSpec& c);
 
+// The bytes a workload's memcpy ceiling copies for `bytes` of data: `bytes` rounded up to a
+// whole 4 KiB. NOTE: cudaMemcpyAsync of a count off 4 KiB runs slower than the memory allows
+// (up to 1.6x at a few MB; docs/bench.md, "The memcpy copies whole 4 KiB"), so a ceiling of
+// the exact count would flatter odd shapes; 4,095 bytes more leave the rate as it is.
+std::uint64_t ceiling_copy_bytes(std::uint64_t bytes);
+
 // What a check found: `wrong` is empty when the result is right, else what is wrong ("3 wrong
 // elements"); `note` is added to the row's note (e.g. the sampled relative error).
 struct Verdict {

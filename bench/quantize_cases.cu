@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -75,8 +76,10 @@ bool same_float(float a, float b) {
 
 void run_workload(CaseRunner& runner, const QuantizeWorkload& w, const std::vector<CaseSpec>& cases,
                   cudaStream_t st) {
-  DeviceBuffer x(w.x_bytes()), q(w.x_fp8_bytes()), scale(4 * w.scale_count());
-  DeviceBuffer copy_dst(w.bytes() / 2);
+  // the ceiling copies half the bytes, whole 4 KiB (ceiling_copy_bytes), from x's buffer
+  const std::uint64_t copy_bytes = ceiling_copy_bytes(w.bytes() / 2);
+  DeviceBuffer x(std::max(w.x_bytes(), copy_bytes)), q(w.x_fp8_bytes()), scale(4 * w.scale_count());
+  DeviceBuffer copy_dst(copy_bytes);
   fill_random(x.get(), w.rows * w.cols, DataType::bfloat16, 0x9a4e0000u, st);
   TMAKIT_CUDA_CHECK(cudaStreamSynchronize(st));
   const ConstTensorRef vx(x.get(), DataType::bfloat16, w.rows, w.cols);
@@ -85,11 +88,11 @@ void run_workload(CaseRunner& runner, const QuantizeWorkload& w, const std::vect
   const auto bind = [&](const CaseSpec& c) -> Binding {
     Binding b;
     if (c.impl == "memcpy") {
-      b.note = "cudaMemcpyAsync device to device of half the bytes";
+      b.note = "cudaMemcpyAsync device to device of half the bytes, whole 4 KiB";
       b.out = copy_dst.get();
-      b.out_bytes = w.bytes() / 2;
+      b.out_bytes = copy_bytes;
       b.run = [&](cudaStream_t stream, int) {
-        TMAKIT_CUDA_CHECK(cudaMemcpyAsync(copy_dst.get(), x.get(), w.bytes() / 2,
+        TMAKIT_CUDA_CHECK(cudaMemcpyAsync(copy_dst.get(), x.get(), copy_bytes,
                                           cudaMemcpyDeviceToDevice, stream));
       };
       return b;

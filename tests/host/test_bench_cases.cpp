@@ -143,6 +143,18 @@ const CaseSpec* find(const DeclaredWorkload& w, const std::string& impl) {
 // Each memory-bound workload's ceiling is its memcpy, timed alone and first; every other case
 // is timed in rounds with it and moves the same bytes; tmakit's are compared with the seed,
 // plain and vendor implementations of the workload, never with a probe.
+// The memcpy ceiling copies whole 4 KiB: never fewer bytes than the workload's, at most
+// 4,095 more (docs/bench.md, "The memcpy copies whole 4 KiB").
+TEST(BenchCases, TheMemcpyCeilingCopiesWhole4KiB) {
+  EXPECT_EQ(ceiling_copy_bytes(0), 0u);
+  EXPECT_EQ(ceiling_copy_bytes(1), 4096u);
+  EXPECT_EQ(ceiling_copy_bytes(4096), 4096u);
+  EXPECT_EQ(ceiling_copy_bytes(4097), 8192u);
+  EXPECT_EQ(ceiling_copy_bytes(8191ull * 8193), 8192ull * 8192);
+  EXPECT_EQ(ceiling_copy_bytes(11012096), 11014144u);  // a quantizer ceiling at 1024 x 7168
+  EXPECT_EQ(ceiling_copy_bytes((1ull << 40) + 1), (1ull << 40) + 4096);
+}
+
 TEST(BenchCases, MemoryBoundCasesPairWithTheirMemcpy) {
   SuiteOptions o;
   o.tune = true;

@@ -25,6 +25,15 @@ def test_deepseek_set_is_its_six_projections_at_three_m():
     assert {m for m, _, _ in shapes} == {64, 128, 4096}
 
 
+def test_memcpy_ceiling_copies_whole_4_kib_never_fewer_bytes():
+    assert bench._ceiling_bytes(0) == 0
+    assert bench._ceiling_bytes(1) == 4096
+    assert bench._ceiling_bytes(4096) == 4096
+    assert bench._ceiling_bytes(4097) == 8192
+    assert bench._ceiling_bytes(8191 * 8193) == 8192 * 8192  # 67,108,863 -> 67,108,864
+    assert bench._ceiling_bytes(11012096) == 11014144
+
+
 def test_cases_are_named_before_anything_is_made():
     made = []
     original = bench._gemm_recipe_case
