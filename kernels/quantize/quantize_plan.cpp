@@ -142,17 +142,20 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.out_bytes = p.tile_rows * p.boxes * p.box_cols;
   p.smem_bytes = smem_of(p.tile_rows);
   // NOTE: a row of 512 bytes to 64 KiB goes through registers, one CTA per row, with no tile
-  // in shared memory and no TMA round trips (rule Q7): the row recipe at every size measured,
-  // the tensor recipe where its rows are few enough to be resident at once, one an SM (its
-  // grid barrier). The block recipes keep their tiles (README.md, "Rows in registers")
+  // in shared memory and no TMA round trips (rule Q7): the row recipe and operand a's blocks
+  // at every size measured, the tensor recipe where its rows are few enough to be resident
+  // at once, one an SM (its grid barrier). Operand b's 128 x 128 blocks span 128 rows and
+  // keep their tiles (README.md, "Rows in registers")
   const std::uint64_t row_vectors = cols * element_bytes / 16;
+  const bool block_a = recipe == GemmScaleRecipe::block && !block_b;
   if (row_vectors >= 32 &&
       row_vectors <= static_cast<std::uint64_t>(kMaxRowThreads) * kRowVectorsPerThread &&
       rows <= 0x7fffffffu &&
-      (recipe == GemmScaleRecipe::row ||
+      (recipe == GemmScaleRecipe::row || block_a ||
        (recipe == GemmScaleRecipe::tensor && rows <= static_cast<std::uint64_t>(sm_count)))) {
     p.rule = quantize_rule_index("Q7");
     p.in_registers = true;
+    p.row_blocks = block_a;
     const std::uint64_t per_thread = ceil_div(row_vectors, kRowVectorsPerThread);
     p.row_threads = pow2_at_least(per_thread < 32 ? 32 : per_thread);
     if (recipe == GemmScaleRecipe::tensor) {

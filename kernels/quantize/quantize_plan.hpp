@@ -42,11 +42,12 @@ struct QuantizeRule {
   const char* layout;
 };
 inline constexpr QuantizeRule kQuantizeRules[] = {
-    {"Q7", "recipe row, or tensor with at most one row an SM; rows of 32 to kMaxRowThreads x "
-     "kRowVectorsPerThread 16-byte vectors (512 bytes to 64 KiB)",
+    {"Q7", "recipe row, block with operand a, or tensor with at most one row an SM; rows of "
+     "32 to kMaxRowThreads x kRowVectorsPerThread 16-byte vectors (512 bytes to 64 KiB)",
      "the rows kernel: one CTA per row, the row's vectors in registers (plain 16-byte loads), "
-     "its amax across the CTA (for the tensor recipe a cooperative launch whose CTAs meet at "
-     "rule Q6's grid barrier), cast and stored with plain stores"},
+     "each 1 x 128 block's amax across its threads by shuffles (block), or the row's across "
+     "the CTA (for the tensor recipe a cooperative launch whose CTAs meet at rule Q6's grid "
+     "barrier); cast and stored with plain stores"},
     {"Q6", "recipe tensor, and its tiles (not halved) no more than the SMs hold at once",
      "one cooperative launch of the tile kernel: each CTA loads its tile and takes its amax, the "
      "CTAs meet at a grid barrier for the tensor's amax, then each casts and stores the tile it "
@@ -106,6 +107,7 @@ struct QuantizePlan {
   // Q7: the rows kernel, one CTA of row_threads per row (the tile fields below then describe
   // the tiles the launcher falls back to for the tensor recipe: two_pass)
   bool in_registers = false;
+  bool row_blocks = false;  // Q7 for operand a's block recipe: a scale per 1 x 128 of the row
   std::uint32_t row_threads = 0;
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)

@@ -77,16 +77,19 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
   p.out_pitch = x_fp8.row_pitch();
   p.scale = scale;
   p.stride_mn = plan.stride_mn;
+  p.stride_k = plan.stride_k;
   p.row_vectors = static_cast<std::uint32_t>(x.cols * x.element_size() / 16);
   p.grid_counters = grid_counters;
   const auto grid = static_cast<unsigned>(x.rows);
   if (!plan.resident) {
-    sm90_quantize_rows_kernel<T><<<grid, plan.row_threads, 0, stream>>>(p);
+    auto* kernel = plan.row_blocks ? sm90_quantize_rows_kernel<T, true>
+                                   : sm90_quantize_rows_kernel<T, false>;
+    kernel<<<grid, plan.row_threads, 0, stream>>>(p);
     check_launch("sm90_quantize_rows_kernel");
     return true;
   }
-  return launch_cooperative(sm90_quantize_rows_kernel<T>, grid, plan.row_threads, 0, stream,
-                            "sm90_quantize_rows_kernel (cooperative)", p);
+  return launch_cooperative(sm90_quantize_rows_kernel<T, false>, grid, plan.row_threads, 0,
+                            stream, "sm90_quantize_rows_kernel (cooperative)", p);
 }
 
 template <class T>

@@ -1,6 +1,7 @@
 // The FP8 quantizer's rows kernel (rule Q7, README.md beside this file, "Rows in registers"):
-// a CTA per row of x, the row in registers, for the row recipe and the tensor recipe's few
-// rows. The elements, the rounding and the grid barrier are sm90_quantize.cuh's.
+// a CTA per row of x, the row in registers, for the row recipe, operand a's 1 x 128 blocks and
+// the tensor recipe's few rows. The elements, the rounding and the grid barrier are
+// sm90_quantize.cuh's.
 #pragma once
 
 #include <cfloat>
@@ -19,38 +20,58 @@ struct RowParams {
   std::uint8_t* out;      // x_fp8
   std::uint64_t out_pitch;
   float* scale;
-  std::int64_t stride_mn;     // the row recipe's scale of row r: scale[r * stride_mn]
+  std::int64_t stride_mn;     // the scale of row r: scale[r * stride_mn]; of its block j
+  std::int64_t stride_k;      // (operand a's 1 x 128 blocks): scale[r * stride_mn + j * stride_k]
   std::uint32_t row_vectors;  // 16-byte vectors of a row of x
   // the tensor recipe (a cooperative launch): kGridCounters zeroed words, where the CTAs meet
   // for x's amax (rule Q6's barrier); null for the row recipe
   std::uint32_t* grid_counters;
 };
 
-// One row of x: its vectors loaded into registers with plain 16-byte loads, its amax taken
-// across the CTA (and for the tensor recipe across the grid), then cast and stored with plain
-// stores: no shared-memory tile, no tensor map, no TMA round trips (README.md, rule Q7).
+// The amax, scale and cast of each 1 x 128 block of a row (operand a's block recipe): the
+// block's vectors are on consecutive threads (blockDim.x is a multiple of 32, so a block
+// never straddles a warp), its amax a max across them by shuffles.
 template <class T>
-__global__ void __launch_bounds__(kMaxRowThreads)
-    sm90_quantize_rows_kernel(const __grid_constant__ RowParams p) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
+__device__ __forceinline__ void cast_blocks(const uint4 (&v)[kRowVectorsPerThread],
+                                            const RowParams& p, std::uint64_t row,
+                                            std::uint8_t* out) {
+  using E = Elements<T>;
+  constexpr int kV = E::kPerVector;
+  constexpr std::uint32_t kBlockVectors = 128 / kV;  // 16 for 16-bit x, 32 for fp32
+  const std::uint32_t tid = threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < kRowVectorsPerThread; ++i) {
+    // NOTE: the same for the whole CTA, so every lane of a warp reaches the shuffles below
+    if (i * blockDim.x >= p.row_vectors) break;
+    const std::uint32_t at = i * blockDim.x + tid;
+    std::uint32_t bits = E::finish(E::abs_max(v[i], 0));
+#pragma unroll
+    for (std::uint32_t lanes = kBlockVectors / 2; lanes >= 1; lanes /= 2) {
+      bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, lanes));
+    }
+    if (at >= p.row_vectors) continue;  // past the row: zeros, which left the max as it was
+    const float amax = E::value_of_bits(bits);
+    float scale, inverse;
+    scale_of(amax, scale, inverse);
+    if (at % kBlockVectors == 0) {
+      p.scale[static_cast<std::int64_t>(row) * p.stride_mn +
+              static_cast<std::int64_t>(at / kBlockVectors) * p.stride_k] = scale;
+    }
+    cast_vector<T>(v[i], inverse, !(amax <= FLT_MAX), out + at * kV);
+  }
+}
+
+// The row's amax (each warp's, then the CTA's) or, for the tensor recipe, x's (the grid's:
+// rule Q6's barrier), then the cast of the row's vectors with its scale.
+template <class T>
+__device__ __forceinline__ void cast_row(const uint4 (&v)[kRowVectorsPerThread],
+                                         const RowParams& p, std::uint64_t row,
+                                         std::uint8_t* out) {
   using E = Elements<T>;
   constexpr int kV = E::kPerVector;
   __shared__ std::uint32_t warp_bits[kMaxRowThreads / 32];
   __shared__ std::uint32_t grid_bits;
   const std::uint32_t tid = threadIdx.x;
-  const std::uint64_t row = blockIdx.x;
-  const auto* x = reinterpret_cast<const uint4*>(p.x + row * p.x_pitch);
-  std::uint8_t* out = p.out + row * p.out_pitch;
-
-  // step 1: the row's vectors (zero past its end: they leave the amax as it is)
-  uint4 v[kRowVectorsPerThread];
-#pragma unroll
-  for (int i = 0; i < kRowVectorsPerThread; ++i) {
-    const std::uint32_t at = i * blockDim.x + tid;
-    v[i] = at < p.row_vectors ? __ldg(x + at) : make_uint4(0, 0, 0, 0);
-  }
-
-  // step 2: the row's amax (each warp's, then the CTA's), or x's (the grid's)
   std::uint32_t bits = 0;
 #pragma unroll
   for (int i = 0; i < kRowVectorsPerThread; ++i) bits = E::abs_max(v[i], bits);
@@ -69,8 +90,6 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   if (tid == 0 && (p.grid_counters == nullptr || row == 0)) {
     p.scale[static_cast<std::int64_t>(row) * p.stride_mn] = scale;
   }
-
-  // step 3: the cast and the stores
   // NOTE: only an amax that is not finite can produce NaN bytes
   const bool not_finite = !(amax <= FLT_MAX);
 #pragma unroll
@@ -80,6 +99,31 @@ __global__ void __launch_bounds__(kMaxRowThreads)
     cast_vector<T>(v[i], inverse, not_finite, out + at * kV);
   }
   if (p.grid_counters != nullptr && tid == 0) grid_leave(p.grid_counters);
+}
+
+// One row of x: its vectors loaded into registers with plain 16-byte loads, then cast by 1 x
+// 128 blocks (Blocks: operand a's block recipe) or whole (the row and tensor recipes), stored
+// with plain stores. No shared-memory tile, no tensor map, no TMA round trips (README.md,
+// rule Q7).
+template <class T, bool Blocks>
+__global__ void __launch_bounds__(kMaxRowThreads)
+    sm90_quantize_rows_kernel(const __grid_constant__ RowParams p) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
+  const std::uint64_t row = blockIdx.x;
+  const auto* x = reinterpret_cast<const uint4*>(p.x + row * p.x_pitch);
+  std::uint8_t* out = p.out + row * p.out_pitch;
+  // the row's vectors (zero past its end: they leave the amax as it is)
+  uint4 v[kRowVectorsPerThread];
+#pragma unroll
+  for (int i = 0; i < kRowVectorsPerThread; ++i) {
+    const std::uint32_t at = i * blockDim.x + threadIdx.x;
+    v[i] = at < p.row_vectors ? __ldg(x + at) : make_uint4(0, 0, 0, 0);
+  }
+  if constexpr (Blocks) {
+    cast_blocks<T>(v, p, row, out);
+  } else {
+    cast_row<T>(v, p, row, out);
+  }
 #else
   if (threadIdx.x == 0) printf("sm90_quantize_rows_kernel needs sm_90a\n");
   __trap();

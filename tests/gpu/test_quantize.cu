@@ -228,6 +228,18 @@ std::vector<Case> odd_cases() {
   out.push_back({R::row, O::a, DataType::bfloat16, 7, 4112});
   out.push_back({R::row, O::a, DataType::float32, 130, 4112});
   out.push_back({R::tensor, O::a, DataType::float16, 100, 16384, 32});
+  // operand a's 1 x 128 blocks on the rows kernel at the same edges, and last blocks of K's
+  // remainder (4112 and 7184: 16 columns; fp32's a block of 32 vectors, 16-bit's of 16)
+  out.push_back({R::block, O::a, DataType::bfloat16, 9, 256});
+  out.push_back({R::block, O::a, DataType::bfloat16, 9, 240});
+  out.push_back({R::block, O::a, DataType::float32, 5, 16384});
+  out.push_back({R::block, O::a, DataType::float32, 5, 16400});
+  out.push_back({R::block, O::a, DataType::bfloat16, 3, 32768, 16});
+  out.push_back({R::block, O::a, DataType::float16, 3, 32784});
+  out.push_back({R::block, O::a, DataType::bfloat16, 7, 4112});
+  out.push_back({R::block, O::a, DataType::float32, 130, 4112});
+  out.push_back({R::block, O::a, DataType::bfloat16, 1024, 7184, 48});
+  out.push_back({R::block, O::a, DataType::float32, 33, 7184});
   return out;
 }
 

@@ -71,8 +71,8 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
 }
 
 // Rule Q7: rows of 512 bytes (32 vectors) to 64 KiB (1024 threads x 4 vectors) go through
-// registers, one CTA per row, for the row recipe at any row count and the tensor recipe where
-// the rows are no more than the SMs; the block recipes never.
+// registers, one CTA per row, for the row recipe and operand a's blocks at any row count and
+// the tensor recipe where the rows are no more than the SMs; operand b's blocks never.
 TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
   struct Case {
     std::uint64_t rows, cols;
@@ -88,6 +88,21 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
     EXPECT_EQ(p.in_registers, c.threads != 0);
     EXPECT_STREQ(p.id(), c.threads != 0 ? "Q7" : "Q2");
     EXPECT_EQ(p.row_threads, c.threads);
+    EXPECT_FALSE(p.row_blocks);
+    // operand a's 1 x 128 blocks: the same rows, the same threads, a scale per block
+    const QuantizePlan a =
+        plan_quantize(c.rows, c.cols, c.element_bytes, R::block, O::a, {}, 132);
+    EXPECT_STREQ(a.id(), c.threads != 0 ? "Q7" : "Q3");
+    EXPECT_EQ(a.in_registers, c.threads != 0);
+    EXPECT_EQ(a.row_blocks, c.threads != 0);
+    EXPECT_EQ(a.row_threads, c.threads);
+    EXPECT_FALSE(a.resident);
+    EXPECT_EQ(a.scales.mn, c.rows);
+    EXPECT_EQ(a.scales.k, (c.cols + 127) / 128);
+    EXPECT_EQ(a.stride_mn, 1);  // M-major, the GEMM's layout
+    EXPECT_EQ(a.stride_k, static_cast<std::int64_t>(c.rows));
+    // a 1 x 128 block is 16 (16-bit x) or 32 (fp32) vectors: never more threads than a warp
+    EXPECT_EQ(c.threads % 32, 0u);
     EXPECT_FALSE(p.resident);  // the row recipe needs no grid barrier
     EXPECT_FALSE(p.amax_pass);
     EXPECT_EQ(p.scales.mn, c.rows);
@@ -100,9 +115,14 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
   }
   // the row scales' stride as given
   EXPECT_EQ(plan_quantize(16, 7168, 2, R::row, O::a, {3, -1}, 132).stride_mn, 3);
-  // the block recipes keep their tiles at every size
-  EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::a, {}, 132).in_registers);
+  // operand a's block scales at the strides given; operand b's blocks (128 rows) keep their
+  // tiles at every size
+  const QuantizePlan row_major = plan_quantize(16, 7168, 2, R::block, O::a, {56, 1}, 132);
+  EXPECT_TRUE(row_major.row_blocks);
+  EXPECT_EQ(row_major.stride_mn, 56);
+  EXPECT_EQ(row_major.stride_k, 1);
   EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::b, {}, 132).in_registers);
+  EXPECT_FALSE(plan_quantize(8192, 8192, 2, R::block, O::b, {}, 132).in_registers);
 
   // the tensor recipe: at most one row an SM (all resident at its grid barrier)
   const QuantizePlan t = plan_quantize(132, 7168, 2, R::tensor, O::a, {}, 132);
@@ -197,14 +217,15 @@ TEST(QuantizePlan, FewTilesHalveTheirRowsUntilEverySmHasOne) {
   EXPECT_STREQ(row.id(), "Q2");
   EXPECT_EQ(row.tile_rows, 1u);
   EXPECT_EQ(row.tiles(), 16);
-  const QuantizePlan a = plan_quantize(16, 7168, 2, R::block, O::a, {}, 132);
+  // 16 x 16400 fp32 (rows past rule Q7's 64 KiB): 129 tiles of 16 rows, 258 of 8
+  const QuantizePlan a = plan_quantize(16, 16400, 4, R::block, O::a, {}, 132);
   EXPECT_STREQ(a.id(), "Q3");
-  EXPECT_EQ(a.tile_rows, 4u);  // 56 tiles of 16 rows, 112 of 8, 224 of 4
-  EXPECT_EQ(a.tiles_x, 56);
-  EXPECT_EQ(a.tiles_y, 4);
+  EXPECT_EQ(a.tile_rows, 8u);
+  EXPECT_EQ(a.tiles_x, 129);
+  EXPECT_EQ(a.tiles_y, 2);
   // one SM: the rows a power of two holds, at most 128
-  EXPECT_EQ(plan_quantize(16, 7168, 2, R::block, O::a, {}, 1).tile_rows, 16u);
-  EXPECT_EQ(plan_quantize(129, 7168, 2, R::block, O::a, {}, 1).tile_rows, 128u);
+  EXPECT_EQ(plan_quantize(16, 16400, 4, R::block, O::a, {}, 1).tile_rows, 16u);
+  EXPECT_EQ(plan_quantize(129, 16400, 4, R::block, O::a, {}, 1).tile_rows, 128u);
   EXPECT_EQ(plan_quantize(1, 16, 2, R::block, O::a, {}, 132).tile_rows, 1u);
 }
 
