@@ -143,26 +143,48 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   p.smem_bytes = smem_of(p.tile_rows);
   // NOTE: a row of 512 bytes to 64 KiB goes through registers, one CTA per row, with no tile
   // in shared memory and no TMA round trips (rule Q7): the row recipe and operand a's blocks
-  // at every size measured, the tensor recipe where its rows are few enough to be resident
-  // at once, one an SM (its grid barrier). Operand b's 128 x 128 blocks span 128 rows and
-  // keep their tiles (README.md, "Rows in registers")
+  // at every size measured, the tensor recipe where x fits the SMs' registers at once (its
+  // grid barrier). Operand b's 128 x 128 blocks span 128 rows and keep their tiles (README.md,
+  // "Rows in registers")
   const std::uint64_t row_vectors = cols * element_bytes / 16;
   const bool block_a = recipe == GemmScaleRecipe::block && !block_b;
-  if (row_vectors >= 32 &&
+  const bool row_fits =
+      row_vectors >= 32 &&
       row_vectors <= static_cast<std::uint64_t>(kMaxRowThreads) * kRowVectorsPerThread &&
-      rows <= 0x7fffffffu &&
-      (recipe == GemmScaleRecipe::row || block_a ||
-       (recipe == GemmScaleRecipe::tensor && rows <= static_cast<std::uint64_t>(sm_count)))) {
+      rows <= 0x7fffffffu;
+  const auto take_rows = [&](std::uint32_t rows_per_cta, std::uint32_t vectors_per_thread,
+                             std::uint32_t row_threads) {
     p.rule = quantize_rule_index("Q7");
     p.in_registers = true;
     p.row_blocks = block_a;
-    const std::uint64_t per_thread = ceil_div(row_vectors, kRowVectorsPerThread);
-    p.row_threads = pow2_at_least(per_thread < 32 ? 32 : per_thread);
+    p.rows_per_cta = rows_per_cta;
+    p.vectors_per_thread = vectors_per_thread;
+    p.row_threads = row_threads;
     if (recipe == GemmScaleRecipe::tensor) {
       p.resident = true;
       p.amax_pass = false;
       p.fused_amax = true;
       p.reverse_tiles = false;
+    }
+  };
+  const std::uint64_t one_row_threads = ceil_div(row_vectors, kRowVectorsPerThread);
+  if (row_fits && (recipe == GemmScaleRecipe::row || block_a ||
+                   (recipe == GemmScaleRecipe::tensor &&
+                    rows <= static_cast<std::uint64_t>(sm_count)))) {
+    take_rows(1, kRowVectorsPerThread, pow2_at_least(one_row_threads < 32 ? 32 : one_row_threads));
+  } else if (row_fits && recipe == GemmScaleRecipe::tensor) {
+    // NOTE: the tensor recipe's rows past one an SM: R rows a CTA, the fewest that leave
+    // at most kTensorRowCtasPerSm CTAs an SM (each more CTA is one more arrival at the
+    // barrier), a CTA at least a warp
+    const std::uint32_t threads =
+        pow2_at_least(ceil_div(row_vectors, kTensorRowVectorsPerThread));
+    const std::uint64_t most_ctas = static_cast<std::uint64_t>(sm_count) * kTensorRowCtasPerSm;
+    std::uint64_t per_cta = threads >= 32 ? 1 : 32 / threads;
+    while (ceil_div(rows, per_cta) > most_ctas && per_cta * threads <= kMaxTensorRowThreads) {
+      per_cta *= 2;
+    }
+    if (per_cta * threads <= kMaxTensorRowThreads) {
+      take_rows(static_cast<std::uint32_t>(per_cta), kTensorRowVectorsPerThread, threads);
     }
   }
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)

@@ -33,6 +33,14 @@ inline constexpr std::uint32_t kMaxTileRows = 128;
 // 16-byte vectors in registers, at most kMaxRowThreads threads (a row of up to 64 KiB)
 inline constexpr std::uint32_t kRowVectorsPerThread = 4;
 inline constexpr std::uint32_t kMaxRowThreads = 1024;
+// ... and for the tensor recipe's rows past one an SM: R rows a CTA (a power of two), each
+// thread holding up to kTensorRowVectorsPerThread vectors, at most kMaxTensorRowThreads
+// threads a CTA and kTensorRowCtasPerSm CTAs an SM, so that every CTA is resident at its grid
+// barrier (the kernel's registers, at most 64 a thread, hold two such CTAs an SM): up to
+// 128 KiB of x an SM
+inline constexpr std::uint32_t kTensorRowVectorsPerThread = 8;
+inline constexpr std::uint32_t kMaxTensorRowThreads = 512;
+inline constexpr std::uint32_t kTensorRowCtasPerSm = 2;
 
 // The plan's rules, in the order tried; the first that applies picks the layout. (Rule Q5,
 // the longest row the row recipe takes, is check_shapes's.)
@@ -42,12 +50,14 @@ struct QuantizeRule {
   const char* layout;
 };
 inline constexpr QuantizeRule kQuantizeRules[] = {
-    {"Q7", "recipe row, block with operand a, or tensor with at most one row an SM; rows of "
-     "32 to kMaxRowThreads x kRowVectorsPerThread 16-byte vectors (512 bytes to 64 KiB)",
+    {"Q7", "recipe row, block with operand a, or tensor where x fits the SMs' registers; rows "
+     "of 32 to kMaxRowThreads x kRowVectorsPerThread 16-byte vectors (512 bytes to 64 KiB)",
      "the rows kernel: one CTA per row, the row's vectors in registers (plain 16-byte loads), "
      "each 1 x 128 block's amax across its threads by shuffles (block), or the row's across "
-     "the CTA (for the tensor recipe a cooperative launch whose CTAs meet at rule Q6's grid "
-     "barrier); cast and stored with plain stores"},
+     "the CTA; cast and stored with plain stores. The tensor recipe: a cooperative launch "
+     "whose CTAs meet at rule Q6's grid barrier, a CTA per row where the rows are at most one "
+     "an SM, else R rows a CTA (R a power of two, up to kTensorRowVectorsPerThread vectors a "
+     "thread, kMaxTensorRowThreads threads a CTA, kTensorRowCtasPerSm CTAs an SM)"},
     {"Q6", "recipe tensor, and its tiles (not halved) no more than the SMs hold at once",
      "one cooperative launch of the tile kernel: each CTA loads its tile and takes its amax, the "
      "CTAs meet at a grid barrier for the tensor's amax, then each casts and stores the tile it "
@@ -108,7 +118,9 @@ struct QuantizePlan {
   // the tiles the launcher falls back to for the tensor recipe: two_pass)
   bool in_registers = false;
   bool row_blocks = false;  // Q7 for operand a's block recipe: a scale per 1 x 128 of the row
-  std::uint32_t row_threads = 0;
+  std::uint32_t row_threads = 0;        // a row's threads (a power of two)
+  std::uint32_t rows_per_cta = 0;       // R: CTAs of R * row_threads threads
+  std::uint32_t vectors_per_thread = 0; // kRowVectorsPerThread or kTensorRowVectorsPerThread
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)
   std::uint32_t boxes = 0;        // boxes side by side

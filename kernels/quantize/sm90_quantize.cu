@@ -65,8 +65,8 @@ bool launch_cooperative(void (*kernel)(P), unsigned grid, unsigned threads,
   return false;
 }
 
-// Rule Q7: the rows kernel, one CTA per row; false where the driver refuses the tensor
-// recipe's cooperative launch (nothing queued).
+// Rule Q7: the rows kernel, R rows a CTA (one but for the tensor recipe's many rows); false
+// where the driver refuses the tensor recipe's cooperative launch (nothing queued).
 template <class T>
 bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const QuantizePlan& plan,
                  std::uint32_t* grid_counters, cudaStream_t stream) {
@@ -78,18 +78,24 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
   p.scale = scale;
   p.stride_mn = plan.stride_mn;
   p.stride_k = plan.stride_k;
+  p.rows = static_cast<std::uint32_t>(x.rows);
   p.row_vectors = static_cast<std::uint32_t>(x.cols * x.element_size() / 16);
+  p.row_threads_log2 = log2_of(plan.row_threads);
   p.grid_counters = grid_counters;
-  const auto grid = static_cast<unsigned>(x.rows);
+  const auto grid = static_cast<unsigned>((x.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
+  const unsigned threads = plan.rows_per_cta * plan.row_threads;
   if (!plan.resident) {
-    auto* kernel = plan.row_blocks ? sm90_quantize_rows_kernel<T, true>
-                                   : sm90_quantize_rows_kernel<T, false>;
-    kernel<<<grid, plan.row_threads, 0, stream>>>(p);
+    auto* kernel = plan.row_blocks ? sm90_quantize_rows_kernel<T, kRowVectorsPerThread, true>
+                                   : sm90_quantize_rows_kernel<T, kRowVectorsPerThread, false>;
+    kernel<<<grid, threads, 0, stream>>>(p);
     check_launch("sm90_quantize_rows_kernel");
     return true;
   }
-  return launch_cooperative(sm90_quantize_rows_kernel<T, false>, grid, plan.row_threads, 0,
-                            stream, "sm90_quantize_rows_kernel (cooperative)", p);
+  auto* kernel = plan.vectors_per_thread == kTensorRowVectorsPerThread
+                     ? sm90_quantize_rows_kernel<T, kTensorRowVectorsPerThread, false>
+                     : sm90_quantize_rows_kernel<T, kRowVectorsPerThread, false>;
+  return launch_cooperative(kernel, grid, threads, 0, stream,
+                            "sm90_quantize_rows_kernel (cooperative)", p);
 }
 
 template <class T>

@@ -12,8 +12,9 @@
 
 namespace tmakit::detail::quantize {
 
-// The rows kernel's arguments: CTA r takes row r of x, thread t its 16-byte vectors t,
-// t + blockDim.x, ... (at most kRowVectorsPerThread of them).
+// The rows kernel's arguments: CTA c takes rows c * R to c * R + R - 1 of x (R = blockDim.x
+// / 2^row_threads_log2: one for the row and block recipes), the t-th of a row's threads its
+// 16-byte vectors t, t + 2^row_threads_log2, ... (at most V of them: the kernel's).
 struct RowParams {
   const std::uint8_t* x;
   std::uint64_t x_pitch;  // bytes between rows of x
@@ -22,28 +23,30 @@ struct RowParams {
   float* scale;
   std::int64_t stride_mn;     // the scale of row r: scale[r * stride_mn]; of its block j
   std::int64_t stride_k;      // (operand a's 1 x 128 blocks): scale[r * stride_mn + j * stride_k]
+  std::uint32_t rows;         // rows of x
   std::uint32_t row_vectors;  // 16-byte vectors of a row of x
+  std::uint32_t row_threads_log2;  // a row's threads: a power of two, at least 32 where R = 1
   // the tensor recipe (a cooperative launch): kGridCounters zeroed words, where the CTAs meet
   // for x's amax (rule Q6's barrier); null for the row recipe
   std::uint32_t* grid_counters;
 };
 
 // The amax, scale and cast of each 1 x 128 block of a row (operand a's block recipe): the
-// block's vectors are on consecutive threads (blockDim.x is a multiple of 32, so a block
-// never straddles a warp), its amax a max across them by shuffles.
-template <class T>
-__device__ __forceinline__ void cast_blocks(const uint4 (&v)[kRowVectorsPerThread],
-                                            const RowParams& p, std::uint64_t row,
+// block's vectors are on consecutive threads (a row's threads are a multiple of 32, so a
+// block never straddles a warp), its amax a max across them by shuffles.
+template <class T, int V>
+__device__ __forceinline__ void cast_blocks(const uint4 (&v)[V], const RowParams& p,
+                                            std::uint64_t row, std::uint32_t t,
                                             std::uint8_t* out) {
   using E = Elements<T>;
   constexpr int kV = E::kPerVector;
   constexpr std::uint32_t kBlockVectors = 128 / kV;  // 16 for 16-bit x, 32 for fp32
-  const std::uint32_t tid = threadIdx.x;
+  const std::uint32_t threads = 1u << p.row_threads_log2;
 #pragma unroll
-  for (int i = 0; i < kRowVectorsPerThread; ++i) {
+  for (int i = 0; i < V; ++i) {
     // NOTE: the same for the whole CTA, so every lane of a warp reaches the shuffles below
-    if (i * blockDim.x >= p.row_vectors) break;
-    const std::uint32_t at = i * blockDim.x + tid;
+    if (i * threads >= p.row_vectors) break;
+    const std::uint32_t at = i * threads + t;
     std::uint32_t bits = E::finish(E::abs_max(v[i], 0));
 #pragma unroll
     for (std::uint32_t lanes = kBlockVectors / 2; lanes >= 1; lanes /= 2) {
@@ -61,20 +64,22 @@ __device__ __forceinline__ void cast_blocks(const uint4 (&v)[kRowVectorsPerThrea
   }
 }
 
-// The row's amax (each warp's, then the CTA's) or, for the tensor recipe, x's (the grid's:
-// rule Q6's barrier), then the cast of the row's vectors with its scale.
-template <class T>
-__device__ __forceinline__ void cast_row(const uint4 (&v)[kRowVectorsPerThread],
-                                         const RowParams& p, std::uint64_t row,
-                                         std::uint8_t* out) {
+// The amax of the CTA's rows (each warp's, then the CTA's: the row recipe's one row) or, for
+// the tensor recipe, x's (the grid's: rule Q6's barrier), then the cast of the CTA's vectors
+// with its scale.
+template <class T, int V>
+__device__ __forceinline__ void cast_rows(const uint4 (&v)[V], const RowParams& p,
+                                          std::uint64_t row, std::uint32_t t,
+                                          std::uint8_t* out) {
   using E = Elements<T>;
   constexpr int kV = E::kPerVector;
   __shared__ std::uint32_t warp_bits[kMaxRowThreads / 32];
   __shared__ std::uint32_t grid_bits;
   const std::uint32_t tid = threadIdx.x;
+  const std::uint32_t threads = 1u << p.row_threads_log2;
   std::uint32_t bits = 0;
 #pragma unroll
-  for (int i = 0; i < kRowVectorsPerThread; ++i) bits = E::abs_max(v[i], bits);
+  for (int i = 0; i < V; ++i) bits = E::abs_max(v[i], bits);
   bits = __reduce_max_sync(0xffffffffu, E::finish(bits));
   if ((tid & 31) == 0) warp_bits[tid >> 5] = bits;
   __syncthreads();
@@ -92,37 +97,42 @@ __device__ __forceinline__ void cast_row(const uint4 (&v)[kRowVectorsPerThread],
   }
   // NOTE: only an amax that is not finite can produce NaN bytes
   const bool not_finite = !(amax <= FLT_MAX);
+  if (row < p.rows) {
 #pragma unroll
-  for (int i = 0; i < kRowVectorsPerThread; ++i) {
-    const std::uint32_t at = i * blockDim.x + tid;
-    if (at >= p.row_vectors) break;
-    cast_vector<T>(v[i], inverse, not_finite, out + at * kV);
+    for (int i = 0; i < V; ++i) {
+      const std::uint32_t at = i * threads + t;
+      if (at >= p.row_vectors) break;
+      cast_vector<T>(v[i], inverse, not_finite, out + at * kV);
+    }
   }
   if (p.grid_counters != nullptr && tid == 0) grid_leave(p.grid_counters);
 }
 
-// One row of x: its vectors loaded into registers with plain 16-byte loads, then cast by 1 x
-// 128 blocks (Blocks: operand a's block recipe) or whole (the row and tensor recipes), stored
-// with plain stores. No shared-memory tile, no tensor map, no TMA round trips (README.md,
-// rule Q7).
-template <class T, bool Blocks>
+// Rows of x: each row's vectors loaded into registers with plain 16-byte loads (V a thread),
+// then cast by 1 x 128 blocks (Blocks: operand a's block recipe) or whole (the row recipe's
+// row, the tensor recipe's rows), stored with plain stores. No shared-memory tile, no tensor
+// map, no TMA round trips (README.md, rule Q7).
+template <class T, int V, bool Blocks>
 __global__ void __launch_bounds__(kMaxRowThreads)
     sm90_quantize_rows_kernel(const __grid_constant__ RowParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
-  const std::uint64_t row = blockIdx.x;
+  const std::uint32_t t = threadIdx.x & ((1u << p.row_threads_log2) - 1);
+  const std::uint64_t row = (static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >>
+                            p.row_threads_log2;
   const auto* x = reinterpret_cast<const uint4*>(p.x + row * p.x_pitch);
   std::uint8_t* out = p.out + row * p.out_pitch;
-  // the row's vectors (zero past its end: they leave the amax as it is)
-  uint4 v[kRowVectorsPerThread];
+  // the row's vectors (zero past its end, and in rows past x's: they leave the amax as it is)
+  const std::uint32_t live_vectors = row < p.rows ? p.row_vectors : 0;
+  uint4 v[V];
 #pragma unroll
-  for (int i = 0; i < kRowVectorsPerThread; ++i) {
-    const std::uint32_t at = i * blockDim.x + threadIdx.x;
-    v[i] = at < p.row_vectors ? __ldg(x + at) : make_uint4(0, 0, 0, 0);
+  for (int i = 0; i < V; ++i) {
+    const std::uint32_t at = (i << p.row_threads_log2) + t;
+    v[i] = at < live_vectors ? __ldg(x + at) : make_uint4(0, 0, 0, 0);
   }
   if constexpr (Blocks) {
-    cast_blocks<T>(v, p, row, out);
+    cast_blocks<T, V>(v, p, row, t, out);
   } else {
-    cast_row<T>(v, p, row, out);
+    cast_rows<T, V>(v, p, row, t, out);
   }
 #else
   if (threadIdx.x == 0) printf("sm90_quantize_rows_kernel needs sm_90a\n");

@@ -228,6 +228,10 @@ std::vector<Case> odd_cases() {
   out.push_back({R::row, O::a, DataType::bfloat16, 7, 4112});
   out.push_back({R::row, O::a, DataType::float32, 130, 4112});
   out.push_back({R::tensor, O::a, DataType::float16, 100, 16384, 32});
+  // the tensor recipe's rows kernel with R rows a CTA, the last CTA part full (300 = 37 x 8
+  // + 4), and one row a CTA past one an SM
+  out.push_back({R::tensor, O::a, DataType::bfloat16, 300, 256});
+  out.push_back({R::tensor, O::a, DataType::float32, 200, 1040, 16});
   // operand a's 1 x 128 blocks on the rows kernel at the same edges, and last blocks of K's
   // remainder (4112 and 7184: 16 columns; fp32's a block of 32 vectors, 16-bit's of 16)
   out.push_back({R::block, O::a, DataType::bfloat16, 9, 256});
@@ -386,22 +390,22 @@ TEST(Quantize, TensorRecipeWhereEveryTileIsResidentAndPast) {
 
 // Rule Q6 on the row recipe's tiles (one box of runs of whole rows) at their edges: as many
 // as the SMs hold, one per SM, and just past each (where the plan takes the 128 x 128 tiles).
+// Rows over 64 KiB: shorter ones are rule Q7's wherever these tiles would be resident.
 TEST(Quantize, TensorRecipeOnRowTilesAtTheirEdges) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());
   struct Edge {
     DataType type;
     std::uint64_t cols;
-    std::uint64_t rows_per_tile;
     std::uint64_t tiles_per_sm;
   };
-  // bf16 rows of 7168: 2 a tile, four tiles an SM; fp32: 1 a tile, four; K = 272 (17 runs of
-  // 16): 32 rows a tile, from one tile an SM
-  for (const Edge e : {Edge{DataType::bfloat16, 7168, 2, 4}, Edge{DataType::float32, 7168, 1, 4},
-                       Edge{DataType::float16, 272, 32, 1}}) {
-    const std::uint64_t edge = sms * e.tiles_per_sm * e.rows_per_tile;
+  // a row a tile (bf16 33024: 129 runs of 256, 66 KiB; fp32 16640: 65 runs), two tiles an
+  // SM, from one tile an SM
+  for (const Edge e : {Edge{DataType::bfloat16, 33024, 2}, Edge{DataType::bfloat16, 33024, 1},
+                       Edge{DataType::float32, 16640, 2}}) {
+    const std::uint64_t edge = sms * e.tiles_per_sm;
     // every tile resident (or one an SM), then one tile past (or short of) it
-    const std::uint64_t past = e.tiles_per_sm == 1 ? edge - e.rows_per_tile : edge + 1;
+    const std::uint64_t past = e.tiles_per_sm == 1 ? edge - 1 : edge + 1;
     for (const std::uint64_t rows : {edge, past}) {
       SCOPED_TRACE(std::string(name(e.type)) + " " + std::to_string(rows) + "x" +
                    std::to_string(e.cols));
@@ -417,32 +421,50 @@ TEST(Quantize, TensorRecipeOnRowTilesAtTheirEdges) {
   }
 }
 
-// Rule Q7 for the tensor recipe: as many rows as SMs on the rows kernel (one CTA an SM, all
-// at its grid barrier), one row more on rule Q6's tiles.
-TEST(Quantize, TensorRecipeInRegistersAtMostOneRowAnSm) {
+// Rule Q7 for the tensor recipe at its edges: as many rows as SMs (a CTA each, four vectors a
+// thread), one more (eight), then R rows a CTA up to two CTAs an SM, a last CTA part full, and
+// one row past where R rows would take more than 512 threads (rule Q6 or Q1).
+TEST(Quantize, TensorRecipeInRegistersAtItsEdges) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());
-  for (const DataType t : {DataType::bfloat16, DataType::float32}) {
-    for (const std::uint64_t rows : {sms, sms + 1}) {
-      SCOPED_TRACE(std::string(name(t)) + " " + std::to_string(rows) + "x7168");
-      EXPECT_EQ(tensor_rule(t, rows, 7168), rows == sms ? "Q7" : "Q6");
-      Image x(t, 1, rows, 7168);
-      fill(x, static_cast<std::uint32_t>(rows) + 7);
-      check_case({R::tensor, O::a, t, rows, 7168}, x);
-    }
+  struct Edge {
+    DataType type;
+    std::uint64_t rows, cols;
+    std::uint32_t rows_per_cta;  // 0: not rule Q7
+  };
+  // bf16 rows of 7168: 128 threads a row (4 rows a CTA at most); fp32: 256 (2); fp16 rows of
+  // 272: 8 threads a row (64 rows a CTA at most)
+  for (const Edge e : {Edge{DataType::bfloat16, sms, 7168, 1},
+                       Edge{DataType::bfloat16, sms + 1, 7168, 1},
+                       Edge{DataType::bfloat16, 2 * sms + 1, 7168, 2},
+                       Edge{DataType::bfloat16, 1025, 7168, 4},
+                       Edge{DataType::bfloat16, 8 * sms, 7168, 4},
+                       Edge{DataType::bfloat16, 8 * sms + 1, 7168, 0},
+                       Edge{DataType::float32, sms + 1, 7168, 1},
+                       Edge{DataType::float32, 4 * sms, 7168, 2},
+                       Edge{DataType::float32, 4 * sms + 1, 7168, 0},
+                       Edge{DataType::float16, 128 * sms - 3, 272, 64},
+                       Edge{DataType::float16, 128 * sms + 1, 272, 0}}) {
+    SCOPED_TRACE(std::string(name(e.type)) + " " + std::to_string(e.rows) + "x" +
+                 std::to_string(e.cols));
+    const detail::quantize::QuantizePlan plan = detail::quantize::plan_quantize(
+        e.rows, e.cols, static_cast<std::uint32_t>(element_bytes(e.type)), R::tensor, O::a, {},
+        static_cast<int>(sms));
+    EXPECT_EQ(plan.in_registers, e.rows_per_cta != 0);
+    EXPECT_EQ(plan.rows_per_cta, e.rows_per_cta);
+    Image x(e.type, 1, e.rows, e.cols);
+    fill(x, static_cast<std::uint32_t>(e.rows) + 7);
+    check_case({R::tensor, O::a, e.type, e.rows, e.cols}, x);
   }
 }
 
 // Four streams each quantizing with the tensor recipe at once, each grid as large as the SMs
 // hold: the cooperative launches take turns (none waits at its barrier for CTAs that another
 // grid's keep off the SMs), and each stream's counters are its own.
-TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
-  TMAKIT_SKIP_WITHOUT_GPU();
+void four_streams_of_resident_tensor_recipe(std::uint64_t rows, std::uint64_t cols) {
+  SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + ", rule " +
+               tensor_rule(DataType::bfloat16, rows, cols));
   constexpr int kStreams = 4;
-  const std::uint64_t rows = 1024;
-  const std::uint64_t cols =
-      static_cast<std::uint64_t>(detail::multiprocessor_count()) * 4 / 8 * 128;
-  ASSERT_EQ(tensor_rule(DataType::bfloat16, rows, cols), "Q6");
   std::vector<std::unique_ptr<Image>> xs, qs;
   std::vector<std::unique_ptr<Scales>> ss;
   cudaStream_t streams[kStreams];
@@ -464,6 +486,17 @@ TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
     expect_reference(*xs[i], *qs[i], *ss[i], R::tensor, O::a, "stream " + std::to_string(i));
     cudaStreamDestroy(streams[i]);
   }
+}
+
+TEST(Quantize, FourStreamsOfResidentTensorRecipeAtOnce) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());
+  // every 128 x 128 tile an SM holds (rule Q6); two CTAs of 4 rows an SM (Q7)
+  const std::uint64_t cols = sms * 4 / 8 * 128;
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 1024, cols), "Q6");
+  four_streams_of_resident_tensor_recipe(1024, cols);
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 8 * sms, 7168), "Q7");
+  four_streams_of_resident_tensor_recipe(8 * sms, 7168);
 }
 
 // A tensor-recipe call captured into a graph on a new stream is right on every replay, and an
@@ -496,8 +529,8 @@ TEST(Quantize, TensorRecipeCapturedOnANewStream) {
 
 // Two graphs captured on one stream (after an uncaptured call there, so both hold rule Q6 or
 // Q7), replayed on two other streams while direct calls run on the capture stream, all at
-// once: 64 tiles (or 40 rows) each, so that the three grids fit the SMs together and run at
-// the same time.
+// once: 64 tiles (or 40 rows, or 100 CTAs of 2 rows) each, so that the three grids fit the SMs
+// together and run at the same time.
 // Every captured call has counters of its own, so no grid counts another's CTAs at its
 // barrier (with shared counters a grid would pass its barrier early, or never).
 void graphs_replayed_beside_direct_calls(std::uint64_t rows, std::uint64_t cols) {
@@ -542,10 +575,12 @@ void graphs_replayed_beside_direct_calls(std::uint64_t rows, std::uint64_t cols)
 
 TEST(Quantize, TensorRecipeGraphsReplayedBesideDirectCalls) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  ASSERT_EQ(tensor_rule(DataType::bfloat16, 1024, 1024), "Q6");  // 64 tiles
-  graphs_replayed_beside_direct_calls(1024, 1024);
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 4096, 240), "Q6");  // 64 tiles
+  graphs_replayed_beside_direct_calls(4096, 240);
   ASSERT_EQ(tensor_rule(DataType::bfloat16, 40, 7168), "Q7");  // 40 rows, a CTA each
   graphs_replayed_beside_direct_calls(40, 7168);
+  ASSERT_EQ(tensor_rule(DataType::bfloat16, 200, 1024), "Q7");  // 100 CTAs of 2 rows
+  graphs_replayed_beside_direct_calls(200, 1024);
 }
 
 TEST(Quantize, MallocMemoryIsRefused) {

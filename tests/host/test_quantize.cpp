@@ -133,10 +133,8 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
   EXPECT_FALSE(t.amax_pass);
   EXPECT_FALSE(t.reverse_tiles);
   EXPECT_EQ(t.row_threads, 256u);
-  const QuantizePlan past = plan_quantize(133, 7168, 2, R::tensor, O::a, {}, 132);
-  EXPECT_STREQ(past.id(), "Q6");
-  EXPECT_FALSE(past.in_registers);
-  EXPECT_EQ(past.tiles(), 56 * 2);  // 67 row tiles are fewer than the SMs: 128 x 128 tiles
+  EXPECT_EQ(t.rows_per_cta, 1u);
+  EXPECT_EQ(t.vectors_per_thread, 4u);
   // the launcher's way back without counters: Q1 on the tiles the plan holds
   const QuantizePlan back = detail::quantize::two_pass(t);
   EXPECT_STREQ(back.id(), "Q1");
@@ -280,39 +278,93 @@ TEST(QuantizePlan, TensorRecipeRunsTheAmaxPassFirst) {
   EXPECT_EQ(t.scales.k, 1u);
 }
 
-// Rule Q6: where every tile's CTA fits the SMs at once (four 128 x 128 bf16 tiles an SM, two
-// of fp32), one cooperative kernel reads x once; past that, rule Q1's two reads.
-TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
+// Rule Q7 for the tensor recipe past one row an SM: R rows a CTA (the fewest that leave at
+// most two CTAs an SM, a CTA at least a warp), eight vectors a thread, at most 512 threads a
+// CTA; past that, rule Q6 or Q1.
+TEST(QuantizePlan, TensorRecipeInRegistersWhereXFitsTheSms) {
   static_assert(detail::quantize::quantize_rule_index("Q7") == 0);
   static_assert(detail::quantize::quantize_rule_index("Q6") == 1);
   static_assert(detail::quantize::quantize_rule_index("Q1") == 2);
   static_assert(detail::quantize::quantize_rule_index("Q8") == -1);
-  // 256 rows (more than the SMs: not rule Q7) of 1024: 16 row tiles of 16 rows are fewer than
-  // the SMs, so 128 x 128 tiles
-  const QuantizePlan small = plan_quantize(256, 1024, 2, R::tensor, O::a, {}, 132);
+  struct Case {
+    std::uint64_t rows, cols;
+    std::uint32_t element_bytes;
+    int sms;
+    std::uint32_t rows_per_cta, threads;  // 0: not rule Q7
+  };
+  for (const Case c : {Case{1024, 7168, 2, 132, 4, 128},  // 256 CTAs of 4 rows
+                       Case{1056, 7168, 2, 132, 4, 128},  // 264: two an SM
+                       Case{1057, 7168, 2, 132, 0, 0},    // 8 rows a CTA would be 1024 threads
+                       Case{133, 7168, 2, 132, 1, 128},   // one row a CTA, two an SM
+                       Case{256, 1024, 2, 132, 2, 16},    // 16 threads a row: a warp a CTA
+                       Case{16896, 272, 2, 132, 64, 8},   // 34 vectors a row: 8 threads
+                       Case{16897, 272, 2, 132, 0, 0},
+                       Case{528, 7168, 4, 132, 2, 256},   // fp32
+                       Case{529, 7168, 4, 132, 0, 0},
+                       Case{1024, 7168, 2, 66, 0, 0},     // fewer SMs
+                       Case{256, 240, 2, 132, 0, 0},      // rows under 512 bytes
+                       Case{256, 33024, 2, 132, 0, 0}}) { // rows over 64 KiB
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols) + " on " +
+                 std::to_string(c.sms) + " SMs");
+    const QuantizePlan p = plan_quantize(c.rows, c.cols, c.element_bytes, R::tensor, O::a, {}, c.sms);
+    EXPECT_EQ(p.in_registers, c.rows_per_cta != 0);
+    if (c.rows_per_cta == 0) {
+      EXPECT_STRNE(p.id(), "Q7");
+      continue;
+    }
+    EXPECT_STREQ(p.id(), "Q7");
+    EXPECT_EQ(p.rows_per_cta, c.rows_per_cta);
+    EXPECT_EQ(p.row_threads, c.threads);
+    EXPECT_EQ(p.vectors_per_thread, detail::quantize::kTensorRowVectorsPerThread);
+    EXPECT_TRUE(p.resident);
+    EXPECT_TRUE(p.fused_amax);
+    EXPECT_FALSE(p.amax_pass);
+    EXPECT_FALSE(p.row_blocks);
+    // every vector of a row has a thread, every CTA a whole warp, at most two CTAs an SM
+    const std::uint64_t row_vectors = c.cols * c.element_bytes / 16;
+    EXPECT_GE(static_cast<std::uint64_t>(c.threads) * 8, row_vectors);
+    EXPECT_EQ(c.rows_per_cta * c.threads % 32, 0u);
+    EXPECT_LE(c.rows_per_cta * c.threads, detail::quantize::kMaxTensorRowThreads);
+    EXPECT_LE((c.rows + c.rows_per_cta - 1) / c.rows_per_cta, 2u * c.sms);
+    // the launcher's way back: Q1 on tiles
+    const QuantizePlan back = detail::quantize::two_pass(p);
+    EXPECT_STREQ(back.id(), "Q1");
+    EXPECT_FALSE(back.in_registers);
+    EXPECT_TRUE(back.amax_pass);
+    EXPECT_GT(back.tiles(), 0);
+  }
+}
+
+// Rule Q6: where rule Q7 does not apply and every tile's CTA fits the SMs at once (four 128 x
+// 128 bf16 tiles an SM, two of fp32), one cooperative kernel reads x once; past that, rule
+// Q1's two reads.
+TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
+  // 256 rows of 240 (too short for rule Q7): 4 row tiles of 64 rows are fewer than the SMs,
+  // so 128 x 128 tiles
+  const QuantizePlan small = plan_quantize(256, 240, 2, R::tensor, O::a, {}, 132);
   EXPECT_STREQ(small.id(), "Q6");
   EXPECT_TRUE(small.resident);
   EXPECT_TRUE(small.fused_amax);
   EXPECT_FALSE(small.amax_pass);
   EXPECT_FALSE(small.in_registers);
-  // not halved to fill the SMs (rule Q1 would take 8 rows a tile: 256 tiles)
+  // not halved to fill the SMs (rule Q1 would take 8 rows a tile)
   EXPECT_EQ(small.tile_rows, 128u);
-  EXPECT_EQ(small.tiles(), 16);
+  EXPECT_EQ(small.tiles(), 4);
   EXPECT_EQ(small.groups_per_tile(), 1u);
   EXPECT_FALSE(small.reverse_tiles);
   EXPECT_EQ(small.scales.mn, 1u);
 
-  const QuantizePlan bf16 = plan_quantize(1024, 8192, 2, R::tensor, O::a, {}, 132);
+  // bf16 rows of 64 KiB + 64 bytes (too long for rule Q7; no run layout: 1025 runs of 32)
+  const QuantizePlan bf16 = plan_quantize(256, 32800, 2, R::tensor, O::a, {}, 132);
   EXPECT_EQ(detail::quantize::tile_ctas_per_sm(bf16.smem_bytes), 4u);
-  EXPECT_EQ(bf16.tiles(), 8 * 64);
+  EXPECT_EQ(bf16.tiles(), 2 * 257);
   EXPECT_STREQ(bf16.id(), "Q6");
-  EXPECT_STREQ(plan_quantize(1024, 8448, 2, R::tensor, O::a, {}, 132).id(), "Q6");  // 528 tiles
-  EXPECT_STREQ(plan_quantize(1024, 8576, 2, R::tensor, O::a, {}, 132).id(), "Q1");  // 536
-  const QuantizePlan fp32 = plan_quantize(1024, 4224, 4, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(plan_quantize(257, 32800, 2, R::tensor, O::a, {}, 132).id(), "Q1");  // 771
+  const QuantizePlan fp32 = plan_quantize(256, 16400, 4, R::tensor, O::a, {}, 132);
   EXPECT_EQ(detail::quantize::tile_ctas_per_sm(fp32.smem_bytes), 2u);
-  EXPECT_STREQ(fp32.id(), "Q6");                                                    // 264 tiles
-  EXPECT_STREQ(plan_quantize(1024, 4352, 4, R::tensor, O::a, {}, 132).id(), "Q1");  // 272
-  EXPECT_STREQ(plan_quantize(1024, 8192, 2, R::tensor, O::a, {}, 66).id(), "Q1");   // fewer SMs
+  EXPECT_STREQ(fp32.id(), "Q6");                                                     // 258
+  EXPECT_STREQ(plan_quantize(257, 16400, 4, R::tensor, O::a, {}, 132).id(), "Q1");  // 387
+  EXPECT_STREQ(plan_quantize(256, 32800, 2, R::tensor, O::a, {}, 64).id(), "Q1");   // fewer SMs
 
   // the launcher's way back: Q1 on the same tiles
   const QuantizePlan back = detail::quantize::two_pass(bf16);
@@ -335,48 +387,37 @@ TEST(QuantizePlan, TensorRecipeReadsXOnceWhereEveryTileIsResident) {
 
 // Rule Q6 takes the row recipe's tiles (one box of runs of whole rows) where K has that layout
 // and there are at least as many as SMs, and all are resident; else the 128 x 128 tiles.
+// (Rows of 512 bytes to 64 KiB are rule Q7's up to 17 MB of x: these rows are longer.)
 TEST(QuantizePlan, TensorRecipeOnRowTilesWhereTheyFillTheSms) {
-  const QuantizePlan p = plan_quantize(1024, 7168, 2, R::tensor, O::a, {}, 132);
+  const QuantizePlan p = plan_quantize(200, 33024, 2, R::tensor, O::a, {}, 132);
   EXPECT_STREQ(p.id(), "Q6");
-  EXPECT_EQ(p.row_chunk, 256u);
-  EXPECT_EQ(p.box_cols, 7168u);
+  EXPECT_EQ(p.row_chunk, 256u);  // 129 runs of 256
+  EXPECT_EQ(p.box_cols, 33024u);
   EXPECT_EQ(p.boxes, 1u);
-  EXPECT_EQ(p.tile_rows, 2u);  // 28 KiB of x, as rule Q2's
+  EXPECT_EQ(p.tile_rows, 1u);  // 66 KiB of x, as rule Q2's
   EXPECT_EQ(p.tiles_x, 1);
-  EXPECT_EQ(p.tiles(), 512);
-  EXPECT_EQ(p.group_rows, 2u);  // the tile is the group
+  EXPECT_EQ(p.tiles(), 200);
+  EXPECT_EQ(p.group_rows, 1u);  // the tile is the group
   EXPECT_EQ(p.groups_per_tile(), 1u);
   EXPECT_EQ(p.threads_per_group(), detail::quantize::kThreads);
-  EXPECT_EQ(p.in_bytes, 2u * 7168u * 2u);
-  EXPECT_EQ(p.out_bytes, 2u * 7168u);
-  EXPECT_EQ(detail::quantize::tile_ctas_per_sm(p.smem_bytes), 4u);
+  EXPECT_EQ(p.in_bytes, 33024u * 2u);
+  EXPECT_EQ(p.out_bytes, 33024u);
+  EXPECT_EQ(detail::quantize::tile_ctas_per_sm(p.smem_bytes), 2u);
   EXPECT_FALSE(p.reverse_tiles);
-  // 528 row tiles are what 132 SMs hold; one row tile more takes the 128 x 128 tiles (504 of
-  // them at 1058 rows, still resident), and past those, rule Q1 on them
-  EXPECT_EQ(plan_quantize(1056, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 256u);
-  const QuantizePlan blocks = plan_quantize(1058, 7168, 2, R::tensor, O::a, {}, 132);
-  EXPECT_STREQ(blocks.id(), "Q6");
-  EXPECT_EQ(blocks.row_chunk, 0u);
-  EXPECT_EQ(blocks.tiles(), 56 * 9);
-  const QuantizePlan q1 = plan_quantize(1200, 7168, 2, R::tensor, O::a, {}, 132);
+  // 264 row tiles are what 132 SMs hold; one more takes the 128 x 128 tiles (3 x 258, not
+  // resident): rule Q1 on them
+  EXPECT_EQ(plan_quantize(264, 33024, 2, R::tensor, O::a, {}, 132).row_chunk, 256u);
+  const QuantizePlan q1 = plan_quantize(265, 33024, 2, R::tensor, O::a, {}, 132);
   EXPECT_STREQ(q1.id(), "Q1");
   EXPECT_EQ(q1.row_chunk, 0u);
-  // fewer row tiles than SMs (131 of 2 rows): the 128 x 128 tiles, more CTAs
-  EXPECT_EQ(plan_quantize(262, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
-  EXPECT_EQ(plan_quantize(264, 7168, 2, R::tensor, O::a, {}, 132).row_chunk, 256u);
-  // fp32: rows of 28 KiB, one a tile, four an SM (where 128 x 128 fp32 tiles fit two)
-  const QuantizePlan fp32 = plan_quantize(528, 7168, 4, R::tensor, O::a, {}, 132);
-  EXPECT_EQ(fp32.row_chunk, 256u);
-  EXPECT_EQ(fp32.tile_rows, 1u);
-  EXPECT_STREQ(fp32.id(), "Q6");
-  EXPECT_STREQ(plan_quantize(529, 7168, 4, R::tensor, O::a, {}, 132).id(), "Q1");
-  // short runs: K = 272 is 17 runs of 16; 32 rows a tile
-  const QuantizePlan runs = plan_quantize(4224, 272, 2, R::tensor, O::a, {}, 132);
-  EXPECT_EQ(runs.row_chunk, 16u);
-  EXPECT_EQ(runs.tile_rows, 32u);
-  EXPECT_EQ(runs.tiles(), 132);
-  // K with no run layout (4112: 257 runs of 16) keeps the 128 x 128 tiles
-  EXPECT_EQ(plan_quantize(1024, 4112, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
+  // fewer row tiles than SMs (131): the 128 x 128 tiles, more CTAs (2 x 258, resident)
+  const QuantizePlan blocks = plan_quantize(131, 33024, 2, R::tensor, O::a, {}, 132);
+  EXPECT_STREQ(blocks.id(), "Q6");
+  EXPECT_EQ(blocks.row_chunk, 0u);
+  EXPECT_EQ(blocks.tiles(), 2 * 258);
+  EXPECT_EQ(plan_quantize(132, 33024, 2, R::tensor, O::a, {}, 132).row_chunk, 256u);
+  // K with no run layout (32800: 1025 runs of 32) keeps the 128 x 128 tiles
+  EXPECT_EQ(plan_quantize(200, 32800, 2, R::tensor, O::a, {}, 132).row_chunk, 0u);
   // the launcher's way back keeps the tiles
   const QuantizePlan back = detail::quantize::two_pass(p);
   EXPECT_STREQ(back.id(), "Q1");
