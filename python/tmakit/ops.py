@@ -793,9 +793,9 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
     ``x``: (rows, K) torch.bfloat16, float16 or float32 on a GPU, rows of K contiguous
     elements (any row stride that is a multiple of 16 bytes; data 16-byte aligned), K a
     multiple of 16 (the GEMM's K). ``recipe``:
-      "tensor": one scale for all of x, a 0-dim float32 tensor (x read once where its tiles
-        fit the GPU's SMs at once, about 17 MB of 16-bit x on an H100 / H200; larger x is read
-        twice: an amax pass, then the cast);
+      "tensor": one scale for all of x, a 0-dim float32 tensor (x read once where it fits
+        the GPU's SMs at once, about 17 MB on an H100 / H200; larger x is read twice: an
+        amax pass, then the cast);
       "row": one per row: (rows, 1) for operand "a" (scale_a), (1, rows) for "b" (scale_b);
         K at most 68096 (16-bit x) or 40960 (float32);
       "block": operand "a", one per 1 x 128 of a row: (rows, ceil(K / 128)), strides

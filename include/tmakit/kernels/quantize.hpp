@@ -1,11 +1,11 @@
 // FP8 quantizer: x (rows x K, bf16 / fp16 / fp32) -> x_fp8 (e4m3 bits) and the dequantisation
 // scales the FP8 GEMM takes (include/tmakit/kernels/gemm.hpp), in its layouts: one per tensor,
 // one per row, or one per 1 x 128 (operand a) / 128 x 128 (operand b) block. Row and block
-// scales are computed in the same pass over x that casts it (TMA loads of tiles; rows of 512
-// bytes to 64 KiB of the row recipe through registers, one CTA per row); a tensor scale needs
-// the amax of all of x first: one pass where x's rows or tiles fit the SMs at once (the CTAs
-// hold them and meet at a grid barrier), else two reads of x. Design, rounding and measured
-// figures: kernels/quantize/README.md.
+// scales are computed in the same pass over x that casts it (rows of 512 bytes to 64 KiB of
+// the row and operand-a block recipes through registers, one CTA per row; else TMA loads of
+// tiles); a tensor scale needs the amax of all of x first: one pass where x fits the SMs at
+// once (the CTAs hold their rows or tiles and meet at a grid barrier), else two reads of x.
+// Design, rounding and measured figures: kernels/quantize/README.md.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,8 +51,8 @@ QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
 // most 200 KiB (K <= 68096 for 16-bit x, 40960 for fp32). Throws ArgumentError naming the
 // argument before anything is written; CudaError if a launch fails. Asynchronous on `stream`;
 // the row and block recipes enqueue one kernel. The tensor recipe enqueues one cooperative
-// kernel where its tiles fit the SMs at once (about 17 MB of 16-bit x, 4 MB of fp32 on a
-// 132-SM part), else a memset and three kernels. The cooperative kernel's CTAs meet at three
+// kernel where x fits the SMs at once (its rows in registers, or its tiles in shared memory:
+// about 17 MB of x on a 132-SM part), else a memset and three kernels. The cooperative kernel's CTAs meet at three
 // counters (zero between calls): an uncaptured call uses its stream's (in the workspace
 // gemm_fp8's split-K calls keep per stream; gemm_fp8_release_workspace frees it), so calls
 // on one stream take turns as the stream orders them; a call captured into a CUDA graph gets
