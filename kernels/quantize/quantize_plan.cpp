@@ -187,6 +187,14 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
       take_rows(static_cast<std::uint32_t>(per_cta), kTensorRowVectorsPerThread, threads);
     }
   }
+  // NOTE: operand b's 128 x 128 blocks in registers, a CTA each, with plain loads and
+  // stores (rule Q8): no tile in shared memory, no TMA round trips, as rule Q7's rows
+  if (block_b && ceil_div(rows, 128) <= 65535) {
+    p.rule = quantize_rule_index("Q8");
+    p.in_registers = true;
+    p.square_blocks = true;
+    p.row_threads = 128 * (128 / (16 / element_bytes)) / kBlockVectorsPerThread;
+  }
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
   const bool defaults = strides.mn == -1 && strides.k == -1;
   if (recipe == GemmScaleRecipe::block && defaults) {

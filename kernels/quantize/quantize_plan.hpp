@@ -41,6 +41,9 @@ inline constexpr std::uint32_t kMaxRowThreads = 1024;
 inline constexpr std::uint32_t kTensorRowVectorsPerThread = 8;
 inline constexpr std::uint32_t kMaxTensorRowThreads = 512;
 inline constexpr std::uint32_t kTensorRowCtasPerSm = 2;
+// Rule Q8's blocks kernel: a CTA per 128 x 128 block of operand b, each thread holding this
+// many of its 16-byte vectors (256 threads for 16-bit x, 512 for fp32)
+inline constexpr std::uint32_t kBlockVectorsPerThread = 8;
 
 // The plan's rules, in the order tried; the first that applies picks the layout. (Rule Q5,
 // the longest row the row recipe takes, is check_shapes's.)
@@ -73,7 +76,13 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
      "256, else as ceil(K / 256) boxes of 256 columns; a group per row"},
     {"Q3", "recipe block, operand a",
      "tiles of up to 128 rows x 128 columns; a group per row of the tile (1 x 128)"},
-    {"Q4", "recipe block, operand b", "tiles of 128 rows x 128 columns; one group (128 x 128)"},
+    {"Q8", "recipe block, operand b; at most 65535 blocks down the rows",
+     "the blocks kernel: a CTA per 128 x 128 block (256 threads for 16-bit x, 512 for fp32), "
+     "its vectors in registers (plain 16-byte loads, kBlockVectorsPerThread a thread, a warp "
+     "reading whole row segments), the block's amax across the CTA, cast and stored with "
+     "plain stores"},
+    {"Q4", "recipe block, operand b, past rule Q8's rows",
+     "tiles of 128 rows x 128 columns; one group (128 x 128)"},
 };
 inline constexpr int kQuantizeRuleCount =
     static_cast<int>(sizeof kQuantizeRules / sizeof kQuantizeRules[0]);
@@ -118,6 +127,7 @@ struct QuantizePlan {
   // the tiles the launcher falls back to for the tensor recipe: two_pass)
   bool in_registers = false;
   bool row_blocks = false;  // Q7 for operand a's block recipe: a scale per 1 x 128 of the row
+  bool square_blocks = false;  // Q8: the blocks kernel, a CTA of row_threads per 128 x 128 block
   std::uint32_t row_threads = 0;        // a row's threads (a power of two)
   std::uint32_t rows_per_cta = 0;       // R: CTAs of R * row_threads threads
   std::uint32_t vectors_per_thread = 0; // kRowVectorsPerThread or kTensorRowVectorsPerThread

@@ -98,6 +98,25 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
                             "sm90_quantize_rows_kernel (cooperative)", p);
 }
 
+// Rule Q8: the blocks kernel, a CTA per 128 x 128 block of operand b.
+template <class T>
+void launch_square_blocks(ConstTensorRef x, TensorRef x_fp8, float* scale,
+                          const QuantizePlan& plan, cudaStream_t stream) {
+  RowParams p{};
+  p.x = static_cast<const std::uint8_t*>(x.data);
+  p.x_pitch = x.row_pitch();
+  p.out = static_cast<std::uint8_t*>(x_fp8.data);
+  p.out_pitch = x_fp8.row_pitch();
+  p.scale = scale;
+  p.stride_mn = plan.stride_mn;
+  p.stride_k = plan.stride_k;
+  p.rows = static_cast<std::uint32_t>(x.rows);
+  p.row_vectors = static_cast<std::uint32_t>(x.cols * x.element_size() / 16);
+  const dim3 grid(static_cast<unsigned>(plan.scales.k), static_cast<unsigned>(plan.scales.mn));
+  sm90_quantize_block_kernel<T><<<grid, plan.row_threads, 0, stream>>>(p);
+  check_launch("sm90_quantize_block_kernel");
+}
+
 template <class T>
 void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePlan plan,
                     cudaStream_t stream) {
@@ -106,6 +125,7 @@ void launch_planned(ConstTensorRef x, TensorRef x_fp8, float* scale, QuantizePla
     grid_counters = grid_counters_or_null(stream);
     if (grid_counters == nullptr) plan = two_pass(plan);
   }
+  if (plan.square_blocks) return launch_square_blocks<T>(x, x_fp8, scale, plan, stream);
   if (plan.in_registers) {
     if (launch_rows<T>(x, x_fp8, scale, plan, grid_counters, stream)) return;
     return launch_planned<T>(x, x_fp8, scale, two_pass(plan), stream);

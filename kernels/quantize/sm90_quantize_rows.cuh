@@ -1,7 +1,8 @@
-// The FP8 quantizer's rows kernel (rule Q7, README.md beside this file, "Rows in registers"):
-// a CTA per row of x, the row in registers, for the row recipe, operand a's 1 x 128 blocks and
-// the tensor recipe's few rows. The elements, the rounding and the grid barrier are
-// sm90_quantize.cuh's.
+// The FP8 quantizer's kernels that hold x in registers (README.md beside this file, "Rows in
+// registers"): the rows kernel (rule Q7), a CTA per row of x (or R rows, for the tensor
+// recipe), for the row recipe, operand a's 1 x 128 blocks and the tensor recipe where x fits
+// the SMs; the blocks kernel (rule Q8), a CTA per 128 x 128 block of operand b. The elements,
+// the rounding and the grid barrier are sm90_quantize.cuh's.
 #pragma once
 
 #include <cfloat>
@@ -136,6 +137,63 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   }
 #else
   if (threadIdx.x == 0) printf("sm90_quantize_rows_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+// Operand b's 128 x 128 blocks (rule Q8): CTA (j, i) takes block (i, j), rows 128 i to 128 i +
+// 127 and columns 128 j to 128 j + 127 of x, its kBlockVectors vectors a row in registers:
+// thread t loads vector t % kBlockVectors of rows t / kBlockVectors + s x (blockDim.x /
+// kBlockVectors), s < kBlockVectorsPerThread (a warp reads whole 256- or 512-byte row
+// segments); the block's amax across the CTA, then the cast and the stores.
+template <class T>
+__global__ void __launch_bounds__(kMaxRowThreads)
+    sm90_quantize_block_kernel(const __grid_constant__ RowParams p) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
+  using E = Elements<T>;
+  constexpr int kV = E::kPerVector;
+  constexpr std::uint32_t kBlockVectors = 128 / kV;  // a row's vectors in a block
+  constexpr std::uint32_t kSteps = kBlockVectorsPerThread;
+  static_assert(kSteps * kMaxRowThreads / kBlockVectors >= 128,
+                "a CTA of kMaxRowThreads threads holds a block's 128 rows");
+  __shared__ std::uint32_t warp_bits[kMaxRowThreads / 32];
+  const std::uint32_t tid = threadIdx.x;
+  const std::uint32_t rows_per_step = blockDim.x / kBlockVectors;
+  const std::uint32_t vector = blockIdx.x * kBlockVectors + tid % kBlockVectors;
+  const std::uint64_t row0 = static_cast<std::uint64_t>(blockIdx.y) * 128 + tid / kBlockVectors;
+  const bool live = vector < p.row_vectors;
+  uint4 v[kSteps];
+  std::uint32_t bits = 0;
+#pragma unroll
+  for (std::uint32_t s = 0; s < kSteps; ++s) {
+    const std::uint64_t row = row0 + s * rows_per_step;
+    v[s] = live && row < p.rows
+               ? __ldg(reinterpret_cast<const uint4*>(p.x + row * p.x_pitch) + vector)
+               : make_uint4(0, 0, 0, 0);
+    bits = E::abs_max(v[s], bits);
+  }
+  bits = __reduce_max_sync(0xffffffffu, E::finish(bits));
+  if ((tid & 31) == 0) warp_bits[tid >> 5] = bits;
+  __syncthreads();
+  for (std::uint32_t w = 0; w < blockDim.x / 32; ++w) bits = max(bits, warp_bits[w]);
+  const float amax = E::value_of_bits(bits);
+  float scale, inverse;
+  scale_of(amax, scale, inverse);
+  if (tid == 0) {
+    p.scale[static_cast<std::int64_t>(blockIdx.y) * p.stride_mn +
+            static_cast<std::int64_t>(blockIdx.x) * p.stride_k] = scale;
+  }
+  // NOTE: only an amax that is not finite can produce NaN bytes
+  const bool not_finite = !(amax <= FLT_MAX);
+#pragma unroll
+  for (std::uint32_t s = 0; s < kSteps; ++s) {
+    const std::uint64_t row = row0 + s * rows_per_step;
+    if (live && row < p.rows) {
+      cast_vector<T>(v[s], inverse, not_finite, p.out + row * p.out_pitch + vector * kV);
+    }
+  }
+#else
+  if (threadIdx.x == 0) printf("sm90_quantize_block_kernel needs sm_90a\n");
   __trap();
 #endif
 }

@@ -121,8 +121,13 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
   EXPECT_TRUE(row_major.row_blocks);
   EXPECT_EQ(row_major.stride_mn, 56);
   EXPECT_EQ(row_major.stride_k, 1);
-  EXPECT_FALSE(plan_quantize(16, 7168, 2, R::block, O::b, {}, 132).in_registers);
-  EXPECT_FALSE(plan_quantize(8192, 8192, 2, R::block, O::b, {}, 132).in_registers);
+  // operand b's 128 x 128 blocks span 128 rows: rule Q8's blocks kernel, not the rows kernel
+  for (const QuantizePlan& b : {plan_quantize(16, 7168, 2, R::block, O::b, {}, 132),
+                                plan_quantize(8192, 8192, 2, R::block, O::b, {}, 132)}) {
+    EXPECT_STREQ(b.id(), "Q8");
+    EXPECT_TRUE(b.square_blocks);
+    EXPECT_FALSE(b.row_blocks);
+  }
 
   // the tensor recipe: at most one row an SM (all resident at its grid barrier)
   const QuantizePlan t = plan_quantize(132, 7168, 2, R::tensor, O::a, {}, 132);
@@ -239,7 +244,13 @@ TEST(QuantizePlan, BlockRecipeLayoutsAreTheGemms) {
   EXPECT_EQ(a.stride_mn, 1);  // M-major, torch's layout of scale_a
   EXPECT_EQ(a.stride_k, 8192);
   const QuantizePlan b = plan_quantize(8192, 8192, 2, R::block, O::b, {}, 132);
-  EXPECT_STREQ(b.id(), "Q4");
+  EXPECT_STREQ(b.id(), "Q8");
+  EXPECT_TRUE(b.in_registers);
+  EXPECT_TRUE(b.square_blocks);
+  // a CTA per block, 8 of its 16-byte vectors a thread: 128 rows x 16 vectors of bf16
+  EXPECT_EQ(b.row_threads, 256u);
+  EXPECT_EQ(plan_quantize(8192, 8192, 4, R::block, O::b, {}, 132).row_threads, 512u);
+  // rule Q4's tiles (the layout Q8 falls back to past 65535 blocks down the rows)
   EXPECT_EQ(b.tile_rows, 128u);
   EXPECT_EQ(b.groups_per_tile(), 1u);
   EXPECT_EQ(b.threads_per_group(), 256u);
@@ -251,6 +262,12 @@ TEST(QuantizePlan, BlockRecipeLayoutsAreTheGemms) {
   EXPECT_EQ(plan_quantize(7, 144, 4, R::block, O::b, {}, 132).tile_rows, 8u);
   EXPECT_EQ(plan_quantize(7, 144, 4, R::block, O::b, {}, 132).scales.mn, 1u);
   EXPECT_EQ(plan_quantize(129, 144, 4, R::block, O::b, {}, 132).tiles(), 4);
+  const QuantizePlan most = plan_quantize(65535ull * 128, 16, 2, R::block, O::b, {}, 132);
+  EXPECT_STREQ(most.id(), "Q8");
+  const QuantizePlan past = plan_quantize(65535ull * 128 + 1, 16, 2, R::block, O::b, {}, 132);
+  EXPECT_STREQ(past.id(), "Q4");
+  EXPECT_FALSE(past.in_registers);
+  EXPECT_FALSE(past.square_blocks);
   // strides given are kept
   const QuantizePlan s = plan_quantize(129, 144, 2, R::block, O::a, {2, 300}, 1);
   EXPECT_EQ(s.stride_mn, 2);
@@ -285,7 +302,7 @@ TEST(QuantizePlan, TensorRecipeInRegistersWhereXFitsTheSms) {
   static_assert(detail::quantize::quantize_rule_index("Q7") == 0);
   static_assert(detail::quantize::quantize_rule_index("Q6") == 1);
   static_assert(detail::quantize::quantize_rule_index("Q1") == 2);
-  static_assert(detail::quantize::quantize_rule_index("Q8") == -1);
+  static_assert(detail::quantize::quantize_rule_index("Q9") == -1);
   struct Case {
     std::uint64_t rows, cols;
     std::uint32_t element_bytes;
