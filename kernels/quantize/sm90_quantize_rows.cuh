@@ -13,9 +13,11 @@
 
 namespace tmakit::detail::quantize {
 
-// The rows kernel's arguments: CTA c takes rows c * R to c * R + R - 1 of x (R = blockDim.x
-// / 2^row_threads_log2: one for the row and block recipes), the t-th of a row's threads its
-// 16-byte vectors t, t + 2^row_threads_log2, ... (at most V of them: the kernel's).
+// The arguments of both kernels. The rows kernel's CTA c takes rows c * R to c * R + R - 1
+// of x (R = blockDim.x / 2^row_threads_log2: one for the row and block recipes), the t-th of
+// a row's threads its 16-byte vectors t, t + 2^row_threads_log2, ... (at most V of them: the
+// kernel's); the blocks kernel's CTAs are its grid's blocks, and it reads no row_threads_log2
+// and no grid_counters.
 struct RowParams {
   const std::uint8_t* x;
   std::uint64_t x_pitch;  // bytes between rows of x
