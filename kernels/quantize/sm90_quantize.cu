@@ -65,11 +65,10 @@ bool launch_cooperative(void (*kernel)(P), unsigned grid, unsigned threads,
   return false;
 }
 
-// Rule Q7: the rows kernel, R rows a CTA (one but for the tensor recipe's many rows); false
-// where the driver refuses the tensor recipe's cooperative launch (nothing queued).
-template <class T>
-bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const QuantizePlan& plan,
-                 std::uint32_t* grid_counters, cudaStream_t stream) {
+// The arguments of the kernels that hold x in registers (rules Q7 and Q8), but the rows
+// kernel's threads a row and grid counters.
+RowParams register_params(ConstTensorRef x, TensorRef x_fp8, float* scale,
+                          const QuantizePlan& plan) {
   RowParams p{};
   p.x = static_cast<const std::uint8_t*>(x.data);
   p.x_pitch = x.row_pitch();
@@ -80,6 +79,15 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
   p.stride_k = plan.stride_k;
   p.rows = static_cast<std::uint32_t>(x.rows);
   p.row_vectors = static_cast<std::uint32_t>(x.cols * x.element_size() / 16);
+  return p;
+}
+
+// Rule Q7: the rows kernel, R rows a CTA (one but for the tensor recipe's many rows); false
+// where the driver refuses the tensor recipe's cooperative launch (nothing queued).
+template <class T>
+bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const QuantizePlan& plan,
+                 std::uint32_t* grid_counters, cudaStream_t stream) {
+  RowParams p = register_params(x, x_fp8, scale, plan);
   p.row_threads_log2 = log2_of(plan.row_threads);
   p.grid_counters = grid_counters;
   const auto grid = static_cast<unsigned>((x.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
@@ -102,16 +110,7 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
 template <class T>
 void launch_square_blocks(ConstTensorRef x, TensorRef x_fp8, float* scale,
                           const QuantizePlan& plan, cudaStream_t stream) {
-  RowParams p{};
-  p.x = static_cast<const std::uint8_t*>(x.data);
-  p.x_pitch = x.row_pitch();
-  p.out = static_cast<std::uint8_t*>(x_fp8.data);
-  p.out_pitch = x_fp8.row_pitch();
-  p.scale = scale;
-  p.stride_mn = plan.stride_mn;
-  p.stride_k = plan.stride_k;
-  p.rows = static_cast<std::uint32_t>(x.rows);
-  p.row_vectors = static_cast<std::uint32_t>(x.cols * x.element_size() / 16);
+  const RowParams p = register_params(x, x_fp8, scale, plan);
   const dim3 grid(static_cast<unsigned>(plan.scales.k), static_cast<unsigned>(plan.scales.mn));
   sm90_quantize_block_kernel<T><<<grid, plan.row_threads, 0, stream>>>(p);
   check_launch("sm90_quantize_block_kernel");
