@@ -114,17 +114,21 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   // are the row recipe's where K has one box of runs and they fill the SMs (contiguous
   // loads and stores: README.md, "The tensor recipe in one pass"), else the block tiles; they
   // are not halved below: each more CTA is one more arrival at the barrier
+  // the tensor recipe in one pass (rules Q6 and Q7): every CTA resident, each taking its
+  // part's amax, then x's at the grid barrier; x read once
+  const auto take_grid_barrier = [&](const char* rule) {
+    p.rule = quantize_rule_index(rule);
+    p.resident = true;
+    p.amax_pass = false;
+    p.fused_amax = true;
+    p.reverse_tiles = false;
+  };
   if (recipe == GemmScaleRecipe::tensor) {
     take_row_tiles();
     const bool rows_fit = p.row_chunk != 0 && tiles_of(p.tile_rows) >= sm_count &&
                           resident(p.tile_rows);
     if (!rows_fit) take_block_tiles();
-    if (rows_fit || resident(p.tile_rows)) {
-      p.rule = quantize_rule_index("Q6");
-      p.resident = true;
-      p.amax_pass = false;
-      p.fused_amax = true;
-    }
+    if (rows_fit || resident(p.tile_rows)) take_grid_barrier("Q6");
   }
   // NOTE: fewer tiles than SMs leave SMs idle: rows per tile halve until every SM has one
   // (down to one row); a 128 x 128 block cannot be split
@@ -160,18 +164,14 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
     p.rows_per_cta = rows_per_cta;
     p.vectors_per_thread = vectors_per_thread;
     p.row_threads = row_threads;
-    if (recipe == GemmScaleRecipe::tensor) {
-      p.resident = true;
-      p.amax_pass = false;
-      p.fused_amax = true;
-      p.reverse_tiles = false;
-    }
+    if (recipe == GemmScaleRecipe::tensor) take_grid_barrier("Q7");
   };
   const std::uint64_t one_row_threads = ceil_div(row_vectors, kRowVectorsPerThread);
   if (row_fits && (recipe == GemmScaleRecipe::row || block_a ||
                    (recipe == GemmScaleRecipe::tensor &&
                     rows <= static_cast<std::uint64_t>(sm_count)))) {
-    take_rows(1, kRowVectorsPerThread, pow2_at_least(one_row_threads < 32 ? 32 : one_row_threads));
+    take_rows(1, kRowVectorsPerThread,
+              pow2_at_least(one_row_threads < 32 ? 32 : one_row_threads));
   } else if (row_fits && recipe == GemmScaleRecipe::tensor) {
     // NOTE: the tensor recipe's rows past one an SM: R rows a CTA, the fewest that leave
     // at most kTensorRowCtasPerSm CTAs an SM (each more CTA is one more arrival at the
@@ -193,7 +193,8 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
     p.rule = quantize_rule_index("Q8");
     p.in_registers = true;
     p.square_blocks = true;
-    p.row_threads = 128 * (128 / (16 / element_bytes)) / kBlockVectorsPerThread;
+    const std::uint32_t block_row_vectors = 128 * element_bytes / 16;  // 16-byte vectors
+    p.row_threads = 128 * block_row_vectors / kBlockVectorsPerThread;
   }
   // the scale array's strides: the GEMM's defaults for -1 (gemm.hpp, GemmScaleStrides)
   const bool defaults = strides.mn == -1 && strides.k == -1;
