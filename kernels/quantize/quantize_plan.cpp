@@ -164,12 +164,32 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
     p.rows_per_cta = rows_per_cta;
     p.vectors_per_thread = vectors_per_thread;
     p.row_threads = row_threads;
+    p.row_segments = 1;
     if (recipe == GemmScaleRecipe::tensor) take_grid_barrier("Q7");
   };
   const std::uint64_t one_row_threads = ceil_div(row_vectors, kRowVectorsPerThread);
-  if (row_fits && (recipe == GemmScaleRecipe::row || block_a ||
-                   (recipe == GemmScaleRecipe::tensor &&
-                    rows <= static_cast<std::uint64_t>(sm_count)))) {
+  // NOTE: operand a's blocks need no CTA-wide max: where the rows are few, a CTA per segment
+  // of kSegmentVectors of a row's vectors, a vector a thread, puts more warps in flight than a
+  // CTA per row holding four a thread (README.md, "Operand a in segments")
+  const std::uint64_t segments = ceil_div(row_vectors, kSegmentVectors);
+  // (rows are the launch's grid y then: at most 65535)
+  const bool few_rows =
+      rows * segments <= static_cast<std::uint64_t>(sm_count) * kMaxSegmentCtasPerSm &&
+      rows <= 65535;
+  // NOTE: a row shorter than a warp's four vectors a thread: each thread holds the fewest
+  // vectors that let one warp hold the row, and a CTA takes rows until it holds
+  // kShortRowCtaVectors (a CTA of one 32-thread row left the SMs' 32-CTA limit holding too few
+  // bytes in flight: README.md, "Short rows")
+  const bool short_row = row_vectors < 32 * kRowVectorsPerThread;
+  if (row_fits && block_a && !short_row && few_rows) {
+    take_rows(1, 1, kSegmentVectors);
+    p.row_segments = static_cast<std::uint32_t>(segments);
+  } else if (row_fits && short_row && (recipe == GemmScaleRecipe::row || block_a)) {
+    const std::uint32_t vectors = pow2_at_least(ceil_div(row_vectors, 32));
+    take_rows(kShortRowCtaVectors / (32 * vectors), vectors, 32);
+  } else if (row_fits && (recipe == GemmScaleRecipe::row || block_a ||
+                          (recipe == GemmScaleRecipe::tensor &&
+                           rows <= static_cast<std::uint64_t>(sm_count)))) {
     take_rows(1, kRowVectorsPerThread,
               pow2_at_least(one_row_threads < 32 ? 32 : one_row_threads));
   } else if (row_fits && recipe == GemmScaleRecipe::tensor) {

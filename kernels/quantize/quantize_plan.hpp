@@ -41,6 +41,13 @@ inline constexpr std::uint32_t kMaxRowThreads = 1024;
 inline constexpr std::uint32_t kTensorRowVectorsPerThread = 8;
 inline constexpr std::uint32_t kMaxTensorRowThreads = 512;
 inline constexpr std::uint32_t kTensorRowCtasPerSm = 2;
+// ... for operand a's 1 x 128 blocks where the rows are few (at most kMaxSegmentCtasPerSm
+// CTAs an SM): a CTA per segment of up to kSegmentVectors of a row's vectors, one a thread
+inline constexpr std::uint32_t kSegmentVectors = 128;
+inline constexpr std::uint32_t kMaxSegmentCtasPerSm = 128;
+// ... and for rows of fewer than 32 x kRowVectorsPerThread vectors (the row and block
+// recipes): a warp a row, R rows a CTA, so that a CTA holds this many vectors
+inline constexpr std::uint32_t kShortRowCtaVectors = 128;
 // Rule Q8's blocks kernel: a CTA per 128 x 128 block of operand b, each thread holding this
 // many of its 16-byte vectors (256 threads for 16-bit x, 512 for fp32)
 inline constexpr std::uint32_t kBlockVectorsPerThread = 8;
@@ -57,7 +64,11 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
      "of 32 to kMaxRowThreads x kRowVectorsPerThread 16-byte vectors (512 bytes to 64 KiB)",
      "the rows kernel: one CTA per row, the row's vectors in registers (plain 16-byte loads), "
      "each 1 x 128 block's amax across its threads by shuffles (block), or the row's across "
-     "the CTA; cast and stored with plain stores. The tensor recipe: a cooperative launch "
+     "the CTA; cast and stored with plain stores. Rows of fewer than 128 vectors (row and "
+     "block recipes): a warp a row at 1, 2 or 4 vectors a thread, rows a CTA until it holds "
+     "kShortRowCtaVectors. Operand a's longer rows where rows x segments is at most "
+     "kMaxSegmentCtasPerSm CTAs an SM: a CTA per segment of kSegmentVectors vectors of a row, "
+     "a vector a thread, on a 2-D grid. The tensor recipe: a cooperative launch "
      "whose CTAs meet at rule Q6's grid barrier, a CTA per row where the rows are at most one "
      "an SM, else R rows a CTA (R a power of two, up to kTensorRowVectorsPerThread vectors a "
      "thread, kMaxTensorRowThreads threads a CTA, kTensorRowCtasPerSm CTAs an SM)"},
@@ -130,6 +141,8 @@ struct QuantizePlan {
   bool square_blocks = false;  // Q8: the blocks kernel, a CTA of row_threads per 128 x 128 block
   std::uint32_t row_threads = 0;        // a row's threads (a power of two)
   std::uint32_t rows_per_cta = 0;       // R: CTAs of R * row_threads threads
+  std::uint32_t row_segments = 0;       // CTAs a row (R = 1): its segments of
+                                        // row_threads * vectors_per_thread vectors
   std::uint32_t vectors_per_thread = 0; // kRowVectorsPerThread or kTensorRowVectorsPerThread
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)

@@ -89,12 +89,21 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
                  std::uint32_t* grid_counters, cudaStream_t stream) {
   RowParams p = register_params(x, x_fp8, scale, plan);
   p.row_threads_log2 = log2_of(plan.row_threads);
+  p.row_segments = plan.row_segments;
   p.grid_counters = grid_counters;
-  const auto grid = static_cast<unsigned>((x.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
+  const auto ctas = static_cast<unsigned>((x.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
   const unsigned threads = plan.rows_per_cta * plan.row_threads;
   if (!plan.resident) {
-    auto* kernel = plan.row_blocks ? sm90_quantize_rows_kernel<T, kRowVectorsPerThread, true>
-                                   : sm90_quantize_rows_kernel<T, kRowVectorsPerThread, false>;
+    using Kernel = void (*)(RowParams);
+    // [vectors a thread: 1, 2, 4][operand a's blocks]
+    constexpr Kernel kKernels[3][2] = {
+        {sm90_quantize_rows_kernel<T, 1, false>, sm90_quantize_rows_kernel<T, 1, true>},
+        {sm90_quantize_rows_kernel<T, 2, false>, sm90_quantize_rows_kernel<T, 2, true>},
+        {sm90_quantize_rows_kernel<T, 4, false>, sm90_quantize_rows_kernel<T, 4, true>}};
+    static_assert(kRowVectorsPerThread == 4, "kKernels' last row holds kRowVectorsPerThread");
+    const Kernel kernel = kKernels[log2_of(plan.vectors_per_thread)][plan.row_blocks ? 1 : 0];
+    // operand a's segments: x the segments, y the rows (at most kMaxSegmentCtasPerSm an SM)
+    const dim3 grid = plan.row_segments > 1 ? dim3(plan.row_segments, ctas) : dim3(ctas);
     kernel<<<grid, threads, 0, stream>>>(p);
     check_launch("sm90_quantize_rows_kernel");
     return true;
@@ -102,7 +111,7 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
   auto* kernel = plan.vectors_per_thread == kTensorRowVectorsPerThread
                      ? sm90_quantize_rows_kernel<T, kTensorRowVectorsPerThread, false>
                      : sm90_quantize_rows_kernel<T, kRowVectorsPerThread, false>;
-  return launch_cooperative(kernel, grid, threads, 0, stream,
+  return launch_cooperative(kernel, ctas, threads, 0, stream,
                             "sm90_quantize_rows_kernel (cooperative)", p);
 }
 

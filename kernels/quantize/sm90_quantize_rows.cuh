@@ -13,11 +13,13 @@
 
 namespace tmakit::detail::quantize {
 
-// The arguments of both kernels. The rows kernel's CTA c takes rows c * R to c * R + R - 1
-// of x (R = blockDim.x / 2^row_threads_log2: one for the row and block recipes), the t-th of
-// a row's threads its 16-byte vectors t, t + 2^row_threads_log2, ... (at most V of them: the
-// kernel's); the blocks kernel's CTAs are its grid's blocks, and it reads no row_threads_log2
-// and no grid_counters.
+// The arguments of both kernels. The rows kernel's CTA c (blockIdx.x) takes rows c * R to c *
+// R + R - 1 of x (R = blockDim.x / 2^row_threads_log2: one but for the tensor recipe's many
+// rows and for short rows), the t-th of a row's threads its 16-byte vectors t, t +
+// 2^row_threads_log2, ... (at most V of them: the kernel's); for operand a's segments
+// (row_segments > 1, R = 1) CTA (s, r) takes segment s of row r, V x 2^row_threads_log2
+// vectors from vector s x V x 2^row_threads_log2 on. The blocks kernel's CTAs are its grid's
+// blocks, and it reads no row_threads_log2, row_segments or grid_counters.
 struct RowParams {
   const std::uint8_t* x;
   std::uint64_t x_pitch;  // bytes between rows of x
@@ -29,18 +31,20 @@ struct RowParams {
   std::uint32_t rows;         // rows of x
   std::uint32_t row_vectors;  // 16-byte vectors of a row of x
   std::uint32_t row_threads_log2;  // a row's threads: a power of two, at least 32 where R = 1
+  std::uint32_t row_segments;      // CTAs a row (the grid's x; its y the rows) or 1
   // the tensor recipe (a cooperative launch): kGridCounters zeroed words, where the CTAs meet
   // for x's amax (rule Q6's barrier); null for the row recipe
   std::uint32_t* grid_counters;
 };
 
-// The amax, scale and cast of each 1 x 128 block of a row (operand a's block recipe): the
-// block's vectors are on consecutive threads (a row's threads are a multiple of 32, so a
-// block never straddles a warp), its amax a max across them by shuffles.
+// The amax, scale and cast of each 1 x 128 block of a row's segment from vector `first` on
+// (operand a's block recipe): the block's vectors are on consecutive threads (a row's threads
+// are a multiple of 32 and `first` a multiple of them, so a block never straddles a warp), its
+// amax a max across them by shuffles.
 template <class T, int V>
 __device__ __forceinline__ void cast_blocks(const uint4 (&v)[V], const RowParams& p,
-                                            std::uint64_t row, std::uint32_t t,
-                                            std::uint8_t* out) {
+                                            std::uint64_t row, std::uint32_t first,
+                                            std::uint32_t t, std::uint8_t* out) {
   using E = Elements<T>;
   constexpr int kV = E::kPerVector;
   constexpr std::uint32_t kBlockVectors = 128 / kV;  // 16 for 16-bit x, 32 for fp32
@@ -48,14 +52,16 @@ __device__ __forceinline__ void cast_blocks(const uint4 (&v)[V], const RowParams
 #pragma unroll
   for (int i = 0; i < V; ++i) {
     // NOTE: the same for the whole CTA, so every lane of a warp reaches the shuffles below
-    if (i * threads >= p.row_vectors) break;
-    const std::uint32_t at = i * threads + t;
+    if (first + i * threads >= p.row_vectors) break;
+    const std::uint32_t at = first + i * threads + t;
     std::uint32_t bits = E::finish(E::abs_max(v[i], 0));
 #pragma unroll
     for (std::uint32_t lanes = kBlockVectors / 2; lanes >= 1; lanes /= 2) {
       bits = max(bits, __shfl_xor_sync(0xffffffffu, bits, lanes));
     }
-    if (at >= p.row_vectors) continue;  // past the row: zeros, which left the max as it was
+    // past the row, or a row past x's (short rows, R a CTA): zeros, which left the max as it
+    // was, and nothing to write
+    if (at >= p.row_vectors || row >= p.rows) continue;
     const float amax = E::value_of_bits(bits);
     float scale, inverse;
     scale_of(amax, scale, inverse);
@@ -67,9 +73,9 @@ __device__ __forceinline__ void cast_blocks(const uint4 (&v)[V], const RowParams
   }
 }
 
-// The amax of the CTA's rows (each warp's, then the CTA's: the row recipe's one row) or, for
-// the tensor recipe, x's (the grid's: rule Q6's barrier), then the cast of the CTA's vectors
-// with its scale.
+// The amax of the thread's row (each warp's, then its row's warps': the row recipe's rows
+// of 32 threads or more) or, for the tensor recipe, x's (the CTA's, then the grid's: rule
+// Q6's barrier), then the cast of the row's vectors with its scale.
 template <class T, int V>
 __device__ __forceinline__ void cast_rows(const uint4 (&v)[V], const RowParams& p,
                                           std::uint64_t row, std::uint32_t t,
@@ -86,7 +92,13 @@ __device__ __forceinline__ void cast_rows(const uint4 (&v)[V], const RowParams& 
   bits = __reduce_max_sync(0xffffffffu, E::finish(bits));
   if ((tid & 31) == 0) warp_bits[tid >> 5] = bits;
   __syncthreads();
-  for (std::uint32_t w = 0; w < blockDim.x / 32; ++w) bits = max(bits, warp_bits[w]);
+  // the row's warps: all of the CTA's for the tensor recipe (one amax, whatever R)
+  const bool whole_cta = p.grid_counters != nullptr;
+  const std::uint32_t row_warps = whole_cta ? blockDim.x / 32 : threads / 32;
+  const std::uint32_t first_warp = whole_cta ? 0 : (tid >> p.row_threads_log2) * row_warps;
+  for (std::uint32_t w = first_warp; w < first_warp + row_warps; ++w) {
+    bits = max(bits, warp_bits[w]);
+  }
   if (p.grid_counters != nullptr) {
     if (tid == 0) grid_bits = grid_amax_bits(bits, p.grid_counters);
     __syncthreads();
@@ -95,7 +107,7 @@ __device__ __forceinline__ void cast_rows(const uint4 (&v)[V], const RowParams& 
   const float amax = E::value_of_bits(bits);
   float scale, inverse;
   scale_of(amax, scale, inverse);
-  if (tid == 0 && (p.grid_counters == nullptr || row == 0)) {
+  if (t == 0 && (p.grid_counters == nullptr ? row < p.rows : row == 0)) {
     p.scale[static_cast<std::int64_t>(row) * p.stride_mn] = scale;
   }
   // NOTE: only an amax that is not finite can produce NaN bytes
@@ -120,20 +132,26 @@ __global__ void __launch_bounds__(kMaxRowThreads)
     sm90_quantize_rows_kernel(const __grid_constant__ RowParams p) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900)
   const std::uint32_t t = threadIdx.x & ((1u << p.row_threads_log2) - 1);
-  const std::uint64_t row = (static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >>
-                            p.row_threads_log2;
+  // NOTE: segments on a 2-D grid: the same CTAs on a 1-D grid ran 4-7% slower (README.md,
+  // "Operand a in segments")
+  const bool segmented = p.row_segments > 1;
+  const std::uint32_t segment = segmented ? blockIdx.x : 0;
+  const std::uint64_t cta = segmented ? blockIdx.y : blockIdx.x;
+  const std::uint64_t row = (cta * blockDim.x + threadIdx.x) >> p.row_threads_log2;
+  const std::uint32_t first = segment * (static_cast<std::uint32_t>(V) << p.row_threads_log2);
   const auto* x = reinterpret_cast<const uint4*>(p.x + row * p.x_pitch);
   std::uint8_t* out = p.out + row * p.out_pitch;
-  // the row's vectors (zero past its end, and in rows past x's: they leave the amax as it is)
+  // the segment's vectors (zero past the row's end, and in rows past x's: they leave the amax
+  // as it is)
   const std::uint32_t live_vectors = row < p.rows ? p.row_vectors : 0;
   uint4 v[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) {
-    const std::uint32_t at = (i << p.row_threads_log2) + t;
+    const std::uint32_t at = first + (i << p.row_threads_log2) + t;
     v[i] = at < live_vectors ? __ldg(x + at) : make_uint4(0, 0, 0, 0);
   }
   if constexpr (Blocks) {
-    cast_blocks<T, V>(v, p, row, t, out);
+    cast_blocks<T, V>(v, p, row, first, t, out);
   } else {
     cast_rows<T, V>(v, p, row, t, out);
   }

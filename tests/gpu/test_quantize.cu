@@ -458,6 +458,60 @@ TEST(Quantize, TensorRecipeInRegistersAtItsEdges) {
   }
 }
 
+// Rule Q7's layouts for the row recipe and operand a's blocks at their edges, each checked
+// against the plan: short rows (a warp a row, R rows a CTA, the last CTA part full or holding
+// one row), and operand a's segments (a CTA per 128 vectors of a row on a 2-D grid, the last
+// segment part full) up to as many CTAs as kMaxSegmentCtasPerSm an SM, and one row past it.
+TEST(Quantize, RowAndBlockRecipesShortRowsAndSegmentsAtTheirEdges) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());
+  const std::uint64_t most_segments = sms * detail::quantize::kMaxSegmentCtasPerSm;
+  struct Edge {
+    R recipe;
+    DataType type;
+    std::uint64_t rows, cols;
+    std::uint32_t rows_per_cta, vectors_per_thread, row_segments;
+  };
+  for (const Edge e : {
+           // short rows: 32 vectors (a vector a thread, 4 rows a CTA), 62 and 64 (2 and 2),
+           // 36 of fp32 (2 and 2); rows not a multiple of R, and one row
+           Edge{R::row, DataType::bfloat16, 4097, 256, 4, 1, 1},
+           Edge{R::row, DataType::bfloat16, 1, 256, 4, 1, 1},
+           Edge{R::row, DataType::float16, 4099, 496, 2, 2, 1},
+           Edge{R::row, DataType::bfloat16, 3, 512, 2, 2, 1},
+           Edge{R::row, DataType::float32, 1001, 144, 2, 2, 1},
+           Edge{R::block, DataType::bfloat16, 4097, 256, 4, 1, 1},
+           Edge{R::block, DataType::float16, 4099, 496, 2, 2, 1},
+           Edge{R::block, DataType::float32, 1001, 144, 2, 2, 1},
+           Edge{R::block, DataType::float32, 3, 128, 4, 1, 1},
+           // a row of 128 vectors: one segment, a CTA a row (1-D grid)
+           Edge{R::block, DataType::bfloat16, 777, 1024, 1, 1, 1},
+           // segments: 7 of bf16 7168, the last of 898 vectors holding 2; fp32's 14; fp16's
+           // 2 of 130 vectors; up to the most CTAs, and one row past (a CTA a row, 4 vectors a
+           // thread)
+           Edge{R::block, DataType::bfloat16, 16, 7168, 1, 1, 7},
+           Edge{R::block, DataType::bfloat16, 33, 7184, 1, 1, 8},
+           Edge{R::block, DataType::float32, 5, 7168, 1, 1, 14},
+           Edge{R::block, DataType::float16, 301, 1040, 1, 1, 2},
+           Edge{R::block, DataType::bfloat16, most_segments / 7, 7168, 1, 1, 7},
+           Edge{R::block, DataType::bfloat16, most_segments / 7 + 1, 7168, 1, 4, 1},
+           // the row recipe keeps a CTA a row there
+           Edge{R::row, DataType::bfloat16, 16, 7168, 1, 4, 1}}) {
+    const Case c{e.recipe, O::a, e.type, e.rows, e.cols};
+    SCOPED_TRACE(describe(c));
+    const detail::quantize::QuantizePlan plan = detail::quantize::plan_quantize(
+        e.rows, e.cols, static_cast<std::uint32_t>(element_bytes(e.type)), e.recipe, O::a, {},
+        static_cast<int>(sms));
+    EXPECT_STREQ(plan.id(), "Q7");
+    EXPECT_EQ(plan.rows_per_cta, e.rows_per_cta);
+    EXPECT_EQ(plan.vectors_per_thread, e.vectors_per_thread);
+    EXPECT_EQ(plan.row_segments, e.row_segments);
+    Image x(e.type, 1, e.rows, e.cols);
+    fill(x, static_cast<std::uint32_t>(e.rows * 3 + e.cols));
+    check_case(c, x);
+  }
+}
+
 // Four streams each quantizing with the tensor recipe at once, each grid as large as the SMs
 // hold: the cooperative launches take turns (none waits at its barrier for CTAs that another
 // grid's keep off the SMs), and each stream's counters are its own.

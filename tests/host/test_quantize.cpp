@@ -71,8 +71,9 @@ TEST(QuantizePlan, RowRecipeTakesWholeRowsOfAbout32KiB) {
 }
 
 // Rule Q7: rows of 512 bytes (32 vectors) to 64 KiB (1024 threads x 4 vectors) go through
-// registers, one CTA per row, for the row recipe and operand a's blocks at any row count and
-// the tensor recipe where the rows are no more than the SMs; operand b's blocks never.
+// registers, one CTA per row (rows of 128 vectors or more), for the row recipe and operand a's
+// blocks at any row count and the tensor recipe where the rows are no more than the SMs;
+// operand b's blocks never. (Operand a's segments and short rows: the tests after this one.)
 TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
   struct Case {
     std::uint64_t rows, cols;
@@ -80,22 +81,26 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
     std::uint32_t threads;  // 0: not rule Q7
   };
   for (const Case c : {Case{8192, 8192, 2, 256}, Case{16, 7168, 2, 256}, Case{1, 7168, 2, 256},
-                       Case{5, 256, 2, 32}, Case{5, 240, 2, 0}, Case{5, 128, 4, 32},
-                       Case{64, 16384, 4, 1024}, Case{64, 16400, 4, 0}, Case{3, 32768, 2, 1024},
-                       Case{3, 32784, 2, 0}, Case{7, 4112, 2, 256}}) {
+                       Case{8192, 1024, 2, 32}, Case{5, 240, 2, 0}, Case{64, 16384, 4, 1024},
+                       Case{64, 16400, 4, 0}, Case{3, 32768, 2, 1024}, Case{3, 32784, 2, 0},
+                       Case{7, 4112, 2, 256}}) {
     const QuantizePlan p = plan_quantize(c.rows, c.cols, c.element_bytes, R::row, O::a, {}, 132);
     SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols));
     EXPECT_EQ(p.in_registers, c.threads != 0);
     EXPECT_STREQ(p.id(), c.threads != 0 ? "Q7" : "Q2");
     EXPECT_EQ(p.row_threads, c.threads);
     EXPECT_FALSE(p.row_blocks);
-    // operand a's 1 x 128 blocks: the same rows, the same threads, a scale per block
+    EXPECT_EQ(p.rows_per_cta, c.threads != 0 ? 1u : 0u);
+    EXPECT_EQ(p.row_segments, c.threads != 0 ? 1u : 0u);
+    EXPECT_EQ(p.vectors_per_thread, c.threads != 0 ? 4u : 0u);
+    // operand a's 1 x 128 blocks: the same rule, a scale per block; the same threads but
+    // where the rows are few enough for segments, a vector a thread (16 x 7168, 8192 x 1024)
     const QuantizePlan a =
         plan_quantize(c.rows, c.cols, c.element_bytes, R::block, O::a, {}, 132);
     EXPECT_STREQ(a.id(), c.threads != 0 ? "Q7" : "Q3");
     EXPECT_EQ(a.in_registers, c.threads != 0);
     EXPECT_EQ(a.row_blocks, c.threads != 0);
-    EXPECT_EQ(a.row_threads, c.threads);
+    if (a.vectors_per_thread == 4) EXPECT_EQ(a.row_threads, c.threads);
     EXPECT_FALSE(a.resident);
     EXPECT_EQ(a.scales.mn, c.rows);
     EXPECT_EQ(a.scales.k, (c.cols + 127) / 128);
@@ -151,6 +156,91 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
   EXPECT_EQ(back.tile_rows, 128u);
   EXPECT_EQ(back.tiles(), 56 * 2);
   EXPECT_GT(back.smem_bytes, back.in_bytes + back.out_bytes);
+}
+
+// Rule Q7's short rows (fewer than 128 vectors, the row and block recipes): a warp a row, the
+// fewest vectors a thread that let it hold the row, and rows a CTA until it holds
+// kShortRowCtaVectors; the tensor recipe keeps its own rows a CTA, operand b its blocks.
+TEST(QuantizePlan, ShortRowsTakeAWarpEachAndShareACta) {
+  struct Case {
+    std::uint64_t cols;
+    std::uint32_t element_bytes;
+    std::uint32_t vectors, rows_per_cta;
+  };
+  for (const Case c : {Case{256, 2, 1, 4}, Case{272, 2, 2, 2}, Case{512, 2, 2, 2},
+                       Case{528, 2, 4, 1}, Case{1008, 2, 4, 1}, Case{128, 4, 1, 4},
+                       Case{144, 4, 2, 2}, Case{496, 4, 4, 1}}) {
+    for (const R recipe : {R::row, R::block}) {
+      for (const std::uint64_t rows : {1ull, 4097ull, 1ull << 20}) {
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(c.cols) + " fp" +
+                     std::to_string(8 * c.element_bytes));
+        const QuantizePlan p = plan_quantize(rows, c.cols, c.element_bytes, recipe, O::a, {}, 132);
+        EXPECT_STREQ(p.id(), "Q7");
+        EXPECT_EQ(p.row_threads, 32u);
+        EXPECT_EQ(p.vectors_per_thread, c.vectors);
+        EXPECT_EQ(p.rows_per_cta, c.rows_per_cta);
+        EXPECT_EQ(p.row_segments, 1u);
+        EXPECT_EQ(p.row_blocks, recipe == R::block);
+        // a warp holds the row, and not with half the vectors a thread
+        const std::uint64_t row_vectors = c.cols * c.element_bytes / 16;
+        EXPECT_LE(row_vectors, 32u * c.vectors);
+        EXPECT_TRUE(c.vectors == 1 || row_vectors > 16u * c.vectors);
+        EXPECT_EQ(32u * c.vectors * c.rows_per_cta,
+                  c.vectors == 4 ? 128u : detail::quantize::kShortRowCtaVectors);
+      }
+    }
+  }
+  // the tensor recipe's rows past one an SM keep their own R (8 vectors a thread)
+  const QuantizePlan t = plan_quantize(300, 256, 2, R::tensor, O::a, {}, 132);
+  EXPECT_EQ(t.vectors_per_thread, detail::quantize::kTensorRowVectorsPerThread);
+  EXPECT_TRUE(t.resident);
+  EXPECT_STREQ(plan_quantize(4097, 256, 2, R::block, O::b, {}, 132).id(), "Q8");
+}
+
+// Operand a's segments: a CTA per 128 vectors of a row (a vector a thread, the last segment
+// part full) while rows x segments is at most kMaxSegmentCtasPerSm CTAs an SM; past it a CTA a
+// row. Rows of 128 vectors are one segment; the row recipe never takes segments.
+TEST(QuantizePlan, OperandAInSegmentsWhereTheRowsAreFew) {
+  constexpr std::uint32_t kPerSm = detail::quantize::kMaxSegmentCtasPerSm;
+  struct Case {
+    std::uint64_t rows, cols;
+    std::uint32_t element_bytes;
+    int sms;
+    std::uint32_t segments;  // 0: a CTA a row (4 vectors a thread)
+  };
+  for (const Case c : {Case{16, 7168, 2, 132, 7}, Case{1024, 7168, 2, 132, 7},
+                       Case{132 * kPerSm / 7, 7168, 2, 132, 7},
+                       Case{132 * kPerSm / 7 + 1, 7168, 2, 132, 0},
+                       Case{132 * kPerSm / 7 + 1, 7168, 2, 133, 7},
+                       Case{8192, 8192, 2, 132, 0}, Case{33, 7184, 2, 132, 8},
+                       Case{5, 7168, 4, 132, 14}, Case{301, 1040, 2, 132, 2},
+                       Case{1024, 16384, 2, 132, 16}, Case{1, 32768, 2, 1, 32},
+                       Case{777, 1024, 2, 132, 1}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols) + " on " +
+                 std::to_string(c.sms) + " SMs");
+    const QuantizePlan a =
+        plan_quantize(c.rows, c.cols, c.element_bytes, R::block, O::a, {}, c.sms);
+    EXPECT_STREQ(a.id(), "Q7");
+    EXPECT_TRUE(a.row_blocks);
+    EXPECT_EQ(a.rows_per_cta, 1u);
+    if (c.segments == 0) {
+      EXPECT_EQ(a.row_segments, 1u);
+      EXPECT_EQ(a.vectors_per_thread, 4u);
+      EXPECT_GT(c.rows * ((c.cols * c.element_bytes / 16 + 127) / 128),
+                static_cast<std::uint64_t>(c.sms) * kPerSm);
+      continue;
+    }
+    EXPECT_EQ(a.row_segments, c.segments);
+    EXPECT_EQ(a.vectors_per_thread, 1u);
+    EXPECT_EQ(a.row_threads, detail::quantize::kSegmentVectors);
+    EXPECT_LE(c.rows * c.segments, static_cast<std::uint64_t>(c.sms) * kPerSm);
+    // the row recipe needs the whole row's amax in one CTA
+    EXPECT_EQ(plan_quantize(c.rows, c.cols, c.element_bytes, R::row, O::a, {}, c.sms).row_segments,
+              1u);
+  }
+  // rows past a grid's y (65535) never take segments
+  EXPECT_EQ(plan_quantize(65536, 2048, 2, R::block, O::a, {}, 4096).row_segments, 1u);
+  EXPECT_EQ(plan_quantize(65535, 2048, 2, R::block, O::a, {}, 4096).row_segments, 2u);
 }
 
 TEST(QuantizePlan, RowRecipeRunsAreTheGreatestPowerOfTwoThatFitsOneBox) {
