@@ -172,10 +172,8 @@ QuantizePlan plan_quantize(std::uint64_t rows, std::uint64_t cols, std::uint32_t
   // of kSegmentVectors of a row's vectors, a vector a thread, puts more warps in flight than a
   // CTA per row holding four a thread (README.md, "Operand a in segments")
   const std::uint64_t segments = ceil_div(row_vectors, kSegmentVectors);
-  // (rows are the launch's grid y then: at most 65535)
   const bool few_rows =
-      rows * segments <= static_cast<std::uint64_t>(sm_count) * kMaxSegmentCtasPerSm &&
-      rows <= 65535;
+      rows * segments <= static_cast<std::uint64_t>(sm_count) * kMaxSegmentCtasPerSm;
   // NOTE: a row shorter than a warp's four vectors a thread: each thread holds the fewest
   // vectors that let one warp hold the row, and a CTA takes rows until it holds
   // kShortRowCtaVectors (a CTA of one 32-thread row left the SMs' 32-CTA limit holding too few

@@ -68,7 +68,7 @@ inline constexpr QuantizeRule kQuantizeRules[] = {
      "block recipes): a warp a row at 1, 2 or 4 vectors a thread, rows a CTA until it holds "
      "kShortRowCtaVectors. Operand a's longer rows where rows x segments is at most "
      "kMaxSegmentCtasPerSm CTAs an SM: a CTA per segment of kSegmentVectors vectors of a row, "
-     "a vector a thread, on a 2-D grid. The tensor recipe: a cooperative launch "
+     "a vector a thread, the segments on the grid's y. The tensor recipe: a cooperative launch "
      "whose CTAs meet at rule Q6's grid barrier, a CTA per row where the rows are at most one "
      "an SM, else R rows a CTA (R a power of two, up to kTensorRowVectorsPerThread vectors a "
      "thread, kMaxTensorRowThreads threads a CTA, kTensorRowCtasPerSm CTAs an SM)"},

@@ -89,7 +89,6 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
                  std::uint32_t* grid_counters, cudaStream_t stream) {
   RowParams p = register_params(x, x_fp8, scale, plan);
   p.row_threads_log2 = log2_of(plan.row_threads);
-  p.row_segments = plan.row_segments;
   p.grid_counters = grid_counters;
   const auto ctas = static_cast<unsigned>((x.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
   const unsigned threads = plan.rows_per_cta * plan.row_threads;
@@ -102,8 +101,8 @@ bool launch_rows(ConstTensorRef x, TensorRef x_fp8, float* scale, const Quantize
         {sm90_quantize_rows_kernel<T, 4, false>, sm90_quantize_rows_kernel<T, 4, true>}};
     static_assert(kRowVectorsPerThread == 4, "kKernels' last row holds kRowVectorsPerThread");
     const Kernel kernel = kKernels[log2_of(plan.vectors_per_thread)][plan.row_blocks ? 1 : 0];
-    // operand a's segments: x the segments, y the rows (at most kMaxSegmentCtasPerSm an SM)
-    const dim3 grid = plan.row_segments > 1 ? dim3(plan.row_segments, ctas) : dim3(ctas);
+    // operand a's segments on the grid's y
+    const dim3 grid(ctas, plan.row_segments);
     kernel<<<grid, threads, 0, stream>>>(p);
     check_launch("sm90_quantize_rows_kernel");
     return true;

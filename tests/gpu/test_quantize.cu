@@ -460,8 +460,9 @@ TEST(Quantize, TensorRecipeInRegistersAtItsEdges) {
 
 // Rule Q7's layouts for the row recipe and operand a's blocks at their edges, each checked
 // against the plan: short rows (a warp a row, R rows a CTA, the last CTA part full or holding
-// one row), and operand a's segments (a CTA per 128 vectors of a row on a 2-D grid, the last
-// segment part full) up to as many CTAs as kMaxSegmentCtasPerSm an SM, and one row past it.
+// one row), and operand a's segments (a CTA per 128 vectors of a row, the segments on the
+// grid's y, the last segment part full) up to as many CTAs as kMaxSegmentCtasPerSm an SM, and
+// one row past it.
 TEST(Quantize, RowAndBlockRecipesShortRowsAndSegmentsAtTheirEdges) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const auto sms = static_cast<std::uint64_t>(detail::multiprocessor_count());

@@ -100,7 +100,9 @@ TEST(QuantizePlan, RowsOfHalfAKiBTo64KiBGoThroughRegisters) {
     EXPECT_STREQ(a.id(), c.threads != 0 ? "Q7" : "Q3");
     EXPECT_EQ(a.in_registers, c.threads != 0);
     EXPECT_EQ(a.row_blocks, c.threads != 0);
-    if (a.vectors_per_thread == 4) EXPECT_EQ(a.row_threads, c.threads);
+    if (a.vectors_per_thread == 4) {
+      EXPECT_EQ(a.row_threads, c.threads);
+    }
     EXPECT_FALSE(a.resident);
     EXPECT_EQ(a.scales.mn, c.rows);
     EXPECT_EQ(a.scales.k, (c.cols + 127) / 128);
@@ -238,9 +240,8 @@ TEST(QuantizePlan, OperandAInSegmentsWhereTheRowsAreFew) {
     EXPECT_EQ(plan_quantize(c.rows, c.cols, c.element_bytes, R::row, O::a, {}, c.sms).row_segments,
               1u);
   }
-  // rows past a grid's y (65535) never take segments
-  EXPECT_EQ(plan_quantize(65536, 2048, 2, R::block, O::a, {}, 4096).row_segments, 1u);
-  EXPECT_EQ(plan_quantize(65535, 2048, 2, R::block, O::a, {}, 4096).row_segments, 2u);
+  // the rows are the grid's x (segments its y): past 65535 rows too
+  EXPECT_EQ(plan_quantize(65536, 2048, 2, R::block, O::a, {}, 4096).row_segments, 2u);
 }
 
 TEST(QuantizePlan, RowRecipeRunsAreTheGreatestPowerOfTwoThatFitsOneBox) {
