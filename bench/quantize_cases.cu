@@ -102,7 +102,11 @@ void run_workload(CaseRunner& runner, const QuantizeWorkload& w, const std::vect
                    "read twice (amax pass, then the cast); the bytes count one read"
              : w.recipe == GemmScaleRecipe::row
                  ? "one pass, a CTA per row in registers (rule Q7), each row's amax and cast fused"
-                 : "one pass of TMA loads, each group's amax and cast fused";
+             : w.operand == QuantizeOperand::a
+                 ? "one pass, a CTA per row or per 128 vectors of a row in registers (rule Q7), "
+                   "each 1 x 128 block's amax by shuffles"
+                 : "one pass, a CTA per 128 x 128 block in registers (rule Q8), its amax and "
+                   "cast fused";
     b.out = q.get();
     b.out_bytes = w.x_fp8_bytes();
     const GemmScaleRecipe recipe = w.recipe;
