@@ -143,7 +143,8 @@ struct QuantizePlan {
   std::uint32_t rows_per_cta = 0;       // R: CTAs of R * row_threads threads
   std::uint32_t row_segments = 0;       // CTAs a row (R = 1): its segments of
                                         // row_threads * vectors_per_thread vectors
-  std::uint32_t vectors_per_thread = 0; // kRowVectorsPerThread or kTensorRowVectorsPerThread
+  std::uint32_t vectors_per_thread = 0; // a thread's: 1 or 2 (short rows, segments),
+                                        // kRowVectorsPerThread or kTensorRowVectorsPerThread
   std::uint32_t tile_rows = 0;    // rows of a tile = rows of each TMA box (a power of two)
   std::uint32_t box_cols = 0;     // columns of a box: kBoxCols, kRowBoxCols, or K (row_chunk)
   std::uint32_t boxes = 0;        // boxes side by side
