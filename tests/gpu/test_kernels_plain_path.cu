@@ -255,6 +255,33 @@ INSTANTIATE_TEST_SUITE_P(Views, StencilAnyView,
                                             ::testing::ValuesIn(kPlacements),
                                             ::testing::Values(1, 3)));
 
+// The plain kernel's stores rotated onto whole lines: an out starting at every element offset
+// from its line (32 elements), at widths that end inside the first, second and fifth line of a
+// warp's span; in dense (pitch off 16 bytes for most widths) and in on aligned rows (where
+// the out is aligned too the 16-byte form runs and the columns past its whole spans take the
+// 1-element form from a column past 0).
+TEST(PlainPathGpu, StencilOutAtEveryOffsetFromItsLine) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const Filter3x3 f{{0.25, -1.0, 0.5, 2.0, -3.0, 1.0, 0.125, 0.75, -0.5}};
+  for (const DataType type : {DataType::float32, DataType::float64}) {
+    for (const std::uint64_t cols : {1ull, 7ull, 31ull, 33ull, 129ull, 300ull}) {
+      for (const std::uint64_t in_pad : {0ull, 1ull}) {
+        OddImage in(type, 1, 5, cols, Placement{in_pad, 0});
+        in.randomize(static_cast<std::uint32_t>(cols + in_pad));
+        for (std::uint64_t offset = 0; offset < 32; ++offset) {
+          SCOPED_TRACE(describe(type, Extent{5, cols}, Placement{in_pad, 0}) + ", out offset " +
+                       std::to_string(offset));
+          OddImage out(type, 1, 5, cols, Placement{(32 - cols % 32) % 32, offset});
+          stencil3x3(in.ref(), out.ref(), f);
+          ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+          reference::stencil3x3(in.host_ref(), out.host_ref(), f);
+          EXPECT_EQ(out.mismatches(), 0u);
+        }
+      }
+    }
+  }
+}
+
 // The issue's shapes through every launcher: odd pitches at the sizes the benchmark runs.
 TEST(PlainPathGpu, LargeOddShapesMatchReference) {
   TMAKIT_SKIP_WITHOUT_GPU();
