@@ -202,20 +202,14 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   const std::uint64_t row0 = static_cast<std::uint64_t>(blockIdx.y) * 128 + tid / kBlockVectors;
   const bool live = vector < p.row_vectors;
   uint4 v[kSteps];
-  std::uint32_t bits = 0;
 #pragma unroll
   for (std::uint32_t s = 0; s < kSteps; ++s) {
     const std::uint64_t row = row0 + s * rows_per_step;
     v[s] = live && row < p.rows
                ? __ldg(reinterpret_cast<const uint4*>(p.x + row * p.x_pitch) + vector)
                : make_uint4(0, 0, 0, 0);
-    bits = E::abs_max(v[s], bits);
   }
-  bits = __reduce_max_sync(0xffffffffu, E::finish(bits));
-  if ((tid & 31) == 0) warp_bits[tid >> 5] = bits;
-  __syncthreads();
-  for (std::uint32_t w = 0; w < blockDim.x / 32; ++w) bits = max(bits, warp_bits[w]);
-  const float amax = E::value_of_bits(bits);
+  const float amax = E::value_of_bits(row_amax_bits<T, kSteps>(v, p, true, warp_bits));
   float scale, inverse;
   scale_of(amax, scale, inverse);
   if (tid == 0) {
