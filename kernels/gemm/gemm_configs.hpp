@@ -58,6 +58,7 @@ enum : int {
   m128n80,
   m128n256w,
   m192n128,
+  m64n32,
   count
 };
 }  // namespace config
@@ -93,6 +94,8 @@ inline constexpr ConfigRow kConfigs[] = {
     {"m192n128", Family::waves_1x3, 192, 128, 4, 64, 2, 0, 0, true, false, false, 0,
      "192 x 128 tiles, three math warpgroups of one 64-row wave; D's rows whole 16-byte chunks",
      nullptr},
+    {"m64n32", Family::tiled, 64, 32, 16, 32, 1, 0, 0, true, true, true, 0,
+     "64 x 32 tiles: four times the CTAs of 64 x 128 ones on the same B", nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
               "a row for every configuration id");

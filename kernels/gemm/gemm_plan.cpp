@@ -79,13 +79,13 @@ void check_recipe(const GemmProblem& q) {
                           config_label(id) +
                               " takes 128-block scales only where TMA loads scale_a: M-major "
                               "columns, 16-byte aligned, a multiple of 4 floats apart (at least "
-                              "M); use m64n64, m64n128 or m128n128, or -1");
+                              "M); use m64n32, m64n64, m64n128 or m128n128, or -1");
     }
     throw ArgumentError("tuning.config",
                         config_label(id) +
                             " does not take 128-block scales (they need promotion every 128 of "
-                            "K on tiles of B within one 128-row block); use m64n64, m64n128 or "
-                            "m128n128, or -1");
+                            "K on tiles of B within one 128-row block); use m64n32, m64n64, "
+                            "m64n128 or m128n128, or -1");
   }
 }
 
@@ -399,6 +399,18 @@ const ConfigRule kConfigRules[] = {
        // (1.03-1.06x faster at N x K = 32768 x 512, 1.07-1.13x slower at 57344 x 1024)
        return !f.forced && !f.promoted() && chosen == config::m128n256 && f.m >= 96 &&
               f.m <= 128 && f.k_blocks >= 4 && f.k_blocks <= 8;
+     }},
+    {{"C23",
+      "128-block scales at M <= 64 where C19 took 64 x 64 tiles and they number at most half "
+      "the SMs: 64 x 32 tiles (twice the CTAs streaming B)",
+      "128-block scales at M <= 64: 64 x 32 tiles"},
+     config::m64n32,
+     [](const Facts& f, int chosen) {
+       // NOTE: 1.04-1.07x faster in streams at 64 x {2112, 4096} x 7168 (33 and 64 tiles of
+       // 64 x 64), level call by call; slower where 64 x 64 tiles number more (112 at N =
+       // 7168: 7.0 against 8.6 us) (kernels/gemm/README.md)
+       return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m <= 64 &&
+              chosen == config::m64n64 && 2 * f.tiles(config::m64n64) <= f.sm;
      }},
 };
 

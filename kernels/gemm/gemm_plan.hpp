@@ -40,7 +40,7 @@ struct PlanRule {
   const char* says;
   const char* experiment;
 };
-// Configuration rules C1..C22, splits rules K1..K6.
+// Configuration rules C1..C23, splits rules K1..K6.
 const PlanRule* plan_rules(std::size_t* count);
 
 // The small-M kernel's own numbers (pure, tested on the host):

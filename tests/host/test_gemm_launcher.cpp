@@ -298,7 +298,7 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
     EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, forced); }, &msg),
               "tuning.config")
         << name;
-    EXPECT_NE(msg.find("m64n64, m64n128 or m128n128"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("m64n32, m64n64, m64n128 or m128n128"), std::string::npos) << msg;
   }
   // the two-wave kernel's configurations: where TMA loads scale_a (torch's M-major layout, M a
   // multiple of 4, aligned) they reach the first CUDA call; row-major, they are refused
@@ -973,11 +973,28 @@ TEST(GemmPlanRules, BlockScalesTakeConfigurationsThatApplyThem) {
   EXPECT_STREQ(gemm_config_name(short_k.config), "m64n128");
   EXPECT_STREQ(short_k.config_rule, "C16");
   EXPECT_STREQ(gemm_config_name(plan(64, 32768, 512).config), "m64n128");
-  // more than 4 k-blocks: 64 x 64 tiles (C19), K still split where they are few (K5)
+  // more than 4 k-blocks: 64 x 64 tiles (C19); where they number at most half the SMs, 64 x
+  // 32 tiles (C23), K still split where they are few (K5)
   const GemmPlan small = plan(16, 1024, 4096);
-  EXPECT_STREQ(gemm_config_name(small.config), "m64n64");
-  EXPECT_STREQ(small.config_rule, "C19");
-  EXPECT_GT(small.splits, 1);  // 16 tiles on 132 SMs: K split (K5)
+  EXPECT_STREQ(gemm_config_name(small.config), "m64n32");
+  EXPECT_STREQ(small.config_rule, "C23");
+  EXPECT_EQ(small.tiles, 32);
+  EXPECT_GT(small.splits, 1);  // 32 tiles on 132 SMs: K split (K5)
+  for (const std::uint64_t n : {2112u, 4096u}) {  // 33 and 64 tiles of 64 x 64
+    const GemmPlan narrow = plan(64, n, 7168);
+    EXPECT_STREQ(gemm_config_name(narrow.config), "m64n32") << n;
+    EXPECT_STREQ(narrow.config_rule, "C23") << n;
+  }
+  EXPECT_STREQ(plan(64, 4224, 7168).config_rule, "C23");  // 66 tiles: half of 132
+  EXPECT_STREQ(plan(64, 4288, 7168).config_rule, "C19");  // 67 tiles: more than half
+  GemmProblem per_tensor;  // the per-tensor and row-wise recipes keep the small-M kernel
+  per_tensor.m = 64;
+  per_tensor.n = 2112;
+  per_tensor.k = 7168;
+  per_tensor.sm_count = 132;
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(per_tensor).config), "smallm");
+  per_tensor.recipe = GemmScaleRecipe::row;
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(per_tensor).config), "smallm");
   const GemmPlan one_round = plan(64, 7168, 2048);
   EXPECT_STREQ(gemm_config_name(one_round.config), "m64n64");
   EXPECT_STREQ(one_round.config_rule, "C19");
@@ -1108,7 +1125,7 @@ TEST(GemmPlanRules, TwoWaveBlockScalesNeedScaleATma) {
   EXPECT_EQ(test::refused([&] { gemm_fp8_plan(q); }, &message), "tuning.config");
   EXPECT_NE(message.find("configuration m256n128 takes 128-block scales only where TMA loads "
                          "scale_a: M-major columns, 16-byte aligned, a multiple of 4 floats "
-                         "apart (at least M); use m64n64, m64n128 or m128n128, or -1"),
+                         "apart (at least M); use m64n32, m64n64, m64n128 or m128n128, or -1"),
             std::string::npos)
       << message;
   q.block_scale_a_tma = true;
@@ -1379,11 +1396,11 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
   EXPECT_TRUE(scale_thread_arrives(true, 3));
   EXPECT_FALSE(scale_thread_arrives(true, 4));
   EXPECT_TRUE(scale_thread_arrives(false, 8));  // scale_b written by the thread itself
-  // split K and several units per CTA, rings of 3 to 12 stages
+  // split K and several units per CTA, rings of 3 to 15 stages (m64n32 runs 15 with block scales)
   std::mt19937 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
     const auto units = random_units(rng, 6, 14);
-    for (int stages : {3, 5, 8, 12}) {
+    for (int stages : {3, 5, 8, 12, 15}) {
       EXPECT_TRUE(ring_model::play(stages, units, static_cast<std::uint32_t>(trial), kernel(stages)))
           << "trial " << trial << ", " << stages << " stages";
     }
@@ -1395,10 +1412,10 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 22u + 6u);
+  ASSERT_EQ(count, 23u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 22 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 21));
+    const std::string want = (i < 23 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 22));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
@@ -1409,7 +1426,7 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
     EXPECT_EQ(info.built, gemm_config_built(id));
     if (info.block_scales) block_scales += std::string(block_scales.empty() ? "" : " ") + info.name;
   }
-  EXPECT_EQ(block_scales, "m64n128 m128n128 m64n64");
+  EXPECT_EQ(block_scales, "m64n128 m128n128 m64n64 m64n32");
   std::string block_scales_tma;
   for (int id = 0; id < kGemmConfigs; ++id) {
     const GemmConfigInfo info = gemm_config_info(id);
@@ -1417,7 +1434,7 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
       block_scales_tma += std::string(block_scales_tma.empty() ? "" : " ") + info.name;
     }
   }
-  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128");
+  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128 m64n32");
   EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
   EXPECT_EQ(gemm_config_id("m128x128"), -1);
   EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");
