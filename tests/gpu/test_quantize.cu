@@ -217,31 +217,26 @@ std::vector<Case> odd_cases() {
   // the longest row the row recipe takes (one row per tile, 200 KiB of shared memory)
   out.push_back({R::row, O::a, DataType::bfloat16, 3, 68096});
   out.push_back({R::row, O::a, DataType::float32, 3, 40960});
-  // the rows kernel (rule Q7) at its edges: 32 vectors a row (and 30, rule Q2), 4096 (and
-  // past it, 4100 and 4098: rule Q2); rows with no run layout (4112: 257 runs of 16) on it too
-  out.push_back({R::row, O::a, DataType::bfloat16, 9, 256});
-  out.push_back({R::row, O::a, DataType::bfloat16, 9, 240});
-  out.push_back({R::row, O::a, DataType::float32, 5, 16384});
-  out.push_back({R::row, O::a, DataType::float32, 5, 16400});
-  out.push_back({R::row, O::a, DataType::bfloat16, 3, 32768, 16});
-  out.push_back({R::row, O::a, DataType::float16, 3, 32784});
-  out.push_back({R::row, O::a, DataType::bfloat16, 7, 4112});
-  out.push_back({R::row, O::a, DataType::float32, 130, 4112});
+  // the rows kernel (rule Q7) at its edges, for the row recipe and operand a's 1 x 128
+  // blocks: 32 vectors a row (and 30, rule Q2), 4096 (and past it, 4100 and 4098: rule Q2);
+  // rows with no run layout (4112: 257 runs of 16) on it too
+  for (const R recipe : {R::row, R::block}) {
+    out.push_back({recipe, O::a, DataType::bfloat16, 9, 256});
+    out.push_back({recipe, O::a, DataType::bfloat16, 9, 240});
+    out.push_back({recipe, O::a, DataType::float32, 5, 16384});
+    out.push_back({recipe, O::a, DataType::float32, 5, 16400});
+    out.push_back({recipe, O::a, DataType::bfloat16, 3, 32768, 16});
+    out.push_back({recipe, O::a, DataType::float16, 3, 32784});
+    out.push_back({recipe, O::a, DataType::bfloat16, 7, 4112});
+    out.push_back({recipe, O::a, DataType::float32, 130, 4112});
+  }
   out.push_back({R::tensor, O::a, DataType::float16, 100, 16384, 32});
   // the tensor recipe's rows kernel with R rows a CTA, the last CTA part full (300 = 37 x 8
   // + 4), and one row a CTA past one an SM
   out.push_back({R::tensor, O::a, DataType::bfloat16, 300, 256});
   out.push_back({R::tensor, O::a, DataType::float32, 200, 1040, 16});
-  // operand a's 1 x 128 blocks on the rows kernel at the same edges, and last blocks of K's
-  // remainder (4112 and 7184: 16 columns; fp32's a block of 32 vectors, 16-bit's of 16)
-  out.push_back({R::block, O::a, DataType::bfloat16, 9, 256});
-  out.push_back({R::block, O::a, DataType::bfloat16, 9, 240});
-  out.push_back({R::block, O::a, DataType::float32, 5, 16384});
-  out.push_back({R::block, O::a, DataType::float32, 5, 16400});
-  out.push_back({R::block, O::a, DataType::bfloat16, 3, 32768, 16});
-  out.push_back({R::block, O::a, DataType::float16, 3, 32784});
-  out.push_back({R::block, O::a, DataType::bfloat16, 7, 4112});
-  out.push_back({R::block, O::a, DataType::float32, 130, 4112});
+  // operand a's last blocks of K's remainder (4112 above and 7184: 16 columns; fp32's a block
+  // of 32 vectors, 16-bit's of 16)
   out.push_back({R::block, O::a, DataType::bfloat16, 1024, 7184, 48});
   out.push_back({R::block, O::a, DataType::float32, 33, 7184});
   return out;
