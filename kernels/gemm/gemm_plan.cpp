@@ -19,6 +19,23 @@ std::string config_label(int id) {
   return std::string("configuration ") + row(id).name;
 }
 
+// The configurations that take 128-block scales with scale_a in any layout, read from the
+// table, smallest tiles first: "m64n32, m64n64, m64n128 or m128n128".
+std::string any_layout_block_configs() {
+  std::vector<int> ids;
+  for (int id = 0; id < config::count; ++id) {
+    if (built(id) && takes_block_scales(id)) ids.push_back(id);
+  }
+  std::stable_sort(ids.begin(), ids.end(), [](int a, int b) {
+    return row(a).block_m * row(a).block_n < row(b).block_m * row(b).block_n;
+  });
+  std::string names;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == ids.size() ? " or " : ", ") + std::string(row(ids[i]).name);
+  }
+  return names;
+}
+
 void check_operand_type(const char* arg, const ConstTensorRef& v) {
   if (v.type != DataType::uint8) {
     throw ArgumentError(std::string(arg) + ".type",
@@ -79,13 +96,14 @@ void check_recipe(const GemmProblem& q) {
                           config_label(id) +
                               " takes 128-block scales only where TMA loads scale_a: M-major "
                               "columns, 16-byte aligned, a multiple of 4 floats apart (at least "
-                              "M); use m64n32, m64n64, m64n128 or m128n128, or -1");
+                              "M); use " +
+                              any_layout_block_configs() + ", or -1");
     }
     throw ArgumentError("tuning.config",
                         config_label(id) +
                             " does not take 128-block scales (they need promotion every 128 of "
-                            "K on tiles of B within one 128-row block); use m64n32, m64n64, "
-                            "m64n128 or m128n128, or -1");
+                            "K on tiles of B within one 128-row block); use " +
+                            any_layout_block_configs() + ", or -1");
   }
 }
 
