@@ -294,10 +294,14 @@ struct BlockScaleStages {
   using BRun = Tile<float, Swizzle::none, kScaleRun, kBBlocks>;
   static_assert(ARun::box == scale_a_run_box(BlockM) && BRun::box == scale_b_run_box(BlockN),
                 "the kernel's scale boxes are the ones the launcher's maps are built with");
-  typename ARun::Buffer a_run[Stages];
+  // NOTE: scale_a comes by TMA into the run slots, or (where TMA cannot load it) from the
+  // scale warp into the stages' slots; a launch takes one of the two (scale.a_tma), so they
+  // share their bytes. That gives m64n32's ring its 16th stage beside the scales.
+  union {
+    typename ARun::Buffer a_run[Stages];
+    alignas(16) float a[Stages][BlockM];  // the stages' slots of the scale warp's writes
+  };
   typename BRun::Buffer b_run[Stages];
-  // the stages' slots of the scale warp's writes
-  alignas(16) float a[Stages][BlockM];
   alignas(16) float b[Stages][4];  // (kBBlocks used: 16 bytes keep the rows aligned)
   alignas(16) float b_ahead[kBAhead][4];
 

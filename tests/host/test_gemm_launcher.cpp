@@ -1396,11 +1396,11 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
   EXPECT_TRUE(scale_thread_arrives(true, 3));
   EXPECT_FALSE(scale_thread_arrives(true, 4));
   EXPECT_TRUE(scale_thread_arrives(false, 8));  // scale_b written by the thread itself
-  // split K and several units per CTA, rings of 3 to 15 stages (m64n32 runs 15 with block scales)
+  // split K and several units per CTA, rings of 3 to 16 stages (m64n32 runs 16 with block scales)
   std::mt19937 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
     const auto units = random_units(rng, 6, 14);
-    for (int stages : {3, 5, 8, 12, 15}) {
+    for (int stages : {3, 5, 8, 12, 15, 16}) {
       EXPECT_TRUE(ring_model::play(stages, units, static_cast<std::uint32_t>(trial), kernel(stages)))
           << "trial " << trial << ", " << stages << " stages";
     }
