@@ -46,8 +46,11 @@ class Pipeline {
   // `consumer_arrivals`: arrivals that free a stage (e.g. one per consumer warp).
   // `producer_arrivals`: arrivals that fill one: the producer's arm, plus one per thread of
   // a second producer that adds data to the stage (producer_wait_free).
+  // NOTE: unrolled, so that ptxas fences the async proxy once before all the inits; a loop
+  // fences at every stage, which made a 16-stage init 3x longer (docs/device.md, "Barrier
+  // init in a loop").
   __device__ void init(std::uint32_t consumer_arrivals, std::uint32_t producer_arrivals = 1) {
-#pragma unroll 1
+#pragma unroll
     for (int s = 0; s < Stages; ++s) {
       bars_.full[s].init(producer_arrivals);
       bars_.empty[s].init(consumer_arrivals);
@@ -104,8 +107,8 @@ class ClusterPipeline {
   __device__ ClusterPipeline(ClusterPipelineBarriers<Stages>& bars, std::uint32_t cluster_size)
       : bars_(bars), cluster_size_(cluster_size) {}
 
-  __device__ void init(std::uint32_t consumer_arrivals) {
-#pragma unroll 1
+  __device__ void init(std::uint32_t consumer_arrivals) {  // (unrolled: Pipeline::init)
+#pragma unroll
     for (int s = 0; s < Stages; ++s) {
       bars_.full[s].init(1);
       bars_.empty[s].init(consumer_arrivals);
