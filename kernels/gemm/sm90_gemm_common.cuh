@@ -533,8 +533,9 @@ __device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<B
 
 // The producer warpgroup of the tiled and two-wave kernels (warpgroup 0), from its first
 // instruction: it gives its registers to the consumers, then
-// - thread 0 streams every unit's boxes of A and B into the ring (load_units);
-// - the second warp loads the scales: for 128-block scales, one thread loads them onto the
+// - one lane of the first warp (elect_one) streams every unit's boxes of A and B into the
+//   ring (load_units);
+// - the second warp loads the scales: for 128-block scales, one lane loads them onto the
 //   stages' barriers (load_block_scales_tma) where TMA loads scale_a (scale.a_tma), else the
 //   whole warp copies every scale
 //   (`copy_block_scales(lane)`, the tiled kernel's load_block_scales); row-wise scales a tile
@@ -551,7 +552,11 @@ __device__ __forceinline__ void run_producer_warpgroup(
     CopyBlockScales&& copy_block_scales) {
   warpgroup_release_registers<Cfg::kProducerRegs>();
   const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-  if (threadIdx.x == 0) {
+  // NOTE: the copies are issued from an elected lane of a warp-uniform branch (elect_one),
+  // so that each TMA instruction is one instruction with uniform operands (EXPERIMENTS.md,
+  // "The producer's copies from an elected lane")
+  if (warp == 0) {
+    if (!elect_one()) return;
     if constexpr (BlockScales) {
       using Scales = BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>;
       load_units<typename Cfg::ATile, typename Cfg::BTile>(
@@ -564,7 +569,7 @@ __device__ __forceinline__ void run_producer_warpgroup(
     if constexpr (BlockScales) {
       if (!p.scale.a_tma) {
         copy_block_scales(lane);
-      } else if (lane == 0) {
+      } else if (elect_one()) {
         load_block_scales_tma(p, pipe, *block);
       }
     } else if (p.scale.recipe == GemmScaleRecipe::row) {

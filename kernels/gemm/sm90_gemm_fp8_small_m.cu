@@ -264,11 +264,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // NOTE: the role read through lane 0, so that ptxas knows the branch is warp-uniform and
   // keeps the consumer's ring state and wgmma descriptors in uniform registers
   if (__shfl_sync(0xffffffffu, threadIdx.x, 0) < 128) {
-    // ---- producer: one thread streams this CTA's share of B, and A beside it -----------
+    // ---- producer: one lane streams this CTA's share of B, and A beside it -------------
     if (threadIdx.x >= 32 && p.scale.recipe == GemmScaleRecipe::row) {
       load_row_scales<MP, RowsB>(p, s, n0);
     }
-    if (threadIdx.x == 0) {
+    // (elect_one: the copies' operands stay in uniform registers)
+    if (__shfl_sync(0xffffffffu, threadIdx.x, 0) < 32 && elect_one()) {
       State st;
       for (std::int32_t kb = kb_begin; kb < kb_end; ++kb) {
         Barrier& full = pipe.producer_arm(st, C::kStageBytes);  // OOB rows of A count too
@@ -278,7 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_tile<typename C::ATile>(&s.a[st.stage], &p.a_map, full, ca);
         st.advance();
       }
-      // a CTA's trigger is its first thread's (the others never give one)
+      // a CTA's trigger is this lane's (the others never give one)
       if (p.prefetch_kblocks != 0) allow_next_kernel();
     }
   } else {

@@ -17,6 +17,7 @@
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/debug.hpp"
 #include "tmakit/device/tile.hpp"
+#include "tmakit/ptx/cluster.hpp"
 #include "tmakit/ptx/cp_async.hpp"
 #include "tmakit/ptx/fence.hpp"
 #include "tmakit/ptx/tma.hpp"
@@ -24,6 +25,14 @@
 namespace tmakit {
 
 using ptx::ReduceOp;
+
+// True in one lane of a warp whose 32 lanes all call it (elect.sync): the way to pick the
+// thread that issues a warp's copies. NOTE: a branch on `threadIdx.x == 0` is per-thread to
+// ptxas, which then wraps each TMA instruction inside it in a loop that elects a lane and
+// moves its operands into uniform registers (ELECT, R2UR, BRA.U.ANY); under `warp == w &&
+// elect_one()`, with w read through lane 0, the operands stay uniform and each copy is one
+// instruction (docs/device.md, "One lane of a warp-uniform branch").
+__device__ __forceinline__ bool elect_one() { return ptx::elect_sync(); }
 
 namespace detail {
 template <class TileT>
