@@ -24,26 +24,28 @@ inline constexpr std::int32_t kScaleRun = 4;
 TMAKIT_HOST_DEVICE constexpr bool starts_scale_run(std::int32_t kb, std::int32_t kb_begin) {
   return kb == kb_begin || kb % kScaleRun == 0;
 }
-// How the scale thread of load_block_scales_tma (one thread; TMA loads scale_a) takes part in
-// a ring of `stages` stages: whether it arrives on every k-block's full barrier (the
-// barrier's second arrival), and whether it waits for a k-block's stage to be free.
-// - It arrives, and waits, at every k-block where it writes the stage's scale_b itself (not
-//   b_tma), and where runs are longer than the ring (stages < kScaleRun): the consumers then
-//   cannot take a stage before it, nor can it get a round ahead of them.
-// - Else (TMA loads both scales into run slots) it waits only at a run's first k-block, and
-//   never arrives. NOTE: at the other k-blocks the consumers need nothing of it and may free
-//   the stage before it gets there; a parity wait there would then wait for the stage's next
-//   phase, which comes only after the next run, which waits for this thread: a deadlock
-//   (kernels/gemm/EXPERIMENTS.md, "A deadlock of the scale thread"). At a run's first
-//   k-block the consumers cannot have freed the stage (they wait for its boxes), and runs
-//   start at most kScaleRun <= stages k-blocks apart, so the stage cannot be a phase further
-//   on either. The host test GemmScaleRuns.RingNeverDeadlocks plays the ring's parties out.
-TMAKIT_HOST_DEVICE constexpr bool scale_thread_arrives(bool b_tma, int stages) {
-  return !b_tma || stages < kScaleRun;
+// Who loads a run's boxes where TMA loads scale_a (a_tma), in a ring of `stages` stages:
+// - the producer thread, where TMA loads scale_b too (b_tma) and a run fits in the ring
+//   (stages >= kScaleRun): onto the full barrier of the run's first k-block, before that
+//   k-block's A and B (load_units' run_boxes), so that every full barrier waits for the
+//   producer alone;
+// - else the scale thread (load_block_scales_tma), which writes the stages' scale_b where TMA
+//   does not load it, waits for each k-block's stage to be free and arrives on its full
+//   barrier (the barrier's second arrival): the consumers then cannot take a stage before it,
+//   nor can it get a round ahead of them.
+// NOTE: a scale thread that waited for every stage without arriving deadlocked: the consumers,
+// who need nothing of it at most k-blocks, may free a stage before it gets there, and its
+// parity wait then waits for a phase that needs the thread itself (kernels/gemm/EXPERIMENTS.md,
+// "A deadlock of the scale thread"). The host test GemmScaleRuns.RingNeverDeadlocks plays the
+// ring's parties out.
+TMAKIT_HOST_DEVICE constexpr bool producer_loads_scale_runs(bool b_tma, int stages) {
+  return b_tma && stages >= kScaleRun;
 }
-TMAKIT_HOST_DEVICE constexpr bool scale_thread_waits_for_stage(bool b_tma, int stages,
-                                                               bool run_start) {
-  return scale_thread_arrives(b_tma, stages) || run_start;
+// The full barriers' arrivals with 128-block scales: the producer's, and the scale thread's
+// (or the tiled kernel's scale warp's, where TMA does not load scale_a) unless the producer
+// loads the run boxes itself.
+TMAKIT_HOST_DEVICE constexpr unsigned block_scale_full_arrivals(bool b_tma, int stages) {
+  return producer_loads_scale_runs(b_tma, stages) ? 1u : 2u;
 }
 // The k-block a run's boxes start at: the multiple of kScaleRun at or below its first.
 TMAKIT_HOST_DEVICE constexpr std::int32_t scale_run_origin(std::int32_t kb) {
@@ -60,7 +62,7 @@ constexpr std::array<std::uint32_t, 2> scale_b_run_box(int block_n) {
   return {static_cast<std::uint32_t>(kScaleRun), static_cast<std::uint32_t>((block_n + 127) / 128)};
 }
 
-// The run slot a consumer or the scale thread is in: Stages slots in turn, one per run.
+// The run slot a consumer or the run boxes' loader is in: Stages slots in turn, one per run.
 // NOTE: Stages slots are enough: a run's boxes are loaded once its first k-block's stage is
 // free, that is once the consumers have read the scales of the k-block Stages before it, and
 // the run that last used the slot ended at least Stages k-blocks earlier (every run holds one

@@ -272,10 +272,11 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
 // 128-block scales (GemmScaleRecipe::block) beside the ring: scale_a of the tile's BlockM rows
 // (0 past M) and scale_b of each 128-row block of B the tile covers (0 past N). The consumers
 // read a k-block's before they free its stage.
-// - Where TMA can load scale_a (scale.a_tma), one thread of the scale warp loads each run's box
-//   into a run slot (load_block_scales_tma), and scale_b's too where TMA can (scale.b_tma);
-//   else it writes each stage's scale_b from its own ring of kBAhead slots, into which it
-//   copies (cp.async) the k-blocks ahead.
+// - Where TMA can load both (scale.b_tma), the producer thread loads each run's boxes into a
+//   run slot (load_scale_run_boxes; the scale thread does in rings shorter than a run).
+// - Where TMA can load scale_a alone (scale.a_tma), one thread of the scale warp loads its
+//   run boxes and writes each stage's scale_b from its own ring of kBAhead slots, into which
+//   it copies (cp.async) the k-blocks ahead (load_block_scales_tma).
 // - Else the tiled kernel's scale warp writes both into each stage's slots (load_block_scales).
 // Stages run slots, taken in turn, one per run (ScaleRunSlot, gemm_scale_runs.hpp, says why
 // that many are enough).
@@ -345,17 +346,26 @@ struct ScaleBCursor {
 
 struct NoBlockScales {};
 
+// load_units' default at a run's first k-block: no boxes beside A's and B's
+struct NoRunBoxes {
+  template <class U>
+  __device__ void operator()(std::int32_t, const U&, Barrier&) const {}
+};
+
 // A kernel's producer (one thread): every unit's k-blocks, in the order above, into the
 // ring: wait until the consumers freed the stage, arm its full barrier for the stage's boxes
 // (out-of-bounds fill counts too), load A's and B's: BlockM x 128 bytes of A, BlockN x 128 of
-// B. `scale_tx_bytes`: the bytes of the boxes the scale thread loads onto the barrier of each
-// run's first k-block (load_block_scales_tma), armed here too, so that the barrier keeps one
-// arrival per producer.
-template <class ATile, class BTile, int Stages>
+// B. With 128-block scales that TMA loads, `scale_tx_bytes` is the bytes of a run's scale
+// boxes (block_scale_tx_bytes), armed on the barrier of each run's first k-block too, and
+// `run_boxes(kb, unit, full)` loads them there before A and B where this thread does
+// (producer_loads_scale_runs); else the scale thread loads them onto the same barrier
+// (load_block_scales_tma), which keeps one arm per k-block.
+template <class ATile, class BTile, int Stages, class RunBoxes = NoRunBoxes>
 __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pipe,
                                            typename ATile::Buffer (&a)[Stages],
                                            typename BTile::Buffer (&b)[Stages],
-                                           std::uint32_t scale_tx_bytes = 0) {
+                                           std::uint32_t scale_tx_bytes = 0,
+                                           RunBoxes&& run_boxes = {}) {
   constexpr std::int32_t kBlockK = static_cast<std::int32_t>(ATile::box[0]);
   constexpr auto kBlockM = static_cast<std::int32_t>(ATile::box[1]);
   constexpr auto kBlockN = static_cast<std::int32_t>(BTile::box[1]);
@@ -365,8 +375,9 @@ __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pi
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
     const Unit w = decode_unit(p, u);
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
-      Barrier& full = pipe.producer_arm(
-          st, scale_tx_bytes != 0 && starts_scale_run(kb, w.kb_begin) ? tx_bytes : ab_bytes);
+      const bool run_start = scale_tx_bytes != 0 && starts_scale_run(kb, w.kb_begin);
+      Barrier& full = pipe.producer_arm(st, run_start ? tx_bytes : ab_bytes);
+      if (run_start) run_boxes(kb, w, full);
       load_tile<ATile>(&a[st.stage], &p.a_map, full, {kb * kBlockK, w.tm * kBlockM});
       load_tile<BTile>(&b[st.stage], &p.b_map, full, {kb * kBlockK, w.tn * kBlockN});
       st.advance();
@@ -374,30 +385,42 @@ __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pi
   }
 }
 
-// The bytes load_block_scales_tma loads onto the full barrier of a run's first k-block (the
+// The bytes of a run's scale boxes, loaded onto the full barrier of its first k-block (the
 // producer arms them: load_units).
 template <class Scales>
 __device__ __forceinline__ std::uint32_t block_scale_tx_bytes(const Params& p) {
   return Scales::ARun::tx_bytes + (p.scale.b_tma ? Scales::BRun::tx_bytes : 0u);
 }
 
-// One thread of the scale warp, for 128-block scales whose scale_a TMA loads (scale.a_tma):
-// for the k-blocks of the ring, in the producer's order, at a run's first k-block it waits
-// for the stage to be free and loads the run's box of scale_a (the tile's rows, four
-// k-blocks) into the next run slot on that stage's full barrier, and scale_b's too where TMA
-// loads it (scale.b_tma). Where it does not, at every k-block it copies
-// (cp.async) the scale_b of the tile's 128-row blocks of B (0 past N) for the k-block
-// kBAhead - 1 ahead into its staging slot, and for the ring's k-block waits for that copy (its
-// oldest group), writes the stage's scale_b and arrives on the full barrier
-// (Pipeline::init's second producer arrival). Issued after griddepcontrol.wait (the kernel
-// before may write the scales).
-// NOTE: not the producer thread's boxes: at M <= 128, where a k-block's wgmmas are short, the
-// stages waited for that one thread's TMA instructions, about 1 us per extra box per
-// 128 x 4096 x 7168 (kernels/gemm/README.md, "128-block scales"). The producer arms the
-// barrier for these boxes too; a box that lands before the arm only takes the barrier's
-// transaction count below zero, and the phase cannot complete before the producer's arrival.
-// NOTE: where TMA loads both scales into a ring of kScaleRun stages or more it waits only at a
-// run's first k-block and does not arrive (scale_thread_arrives says why).
+// The boxes of the run that starts at unit w's k-block kb onto `full`: scale_a's (the tile's
+// rows, four k-blocks) into the next run slot, and scale_b's too where TMA loads it
+// (scale.b_tma). From the producer thread or the scale thread (producer_loads_scale_runs).
+template <class Scales, int Stages>
+__device__ __forceinline__ void load_scale_run_boxes(const Params& p, Scales& scales,
+                                                     ScaleRunSlot<Stages>& run, std::int32_t kb,
+                                                     const Unit& w, Barrier& full) {
+  run.at(kb, w.kb_begin);
+  const std::int32_t kb0 = scale_run_origin(kb);
+  load_tile<typename Scales::ARun>(&scales.a_run[run.slot], &p.scale_a_map, full,
+                                   {w.tm * Scales::kBlockM, kb0});
+  if (p.scale.b_tma) {
+    load_tile<typename Scales::BRun>(&scales.b_run[run.slot], &p.scale_b_map, full,
+                                     {kb0, w.tn * Scales::kBlockN / 128});
+  }
+}
+
+// One thread of the scale warp, for 128-block scales whose scale_a TMA loads (scale.a_tma)
+// where the producer does not load the run boxes itself (producer_loads_scale_runs: scale_b
+// not TMA's, or a ring shorter than a run). For the k-blocks of the ring, in the producer's
+// order, it waits for the stage to be free, loads a run's boxes at its first k-block
+// (load_scale_run_boxes), writes the stage's scale_b where TMA does not load it, and arrives
+// on the full barrier (Pipeline::init's second producer arrival). The scale_b it writes it
+// copies (cp.async) for the k-block kBAhead - 1 ahead, the tile's 128-row blocks of B (0 past
+// N), into its staging slot, and for the ring's k-block waits for that copy (its oldest
+// group). Issued after griddepcontrol.wait (the kernel before may write the scales).
+// NOTE: the producer arms the barrier for the boxes too; a box that lands before the arm only
+// takes the barrier's transaction count below zero, and the phase cannot complete before the
+// producer's arrival.
 template <class Scales, int Stages>
 __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<Stages>& pipe,
                                                       Scales& scales) {
@@ -431,7 +454,6 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
   ScaleRunSlot<Stages> run;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
     const Unit w = decode_unit(p, u);
-    const std::int32_t nb0 = w.tn * Scales::kBlockN / 128;
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
       float sb[kBBlocks];
       if (!b_tma) {
@@ -441,25 +463,14 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
         for (int j = 0; j < kBBlocks; ++j) sb[j] = scales.b_ahead[read_slot][j];
         read_slot = read_slot + 1 == kAhead ? 0 : read_slot + 1;
       }
-      const bool run_start = starts_scale_run(kb, w.kb_begin);
-      if (scale_thread_waits_for_stage(b_tma, Stages, run_start)) pipe.producer_wait_free(st);
+      pipe.producer_wait_free(st);
       Barrier& full = pipe.producer_full(st);
-      if (run_start) {
-        run.at(kb, w.kb_begin);
-        const std::int32_t kb0 = scale_run_origin(kb);
-        load_tile<typename Scales::ARun>(&scales.a_run[run.slot], &p.scale_a_map, full,
-                                         {w.tm * Scales::kBlockM, kb0});
-        if (b_tma) {
-          load_tile<typename Scales::BRun>(&scales.b_run[run.slot], &p.scale_b_map, full,
-                                           {kb0, nb0});
-        }
-      }
+      if (starts_scale_run(kb, w.kb_begin)) load_scale_run_boxes(p, scales, run, kb, w, full);
       if (!b_tma) {
 #pragma unroll
         for (int j = 0; j < kBBlocks; ++j) scales.b[st.stage][j] = sb[j];
       }
-      // (releases the writes above, where there are any, to the consumers)
-      if (scale_thread_arrives(b_tma, Stages)) full.arrive();
+      full.arrive();  // (releases the writes above, where there are any, to the consumers)
       st.advance();
     }
   }
@@ -534,12 +545,12 @@ __device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<B
 // The producer warpgroup of the tiled and two-wave kernels (warpgroup 0), from its first
 // instruction: it gives its registers to the consumers, then
 // - one lane of the first warp (elect_one) streams every unit's boxes of A and B into the
-//   ring (load_units);
-// - the second warp loads the scales: for 128-block scales, one lane loads them onto the
-//   stages' barriers (load_block_scales_tma) where TMA loads scale_a (scale.a_tma), else the
-//   whole warp copies every scale
-//   (`copy_block_scales(lane)`, the tiled kernel's load_block_scales); row-wise scales a tile
-//   at a time (load_row_scales);
+//   ring (load_units), and with them the 128-block scales' run boxes where TMA loads both
+//   scales and a run fits in the ring (producer_loads_scale_runs);
+// - the second warp loads the other scales: for 128-block scales, one lane loads them onto
+//   the stages' barriers (load_block_scales_tma) where TMA loads scale_a (scale.a_tma), else
+//   the whole warp copies every scale (`copy_block_scales(lane)`, the tiled kernel's
+//   load_block_scales); row-wise scales a tile at a time (load_row_scales);
 // - the other threads are done.
 // Cfg: a tiled or two-wave configuration (ATile, BTile, kStages, kBlockM, kBlockN,
 // kProducerRegs); `block` the stages' 128-block scale slots (nullptr without them).
@@ -559,8 +570,16 @@ __device__ __forceinline__ void run_producer_warpgroup(
     if (!elect_one()) return;
     if constexpr (BlockScales) {
       using Scales = BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>;
-      load_units<typename Cfg::ATile, typename Cfg::BTile>(
-          p, pipe, a, b, p.scale.a_tma ? block_scale_tx_bytes<Scales>(p) : 0u);
+      const std::uint32_t scale_bytes = p.scale.a_tma ? block_scale_tx_bytes<Scales>(p) : 0u;
+      if (p.scale.a_tma && producer_loads_scale_runs(p.scale.b_tma != 0, Cfg::kStages)) {
+        ScaleRunSlot<Cfg::kStages> run;
+        load_units<typename Cfg::ATile, typename Cfg::BTile>(
+            p, pipe, a, b, scale_bytes, [&](std::int32_t kb, const Unit& w, Barrier& full) {
+              load_scale_run_boxes(p, *block, run, kb, w, full);
+            });
+      } else {
+        load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, a, b, scale_bytes);
+      }
     } else {
       load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, a, b);
     }
@@ -569,7 +588,7 @@ __device__ __forceinline__ void run_producer_warpgroup(
     if constexpr (BlockScales) {
       if (!p.scale.a_tma) {
         copy_block_scales(lane);
-      } else if (elect_one()) {
+      } else if (!producer_loads_scale_runs(p.scale.b_tma != 0, Cfg::kStages) && elect_one()) {
         load_block_scales_tma(p, pipe, *block);
       }
     } else if (p.scale.recipe == GemmScaleRecipe::row) {

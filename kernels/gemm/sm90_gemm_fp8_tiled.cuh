@@ -385,12 +385,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   Pipeline<Cfg::kStages> pipe(s.bars);
   using State = typename Pipeline<Cfg::kStages>::State;
 
-  // barrier init: full[s] takes the producer's arm; empty[s] is freed by one arrival per
-  // consumer warp
-  // (and, with 128-block scales, by the scale warp's one arrival beside the TMA producer's arm)
+  // barrier init: full[s] takes the producer's arm (and, with 128-block scales that the
+  // producer does not load itself, the scale warp's arrival); empty[s] is freed by one arrival
+  // per consumer warp
   if (threadIdx.x == 0) {
     pipe.init(4 * Cfg::kConsumerWGs,
-              BlockScales && scale_thread_arrives(p.scale.b_tma != 0, Cfg::kStages) ? 2 : 1);
+              BlockScales ? block_scale_full_arrivals(p.scale.b_tma != 0, Cfg::kStages) : 1u);
     fence_barrier_init();
   }
   __syncthreads();

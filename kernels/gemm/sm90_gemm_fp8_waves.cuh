@@ -93,8 +93,7 @@ struct alignas(1024) WaveStorage {
   typename DTile::Buffer d[Cfg::kMathWGs][Cfg::kDBoxes];
   PipelineBarriers<Cfg::kStages> bars;
   RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales;  // GemmScaleRecipe::row
-  // GemmScaleRecipe::block: each stage's scales (scale_a loaded with the stage by the
-  // producer thread, scale_b written by one thread of the scale warp)
+  // GemmScaleRecipe::block: the stages' scales (BlockScaleStages says who loads them)
   std::conditional_t<BlockScales, BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>,
                      NoBlockScales>
       block_scales;
@@ -178,11 +177,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   using State = PipelineState<Cfg::kStages>;
   Pipeline<Cfg::kStages> pipe(s.bars);
 
-  // a stage is freed by one arrival per math warp (and, with 128-block scales, filled by the
-  // scale warp's arrival beside the TMA producer's arm)
+  // a stage is freed by one arrival per math warp, and filled by the producer's arm (and, with
+  // 128-block scales that the producer does not load itself, the scale thread's arrival)
   if (threadIdx.x == 0) {
     pipe.init(4 * Cfg::kMathWGs,
-              BlockScales && scale_thread_arrives(p.scale.b_tma != 0, Cfg::kStages) ? 2 : 1);
+              BlockScales ? block_scale_full_arrivals(p.scale.b_tma != 0, Cfg::kStages) : 1u);
     fence_barrier_init();
   }
   __syncthreads();

@@ -1247,10 +1247,11 @@ TEST(GemmScaleRuns, SlotsHoldTheirKBlocksAndAreFreeWhenReloaded) {
 
 // One CTA's ring with 128-block scales that TMA loads (scale_a and scale_b), played out on the
 // host in random orders: the producer thread (waits for a free stage, arms its full barrier
-// for A, B and, at a run's first k-block, the scale boxes, issues A and B), the scale thread
-// of load_block_scales_tma (waits for the stage where scale_thread_waits_for_stage says so,
-// issues the run's boxes at a run's first k-block, arrives on the full barrier where
-// scale_thread_arrives says so), the consumers (wait for a full stage,
+// for A, B and, at a run's first k-block, the scale boxes, issues those boxes where it loads
+// them itself, then A and B), the scale thread of load_block_scales_tma where the producer
+// does not load the boxes (waits for the stage where it is told to, issues the run's boxes at
+// a run's first k-block, arrives on the full barrier where it is told to), the consumers
+// (wait for a full stage,
 // free it later, at most two k-blocks held, as the promotion pipelines them) and the TMA
 // (completes an issued copy on its stage's full barrier at any time after). mbarriers as the
 // PTX ISA has them: a phase completes once its arrivals are in and its transaction count is
@@ -1285,10 +1286,12 @@ struct Bar {
   }
 };
 
-// How the scale thread takes part: waits(run_start) and whether it arrives.
+// How the scale thread takes part: waits(run_start) and whether it arrives; or none, the
+// producer loading the run boxes (by_producer).
 struct ScaleThread {
   std::function<bool(bool)> waits;
   bool arrives;
+  bool by_producer = false;
 };
 
 bool play(int stages, const std::vector<std::pair<std::int32_t, std::int32_t>>& units,
@@ -1303,7 +1306,7 @@ bool play(int stages, const std::vector<std::pair<std::int32_t, std::int32_t>>& 
   std::vector<Bar> full(stages), empty(stages);
   for (Bar& b : full) b.arrivals = b.pending = scale_thread.arrives ? 2 : 1;
   std::vector<Copy> in_flight;
-  std::int64_t producer = 0, scaler = 0, taken = 0, freed = 0;
+  std::int64_t producer = 0, scaler = scale_thread.by_producer ? n : 0, taken = 0, freed = 0;
   std::mt19937 rng(seed);
   const auto stage_of = [&](std::int64_t j) { return static_cast<int>(j % stages); };
   const auto parity_of = [&](std::int64_t j) { return static_cast<unsigned>((j / stages) & 1); };
@@ -1314,6 +1317,9 @@ bool play(int stages, const std::vector<std::pair<std::int32_t, std::int32_t>>& 
         const int st = stage_of(producer);
         full[st].tx += kAB + (run_start[producer] ? kScales : 0);  // arrive.expect_tx
         --full[st].pending;
+        if (scale_thread.by_producer && run_start[producer]) {
+          in_flight.push_back({st, producer, kScales});
+        }
         in_flight.push_back({st, producer, kAB});
         full[st].settle(stages, st, true);
         ++producer;
@@ -1366,14 +1372,18 @@ bool play(int stages, const std::vector<std::pair<std::int32_t, std::int32_t>>& 
 }  // namespace ring_model
 
 TEST(GemmScaleRuns, RingNeverDeadlocks) {
-  using detail::gemm::scale_thread_arrives;
-  using detail::gemm::scale_thread_waits_for_stage;
-  // the kernels' scale thread where TMA loads both scales, in a ring of `stages`
+  using detail::gemm::block_scale_full_arrivals;
+  using detail::gemm::producer_loads_scale_runs;
+  // the kernels where TMA loads both scales, in a ring of `stages`: the producer loads the
+  // run boxes, or the scale thread does, waiting for every stage and arriving on it
   const auto kernel = [](int stages) {
-    return ring_model::ScaleThread{
-        [stages](bool run_start) { return scale_thread_waits_for_stage(true, stages, run_start); },
-        scale_thread_arrives(true, stages)};
+    const bool by_producer = producer_loads_scale_runs(true, stages);
+    EXPECT_EQ(block_scale_full_arrivals(true, stages), by_producer ? 1u : 2u);
+    return ring_model::ScaleThread{[](bool) { return true; }, !by_producer, by_producer};
   };
+  // the scale thread of 2026-11-29 that loaded both scales' boxes in rings of four stages
+  // or more: a wait at a run's first k-block alone, no arrival
+  const ring_model::ScaleThread runs_only{[](bool run_start) { return run_start; }, false};
   // the scale thread before 2026-11-29: a wait at every k-block, no arrival
   const ring_model::ScaleThread every_stage{[](bool) { return true; }, false};
   // 64 x 32768 x 512 with 128-block scales on 128 CTAs: two units of four k-blocks, 8 stages
@@ -1381,26 +1391,27 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
   int old_deadlocks = 0;
   for (std::uint32_t seed = 0; seed < 2000; ++seed) {
     EXPECT_TRUE(ring_model::play(8, two_short, seed, kernel(8))) << "seed " << seed;
+    EXPECT_TRUE(ring_model::play(8, two_short, seed, runs_only)) << "seed " << seed;
     if (!ring_model::play(8, two_short, seed, every_stage)) ++old_deadlocks;
   }
   // the model finds the deadlock the GPU showed, so the orders it plays reach it
   EXPECT_GT(old_deadlocks, 0);
   // waits at runs' first k-blocks alone are not enough where runs are longer than the ring
   // (the two-wave kernels' 3 stages): there the thread arrives at every k-block
-  const ring_model::ScaleThread runs_only{[](bool run_start) { return run_start; }, false};
   int short_ring_failures = 0;
   for (std::uint32_t seed = 0; seed < 2000; ++seed) {
     if (!ring_model::play(3, {{0, 12}, {2, 9}}, seed, runs_only)) ++short_ring_failures;
   }
   EXPECT_GT(short_ring_failures, 0);
-  EXPECT_TRUE(scale_thread_arrives(true, 3));
-  EXPECT_FALSE(scale_thread_arrives(true, 4));
-  EXPECT_TRUE(scale_thread_arrives(false, 8));  // scale_b written by the thread itself
+  EXPECT_FALSE(producer_loads_scale_runs(true, 3));
+  EXPECT_TRUE(producer_loads_scale_runs(true, 4));
+  EXPECT_FALSE(producer_loads_scale_runs(false, 8));  // scale_b written by the scale thread
+  EXPECT_EQ(block_scale_full_arrivals(false, 8), 2u);
   // split K and several units per CTA, rings of 3 to 16 stages (m64n32 runs 16 with block scales)
   std::mt19937 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
     const auto units = random_units(rng, 6, 14);
-    for (int stages : {3, 5, 8, 12, 15, 16}) {
+    for (int stages : {3, 4, 5, 8, 12, 15, 16}) {
       EXPECT_TRUE(ring_model::play(stages, units, static_cast<std::uint32_t>(trial), kernel(stages)))
           << "trial " << trial << ", " << stages << " stages";
     }
