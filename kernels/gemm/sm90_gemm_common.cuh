@@ -414,10 +414,10 @@ __device__ __forceinline__ void load_scale_run_boxes(const Params& p, Scales& sc
 // not TMA's, or a ring shorter than a run). For the k-blocks of the ring, in the producer's
 // order, it waits for the stage to be free, loads a run's boxes at its first k-block
 // (load_scale_run_boxes), writes the stage's scale_b where TMA does not load it, and arrives
-// on the full barrier (Pipeline::init's second producer arrival). The scale_b it writes it
-// copies (cp.async) for the k-block kBAhead - 1 ahead, the tile's 128-row blocks of B (0 past
-// N), into its staging slot, and for the ring's k-block waits for that copy (its oldest
-// group). Issued after griddepcontrol.wait (the kernel before may write the scales).
+// on the full barrier (Pipeline::init's second producer arrival). It copies (cp.async) the
+// scale_b it writes kBAhead - 1 k-blocks ahead, the tile's 128-row blocks of B (0 past N),
+// into a staging slot, and for the ring's k-block waits for that copy (its oldest group).
+// Issued after griddepcontrol.wait (the kernel before may write the scales).
 // NOTE: the producer arms the barrier for the boxes too; a box that lands before the arm only
 // takes the barrier's transaction count below zero, and the phase cannot complete before the
 // producer's arrival.
