@@ -59,14 +59,17 @@ enum : int {
   m128n256w,
   m192n128,
   m64n32,
+  m128n192,
   count
 };
 }  // namespace config
 
 // NOTE: a tiled row's registers (setmaxnreg: 232 per consumer thread for two warpgroups of
-// 128-column tiles, 240 otherwise) decide `promotes`: promotion holds three sets of
-// block_n / 2 sums (the sums and two partials) and about 24 more: 144 columns promote,
-// 256 do not. The kernels assert that each row agrees with its instantiation.
+// 128-column tiles, 240 otherwise) decide `promotes`: promotion holds the block_n / 2 sums and
+// one or two partials of as many, and about 24 more. Up to 144 columns hold two partials (one
+// k-block's wgmmas run while the last one's partial is added), 192 one (the warpgroup waits
+// for its wgmmas before each add; the other warpgroup's run meanwhile), 256 none: fast
+// accumulation only. The kernels assert that each row agrees with its instantiation.
 inline constexpr ConfigRow kConfigs[] = {
     {"m64n128", Family::tiled, 64, 128, 8, 64, 2, 0, 0, true, true, true, 0,
      "64 x 128 tiles: M <= 256 where 128-row tiles would leave SMs idle", nullptr},
@@ -96,6 +99,8 @@ inline constexpr ConfigRow kConfigs[] = {
      nullptr},
     {"m64n32", Family::tiled, 64, 32, 16, 32, 1, 0, 0, true, true, true, 0,
      "64 x 32 tiles: four times the CTAs of 64 x 128 ones on the same B", nullptr},
+    {"m128n192", Family::tiled, 128, 192, 4, 64, 3, 0, 0, true, false, true, 0,
+     "128 x 192 tiles, one partial product per promotion: where they take one round", nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
               "a row for every configuration id");
@@ -120,14 +125,18 @@ constexpr bool waves_kernel(int id) {
 
 // NOTE: 128-block scales (GemmScaleRecipe::block) multiply each 128-deep partial sum by one
 // scale of B per 128 rows: a configuration takes them where it promotes every 128 of K and
-// each promotion's columns lie within one 128-row block of B. The tiled kernel does so where
-// block_n divides 128, with scale_a in any layout (its scale warp copies what TMA cannot
-// load). The two-wave kernel (128-column waves, promoted every 256 of K without them) does so
+// knows each column's 128-row block of B. The tiled kernel does so where block_n divides 128
+// (a tile lies within one block) or is a multiple of 64 (each 64-column piece of a tile does,
+// as tiles start on multiples of 64), with scale_a in any layout (its scale warp copies what
+// TMA cannot load). The two-wave kernel (128-column waves, promoted every 256 of K without them) does so
 // where TMA loads scale_a (GemmProblem::block_scale_a_tma). The small-M kernel is left out:
 // its columns are rows of A, each needing its own scale at every promotion.
+constexpr bool tiled_block_columns(int block_n) {
+  return 128 % block_n == 0 || block_n % 64 == 0;
+}
 constexpr bool takes_block_scales(int id, bool scale_a_tma = false) {
   const ConfigRow& c = kConfigs[id];
-  if (c.family == Family::tiled) return c.promotes && 128 % c.block_n == 0;
+  if (c.family == Family::tiled) return c.promotes && tiled_block_columns(c.block_n);
   return scale_a_tma && c.promotes && waves_kernel(id);
 }
 
@@ -140,7 +149,8 @@ constexpr int config_id(std::string_view name) {
 }
 static_assert(config_id("m128n80") == config::m128n80 &&
                   config_id("m128n256w") == config::m128n256w &&
-                  config_id("m192n128") == config::m192n128,
+                  config_id("m192n128") == config::m192n128 &&
+                  config_id("m128n192") == config::m128n192,
               "the enumerators and the rows' names agree");
 
 }  // namespace tmakit::detail::gemm

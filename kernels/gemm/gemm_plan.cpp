@@ -102,7 +102,8 @@ void check_recipe(const GemmProblem& q) {
     throw ArgumentError("tuning.config",
                         config_label(id) +
                             " does not take 128-block scales (they need promotion every 128 of "
-                            "K on tiles of B within one 128-row block); use " +
+                            "K, each 64-column piece of a tile within one 128-row block of B); "
+                            "use " +
                             any_layout_block_configs() + ", or -1");
   }
 }
@@ -429,6 +430,21 @@ const ConfigRule kConfigRules[] = {
        // 7168: 7.0 against 8.6 us) (kernels/gemm/README.md)
        return !f.forced && f.q.recipe == GemmScaleRecipe::block && f.m <= 64 &&
               chosen == config::m64n64 && 2 * f.tiles(config::m64n64) <= f.sm;
+     }},
+    {{"C24",
+      "96 < M <= 128 with at least 8 k-blocks (and no split asked for) where 128 x 192 tiles "
+      "fill 3/4 of the SMs in one round: 128 x 192 tiles (each CTA reads its rows of B once; "
+      "one partial per promotion)",
+      "128 x 192 tiles: one round at M = 128"},
+     config::m128n192,
+     [](const Facts& f, int) {
+       // NOTE: in streams 1.05-1.21x faster than the tiles chosen without it (64 x 128, or
+       // 128 x 256 in two waves) at N = 20480-25344, K = 1536-16384, every recipe and mode;
+       // call by call 0.96-1.06x. At 4 k-blocks 0.98-1.05x: left out (kernels/gemm/README.md,
+       // "128 x 192 tiles: one round at M = 128")
+       return !f.forced && f.q.tuning.splits <= 1 && f.m > 96 && f.m <= 128 &&
+              f.k_blocks >= 8 && f.one_round(config::m128n192) &&
+              f.fills(f.tiles(config::m128n192));
      }},
 };
 

@@ -163,6 +163,23 @@ __device__ __forceinline__ void pipelined_k_blocks(std::int32_t count, State& st
   }
 }
 
+// The same walk through one partial (the tiled kernel's 192-column tiles, whose registers
+// hold the sums and one partial): each k-block's wgmmas into `part`, waited for
+// (wgmma.wait_group 0) and retired before the next k-block's are issued. The warpgroup's
+// tensor-core work pauses for each add; the CTA's other consumer warpgroup issues meanwhile.
+template <class State, int N, class Issue, class Retire>
+__device__ __forceinline__ void serial_k_blocks(std::int32_t count, State& st, float (&part)[N],
+                                                Issue&& issue, Retire&& retire) {
+  using First = std::integral_constant<int, 0>;
+  for (std::int32_t j = 0; j < count; ++j) {
+    const State cur = st;
+    issue(part, st, First{});
+    st.advance();
+    wgmma_wait<0>();
+    retire(part, cur, First{});
+  }
+}
+
 // The same walk without promotion (GemmAccumulation::fast): every k-block's wgmmas add into
 // the one accumulator the caller zeroed, issue(state) waiting for the stage and committing
 // them as one group; k-block j's stage is freed (release(state)) once k-block j + 1's wgmmas

@@ -21,7 +21,7 @@ void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, b
             bool block_scales) {
   // (the plan refuses promotion for a configuration that cannot promote, and 128-block scales
   // for one that cannot apply them: takes_block_scales)
-  if constexpr (Cfg::kPromotes && 128 % Cfg::kBlockN == 0) {
+  if constexpr (Cfg::kPromotes && Cfg::kBlockColumns) {
     if (block_scales) {
       using BlockCfg = BlockScalesConfig<Cfg>;
       constexpr std::size_t kBytes = kSmemBytes<BlockCfg, true>;
@@ -53,7 +53,7 @@ void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool ove
     static_assert(TiledConfig<Id>::kBlockM == c.block_m &&
                       TiledConfig<Id>::kPromotes == c.promotes &&
                       TiledConfig<Id>::kSplitsK == c.splits_k && c.plain_stores &&
-                      (TiledConfig<Id>::kPromotes && 128 % TiledConfig<Id>::kBlockN == 0) ==
+                      (TiledConfig<Id>::kPromotes && TiledConfig<Id>::kBlockColumns) ==
                           takes_block_scales(Id),
                   "the table's row agrees with the kernel it instantiates");
     if constexpr (c.rounds_stages != 0) {

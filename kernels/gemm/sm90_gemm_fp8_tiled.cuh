@@ -1,6 +1,6 @@
 // The tiled FP8 GEMM kernel, D = scale * (A * B^T), on TMA + wgmma (sm_90a): the
 // configurations of family `tiled` in gemm_configs.hpp (m64n128, m128n128, m128n144, m64n64,
-// m128n256, m128n80). One persistent kernel: one thread of a producer warpgroup streams
+// m128n256, m128n80, m64n32, m128n192). One persistent kernel: one thread of a producer warpgroup streams
 // 128B-swizzled K-major tiles of A and B into a ring of shared-memory stages (full/empty
 // mbarriers); one or two consumer warpgroups run wgmma m64nNk32 e4m3 on them, promote each
 // 128-deep partial product into fp32 registers, and store D through shared memory and TMA (or,
@@ -54,16 +54,27 @@ struct Config {
   using DTile = Tile<std::uint16_t, Swizzle::bytes128, DBoxCols, 64>;
   // NOTE: setmaxnreg moves registers from the producer warpgroup (which needs few) to the
   // consumers; the totals must fit the SM's 64 K registers: 128 * 40 + 256 * 232 = 64512.
-  // Tiles wider than 128 (three sets of BlockN / 2 registers) take 8 more per consumer thread
-  // from the producer: 128 * 24 + 256 * 240 = 64512.
-  static constexpr int kProducerRegs = BlockN > 128 ? 24 : 40;
-  static constexpr int kConsumerRegs = ConsumerWGs == 1 || BlockN > 128 ? 240 : 232;
-  // Promotion needs three sets of BlockN / 2 registers (sums and two partials) and about 24
-  // more (addresses, indices, the ring's state), split K a second set in its epilogue: 144
-  // columns (3 * 72 + 24 = 240) still promote and split; 256 run GemmAccumulation::fast only,
-  // and unsplit.
-  static constexpr bool kPromotes = 3 * (BlockN / 2) + 24 <= kConsumerRegs;
-  static constexpr bool kSplitsK = kPromotes;
+  // Tiles wider than 128 that hold two partials only in 240 (144 columns: 3 * 72 + 24) or
+  // cannot promote at all (256) take 8 more per consumer thread from the producer: 128 * 24 +
+  // 256 * 240 = 64512. 192 columns promote through one partial in 232 (2 * 96 + 24) and keep
+  // the producer's 40: in 24 its 128-block scale warp spilled.
+  static constexpr bool kLeanProducer =
+      BlockN > 128 && (3 * (BlockN / 2) + 24 <= 240 || 2 * (BlockN / 2) + 24 > 240);
+  static constexpr int kProducerRegs = kLeanProducer ? 24 : 40;
+  static constexpr int kConsumerRegs = ConsumerWGs == 1 || kLeanProducer ? 240 : 232;
+  // Promotion needs the sums, one or two partials (BlockN / 2 registers each) and about 24
+  // more (addresses, indices, the ring's state), split K a second set in its epilogue and the
+  // loads of the other splits' in flight: 144 columns (3 * 72 + 24 = 240) promote through two
+  // partials and split; 192 (2 * 96 + 24) promote through one, unsplit (split, they spilled);
+  // 256 run GemmAccumulation::fast only, and unsplit.
+  static constexpr int kPartials = 3 * (BlockN / 2) + 24 <= kConsumerRegs ? 2 : 1;
+  static constexpr bool kPromotes = 2 * (BlockN / 2) + 24 <= kConsumerRegs;
+  static constexpr bool kSplitsK = kPromotes && kPartials == 2;
+  // 128-block scales: a tile within one 128-row block of B (BlockN divides 128) takes one
+  // scale of B per k-block; else its 64-column pieces (tiles start on multiples of 64) take
+  // the scale of their own block, one of kBBlocks
+  static constexpr bool kBlockColumns = tiled_block_columns(BlockN);
+  static constexpr int kScalePieces = 128 % BlockN == 0 ? 1 : BlockN / 64;
 };
 // A configuration of the table (gemm_configs.hpp) as the kernel's template: the row's tile,
 // ring depth and epilogue boxes; its second form (rounds_stages, rounds_d_staged) where CTAs
@@ -113,17 +124,19 @@ using BlockScalesConfig =
            Cfg::kDBoxCols, Cfg::kDStaged>;
 
 // Where one lane of the scale warp reads the 128-block scales of the next k-block of its
-// CTA's units (in the producer's order): its rows' scale_a (r = lane + 32 i, none past M) and
-// scale_b of the tile's 128-row block of B, as pointers that step by one k-block's stride.
+// CTA's units (in the producer's order): its rows' scale_a (r = lane + 32 i, none past M) and,
+// lane j < BBlocks, scale_b of the tile's 128-row block j of B (none past N), as pointers that
+// step by one k-block's stride.
 // NOTE: the addresses are formed once per unit and stepped per k-block: formed per k-block
 // (64-bit products), one warp's instructions took longer than a k-block's wgmmas.
-template <int RowsPerLane>
+template <int RowsPerLane, int BBlocks>
 struct BlockScaleCursor {
   std::int64_t u;
   std::int32_t kb, kb_end;
   const float* a[RowsPerLane];
   const float* b;
   std::uint32_t rows_in;  // bit i: row i is below M
+  bool b_in;              // this lane copies a block of B that N holds
 
   template <int BlockM, int BlockN>
   __device__ void start(const Params& p, std::uint32_t lane) {
@@ -139,14 +152,16 @@ struct BlockScaleCursor {
       rows_in |= in ? 1u << i : 0u;
       a[i] = p.scale.a + (in ? row * p.scale.a_mn + kb * p.scale.a_k : 0);
     }
-    b = p.scale.b + (w.tn * BlockN) / 128 * p.scale.b_mn + kb * p.scale.b_k;
+    const std::int32_t nb = (w.tn * BlockN) / 128 + static_cast<std::int32_t>(lane);
+    b_in = lane < BBlocks && nb < (p.n + 127) / 128;
+    b = p.scale.b + (b_in ? nb * p.scale.b_mn + kb * p.scale.b_k : 0);
   }
   template <int BlockM, int BlockN>
   __device__ void advance(const Params& p, std::uint32_t lane) {
     if (++kb < kb_end) {
 #pragma unroll
       for (int i = 0; i < RowsPerLane; ++i) a[i] += (rows_in >> i & 1u) ? p.scale.a_k : 0;
-      b += p.scale.b_k;
+      b += b_in ? p.scale.b_k : 0;
       return;
     }
     u += gridDim.x;
@@ -156,8 +171,9 @@ struct BlockScaleCursor {
 
 // The scale warp of the tiled kernel for 128-block scales that TMA cannot load (scale_a not
 // in M-major, 16-byte aligned columns: block_scale_a_tma). Each of its 32 threads copies
-// (cp.async) scale_a[row][kb] of its rows of the tile (zeros past M) and, lane 0,
-// scale_b[nb][kb], for the k-block kScaleAhead - 1 ahead of the ring's, into its staging slot;
+// (cp.async) scale_a[row][kb] of its rows of the tile (zeros past M) and, lane j of the tile's
+// 128-row blocks of B, scale_b[nb + j][kb] (zero past N), for the k-block kScaleAhead - 1 ahead
+// of the ring's, into its staging slot;
 // for the ring's k-block it waits for that k-block's copies (its oldest group), waits for the
 // stage to be free and moves them into the stage's slots; then the warp arrives once on the
 // stage's full barrier (Pipeline::init's second producer arrival). Issued after
@@ -170,6 +186,7 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
                                                   BlockScaleSlots<Cfg, true>& slots,
                                                   std::uint32_t lane) {
   constexpr int kRowsPerLane = Cfg::kBlockM / 32;
+  constexpr int kBBlocks = BlockScaleStages<Cfg::kBlockM, Cfg::kBlockN, Cfg::kStages>::kBBlocks;
   static_assert(Cfg::kBlockM % 32 == 0, "whole rows per lane");
   // this CTA's k-blocks, all units
   std::uint32_t k_blocks = 0;
@@ -177,7 +194,8 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
     const Unit w = decode_unit(p, u);
     k_blocks += static_cast<std::uint32_t>(w.kb_end - w.kb_begin);
   }
-  BlockScaleCursor<kRowsPerLane> ahead{static_cast<std::int64_t>(blockIdx.x), 0, 0, {}, nullptr, 0};
+  BlockScaleCursor<kRowsPerLane, kBBlocks> ahead{
+      static_cast<std::int64_t>(blockIdx.x), 0, 0, {}, nullptr, 0, false};
   ahead.template start<Cfg::kBlockM, Cfg::kBlockN>(p, lane);
   constexpr std::uint32_t kSlotA = Cfg::kBlockM * 4, kSlotB = 16;
   static_assert(sizeof(slots.stages.a[0]) == kSlotA, "a stage's scale_a: its rows, no more");
@@ -194,7 +212,9 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
         copy_4_bytes_async(ahead_a + copy_slot * kSlotA + 32 * 4 * i, ahead.a[i],
                            ahead.rows_in >> i & 1u);
       }
-      if (lane == 0) copy_4_bytes_async(ahead_b + copy_slot * kSlotB, ahead.b, true);
+      if (lane < kBBlocks) {
+        copy_4_bytes_async(ahead_b + copy_slot * kSlotB + lane * 4, ahead.b, ahead.b_in);
+      }
       ahead.template advance<Cfg::kBlockM, Cfg::kBlockN>(p, lane);
       ++copied;
       copy_slot = copy_slot + 1 == kScaleAhead ? 0 : copy_slot + 1;
@@ -213,14 +233,15 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
     for (int i = 0; i < kRowsPerLane; ++i) {
       a[i] = ptx::ld_shared_f32(ahead_a + read_slot * kSlotA + 128 * i);
     }
-    const float b = ptx::ld_shared_f32(ahead_b + read_slot * kSlotB);
+    const float b = lane < kBBlocks ? ptx::ld_shared_f32(ahead_b + read_slot * kSlotB + lane * 4)
+                                    : 0.0f;
     read_slot = read_slot + 1 == kScaleAhead ? 0 : read_slot + 1;
     pipe.producer_wait_free(st);
 #pragma unroll
     for (int i = 0; i < kRowsPerLane; ++i) {
       ptx::st_shared_f32(stage_a + st.stage * kSlotA + 128 * i, a[i]);
     }
-    if (lane == 0) ptx::st_shared_f32(stage_b + st.stage * kSlotB, b);
+    if (lane < kBBlocks) ptx::st_shared_f32(stage_b + st.stage * kSlotB + lane * 4, b);
     __syncwarp();  // every lane's writes before the warp's one arrival
     if (lane == 0) pipe.producer_full(st).arrive();
     st.advance();
@@ -373,9 +394,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // named barriers: 1 the consumers (split K), 2.. each consumer warpgroup's epilogue, then
   // two per consumer warpgroup for the row-wise scales' hand-over
   constexpr RowScaleBarriers<Cfg::kConsumerWGs> kRowScaleBarriers{2 + Cfg::kConsumerWGs};
-  static_assert(!BlockScales || (Promote && 128 % Cfg::kBlockN == 0),
-                "128-block scales: promotion every 128 of K, tiles of B within one 128-row "
-                "block");
+  static_assert(!BlockScales || (Promote && Cfg::kBlockColumns),
+                "128-block scales: promotion every 128 of K, each 64-column piece of a tile "
+                "within one 128-row block of B");
+  static_assert(!BlockScales || Cfg::kScalePieces <= 3,
+                "128-block scales: a tile's 64-column pieces lie in its first two 128-row "
+                "blocks of B");
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // (the 128-block kernels at the aligned base with its address held in a register: see
   // a_desc0 below)
@@ -420,10 +444,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const float scale = gemm_common::kernel_scale(p.scale);
     State st;
     // acc: the fp32 sums; part0/part1: partial products of alternate k-blocks, so that one
-    // k-block's wgmmas run while the previous one's partial is added into acc
+    // k-block's wgmmas run while the previous one's partial is added into acc (where the
+    // registers hold one partial, kPartials == 1, part0 alone)
     float acc[Cfg::kAccum];
     float part0[Cfg::kAccum];
-    float part1[Cfg::kAccum];
+    [[maybe_unused]] float part1[Cfg::kPartials == 2 ? Cfg::kAccum : 1];
     const std::uint32_t a_off = cw * 64 * kBlockK;  // this warpgroup's 64 rows of A
     // With 128-block scales: that A and the tile's B as wgmma descriptors formed once at stage
     // 0, a stage's advanced from them by whole stage buffers (one add per k-block).
@@ -451,14 +476,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (warp_leader) pipe.consumer_release(done);
     };
     // With 128-block scales, each partial's k-block's scale_a[row] * scale_b (float products;
-    // this thread's two rows of the tile: register 4j + 2h + e holds row h, 8 apart), read
+    // this thread's two rows of the tile: register 4j + 2h + e holds row h, 8 apart; per
+    // 64-column piece, register i in piece i / 32, where a tile spans two blocks of B), read
     // from the stage's slots as its wgmmas are issued, applied when it is retired
     // NOTE: read as the wgmmas are issued, so that the loads' latency is not between a
     // partial's completion and its promotion (measured no faster than reading them at
     // retirement at 128 x 4096 x 7168: README.md, "128-block scales")
-    [[maybe_unused]] float row_scales[2][2];
+    [[maybe_unused]] float row_scales[Cfg::kPartials][Cfg::kScalePieces][2];
     // the k-block the next issue() reads, its unit's first, and the run slot of its scales
     [[maybe_unused]] std::int32_t issue_kb = 0, unit_kb_begin = 0;
+    // where a tile spans two blocks of B: whether it starts 64 columns into its first (its
+    // odd pieces then lie in the second)
+    [[maybe_unused]] bool tile_off64 = false;
     [[maybe_unused]] ScaleRunSlot<Cfg::kStages> run;
     auto issue = [&](float (&part)[Cfg::kAccum], const State& at, auto which) {
       pipe.consumer_wait(at);
@@ -468,13 +497,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // NOTE: shared loads by address (through `s`, a generic pointer, they were generic
         // LDs)
         const auto& scales = s.block_scales.stages;
-        const float b = ptx::ld_shared_f32(
-            scales.b_address(at.stage, run.slot, 0, issue_kb, p.scale.b_tma != 0));
+        const bool b_tma = p.scale.b_tma != 0;
         const std::uint32_t a_at =
             scales.a_address(at.stage, run.slot, tile_row, issue_kb, p.scale.a_tma != 0);
+        const float a[2] = {ptx::ld_shared_f32(a_at), ptx::ld_shared_f32(a_at + 8 * 4)};
+        if constexpr (Cfg::kScalePieces == 1) {
+          const float b =
+              ptx::ld_shared_f32(scales.b_address(at.stage, run.slot, 0, issue_kb, b_tma));
+          row_scales[which][0][0] = a[0] * b;
+          row_scales[which][0][1] = a[1] * b;
+        } else {
+          // piece c lies in block c / 2 of the tile's, or, odd and 64 columns in, the next
+          const float b[2] = {
+              ptx::ld_shared_f32(scales.b_address(at.stage, run.slot, 0, issue_kb, b_tma)),
+              ptx::ld_shared_f32(scales.b_address(at.stage, run.slot, 1, issue_kb, b_tma))};
+#pragma unroll
+          for (int c = 0; c < Cfg::kScalePieces; ++c) {
+            const float bc = c % 2 == 1 && tile_off64 ? b[c / 2 + 1] : b[c / 2];
+            row_scales[which][c][0] = a[0] * bc;
+            row_scales[which][c][1] = a[1] * bc;
+          }
+        }
         ++issue_kb;
-        row_scales[which][0] = ptx::ld_shared_f32(a_at) * b;
-        row_scales[which][1] = ptx::ld_shared_f32(a_at + 8 * 4) * b;
       }
       if constexpr (BlockScales) {
         issue_k_block_descs<Cfg>(part, a_desc(at), b_desc(at));
@@ -496,7 +540,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         wgmma_fence_registers(part);
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) {
-          acc[i] = fmaf(part[i], row_scales[which][(i / 2) % 2], acc[i]);
+          acc[i] = fmaf(part[i], row_scales[which][Cfg::kScalePieces == 1 ? 0 : i / 32][(i / 2) % 2],
+                        acc[i]);
         }
       } else {
         release(done);
@@ -515,7 +560,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // measured 0-10% slower at 4096^3, 8192^3 and 4096x7168x2048; storing one step later
       // (two k-blocks in flight) spilled acc. Each tile drains before its epilogue.
       const std::int32_t kbs = w.kb_end - w.kb_begin;
-      if constexpr (BlockScales) issue_kb = unit_kb_begin = w.kb_begin;
+      if constexpr (BlockScales) {
+        issue_kb = unit_kb_begin = w.kb_begin;
+        tile_off64 = w.tn * Cfg::kBlockN % 128 != 0;
+      }
       if constexpr (!Promote) {
         gemm_common::accumulated_k_blocks(
             kbs, st,
@@ -526,8 +574,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             },
             release);
         wgmma_fence_registers(acc);
-      } else if constexpr (Cfg::kPromotes) {
+      } else if constexpr (Cfg::kPromotes && Cfg::kPartials == 2) {
         gemm_common::pipelined_k_blocks(kbs, st, part0, part1, issue, retire);
+      } else if constexpr (Cfg::kPromotes) {
+        gemm_common::serial_k_blocks(kbs, st, part0, issue, retire);
       }
 
       const std::int32_t row0 = w.tm * Cfg::kBlockM + static_cast<std::int32_t>(cw) * 64;

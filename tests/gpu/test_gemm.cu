@@ -389,9 +389,10 @@ TEST(GemmRecipes, BlockScalesEveryConfigurationForced) {
     if (!gemm_config_built(id)) continue;
     const GemmConfigInfo info = gemm_config_info(id);
     if (info.block_scales) {
-      // unsplit and split, scale_a M-major (M a multiple of 4: loaded by TMA) and row-major
-      // (copied by the scale warp)
+      // unsplit and split (where it splits), scale_a M-major (M a multiple of 4: loaded by
+      // TMA) and row-major (copied by the scale warp)
       for (int splits : {1, 3}) {
+        if (splits > 1 && !info.splits_k) continue;
         Case block{300, 333, 1040, id, splits};
         block.recipe = GemmScaleRecipe::block;
         block.scale_a_rows = splits == 3;
@@ -437,8 +438,8 @@ void block_scale_a_tma_cases(bool two_waves) {
     }
     ++ran;
   }
-  EXPECT_EQ(ran, two_waves ? 3 : 5)
-      << "m256n128, m128n256w and m192n128; or the plan's choice and four";
+  EXPECT_EQ(ran, two_waves ? 3 : 6)
+      << "m256n128, m128n256w and m192n128; or the plan's choice and five";
 }
 
 TEST(GemmRecipes, BlockScaleATmaSmall) {
@@ -573,7 +574,10 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
     if (name == "m192n128") continue;  // N a multiple of 8 only: Gemm.ThreeWarpgroupTiles
     if (name == "m128n256w") continue;  // N a multiple of 8 only: Gemm.TwoWavesAlongN
+    // (m128n192 does not split K: forcing splits is refused, GemmLauncher's host tests)
+    const bool unsplit = !gemm_config_info(config).splits_k;
     for (int splits : {1, 3, 0, 32}) {
+      if (unsplit && splits > 1) continue;
       run_case({129, 300, 4096, config, splits}, 7u + config * 10 + splits);
       run_case({200, 520, 1024, config, splits == 32 ? 8 : splits}, 99u + config + splits);
     }
@@ -590,8 +594,8 @@ TEST(GemmFastAccumulation, EveryConfigurationAndSplit) {
   for (int config = 0; config < kGemmConfigs; ++config) {
     if (!gemm_config_built(config)) continue;  // retired: GemmLauncher's host tests
     const std::string name = gemm_config_name(config);
-    // the 128 x 256 tiles do not split K
-    const bool unsplit = name == "m128n256";
+    // the 128 x 256 and 128 x 192 tiles do not split K
+    const bool unsplit = !gemm_config_info(config).splits_k;
     if (name == "smallm") {
       run_case({100, 336, 1040, config, 2, DataType::bfloat16, 0, true, kFast}, 301u);
       continue;
@@ -1249,6 +1253,35 @@ TEST(Gemm, Tiles144Small) {
   run_case({200, 304, 1040, 4, 1, DataType::float16, 32}, 870u);
   run_case({130, 333, 512, 4, 1, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 871u);
   run_case({129, 300, 1024, 4, 2}, 872u);
+}
+
+// 128 x 192 tiles, which promote through one partial and whose tiles past the first start 64
+// columns into a 128-row block of B (their odd 64-column pieces take the next block's
+// scale_b), small enough for compute-sanitizer (scripts/gpu_check): both modes with padded
+// and odd-width D (plain stores), row-wise scales, 128-block scales with scale_a by TMA
+// (scale_b by the scale thread at K = 1040, by TMA at K = 1008), by the scale warp
+// (row-major, a last partial 128-row block of B) and over more tiles than SMs.
+TEST(Gemm, Tiles192Small) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int id = gemm_config_id("m128n192");
+  ASSERT_GE(id, 0);
+  run_case({200, 400, 1040, id, 1, DataType::float16, 32}, 880u);
+  run_case({130, 333, 512, id, 1, DataType::bfloat16, 0, true, GemmAccumulation::fast}, 881u);
+  Case row{130, 336, 1040, id};
+  row.recipe = GemmScaleRecipe::row;
+  run_case(row, 882u);
+  for (const std::uint64_t k : {1040, 1008}) {
+    Case block{300, 520, k, id};
+    block.recipe = GemmScaleRecipe::block;
+    run_case(block, static_cast<std::uint32_t>(883 + k));
+  }
+  Case rows{301, 333, 1040, id};
+  rows.recipe = GemmScaleRecipe::block;
+  rows.scale_a_rows = true;
+  run_case(rows, 885u);
+  Case many{128, 192 * 140 + 64, 512, id};  // 141 tiles: CTAs that take two
+  many.recipe = GemmScaleRecipe::block;
+  run_case(many, 886u);
 }
 
 // The plan's 128 x 144 tiles where they save a round (1024 x 2112: 120 tiles against 136 of

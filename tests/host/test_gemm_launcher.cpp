@@ -298,7 +298,7 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
     EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, block, nullptr, forced); }, &msg),
               "tuning.config")
         << name;
-    EXPECT_NE(msg.find("m64n32, m64n64, m64n128 or m128n128"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("m64n32, m64n64, m64n128, m128n128 or m128n192"), std::string::npos) << msg;
   }
   // the two-wave kernel's configurations: where TMA loads scale_a (torch's M-major layout, M a
   // multiple of 4, aligned) they reach the first CUDA call; row-major, they are refused
@@ -685,8 +685,9 @@ TEST(GemmPlan, SmallMSplitsKToFillTheGpu) {
   EXPECT_EQ(waves_n.grid, 112u);
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).config, 10);  // 224 tiles: two rounds
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132).grid, 112u);  // two tiles per CTA
-  EXPECT_EQ(gemm_fp8_plan(97, 25344, 4096, 132).config, 10);        // 99 tiles, 97 of 128 rows
-  EXPECT_EQ(gemm_fp8_plan(128, 25088, 4096, 132).config, 0);        // 98 < 99 tiles
+  EXPECT_EQ(gemm_fp8_plan(97, 27648, 4096, 132).config, 10);        // 108 tiles, 97 of 128 rows
+  EXPECT_EQ(gemm_fp8_plan(128, 25088, 4096, 132).config, 13);  // 98 < 99 tiles; one round of
+                                                               // 128 x 192 (C24)
   EXPECT_EQ(gemm_fp8_plan(96, 57344, 8192, 132).config, 0);         // 96: 3/4 of the rows, not more
   EXPECT_EQ(gemm_fp8_plan(128, 57340, 8192, 132).config, 0);        // N not a multiple of 8
   EXPECT_EQ(gemm_fp8_plan(129, 57344, 8192, 132).config, 0);        // two tile rows
@@ -882,6 +883,7 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
       {128, 28672, 8192, -1, false, 0, "m128n256w", "C12", "K3"},
       {320, 8192, 8192, -1, false, 0, "m128n256w", "C13", "K3"},
       {1024, 2112, 7168, -1, false, 0, "m128n144", "C14", "K6"},
+      {128, 24576, 1536, -1, false, 0, "m128n192", "C24", "K3"},
       // D's rows 8200 bytes apart (not whole 16-byte chunks): not the two-wave tiles of C11
       {4096, 4096, 4096, -1, false, 8200, "m128n128", "C15", "K6"},
   };
@@ -955,6 +957,46 @@ TEST(GemmPlanRules, ShortAndLongKAtM128) {
     EXPECT_EQ(config(128, 7168, 12288, is_fast), "smallm") << is_fast;
     EXPECT_NE(config(128, 7168, 24592, is_fast), "smallm") << is_fast;
     EXPECT_NE(config(127, 7168, 4112, is_fast), "smallm") << is_fast;
+  }
+}
+
+// C24: at 96 < M <= 128 with 8 k-blocks or more, one round of 128 x 192 tiles filling 3/4 of
+// the SMs takes them, in every recipe and mode (128-block scales with scale_a in any layout),
+// unless splits are asked for; at its edges the rules before it decide.
+TEST(GemmPlanRules, OneRoundOf128x192Tiles) {
+  const auto plan = [](std::uint64_t m, std::uint64_t n, std::uint64_t k, GemmScaleRecipe recipe,
+                       bool fast, bool a_tma = false, int splits = 0) {
+    GemmTuning t{-1, splits};
+    if (fast) t.accumulation = GemmAccumulation::fast;
+    return gemm_fp8_plan({m, n, k, 0, 132, 0, t, recipe, a_tma});
+  };
+  const int id = gemm_config_id("m128n192");
+  for (const GemmScaleRecipe recipe :
+       {GemmScaleRecipe::tensor, GemmScaleRecipe::row, GemmScaleRecipe::block}) {
+    for (const bool fast : {false, true}) {
+      if (fast && recipe == GemmScaleRecipe::block) continue;  // (promoted only)
+      for (const bool a_tma : {false, true}) {
+        const GemmPlan p = plan(128, 24576, 1536, recipe, fast, a_tma);  // 128 tiles
+        EXPECT_EQ(p.config, id) << static_cast<int>(recipe) << fast << a_tma;
+        EXPECT_STREQ(p.config_rule, "C24");
+        EXPECT_EQ(p.splits, 1);
+        EXPECT_EQ(p.grid, 128u);
+      }
+      const auto rule = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k, int splits = 0) {
+        return std::string(plan(m, n, k, recipe, fast, false, splits).config_rule);
+      };
+      EXPECT_EQ(rule(97, 24576, 1536), "C24");
+      EXPECT_NE(rule(96, 24576, 1536), "C24");   // M: more than 3/4 of the tile's rows
+      EXPECT_NE(rule(129, 24576, 1536), "C24");  // two rows of tiles
+      EXPECT_EQ(rule(128, 25344, 4096), "C24");  // 132 tiles: the SMs
+      EXPECT_NE(rule(128, 25345, 4096), "C24");  // 133: two rounds
+      EXPECT_EQ(rule(128, 19008, 1536), "C24");  // 99 tiles: 3/4 of 132
+      EXPECT_NE(rule(128, 18816, 1536), "C24");  // 98
+      EXPECT_EQ(rule(128, 24576, 1024), "C24");  // 8 k-blocks
+      EXPECT_NE(rule(128, 24576, 896), "C24");   // 7
+      EXPECT_NE(rule(128, 24576, 1536, 2), "C24");  // splits asked for
+      EXPECT_EQ(rule(128, 24576, 1536, 1), "C24");  // no split asked for
+    }
   }
 }
 
@@ -1125,7 +1167,8 @@ TEST(GemmPlanRules, TwoWaveBlockScalesNeedScaleATma) {
   EXPECT_EQ(test::refused([&] { gemm_fp8_plan(q); }, &message), "tuning.config");
   EXPECT_NE(message.find("configuration m256n128 takes 128-block scales only where TMA loads "
                          "scale_a: M-major columns, 16-byte aligned, a multiple of 4 floats "
-                         "apart (at least M); use m64n32, m64n64, m64n128 or m128n128, or -1"),
+                         "apart (at least M); use m64n32, m64n64, m64n128, m128n128 or "
+                         "m128n192, or -1"),
             std::string::npos)
       << message;
   q.block_scale_a_tma = true;
@@ -1423,10 +1466,10 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 23u + 6u);
+  ASSERT_EQ(count, 24u + 6u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 23 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 22));
+    const std::string want = (i < 24 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 23));
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }
@@ -1437,7 +1480,7 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
     EXPECT_EQ(info.built, gemm_config_built(id));
     if (info.block_scales) block_scales += std::string(block_scales.empty() ? "" : " ") + info.name;
   }
-  EXPECT_EQ(block_scales, "m64n128 m128n128 m64n64 m64n32");
+  EXPECT_EQ(block_scales, "m64n128 m128n128 m64n64 m64n32 m128n192");
   std::string block_scales_tma;
   for (int id = 0; id < kGemmConfigs; ++id) {
     const GemmConfigInfo info = gemm_config_info(id);
@@ -1445,7 +1488,7 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
       block_scales_tma += std::string(block_scales_tma.empty() ? "" : " ") + info.name;
     }
   }
-  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128 m64n32");
+  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128 m64n32 m128n192");
   EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
   EXPECT_EQ(gemm_config_id("m128x128"), -1);
   EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");

@@ -115,7 +115,7 @@ struct GemmTuning {
 
 // The number of configuration ids (GemmTuning::config), 0..kGemmConfigs - 1; one of them
 // ("m128n128c2") is retired.
-inline constexpr int kGemmConfigs = 13;
+inline constexpr int kGemmConfigs = 14;
 // A configuration's name ("m64n128", "m128n128", "smallm", ...: kernels/gemm/README.md,
 // "Configurations"), "?" outside 0..kGemmConfigs - 1.
 const char* gemm_config_name(int config);
@@ -153,8 +153,8 @@ struct GemmProblem {
   double dram_bytes_per_second = 0;
   GemmTuning tuning{};
   // how the scales apply: 128-block scales take the configurations that promote every 128
-  // of K and whose tiles of B lie within one 128-row block (m64n32, m64n64, m64n128, m128n128;
-  // and m256n128, m128n256w, m192n128 where block_scale_a_tma)
+  // of K and whose tiles' 64-column pieces of B lie within one 128-row block (m64n32, m64n64,
+  // m64n128, m128n128, m128n192; and m256n128, m128n256w, m192n128 where block_scale_a_tma)
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
   // 128-block scale_a that TMA can load (M-major columns 16-byte aligned and a whole number
   // of 16-byte chunks apart: torch's layout where M is a multiple of 4, DeepGEMM's): the
