@@ -432,17 +432,18 @@ const ConfigRule kConfigRules[] = {
               chosen == config::m64n64 && 2 * f.tiles(config::m64n64) <= f.sm;
      }},
     {{"C24",
-      "96 < M <= 128 with at least 8 k-blocks (and no split asked for) where 128 x 192 tiles "
-      "fill 3/4 of the SMs in one round: 128 x 192 tiles (each CTA reads its rows of B once; "
-      "one partial per promotion)",
+      "promotion at 96 < M <= 128 with at least 8 k-blocks (and no split asked for) where "
+      "128 x 192 tiles fill 3/4 of the SMs in one round: 128 x 192 tiles (each CTA reads its "
+      "rows of B once; one partial per promotion)",
       "128 x 192 tiles: one round at M = 128"},
      config::m128n192,
      [](const Facts& f, int) {
-       // NOTE: in streams 1.05-1.21x faster than the tiles chosen without it (64 x 128, or
-       // 128 x 256 in two waves) at N = 20480-25344, K = 1536-16384, every recipe and mode;
-       // call by call 0.96-1.06x. At 4 k-blocks 0.98-1.05x: left out (kernels/gemm/README.md,
+       // NOTE: promoted, in streams 1.05-1.21x faster than the tiles chosen without it (64 x
+       // 128, or 128 x 256 in two waves) at N = 20480-25344, K = 1536-16384, every recipe;
+       // call by call 0.96-1.06x. Fast accumulation ran 0.96-0.97x call by call at 128 x
+       // 24576 x 1536, and 4 k-blocks 0.98-1.05x: both left out (kernels/gemm/README.md,
        // "128 x 192 tiles: one round at M = 128")
-       return !f.forced && f.q.tuning.splits <= 1 && f.m > 96 && f.m <= 128 &&
+       return !f.forced && f.promoted() && f.q.tuning.splits <= 1 && f.m > 96 && f.m <= 128 &&
               f.k_blocks >= 8 && f.one_round(config::m128n192) &&
               f.fills(f.tiles(config::m128n192));
      }},

@@ -960,9 +960,10 @@ TEST(GemmPlanRules, ShortAndLongKAtM128) {
   }
 }
 
-// C24: at 96 < M <= 128 with 8 k-blocks or more, one round of 128 x 192 tiles filling 3/4 of
-// the SMs takes them, in every recipe and mode (128-block scales with scale_a in any layout),
-// unless splits are asked for; at its edges the rules before it decide.
+// C24: promoted, at 96 < M <= 128 with 8 k-blocks or more, one round of 128 x 192 tiles
+// filling 3/4 of the SMs takes them, in every recipe (128-block scales with scale_a in any
+// layout), unless splits are asked for; fast accumulation keeps its own rules; at its edges
+// the rules before it decide.
 TEST(GemmPlanRules, OneRoundOf128x192Tiles) {
   const auto plan = [](std::uint64_t m, std::uint64_t n, std::uint64_t k, GemmScaleRecipe recipe,
                        bool fast, bool a_tma = false, int splits = 0) {
@@ -973,29 +974,29 @@ TEST(GemmPlanRules, OneRoundOf128x192Tiles) {
   const int id = gemm_config_id("m128n192");
   for (const GemmScaleRecipe recipe :
        {GemmScaleRecipe::tensor, GemmScaleRecipe::row, GemmScaleRecipe::block}) {
-    for (const bool fast : {false, true}) {
-      if (fast && recipe == GemmScaleRecipe::block) continue;  // (promoted only)
-      for (const bool a_tma : {false, true}) {
-        const GemmPlan p = plan(128, 24576, 1536, recipe, fast, a_tma);  // 128 tiles
-        EXPECT_EQ(p.config, id) << static_cast<int>(recipe) << fast << a_tma;
-        EXPECT_STREQ(p.config_rule, "C24");
-        EXPECT_EQ(p.splits, 1);
-        EXPECT_EQ(p.grid, 128u);
-      }
-      const auto rule = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k, int splits = 0) {
-        return std::string(plan(m, n, k, recipe, fast, false, splits).config_rule);
-      };
-      EXPECT_EQ(rule(97, 24576, 1536), "C24");
-      EXPECT_NE(rule(96, 24576, 1536), "C24");   // M: more than 3/4 of the tile's rows
-      EXPECT_NE(rule(129, 24576, 1536), "C24");  // two rows of tiles
-      EXPECT_EQ(rule(128, 25344, 4096), "C24");  // 132 tiles: the SMs
-      EXPECT_NE(rule(128, 25345, 4096), "C24");  // 133: two rounds
-      EXPECT_EQ(rule(128, 19008, 1536), "C24");  // 99 tiles: 3/4 of 132
-      EXPECT_NE(rule(128, 18816, 1536), "C24");  // 98
-      EXPECT_EQ(rule(128, 24576, 1024), "C24");  // 8 k-blocks
-      EXPECT_NE(rule(128, 24576, 896), "C24");   // 7
-      EXPECT_NE(rule(128, 24576, 1536, 2), "C24");  // splits asked for
-      EXPECT_EQ(rule(128, 24576, 1536, 1), "C24");  // no split asked for
+    for (const bool a_tma : {false, true}) {
+      const GemmPlan p = plan(128, 24576, 1536, recipe, false, a_tma);  // 128 tiles
+      EXPECT_EQ(p.config, id) << static_cast<int>(recipe) << a_tma;
+      EXPECT_STREQ(p.config_rule, "C24");
+      EXPECT_EQ(p.splits, 1);
+      EXPECT_EQ(p.grid, 128u);
+    }
+    const auto rule = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k, int splits = 0) {
+      return std::string(plan(m, n, k, recipe, false, false, splits).config_rule);
+    };
+    EXPECT_EQ(rule(97, 24576, 1536), "C24");
+    EXPECT_NE(rule(96, 24576, 1536), "C24");   // M: more than 3/4 of the tile's rows
+    EXPECT_NE(rule(129, 24576, 1536), "C24");  // two rows of tiles
+    EXPECT_EQ(rule(128, 25344, 4096), "C24");  // 132 tiles: the SMs
+    EXPECT_NE(rule(128, 25345, 4096), "C24");  // 133: two rounds
+    EXPECT_EQ(rule(128, 19008, 1536), "C24");  // 99 tiles: 3/4 of 132
+    EXPECT_NE(rule(128, 18816, 1536), "C24");  // 98
+    EXPECT_EQ(rule(128, 24576, 1024), "C24");  // 8 k-blocks
+    EXPECT_NE(rule(128, 24576, 896), "C24");   // 7
+    EXPECT_NE(rule(128, 24576, 1536, 2), "C24");  // splits asked for
+    EXPECT_EQ(rule(128, 24576, 1536, 1), "C24");  // no split asked for
+    if (recipe != GemmScaleRecipe::block) {     // fast accumulation: not C24
+      EXPECT_NE(plan(128, 24576, 1536, recipe, true).config, id);
     }
   }
 }
