@@ -127,10 +127,11 @@ constexpr bool waves_kernel(int id) {
 // scale of B per 128 rows: a configuration takes them where it promotes every 128 of K and
 // knows each column's 128-row block of B. The tiled kernel does so where block_n divides 128
 // (a tile lies within one block) or is a multiple of 64 (each 64-column piece of a tile does,
-// as tiles start on multiples of 64), with scale_a in any layout (its scale warp copies what
-// TMA cannot load). The two-wave kernel (128-column waves, promoted every 256 of K without them) does so
-// where TMA loads scale_a (GemmProblem::block_scale_a_tma). The small-M kernel is left out:
-// its columns are rows of A, each needing its own scale at every promotion.
+// as tiles start on multiples of 64: tiled_block_columns), with scale_a in any layout (its
+// scale warp copies what TMA cannot load). The two-wave kernel (128-column waves, promoted
+// every 256 of K without them) does so where TMA loads scale_a
+// (GemmProblem::block_scale_a_tma). The small-M kernel is left out: its columns are rows of A,
+// each needing its own scale at every promotion.
 constexpr bool tiled_block_columns(int block_n) {
   return 128 % block_n == 0 || block_n % 64 == 0;
 }

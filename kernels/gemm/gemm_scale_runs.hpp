@@ -52,6 +52,14 @@ TMAKIT_HOST_DEVICE constexpr std::int32_t scale_run_origin(std::int32_t kb) {
   return kb / kScaleRun * kScaleRun;
 }
 
+// Which of a tile's 128-row blocks of B (0: the one holding its first column) holds its
+// 64-column piece `piece`, where the tile starts `offset` columns into that block (tiles of a
+// multiple of 64 columns: offset 0 or 64). The tiled kernel scales piece c's columns of a
+// partial by that block's scale_b (tests/host/test_gemm_launcher.cpp plays every column).
+TMAKIT_HOST_DEVICE constexpr int piece_scale_block(int piece, bool offset64) {
+  return piece / 2 + (piece % 2 == 1 && offset64 ? 1 : 0);
+}
+
 // The launcher's boxes (elements): scale_a's, the tile's block_m rows x kScaleRun k-blocks
 // (M-major: rows are dimension 0); scale_b's, kScaleRun k-blocks x the tile's 128-row blocks of
 // B (K-major).

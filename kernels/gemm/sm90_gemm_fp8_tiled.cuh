@@ -1,12 +1,12 @@
 // The tiled FP8 GEMM kernel, D = scale * (A * B^T), on TMA + wgmma (sm_90a): the
 // configurations of family `tiled` in gemm_configs.hpp (m64n128, m128n128, m128n144, m64n64,
-// m128n256, m128n80, m64n32, m128n192). One persistent kernel: one thread of a producer warpgroup streams
-// 128B-swizzled K-major tiles of A and B into a ring of shared-memory stages (full/empty
-// mbarriers); one or two consumer warpgroups run wgmma m64nNk32 e4m3 on them, promote each
-// 128-deep partial product into fp32 registers, and store D through shared memory and TMA (or,
-// where D's rows are not whole 16-byte chunks, with ordinary stores). Shapes with too few
-// output tiles to fill the GPU split K; the last CTA of a tile to finish sums the partial
-// tiles. Its launch: sm90_gemm_fp8_tiled.cu. See README.md beside this file.
+// m128n256, m128n80, m64n32, m128n192). One persistent kernel: one thread of a producer
+// warpgroup streams 128B-swizzled K-major tiles of A and B into a ring of shared-memory stages
+// (full/empty mbarriers); one or two consumer warpgroups run wgmma m64nNk32 e4m3 on them,
+// promote each 128-deep partial product into fp32 registers, and store D through shared
+// memory and TMA (or, where D's rows are not whole 16-byte chunks, with ordinary stores).
+// Shapes with too few output tiles to fill the GPU split K; the last CTA of a tile to finish
+// sums the partial tiles. Its launch: sm90_gemm_fp8_tiled.cu. See README.md beside this file.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -507,13 +507,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           row_scales[which][0][0] = a[0] * b;
           row_scales[which][0][1] = a[1] * b;
         } else {
-          // piece c lies in block c / 2 of the tile's, or, odd and 64 columns in, the next
+          // piece c's block of B: the tile's first or second (kScalePieces <= 3)
           const float b[2] = {
               ptx::ld_shared_f32(scales.b_address(at.stage, run.slot, 0, issue_kb, b_tma)),
               ptx::ld_shared_f32(scales.b_address(at.stage, run.slot, 1, issue_kb, b_tma))};
 #pragma unroll
           for (int c = 0; c < Cfg::kScalePieces; ++c) {
-            const float bc = c % 2 == 1 && tile_off64 ? b[c / 2 + 1] : b[c / 2];
+            const float bc = piece_scale_block(c, tile_off64) == 0 ? b[0] : b[1];
             row_scales[which][c][0] = a[0] * bc;
             row_scales[which][c][1] = a[1] * bc;
           }
@@ -540,8 +540,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         wgmma_fence_registers(part);
 #pragma unroll
         for (int i = 0; i < Cfg::kAccum; ++i) {
-          acc[i] = fmaf(part[i], row_scales[which][Cfg::kScalePieces == 1 ? 0 : i / 32][(i / 2) % 2],
-                        acc[i]);
+          const int piece = Cfg::kScalePieces == 1 ? 0 : i / 32;
+          acc[i] = fmaf(part[i], row_scales[which][piece][(i / 2) % 2], acc[i]);
         }
       } else {
         release(done);

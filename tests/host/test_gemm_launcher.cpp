@@ -1415,6 +1415,27 @@ bool play(int stages, const std::vector<std::pair<std::int32_t, std::int32_t>>& 
 
 }  // namespace ring_model
 
+// The tiled kernel's 128-block scale_b per 64-column piece (piece_scale_block): for tiles of
+// 64 to 192 columns that start on multiples of their width, every column's 128-row block of B
+// is the tile's first block plus its piece's, and the tile's columns span at most two blocks
+// (the kernel reads two).
+TEST(GemmScaleRuns, PiecesTakeTheirColumnsBlock) {
+  using detail::gemm::piece_scale_block;
+  for (const int block_n : {64, 128, 192}) {
+    for (int tn = 0; tn < 12; ++tn) {
+      const int col0 = tn * block_n;
+      const bool offset64 = col0 % 128 != 0;
+      for (int c = 0; c < block_n; ++c) {
+        const int piece = c / 64;
+        const int block = (col0 + c) / 128 - col0 / 128;
+        EXPECT_EQ(piece_scale_block(piece, offset64), block)
+            << block_n << " " << tn << " " << c;
+        EXPECT_LE(block, 1) << block_n << " " << tn << " " << c;
+      }
+    }
+  }
+}
+
 TEST(GemmScaleRuns, RingNeverDeadlocks) {
   using detail::gemm::block_scale_full_arrivals;
   using detail::gemm::producer_loads_scale_runs;
@@ -1489,7 +1510,8 @@ TEST(GemmPlanRules, TheTableAndTheRuleList) {
       block_scales_tma += std::string(block_scales_tma.empty() ? "" : " ") + info.name;
     }
   }
-  EXPECT_EQ(block_scales_tma, "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128 m64n32 m128n192");
+  EXPECT_EQ(block_scales_tma,
+            "m64n128 m128n128 m64n64 m256n128 m128n256w m192n128 m64n32 m128n192");
   EXPECT_FALSE(gemm_config_built(gemm_config_id("m128n128c2")));
   EXPECT_EQ(gemm_config_id("m128x128"), -1);
   EXPECT_STREQ(gemm_config_info(kGemmConfigs).name, "?");
