@@ -39,7 +39,8 @@ struct GemmKernelScale {
   std::int64_t a_mn = 0, a_k = 0;  // scale_a[m * a_mn + kb * a_k]
   std::int64_t b_mn = 0, b_k = 0;  // scale_b[n * b_mn] (row), [nb * b_mn + kb * b_k] (block)
   // 128-block scale_a whose k-blocks TMA can load as boxes (block_scale_a_tma): runs of
-  // four k-blocks, loaded by the scale thread (Params::scale_a_map)
+  // four k-blocks (Params::scale_a_map), loaded by the scale thread unless the producer
+  // thread loads them (below)
   std::int32_t a_tma = 0;
   // and scale_b too (a_tma and block_scale_b_tma; Params::scale_b_map): every scale of a stage
   // is then TMA's, and where a run fits in the ring the producer thread loads both beside A

@@ -221,7 +221,7 @@ struct Params {
   std::int32_t whole_tiles;  // tiles before those, each one unit with all of K
   std::int64_t units;        // whole_tiles + split_tiles * splits
   // 128-block scale_a where TMA loads it (scale.a_tma): M x k-blocks floats, M-major, box
-  // BlockM x 1 (zeros past M)
+  // BlockM x kScaleRun (scale_a_run_box; zeros past M)
   CUtensorMap scale_a_map;
   // and scale_b (scale.b_tma): N-blocks x k-blocks floats, K-major, box 4 x the tile's blocks
   CUtensorMap scale_b_map;
