@@ -263,26 +263,34 @@ __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
   r.split = 0;
   r.splits = 1;
   r.slot = 0;
+  r.kb_begin = 0;
+  r.kb_end = p.k_blocks;
   if (u >= p.whole_tiles) {
     const std::int64_t v = u - p.whole_tiles;
     r.slot = static_cast<std::int32_t>(v / p.splits);
     tile = p.whole_tiles + r.slot;
     r.split = static_cast<std::int32_t>(v % p.splits);
     r.splits = p.splits;
+    // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
+    r.kb_begin =
+        static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / r.splits);
+    r.kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks /
+                                         r.splits);
   }
-  const std::int32_t per_group = kGroupM * p.tiles_n;
-  const std::int32_t group = tile / per_group;
-  const std::int32_t first_m = group * kGroupM;
-  const std::int32_t rows = min(kGroupM, p.tiles_m - first_m);
-  const std::int32_t in_group = tile % per_group;
-  r.tm = first_m + in_group % rows;
-  r.tn = in_group / rows;
+  // NOTE: unsigned 32-bit quotients (tiles and counts are never negative): no sign fix-ups
+  const auto t = static_cast<std::uint32_t>(tile);
+  const auto per_group = static_cast<std::uint32_t>(kGroupM * p.tiles_n);
+  const std::uint32_t group = t / per_group;
+  const std::uint32_t first_m = group * kGroupM;
+  const std::uint32_t in_group = t - group * per_group;
+  const std::uint32_t left = static_cast<std::uint32_t>(p.tiles_m) - first_m;
+  // (a whole group's rows are a constant: a multiply and a shift, not a division)
+  const bool whole = left >= static_cast<std::uint32_t>(kGroupM);
+  const std::uint32_t rows = whole ? static_cast<std::uint32_t>(kGroupM) : left;
+  const std::uint32_t tn = whole ? in_group / static_cast<std::uint32_t>(kGroupM) : in_group / rows;
+  r.tm = static_cast<std::int32_t>(first_m + (in_group - tn * rows));
+  r.tn = static_cast<std::int32_t>(tn);
   r.tile = r.tm * p.tiles_n + r.tn;
-  // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
-  r.kb_begin =
-      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / r.splits);
-  r.kb_end =
-      static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks / r.splits);
   return r;
 }
 

@@ -146,25 +146,42 @@ __device__ __forceinline__ std::uint32_t round_pair<__half>(float lo, float hi) 
 // in its warpgroup. `run` must be known once the caller's loops are unrolled (it indexes
 // registers). The caller fences (fence_view_async_shared) and syncs before a TMA store reads
 // the boxes.
-template <class DTile, class T, int Cols, int R>
-__device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R], float scale,
-                                                  typename DTile::Buffer* boxes, int run,
-                                                  std::uint32_t warp, std::uint32_t lane) {
+template <class DTile, class T, int Cols, bool Scaled, int R>
+__device__ __forceinline__ void stmatrix_fragment_impl(const float (&acc)[R], float scale,
+                                                       typename DTile::Buffer* boxes, int run,
+                                                       std::uint32_t warp, std::uint32_t lane) {
   static_assert(sizeof(T) == 2 && DTile::elem_bytes == 2 && Cols % 16 == 0,
                 "pairs of 8-column groups of 2-byte elements");
   constexpr std::uint32_t kBoxCols = DTile::box[0];
   const std::uint32_t mat = lane / 8;
   const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
+  const auto v = [&](int i) { return Scaled ? acc[i] * scale : acc[i]; };
 #pragma unroll
   for (int j = run * Cols / 8; j < (run + 1) * Cols / 8; j += 2) {
     const std::uint32_t col = 8 * (j + mat / 2) - run * Cols;
     const std::uint32_t offset = DTile::offset_bytes(col % kBoxCols, row);
     ptx::stmatrix_x4(smem_address(&boxes[col / kBoxCols].bytes[offset]),
-                     round_pair<T>(acc[4 * j] * scale, acc[4 * j + 1] * scale),
-                     round_pair<T>(acc[4 * j + 2] * scale, acc[4 * j + 3] * scale),
-                     round_pair<T>(acc[4 * j + 4] * scale, acc[4 * j + 5] * scale),
-                     round_pair<T>(acc[4 * j + 6] * scale, acc[4 * j + 7] * scale));
+                     round_pair<T>(v(4 * j), v(4 * j + 1)),
+                     round_pair<T>(v(4 * j + 2), v(4 * j + 3)),
+                     round_pair<T>(v(4 * j + 4), v(4 * j + 5)),
+                     round_pair<T>(v(4 * j + 6), v(4 * j + 7)));
   }
+}
+
+template <class DTile, class T, int Cols, int R>
+__device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R], float scale,
+                                                  typename DTile::Buffer* boxes, int run,
+                                                  std::uint32_t warp, std::uint32_t lane) {
+  stmatrix_fragment_impl<DTile, T, Cols, true>(acc, scale, boxes, run, warp, lane);
+}
+
+// The same without the factor: each element rounded to T as it is (what a scale of 1 gives,
+// without its multiplies).
+template <class DTile, class T, int Cols, int R>
+__device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R],
+                                                  typename DTile::Buffer* boxes, int run,
+                                                  std::uint32_t warp, std::uint32_t lane) {
+  stmatrix_fragment_impl<DTile, T, Cols, false>(acc, 1.0f, boxes, run, warp, lane);
 }
 
 }  // namespace tmakit
