@@ -14,6 +14,7 @@
 
 #include "gemm_launch.hpp"
 #include "gemm_scale_runs.hpp"
+#include "gemm_units.hpp"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/copy.hpp"
 #include "tmakit/device/pipeline.hpp"
@@ -246,52 +247,9 @@ __device__ __forceinline__ void warm_maps_and_wait(const Params& p) {
   gemm_common::warm_maps_and_wait_for_previous_kernel(&p.a_map, &p.b_map);
 }
 
-// Output tile of a work unit, rasterised in groups of kGroupM tile rows so that CTAs running
-// at the same time share A rows and B rows in L2. The first whole_tiles units are whole
-// tiles; each tile after them is `splits` units, one share of K each (a split tail: the last
-// round's few tiles spread over the SMs, or every tile when whole_tiles is 0).
-constexpr int kGroupM = 8;
-struct Unit {
-  std::int32_t tm, tn, tile;   // tile: in the rasterised order
-  std::int32_t split, splits;  // this unit's share of K, of `splits`
-  std::int32_t slot;           // a split tile's index among the split ones (split-K state)
-  std::int32_t kb_begin, kb_end;
-};
+// The unit's output tile and share of K (gemm_units.hpp).
 __device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
-  Unit r;
-  std::int32_t tile = static_cast<std::int32_t>(u);
-  r.split = 0;
-  r.splits = 1;
-  r.slot = 0;
-  r.kb_begin = 0;
-  r.kb_end = p.k_blocks;
-  if (u >= p.whole_tiles) {
-    const std::int64_t v = u - p.whole_tiles;
-    r.slot = static_cast<std::int32_t>(v / p.splits);
-    tile = p.whole_tiles + r.slot;
-    r.split = static_cast<std::int32_t>(v % p.splits);
-    r.splits = p.splits;
-    // split s takes k-blocks [s * KB / S, (s + 1) * KB / S): never empty since S <= KB
-    r.kb_begin =
-        static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * p.k_blocks / r.splits);
-    r.kb_end = static_cast<std::int32_t>(static_cast<std::int64_t>(r.split + 1) * p.k_blocks /
-                                         r.splits);
-  }
-  // NOTE: unsigned 32-bit quotients (tiles and counts are never negative): no sign fix-ups
-  const auto t = static_cast<std::uint32_t>(tile);
-  const auto per_group = static_cast<std::uint32_t>(kGroupM * p.tiles_n);
-  const std::uint32_t group = t / per_group;
-  const std::uint32_t first_m = group * kGroupM;
-  const std::uint32_t in_group = t - group * per_group;
-  const std::uint32_t left = static_cast<std::uint32_t>(p.tiles_m) - first_m;
-  // (a whole group's rows are a constant: a multiply and a shift, not a division)
-  const bool whole = left >= static_cast<std::uint32_t>(kGroupM);
-  const std::uint32_t rows = whole ? static_cast<std::uint32_t>(kGroupM) : left;
-  const std::uint32_t tn = whole ? in_group / static_cast<std::uint32_t>(kGroupM) : in_group / rows;
-  r.tm = static_cast<std::int32_t>(first_m + (in_group - tn * rows));
-  r.tn = static_cast<std::int32_t>(tn);
-  r.tile = r.tm * p.tiles_n + r.tn;
-  return r;
+  return unit_of(p, u);
 }
 
 // 128-block scales (GemmScaleRecipe::block) beside the ring: scale_a of the tile's BlockM rows
