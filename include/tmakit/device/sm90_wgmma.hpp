@@ -135,17 +135,8 @@ __device__ __forceinline__ std::uint32_t round_pair<__half>(float lo, float hi) 
   return *reinterpret_cast<const std::uint32_t*>(&r);
 }
 
-// Columns [Cols * run, Cols * (run + 1)) of a warpgroup's 64 x N fp32 fragment (wgmma's
-// layout: register 4j + 2h + e of lane l in warp w holds row 16w + l/4 + 8h, column
-// 8j + 2(l%4) + e), times `scale` and rounded once to T, into `boxes`: 64-row boxes of DTile
-// (a 2-byte element, the 128B swizzle), column Cols * run landing in column 0 of
-// boxes[0]. Two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15,
-// j), (0-7, j + 1), (8-15, j + 1) of the warp's 16 rows; lane l gives the address of row
-// l % 8 of matrix l / 8. With the 128B swizzle a quarter-warp's eight rows land on eight
-// distinct 16-byte chunks: no bank conflicts. `warp` (0-3) and `lane`: the calling thread's
-// in its warpgroup. `run` must be known once the caller's loops are unrolled (it indexes
-// registers). The caller fences (fence_view_async_shared) and syncs before a TMA store reads
-// the boxes.
+// (stmatrix_fragment below: with and without a factor)
+namespace detail {
 template <class DTile, class T, int Cols, bool Scaled, int R>
 __device__ __forceinline__ void stmatrix_fragment_impl(const float (&acc)[R], float scale,
                                                        typename DTile::Buffer* boxes, int run,
@@ -167,12 +158,24 @@ __device__ __forceinline__ void stmatrix_fragment_impl(const float (&acc)[R], fl
                      round_pair<T>(v(4 * j + 6), v(4 * j + 7)));
   }
 }
+}  // namespace detail
 
+// Columns [Cols * run, Cols * (run + 1)) of a warpgroup's 64 x N fp32 fragment (wgmma's
+// layout: register 4j + 2h + e of lane l in warp w holds row 16w + l/4 + 8h, column
+// 8j + 2(l%4) + e), times `scale` and rounded once to T, into `boxes`: 64-row boxes of DTile
+// (a 2-byte element, the 128B swizzle), column Cols * run landing in column 0 of
+// boxes[0]. Two 8-column groups per stmatrix.x4: matrices (rows 0-7, group j), (rows 8-15,
+// j), (0-7, j + 1), (8-15, j + 1) of the warp's 16 rows; lane l gives the address of row
+// l % 8 of matrix l / 8. With the 128B swizzle a quarter-warp's eight rows land on eight
+// distinct 16-byte chunks: no bank conflicts. `warp` (0-3) and `lane`: the calling thread's
+// in its warpgroup. `run` must be known once the caller's loops are unrolled (it indexes
+// registers). The caller fences (fence_view_async_shared) and syncs before a TMA store reads
+// the boxes.
 template <class DTile, class T, int Cols, int R>
 __device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R], float scale,
                                                   typename DTile::Buffer* boxes, int run,
                                                   std::uint32_t warp, std::uint32_t lane) {
-  stmatrix_fragment_impl<DTile, T, Cols, true>(acc, scale, boxes, run, warp, lane);
+  detail::stmatrix_fragment_impl<DTile, T, Cols, true>(acc, scale, boxes, run, warp, lane);
 }
 
 // The same without the factor: each element rounded to T as it is (what a scale of 1 gives,
@@ -181,7 +184,7 @@ template <class DTile, class T, int Cols, int R>
 __device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R],
                                                   typename DTile::Buffer* boxes, int run,
                                                   std::uint32_t warp, std::uint32_t lane) {
-  stmatrix_fragment_impl<DTile, T, Cols, false>(acc, 1.0f, boxes, run, warp, lane);
+  detail::stmatrix_fragment_impl<DTile, T, Cols, false>(acc, 1.0f, boxes, run, warp, lane);
 }
 
 }  // namespace tmakit
