@@ -34,9 +34,9 @@ struct Unit {
 // [s * KB / S, (s + 1) * KB / S): never empty, since S <= KB.
 // NOTE: the quotients are unsigned 32-bit ones, a whole group's by its constant row count (a
 // shift), and the k-block range is divided only for split units: a unit's decode runs on the
-// producer's and the consumers' paths once per unit, where its signed and 64-bit divisions
-// had cost 1.05-1.08x at four k-blocks a tile (kernels/gemm/EXPERIMENTS.md, "A unit's decode
-// and the epilogue's scale of 1").
+// producer's and the consumers' paths once per unit, where signed and 64-bit divisions showed
+// in the time of short-K calls (kernels/gemm/EXPERIMENTS.md, "A unit's decode and the
+// epilogue's scale of 1").
 // `Grid`: UnitGrid, or anything with its members (the kernels pass their Params, read where
 // they lie).
 template <class Grid>
