@@ -3,6 +3,7 @@
 // in order and covering K, tiles in groups of kGroupM tile rows; and the plan's grids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
