@@ -318,14 +318,9 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
     }
     named_barrier_sync(barrier_id, 128);
     typename Cfg::DTile::Buffer* pass_boxes = kOnePass ? boxes : &boxes[pass % Cfg::kDStaged];
-    // NOTE: a scale of 1 (alpha 1 with 128-block or row-wise scales, applied before) multiplies
-    // nothing: its multiplies are left out (x * 1 is x, so D is the same)
-    if (scale == 1.0f) {
-      stmatrix_fragment<typename Cfg::DTile, T, kPassCols>(acc, pass_boxes, pass, warp, lane);
-    } else {
-      stmatrix_fragment<typename Cfg::DTile, T, kPassCols>(acc, scale, pass_boxes, pass, warp,
-                                                           lane);
-    }
+    // (a scale of 1, as alpha 1 with row-wise or 128-block scales, costs no multiplies there)
+    stmatrix_fragment<typename Cfg::DTile, T, kPassCols>(acc, scale, pass_boxes, pass, warp,
+                                                         lane);
     fence_view_async_shared();  // each writer, before the async proxy reads
     named_barrier_sync(barrier_id, 128);
     if (wg_tid == 0) {

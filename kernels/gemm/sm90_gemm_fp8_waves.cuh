@@ -131,13 +131,8 @@ __device__ __forceinline__ void store_wave(
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
   if (wg_tid == 0) store_wait_read<0>();  // the previous wave's stores have read the boxes
   named_barrier_sync(barrier_id, 128);
-  // NOTE: a scale of 1 (alpha 1 with 128-block or row-wise scales, applied before) multiplies
-  // nothing: its 64 multiplies a thread are left out (x * 1 is x, so D is the same)
-  if (scale == 1.0f) {
-    stmatrix_fragment<DTile, T, Cfg::kWaveN>(sums, boxes, 0, warp, lane);
-  } else {
-    stmatrix_fragment<DTile, T, Cfg::kWaveN>(sums, scale, boxes, 0, warp, lane);
-  }
+  // (a scale of 1, as alpha 1 with row-wise or 128-block scales, costs no multiplies there)
+  stmatrix_fragment<DTile, T, Cfg::kWaveN>(sums, scale, boxes, 0, warp, lane);
   fence_view_async_shared();  // each writer, before the async proxy reads
   named_barrier_sync(barrier_id, 128);
   if (wg_tid == 0) {

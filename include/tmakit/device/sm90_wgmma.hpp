@@ -135,7 +135,7 @@ __device__ __forceinline__ std::uint32_t round_pair<__half>(float lo, float hi) 
   return *reinterpret_cast<const std::uint32_t*>(&r);
 }
 
-// (stmatrix_fragment below: with and without a factor)
+// (stmatrix_fragment below, with or without multiplying by its scale)
 namespace detail {
 template <class DTile, class T, int Cols, bool Scaled, int R>
 __device__ __forceinline__ void stmatrix_fragment_impl(const float (&acc)[R], float scale,
@@ -171,20 +171,18 @@ __device__ __forceinline__ void stmatrix_fragment_impl(const float (&acc)[R], fl
 // in its warpgroup. `run` must be known once the caller's loops are unrolled (it indexes
 // registers). The caller fences (fence_view_async_shared) and syncs before a TMA store reads
 // the boxes.
+// NOTE: a scale of 1 multiplies nothing: those multiplies are left out (x * 1 is x, so the
+// boxes hold the same bits), which the epilogues of short-K GEMM calls measurably pay for
+// (kernels/gemm/EXPERIMENTS.md, "A unit's decode and the epilogue's scale of 1").
 template <class DTile, class T, int Cols, int R>
 __device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R], float scale,
                                                   typename DTile::Buffer* boxes, int run,
                                                   std::uint32_t warp, std::uint32_t lane) {
-  detail::stmatrix_fragment_impl<DTile, T, Cols, true>(acc, scale, boxes, run, warp, lane);
-}
-
-// The same without the factor: each element rounded to T as it is (what a scale of 1 gives,
-// without its multiplies).
-template <class DTile, class T, int Cols, int R>
-__device__ __forceinline__ void stmatrix_fragment(const float (&acc)[R],
-                                                  typename DTile::Buffer* boxes, int run,
-                                                  std::uint32_t warp, std::uint32_t lane) {
-  detail::stmatrix_fragment_impl<DTile, T, Cols, false>(acc, 1.0f, boxes, run, warp, lane);
+  if (scale == 1.0f) {
+    detail::stmatrix_fragment_impl<DTile, T, Cols, false>(acc, 1.0f, boxes, run, warp, lane);
+  } else {
+    detail::stmatrix_fragment_impl<DTile, T, Cols, true>(acc, scale, boxes, run, warp, lane);
+  }
 }
 
 }  // namespace tmakit
