@@ -253,6 +253,32 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const auto release = [&](const State& at) {
       if (warp_leader) pipe.consumer_release(at);
     };
+    // 128-block scales: k-block kb's operands and this thread's scales at stage `at`, run
+    // slot `slot`. NOTE: formed one k-block ahead, while the last wave's wgmmas run, so that
+    // less stands between a k-block's last adds and the next one's first wgmmas, where both
+    // math warpgroups' adds can leave the tensor cores idle (kernels/gemm/EXPERIMENTS.md,
+    // "The block kernel's k-block addresses formed ahead").
+    struct KBlockAt {
+      std::uint64_t a[Cfg::kWaves], b[Cfg::kWaves];
+      std::uint32_t a_scale, b_scale[Cfg::kWaves];
+    };
+    [[maybe_unused]] const std::uint32_t scale_row =
+        gemm_common::held_in_register(a_row0 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4);
+    [[maybe_unused]] const auto k_block_at = [&](const auto& at, std::uint32_t slot,
+                                                 std::int32_t kb) {
+      KBlockAt k;
+      if constexpr (BlockScales) {
+        k.a_scale = s.block_scales.a_address(at.stage, slot, scale_row, kb, true);
+#pragma unroll
+        for (int v = 0; v < Cfg::kWaves; ++v) {
+          k.a[v] = a_rows(at, v);
+          k.b[v] = b_rows(at, v);
+          k.b_scale[v] = s.block_scales.b_address(
+              at.stage, slot, kDownM ? 0 : v * Cfg::kWaveN / 128, kb, p.scale.b_tma != 0);
+        }
+      }
+      return k;
+    };
     // NOTE: with promotion, the math warpgroups take turns issuing their wgmmas (warpgroup 0
     // first; named barrier 3 passes the turn to warpgroup 1, 4 back), so that one's
     // promotion runs while the other's wgmmas keep the tensor cores busy; left to
@@ -282,6 +308,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float part[Cfg::kPartial];
     State st;
     [[maybe_unused]] ScaleRunSlot<Cfg::kStages> run;  // (128-block scales' run slot)
+    [[maybe_unused]] KBlockAt next_k;                 // (128-block scales: the next k-block's)
     bool first_step = true;
     const bool row_scales = p.scale.recipe == GemmScaleRecipe::row;
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
@@ -332,27 +359,39 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // 128-block scales: each wave's two rows' scale_a times its block's scale_b,
           // read before the stage is freed
           [[maybe_unused]] float row_scale[Cfg::kWaves][2];
+          [[maybe_unused]] KBlockAt k;
           if constexpr (BlockScales) {
-            run.at(kb, w.kb_begin);
-            const std::uint32_t a_at = s.block_scales.a_address(
-                at.stage, run.slot, a_row0 + 16 * (wg_tid / 32) + (wg_tid % 32) / 4, kb, true);
+            k = next_k;
 #pragma unroll
             for (int v = 0; v < Cfg::kWaves; ++v) {
-              const float b = ptx::ld_shared_f32(s.block_scales.b_address(
-                  at.stage, run.slot, kDownM ? 0 : v * Cfg::kWaveN / 128, kb,
-                  p.scale.b_tma != 0));
-              const std::uint32_t rows_at = a_at + (kDownM ? 64 * v * 4 : 0);
+              const float b = ptx::ld_shared_f32(k.b_scale[v]);
+              const std::uint32_t rows_at = k.a_scale + (kDownM ? 64 * v * 4 : 0);
               row_scale[v][0] = ptx::ld_shared_f32(rows_at) * b;
               row_scale[v][1] = ptx::ld_shared_f32(rows_at + 8 * 4) * b;
             }
           }
+          // a wave's operands at a stage (with 128-block scales: formed ahead, in k)
+          const auto a_operand = [&](const State& s_at, int v) {
+            if constexpr (BlockScales) {
+              return k.a[v];
+            } else {
+              return a_rows(s_at, v);
+            }
+          };
+          const auto b_operand = [&](const State& s_at, int v) {
+            if constexpr (BlockScales) {
+              return k.b[v];
+            } else {
+              return b_rows(s_at, v);
+            }
+          };
 #pragma unroll
           for (int v = 0; v < Cfg::kWaves; ++v) {
             take_turn(first && v == 0);
             wgmma_fence_registers(part);
             wgmma_fence();
             const bool last_wave = v == Cfg::kWaves - 1;  // (v is unrolled: a constant)
-            wgmma_k_block_e4m3<Cfg::kWaveN, true>(part, a_rows(at, v), b_rows(at, v));
+            wgmma_k_block_e4m3<Cfg::kWaveN, true>(part, a_operand(at, v), b_operand(at, v));
             // NOTE: the last wave's wgmmas are the stages' last readers. It commits a pair's
             // k-blocks as two groups, so that the first stage goes back to the producer once
             // its own wgmmas are done, a quarter of a step before the second: its loads then
@@ -371,6 +410,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
             wgmma_commit();
             pass_turn(last && last_wave);
+            if constexpr (BlockScales) {
+              if (last_wave) {
+                // the next k-block's addresses (its run slot kept only within the unit)
+                ScaleRunSlot<Cfg::kStages> next_run = run;
+                next_run.at(kb + 1, w.kb_begin);
+                next_k = k_block_at(next, next_run.slot, kb + 1);
+                if (kb + 1 < w.kb_end) run = next_run;
+              }
+            }
             if (kCount == 2 && last_wave) {
               wgmma_wait<1>();
               release(at);
@@ -403,6 +451,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             st.advance();
             st.advance();
           }
+        }
+        if constexpr (BlockScales) {
+          run.at(kb, w.kb_begin);
+          next_k = k_block_at(st, run.slot, kb);
         }
         // (every k-block with 128-block scales, else the odd last one)
         // NOTE: written as a loop (it runs at most once): as an `if`, ptxas spilled the sums

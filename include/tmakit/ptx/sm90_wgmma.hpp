@@ -35,9 +35,13 @@ __device__ __forceinline__ std::uint64_t wgmma_smem_desc_k_major_sw128(std::uint
 // The descriptor of the same layout `bytes` further on (a multiple of 16): the start address
 // field is the low 14 bits (address >> 4), and shared memory ends below 2^18 bytes, so the
 // sum never carries out of the field. One add instead of rebuilding the descriptor.
+// NOTE: added to the low 32-bit word alone (the same value: nothing carries into the high
+// word), so that ptxas emits one 32-bit add and keeps the high word as it is, where a
+// 64-bit add costs an add with carry per descriptor.
 __device__ __forceinline__ std::uint64_t wgmma_smem_desc_advance(std::uint64_t desc,
                                                                  std::uint32_t bytes) {
-  return desc + (bytes >> 4);
+  const std::uint32_t low = static_cast<std::uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | low;
 }
 
 // stmatrix.sync.aligned.m8n8.x4.shared.b16 [addr], {r0, r1, r2, r3};
