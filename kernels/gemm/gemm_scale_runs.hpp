@@ -83,6 +83,16 @@ struct ScaleRunSlot {
   TMAKIT_HOST_DEVICE void at(std::int32_t kb, std::int32_t kb_begin) {
     if (starts_scale_run(kb, kb_begin)) slot = slot + 1 == Stages ? 0 : slot + 1;
   }
+  // The slot of k-block kb + 1, formed while kb's scales are read (the two-wave kernel forms
+  // a k-block's addresses one ahead): the slot at(kb + 1, kb_begin) takes, moved to only
+  // within the unit (kb + 1 < kb_end), since the next unit starts with at(kb_begin, kb_begin).
+  TMAKIT_HOST_DEVICE std::uint32_t ahead(std::int32_t kb, std::int32_t kb_begin,
+                                         std::int32_t kb_end) {
+    ScaleRunSlot next = *this;
+    next.at(kb + 1, kb_begin);
+    if (kb + 1 < kb_end) slot = next.slot;
+    return next.slot;
+  }
 };
 
 }  // namespace tmakit::detail::gemm

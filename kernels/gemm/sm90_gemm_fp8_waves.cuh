@@ -412,11 +412,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             pass_turn(last && last_wave);
             if constexpr (BlockScales) {
               if (last_wave) {
-                // the next k-block's addresses (its run slot kept only within the unit)
-                ScaleRunSlot<Cfg::kStages> next_run = run;
-                next_run.at(kb + 1, w.kb_begin);
-                next_k = k_block_at(next, next_run.slot, kb + 1);
-                if (kb + 1 < w.kb_end) run = next_run;
+                // the next k-block's addresses
+                next_k = k_block_at(next, run.ahead(kb, w.kb_begin, w.kb_end), kb + 1);
               }
             }
             if (kCount == 2 && last_wave) {

@@ -1232,19 +1232,22 @@ TEST(GemmScaleRecipes, BlockScaleBTma) {
 
 // The 128-block scale runs (gemm_scale_runs.hpp) over one CTA's k-blocks as the kernels walk
 // them, for rings of Stages stages: the scale thread and the consumers take the same run slot
-// at every k-block; the slot's boxes hold that k-block's column; and a slot is loaded again
-// only once every k-block that read it is Stages or more k-blocks back, so that its stage has
-// been freed, which the consumers do after reading its scales.
+// at every k-block, those of the tiled kernel moving to it at the k-block (at) and those of
+// the two-wave kernel one k-block ahead (ahead); the slot's boxes hold that k-block's column;
+// and a slot is loaded again only once every k-block that read it is Stages or more k-blocks
+// back, so that its stage has been freed, which the consumers do after reading its scales.
 template <int Stages>
 void walk_scale_runs(const std::vector<std::pair<std::int32_t, std::int32_t>>& units) {
   using detail::gemm::kScaleRun;
   using detail::gemm::scale_run_origin;
   using detail::gemm::starts_scale_run;
-  detail::gemm::ScaleRunSlot<Stages> loader, consumer;
+  detail::gemm::ScaleRunSlot<Stages> loader, consumer, consumer_ahead;
   std::vector<std::int64_t> last_read(Stages, -(std::int64_t{1} << 40));
   std::vector<std::int32_t> origin(Stages, -1);
   std::int64_t n = 0;  // the CTA's k-blocks in order (the ring's)
   for (const auto& [kb_begin, kb_end] : units) {
+    consumer_ahead.at(kb_begin, kb_begin);  // (the unit's first k-block, formed at its start)
+    std::uint32_t slot_ahead = consumer_ahead.slot;
     for (std::int32_t kb = kb_begin; kb < kb_end; ++kb, ++n) {
       if (starts_scale_run(kb, kb_begin)) {  // the scale thread, once the stage is free
         loader.at(kb, kb_begin);
@@ -1253,6 +1256,8 @@ void walk_scale_runs(const std::vector<std::pair<std::int32_t, std::int32_t>>& u
       }
       consumer.at(kb, kb_begin);
       ASSERT_EQ(consumer.slot, loader.slot) << n;
+      ASSERT_EQ(slot_ahead, loader.slot) << n;
+      slot_ahead = consumer_ahead.ahead(kb, kb_begin, kb_end);
       EXPECT_GE(kb, origin[consumer.slot]) << n;
       EXPECT_LT(kb, origin[consumer.slot] + kScaleRun) << n;
       last_read[consumer.slot] = n;
