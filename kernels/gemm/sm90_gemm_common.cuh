@@ -247,11 +247,6 @@ __device__ __forceinline__ void warm_maps_and_wait(const Params& p) {
   gemm_common::warm_maps_and_wait_for_previous_kernel(&p.a_map, &p.b_map);
 }
 
-// The unit's output tile and share of K (gemm_units.hpp).
-__device__ __forceinline__ Unit decode_unit(const Params& p, std::int64_t u) {
-  return unit_of(p, u);
-}
-
 // 128-block scales (GemmScaleRecipe::block) beside the ring: scale_a of the tile's BlockM rows
 // (0 past M) and scale_b of each 128-row block of B the tile covers (0 past N). The consumers
 // read a k-block's before they free its stage.
@@ -315,7 +310,7 @@ struct ScaleBCursor {
 
   __device__ void start(const Params& p, std::int32_t block_n) {
     if (u >= p.units) return;
-    const Unit w = decode_unit(p, u);
+    const Unit w = unit_of(p, u);
     kb = w.kb_begin;
     kb_end = w.kb_end;
     nb0 = w.tn * block_n / 128;
@@ -356,7 +351,7 @@ __device__ __forceinline__ void load_units(const Params& p, Pipeline<Stages>& pi
   const std::uint32_t tx_bytes = ab_bytes + scale_tx_bytes;
   PipelineState<Stages> st;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-    const Unit w = decode_unit(p, u);
+    const Unit w = unit_of(p, u);
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
       const bool run_start = scale_tx_bytes != 0 && starts_scale_run(kb, w.kb_begin);
       Barrier& full = pipe.producer_arm(st, run_start ? tx_bytes : ab_bytes);
@@ -436,7 +431,7 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
   PipelineState<Stages> st;
   ScaleRunSlot<Stages> run;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-    const Unit w = decode_unit(p, u);
+    const Unit w = unit_of(p, u);
     for (std::int32_t kb = w.kb_begin; kb < w.kb_end; ++kb) {
       float sb[kBBlocks];
       if (!b_tma) {
@@ -504,7 +499,7 @@ __device__ __forceinline__ void load_row_scales(const Params& p, RowScaleSlots<B
     }
   };
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-    const Unit w = decode_unit(p, u);
+    const Unit w = unit_of(p, u);
     if (u != blockIdx.x) released();
     for (int r = static_cast<int>(lane); r < BlockM; r += 32) {
       const std::int32_t row = w.tm * BlockM + r;

@@ -141,7 +141,7 @@ struct BlockScaleCursor {
   template <int BlockM, int BlockN>
   __device__ void start(const Params& p, std::uint32_t lane) {
     if (u >= p.units) return;
-    const Unit w = decode_unit(p, u);
+    const Unit w = unit_of(p, u);
     kb = w.kb_begin;
     kb_end = w.kb_end;
     rows_in = 0;
@@ -191,7 +191,7 @@ __device__ __forceinline__ void load_block_scales(const Params& p, Pipeline<Cfg:
   // this CTA's k-blocks, all units
   std::uint32_t k_blocks = 0;
   for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-    const Unit w = decode_unit(p, u);
+    const Unit w = unit_of(p, u);
     k_blocks += static_cast<std::uint32_t>(w.kb_end - w.kb_begin);
   }
   BlockScaleCursor<kRowsPerLane, kBBlocks> ahead{
@@ -553,7 +553,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
 
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-      const Unit w = decode_unit(p, u);
+      const Unit w = unit_of(p, u);
 #pragma unroll
       for (int i = 0; i < Cfg::kAccum; ++i) acc[i] = 0.0f;
       // NOTE: tried (one run on H200, against this build): a single stream of k-blocks over

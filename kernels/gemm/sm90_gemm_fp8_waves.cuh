@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     bool first_step = true;
     const bool row_scales = p.scale.recipe == GemmScaleRecipe::row;
     for (std::int64_t u = blockIdx.x; u < p.units; u += gridDim.x) {
-      const Unit w = decode_unit(p, u);
+      const Unit w = unit_of(p, u);
       const bool last_unit = u + gridDim.x >= p.units;
 #pragma unroll
       for (int v = 0; v < Cfg::kWaves; ++v) {
