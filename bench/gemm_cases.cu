@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -1031,8 +1032,9 @@ std::string plan_note(const GemmPlan& p) {
                   gemm_config_name(p.config), p.splits, static_cast<long long>(p.split_tiles),
                   p.grid);
   } else {
-    std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs", gemm_config_name(p.config),
-                  p.splits, p.grid);
+    std::snprintf(note, sizeof note, "%s, %d split(s), %u CTAs%s", gemm_config_name(p.config),
+                  p.splits, p.grid,
+                  std::strcmp(p.cluster_rule, "G1") == 0 ? " in clusters of 2" : "");
   }
   return note;
 }

@@ -469,10 +469,23 @@ const PlanRule kSplitsRules[] = {
     {"K6", "enough tiles: no split", ""},
 };
 
+// ---- the cluster rules ---------------------------------------------------------------------
+
+const PlanRule kClusterRules[] = {
+    {"G1",
+     "the tiled kernel with K unsplit, an even number of rows of tiles and an even grid: "
+     "clusters of 2 CTAs, whose consecutive units share a tile of B, so that each pair runs "
+     "on one GPC (also where a dependent launch's CTAs take the SMs the kernel before frees)",
+     "Pairs of CTAs on one GPC"},
+    {"G2", "the small-M kernel: a cluster of its splits of K (K2)", ""},
+    {"G3", "otherwise: no cluster", ""},
+};
+
 std::vector<PlanRule> all_rules() {
   std::vector<PlanRule> r;
   for (const ConfigRule& c : kConfigRules) r.push_back(c.rule);
   for (const PlanRule& s : kSplitsRules) r.push_back(s);
+  for (const PlanRule& g : kClusterRules) r.push_back(g);
   return r;
 }
 
@@ -608,6 +621,8 @@ GemmPlan plan_checked(const GemmProblem& q) {
                            c.block_n, q.dram_bytes_per_second);
     }
     plan.splits_rule = splits_id;
+    plan.cluster = plan.splits;
+    plan.cluster_rule = "G2";
     return plan;
   }
   plan.tiles = f.tiles(plan.config);
@@ -641,6 +656,19 @@ GemmPlan plan_checked(const GemmProblem& q) {
     const std::int64_t rounds = (units + q.sm_count - 1) / q.sm_count;
     plan.grid = static_cast<unsigned>((units + rounds - 1) / rounds);
   }
+  // the cluster: a unit's neighbour in the schedule's order (unit_of: groups of kGroupM rows
+  // of tiles, row fastest) is the same tile column's next row, so units 2i and 2i + 1 read
+  // the same tile of B wherever every group's rows are even (tiles_m even) and K is
+  // unsplit; with an even grid each CTA's every unit has its pair's partner in the CTA
+  // beside it.
+  // NOTE: a launch places a cluster's CTAs on one GPC. A dependent launch's CTAs otherwise
+  // take the SMs the kernel before frees, in the order it frees them, which split the pairs
+  // and ran the tiles 10-20% slower (EXPERIMENTS.md, "Pairs of CTAs on one GPC").
+  const std::int64_t tiles_m = static_cast<std::int64_t>((q.m + c.block_m - 1) / c.block_m);
+  const bool pairs = c.family == Family::tiled && plan.splits == 1 && tiles_m % 2 == 0 &&
+                     plan.grid % 2 == 0;
+  plan.cluster = pairs ? 2 : 1;
+  plan.cluster_rule = pairs ? "G1" : "G3";
   return plan;
 }
 

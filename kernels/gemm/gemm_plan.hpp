@@ -33,14 +33,14 @@ GemmPlan plan_checked(const GemmProblem& problem);
 
 // One rule of the plan: its id, what it says, and the experiment it rests on (a section of
 // kernels/gemm/EXPERIMENTS.md). The rules are walked in order; the last one that applies
-// decides (GemmPlan::config_rule, splits_rule). The table is what `tmakit bench --plan` and
+// decides (GemmPlan::config_rule, splits_rule, cluster_rule). The table is what `tmakit bench --plan` and
 // the tests read.
 struct PlanRule {
   const char* id;
   const char* says;
   const char* experiment;
 };
-// Configuration rules C1..C23, splits rules K1..K6.
+// Configuration rules C1..C24, splits rules K1..K6, cluster rules G1..G3.
 const PlanRule* plan_rules(std::size_t* count);
 
 // The small-M kernel's own numbers (pure, tested on the host):

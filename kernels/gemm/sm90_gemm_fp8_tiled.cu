@@ -14,40 +14,49 @@
 namespace tmakit::detail::gemm {
 namespace {
 
-// The kernel of a configuration and mode, its shared-memory limit raised on the current
-// device (once per device), so that a call costs one launch on the host.
+// One instantiation's launch: its shared-memory limit raised on the current device (once
+// per device), in clusters of `cluster` CTAs where the device holds the whole grid's clusters
+// at once (clusters_fit), as a programmatic dependent where `overlap`.
+template <auto Kernel>
+void launch_kernel(const Params& p, unsigned grid, unsigned cluster, unsigned threads,
+                   std::size_t smem_bytes, cudaStream_t stream, bool overlap) {
+  auto* const kernel = prepared_kernel<Kernel>(smem_bytes);
+  KernelLaunch l(grid, threads, smem_bytes, stream);
+  if (cluster == 2 && clusters_fit<Kernel, 2>(l)) l.cluster(2);
+  if (overlap) l.overlap_previous_kernel();
+  launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);
+}
+
+// The kernel of a configuration and mode, so that a call costs one launch on the host.
 template <class Cfg, class T>
-void launch(const Params& p, unsigned grid, cudaStream_t stream, bool overlap, bool promote,
-            bool block_scales) {
+void launch(const Params& p, unsigned grid, unsigned cluster, cudaStream_t stream, bool overlap,
+            bool promote, bool block_scales) {
   // (the plan refuses promotion for a configuration that cannot promote, and 128-block scales
   // for one that cannot apply them: takes_block_scales)
   if constexpr (Cfg::kPromotes && Cfg::kBlockColumns) {
     if (block_scales) {
       using BlockCfg = BlockScalesConfig<Cfg>;
-      constexpr std::size_t kBytes = kSmemBytes<BlockCfg, true>;
-      KernelLaunch l(grid, BlockCfg::kThreads, kBytes, stream);
-      if (overlap) l.overlap_previous_kernel();
-      launch_kernel_ex(l, prepared_kernel<&sm90_gemm_fp8_kernel<BlockCfg, T, true, true>>(kBytes),
-                       "sm90_gemm_fp8_kernel", p);
+      launch_kernel<&sm90_gemm_fp8_kernel<BlockCfg, T, true, true>>(
+          p, grid, cluster, BlockCfg::kThreads, kSmemBytes<BlockCfg, true>, stream, overlap);
       return;
     }
   }
-  auto* const kernel = [promote] {
-    if constexpr (Cfg::kPromotes) {
-      if (promote) return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true>>(kSmemBytes<Cfg>);
+  if constexpr (Cfg::kPromotes) {
+    if (promote) {
+      launch_kernel<&sm90_gemm_fp8_kernel<Cfg, T, true>>(p, grid, cluster, Cfg::kThreads,
+                                                         kSmemBytes<Cfg>, stream, overlap);
+      return;
     }
-    return prepared_kernel<&sm90_gemm_fp8_kernel<Cfg, T, false>>(kSmemBytes<Cfg>);
-  }();
-  KernelLaunch l(grid, Cfg::kThreads, kSmemBytes<Cfg>, stream);
-  if (overlap) l.overlap_previous_kernel();
-  launch_kernel_ex(l, kernel, "sm90_gemm_fp8_kernel", p);
+  }
+  launch_kernel<&sm90_gemm_fp8_kernel<Cfg, T, false>>(p, grid, cluster, Cfg::kThreads,
+                                                      kSmemBytes<Cfg>, stream, overlap);
 }
 
 // Configuration `Id`'s kernel for D's type T: a tiled row in its second form where some CTA
 // takes more than one tile (when it has one), a two-wave row through its own launch.
 template <int Id, class T>
-void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool overlap,
-                   bool promote, bool block_scales) {
+void launch_config(const Params& p, unsigned grid, unsigned cluster, cudaStream_t stream,
+                   bool overlap, bool promote, bool block_scales) {
   constexpr ConfigRow c = row(Id);
   if constexpr (c.family == Family::tiled) {
     static_assert(TiledConfig<Id>::kBlockM == c.block_m &&
@@ -58,20 +67,22 @@ void launch_config(const Params& p, unsigned grid, cudaStream_t stream, bool ove
                   "the table's row agrees with the kernel it instantiates");
     if constexpr (c.rounds_stages != 0) {
       if (p.units > static_cast<std::int64_t>(grid)) {
-        launch<TiledRoundsConfig<Id>, T>(p, grid, stream, overlap, promote, block_scales);
+        launch<TiledRoundsConfig<Id>, T>(p, grid, cluster, stream, overlap, promote,
+                                         block_scales);
         launched_config() = Id;
         return;
       }
     }
-    launch<TiledConfig<Id>, T>(p, grid, stream, overlap, promote, block_scales);
+    launch<TiledConfig<Id>, T>(p, grid, cluster, stream, overlap, promote, block_scales);
     launched_config() = Id;
   } else if constexpr (waves_kernel(Id)) {
     static_assert(!c.splits_k && !c.plain_stores, "the two-wave kernel: K unsplit, TMA stores");
+    (void)cluster;  // (the plan clusters the tiled kernel's CTAs only: rule G1)
     launch_two_waves<Id, T>(p, grid, stream, overlap, promote, block_scales);
   }
 }
 
-using LaunchFn = void (*)(const Params&, unsigned, cudaStream_t, bool, bool, bool);
+using LaunchFn = void (*)(const Params&, unsigned, unsigned, cudaStream_t, bool, bool, bool);
 // Per D's type, a launch for every row of the table that runs here; null for the others
 // (the small-M kernel's, the retired one).
 template <class T, std::size_t... Id>
@@ -155,7 +166,7 @@ void launch_tiled(const GemmCall& call) {
   }
   const LaunchFn fn =
       call.d.type == DataType::bfloat16 ? kLaunchBf16[plan.config] : kLaunchFp16[plan.config];
-  fn(p, plan.grid, call.stream, call.key.overlap,
+  fn(p, plan.grid, static_cast<unsigned>(plan.cluster), call.stream, call.key.overlap,
      call.key.accumulation == GemmAccumulation::promoted,
      call.key.recipe == GemmScaleRecipe::block);
 }

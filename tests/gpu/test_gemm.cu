@@ -1096,6 +1096,34 @@ TEST(Gemm, TiledEpilogueSmall) {
   run_case({130, 333, 256, 1, 0, DataType::bfloat16, 32}, 20);
 }
 
+// Rule G1: the tiled kernel's CTAs in clusters of 2 (each pair reads the same tiles of B):
+// one round and several, partial tiles, padded rows, each recipe, both modes, and calls in a
+// row into the same D as programmatic dependents (a call's clusters placed while the call
+// before it finishes).
+TEST(Gemm, ClusteredPairsSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int m64n64 = gemm_config_id("m64n64"), m128n128 = gemm_config_id("m128n128");
+  constexpr auto kPromoted = GemmAccumulation::promoted;
+  std::uint32_t seed = 1700;
+  for (const Case& c :
+       {Case{128, 1024, 512, m64n64, 0}, Case{256, 600, 384, m128n128, 0, DataType::float16},
+        Case{512, 4224, 256, m64n64, 0, DataType::bfloat16, 16},
+        Case{128, 1000, 640, m64n64, 0, DataType::bfloat16, 0, true, kPromoted,
+             GemmScaleRecipe::block},
+        Case{256, 640, 512, m128n128, 0, DataType::bfloat16, 0, true, kPromoted,
+             GemmScaleRecipe::row, false, 3},
+        Case{256, 640, 512, m128n128, 0, DataType::float16, 0, true, GemmAccumulation::fast}}) {
+    const std::uint64_t dp = (c.n * 2 + 15) / 16 * 16 + c.pad;
+    const GemmTuning tuning{c.config, c.splits, c.overlap, c.accumulation};
+    const bool scale_a_tma = c.recipe == GemmScaleRecipe::block && c.m % 4 == 0;
+    const GemmPlan plan = gemm_fp8_plan(
+        {c.m, c.n, c.k, dp, device_sm_count(), 0, tuning, c.recipe, scale_a_tma});
+    ASSERT_STREQ(plan.cluster_rule, "G1") << describe(c);
+    ASSERT_EQ(plan.cluster, 2) << describe(c);
+    run_case(c, seed++);
+  }
+}
+
 // Configuration 7, both modes: 256 x 128 tiles as two 64-row waves per math warpgroup. Shapes with
 // partial tiles in M and N (a second warpgroup wholly past M at M = 100 and 300, waves past
 // M, boxes past N at N = 200), K not a multiple of 128, padded rows, fp16 output, one k-block,

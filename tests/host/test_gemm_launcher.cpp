@@ -1490,13 +1490,57 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
 // name and an id that round-trips, and the retired one is not built.
+// The cluster rules by id: G1 where the tiled kernel's neighbouring CTAs share tiles of B
+// (K unsplit, tile rows and grid even), G2 the small-M kernel's cluster of its splits, G3
+// every other plan.
+TEST(GemmPlanRules, ClusterRulesById) {
+  struct Case {
+    std::uint64_t m, n, k;
+    const char* config;  // forced, or nullptr: the plan's
+    bool fast;
+    int cluster;
+    const char* rule;
+  };
+  const Case cases[] = {
+      {128, 4096, 7168, nullptr, false, 2, "G1"},   // m64n64, 128 CTAs of one tile each
+      {128, 4224, 4096, "m64n64", false, 2, "G1"},  // 132 units, 132 CTAs
+      {4096, 4096, 4096, nullptr, true, 2, "G1"},   // m128n256: 512 tiles, 128 CTAs
+      {128, 4288, 4096, "m64n64", false, 1, "G3"},  // 134 units in two rounds: 67 CTAs
+      {192, 4096, 4096, "m64n64", false, 1, "G3"},  // three rows of tiles
+      {128, 2112, 7168, nullptr, false, 1, "G3"},   // K split: a pair is one tile's halves
+      {64, 32768, 512, nullptr, false, 1, "G3"},    // one row of tiles
+      {4096, 4096, 4096, nullptr, false, 1, "G3"},  // m256n128: the two-wave kernel
+  };
+  for (const Case& c : cases) {
+    GemmProblem q;
+    q.m = c.m;
+    q.n = c.n;
+    q.k = c.k;
+    q.sm_count = 132;
+    if (c.config != nullptr) q.tuning.config = gemm_config_id(c.config);
+    if (c.fast) q.tuning.accumulation = GemmAccumulation::fast;
+    const GemmPlan p = gemm_fp8_plan(q);
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                 " " + gemm_config_name(p.config));
+    EXPECT_EQ(p.cluster, c.cluster);
+    EXPECT_STREQ(p.cluster_rule, c.rule);
+  }
+  const GemmPlan small = gemm_fp8_plan(16, 1024, 4096, 132);
+  EXPECT_STREQ(small.splits_rule, "K2");
+  EXPECT_STREQ(small.cluster_rule, "G2");
+  EXPECT_EQ(small.cluster, small.splits);
+  EXPECT_GT(small.cluster, 1);
+}
+
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 24u + 6u);
+  ASSERT_EQ(count, 24u + 6u + 3u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = (i < 24 ? "C" + std::to_string(i + 1) : "K" + std::to_string(i - 23));
+    const std::string want = i < 24   ? "C" + std::to_string(i + 1)
+                             : i < 30 ? "K" + std::to_string(i - 23)
+                                      : "G" + std::to_string(i - 29);
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }

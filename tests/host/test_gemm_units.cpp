@@ -143,5 +143,41 @@ TEST(GemmUnits, EveryPlanCoversItsOutput) {
   }
 }
 
+// Rule G1 (clusters of 2): wherever the plan pairs CTAs, the CTAs 2j and 2j + 1 of the grid
+// read the same tile of B in every round (units 2j + r * grid and 2j + 1 + r * grid: the
+// same tile column, neighbouring rows), for every recipe and over shapes with many rounds,
+// one round, a last group of fewer than kGroupM rows of tiles, and none of those.
+TEST(GemmUnits, ClusteredPairsShareTheirTilesOfB) {
+  int clustered = 0;
+  for (const std::uint64_t m : {128u, 256u, 384u, 1000u, 1536u, 4096u}) {
+    for (const std::uint64_t n : {2112u, 4096u, 7168u, 24576u}) {
+      for (const std::uint64_t k : {512u, 7168u}) {
+        for (const GemmScaleRecipe recipe :
+             {GemmScaleRecipe::tensor, GemmScaleRecipe::row, GemmScaleRecipe::block}) {
+          const GemmPlan p = gemm_fp8_plan({m, n, k, 0, 132, 0, {}, recipe, true});
+          if (p.cluster != 2) continue;
+          ++clustered;
+          EXPECT_STREQ(p.cluster_rule, "G1");
+          const auto& c = detail::gemm::row(p.config);
+          const UnitGrid g{static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m),
+                           static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n),
+                           static_cast<std::int32_t>(p.tiles - p.split_tiles), p.splits,
+                           static_cast<std::int32_t>((k + 127) / 128)};
+          ASSERT_EQ(p.splits, 1);
+          ASSERT_EQ(p.grid % 2, 0u);
+          for (std::int64_t cta = 0; cta < p.grid; cta += 2) {
+            for (std::int64_t u = cta; u + 1 < p.tiles; u += p.grid) {
+              const Unit first = unit_of(g, u), second = unit_of(g, u + 1);
+              ASSERT_EQ(first.tn, second.tn) << describe(g) << ", units " << u << ", " << u + 1;
+              ASSERT_NE(first.tm, second.tm) << describe(g) << ", units " << u << ", " << u + 1;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(clustered, 20);
+}
+
 }  // namespace
 }  // namespace tmakit

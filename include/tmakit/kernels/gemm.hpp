@@ -180,9 +180,13 @@ struct GemmPlan {
   // before it (0: none)
   int prefetch_k_blocks = 0;
   // the ids of the rules that chose the configuration and the splits (kernels/gemm/README.md,
-  // "The plan's rules")
+  // "The plan's rules"; cluster_rule below)
   const char* config_rule = "";
   const char* splits_rule = "";
+  // CTAs per cluster of the launch: the small-M kernel's splits of K; 2 for the tiled kernel
+  // where each pair of neighbouring CTAs reads the same tiles of B (placed on one GPC); else 1
+  int cluster = 1;
+  const char* cluster_rule = "";
 };
 // Throws ArgumentError for M, N or K of 0, sm_count < 1, or a tuning out of range or that
 // the configuration cannot run (naming the GemmTuning field).

@@ -327,6 +327,34 @@ auto* prepared_kernel(std::size_t bytes) {
   return Kernel;
 }
 
+// Whether the current device holds all of `l`'s grid at once in clusters of `Cluster` CTAs of
+// `Kernel` (cudaOccupancyMaxActiveClusters with l's block, shared memory and stream; asked
+// once per device). Call it after the kernel's shared-memory limit is raised
+// (prepared_kernel). Where it does not, a clustered grid would run in more rounds than the
+// plain one; where the device does not answer, false.
+template <auto Kernel, unsigned Cluster>
+bool clusters_fit(const KernelLaunch& l) {
+  static PerDevice<int> known;  // the most clusters at once, plus 1 (0: not asked yet)
+  const int most = known.get([&l](int) {
+    cudaLaunchConfig_t c = l.config;
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = Cluster;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    c.attrs = &a;
+    c.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &c) != cudaSuccess) {
+      (void)cudaGetLastError();  // (not answered: launch without clusters)
+      clusters = 0;
+    }
+    return clusters + 1;
+  }) - 1;
+  return static_cast<std::uint64_t>(l.config.gridDim.x) <=
+         static_cast<std::uint64_t>(most) * Cluster;
+}
+
 // Throws CudaError for a failed launch (configuration errors surface here, not later).
 inline void check_launch(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
