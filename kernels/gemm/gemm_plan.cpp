@@ -473,9 +473,10 @@ const PlanRule kSplitsRules[] = {
 
 const PlanRule kClusterRules[] = {
     {"G1",
-     "the tiled kernel with K unsplit, an even number of rows of tiles and an even grid: "
-     "clusters of 2 CTAs, whose consecutive units share a tile of B, so that each pair runs "
-     "on one GPC (also where a dependent launch's CTAs take the SMs the kernel before frees)",
+     "the tiled kernel with K unsplit or split in every tile, an even number of rows of tiles "
+     "and an even grid: clusters of 2 CTAs, whose neighbouring units read the same tile of B "
+     "(and share of K), so that each pair runs on one GPC (also where a dependent launch's "
+     "CTAs take the SMs the kernel before frees)",
      "Pairs of CTAs on one GPC"},
     {"G2", "the small-M kernel: a cluster of its splits of K (K2)", ""},
     {"G3", "otherwise: no cluster", ""},
@@ -659,13 +660,15 @@ GemmPlan plan_checked(const GemmProblem& q) {
   // the cluster: a unit's neighbour in the schedule's order (unit_of: groups of kGroupM rows
   // of tiles, row fastest) is the same tile column's next row, so units 2i and 2i + 1 read
   // the same tile of B wherever every group's rows are even (tiles_m even) and K is
-  // unsplit; with an even grid each CTA's every unit has its pair's partner in the CTA
-  // beside it.
+  // unsplit; where K is split in every tile, the launch orders the units in pairs of tiles
+  // (UnitGrid::split_pairs) so that they read the same share of it; with an even grid each
+  // CTA's every unit has its pair's partner in the CTA beside it.
   // NOTE: a launch places a cluster's CTAs on one GPC. A dependent launch's CTAs otherwise
   // take the SMs the kernel before frees, in the order it frees them, which split the pairs
   // and ran the tiles 10-20% slower (EXPERIMENTS.md, "Pairs of CTAs on one GPC").
   const std::int64_t tiles_m = static_cast<std::int64_t>((q.m + c.block_m - 1) / c.block_m);
-  const bool pairs = c.family == Family::tiled && plan.splits == 1 && tiles_m % 2 == 0 &&
+  const bool pairs = c.family == Family::tiled &&
+                     (plan.splits == 1 || plan.split_tiles == plan.tiles) && tiles_m % 2 == 0 &&
                      plan.grid % 2 == 0;
   plan.cluster = pairs ? 2 : 1;
   plan.cluster_rule = pairs ? "G1" : "G3";

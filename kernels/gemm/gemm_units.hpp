@@ -21,6 +21,10 @@ struct UnitGrid {
   std::int32_t whole_tiles;       // units [0, whole_tiles) are whole tiles
   std::int32_t splits;            // shares of K per tile after them
   std::int32_t k_blocks;          // 128-deep k-blocks of K
+  // 1: the split tiles (every tile: whole_tiles 0) in pairs of neighbouring ones, 2p and
+  // 2p + 1, whose units alternate, share by share (split s of tile 2p, then of 2p + 1), so
+  // that units 2i and 2i + 1 are the same share of K of two tiles on one column of B
+  std::int32_t split_pairs = 0;
 };
 
 struct Unit {
@@ -50,9 +54,18 @@ TMAKIT_HOST_DEVICE constexpr Unit unit_of(const Grid& g, std::int64_t u) {
   r.kb_end = g.k_blocks;
   if (u >= g.whole_tiles) {
     const std::int64_t v = u - g.whole_tiles;
-    r.slot = static_cast<std::int32_t>(v / g.splits);
+    if (g.split_pairs != 0) {
+      const auto w = static_cast<std::uint32_t>(v);
+      const std::uint32_t per_pair = 2u * static_cast<std::uint32_t>(g.splits);
+      const std::uint32_t pair = w / per_pair;
+      const std::uint32_t in_pair = w - pair * per_pair;
+      r.slot = static_cast<std::int32_t>(2u * pair + (in_pair & 1u));
+      r.split = static_cast<std::int32_t>(in_pair >> 1);
+    } else {
+      r.slot = static_cast<std::int32_t>(v / g.splits);
+      r.split = static_cast<std::int32_t>(v % g.splits);
+    }
     tile = g.whole_tiles + r.slot;
-    r.split = static_cast<std::int32_t>(v % g.splits);
     r.splits = g.splits;
     r.kb_begin =
         static_cast<std::int32_t>(static_cast<std::int64_t>(r.split) * g.k_blocks / r.splits);

@@ -221,6 +221,7 @@ struct Params {
   std::int32_t splits;       // of each of the last split_tiles tiles (in the units' order)
   std::int32_t whole_tiles;  // tiles before those, each one unit with all of K
   std::int64_t units;        // whole_tiles + split_tiles * splits
+  std::int32_t split_pairs;  // 1: split tiles' units in pairs (UnitGrid::split_pairs)
   // 128-block scale_a where TMA loads it (scale.a_tma): M x k-blocks floats, M-major, box
   // BlockM x kScaleRun (scale_a_run_box; zeros past M)
   CUtensorMap scale_a_map;

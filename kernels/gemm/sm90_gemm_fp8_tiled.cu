@@ -123,6 +123,8 @@ Params make_params(const GemmCall& call) {
   q.splits = plan.splits;
   q.whole_tiles = static_cast<std::int32_t>(plan.tiles - plan.split_tiles);
   q.units = plan_units(plan);
+  // (rule G1 pairs split tiles' units, so that a cluster's two CTAs read the same B)
+  q.split_pairs = plan.cluster == 2 && plan.splits > 1 ? 1 : 0;
   return q;
 }
 

@@ -1097,9 +1097,9 @@ TEST(Gemm, TiledEpilogueSmall) {
 }
 
 // Rule G1: the tiled kernel's CTAs in clusters of 2 (each pair reads the same tiles of B):
-// one round and several, partial tiles, padded rows, each recipe, both modes, and calls in a
-// row into the same D as programmatic dependents (a call's clusters placed while the call
-// before it finishes).
+// one round and several, K split in every tile, partial tiles, padded rows, each recipe,
+// both modes, and calls in a row into the same D as programmatic dependents (a call's
+// clusters placed while the call before it finishes).
 TEST(Gemm, ClusteredPairsSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const int m64n64 = gemm_config_id("m64n64"), m128n128 = gemm_config_id("m128n128");
@@ -1112,7 +1112,14 @@ TEST(Gemm, ClusteredPairsSmall) {
              GemmScaleRecipe::block},
         Case{256, 640, 512, m128n128, 0, DataType::bfloat16, 0, true, kPromoted,
              GemmScaleRecipe::row, false, 3},
-        Case{256, 640, 512, m128n128, 0, DataType::float16, 0, true, GemmAccumulation::fast}}) {
+        Case{256, 640, 512, m128n128, 0, DataType::float16, 0, true, GemmAccumulation::fast},
+        // K split in every tile (rule K5): the units of tiles 2p and 2p + 1 alternating
+        Case{128, 1024, 2048, m64n64, 0, DataType::bfloat16, 0, true, kPromoted,
+             GemmScaleRecipe::tensor, false, 3},
+        Case{128, 1000, 1936, m64n64, 0, DataType::float16, 16, true, kPromoted,
+             GemmScaleRecipe::block},
+        Case{256, 640, 2048, m128n128, 2, DataType::bfloat16, 0, true, kPromoted,
+             GemmScaleRecipe::row}}) {
     const std::uint64_t dp = (c.n * 2 + 15) / 16 * 16 + c.pad;
     const GemmTuning tuning{c.config, c.splits, c.overlap, c.accumulation};
     const bool scale_a_tma = c.recipe == GemmScaleRecipe::block && c.m % 4 == 0;

@@ -1491,8 +1491,8 @@ TEST(GemmScaleRuns, RingNeverDeadlocks) {
 // The table's rows: every id is listed once in the plan's rules, every configuration has a
 // name and an id that round-trips, and the retired one is not built.
 // The cluster rules by id: G1 where the tiled kernel's neighbouring CTAs share tiles of B
-// (K unsplit, tile rows and grid even), G2 the small-M kernel's cluster of its splits, G3
-// every other plan.
+// (K unsplit or split in every tile, tile rows and grid even), G2 the small-M kernel's
+// cluster of its splits, G3 every other plan.
 TEST(GemmPlanRules, ClusterRulesById) {
   struct Case {
     std::uint64_t m, n, k;
@@ -1507,7 +1507,8 @@ TEST(GemmPlanRules, ClusterRulesById) {
       {4096, 4096, 4096, nullptr, true, 2, "G1"},   // m128n256: 512 tiles, 128 CTAs
       {128, 4288, 4096, "m64n64", false, 1, "G3"},  // 134 units in two rounds: 67 CTAs
       {192, 4096, 4096, "m64n64", false, 1, "G3"},  // three rows of tiles
-      {128, 2112, 7168, nullptr, false, 1, "G3"},   // K split: a pair is one tile's halves
+      {128, 2112, 7168, nullptr, false, 2, "G1"},   // K split in two in every tile: pairs
+      {512, 4864, 8192, nullptr, false, 1, "G3"},   // a split tail (K4)
       {64, 32768, 512, nullptr, false, 1, "G3"},    // one row of tiles
       {4096, 4096, 4096, nullptr, false, 1, "G3"},  // m256n128: the two-wave kernel
   };
@@ -1525,6 +1526,9 @@ TEST(GemmPlanRules, ClusterRulesById) {
     EXPECT_EQ(p.cluster, c.cluster);
     EXPECT_STREQ(p.cluster_rule, c.rule);
   }
+  const GemmPlan tail = gemm_fp8_plan(512, 4864, 8192, 132);
+  EXPECT_STREQ(tail.splits_rule, "K4");  // (the case above: its last round's tiles split)
+  EXPECT_LT(tail.split_tiles, tail.tiles);
   const GemmPlan small = gemm_fp8_plan(16, 1024, 4096, 132);
   EXPECT_STREQ(small.splits_rule, "K2");
   EXPECT_STREQ(small.cluster_rule, "G2");

@@ -27,7 +27,8 @@ std::string describe(const UnitGrid& g) {
 }
 
 // Plays every unit of grid g out: each tile once (whole, or as `splits` shares of K that
-// follow each other in order and cover [0, k_blocks) without overlap).
+// follow each other in order and cover [0, k_blocks) without overlap; with split_pairs, the
+// shares of tiles 2p and 2p + 1 alternating).
 void expect_every_tile_once(const UnitGrid& g) {
   const std::int64_t tiles = static_cast<std::int64_t>(g.tiles_m) * g.tiles_n;
   const std::int64_t units = g.whole_tiles + (tiles - g.whole_tiles) * g.splits;
@@ -50,8 +51,13 @@ void expect_every_tile_once(const UnitGrid& g) {
     }
     const std::int64_t v = u - g.whole_tiles;
     EXPECT_EQ(w.splits, g.splits);
-    EXPECT_EQ(w.split, v % g.splits) << describe(g) << ", unit " << u;
-    EXPECT_EQ(w.slot, v / g.splits) << describe(g) << ", unit " << u;
+    if (g.split_pairs != 0) {
+      EXPECT_EQ(w.split, v % (2 * g.splits) / 2) << describe(g) << ", unit " << u;
+      EXPECT_EQ(w.slot, v / (2 * g.splits) * 2 + v % 2) << describe(g) << ", unit " << u;
+    } else {
+      EXPECT_EQ(w.split, v % g.splits) << describe(g) << ", unit " << u;
+      EXPECT_EQ(w.slot, v / g.splits) << describe(g) << ", unit " << u;
+    }
     EXPECT_EQ(seen[tile], w.split) << describe(g) << ", unit " << u << ": shares out of order";
     ++seen[tile];
     EXPECT_LT(w.kb_begin, w.kb_end) << describe(g) << ", unit " << u << ": an empty share";
@@ -61,8 +67,9 @@ void expect_every_tile_once(const UnitGrid& g) {
     if (w.split + 1 == w.splits) {
       EXPECT_EQ(w.kb_end, g.k_blocks);
     }
-    if (w.split > 0) {
-      EXPECT_EQ(w.kb_begin, unit_of(g, u - 1).kb_end) << describe(g) << ", unit " << u;
+    if (w.split > 0) {  // (the tile's share before: the unit before, or two before in pairs)
+      EXPECT_EQ(w.kb_begin, unit_of(g, u - (g.split_pairs != 0 ? 2 : 1)).kb_end)
+          << describe(g) << ", unit " << u;
     }
   }
   for (std::int64_t t = 0; t < tiles; ++t) {
@@ -81,6 +88,10 @@ TEST(GemmUnits, EveryTileOnceEveryShareOfKInOrder) {
           for (std::int32_t whole : {tiles, tiles - 1, tiles / 2, 0}) {
             if (whole < 0 || (splits == 1 && whole != tiles)) continue;
             expect_every_tile_once({tiles_m, tiles_n, whole, splits, k_blocks});
+          }
+          // split tiles in pairs: every tile split, an even number of them
+          if (splits > 1 && tiles % 2 == 0) {
+            expect_every_tile_once({tiles_m, tiles_n, 0, splits, k_blocks, 1});
           }
         }
       }
@@ -144,14 +155,15 @@ TEST(GemmUnits, EveryPlanCoversItsOutput) {
 }
 
 // Rule G1 (clusters of 2): wherever the plan pairs CTAs, the CTAs 2j and 2j + 1 of the grid
-// read the same tile of B in every round (units 2j + r * grid and 2j + 1 + r * grid: the
-// same tile column, neighbouring rows), for every recipe and over shapes with many rounds,
-// one round, a last group of fewer than kGroupM rows of tiles, and none of those.
+// read the same tile of B, and the same share of K of it, in every round (units 2j + r *
+// grid and 2j + 1 + r * grid: the same tile column, neighbouring rows), the grid read as the
+// launch reads it (make_params), for every recipe and over shapes with many rounds, one
+// round, K split in every tile, a last group of fewer than kGroupM rows of tiles.
 TEST(GemmUnits, ClusteredPairsShareTheirTilesOfB) {
-  int clustered = 0;
+  int clustered = 0, split = 0;
   for (const std::uint64_t m : {128u, 256u, 384u, 1000u, 1536u, 4096u}) {
-    for (const std::uint64_t n : {2112u, 4096u, 7168u, 24576u}) {
-      for (const std::uint64_t k : {512u, 7168u}) {
+    for (const std::uint64_t n : {1024u, 2112u, 4096u, 7168u, 24576u}) {
+      for (const std::uint64_t k : {512u, 2048u, 7168u}) {
         for (const GemmScaleRecipe recipe :
              {GemmScaleRecipe::tensor, GemmScaleRecipe::row, GemmScaleRecipe::block}) {
           const GemmPlan p = gemm_fp8_plan({m, n, k, 0, 132, 0, {}, recipe, true});
@@ -162,14 +174,20 @@ TEST(GemmUnits, ClusteredPairsShareTheirTilesOfB) {
           const UnitGrid g{static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m),
                            static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n),
                            static_cast<std::int32_t>(p.tiles - p.split_tiles), p.splits,
-                           static_cast<std::int32_t>((k + 127) / 128)};
-          ASSERT_EQ(p.splits, 1);
+                           static_cast<std::int32_t>((k + 127) / 128),
+                           p.splits > 1 ? 1 : 0};
+          ASSERT_TRUE(p.splits == 1 || p.split_tiles == p.tiles) << describe(g);
           ASSERT_EQ(p.grid % 2, 0u);
+          if (p.splits > 1) ++split;
+          expect_every_tile_once(g);
+          const std::int64_t units = p.tiles * p.splits;
           for (std::int64_t cta = 0; cta < p.grid; cta += 2) {
-            for (std::int64_t u = cta; u + 1 < p.tiles; u += p.grid) {
+            for (std::int64_t u = cta; u + 1 < units; u += p.grid) {
               const Unit first = unit_of(g, u), second = unit_of(g, u + 1);
               ASSERT_EQ(first.tn, second.tn) << describe(g) << ", units " << u << ", " << u + 1;
               ASSERT_NE(first.tm, second.tm) << describe(g) << ", units " << u << ", " << u + 1;
+              ASSERT_EQ(first.kb_begin, second.kb_begin) << describe(g) << ", unit " << u;
+              ASSERT_EQ(first.kb_end, second.kb_end) << describe(g) << ", unit " << u;
             }
           }
         }
@@ -177,6 +195,7 @@ TEST(GemmUnits, ClusteredPairsShareTheirTilesOfB) {
     }
   }
   EXPECT_GT(clustered, 20);
+  EXPECT_GT(split, 3);
 }
 
 }  // namespace
