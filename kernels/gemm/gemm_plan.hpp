@@ -33,8 +33,8 @@ GemmPlan plan_checked(const GemmProblem& problem);
 
 // One rule of the plan: its id, what it says, and the experiment it rests on (a section of
 // kernels/gemm/EXPERIMENTS.md). The rules are walked in order; the last one that applies
-// decides (GemmPlan::config_rule, splits_rule, cluster_rule). The table is what `tmakit bench --plan` and
-// the tests read.
+// decides (GemmPlan::config_rule, splits_rule, cluster_rule). The tests read the table
+// (kernels/gemm/README.md, "The plan's rules", lists it).
 struct PlanRule {
   const char* id;
   const char* says;

@@ -3,7 +3,9 @@
 // hand-checked case, and the per-shape plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <stdexcept>
@@ -1534,6 +1536,44 @@ TEST(GemmPlanRules, ClusterRulesById) {
   EXPECT_STREQ(small.cluster_rule, "G2");
   EXPECT_EQ(small.cluster, small.splits);
   EXPECT_GT(small.cluster, 1);
+}
+
+// The rules as the docs list them: every rule's row in kernels/gemm/README.md's table ("| C1
+// |"), and the experiment it names the start of a heading in kernels/gemm/EXPERIMENTS.md or
+// README.md (headings' "×" read as "x").
+TEST(GemmPlanRules, EveryRuleInTheDocs) {
+  const auto read = [](const char* path) {
+    std::ifstream in(std::string(TMAKIT_SOURCE_DIR) + "/" + path);
+    EXPECT_TRUE(in.good()) << path;
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) {
+      for (std::size_t at; (at = line.find("\xc3\x97")) != std::string::npos;) {
+        line.replace(at, 2, "x");
+      }
+      lines.push_back(line);
+    }
+    return lines;
+  };
+  const std::vector<std::string> readme = read("kernels/gemm/README.md");
+  std::vector<std::string> headings;
+  for (const char* path : {"kernels/gemm/README.md", "kernels/gemm/EXPERIMENTS.md"}) {
+    for (const std::string& line : read(path)) {
+      if (line.rfind("#", 0) == 0) headings.push_back(line.substr(line.find_first_not_of("# ")));
+    }
+  }
+  std::size_t count = 0;
+  const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string row = std::string("| ") + rules[i].id + " |";
+    EXPECT_TRUE(std::any_of(readme.begin(), readme.end(),
+                            [&](const std::string& l) { return l.rfind(row, 0) == 0; }))
+        << rules[i].id << ": no row in kernels/gemm/README.md's table";
+    const std::string experiment = rules[i].experiment;
+    if (experiment.empty()) continue;
+    EXPECT_TRUE(std::any_of(headings.begin(), headings.end(),
+                            [&](const std::string& h) { return h.rfind(experiment, 0) == 0; }))
+        << rules[i].id << ": no heading starts with \"" << experiment << "\"";
+  }
 }
 
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
