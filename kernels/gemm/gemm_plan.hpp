@@ -9,6 +9,7 @@
 
 #include "gemm_configs.hpp"
 #include "gemm_launch.hpp"
+#include "gemm_units.hpp"
 #include "tmakit/kernels/gemm.hpp"
 #include "tmakit/kernels/tensor_ref.hpp"
 
@@ -59,6 +60,22 @@ int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits, i
 // A plan's work units: one per whole tile, and one per split of K of each split tile.
 constexpr std::int64_t plan_units(const GemmPlan& plan) {
   return plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
+}
+
+// The units' grid of a tiled or two-wave plan of M x N x K, as the launch hands it to the
+// kernels (make_params) and the host tests play it out: the configuration's tiles, the
+// splits, and (rule G1 where K is split) split tiles' units in pairs.
+constexpr UnitGrid plan_unit_grid(const GemmPlan& plan, std::uint64_t m, std::uint64_t n,
+                                  std::uint64_t k) {
+  const ConfigRow& c = row(plan.config);
+  UnitGrid g{};
+  g.tiles_m = static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m);
+  g.tiles_n = static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n);
+  g.whole_tiles = static_cast<std::int32_t>(plan.tiles - plan.split_tiles);
+  g.splits = plan.splits;
+  g.k_blocks = static_cast<std::int32_t>((k + kKBlock - 1) / kKBlock);
+  g.split_pairs = plan.cluster == 2 && plan.splits > 1 ? 1 : 0;
+  return g;
 }
 
 }  // namespace tmakit::detail::gemm

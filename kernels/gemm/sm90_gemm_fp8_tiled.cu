@@ -117,14 +117,14 @@ Params make_params(const GemmCall& call) {
   }
   q.m = static_cast<std::int32_t>(call.a.rows);
   q.n = static_cast<std::int32_t>(call.b.rows);
-  q.k_blocks = static_cast<std::int32_t>((call.a.cols + kBlockK - 1) / kBlockK);
-  q.tiles_m = static_cast<std::int32_t>((call.a.rows + c.block_m - 1) / c.block_m);
-  q.tiles_n = static_cast<std::int32_t>((call.b.rows + c.block_n - 1) / c.block_n);
-  q.splits = plan.splits;
-  q.whole_tiles = static_cast<std::int32_t>(plan.tiles - plan.split_tiles);
+  const UnitGrid g = plan_unit_grid(plan, call.a.rows, call.b.rows, call.a.cols);
+  q.k_blocks = g.k_blocks;
+  q.tiles_m = g.tiles_m;
+  q.tiles_n = g.tiles_n;
+  q.splits = g.splits;
+  q.whole_tiles = g.whole_tiles;
+  q.split_pairs = g.split_pairs;
   q.units = plan_units(plan);
-  // (rule G1 pairs split tiles' units, so that a cluster's two CTAs read the same B)
-  q.split_pairs = plan.cluster == 2 && plan.splits > 1 ? 1 : 0;
   return q;
 }
 

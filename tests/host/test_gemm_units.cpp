@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gemm/gemm_configs.hpp"
+#include "gemm/gemm_plan.hpp"
 #include "gemm/gemm_units.hpp"
 #include "tmakit/kernels/gemm.hpp"
 
@@ -130,8 +131,8 @@ TEST(GemmUnits, GroupsOfTileRowsDownThenAlong) {
   EXPECT_EQ(unit_of(g, 1604).tn, 1);
 }
 
-// The plan's tiles, split tiles and splits, read as the launch reads them (make_params), give
-// the kernels a grid of units that covers D once and K in every tile.
+// The plan's grid of units as the launch hands it to the kernels (plan_unit_grid) covers D
+// once and K in every tile.
 TEST(GemmUnits, EveryPlanCoversItsOutput) {
   struct Shape {
     std::uint64_t m, n, k;
@@ -142,12 +143,8 @@ TEST(GemmUnits, EveryPlanCoversItsOutput) {
     for (const GemmScaleRecipe recipe :
          {GemmScaleRecipe::tensor, GemmScaleRecipe::row, GemmScaleRecipe::block}) {
       const GemmPlan p = gemm_fp8_plan({s.m, s.n, s.k, 0, 132, 0, {}, recipe, true});
-      const auto& c = detail::gemm::row(p.config);
-      if (c.block_m == 0) continue;  // the small-M kernel has tiles of its own
-      const UnitGrid g{static_cast<std::int32_t>((s.m + c.block_m - 1) / c.block_m),
-                       static_cast<std::int32_t>((s.n + c.block_n - 1) / c.block_n),
-                       static_cast<std::int32_t>(p.tiles - p.split_tiles), p.splits,
-                       static_cast<std::int32_t>((s.k + 127) / 128)};
+      if (detail::gemm::small_m(p.config)) continue;  // (its tiles are its own)
+      const UnitGrid g = detail::gemm::plan_unit_grid(p, s.m, s.n, s.k);
       ASSERT_EQ(static_cast<std::int64_t>(g.tiles_m) * g.tiles_n, p.tiles) << describe(g);
       expect_every_tile_once(g);
     }
@@ -156,9 +153,9 @@ TEST(GemmUnits, EveryPlanCoversItsOutput) {
 
 // Rule G1 (clusters of 2): wherever the plan pairs CTAs, the CTAs 2j and 2j + 1 of the grid
 // read the same tile of B, and the same share of K of it, in every round (units 2j + r *
-// grid and 2j + 1 + r * grid: the same tile column, neighbouring rows), the grid read as the
-// launch reads it (make_params), for every recipe and over shapes with many rounds, one
-// round, K split in every tile, a last group of fewer than kGroupM rows of tiles.
+// grid and 2j + 1 + r * grid: the same tile column, neighbouring rows), on the grid the
+// launch hands the kernels (plan_unit_grid), for every recipe and over shapes with many
+// rounds, one round, K split in every tile, a last group of fewer than kGroupM rows of tiles.
 TEST(GemmUnits, ClusteredPairsShareTheirTilesOfB) {
   int clustered = 0, split = 0;
   for (const std::uint64_t m : {128u, 256u, 384u, 1000u, 1536u, 4096u}) {
@@ -170,12 +167,8 @@ TEST(GemmUnits, ClusteredPairsShareTheirTilesOfB) {
           if (p.cluster != 2) continue;
           ++clustered;
           EXPECT_STREQ(p.cluster_rule, "G1");
-          const auto& c = detail::gemm::row(p.config);
-          const UnitGrid g{static_cast<std::int32_t>((m + c.block_m - 1) / c.block_m),
-                           static_cast<std::int32_t>((n + c.block_n - 1) / c.block_n),
-                           static_cast<std::int32_t>(p.tiles - p.split_tiles), p.splits,
-                           static_cast<std::int32_t>((k + 127) / 128),
-                           p.splits > 1 ? 1 : 0};
+          const UnitGrid g = detail::gemm::plan_unit_grid(p, m, n, k);
+          ASSERT_EQ(g.split_pairs, p.splits > 1 ? 1 : 0) << describe(g);
           ASSERT_TRUE(p.splits == 1 || p.split_tiles == p.tiles) << describe(g);
           ASSERT_EQ(p.grid % 2, 0u);
           if (p.splits > 1) ++split;
