@@ -31,13 +31,9 @@ void check_device_scales(const GemmScales& scales);
 // scale arrays, read with the strides below (elements, torch's layouts already resolved);
 // the kernel applies them in its epilogue (row) or at each promotion (block).
 struct GemmKernelScale {
-  float host = 1.0f;
-  double host_wide = 1.0;    // alpha * scale_a * scale_b in double (host values only)
-  const float* a = nullptr;  // GemmScales::scale_a_device
-  const float* b = nullptr;  // GemmScales::scale_b_device
+  // (the flags a kernel's first instructions read come first: see Params in
+  // sm90_gemm_common.cuh)
   GemmScaleRecipe recipe = GemmScaleRecipe::tensor;
-  std::int64_t a_mn = 0, a_k = 0;  // scale_a[m * a_mn + kb * a_k]
-  std::int64_t b_mn = 0, b_k = 0;  // scale_b[n * b_mn] (row), [nb * b_mn + kb * b_k] (block)
   // 128-block scale_a whose k-blocks TMA can load as boxes (block_scale_a_tma): runs of
   // four k-blocks (Params::scale_a_map), loaded by the scale thread unless the producer
   // thread loads them (below)
@@ -46,6 +42,12 @@ struct GemmKernelScale {
   // is then TMA's, and where a run fits in the ring the producer thread loads both beside A
   // and B, its full barrier waiting for the producer alone (producer_loads_scale_runs)
   std::int32_t b_tma = 0;
+  float host = 1.0f;
+  double host_wide = 1.0;    // alpha * scale_a * scale_b in double (host values only)
+  const float* a = nullptr;  // GemmScales::scale_a_device
+  const float* b = nullptr;  // GemmScales::scale_b_device
+  std::int64_t a_mn = 0, a_k = 0;  // scale_a[m * a_mn + kb * a_k]
+  std::int64_t b_mn = 0, b_k = 0;  // scale_b[n * b_mn] (row), [nb * b_mn + kb * b_k] (block)
 };
 // A GemmScaleRecipe's name ("tensor", "row", "block"), and the check that a value is one:
 // ArgumentError naming `field` otherwise (the GEMM's and the quantizer's launchers).

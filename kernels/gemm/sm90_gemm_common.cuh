@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -209,28 +210,35 @@ __device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& 
 namespace tmakit::detail::gemm {
 
 struct Params {
-  CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
-  CUtensorMap b_map;  // N x K bytes, box 128 x BlockN, 128B swizzle
-  CUtensorMap d_map;  // D (M x N elements), box DBoxCols x 64, 128B swizzle; when d_tma_store
-  void* d;
-  std::uint64_t d_row_elems;  // D's row pitch in elements
-  std::int32_t d_tma_store;   // 1: the epilogue stores D through shared memory and TMA
-  std::int32_t m, n;
+  // NOTE: the scalars a CTA's first instructions read (the unit grid, d_tma_store, the scale
+  // recipe and its TMA flags) lie in the first 64 bytes, one constant-cache line, ahead of the
+  // tensor maps: with them after the maps, on three lines, the block kernels at M <= 128 ran
+  // about 1% slower (kernels/gemm/EXPERIMENTS.md, "A call's fixed cost at M <= 128").
+  std::int64_t units;        // whole_tiles + split_tiles * splits
   std::int32_t k_blocks;
   std::int32_t tiles_m, tiles_n;
   std::int32_t splits;       // of each of the last split_tiles tiles (in the units' order)
   std::int32_t whole_tiles;  // tiles before those, each one unit with all of K
-  std::int64_t units;        // whole_tiles + split_tiles * splits
   std::int32_t split_pairs;  // 1: split tiles' units in pairs (UnitGrid::split_pairs)
+  std::int32_t m, n;
+  std::int32_t d_tma_store;  // 1: the epilogue stores D through shared memory and TMA
+  GemmKernelScale scale;     // alpha * scale_a * scale_b, or where the kernel reads them
+  std::uint64_t d_row_elems;  // D's row pitch in elements
+  void* d;
+  float* workspace;         // split-K partial tiles: split_tiles * splits of them
+  std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
+  CUtensorMap a_map;  // M x K bytes, box 128 x BlockM, 128B swizzle
+  CUtensorMap b_map;  // N x K bytes, box 128 x BlockN, 128B swizzle
+  CUtensorMap d_map;  // D (M x N elements), box DBoxCols x 64, 128B swizzle; when d_tma_store
   // 128-block scale_a where TMA loads it (scale.a_tma): M x k-blocks floats, M-major, box
   // BlockM x kScaleRun (scale_a_run_box; zeros past M)
   CUtensorMap scale_a_map;
   // and scale_b (scale.b_tma): N-blocks x k-blocks floats, K-major, box 4 x the tile's blocks
   CUtensorMap scale_b_map;
-  GemmKernelScale scale;    // alpha * scale_a * scale_b, or where the kernel reads them
-  float* workspace;         // split-K partial tiles: split_tiles * splits of them
-  std::uint32_t* counters;  // per split tile: splits finished (reset to 0 by the last)
 };
+static_assert(offsetof(Params, d_tma_store) < 64 &&
+                  offsetof(Params, scale) + offsetof(GemmKernelScale, b_tma) + 4 <= 64,
+              "the prologue's scalars share the parameters' first constant-cache line");
 
 // The tiled and two-wave kernels' start once their barriers are visible: thread 0 warms every
 // tensor map the launch reads (A, B; D where the epilogue stores through TMA; the 128-block

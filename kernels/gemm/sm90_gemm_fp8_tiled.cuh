@@ -643,8 +643,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         store_tile<Cfg, T>(p, acc, out_scale, row0, col0, wg_tid);
       }
     }
-    // a CTA may not exit while its stores still read shared memory
-    if (p.d_tma_store && wg_tid == 0) store_wait<0>();
+    // a CTA may not exit while its stores still read shared memory (their writes complete
+    // with the grid, as for any store)
+    if (p.d_tma_store && wg_tid == 0) store_wait_read<0>();
   }
 #else
   // NOTE: built for another target; fail loudly rather than return garbage.
