@@ -158,10 +158,11 @@ struct Facts {
   std::int64_t sm;
   bool forced;
 
+  std::int64_t tiles_m(int id) const {
+    return static_cast<std::int64_t>((m + row(id).block_m - 1) / row(id).block_m);
+  }
   std::int64_t tiles(int id) const {
-    const ConfigRow& c = row(id);
-    return static_cast<std::int64_t>((m + c.block_m - 1) / c.block_m) *
-           static_cast<std::int64_t>((n + c.block_n - 1) / c.block_n);
+    return tiles_m(id) * static_cast<std::int64_t>((n + row(id).block_n - 1) / row(id).block_n);
   }
   // rounds of a configuration's tiles on the SMs (a CTA's last round ends the call)
   std::int64_t rounds(int id) const { return (tiles(id) + sm - 1) / sm; }
@@ -666,9 +667,9 @@ GemmPlan plan_checked(const GemmProblem& q) {
   // NOTE: a launch places a cluster's CTAs on one GPC. A dependent launch's CTAs otherwise
   // take the SMs the kernel before frees, in the order it frees them, which split the pairs
   // and ran the tiles 10-20% slower (EXPERIMENTS.md, "Pairs of CTAs on one GPC").
-  const std::int64_t tiles_m = static_cast<std::int64_t>((q.m + c.block_m - 1) / c.block_m);
   const bool pairs = c.family == Family::tiled &&
-                     (plan.splits == 1 || plan.split_tiles == plan.tiles) && tiles_m % 2 == 0 &&
+                     (plan.splits == 1 || plan.split_tiles == plan.tiles) &&
+                     f.tiles_m(plan.config) % 2 == 0 &&
                      plan.grid % 2 == 0;
   plan.cluster = pairs ? 2 : 1;
   plan.cluster_rule = pairs ? "G1" : "G3";
