@@ -20,6 +20,7 @@ enum class Family {
   waves_n,    // the same kernel, the waves along N (two 128-column halves of a 256 tile)
   waves_1x3,  // the same kernel, three math warpgroups of one 64-row wave each
   small_m,    // sm90_gemm_fp8_small_m.cu: M <= 128, operands swapped, K split over a cluster
+  pingpong,   // sm90_gemm_fp8_pingpong.cuh: a tile per math warpgroup, the two in turn
   retired,    // no longer built (its name stays, so that forcing it is answered)
 };
 
@@ -60,6 +61,7 @@ enum : int {
   m192n128,
   m64n32,
   m128n192,
+  m128n128pp,
   count
 };
 }  // namespace config
@@ -101,6 +103,10 @@ inline constexpr ConfigRow kConfigs[] = {
      "64 x 32 tiles: four times the CTAs of 64 x 128 ones on the same B", nullptr},
     {"m128n192", Family::tiled, 128, 192, 4, 64, 3, 0, 0, true, false, true, 0,
      "128 x 192 tiles, one partial product per promotion: where they take one round", nullptr},
+    {"m128n128pp", Family::pingpong, 128, 128, 5, 64, 2, 0, 0, false, false, true, 0,
+     "128 x 128 tiles, one per math warpgroup in turn (ping-pong), fast accumulation only: "
+     "one warpgroup's epilogue under the other's wgmmas",
+     nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
               "a row for every configuration id");
@@ -151,7 +157,8 @@ constexpr int config_id(std::string_view name) {
 static_assert(config_id("m128n80") == config::m128n80 &&
                   config_id("m128n256w") == config::m128n256w &&
                   config_id("m192n128") == config::m192n128 &&
-                  config_id("m128n192") == config::m128n192,
+                  config_id("m128n192") == config::m128n192 &&
+                  config_id("m128n128pp") == config::m128n128pp,
               "the enumerators and the rows' names agree");
 
 }  // namespace tmakit::detail::gemm

@@ -448,6 +448,22 @@ const ConfigRule kConfigRules[] = {
               f.k_blocks >= 8 && f.one_round(config::m128n192) &&
               f.fills(f.tiles(config::m128n192));
      }},
+    {{"C25",
+      "fast accumulation with at most 32 k-blocks (K <= 4096) where 128 x 128 or 128 x 256 "
+      "tiles were chosen, 128 x 128 tiles number at least twice the SMs and D's rows are whole "
+      "16-byte chunks: ping-pong 128 x 128 tiles (each math warpgroup's epilogue under the "
+      "other's wgmmas)",
+      "Ping-pong tiles for fast accumulation"},
+     config::m128n128pp,
+     [](const Facts& f, int chosen) {
+       // NOTE: 0.89-0.98x the time of the tiles chosen before at M >= 2048 and K <= 4096,
+       // row-wise and per-tensor, call by call and in streams; at longer K level call by call
+       // and in streams 0.97-1.02x; with fewer than two tiles per CTA (M <= 1024 at N = 4096)
+       // level or slower (kernels/gemm/README.md, "Ping-pong tiles for fast accumulation")
+       return !f.forced && !f.promoted() && f.k_blocks <= 32 &&
+              (chosen == config::m128n128 || chosen == config::m128n256) &&
+              f.tiles(config::m128n128pp) >= 2 * f.sm && d_whole_chunks(f.q);
+     }},
 };
 
 // ---- the splits rules ----------------------------------------------------------------------

@@ -41,7 +41,7 @@ struct PlanRule {
   const char* says;
   const char* experiment;
 };
-// Configuration rules C1..C24, splits rules K1..K6, cluster rules G1..G3.
+// Configuration rules C1..C25, splits rules K1..K6, cluster rules G1..G3.
 const PlanRule* plan_rules(std::size_t* count);
 
 // The small-M kernel's own numbers (pure, tested on the host):

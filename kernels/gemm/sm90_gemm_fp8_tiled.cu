@@ -1,5 +1,5 @@
-// Launch of the tiled and two-wave FP8 GEMM kernels (sm90_gemm_fp8_tiled.cuh,
-// sm90_gemm_fp8_waves.cuh): the tensor maps of the plan's tiles, then the one kernel
+// Launch of the tiled, two-wave and ping-pong FP8 GEMM kernels (sm90_gemm_fp8_tiled.cuh,
+// sm90_gemm_fp8_waves.cuh, sm90_gemm_fp8_pingpong.cuh): the tensor maps of the plan's tiles, then the one kernel
 // instantiation of the plan's configuration, D's type and mode, from a table built over the
 // configurations of gemm_configs.hpp.
 #include <array>
@@ -8,6 +8,7 @@
 #include "gemm_launch.hpp"
 #include "gemm_plan.hpp"
 #include "gemm_workspace.hpp"
+#include "sm90_gemm_fp8_pingpong.cuh"
 #include "sm90_gemm_fp8_tiled.cuh"
 #include "tmakit/kernels/detail/launch_support.hpp"
 
@@ -53,7 +54,8 @@ void launch(const Params& p, unsigned grid, unsigned cluster, cudaStream_t strea
 }
 
 // Configuration `Id`'s kernel for D's type T: a tiled row in its second form where some CTA
-// takes more than one tile (when it has one), a two-wave row through its own launch.
+// takes more than one tile (when it has one), a two-wave or ping-pong row through its own
+// launch.
 template <int Id, class T>
 void launch_config(const Params& p, unsigned grid, unsigned cluster, cudaStream_t stream,
                    bool overlap, bool promote, bool block_scales) {
@@ -79,6 +81,11 @@ void launch_config(const Params& p, unsigned grid, unsigned cluster, cudaStream_
     static_assert(!c.splits_k && !c.plain_stores, "the two-wave kernel: K unsplit, TMA stores");
     (void)cluster;  // (the plan clusters the tiled kernel's CTAs only: rule G1)
     launch_two_waves<Id, T>(p, grid, stream, overlap, promote, block_scales);
+  } else if constexpr (c.family == Family::pingpong) {
+    (void)cluster;
+    (void)promote;       // (fast accumulation only: the plan refuses promotion here)
+    (void)block_scales;  // (and 128-block scales, which need promotion)
+    launch_pingpong<Id, T>(p, grid, stream, overlap);
   }
 }
 
@@ -88,7 +95,9 @@ using LaunchFn = void (*)(const Params&, unsigned, unsigned, cudaStream_t, bool,
 template <class T, std::size_t... Id>
 constexpr std::array<LaunchFn, sizeof...(Id)> launch_table(std::index_sequence<Id...>) {
   return {
-      (row(Id).family == Family::tiled || waves_kernel(Id) ? &launch_config<Id, T> : nullptr)...};
+      (row(Id).family == Family::tiled || waves_kernel(Id) || row(Id).family == Family::pingpong
+           ? &launch_config<Id, T>
+           : nullptr)...};
 }
 constexpr auto kLaunchBf16 = launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
 constexpr auto kLaunchFp16 = launch_table<__half>(std::make_index_sequence<config::count>{});

@@ -186,6 +186,23 @@ TEST(DevicePipeline, StateBehindIsTheStateNTripsBack) {
   EXPECT_EQ(st.parity, (20u / kStages) & 1u);
 }
 
+// advance_by(n) is n advances at once, from any state, across any number of trips (the
+// ping-pong GEMM's math warpgroups step past each other's k-blocks with it).
+TEST(DevicePipeline, StateAdvanceByIsNAdvances) {
+  constexpr int kStages = 5;
+  for (std::uint32_t start = 0; start < 2 * kStages; ++start) {
+    for (std::uint32_t n : {0u, 1u, 4u, 5u, 6u, 9u, 10u, 11u, 127u, 1000u}) {
+      PipelineState<kStages> stepped, jumped;
+      for (std::uint32_t t = 0; t < start; ++t) stepped.advance();
+      jumped = stepped;
+      for (std::uint32_t t = 0; t < n; ++t) stepped.advance();
+      jumped.advance_by(n);
+      EXPECT_EQ(jumped.stage, stepped.stage) << "start " << start << " n " << n;
+      EXPECT_EQ(jumped.parity, stepped.parity) << "start " << start << " n " << n;
+    }
+  }
+}
+
 TEST(DevicePipeline, StressOneToEightStages) {
   TMAKIT_REQUIRE_GPU();
   run_pipeline_stress<1>(4, 500);

@@ -577,6 +577,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
     if (name == "m192n128") continue;  // N a multiple of 8 only: Gemm.ThreeWarpgroupTiles
     if (name == "m128n256w") continue;  // N a multiple of 8 only: Gemm.TwoWavesAlongN
+    if (name == "m128n128pp") continue;  // fast accumulation only: Gemm.PingpongTiles
     // (m128n192 does not split K: forcing splits is refused, GemmLauncher's host tests)
     const bool unsplit = !gemm_config_info(config).splits_k;
     for (int splits : {1, 3, 0, 32}) {
@@ -1185,6 +1186,39 @@ TEST(Gemm, ThreeWarpgroupTiles) {
       run_case(c, seed++);
     }
   }
+}
+
+// The ping-pong tiles (m128n128pp, fast accumulation only): a CTA's units alternate between
+// its two math warpgroups, each walking the ring past the other's k-blocks. One unit per CTA
+// (the second warpgroup idle), CTAs of two, three and more units (an odd count: the first
+// warpgroup takes one more), rows past M and columns past N, K not a multiple of 128 and one
+// k-block, fp16, padded D and D whose rows TMA cannot store; both scale recipes it takes.
+TEST(Gemm, PingpongTiles) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr int kPingpong = detail::gemm::config::m128n128pp;
+  ASSERT_STREQ(gemm_config_name(kPingpong), "m128n128pp");
+  constexpr auto kFast = GemmAccumulation::fast;
+  std::uint32_t seed = 950;
+  for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
+    for (const Case& shape :
+         {Case{100, 200, 512, kPingpong, 0, DataType::bfloat16},
+          Case{300, 264, 1040, kPingpong, 0, DataType::float16},
+          Case{1100, 4000, 272, kPingpong, 0, DataType::bfloat16},
+          Case{2000, 3000, 1040, kPingpong, 0, DataType::float16, 16},
+          Case{4096, 4224, 128, kPingpong, 0, DataType::bfloat16},
+          Case{513, 1001, 384, kPingpong, 0, DataType::bfloat16},  // plain stores (N odd)
+          Case{4096, 2048, 768, kPingpong, 0, DataType::bfloat16, 32}}) {
+      Case c = shape;
+      c.accumulation = kFast;
+      c.recipe = recipe;
+      run_case(c, seed++);
+    }
+  }
+  // many calls in a row into one D: the turns and the scale slots' hand-over at every call
+  Case repeated{1100, 4000, 272, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
+                GemmScaleRecipe::row};
+  repeated.launches = 200;
+  run_case(repeated, seed++);
 }
 
 // Configuration 11 at a size the sanitizers finish (scripts/gpu_check): one tile, and CTAs of

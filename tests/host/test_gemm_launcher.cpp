@@ -75,8 +75,10 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_NE(refused([&] { gemm_fp8(o.a, o.b, o.d, {}, nullptr, wide); }), "tuning.accumulation");
   EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, wide).tiles, 32 * 16);
   // chosen for fast accumulation where its tiles fill 3/4 of the SMs, never for promotion
-  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, fast).config, 6);
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 8192, 132, fast).config, 6);
   EXPECT_EQ(gemm_fp8_plan(1024, 4096, 4096, 132, fast).config, 6);   // 128 tiles
+  // (at K <= 4096 with at least two 128 x 128 tiles per SM, the ping-pong tiles: C25)
+  EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, fast).config, gemm_config_id("m128n128pp"));
   EXPECT_EQ(gemm_fp8_plan(128, 57344, 8192, 132, fast).config, 6);   // 224 tiles
   EXPECT_EQ(gemm_fp8_plan(512, 4096, 4096, 132, fast).config, 1);    // 64 tiles
   EXPECT_EQ(gemm_fp8_plan(16, 57344, 8192, 132, fast).config, 8);    // small M, 128-row tiles
@@ -85,7 +87,8 @@ TEST(GemmLauncher, NamesTheArgument) {
   // tiles of twice 128 x 128 (configurations 6 and 7) only where their rounds on the SMs are
   // no longer than 128 x 128 tiles' (two of theirs against up to 33/32 of one)
   EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132).config, 1);        // 2 rounds of 192 vs 3 of 384
-  EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132, fast).config, 1);  // the same for 128 x 256
+  EXPECT_EQ(gemm_fp8_plan(768, 8192, 8192, 132, fast).config, 1);  // the same for 128 x 256
+  EXPECT_EQ(gemm_fp8_plan(768, 8192, 4096, 132, fast).config, gemm_config_id("m128n128pp"));  // C25
   EXPECT_EQ(gemm_fp8_plan(1024, 4096, 4096, 132).config, 7);       // 1 round of 128 vs 2 of 256
   EXPECT_EQ(gemm_fp8_plan(8192, 8192, 8192, 132).config, 7);       // 16 rounds vs 32
   EXPECT_EQ(gemm_fp8_plan(8192, 10240, 8192, 132).config, 7);      // 20 rounds vs 39
@@ -879,7 +882,12 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
       {640, 4096, 8192, -1, false, 0, "m128n128", "C7", "K4"},
       {128, 10240, 8192, -1, false, 0, "m128n80", "C8", "K6"},
       {300, 2048, 1024, -1, false, 0, "m64n128", "C9", "K6"},
-      {4096, 4096, 4096, -1, true, 0, "m128n256", "C10", "K3"},
+      {4096, 4096, 8192, -1, true, 0, "m128n256", "C10", "K3"},
+      {1024, 4096, 4096, -1, true, 0, "m128n256", "C10", "K3"},  // 256 tiles of 128 x 128
+      {4096, 4096, 4096, -1, true, 0, "m128n128pp", "C25", "K3"},
+      {2048, 7168, 4096, -1, true, 0, "m128n128pp", "C25", "K3"},  // (C7's 128 x 128 before)
+      // D's rows 8200 bytes apart: not the ping-pong tiles (measured with TMA stores only)
+      {4096, 4096, 4096, -1, true, 8200, "m128n256", "C10", "K3"},
       {128, 32768, 512, -1, true, 0, "m128n128", "C22", "K6"},
       {4096, 4096, 4096, -1, false, 0, "m256n128", "C11", "K3"},
       {128, 28672, 8192, -1, false, 0, "m128n256w", "C12", "K3"},
@@ -1127,14 +1135,15 @@ TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
     const GemmPlan row = gemm_fp8_plan(q);
     EXPECT_STREQ(gemm_config_name(row.config), s.k <= 512 ? s.block : "m256n128");
     EXPECT_STREQ(row.config_rule, s.k <= 512 ? "C21" : "C11");
-    // fast row-wise scales: 128 x 256 tiles (C10)
+    // fast row-wise scales: 128 x 256 tiles (C10), ping-pong 128 x 128 ones at K <= 4096
+    // (C25)
     q.tuning.accumulation = GemmAccumulation::fast;
-    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m128n256");
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), s.k <= 4096 ? "m128n128pp" : "m128n256");
     q.tuning.accumulation = GemmAccumulation::promoted;
-    // fast accumulation: 128 x 256 tiles (C10), whatever K
+    // fast accumulation: the same
     q.recipe = GemmScaleRecipe::tensor;
     q.tuning.accumulation = GemmAccumulation::fast;
-    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), "m128n256");
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), s.k <= 4096 ? "m128n128pp" : "m128n256");
     q.tuning.accumulation = GemmAccumulation::promoted;
     // scale_a that TMA cannot load: 128 x 128 tiles (C17), as before
     q.recipe = GemmScaleRecipe::block;
@@ -1506,7 +1515,8 @@ TEST(GemmPlanRules, ClusterRulesById) {
   const Case cases[] = {
       {128, 4096, 7168, nullptr, false, 2, "G1"},   // m64n64, 128 CTAs of one tile each
       {128, 4224, 4096, "m64n64", false, 2, "G1"},  // 132 units, 132 CTAs
-      {4096, 4096, 4096, nullptr, true, 2, "G1"},   // m128n256: 512 tiles, 128 CTAs
+      {4096, 4096, 8192, nullptr, true, 2, "G1"},   // m128n256: 512 tiles, 128 CTAs
+      {4096, 4096, 4096, nullptr, true, 1, "G3"},   // m128n128pp: the ping-pong kernel
       {128, 4288, 4096, "m64n64", false, 1, "G3"},  // 134 units in two rounds: 67 CTAs
       {192, 4096, 4096, "m64n64", false, 1, "G3"},  // three rows of tiles
       {128, 2112, 7168, nullptr, false, 2, "G1"},   // K split in two in every tile: pairs
@@ -1579,12 +1589,12 @@ TEST(GemmPlanRules, EveryRuleInTheDocs) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 24u + 6u + 3u);
+  ASSERT_EQ(count, 25u + 6u + 3u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = i < 24   ? "C" + std::to_string(i + 1)
-                             : i < 30 ? "K" + std::to_string(i - 23)
-                                      : "G" + std::to_string(i - 29);
+    const std::string want = i < 25   ? "C" + std::to_string(i + 1)
+                             : i < 31 ? "K" + std::to_string(i - 24)
+                                      : "G" + std::to_string(i - 30);
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }

@@ -172,6 +172,13 @@ struct PipelineState {
     }
   }
 
+  // `n` stages on at once (any n >= 0): e.g. past the stages another consumer reads.
+  __device__ __host__ void advance_by(std::uint32_t n) {
+    const std::uint32_t to = stage + n;
+    stage = to % Stages;
+    parity ^= (to / Stages) & 1u;
+  }
+
   // The state `n` trips back (0 <= n < Stages): e.g. the stage a consumer frees n tiles late.
   __device__ __host__ PipelineState behind(std::uint32_t n) const {
     PipelineState s = *this;

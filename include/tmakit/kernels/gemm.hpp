@@ -115,7 +115,7 @@ struct GemmTuning {
 
 // The number of configuration ids (GemmTuning::config), 0..kGemmConfigs - 1; one of them
 // ("m128n128c2") is retired.
-inline constexpr int kGemmConfigs = 14;
+inline constexpr int kGemmConfigs = 15;
 // A configuration's name ("m64n128", "m128n128", "smallm", ...: kernels/gemm/README.md,
 // "Configurations"), "?" outside 0..kGemmConfigs - 1.
 const char* gemm_config_name(int config);

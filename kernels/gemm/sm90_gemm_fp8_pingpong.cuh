@@ -1,0 +1,268 @@
+// FP8 GEMM with fast accumulation, one output tile per math warpgroup in turn ("ping-pong"):
+// D = scale * (A * B^T), A M x K and B N x K e4m3 (K-major), D bf16 / fp16 (sm_90a).
+//
+// Why another kernel: in the tiled and two-wave kernels both math warpgroups work on one tile,
+// so both run its epilogue (row-wise scales, rounding, the stores into shared memory) at once
+// and the tensor cores wait for it. Here the CTA's units alternate between the two math
+// warpgroups (unit i of the CTA is warpgroup i % 2's), each warpgroup holding a whole 128 x
+// BlockN tile (two 64-row halves: BlockN fp32 sums per thread, so fast accumulation only), and
+// the warpgroups take turns issuing their k-blocks' wgmmas: one warpgroup's epilogue runs while
+// the other's tile keeps the tensor cores busy.
+//
+// Roles: warpgroup 0 is the producer (one thread streams A and B boxes of every unit of the CTA,
+// in order, into a ring of stages; a second warp copies the row-wise scales of each unit into
+// that unit's warpgroup's slots); warpgroups 1 and 2 are the math warpgroups, each walking the
+// ring over its own units' k-blocks and past the other's. Persistent: each CTA walks output
+// tiles in the tiled kernels' rasterised order (gemm_units.hpp). See README.md beside this
+// file, "Configurations".
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "gemm_configs.hpp"
+#include "sm90_gemm_common.cuh"
+#include "sm90_gemm_fp8_tiled.cuh"
+#include "tmakit/device/barrier.hpp"
+#include "tmakit/device/copy.hpp"
+#include "tmakit/device/pipeline.hpp"
+#include "tmakit/device/sm90_wgmma.hpp"
+#include "tmakit/device/tile.hpp"
+#include "tmakit/swizzle.hpp"
+
+namespace tmakit::detail::gemm {
+
+// A ping-pong configuration: 128 x BlockN tiles, one per math warpgroup at a time, Stages deep,
+// DStaged 64 x DBoxCols boxes of D per math warpgroup.
+template <int BlockN, int Stages, int DBoxCols, int DStaged>
+struct PingpongConfig {
+  static constexpr int kMathWGs = 2;
+  static constexpr int kBlockM = 128;  // a math warpgroup's tile: two 64-row halves
+  static constexpr int kBlockN = BlockN;
+  static constexpr int kStages = Stages;
+  static constexpr int kThreads = 128 * (1 + kMathWGs);  // producer warpgroup first
+  // A half's epilogue is the tiled kernel's for one warpgroup of 64 x BlockN (its boxes,
+  // store_tile_tma and store_tile)
+  using Half = Config<1, BlockN, Stages, DBoxCols, DStaged>;
+  static constexpr int kAccum = Half::kAccum;  // fp32 sums per thread per half
+  using ATile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, kBlockM>;
+  using BTile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, BlockN>;
+  // NOTE: setmaxnreg as in the tiled kernel's two-warpgroup tiles: 128 * 40 + 256 * 232 =
+  // 64512 of the SM's 65536; the two halves' sums take 2 * BlockN / 2 of a thread's 232
+  static constexpr int kProducerRegs = 40;
+  static constexpr int kMathRegs = 232;
+  static constexpr int kRegsNeeded = 2 * kAccum + 32;
+};
+template <int Id>
+using PingpongRowConfig =
+    PingpongConfig<row(Id).block_n, row(Id).stages, row(Id).d_box_cols, row(Id).d_staged>;
+
+template <class Cfg>
+struct alignas(1024) PingpongStorage {
+  typename Cfg::ATile::Buffer a[Cfg::kStages];  // 1024-aligned: the swizzle repeat (D2)
+  typename Cfg::BTile::Buffer b[Cfg::kStages];
+  // per math warpgroup: the staging boxes of its tile's halves, one half at a time
+  typename Cfg::Half::DTile::Buffer d[Cfg::kMathWGs][Cfg::Half::kDStaged];
+  PipelineBarriers<Cfg::kStages> bars;
+  // GemmScaleRecipe::row: each math warpgroup's current tile's scales
+  RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales[Cfg::kMathWGs];
+};
+template <class Cfg>
+constexpr std::size_t kPingpongSmemBytes = sizeof(PingpongStorage<Cfg>) + 1024;  // + slack
+
+// The units of this CTA (blockIdx.x, blockIdx.x + gridDim.x, ...): how many.
+__device__ __forceinline__ std::int64_t cta_unit_count(const Params& p) {
+  const auto first = static_cast<std::int64_t>(blockIdx.x);
+  return p.units > first ? (p.units - first + gridDim.x - 1) / gridDim.x : 0;
+}
+
+// The producer warpgroup's scale warp (GemmScaleRecipe::row): unit i's scale_a rows and scale_b
+// columns (zeros past M and N) into math warpgroup i % 2's slots, once that warpgroup released
+// its previous unit's, then handed over (RowScaleBarriers: full `first + 2g`, empty
+// `first + 2g + 1`). Issued after griddepcontrol.wait (the kernel before may write the scales).
+template <int BlockM, int BlockN>
+__device__ __forceinline__ void load_row_scales_in_turn(const Params& p,
+                                                        RowScaleSlots<BlockM, BlockN> (&slots)[2],
+                                                        const RowScaleBarriers<2>& bars,
+                                                        std::uint32_t lane) {
+  const std::int64_t units = cta_unit_count(p);
+  for (std::int64_t i = 0; i < units; ++i) {
+    const std::uint32_t g = static_cast<std::uint32_t>(i & 1);
+    if (i >= 2) named_barrier_sync(bars.first + 2 * g + 1, bars.kThreads);  // unit i - 2's
+    const Unit w = unit_of(p, blockIdx.x + i * gridDim.x);
+    for (int r = static_cast<int>(lane); r < BlockM; r += 32) {
+      const std::int32_t row = w.tm * BlockM + r;
+      const bool in = row < p.m;
+      copy_4_bytes_async(&slots[g].a[r], p.scale.a + (in ? row * p.scale.a_mn : 0), in);
+    }
+    for (int c = static_cast<int>(lane); c < BlockN; c += 32) {
+      const std::int32_t col = w.tn * BlockN + c;
+      const bool in = col < p.n;
+      copy_4_bytes_async(&slots[g].b[c], p.scale.b + (in ? col * p.scale.b_mn : 0), in);
+    }
+    commit_async_copies();
+    wait_async_copies<0>();
+    named_barrier_arrive(bars.first + 2 * g, bars.kThreads);
+  }
+  // each warpgroup's release of its last unit (every arrival on a named barrier is matched)
+  for (std::int64_t g = 0; g < 2 && g < units; ++g) {
+    named_barrier_sync(bars.first + 2 * static_cast<std::uint32_t>(g) + 1, bars.kThreads);
+  }
+}
+
+// One k-block of a math warpgroup's tile (its stage's data already waited for) added into the
+// sums of both halves, committed as one group.
+template <class Cfg>
+__device__ __forceinline__ void accumulate_tile_k_block(float (&top)[Cfg::kAccum],
+                                                        float (&bottom)[Cfg::kAccum],
+                                                        std::uint32_t a_base,
+                                                        std::uint32_t b_base) {
+  wgmma_fence_registers(top);
+  wgmma_fence_registers(bottom);
+  wgmma_fence();
+  const std::uint64_t b = wgmma_operand_sw128(b_base);
+  wgmma_k_block_e4m3<Cfg::kBlockN, false>(top, wgmma_operand_sw128(a_base), b);
+  wgmma_k_block_e4m3<Cfg::kBlockN, false>(bottom,
+                                          wgmma_operand_sw128(a_base + 64 * gemm_common::kBlockK),
+                                          b);
+  wgmma_commit();
+}
+
+// Fast accumulation (GemmAccumulation::fast) only; row-wise scales in the epilogue where
+// p.scale.recipe says so (a runtime branch), else the per-tensor scale.
+template <class Cfg, class T>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    sm90_gemm_fp8_pingpong_kernel(const __grid_constant__ Params p) {
+  using Storage = PingpongStorage<Cfg>;
+  using Half = typename Cfg::Half;
+  static_assert(Cfg::kBlockN % 16 == 0 && Cfg::kBlockN <= 256, "wgmma N: 16..256, step 16");
+  static_assert(Cfg::kRegsNeeded <= Cfg::kMathRegs,
+                "both halves' sums must fit the math warpgroups' registers");
+  static_assert(128 * Cfg::kProducerRegs + 128 * Cfg::kMathWGs * Cfg::kMathRegs <= 65536,
+                "register budget after setmaxnreg exceeds the SM's 64 K registers");
+  static_assert(kPingpongSmemBytes<Cfg> <= 227 * 1024, "shared memory: 227 KB per CTA at most");
+  static_assert(Cfg::ATile::smem_bytes == Cfg::ATile::tx_bytes &&
+                    Cfg::BTile::smem_bytes == Cfg::BTile::tx_bytes,
+                "wgmma reads A and B as dense 128-byte rows: whole 8-row groups, no padding");
+  // named barriers: 2 + g math warpgroup g's epilogue, 4..7 the row-wise scales' hand-over,
+  // 8 + g the turn passed to math warpgroup g
+  constexpr RowScaleBarriers<2> kRowScaleBarriers{4};
+  constexpr std::uint32_t kTurnBarrier = 8;
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  Storage& s = gemm_common::shared_storage<Storage, false>();
+  using State = PipelineState<Cfg::kStages>;
+  Pipeline<Cfg::kStages> pipe(s.bars);
+
+  // a stage is read by one math warpgroup: freed by one arrival per warp of it
+  if (threadIdx.x == 0) {
+    pipe.init(4, 1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  // NOTE: everything above touched shared memory only
+  warm_maps_and_wait<false>(p);
+
+  const std::uint32_t wg = threadIdx.x / 128;
+  if (wg == 0) {
+    // ---- producer warpgroup: the TMA thread and the scale warp ----------------------
+    warpgroup_release_registers<Cfg::kProducerRegs>();
+    const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
+    if (warp == 0) {
+      if (elect_one()) {
+        load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
+      }
+    } else if (warp == 1 && p.scale.recipe == GemmScaleRecipe::row) {
+      load_row_scales_in_turn(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
+    }
+  } else {
+    // ---- math warpgroups: the CTA's units in turn ----------------------------------
+    warpgroup_claim_registers<Cfg::kMathRegs>();
+    // NOTE: read from lane 0 so that ptxas knows it is warp-uniform (uniform descriptors)
+    const std::uint32_t g = __shfl_sync(0xffffffffu, wg, 0) - 1;  // math warpgroup 0..1
+    const std::uint32_t wg_tid = threadIdx.x % 128;
+    const bool warp_leader = (threadIdx.x % 32) == 0;
+    // past griddepcontrol.wait: a device-side scale written by the kernel before is visible
+    const float scale = gemm_common::kernel_scale(p.scale);
+    const std::int64_t units = cta_unit_count(p);
+    // NOTE: K is never split here (the table's row), so every unit is k_blocks k-blocks and
+    // unit i's first lies k_blocks * i into the ring
+    const auto k_blocks = static_cast<std::uint32_t>(p.k_blocks);
+    State st;
+    st.advance_by(g * k_blocks);
+    float top[Cfg::kAccum], bottom[Cfg::kAccum];
+    const auto release = [&](const State& at) {
+      if (warp_leader) pipe.consumer_release(at);
+    };
+    const auto issue = [&](const State& at) {
+      pipe.consumer_wait(at);
+      accumulate_tile_k_block<Cfg>(top, bottom, smem_address(&s.a[at.stage]),
+                                   smem_address(&s.b[at.stage]));
+    };
+    for (std::int64_t i = g; i < units; i += 2) {
+      const Unit w = unit_of(p, blockIdx.x + i * gridDim.x);
+      const bool passes = i + 1 < units;  // the other warpgroup has a unit after this one
+#pragma unroll
+      for (int j = 0; j < Cfg::kAccum; ++j) top[j] = bottom[j] = 0.0f;
+      // NOTE: the turn: a warpgroup issues a tile's wgmmas once the other has issued all of
+      // its previous tile's, so that the two tiles do not share the tensor cores and each
+      // warpgroup's epilogue runs under the other's k-blocks
+      if (i > 0) named_barrier_sync(kTurnBarrier + g, 256);
+      // k-block j's stage is freed once k-block j + 1's wgmmas are issued and j's are done
+      State prev = st;
+      issue(st);
+      st.advance();
+      for (std::uint32_t kb = 1; kb < k_blocks; ++kb) {
+        const State cur = st;
+        issue(st);
+        st.advance();
+        wgmma_wait<1>();
+        release(prev);
+        prev = cur;
+      }
+      if (passes) named_barrier_arrive(kTurnBarrier + (1 - g), 256);
+      wgmma_wait<0>();
+      release(prev);
+      wgmma_fence_registers(top);
+      wgmma_fence_registers(bottom);
+      st.advance_by(k_blocks);  // past the other warpgroup's next unit
+
+      const std::int32_t row0 = w.tm * Cfg::kBlockM;
+      const std::int32_t col0 = w.tn * Cfg::kBlockN;
+      float out_scale = scale;
+      if (p.scale.recipe == GemmScaleRecipe::row) {
+        kRowScaleBarriers.wait(g);
+        gemm_common::apply_row_scales(top, &s.row_scales[g].a[0], s.row_scales[g].b, scale,
+                                      wg_tid / 32, wg_tid % 32);
+        gemm_common::apply_row_scales(bottom, &s.row_scales[g].a[64], s.row_scales[g].b, scale,
+                                      wg_tid / 32, wg_tid % 32);
+        kRowScaleBarriers.release(g);
+        out_scale = 1.0f;
+      }
+      if (p.d_tma_store) {
+        store_tile_tma<Half, T>(p, top, out_scale, s.d[g], row0, col0, wg_tid, 2 + g);
+        store_tile_tma<Half, T>(p, bottom, out_scale, s.d[g], row0 + 64, col0, wg_tid, 2 + g);
+      } else {
+        store_tile<Half, T>(p, top, out_scale, row0, col0, wg_tid);
+        store_tile<Half, T>(p, bottom, out_scale, row0 + 64, col0, wg_tid);
+      }
+    }
+    // a CTA may not exit while its stores still read shared memory (their writes complete
+    // with the grid, as for any store)
+    if (p.d_tma_store && wg_tid == 0) store_wait_read<0>();
+  }
+#else
+  // NOTE: built for another target; fail loudly rather than return garbage.
+  if (threadIdx.x == 0) printf("sm90_gemm_fp8_pingpong_kernel needs sm_90a\n");
+  __trap();
+#endif
+}
+
+// The ping-pong kernel's launch (sm90_gemm_fp8_pingpong.cu, instantiated there for the
+// configurations of its family): (params, grid, stream, overlap_launch).
+template <int Id, class T>
+void launch_pingpong(const Params& p, unsigned grid, cudaStream_t stream, bool overlap);
+
+}  // namespace tmakit::detail::gemm
