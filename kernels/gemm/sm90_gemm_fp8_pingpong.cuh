@@ -10,9 +10,9 @@
 // the other's tile keeps the tensor cores busy.
 //
 // Roles: warpgroup 0 is the producer (one thread streams A and B boxes of every unit of the CTA,
-// in order, into a ring of stages; a second warp copies the row-wise scales of each unit into
-// that unit's warpgroup's slots); warpgroups 1 and 2 are the math warpgroups, each walking the
-// ring over its own units' k-blocks and past the other's. Persistent: each CTA walks output
+// in order, into a ring of stages); warpgroups 1 and 2 are the math warpgroups, each walking
+// the ring over its own units' k-blocks and past the other's, and copying its own units'
+// row-wise scales. Persistent: each CTA walks output
 // tiles in the tiled kernels' rasterised order (gemm_units.hpp). See README.md beside this
 // file, "Configurations".
 #pragma once
@@ -67,7 +67,8 @@ struct alignas(1024) PingpongStorage {
   // per math warpgroup: the staging boxes of its tile's halves, one half at a time
   typename Cfg::Half::DTile::Buffer d[Cfg::kMathWGs][Cfg::Half::kDStaged];
   PipelineBarriers<Cfg::kStages> bars;
-  // GemmScaleRecipe::row: each math warpgroup's current tile's scales
+  // GemmScaleRecipe::row: each math warpgroup's current tile's scales, copied by the
+  // warpgroup itself (copy_row_scales)
   RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales[Cfg::kMathWGs];
 };
 template <class Cfg>
@@ -79,38 +80,31 @@ __device__ __forceinline__ std::int64_t cta_unit_count(const Params& p) {
   return p.units > first ? (p.units - first + gridDim.x - 1) / gridDim.x : 0;
 }
 
-// The producer warpgroup's scale warp (GemmScaleRecipe::row): unit i's scale_a rows and scale_b
-// columns (zeros past M and N) into math warpgroup i % 2's slots, once that warpgroup released
-// its previous unit's, then handed over (RowScaleBarriers: full `first + 2g`, empty
-// `first + 2g + 1`). Issued after griddepcontrol.wait (the kernel before may write the scales).
+// GemmScaleRecipe::row: a math warpgroup's copies (cp.async, one commit group) of its unit's
+// scale_a rows and scale_b columns into its slots, zeros past M and N; thread t copies row t
+// and column t. Issued as the unit starts, after griddepcontrol.wait (the kernel before may
+// write the scales), and waited for before the epilogue (wait_async_copies, then a named
+// barrier of the warpgroup), so that their latency lies under the unit's k-blocks.
+// NOTE: the warpgroup's own copies, not the producer warpgroup's hand-over of the tiled
+// kernels (load_row_scales): its units alternate, and each warpgroup's reads of one unit's
+// scales and its copies of its next unit's are ordered by its own barriers.
 template <int BlockM, int BlockN>
-__device__ __forceinline__ void load_row_scales_in_turn(const Params& p,
-                                                        RowScaleSlots<BlockM, BlockN> (&slots)[2],
-                                                        const RowScaleBarriers<2>& bars,
-                                                        std::uint32_t lane) {
-  const std::int64_t units = cta_unit_count(p);
-  for (std::int64_t i = 0; i < units; ++i) {
-    const std::uint32_t g = static_cast<std::uint32_t>(i & 1);
-    if (i >= 2) named_barrier_sync(bars.first + 2 * g + 1, bars.kThreads);  // unit i - 2's
-    const Unit w = unit_of(p, blockIdx.x + i * gridDim.x);
-    for (int r = static_cast<int>(lane); r < BlockM; r += 32) {
-      const std::int32_t row = w.tm * BlockM + r;
-      const bool in = row < p.m;
-      copy_4_bytes_async(&slots[g].a[r], p.scale.a + (in ? row * p.scale.a_mn : 0), in);
-    }
-    for (int c = static_cast<int>(lane); c < BlockN; c += 32) {
-      const std::int32_t col = w.tn * BlockN + c;
-      const bool in = col < p.n;
-      copy_4_bytes_async(&slots[g].b[c], p.scale.b + (in ? col * p.scale.b_mn : 0), in);
-    }
-    commit_async_copies();
-    wait_async_copies<0>();
-    named_barrier_arrive(bars.first + 2 * g, bars.kThreads);
+__device__ __forceinline__ void copy_row_scales(const Params& p, const Unit& w,
+                                                RowScaleSlots<BlockM, BlockN>& slots,
+                                                std::uint32_t wg_tid) {
+  static_assert(BlockM <= 128 && BlockN <= 128, "a row and a column per thread at most");
+  const auto t = static_cast<std::int32_t>(wg_tid);
+  if (t < BlockM) {
+    const std::int32_t row = w.tm * BlockM + t;
+    const bool in = row < p.m;
+    copy_4_bytes_async(&slots.a[t], p.scale.a + (in ? row * p.scale.a_mn : 0), in);
   }
-  // each warpgroup's release of its last unit (every arrival on a named barrier is matched)
-  for (std::int64_t g = 0; g < 2 && g < units; ++g) {
-    named_barrier_sync(bars.first + 2 * static_cast<std::uint32_t>(g) + 1, bars.kThreads);
+  if (t < BlockN) {
+    const std::int32_t col = w.tn * BlockN + t;
+    const bool in = col < p.n;
+    copy_4_bytes_async(&slots.b[t], p.scale.b + (in ? col * p.scale.b_mn : 0), in);
   }
+  commit_async_copies();
 }
 
 // One k-block of a math warpgroup's tile (its stage's data already waited for) added into the
@@ -147,10 +141,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   static_assert(Cfg::ATile::smem_bytes == Cfg::ATile::tx_bytes &&
                     Cfg::BTile::smem_bytes == Cfg::BTile::tx_bytes,
                 "wgmma reads A and B as dense 128-byte rows: whole 8-row groups, no padding");
-  // named barriers: 2 + g math warpgroup g's epilogue, 4..7 the row-wise scales' hand-over,
-  // 8 + g the turn passed to math warpgroup g
-  constexpr RowScaleBarriers<2> kRowScaleBarriers{4};
-  constexpr std::uint32_t kTurnBarrier = 8;
+  // named barriers: 2 + g math warpgroup g's epilogue and row-wise scales, 4 + g the turn
+  // passed to math warpgroup g
+  constexpr std::uint32_t kTurnBarrier = 4;
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   Storage& s = gemm_common::shared_storage<Storage, false>();
   using State = PipelineState<Cfg::kStages>;
@@ -167,15 +160,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const std::uint32_t wg = threadIdx.x / 128;
   if (wg == 0) {
-    // ---- producer warpgroup: the TMA thread and the scale warp ----------------------
+    // ---- producer warpgroup: the TMA thread -----------------------------------------
     warpgroup_release_registers<Cfg::kProducerRegs>();
     const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32, 0);
-    if (warp == 0) {
-      if (elect_one()) {
-        load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
-      }
-    } else if (warp == 1 && p.scale.recipe == GemmScaleRecipe::row) {
-      load_row_scales_in_turn(p, s.row_scales, kRowScaleBarriers, threadIdx.x % 32);
+    if (warp == 0 && elect_one()) {
+      load_units<typename Cfg::ATile, typename Cfg::BTile>(p, pipe, s.a, s.b);
     }
   } else {
     // ---- math warpgroups: the CTA's units in turn ----------------------------------
@@ -201,9 +190,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       accumulate_tile_k_block<Cfg>(top, bottom, smem_address(&s.a[at.stage]),
                                    smem_address(&s.b[at.stage]));
     };
+    const bool row_scales = p.scale.recipe == GemmScaleRecipe::row;
     for (std::int64_t i = g; i < units; i += 2) {
       const Unit w = unit_of(p, blockIdx.x + i * gridDim.x);
       const bool passes = i + 1 < units;  // the other warpgroup has a unit after this one
+      if (row_scales) copy_row_scales(p, w, s.row_scales[g], wg_tid);
 #pragma unroll
       for (int j = 0; j < Cfg::kAccum; ++j) top[j] = bottom[j] = 0.0f;
       // NOTE: the turn: a warpgroup issues a tile's wgmmas once the other has issued all of
@@ -232,13 +223,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const std::int32_t row0 = w.tm * Cfg::kBlockM;
       const std::int32_t col0 = w.tn * Cfg::kBlockN;
       float out_scale = scale;
-      if (p.scale.recipe == GemmScaleRecipe::row) {
-        kRowScaleBarriers.wait(g);
+      if (row_scales) {
+        wait_async_copies<0>();
+        named_barrier_sync(2 + g, 128);  // every thread's copies landed
         gemm_common::apply_row_scales(top, &s.row_scales[g].a[0], s.row_scales[g].b, scale,
                                       wg_tid / 32, wg_tid % 32);
         gemm_common::apply_row_scales(bottom, &s.row_scales[g].a[64], s.row_scales[g].b, scale,
                                       wg_tid / 32, wg_tid % 32);
-        kRowScaleBarriers.release(g);
+        named_barrier_sync(2 + g, 128);  // every thread's reads, before the next unit's copies
         out_scale = 1.0f;
       }
       if (p.d_tma_store) {

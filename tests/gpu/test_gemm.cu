@@ -1221,6 +1221,22 @@ TEST(Gemm, PingpongTiles) {
   run_case(repeated, seed++);
 }
 
+// The ping-pong tiles at a size the sanitizers finish (scripts/gpu_check): 288 tiles on the
+// device's SMs, so that every CTA's two math warpgroups take turns (two or three units a CTA);
+// both recipes (row-wise: each warpgroup's scale slots), TMA and plain stores.
+TEST(Gemm, PingpongTilesSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  constexpr int kPingpong = detail::gemm::config::m128n128pp;
+  constexpr auto kFast = GemmAccumulation::fast;
+  Case c{2304, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast};
+  run_case(c, 970u);
+  c.recipe = GemmScaleRecipe::row;
+  run_case(c, 971u);
+  Case plain{2300, 2047, 272, kPingpong, 0, DataType::float16, 0, true, kFast,
+             GemmScaleRecipe::row};  // (N odd: plain stores)
+  run_case(plain, 972u);
+}
+
 // Configuration 11 at a size the sanitizers finish (scripts/gpu_check): one tile, and CTAs of
 // two tiles (2304 x 2000: 12 x 16 tiles); row-wise scales.
 TEST(Gemm, ThreeWarpgroupTilesSmall) {
