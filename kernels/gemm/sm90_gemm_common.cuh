@@ -476,6 +476,8 @@ __device__ __forceinline__ void load_block_scales_tma(const Params& p, Pipeline<
 // latency stalled every tile (kernels/gemm/README.md, "Scale recipes"). Named barriers, not
 // mbarriers: a consumer then needs no phase of its own (a register m128n144 does not have);
 // one pair per warpgroup, so that the warpgroups' epilogues stay apart as they were.
+// (compute-sanitizer racecheck reports the reuse of a slot through that pair: docs/hardware.md,
+// H15.)
 template <int BlockM, int BlockN>
 struct RowScaleSlots {
   alignas(16) float a[BlockM];

@@ -87,7 +87,8 @@ __device__ __forceinline__ std::int64_t cta_unit_count(const Params& p) {
 // barrier of the warpgroup), so that their latency lies under the unit's k-blocks.
 // NOTE: the warpgroup's own copies, not the producer warpgroup's hand-over of the tiled
 // kernels (load_row_scales): its units alternate, and each warpgroup's reads of one unit's
-// scales and its copies of its next unit's are ordered by its own barriers.
+// scales and its copies of its next unit's are ordered by its own barriers (bar.sync on both
+// sides; racecheck reported the hand-over's reuse of a slot here: docs/hardware.md, H15).
 template <int BlockM, int BlockN>
 __device__ __forceinline__ void copy_row_scales(const Params& p, const Unit& w,
                                                 RowScaleSlots<BlockM, BlockN>& slots,

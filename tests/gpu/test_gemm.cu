@@ -1097,6 +1097,30 @@ TEST(Gemm, TiledEpilogueSmall) {
   run_case({130, 333, 256, 1, 0, DataType::bfloat16, 32}, 20);
 }
 
+// Row-wise scales where every CTA takes two or three tiles, so that the producer warpgroup's
+// scale warp hands each slot over again (load_row_scales: it copies a unit's scales once the
+// consumers released the previous unit's), in the tiled kernel (64 x 64 and 128 x 128 tiles,
+// one and two consumer warpgroups) and the two-wave kernel (two and three math warpgroups),
+// at a size the sanitizers finish (scripts/gpu_check runs memcheck and synccheck on it;
+// racecheck's reports there: docs/hardware.md, H15).
+TEST(GemmRecipes, RowWiseSlotsReusedSmall) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const int sms = device_sm_count();
+  std::uint32_t seed = 1650;
+  for (const char* name : {"m64n64", "m128n128", "m256n128", "m192n128"}) {
+    const int id = gemm_config_id(name);
+    const GemmConfigInfo info = gemm_config_info(id);
+    // 2.5 tiles per SM: rows of tiles x 16 columns of 128 (64 for m64n64)
+    const std::uint64_t n = 16 * static_cast<std::uint64_t>(info.block_n);
+    const std::uint64_t rows = (5 * static_cast<std::uint64_t>(sms) / 2 + 15) / 16;
+    Case c{rows * static_cast<std::uint64_t>(info.block_m) - 8, n, 256, id};
+    c.recipe = GemmScaleRecipe::row;
+    const GemmPlan plan = gemm_fp8_plan({c.m, c.n, c.k, 0, sms, 0, {id}, c.recipe});
+    EXPECT_GT(plan.tiles, static_cast<std::int64_t>(plan.grid)) << name;
+    run_case(c, seed++);
+  }
+}
+
 // Rule G1: the tiled kernel's CTAs in clusters of 2 (each pair reads the same tiles of B):
 // one round and several, K split in every tile, partial tiles, padded rows, each recipe,
 // both modes, and calls in a row into the same D as programmatic dependents (a call's
