@@ -456,10 +456,10 @@ const ConfigRule kConfigRules[] = {
       "Ping-pong tiles for fast accumulation"},
      config::m128n128pp,
      [](const Facts& f, int chosen) {
-       // NOTE: 0.89-0.98x the time of the tiles chosen before at M >= 2048 and K <= 4096,
-       // row-wise and per-tensor, call by call and in streams; at longer K level call by call
-       // and in streams 0.97-1.02x; with fewer than two tiles per CTA (M <= 1024 at N = 4096)
-       // level or slower (kernels/gemm/README.md, "Ping-pong tiles for fast accumulation")
+       // NOTE: 0.88-1.00x the time of the tiles chosen before at M >= 2048 and K <= 4096,
+       // row-wise and per-tensor, call by call and in streams; at longer K 0.97-1.02x call by
+       // call and 0.97-1.03x in streams; with fewer than two tiles per SM (M <= 1024 at N =
+       // 4096) level or slower (kernels/gemm/README.md, "Ping-pong tiles for fast accumulation")
        return !f.forced && !f.promoted() && f.k_blocks <= 32 &&
               (chosen == config::m128n128 || chosen == config::m128n256) &&
               f.tiles(config::m128n128pp) >= 2 * f.sm && d_whole_chunks(f.q);
