@@ -81,9 +81,11 @@ struct GemmScales {
 //   fast: the tensor cores accumulate across all of K in their own accumulator, as cuBLASLt
 //     with CUBLASLT_MATMUL_DESC_FAST_ACCUM (torch._scaled_mm's use_fast_accum): fewer
 //     instructions, and the registers promotion needs go to 128 x 256 tiles ("m128n256",
-//     chosen where they fill the GPU); an error that grows with K (the GPU tests bound an
-//     element's by 2^-13 of sum |a b| per 32 of K, at least 2^-11). Every configuration
-//     that promotes (all but m128n256) runs both modes.
+//     chosen where they fill the GPU) or to a whole 128 x 128 tile per math warpgroup
+//     ("m128n128pp", the two taking turns, chosen at K <= 4096 where such tiles number at
+//     least twice the SMs); an error that grows with K (the GPU tests bound an element's by
+//     2^-13 of sum |a b| per 32 of K, at least 2^-11). Every configuration that promotes
+//     (all but m128n256 and m128n128pp) runs both modes.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
