@@ -186,10 +186,15 @@ __device__ __forceinline__ void serial_k_blocks(std::int32_t count, State& st, f
 // the one accumulator the caller zeroed, issue(state) waiting for the stage and committing
 // them as one group; k-block j's stage is freed (release(state)) once k-block j + 1's wgmmas
 // are issued and j's are done (wgmma.wait_group 1), so one k-block's loads are always
-// overlapped by the next one's wgmmas.
-template <class State, class Issue, class Release>
+// overlapped by the next one's wgmmas. issued_all() runs once every k-block's wgmmas are
+// issued, before the last wait (the ping-pong kernel passes its turn there).
+struct NothingToDo {
+  __device__ void operator()() const {}
+};
+template <class State, class Issue, class Release, class IssuedAll = NothingToDo>
 __device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& st, Issue&& issue,
-                                                     Release&& release) {
+                                                     Release&& release,
+                                                     IssuedAll&& issued_all = {}) {
   State prev = st;
   issue(st);
   st.advance();
@@ -201,6 +206,7 @@ __device__ __forceinline__ void accumulated_k_blocks(std::int32_t count, State& 
     release(prev);
     prev = cur;
   }
+  issued_all();
   wgmma_wait<0>();
   release(prev);
 }

@@ -202,21 +202,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // its previous tile's, so that the two tiles do not share the tensor cores and each
       // warpgroup's epilogue runs under the other's k-blocks
       if (i > 0) named_barrier_sync(kTurnBarrier + g, 256);
-      // k-block j's stage is freed once k-block j + 1's wgmmas are issued and j's are done
-      State prev = st;
-      issue(st);
-      st.advance();
-      for (std::uint32_t kb = 1; kb < k_blocks; ++kb) {
-        const State cur = st;
-        issue(st);
-        st.advance();
-        wgmma_wait<1>();
-        release(prev);
-        prev = cur;
-      }
-      if (passes) named_barrier_arrive(kTurnBarrier + (1 - g), 256);
-      wgmma_wait<0>();
-      release(prev);
+      gemm_common::accumulated_k_blocks(static_cast<std::int32_t>(k_blocks), st, issue, release,
+                                        [&] {
+                                          if (passes) {
+                                            named_barrier_arrive(kTurnBarrier + (1 - g), 256);
+                                          }
+                                        });
       wgmma_fence_registers(top);
       wgmma_fence_registers(bottom);
       st.advance_by(k_blocks);  // past the other warpgroup's next unit
