@@ -136,8 +136,10 @@ void check_config_tuning(int id, const GemmProblem& q) {
     throw ArgumentError("tuning.splits", config_label(id) + " does not split K; use splits 0 or 1");
   }
   if (!c.promotes && t.accumulation == GemmAccumulation::promoted) {
+    // (a warpgroup's 64 rows of the tile, or, ping-pong, the whole 128-row tile)
+    const int sums = c.family == Family::pingpong ? c.block_n : c.block_n / 2;
     throw ArgumentError("tuning.accumulation",
-                        config_label(id) + " holds " + std::to_string(c.block_n / 2) +
+                        config_label(id) + " holds " + std::to_string(sums) +
                             " fp32 sums per thread and has no registers to promote into; use "
                             "GemmAccumulation::fast or another configuration");
   }

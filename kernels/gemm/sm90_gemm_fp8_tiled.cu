@@ -1,7 +1,7 @@
 // Launch of the tiled, two-wave and ping-pong FP8 GEMM kernels (sm90_gemm_fp8_tiled.cuh,
-// sm90_gemm_fp8_waves.cuh, sm90_gemm_fp8_pingpong.cuh): the tensor maps of the plan's tiles, then the one kernel
-// instantiation of the plan's configuration, D's type and mode, from a table built over the
-// configurations of gemm_configs.hpp.
+// sm90_gemm_fp8_waves.cuh, sm90_gemm_fp8_pingpong.cuh): the tensor maps of the plan's tiles,
+// then the one kernel instantiation of the plan's configuration, D's type and mode, from a
+// table built over the configurations of gemm_configs.hpp.
 #include <array>
 #include <utility>
 
@@ -94,10 +94,7 @@ using LaunchFn = void (*)(const Params&, unsigned, unsigned, cudaStream_t, bool,
 // (the small-M kernel's, the retired one).
 template <class T, std::size_t... Id>
 constexpr std::array<LaunchFn, sizeof...(Id)> launch_table(std::index_sequence<Id...>) {
-  return {
-      (row(Id).family == Family::tiled || waves_kernel(Id) || row(Id).family == Family::pingpong
-           ? &launch_config<Id, T>
-           : nullptr)...};
+  return {(built(Id) && !small_m(Id) ? &launch_config<Id, T> : nullptr)...};
 }
 constexpr auto kLaunchBf16 = launch_table<__nv_bfloat16>(std::make_index_sequence<config::count>{});
 constexpr auto kLaunchFp16 = launch_table<__half>(std::make_index_sequence<config::count>{});
