@@ -1,9 +1,6 @@
 // The constant of add_constant as the kernels and the CPU reference all apply it: validated
-// and rounded to the element type once, here, so they cannot drift apart.
+// and converted once, here, so they cannot drift apart.
 #pragma once
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <cmath>
 #include <cstdint>
@@ -17,7 +14,7 @@ namespace tmakit::detail::elementwise {
 struct Constant {
   std::int32_t i32 = 0;     // int32 tensors (the TMA kernel)
   std::uint64_t bits = 0;   // integer tensors: the constant modulo 2^64 (the sum wraps)
-  float f32 = 0.0f;         // float32/bf16/fp16 tensors: the value rounded to the type, as float
+  float f32 = 0.0f;         // float32/bf16/fp16 tensors: the value rounded to float32
   double f64 = 0.0;         // float64 tensors
 };
 
@@ -81,12 +78,13 @@ inline Constant make_constant(DataType t, double value) {
     c.f64 = value;
     return c;
   }
-  // NOTE: bf16/fp16 tensors add the constant rounded to their own type.
-  c.f32 = t == DataType::bfloat16  ? __bfloat162float(__double2bfloat16(value))
-          : t == DataType::float16 ? __half2float(__double2half(value))
-                                   : static_cast<float>(value);
+  // NOTE: bf16/fp16 tensors add the constant as float32, the type their sum is formed in,
+  // not first rounded to their own type: torch's x + value does the same (its CUDA add takes
+  // a Python scalar as the float32 of the "opmath" type), so the two agree bit for bit.
+  c.f32 = static_cast<float>(value);
   if (!std::isfinite(c.f32) && std::isfinite(value)) {
-    throw ArgumentError("value", std::to_string(value) + " overflows " + std::string(name(t)));
+    throw ArgumentError("value", std::to_string(value) + " overflows FLOAT32, the type " +
+                                     std::string(name(t)) + " sums are formed in");
   }
   return c;
 }

@@ -683,7 +683,8 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
 def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """out = x + value, as torch's ``x + value`` for a Python int or float ``value``, any
     shape (empty too), strides and start. Types: float32, float64, bfloat16 and float16
-    (value rounded to x's dtype first; bf16/fp16 sums in float32, rounded once), int8, int16,
+    (value as float32 below float64; bf16/fp16 sums in float32, rounded once: torch's own
+    arithmetic, bit for bit), int8, int16,
     int32, int64, uint8 (and uint16, uint32, uint64 where torch has them): integer sums wrap
     modulo 2^bits, value an int in the dtype's range (an unsigned dtype also takes down to
     -max). ``out=x`` adds in place; otherwise ``out`` has x's shape and dtype, any strides,
@@ -762,11 +763,24 @@ def _quantize_scale(x: torch.Tensor, recipe: str, operand: str) -> torch.Tensor:
     return torch.empty(((rows + 127) // 128, k_blocks), dtype=torch.float32, device=x.device)
 
 
-def _quantize_args(x, recipe, operand, x_fp8):
-    """The launcher's arguments after the addresses and before the stream."""
+def _quantize_rows(x: torch.Tensor) -> bool:
+    """Whether the quantizer's kernels can read x's rows where they are: K consecutive
+    elements, rows a multiple of 16 bytes apart and not overlapping (the start's alignment is
+    a real tensor's, checked at the launch)."""
     rows, k = x.shape
-    return (_QUANTIZE_TYPES[x.dtype], rows, k, _gemm_pitch(x, "x"), _gemm_pitch(x_fp8, "x_fp8"),
-            recipe, operand)
+    if k > 1 and x.stride(1) != 1:
+        return False
+    return rows <= 1 or (x.stride(0) >= k and x.stride(0) * x.element_size() % 16 == 0)
+
+
+def _quantize_args(x, recipe, operand, x_fp8):
+    """The launcher's arguments after the addresses and before the stream; x's pitch is its
+    contiguous copy's where the kernels cannot read x in place (_launch_quantize)."""
+    rows, k = x.shape
+    x_pitch = _gemm_pitch(x, "x") if _quantize_rows(x) else (k * x.element_size()
+                                                             if rows > 1 else 0)
+    return (_QUANTIZE_TYPES[x.dtype], rows, k, x_pitch, _gemm_pitch(x_fp8, "x_fp8"), recipe,
+            operand)
 
 
 def _launch_quantize(x, recipe, operand, x_fp8, scale):
@@ -775,6 +789,12 @@ def _launch_quantize(x, recipe, operand, x_fp8, scale):
         if recipe == "tensor":
             scale.fill_(1.0)
         return
+    if not _quantize_rows(x) or x.data_ptr() % 16:
+        # NOTE: rows TMA cannot describe (elements not consecutive, a pitch off 16 bytes,
+        # overlapping or broadcast rows, a start off 16 bytes): one contiguous copy, whose
+        # fresh allocation starts on 256 bytes and whose pitch, K * 2 or 4 bytes with K a
+        # multiple of 16, is whole 16 bytes
+        x = torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
     _launch(x_fp8, _tmakit.quantize_fp8, x.data_ptr(), x_fp8.data_ptr(), scale.data_ptr(),
             *_quantize_args(x, recipe, operand, x_fp8))
 
@@ -794,9 +814,11 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
     ``tmakit.gemm_fp8`` (and torch._scaled_mm) takes for ``operand``, on the kernels of
     kernels/quantize.
 
-    ``x``: (rows, K) torch.bfloat16, float16 or float32 on a GPU, rows of K contiguous
-    elements (any row stride that is a multiple of 16 bytes; data 16-byte aligned), K a
-    multiple of 16 (the GEMM's K). ``recipe``:
+    ``x``: (rows, K) torch.bfloat16, float16 or float32 on a GPU, any strides and start, K a
+    multiple of 16 (the GEMM's K). Rows of K consecutive elements a multiple of 16 bytes apart
+    from a 16-byte aligned start are read where they are (one pass); any other x (x.t() of a
+    contiguous tensor, a column step, a slice off 16 bytes, a broadcast) is first copied
+    contiguous (one more pass over x). ``recipe``:
       "tensor": one scale for all of x, a 0-dim float32 tensor (x read once where it fits
         the GPU's SMs at once, about 17 MB on an H100 / H200; larger x is read twice: an
         amax pass, then the cast);
@@ -824,9 +846,6 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
     if operand not in ("a", "b"):
         raise ValueError(f"operand: {operand!r} is not 'a' or 'b'")
     rows, k = x.shape
-    if k > 1 and x.stride(1) != 1:
-        raise ValueError(f"x: rows must be K contiguous elements (stride 1 along K), got strides "
-                         f"{x.stride()}; pass x.contiguous()")
     if k == 0 or k % 16:
         raise ValueError(f"x: K = {k} is not a positive multiple of 16 (the FP8 GEMM's K); pad K "
                          f"to {max(16, (k + 15) // 16 * 16)} with zeros "

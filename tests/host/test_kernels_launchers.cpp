@@ -89,7 +89,9 @@ TEST(KernelLaunchers, AddConstantValueAndAliasing) {
   EXPECT_EQ(refused([&] { add_constant(longs, longs_out, 9223372036854775808.0); }), "value");
   const TensorRef halfs(fake(kA), DataType::float16, 64, 64);
   const TensorRef halfs_out(fake(kB), DataType::float16, 64, 64);
-  EXPECT_EQ(refused([&] { add_constant(halfs, halfs_out, 1e6); }), "value");  // fp16 overflow
+  // a value past float32, the type 16-bit sums are formed in (1e6 is not: its sums round to
+  // fp16's infinity, as torch's)
+  EXPECT_EQ(refused([&] { add_constant(halfs, halfs_out, 1e39); }), "value");
   // out overlapping in, shifted by one row: neither in place nor disjoint
   const TensorRef shifted(fake(kA + 256), DataType::int32, 64, 64);
   EXPECT_EQ(refused([&] { add_constant(ints, shifted, 1); }), "out.data");
@@ -394,6 +396,10 @@ TEST(KernelPlans, IntegerConstantsWrap) {
   EXPECT_EQ(make_constant(DataType::uint64, 18446744073709549568.0).bits,
             18446744073709549568u);
   EXPECT_EQ(make_constant(DataType::float64, 0.1).f64, 0.1);
+  // bf16/fp16 add the value as float32, not first rounded to their own type (as torch)
+  EXPECT_EQ(make_constant(DataType::float16, 0.1).f32, 0.1f);
+  EXPECT_EQ(make_constant(DataType::bfloat16, -12345.678).f32, -12345.678f);
+  EXPECT_EQ(make_constant(DataType::float16, 1e6).f32, 1e6f);
   EXPECT_EQ(refused([] { make_constant(DataType::uint16, 65536); }), "value");
   EXPECT_EQ(refused([] { make_constant(DataType::uint64, 18446744073709551616.0); }), "value");
   EXPECT_EQ(refused([] { make_constant(DataType::int64, 0.5); }), "value");

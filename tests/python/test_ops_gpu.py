@@ -300,7 +300,8 @@ def test_stencil_takes_a_cuda_weight_and_an_out_of_any_layout(out_layout):
 
 ADD_CASES = [(torch.int8, -7), (torch.uint8, 200), (torch.int16, 12345), (torch.int32, 7),
              (torch.int32, -2 ** 31), (torch.int64, 2 ** 53 + 1), (torch.float16, 3.0),
-             (torch.bfloat16, 0.5), (torch.float32, -1.25), (torch.float32, 0.1),
+             (torch.bfloat16, 0.5), (torch.float16, -12345.678), (torch.bfloat16, 0.1),
+             (torch.float32, -1.25), (torch.float32, 0.1),
              (torch.float64, 0.1), (torch.float64, 3)]
 ADD_SHAPES = [(1,), (5,), (0,), (0, 7), (3, 4), (37, 52), (2, 3, 40), (1025, 4099)]
 

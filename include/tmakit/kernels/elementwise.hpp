@@ -19,8 +19,9 @@ namespace tmakit {
 // UINT8, UINT16, UINT32, UINT64 (the sum wraps modulo 2^bits, so the unsigned types serve
 // signed tensors of their width too), FLOAT32, FLOAT64, BFLOAT16, FLOAT16. `value` is
 // converted to the element type first: integer types take an integer in the type's range
-// (an unsigned n-bit type also -(2^n - 1)..-1, which subtracts); bf16/fp16 round it to their
-// type. Any extents (an empty view writes nothing), any row stride and data alignment that
+// (an unsigned n-bit type also -(2^n - 1)..-1, which subtracts); the float types below
+// float64 round it to float32 (bf16/fp16 add it as float32 and round the sum once, as torch's
+// x + value does; a finite value past float32's range is refused). Any extents (an empty view writes nothing), any row stride and data alignment that
 // are multiples of the element size. Throws ArgumentError naming the argument before anything
 // is written; CudaError if the launch fails. Asynchronous.
 void add_constant(ConstTensorRef in, TensorRef out, double value, cudaStream_t stream = nullptr);
