@@ -699,7 +699,9 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     not merge into rows of consecutive elements is first made contiguous (one copy); such an
     out is written through a dense temporary and one strided copy.
     Differs from torch: an integer x with a float value (torch promotes to a float result) is
-    refused with TypeError, as are bool and complex x, and tensor values."""
+    refused with TypeError, as are bool and complex x, and tensor values; a finite value past
+    float32's range added to a float32 or 16-bit x (torch's sum is then infinite) with
+    ValueError."""
     in_place = out is x
     x = _tensor(x, "x")
     if in_place:
