@@ -553,3 +553,39 @@ def test_random_views_compile_fullgraph_as_eager():
         refill(x_buf, case)
         compiled = torch.compile(fn, fullgraph=True, dynamic=False)
         same_outputs(case, compiled(x), fn(x), "the compiled call")
+
+
+def test_ops_compile_with_dynamic_shapes():
+    """torch.compile(dynamic=True): the ops' fake implementations see symbolic sizes; three
+    shapes through one compiled function each, every result equal to the eager call."""
+    torch._dynamo.reset()
+    gen = torch.Generator(device="cuda").manual_seed(SEED)
+
+    def values(*shape, dtype=torch.float32):
+        return (torch.randn(*shape, generator=gen, device="cuda") * 4).to(dtype)
+
+    def quantize(x):
+        return tmakit.quantize_fp8(x, "block", operand="b")
+
+    def gemm(a, b, sa, sb):
+        return tmakit.gemm_fp8(a, b, scale_a=sa, scale_b=sb, accumulate="fast")
+
+    ops = {
+        "transpose": (lambda x: tmakit.transpose(x), lambda m: (values(m, 2 * m + 1),)),
+        "add": (lambda x: tmakit.add(x, 0.1), lambda m: (values(3, m, 40).to(torch.bfloat16),)),
+        "stencil3x3": (lambda x: tmakit.stencil3x3(x, [[0.0, 1.0, 0.0], [1.0, -4.0, 1.0],
+                                                       [0.0, 1.0, 0.0]]),
+                       lambda m: (values(2, m, m + 3, dtype=torch.float64),)),
+        "quantize_fp8": (quantize, lambda m: (values(m, 272, dtype=torch.bfloat16),)),
+        "gemm_fp8": (gemm, lambda m: (values(m, 256).to(FP8), values(384, 256).to(FP8),
+                                      torch.rand(m, 1, generator=gen, device="cuda") + 0.5,
+                                      torch.rand(1, 384, generator=gen, device="cuda") + 0.5)),
+    }
+    for name, (fn, inputs) in ops.items():
+        compiled = torch.compile(fn, fullgraph=True, dynamic=True)
+        for m in (37, 64, 129):
+            args = inputs(m)
+            got, want = compiled(*args), fn(*args)
+            got = got if isinstance(got, tuple) else (got,)
+            want = want if isinstance(want, tuple) else (want,)
+            same_outputs(f"{name} at {m} (dynamic=True)", got, want, "the compiled call")
