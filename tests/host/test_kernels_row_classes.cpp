@@ -40,12 +40,13 @@ TEST(RowClassPlan, PlanAtTheBenchShape) {
   EXPECT_EQ(u8.box_rows, 26);
   EXPECT_EQ(u8.tiles_x, (8193 + 95) / 96);
   EXPECT_EQ(u8.tiles_y, (8191 + 31 + 383) / 384);
-  // bf16: pitch 16386 bytes, 8 classes of 40 rows of a 320-row tile
+  // bf16: pitch 16386 bytes, 8 classes of 32 rows of a 256-row tile (384-byte spans from
+  // 128-byte lines), 128 columns a tile
   const rc::Plan bf16 = rc::plan<rc::U16Tile>(8191, 8193, 16386);
   EXPECT_EQ(bf16.classes, 8u);
-  EXPECT_EQ(bf16.box_rows, 40);
-  EXPECT_EQ(bf16.tiles_x, (8193 + 95) / 96);
-  EXPECT_EQ(bf16.tiles_y, (8191 + 63 + 255) / 256);
+  EXPECT_EQ(bf16.box_rows, 32);
+  EXPECT_EQ(bf16.tiles_x, (8193 + 127) / 128);
+  EXPECT_EQ(bf16.tiles_y, (8191 + 63 + 191) / 192);
 }
 
 template <class G>
