@@ -391,40 +391,9 @@ def scale_tensor(case, shape):
     return t, kind
 
 
-def gemm_reference(a, b, recipe, sa, sb, alpha):
-    """The fp64 product of the dequantised operands and the same of their magnitudes (the
-    accumulation error's scale); sa (M, 1) / sb (1, N) for the tensor and row recipes."""
-    af, bf = a.to(torch.float64), b.to(torch.float64)
-    m, k = a.shape
-    n = b.shape[0]
-    if recipe != "block":
-        scale = sa.double() * sb.double() * alpha
-        return (af @ bf.T) * scale, (af.abs() @ bf.abs().T) * scale
-    ref = torch.zeros(m, n, dtype=torch.float64, device="cuda")
-    mag = torch.zeros_like(ref)
-    for kb in range((k + 127) // 128):
-        cols = slice(kb * 128, min(k, kb * 128 + 128))
-        # each partial times scale_a * scale_b rounded to float, as the kernel multiplies
-        scale = (sa[:, kb:kb + 1] * sb[:, kb].repeat_interleave(128)[:n][None, :]).double()
-        ref += (af[:, cols] @ bf[:, cols].T) * scale
-        mag += (af[:, cols].abs() @ bf[:, cols].abs().T) * scale
-    return ref * alpha, mag * alpha
-
-
-def gemm_within_bound(case, d, a, b, recipe, sa, sb, alpha, accumulate):
-    """One rounding of D's type plus the accumulation error include/tmakit/kernels/gemm.hpp
-    states: 2^-10 of sum |a b| (scaled) promoted; fast 2^-13 per 32 of K, at least 2^-11."""
-    ref, mag = gemm_reference(a, b, recipe, sa, sb, alpha)
-    k = a.shape[1]
-    accumulation = 2.0 ** -10 if accumulate == "promoted" else max(2.0 ** -11,
-                                                                   2.0 ** -13 * k / 32)
-    ulp = 2.0 ** -8 if d.dtype == torch.bfloat16 else 2.0 ** -11
-    error = (d.to(torch.float64) - ref).abs()
-    worst = (error - (ulp * ref.abs() + accumulation * mag + 1e-30)).max().item()
-    assert worst <= 0, f"{case}: an element is {worst:.3g} beyond the bound"
-
-
 def test_gemm_on_random_shapes_and_scale_layouts_within_its_bound():
+    from test_gemm_recipes_gpu import assert_close  # the recipes' fp64 reference and bound
+
     for index in range(max(1, CASES // 4)):
         case = Case("gemm_fp8", index)
         rng = case.rng
@@ -475,7 +444,7 @@ def test_gemm_on_random_shapes_and_scale_layouts_within_its_bound():
         torch.cuda.synchronize()
         assert d.shape == (m, n) and d.dtype == out_dtype, f"{case}: {d.shape} {d.dtype}"
         assert out is None or d is out, f"{case}: out= not returned"
-        gemm_within_bound(case, d, a, b, recipe, sa, sb, alpha, accumulate)
+        assert_close(d, a, b, sa, sb, alpha, accumulate, recipe, case)
         if buf is not None:
             outside = ~view_mask(buf, out)
             assert torch.equal(bits(buf)[outside], before[outside]), \
@@ -514,6 +483,17 @@ def refill(buf, case):
         fill(buf, case.gen)
 
 
+def an_op_on_a_view(kind_of_case, index):
+    """(case, fn, x's buffer, x): a random op (an_op) on a random view of random values."""
+    case = Case(kind_of_case, index)
+    name, dtype, shape, fn = an_op(case)
+    kind = case.rng.choice(IN_KINDS)
+    case.say(op=name, dtype=dtype, shape=shape, x=kind)
+    x_buf, x = make_view(case.rng, shape, dtype, kind)
+    refill(x_buf, case)
+    return case, fn, x_buf, x
+
+
 def same_outputs(case, got, want, what):
     for g, w in zip(got, want):
         assert g.shape == w.shape and torch.equal(bits(g), bits(w)), f"{case}: {what} differs"
@@ -522,12 +502,7 @@ def same_outputs(case, got, want, what):
 @pytest.mark.filterwarnings("ignore:The CUDA Graph is empty")  # (an empty view: no work)
 def test_random_views_replay_in_cuda_graphs_with_new_values():
     for index in range(max(1, CASES // 10)):
-        case = Case("graph", index)
-        name, dtype, shape, fn = an_op(case)
-        kind = case.rng.choice(IN_KINDS)
-        case.say(op=name, dtype=dtype, shape=shape, x=kind)
-        x_buf, x = make_view(case.rng, shape, dtype, kind)
-        refill(x_buf, case)
+        case, fn, x_buf, x = an_op_on_a_view("graph", index)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -545,12 +520,7 @@ def test_random_views_replay_in_cuda_graphs_with_new_values():
 def test_random_views_compile_fullgraph_as_eager():
     torch._dynamo.reset()
     for index in range(max(1, CASES // 30)):
-        case = Case("compile", index)
-        name, dtype, shape, fn = an_op(case)
-        kind = case.rng.choice(IN_KINDS)
-        case.say(op=name, dtype=dtype, shape=shape, x=kind)
-        x_buf, x = make_view(case.rng, shape, dtype, kind)
-        refill(x_buf, case)
+        case, fn, _, x = an_op_on_a_view("compile", index)
         compiled = torch.compile(fn, fullgraph=True, dynamic=False)
         same_outputs(case, compiled(x), fn(x), "the compiled call")
 

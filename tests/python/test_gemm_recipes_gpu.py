@@ -33,13 +33,17 @@ def block_scales(m, n, k, seed=0):
     return sa, random_scales(nb, kb, seed=seed + 1)
 
 
-def reference(a, b, sa, sb, alpha):
+def reference(a, b, sa, sb, alpha, recipe=None):
     """The fp64 product of the dequantised operands and the same of their magnitudes (the
-    accumulation error's scale), for row-wise or 128-block scales (by their shapes)."""
+    accumulation error's scale), for row-wise (sa (M, 1), sb (1, N); per-tensor scales in
+    that shape too) or 128-block scales: ``recipe`` "row" or "block", or None to read it
+    from the shapes."""
     af, bf = a.to(torch.float64), b.to(torch.float64)
     m, k = a.shape
     n = b.shape[0]
-    if sa.shape == (m, 1):
+    if recipe is None:
+        recipe = "row" if sa.shape == (m, 1) else "block"
+    if recipe != "block":
         scale = sa.double() * sb.double()
         return (af @ bf.T) * scale * alpha, (af.abs() @ bf.abs().T) * scale * alpha
     ref = torch.zeros(m, n, dtype=torch.float64, device="cuda")
@@ -53,18 +57,18 @@ def reference(a, b, sa, sb, alpha):
     return ref * alpha, mag * alpha
 
 
-def assert_close(d, a, b, sa, sb, alpha, accumulate="promoted"):
+def assert_close(d, a, b, sa, sb, alpha, accumulate="promoted", recipe=None, case="D"):
     """Within one rounding of D's type plus the accumulation error of
     include/tmakit/kernels/gemm.hpp: 2^-10 of sum |a b| (scaled) promoted; fast 2^-13 per 32
-    of K, at least 2^-11."""
-    ref, mag = reference(a, b, sa, sb, alpha)
+    of K, at least 2^-11. ``case`` names the call in the failure."""
+    ref, mag = reference(a, b, sa, sb, alpha, recipe)
     k = a.shape[1]
     accumulation = 2.0 ** -10 if accumulate == "promoted" else max(2.0 ** -11,
                                                                    2.0 ** -13 * k / 32)
     ulp = 2.0 ** -8 if d.dtype == torch.bfloat16 else 2.0 ** -11
     error = (d.to(torch.float64) - ref).abs()
     worst = (error - (ulp * ref.abs() + accumulation * mag + 1e-30)).max().item()
-    assert worst <= 0, f"an element is {worst:.3g} beyond the bound"
+    assert worst <= 0, f"{case}: an element is {worst:.3g} beyond the bound"
 
 
 ODD = [(1, 1, 16), (7, 200, 144), (65, 333, 272), (129, 77, 4096), (300, 520, 1040),
