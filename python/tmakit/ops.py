@@ -574,6 +574,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     """out = x.T materialised, for a 2-D CUDA tensor of any dtype of 1, 2, 4 or 8 bytes (the
     bits are moved), any shape (empty too), any strides and start. ``out``: (x.shape[1],
     x.shape[0]), same dtype, any strides, not overlapping x; allocated dense when not given.
+    A 0-D or 1-D x is its own transpose, as for torch's ``x.t()``: a copy of x's shape.
 
     Paths: rows whose starts and pitches are 16-byte aligned (x's and out's) run through the
     TMA kernel; 1- and 2-byte elements (at least 16 rows) otherwise through TMA loads of each
@@ -585,11 +586,22 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     ``out.copy_(x.t())`` does the one pass (a contiguous copy for x = y.t() of a contiguous
     y)."""
     x = _tensor(x, "x")
-    if x.dim() != 2:
-        raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
+    if x.dim() > 2:
+        raise ValueError(f"x: expected 2 dimensions (or 0 or 1), got shape {tuple(x.shape)}")
     if x.element_size() not in _BITS_TYPES:
         raise TypeError(f"x: dtype {x.dtype} has {x.element_size()}-byte elements; the "
                         f"transpose moves 1-, 2-, 4- or 8-byte elements")
+    if x.dim() < 2:
+        # NOTE: torch's x.t() returns a 0-D or 1-D tensor as it is, so its transpose is a copy:
+        # the 2-D path's, one row into one column (the same elements in the same order)
+        n = x.numel()
+        if out is not None:
+            out = _tensor(out, "out")
+            if tuple(out.shape) != tuple(x.shape):
+                raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
+            transpose(x.view(1, n), out=out.view(n, 1))
+            return out
+        return transpose(x.view(1, n)).view(x.shape)
     rows, cols = x.shape
     fresh = out is None
     if fresh:

@@ -176,12 +176,14 @@ def test_any_layout_traces_through_the_ops():
 
     def f(x, images, ints, longs):
         return (tmakit.transpose(x), tmakit.transpose(x.t()), tmakit.stencil3x3(images, LAPLACE),
-                tmakit.add(ints, 7), tmakit.add(longs.t(), 2**62), tmakit.add(x[:, ::2], 0.5))
+                tmakit.add(ints, 7), tmakit.add(longs.t(), 2**62), tmakit.add(x[:, ::2], 0.5),
+                tmakit.transpose(x[3, ::2]))
 
     graph = make_fx(f, tracing_mode="fake")(x, images, ints, longs)
     assert "tmakit.transpose_out" in graph.code and "tmakit.add_out" in graph.code
     with mode:  # (the tensors' own mode: torch refuses to mix two)
-        t, tt, s, i, lt, h = f(x, images, ints, longs)
+        t, tt, s, i, lt, h, row = f(x, images, ints, longs)
+    assert row.shape == (1501,) and row.is_contiguous()  # 1-D: its own transpose, a copy
     assert t.shape == (3001, 997) and t.is_contiguous()
     assert tt.shape == (997, 3001) and s.shape == images.shape and s.is_contiguous()
     # add keeps a dense x's strides (as torch's x + c does) and makes the rest contiguous

@@ -204,6 +204,21 @@ def test_transpose_equals_torch_bit_for_bit(dtype, rows, cols, layout):
     assert torch.equal(out, values.t().contiguous())
 
 
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (37,), (4099,)])
+@pytest.mark.parametrize("step", [1, 3])
+def test_transpose_of_0_and_1_dimensions_is_a_copy_as_torchs(shape, step):
+    base = sample(tuple(s * step for s in shape), torch.float32, 5)
+    x = base[::step] if shape else base
+    y = tmakit.transpose(x)
+    assert y.shape == x.shape and y.is_contiguous()
+    assert torch.equal(y, x.t().contiguous())
+    assert y.numel() == 0 or y.data_ptr() != x.data_ptr()  # a copy, never x itself
+    out = torch.empty(shape, device="cuda")
+    assert tmakit.transpose(x, out=out) is out and torch.equal(out, x)
+    with pytest.raises(ValueError, match=r"^out: shape"):
+        tmakit.transpose(x, out=torch.empty((1, *shape), device="cuda"))
+
+
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64],
                          ids=str)
 @pytest.mark.parametrize("out_layout", LAYOUTS)
