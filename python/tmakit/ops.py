@@ -787,12 +787,14 @@ def _quantize_rows(x: torch.Tensor) -> bool:
     return rows <= 1 or (x.stride(0) >= k and x.stride(0) * x.element_size() % 16 == 0)
 
 
-def _quantize_args(x, recipe, operand, x_fp8):
+def _quantize_args(x, recipe, operand, x_fp8, readable=None):
     """The launcher's arguments after the addresses and before the stream; x's pitch is its
-    contiguous copy's where the kernels cannot read x in place (_launch_quantize)."""
+    contiguous copy's where the kernels cannot read x in place (_launch_quantize).
+    ``readable``: _quantize_rows(x), where the caller has it."""
     rows, k = x.shape
-    x_pitch = _gemm_pitch(x, "x") if _quantize_rows(x) else (k * x.element_size()
-                                                             if rows > 1 else 0)
+    if readable is None:
+        readable = _quantize_rows(x)
+    x_pitch = _gemm_pitch(x, "x") if readable else (k * x.element_size() if rows > 1 else 0)
     return (_QUANTIZE_TYPES[x.dtype], rows, k, x_pitch, _gemm_pitch(x_fp8, "x_fp8"), recipe,
             operand)
 
@@ -810,7 +812,7 @@ def _launch_quantize(x, recipe, operand, x_fp8, scale):
         # multiple of 16, is whole 16 bytes
         x = torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
     _launch(x_fp8, _tmakit.quantize_fp8, x.data_ptr(), x_fp8.data_ptr(), scale.data_ptr(),
-            *_quantize_args(x, recipe, operand, x_fp8))
+            *_quantize_args(x, recipe, operand, x_fp8, readable=True))
 
 
 def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
