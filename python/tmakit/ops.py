@@ -146,7 +146,7 @@ def _span(t: torch.Tensor):
     """[first byte, one past the last) of a non-empty tensor's storage use."""
     start = t.data_ptr()
     if t.is_contiguous():
-        return start, start + t.numel() * t.element_size()
+        return start, start + t.nbytes
     last = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
     return start, start + (last + 1) * t.element_size()
 
@@ -158,16 +158,12 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
-# NOTE: torch.cuda.current_stream() builds a Stream object (microseconds); the raw handle is
-# what the launcher needs. Both private entry points have public fallbacks.
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+# NOTE: torch.cuda.current_stream() builds a Stream object (microseconds); the raw handle of
+# torch's current stream on a device index is what the launcher needs. Both private entry
+# points have public fallbacks.
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-
-
-def _stream(index: int) -> int:
-    if _raw_stream is not None:
-        return _raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
+_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
 
 
 def _launch(out: torch.Tensor, launcher, *args) -> None:
@@ -189,7 +185,11 @@ def _direct(*tensors: torch.Tensor) -> bool:
     """Whether an eager call may skip the dispatcher: plain tensors, no tracing, no mode."""
     if _is_compiling() or _dispatch_modes() > 0:
         return False
-    return all(type(t) is torch.Tensor for t in tensors)
+    # NOTE: a loop, not all() of a generator (host time: every eager call passes here)
+    for t in tensors:
+        if type(t) is not torch.Tensor:
+            return False
+    return True
 
 
 # --- launches (real tensors; every data-dependent check happens here, before the kernel) ---
@@ -281,9 +281,14 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
 
 def _matrix_stride(t: torch.Tensor):
     """The row stride in elements of a 2-D tensor the launchers can describe (rows of
-    consecutive elements, not overlapping; 0 for a single row), or None."""
-    view = _rows_view(t)
-    return None if view is None else view[2]
+    consecutive elements, not overlapping; 0 for a single row), or None: _rows_view's answer
+    for two dimensions, read directly (host time)."""
+    (rows, cols), (row_stride, col_stride) = t.shape, t.stride()
+    if cols > 1 and col_stride != 1:
+        return None
+    if rows == 1:
+        return 0
+    return None if row_stride < cols else row_stride
 
 
 def _launch_transpose(x, out, fresh=False):
@@ -721,8 +726,10 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     if x.dtype not in _ADD_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; add takes torch.int8, int16, int32, int64, uint8, "
                         f"float16, bfloat16, float32 or float64")
-    if isinstance(value, torch.Tensor) or not isinstance(value, (int, float)):
-        raise TypeError(f"value: expected a Python int or float, got {type(value).__name__}")
+    value_type = type(value)
+    if value_type is not float and value_type is not int and (
+            isinstance(value, torch.Tensor) or not isinstance(value, (int, float))):
+        raise TypeError(f"value: expected a Python int or float, got {value_type.__name__}")
     if x.is_floating_point():
         value, int_value = float(value), 0
     else:
