@@ -38,6 +38,8 @@ __all__ = ["gemm_fp8", "transpose", "stencil3x3", "add", "quantize_fp8"]
 _ADD_TYPES = {torch.int8: "UINT8", torch.uint8: "UINT8", torch.int16: "UINT16",
               torch.int32: "INT32", torch.int64: "INT64", torch.float16: "FLOAT16",
               torch.bfloat16: "BFLOAT16", torch.float32: "FLOAT32", torch.float64: "FLOAT64"}
+# The ones torch's own CUDA add takes too (add's path for views the launchers cannot describe)
+_TORCH_ADD_TYPES = frozenset(_ADD_TYPES)
 for _name, _launcher_type in (("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64")):
     if hasattr(torch, _name):  # NOTE: torch 2.3 and later
         _ADD_TYPES[getattr(torch, _name)] = _launcher_type
@@ -377,6 +379,14 @@ def _launch_add(x, value, int_value, out, fresh=False):
         rows, cols, x_row, out_row = 1, x.numel(), 0, 0
     else:
         x_view, out_view = _rows_view(x), _rows_view(out)
+        if (x_view is None or out_view is None) and x.dtype in _TORCH_ADD_TYPES:
+            # NOTE: a view the launchers cannot describe (elements of a row not consecutive,
+            # leading dimensions that do not merge, a broadcast x): torch's strided add reads
+            # and writes it in one pass, the same sums bit for bit, where a contiguous copy of
+            # x or a temporary for out adds passes (kernels/elementwise/README.md, "Views the
+            # launchers cannot describe")
+            torch.add(x, value if x.is_floating_point() else int_value, out=out)
+            return
         if x_view is None:
             # NOTE: one contiguous copy of an input the launcher cannot describe
             x = x.contiguous()
@@ -712,9 +722,11 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     library's plain vectorised kernel spreads over the whole GPU; otherwise rows of the last
     dimension. Rows whose starts and pitches are 16-byte aligned, of int32, float32, bfloat16
     or float16, run through the TMA kernel; the rest through the plain kernel
-    (kernels/elementwise/README.md). An x whose leading dimensions do
-    not merge into rows of consecutive elements is first made contiguous (one copy); such an
-    out is written through a dense temporary and one strided copy.
+    (kernels/elementwise/README.md). Where x or out is not rows of consecutive elements (a
+    column step, leading dimensions that do not merge, a broadcast x), torch's own strided
+    add does the one pass (the same sums); for uint16, uint32 and uint64, which torch's add
+    does not take, such an x is first made contiguous (one copy) and such an out written
+    through a dense temporary and one strided copy.
     Differs from torch: an integer x with a float value (torch promotes to a float result) is
     refused with TypeError, as are bool and complex x, and tensor values; a finite value past
     float32's range added to a float32 or 16-bit x (torch's sum is then infinite) with
