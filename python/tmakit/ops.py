@@ -620,7 +620,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     rows, cols = x.shape
     fresh = out is None
     if fresh:
-        out = torch.empty((cols, rows), dtype=x.dtype, device=x.device)
+        out = x.new_empty((cols, rows))  # (x's dtype and device; host time)
     else:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -679,7 +679,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     taps = _taps(weight)
     fresh = out is None
     if fresh:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        out = x.new_empty(x.shape)
     else:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
@@ -751,8 +751,8 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
         value, int_value = 0.0, _integer_constant(int(value), x.dtype)
     fresh = out is None
     if fresh:
-        out = (torch.empty_like(x, memory_format=torch.preserve_format) if _dense(x) else
-               torch.empty(x.shape, dtype=x.dtype, device=x.device))
+        # (empty_like keeps x's strides: torch.preserve_format, its default)
+        out = torch.empty_like(x) if _dense(x) else x.new_empty(x.shape)
     elif out is not x:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
