@@ -199,3 +199,37 @@ def test_expanded_out_is_refused():
         tmakit.add(x, 1.0, out=shared)
     with pytest.raises(ValueError, match="out: some of its elements share memory"):
         tmakit.stencil3x3(x, LAPLACE, out=shared)
+
+
+def test_layout_helpers_agree_with_their_definitions():
+    # The eager calls' layout reads, on random 2-D views over one buffer (extents 0-6, strides
+    # 0-9 with steps and transposes): _matrix_stride is _rows_view's row stride for two
+    # dimensions, and _overlaps says whether the [first byte, last byte] spans meet, as
+    # computed here from every element's address.
+    import random
+
+    from tmakit import ops
+
+    rng = random.Random(20261130)
+    buf = torch.zeros(256, dtype=torch.float32)
+    esize = buf.element_size()
+
+    def view():
+        rows, cols = rng.randint(0, 6), rng.randint(0, 6)
+        strides = (rng.choice([0, 1, 2, cols, cols + 1, 9]), rng.choice([0, 1, 2, 3, rows]))
+        return buf.as_strided((rows, cols), strides, rng.randint(0, 40))
+
+    def span(t):
+        offsets = [i * t.stride(0) + j * t.stride(1) for i in range(t.shape[0])
+                   for j in range(t.shape[1])]
+        start = t.data_ptr()
+        return start + min(offsets) * esize, start + (max(offsets) + 1) * esize
+
+    for _ in range(3000):
+        x, y = view(), view()
+        general = ops._rows_view(x)
+        assert ops._matrix_stride(x) == (None if general is None else general[2]), (
+            x.shape, x.stride())
+        expected = x.numel() > 0 and y.numel() > 0 and (
+            span(x)[0] < span(y)[1] and span(y)[0] < span(x)[1])
+        assert ops._overlaps(x, y) == expected, (x.shape, x.stride(), y.shape, y.stride())
