@@ -184,6 +184,13 @@ TensorMapSpec spec_from_json(const json& o, Arch arch) {
   const json& dims = require(o, "globalDim");
   if (const json* r = find(o, "rank")) {
     s.rank = integer<std::uint32_t>(*r, "rank");
+    // NOTE: named as the rank's disagreement, not as arrays of the wrong length
+    if (dims.is_array() && dims.size() != s.rank) {
+      fail("rank", std::to_string(s.rank) + ", but globalDim has " +
+                       std::to_string(dims.size()) + " entries; give rank " +
+                       std::to_string(dims.size()) + " or leave it out (it is then globalDim's "
+                       "length)");
+    }
   } else if (dims.is_array()) {
     s.rank = static_cast<std::uint32_t>(dims.size());
   }

@@ -145,7 +145,9 @@ TEST(CheckCli, StdinAndJsonOutput) {
   // rank 7 disagrees with the arrays' length 2
   auto r = run_cli("check --jsonl - < " + file);
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.out, "error: globalDim: has 2 entries; expected 7\n");
+  EXPECT_EQ(r.out,
+            "error: rank: 7, but globalDim has 2 entries; give rank 2 or leave it out (it is "
+            "then globalDim's length)\n");
   r = run_cli("check --json --jsonl " + dir.write("b.jsonl", kGood + "\n"));
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "{\"line\":1,\"verdict\":\"ok\"}\n");
