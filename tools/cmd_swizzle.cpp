@@ -67,12 +67,12 @@ Layout make_layout(const Options& o) {
   l.esize = static_cast<std::uint32_t>(tmakit::element_bytes(*t));
   unsigned long cols = 0, rows = 0;
   char x = 0, extra = 0;
-  if (std::sscanf(o.box.c_str(), "%lu%c%lu%c", &cols, &x, &rows, &extra) != 3 || x != 'x' ||
-      cols < 1 || rows < 1) {
+  if (std::sscanf(o.box.c_str(), "%lu%c%lu%c", &cols, &x, &rows, &extra) != 3 || x != 'x') {
     throw tmakit::ParseError("--box " + o.box +
                              " is not COLSxROWS (elements of dimension 0 x rows), e.g. 64x8");
   }
-  if (cols > 256 || rows > 256) {
+  // (a negative extent reads as a huge one: %lu wraps it)
+  if (cols < 1 || rows < 1 || cols > 256 || rows > 256) {
     throw tmakit::ParseError("--box " + o.box + ": each box dimension is 1..256 (rule T7)");
   }
   l.cols = static_cast<std::uint32_t>(cols);

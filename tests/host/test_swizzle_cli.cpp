@@ -73,6 +73,8 @@ TEST(SwizzleCli, BadInputGivesClearErrors) {
       {"--type FLOAT32 --swizzle 128B --box 64x2", "wider than the 128B span (rule T9)"},
       {"--base 100", "not 128-byte aligned (rule D1)"},
       {"--box 300x1", "1..256 (rule T7)"},
+      {"--box 0x8", "--box 0x8: each box dimension is 1..256 (rule T7)"},
+      {"--box 16x-4", "--box 16x-4: each box dimension is 1..256 (rule T7)"},
   };
   for (const auto& [args, message] : cases) {
     const Result r = run(args, true);
