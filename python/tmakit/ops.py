@@ -800,10 +800,8 @@ def _quantize_rows(x: torch.Tensor) -> bool:
     """Whether the quantizer's kernels can read x's rows where they are: K consecutive
     elements, rows a multiple of 16 bytes apart and not overlapping (the start's alignment is
     a real tensor's, checked at the launch)."""
-    rows, k = x.shape
-    if k > 1 and x.stride(1) != 1:
-        return False
-    return rows <= 1 or (x.stride(0) >= k and x.stride(0) * x.element_size() % 16 == 0)
+    row_stride = _matrix_stride(x)
+    return row_stride is not None and row_stride * x.element_size() % 16 == 0
 
 
 def _quantize_args(x, recipe, operand, x_fp8, readable=None):
