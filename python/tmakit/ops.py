@@ -369,12 +369,13 @@ def _launch_add(x, value, int_value, out, fresh=False):
     overlap x."""
     if x.numel() == 0:
         return
-    in_place = out is x or (out.data_ptr() == x.data_ptr() and out.stride() == x.stride())
+    same_strides = out is x or out.stride() == x.stride()
+    in_place = out is x or (same_strides and out.data_ptr() == x.data_ptr())
     if not in_place and not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
     target = out
-    if _dense(x) and (in_place or out.stride() == x.stride()):
+    if _dense(x) and same_strides:
         # NOTE: one row of numel() elements (a permuted dense tensor too): the whole grid on it
         rows, cols, x_row, out_row = 1, x.numel(), 0, 0
     else:
