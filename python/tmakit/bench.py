@@ -21,7 +21,9 @@ alternate call by call so that all see the same clocks; the table gives medians.
 refuses a recipe's scales the row says "torch refuses: <its message>" and times tmakit alone.
 Last, the host time per call of each op (eager, and through the dispatcher as a compiled
 graph calls it) against torch's eager call, on shapes small enough that the GPU never holds
-the host back. Each case's name goes to stderr as it starts; one that takes longer than
+the host back: 41 rounds, each a burst of 200 calls of every variant in turn; each
+dispatcher form also as its difference from the eager call, round by round (median and
+quartiles), which a drift of the host's speed between rounds does not move. Each case's name goes to stderr as it starts; one that takes longer than
 ``--stall-seconds`` (300; 0: no limit), a kernel that never finishes, ends the run with every
 thread's Python stack (faulthandler) and status 1.
 """
@@ -462,27 +464,57 @@ def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
     return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
 
 
-def _host_us_per_call(variants: dict, calls: int) -> dict:
-    """Host microseconds per call of each variant: 5 interleaved rounds of a burst of `calls`
-    calls (after 50 to warm up); the median round per variant."""
-    rounds = {name: [] for name in variants}
-    for _ in range(5):  # interleaved rounds; the median round per variant
-        for name, call in variants.items():
-            for _ in range(50):
-                call()
+def _host_us_per_call(variants: dict, calls: int, rounds: int) -> dict:
+    """Host microseconds per call of each variant, one value per round: each round a burst of
+    ``calls`` calls of every variant in turn, the order reversed every other round (so that a
+    drift of the host's speed falls on the two sides of a pair alike), after 50 calls each to
+    warm up."""
+    for call in variants.values():
+        for _ in range(50):
+            call()
+    times = {name: [] for name in variants}
+    order = list(variants.items())
+    for round_ in range(rounds):
+        for name, call in (order if round_ % 2 == 0 else order[::-1]):
             torch.cuda.synchronize()
             start = time.perf_counter()
             for _ in range(calls):
                 call()
-            elapsed = time.perf_counter() - start
-            torch.cuda.synchronize()
-            rounds[name].append(elapsed / calls * 1e6)
-    return {name: statistics.median(values) for name, values in rounds.items()}
+            times[name].append((time.perf_counter() - start) / calls * 1e6)
+    torch.cuda.synchronize()
+    return times
 
 
-def host_overhead(calls: int = 2000) -> dict:
-    """Host microseconds per call on a tiny GEMM (16 x 64 x 128): the GPU finishes each call
-    before the host has issued the next, so the wall time of a burst is host time."""
+class HostTime(NamedTuple):
+    """A variant's host time per call (the median round), and where it has a baseline (the
+    eager call it is the dispatcher's form of) the rounds' differences from it: median and
+    quartiles, each round's two bursts adjacent in time."""
+    name: str
+    us: float
+    against: Optional[str] = None
+    minus_us: float = 0.0
+    minus_q1_us: float = 0.0
+    minus_q3_us: float = 0.0
+
+
+def _host_times(variants: dict, pairs: Dict[str, str], calls: int = 200,
+                rounds: int = 41) -> List[HostTime]:
+    times = _host_us_per_call(variants, calls, rounds)
+    rows = []
+    for name, values in times.items():
+        against = pairs.get(name)
+        if against is None:
+            rows.append(HostTime(name, statistics.median(values)))
+            continue
+        differences = [ours - base for ours, base in zip(values, times[against])]
+        q1, q2, q3 = statistics.quantiles(differences, n=4)
+        rows.append(HostTime(name, statistics.median(values), against, q2, q1, q3))
+    return rows
+
+
+def host_overhead() -> List[HostTime]:
+    """Host time per call on a tiny GEMM (16 x 64 x 128): the GPU finishes each call before
+    the host has issued the next, so the wall time of a burst is host time."""
     a = torch.randn(16, 128, device="cuda").to(FP8)
     b = torch.randn(64, 128, device="cuda").to(FP8)
     one = torch.ones((), device="cuda")
@@ -494,40 +526,82 @@ def host_overhead(calls: int = 2000) -> dict:
     raw = (a.data_ptr(), b.data_ptr(), d.data_ptr(), ops._tmakit.DataType.bfloat16, 16, 64, 128,
            128, 16, 64, 128, 128, 128, 1.0, 1.0, 1.0, 0, 0, ops._tmakit.GemmScaleRecipe.tensor,
            (-1, -1, -1, -1), ops._tmakit.GemmAccumulation.promoted, stream)
+    gemm_out = torch.ops.tmakit.gemm_fp8_out
     variants = {
         "tmakit.gemm_fp8": lambda: ops.gemm_fp8(a, b, out=d),
+        "torch.ops.tmakit.gemm_fp8_out": lambda: gemm_out(a, b, 1.0, 1.0, 1.0, None, None,
+                                                          "promoted", d),
+        "torch.ops.tmakit.gemm_fp8_out.default": lambda: gemm_out.default(a, b, 1.0, 1.0, 1.0, None,
+                                                                    None, "promoted", d),
         "tmakit.gemm_fp8 (allocating out)": lambda: ops.gemm_fp8(a, b),
         "the C++ launcher alone": lambda: ops._tmakit.gemm_fp8(*raw),
-        "torch.ops.tmakit.gemm_fp8_out": lambda: torch.ops.tmakit.gemm_fp8_out(
-            a, b, 1.0, 1.0, 1.0, None, None, "promoted", d),
         "torch._scaled_mm": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
                                                      out_dtype=torch.bfloat16),
     }
-    return _host_us_per_call(variants, calls)
+    pairs = {"torch.ops.tmakit.gemm_fp8_out": "tmakit.gemm_fp8",
+             "torch.ops.tmakit.gemm_fp8_out.default": "tmakit.gemm_fp8"}
+    return _host_times(variants, pairs)
 
 
-def host_overhead_memory_bound(calls: int = 2000) -> dict:
-    """Host microseconds per call of transpose, stencil3x3 and add on tiny tensors: eager,
-    through torch.ops.tmakit.* (what a torch.compile'd graph calls), and torch's own eager op."""
+def host_overhead_memory_bound() -> List[HostTime]:
+    """Host time per call of transpose, stencil3x3, add and quantize_fp8 on tiny tensors:
+    eager, through torch.ops.tmakit.* and its .default overload (what a torch.compile'd graph
+    calls), and torch's own eager op."""
     x = torch.randn(16, 32, device="cuda")
     t = torch.empty(32, 16, device="cuda")
     s = torch.empty_like(x)
     y = torch.empty_like(x)
+    z = torch.zeros_like(x)
     taps = [0.0, 1.0, 0.0, 1.0, -4.0, 1.0, 0.0, 1.0, 0.0]
     w = torch.tensor(taps, device="cuda").reshape(1, 1, 3, 3)
     x4 = x[None, None]
+    xb = x.bfloat16()
+    o = torch.ops.tmakit
     variants = {
         "tmakit.transpose": lambda: ops.transpose(x, out=t),
-        "torch.ops.tmakit.transpose_out": lambda: torch.ops.tmakit.transpose_out(x, t),
+        "torch.ops.tmakit.transpose_out": lambda: o.transpose_out(x, t),
+        "torch.ops.tmakit.transpose_out.default": lambda: o.transpose_out.default(x, t),
         "t.copy_(x.t())": lambda: t.copy_(x.t()),
         "tmakit.stencil3x3": lambda: ops.stencil3x3(x, [taps[:3], taps[3:6], taps[6:]], out=s),
-        "torch.ops.tmakit.stencil3x3_out": lambda: torch.ops.tmakit.stencil3x3_out(x, taps, s),
+        "torch.ops.tmakit.stencil3x3_out": lambda: o.stencil3x3_out(x, taps, s),
+        "torch.ops.tmakit.stencil3x3_out.default": lambda: o.stencil3x3_out.default(x, taps, s),
         "conv2d": lambda: torch.nn.functional.conv2d(x4, w, padding=1),
         "tmakit.add": lambda: ops.add(x, 1.5, out=y),
-        "torch.ops.tmakit.add_out": lambda: torch.ops.tmakit.add_out(x, 1.5, 0, y),
+        "torch.ops.tmakit.add_out": lambda: o.add_out(x, 1.5, 0, y),
+        "torch.ops.tmakit.add_out.default": lambda: o.add_out.default(x, 1.5, 0, y),
         "torch.add": lambda: torch.add(x, 1.5, out=y),
+        "tmakit.add (in place)": lambda: ops.add(z, 0.0, out=z),
+        "torch.ops.tmakit.add_": lambda: o.add_(z, 0.0, 0),
+        "torch.ops.tmakit.add_.default": lambda: o.add_.default(z, 0.0, 0),
+        "z.add_(0.0)": lambda: z.add_(0.0),
+        "tmakit.quantize_fp8 (row)": lambda: ops.quantize_fp8(xb, "row"),
+        # NOTE: a graph allocates the outputs, then calls the op: the same work as the eager
+        # call, which allocates them too
+        "outputs + torch.ops.tmakit.quantize_fp8_out": lambda: o.quantize_fp8_out(
+            xb, "row", "a", torch.empty((16, 32), dtype=FP8, device="cuda"),
+            torch.empty((16, 1), dtype=torch.float32, device="cuda")),
     }
-    return _host_us_per_call(variants, calls)
+    pairs = {"torch.ops.tmakit.transpose_out": "tmakit.transpose",
+             "torch.ops.tmakit.transpose_out.default": "tmakit.transpose",
+             "torch.ops.tmakit.stencil3x3_out": "tmakit.stencil3x3",
+             "torch.ops.tmakit.stencil3x3_out.default": "tmakit.stencil3x3",
+             "torch.ops.tmakit.add_out": "tmakit.add",
+             "torch.ops.tmakit.add_out.default": "tmakit.add",
+             "torch.ops.tmakit.add_": "tmakit.add (in place)",
+             "torch.ops.tmakit.add_.default": "tmakit.add (in place)",
+             "outputs + torch.ops.tmakit.quantize_fp8_out": "tmakit.quantize_fp8 (row)"}
+    return _host_times(variants, pairs)
+
+
+def _print_host_times(title: str, rows: List[HostTime]) -> None:
+    print(f"\n# host time per call, {title} (median of 41 rounds of 200 calls; through the "
+          f"dispatcher also minus the eager call: the rounds' differences, median [quartiles])")
+    for r in rows:
+        line = f"{r.name:44} {r.us:6.2f} us"
+        if r.against is not None:
+            line += (f"  {r.minus_us:+6.2f} [{r.minus_q1_us:+.2f}, {r.minus_q3_us:+.2f}] vs "
+                     f"{r.against}")
+        print(line)
 
 
 def _svg(results: List[Result], path: str) -> None:
@@ -665,23 +739,19 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{r.ours_rate:9.1f} {r.theirs_rate:9.1f} {r.unit:8} "
               f"{r.theirs_us / r.ours_us:7.2f} {vs_copy}" + (f" {r.note}" if r.note else ""))
 
-    overhead = {}
+    overhead: List[HostTime] = []
     if not args.no_overhead:
-        overhead = host_overhead()
-        print("\n# host time per call, 16x64x128 GEMM (median of 5 bursts of 2000 calls)")
-        for name, us in overhead.items():
-            print(f"{name:34} {us:6.2f} us")
+        gemm = host_overhead()
+        _print_host_times("16x64x128 GEMM", gemm)
         memory_bound = host_overhead_memory_bound()
-        print("\n# host time per call, 16x32 float32 (median of 5 bursts of 2000 calls)")
-        for name, us in memory_bound.items():
-            print(f"{name:34} {us:6.2f} us")
-        overhead.update(memory_bound)
+        _print_host_times("16x32 float32 (bf16 for the quantizer)", memory_bound)
+        overhead = gemm + memory_bound
 
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "torch": torch.__version__,
                        "results": [r._asdict() for r in results],
-                       "host_us_per_call": overhead}, f, indent=2)
+                       "host_us_per_call": [h._asdict() for h in overhead]}, f, indent=2)
     if args.svg:
         _svg(results, args.svg)
     return 1 if any(r.problem for r in results) else 0

@@ -301,13 +301,14 @@ def _launch_transpose(x, out, fresh=False):
     if not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
     x_row, out_row = _matrix_stride(x), _matrix_stride(out)
-    if x_row is None or out_row is None:
+    esize = x.element_size()
+    if x_row is None or out_row is None or esize not in _BITS_TYPES:
         # NOTE: elements of a row not consecutive (x.t() of a contiguous tensor, a column
-        # slice with a step): torch's strided copy of x.t() into out is one pass; for
-        # x.t() of a contiguous tensor it is a contiguous copy
+        # slice with a step), or 16-byte elements (complex128), which no launcher type holds:
+        # torch's strided copy of x.t() into out is one pass; for x.t() of a contiguous
+        # tensor it is a contiguous copy
         out.copy_(x.t())
         return
-    esize = x.element_size()
     _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[esize], rows, cols,
             x_row * esize, out_row * esize)
 
@@ -587,8 +588,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
 
 
 def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """out = x.T materialised, for a 2-D CUDA tensor of any dtype of 1, 2, 4 or 8 bytes (the
-    bits are moved), any shape (empty too), any strides and start. ``out``: (x.shape[1],
+    """out = x.T materialised, for a 2-D CUDA tensor of any dtype (the bits are moved), any
+    shape (empty too), any strides and start. ``out``: (x.shape[1],
     x.shape[0]), same dtype, any strides, not overlapping x; allocated dense when not given.
     A 0-D or 1-D x is its own transpose, as for torch's ``x.t()``: a copy of x's shape.
 
@@ -600,13 +601,10 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     tiled kernel (kernels/transpose/README.md, "Paths" and "Row classes"); when the elements
     of x's or out's rows are not consecutive (x = y.t(), a column step), torch's strided copy
     ``out.copy_(x.t())`` does the one pass (a contiguous copy for x = y.t() of a contiguous
-    y)."""
+    y), as it does for 16-byte elements (complex128), which no launcher type holds."""
     x = _tensor(x, "x")
     if x.dim() > 2:
         raise ValueError(f"x: expected 2 dimensions (or 0 or 1), got shape {tuple(x.shape)}")
-    if x.element_size() not in _BITS_TYPES:
-        raise TypeError(f"x: dtype {x.dtype} has {x.element_size()}-byte elements; the "
-                        f"transpose moves 1-, 2-, 4- or 8-byte elements")
     if x.dim() < 2:
         # NOTE: torch's x.t() returns a 0-D or 1-D tensor as it is, so its transpose is a copy:
         # the 2-D path's, one row into one column (the same elements in the same order)
@@ -709,8 +707,8 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
 
 
 def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """out = x + value, as torch's ``x + value`` for a Python int or float ``value``, any
-    shape (empty too), strides and start. Types: float32, float64, bfloat16 and float16
+    """out = x + value, as torch's ``x + value`` for a Python int, float or complex ``value``,
+    any shape (empty too), strides and start. Types: float32, float64, bfloat16 and float16
     (value as float32 below float64; bf16/fp16 sums in float32, rounded once: torch's own
     arithmetic, bit for bit), int8, int16,
     int32, int64, uint8 (and uint16, uint32, uint64 where torch has them): integer sums wrap
@@ -728,27 +726,32 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     add does the one pass (the same sums); for uint16, uint32 and uint64, which torch's add
     does not take, such an x is first made contiguous (one copy) and such an out written
     through a dense temporary and one strided copy.
-    Differs from torch: an integer x with a float value (torch promotes to a float result) is
-    refused with TypeError, as are bool and complex x, and tensor values; a finite value past
+    The other sums torch's ``x + value`` makes, by torch's type promotion and its own add
+    (one pass; out of the promoted dtype): bool and complex x (no launcher type holds them),
+    an integer or bool x with a float value (a result of torch's default float dtype), any x
+    with a complex ``value``; for uint16/32/64 x, which torch's add does not take, x is first
+    converted to the result's dtype (one more pass).
+    Differs from torch: tensor values are refused with TypeError; a finite value past
     float32's range added to a float32 or 16-bit x (torch's sum is then infinite) with
     ValueError."""
     in_place = out is x
     x = _tensor(x, "x")
     if in_place:
         out = x
-    if x.dtype not in _ADD_TYPES:
-        raise TypeError(f"x: dtype {x.dtype}; add takes torch.int8, int16, int32, int64, uint8, "
-                        f"float16, bfloat16, float32 or float64")
     value_type = type(value)
-    if value_type is not float and value_type is not int and (
-            isinstance(value, torch.Tensor) or not isinstance(value, (int, float))):
-        raise TypeError(f"value: expected a Python int or float, got {value_type.__name__}")
-    if x.is_floating_point():
+    if value_type is not float and value_type is not int:  # (a bool, a subclass, a non-number)
+        if isinstance(value, torch.Tensor) or not isinstance(value, (int, float, complex)):
+            raise TypeError(f"value: expected a Python int, float or complex, got "
+                            f"{value_type.__name__}")
+        value_type = (int if isinstance(value, int) else float if isinstance(value, float)
+                      else complex)
+    floating = x.is_floating_point()
+    if value_type is complex or (value_type is float and not floating) or (
+            x.dtype not in _ADD_TYPES):
+        return _add_promoted(x, value, out)
+    if floating:
         value, int_value = float(value), 0
     else:
-        if isinstance(value, float):
-            raise TypeError(f"value: {value!r} is a float; torch would promote {x.dtype} + float "
-                            f"to a float result: pass an int, or x.float()")
         value, int_value = 0.0, _integer_constant(int(value), x.dtype)
     fresh = out is None
     if fresh:
@@ -770,6 +773,48 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
         torch.ops.tmakit.add_(x, value, int_value)
     else:
         torch.ops.tmakit.add_out(x, value, int_value, out)
+    return out
+
+
+def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.Tensor:
+    """add where no launcher type holds x or the sum (bool and complex x, an integer x with a
+    float value, a complex value): torch's type promotion names the result's dtype and its
+    own add makes the sums, after the same checks as the launchers' path."""
+    if x.dtype == torch.bool and isinstance(value, int) and not isinstance(value, bool):
+        _integer_constant(int(value), torch.int64)  # (the sum's dtype: a range torch checks too)
+    result = torch.result_type(x, value)
+    if out is None:
+        out = (torch.empty_like(x, dtype=result) if _dense(x)
+               else x.new_empty(x.shape, dtype=result))
+    elif out is x:
+        if result != x.dtype:
+            raise TypeError(f"x: x + value is {result} by torch's type promotion, which x "
+                            f"({x.dtype}) cannot hold, so it cannot be added in place; pass an "
+                            f"out of {result}, or none")
+        _check_writable(out, "x")
+    else:
+        out = _tensor(out, "out")
+        _same_device(out, "out", x, "x")
+        if out.dtype != result:
+            raise TypeError(f"out: dtype {out.dtype}, but x + value is {result} by torch's type "
+                            f"promotion; pass an out of {result}")
+        if out.shape != x.shape:
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
+        _check_writable(out)
+        # NOTE: addresses exist on real tensors only; traced, torch's add refuses an overlap
+        if _direct(x, out) and _overlaps(out, x):
+            raise ValueError("out: overlaps x without being x; pass out=x to add in place, or "
+                             "a separate out")
+    if x.numel() == 0:
+        return out
+    if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():
+        x = x.to(result)  # NOTE: uint16/32/64, which torch's add does not take
+    try:
+        torch.add(x, value, out=out)
+    except (RuntimeError, NotImplementedError) as error:
+        # NOTE: torch refuses before its kernel runs: nothing is written
+        raise TypeError(f"x: torch's own add does not take {x.dtype} + "
+                        f"{type(value).__name__} here ({str(error).splitlines()[0]})") from None
     return out
 
 

@@ -147,10 +147,24 @@ def test_shape_and_type_errors_come_before_any_device_work():
         tmakit.gemm_fp8(a, a, out_dtype=torch.float32)
     with pytest.raises(ValueError, match=r"out: shape \(16, 16\), expected \(32, 16\)"):
         tmakit.transpose(x, out=wrong)
-    with pytest.raises(TypeError, match="x: dtype torch.bool; add takes torch.int8"):
-        tmakit.add(flags, 1)
-    with pytest.raises(TypeError, match="value: 1.5 is a float; torch would promote"):
-        tmakit.add(i8, 1.5)
+    # add's sums of other dtypes follow torch's type promotion: an out that cannot hold one
+    with pytest.raises(TypeError, match="x: x \\+ value is torch.int64 by torch's type "
+                                        "promotion, which x \\(torch.bool\\) cannot hold"):
+        tmakit.add(flags, 1, out=flags)
+    with pytest.raises(TypeError, match="out: dtype torch.int8, but x \\+ value is "
+                                        "torch.float32 by torch's type promotion"):
+        tmakit.add(i8, 1.5, out=i8.clone())
+    with pytest.raises(TypeError, match="out: dtype torch.float32, but x \\+ value is "
+                                        "torch.complex64"):
+        tmakit.add(x, 1j, out=x.clone())
+    with pytest.raises(ValueError, match="value: 9223372036854775808 does not fit torch.int64"):
+        tmakit.add(flags, 2 ** 63)
+    with pytest.raises(TypeError, match="value: expected a Python int, float or complex, got "
+                                        "Tensor"):
+        tmakit.add(x, torch.ones(()))
+    with pytest.raises(TypeError, match="value: expected a Python int, float or complex, got "
+                                        "str"):
+        tmakit.add(flags, "1")
     with pytest.raises(ValueError, match=r"value: 300 does not fit torch.int8 .*\[-128, 127\]"):
         tmakit.add(i8, 300)
     with pytest.raises(TypeError, match="the stencil takes torch.float32, float64, float16 or "
@@ -189,6 +203,31 @@ def test_any_layout_traces_through_the_ops():
     # add keeps a dense x's strides (as torch's x + c does) and makes the rest contiguous
     assert i.is_contiguous() and lt.stride() == longs.t().stride()
     assert h.shape == (997, 1501) and h.is_contiguous()
+
+
+def test_add_of_other_dtypes_traces_as_torchs_promoted_add():
+    # Sums no launcher type holds (bool and complex x, an integer x with a float value, a
+    # complex value) are torch's add of torch's promoted dtype, traced as aten.add.
+    mode = FakeTensorMode()
+    with mode:
+        flags = torch.empty(5, 7, device="cuda:0", dtype=torch.bool)
+        ints = torch.empty(5, 7, device="cuda:0", dtype=torch.int32)
+        z = torch.empty(5, 7, device="cuda:0", dtype=torch.complex64)
+        x = torch.empty(5, 7, device="cuda:0")
+
+    def f(flags, ints, z, x):
+        return (tmakit.add(flags, True), tmakit.add(flags, 3), tmakit.add(ints, 0.5),
+                tmakit.add(z.t(), 1.5), tmakit.add(x, 2 - 1j), tmakit.add(z, 1j, out=z))
+
+    graph = make_fx(f, tracing_mode="fake")(flags, ints, z, x)
+    assert "aten.add" in graph.code and "tmakit.add" not in graph.code, graph.code
+    with mode:
+        results = f(flags, ints, z, x)
+    dtypes = [r.dtype for r in results]
+    assert dtypes == [torch.bool, torch.int64, torch.float32, torch.complex64, torch.complex64,
+                      torch.complex64]
+    assert results[3].shape == (7, 5) and results[3].stride() == (1, 7)  # x's strides kept
+    assert results[5] is z
 
 
 def test_expanded_out_is_refused():

@@ -188,7 +188,7 @@ def sample(shape, dtype, seed):
 
 TRANSPOSE_TYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.bfloat16,
                    torch.float16, torch.int32, torch.float32, torch.int64, torch.float64,
-                   torch.complex64]
+                   torch.complex64, torch.complex128]
 TRANSPOSE_SHAPES = [(0, 5), (5, 0), (1, 1), (1, 37), (37, 1), (37, 53), (129, 255), (333, 1024),
                     (997, 301), (2049, 2047)]
 
@@ -367,6 +367,60 @@ def test_add_on_unsigned_types_torch_has(name):
     assert torch.equal(tmakit.add(x[1:], 5), expected[1:])
 
 
+# (x's dtype, value) whose sum no launcher type holds: torch's promoted sum, by its own add
+ADD_PROMOTED_CASES = [(torch.bool, True), (torch.bool, False), (torch.bool, 3),
+                      (torch.bool, -2 ** 63), (torch.bool, 0.5), (torch.int32, 2.5),
+                      (torch.uint8, -0.5), (torch.int64, 1e10), (torch.int16, 1 - 2j),
+                      (torch.float32, 1j), (torch.bfloat16, 0.5 + 0.25j), (torch.float64, 2j),
+                      (torch.complex64, 1.5), (torch.complex64, 3), (torch.complex64, 2 ** 63),
+                      (torch.complex128, -1 + 1j)]
+
+
+@pytest.mark.parametrize("dtype,value", ADD_PROMOTED_CASES, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_add_of_other_dtypes_is_torchs_promoted_sum(dtype, value, layout):
+    values = sample((37, 52), dtype, 11)
+    x = laid_out(values, layout)
+    expected = values + value
+    y = tmakit.add(x, value)
+    assert y.dtype == expected.dtype and torch.equal(y, expected)
+    out = torch.zeros_like(expected).t().contiguous().t()  # any strides
+    assert tmakit.add(x, value, out=out) is out and torch.equal(out, expected)
+    assert torch.equal(x, values)  # x untouched
+    if expected.dtype == dtype:
+        assert tmakit.add(x, value, out=x) is x and torch.equal(x, expected)
+    else:
+        with pytest.raises(TypeError, match=f"x: x \\+ value is {expected.dtype} by torch's"):
+            tmakit.add(x, value, out=x)
+        assert torch.equal(x, values)  # nothing written
+        wrong = torch.zeros_like(values)
+        with pytest.raises(TypeError, match=f"out: dtype {dtype}, but x \\+ value is"):
+            tmakit.add(x, value, out=wrong)
+        assert (wrong == 0).all()
+
+
+@pytest.mark.parametrize("name", ["uint16", "uint32", "uint64", "complex32"])
+def test_add_promotes_the_types_torchs_add_barely_takes(name):
+    dtype = getattr(torch, name, None)
+    if dtype is None:
+        pytest.skip(f"torch has no {name}")
+    source = torch.arange(1000, device="cuda")
+    x = (source.to(torch.complex64) if dtype.is_complex else source).to(dtype)[1:]
+    value = 0.5 + 1j if dtype.is_complex else 0.5
+    try:
+        expected = x + value
+    except (RuntimeError, NotImplementedError):
+        if not dtype.is_complex:  # torch's own promotion: the converted x plus the value
+            expected = x.to(torch.result_type(x, value)) + value
+        else:
+            with pytest.raises(TypeError, match=f"x: torch's own add does not take {dtype}"):
+                tmakit.add(x, value)
+            return
+    y = tmakit.add(x, value)
+    assert y.dtype == expected.dtype  # (bit for bit: torch.equal does not take complex32)
+    assert torch.equal(y.view(torch.uint8), expected.contiguous().view(torch.uint8))
+
+
 # --- streams, graphs, torch.compile ---------------------------------------------------------
 
 
@@ -509,7 +563,8 @@ def test_torch_compile_fullgraph_on_odd_strided_views():
     def f(x, images, ints, longs):
         return (tmakit.transpose(x), tmakit.transpose(x.t()), tmakit.stencil3x3(images, LAPLACE),
                 tmakit.add(ints, 7), tmakit.add(longs.t(), 2 ** 62), tmakit.add(x[:, ::2], 0.5),
-                tmakit.add(x[1:], 1.0) * 2)
+                tmakit.add(x[1:], 1.0) * 2, tmakit.add(ints, 0.5), tmakit.add(x.t(), 1j),
+                tmakit.add(ints > 0, True))
 
     compiled = torch.compile(f, fullgraph=True)
     x = torch.randn(997, 3001, device="cuda")
@@ -530,6 +585,10 @@ def test_bad_views_are_refused_before_anything_is_written():
     out = torch.full((64, 64), 5.0, device="cuda")
     with pytest.raises(ValueError, match="out: overlaps x without being x"):
         tmakit.add(x[:, :32], 1.0, out=x[:, 16:48])
+    z = torch.zeros(64, 64, dtype=torch.complex64, device="cuda")
+    with pytest.raises(ValueError, match="out: overlaps x without being x"):
+        tmakit.add(z[:, :32], 1j, out=z[:, 16:48])  # (torch's promoted add: checked the same)
+    assert (z == 0).all()
     with pytest.raises(ValueError, match="out: overlaps x; a transpose cannot run in place"):
         tmakit.transpose(out, out=out)
     with pytest.raises(ValueError, match="out: overlaps x; the stencil reads neighbours"):
@@ -545,12 +604,11 @@ def test_bad_views_are_refused_before_anything_is_written():
         tmakit.stencil3x3(x, LAPLACE, out=out[:63])
     with pytest.raises(TypeError, match="out: dtype torch.float64 differs from x.dtype"):
         tmakit.add(x, 1.0, out=torch.zeros(64, 64, dtype=torch.float64, device="cuda"))
-    with pytest.raises(TypeError, match="x: dtype torch.complex64; add takes"):
+    with pytest.raises(TypeError, match="out: dtype torch.float32, but x \\+ value is "
+                                        "torch.complex64"):
         tmakit.add(torch.zeros(4, 4, dtype=torch.complex64, device="cuda"), 1.0, out=out)
     with pytest.raises(TypeError, match="x: dtype torch.int32; the stencil takes"):
         tmakit.stencil3x3(x.int(), LAPLACE, out=out.int())
-    with pytest.raises(TypeError, match="x: dtype torch.complex128 has 16-byte elements"):
-        tmakit.transpose(torch.zeros(4, 4, dtype=torch.complex128, device="cuda"))
     with pytest.raises(ValueError, match="x: is on cpu"):
         tmakit.add(torch.zeros(64, 64), 1.0, out=out)
     with pytest.raises(ValueError, match="out: is on cpu"):
@@ -578,8 +636,9 @@ def test_integer_add_takes_only_integers_in_range():
     for dtype, bad in ((torch.int32, 2 ** 31), (torch.int8, -129), (torch.uint8, 256),
                        (torch.int64, 2 ** 63)):
         x = torch.zeros(4, 4, dtype=dtype, device="cuda")
-        with pytest.raises(TypeError, match="value: 0.5 is a float"):
-            tmakit.add(x, 0.5)
+        with pytest.raises(TypeError, match="x: x \\+ value is torch.float32 by torch's type "
+                                            "promotion"):
+            tmakit.add(x, 0.5, out=x)
         with pytest.raises(ValueError, match=f"value: {bad} does not fit {dtype}"):
             tmakit.add(x, bad, out=x)
         assert (x == 0).all()
