@@ -567,13 +567,16 @@ def host_overhead_memory_bound() -> List[HostTime]:
         "torch.ops.tmakit.stencil3x3_out.default": lambda: o.stencil3x3_out.default(x, taps, s),
         "conv2d": lambda: torch.nn.functional.conv2d(x4, w, padding=1),
         "tmakit.add": lambda: ops.add(x, 1.5, out=y),
-        "torch.ops.tmakit.add_out": lambda: o.add_out(x, 1.5, 0, y),
-        "torch.ops.tmakit.add_out.default": lambda: o.add_out.default(x, 1.5, 0, y),
+        "torch.ops.tmakit.add_out": lambda: o.add_out(x, 1.5, y),
+        "torch.ops.tmakit.add_out.default": lambda: o.add_out.default(x, 1.5, y),
         "torch.add": lambda: torch.add(x, 1.5, out=y),
+        # NOTE: torch's own ops through the dispatcher, what any op called so costs
+        "torch.ops.aten.add.out": lambda: torch.ops.aten.add.out(x, 1.5, out=y),
         "tmakit.add (in place)": lambda: ops.add(z, 0.0, out=z),
-        "torch.ops.tmakit.add_": lambda: o.add_(z, 0.0, 0),
-        "torch.ops.tmakit.add_.default": lambda: o.add_.default(z, 0.0, 0),
+        "torch.ops.tmakit.add_": lambda: o.add_(z, 0.0),
+        "torch.ops.tmakit.add_.default": lambda: o.add_.default(z, 0.0),
         "z.add_(0.0)": lambda: z.add_(0.0),
+        "torch.ops.aten.add_.Scalar": lambda: torch.ops.aten.add_.Scalar(z, 0.0),
         "tmakit.quantize_fp8 (row)": lambda: ops.quantize_fp8(xb, "row"),
         # NOTE: a graph allocates the outputs, then calls the op: the same work as the eager
         # call, which allocates them too
@@ -589,6 +592,7 @@ def host_overhead_memory_bound() -> List[HostTime]:
              "torch.ops.tmakit.add_out.default": "tmakit.add",
              "torch.ops.tmakit.add_": "tmakit.add (in place)",
              "torch.ops.tmakit.add_.default": "tmakit.add (in place)",
+             "torch.ops.aten.add.out": "torch.add", "torch.ops.aten.add_.Scalar": "z.add_(0.0)",
              "outputs + torch.ops.tmakit.quantize_fp8_out": "tmakit.quantize_fp8 (row)"}
     return _host_times(variants, pairs)
 

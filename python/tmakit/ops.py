@@ -365,9 +365,9 @@ def _launch_stencil(x, taps, out, fresh=False):
         out.copy_(target)
 
 
-def _launch_add(x, value, int_value, out, fresh=False):
-    """``fresh``: out was just allocated here, with x's strides where x is dense, so it cannot
-    overlap x."""
+def _launch_add(x, value, out, fresh=False):
+    """``value``: a float for a floating x, an int (int64, exact) for an integer x. ``fresh``:
+    out was just allocated here, with x's strides where x is dense, so it cannot overlap x."""
     if x.numel() == 0:
         return
     same_strides = out is x or out.stride() == x.stride()
@@ -387,7 +387,7 @@ def _launch_add(x, value, int_value, out, fresh=False):
             # and writes it in one pass, the same sums bit for bit, where a contiguous copy of
             # x or a temporary for out adds passes (kernels/elementwise/README.md, "Views the
             # launchers cannot describe")
-            torch.add(x, value if x.is_floating_point() else int_value, out=out)
+            torch.add(x, value, out=out)
             return
         if x_view is None:
             # NOTE: one contiguous copy of an input the launcher cannot describe
@@ -404,8 +404,10 @@ def _launch_add(x, value, int_value, out, fresh=False):
         _launch(target, _tmakit.add_constant, x.data_ptr(), target.data_ptr(), _ADD_TYPES[x.dtype],
                 rows, cols, x_row * esize, out_row * esize, value)
     else:
+        if not isinstance(value, int):
+            raise TypeError(f"value: {value!r} for {x.dtype} x; an integer x takes an int")
         _launch(target, _tmakit.add_integer, x.data_ptr(), target.data_ptr(), _ADD_TYPES[x.dtype],
-                rows, cols, x_row * esize, out_row * esize, int_value)
+                rows, cols, x_row * esize, out_row * esize, value)
     if target is not out:
         out.copy_(target)
 
@@ -452,12 +454,11 @@ _register("gemm_fp8_out(Tensor a, Tensor b, float scale_a, float scale_b, float 
 _register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _launch_transpose, _nothing)
 _register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _launch_stencil,
           _nothing)
-# NOTE: add's constant travels as a float for floating-point x and as an int (int64, exact)
-# for integer x; the other is 0.
-_register("add_out(Tensor x, float value, int int_value, Tensor(a!) out) -> ()", _launch_add,
+# NOTE: add's constant travels as one Scalar: a float for floating-point x, an int (int64,
+# exact) for integer x (one argument: each scalar argument costs the dispatcher host time)
+_register("add_out(Tensor x, Scalar value, Tensor(a!) out) -> ()", _launch_add, _nothing)
+_register("add_(Tensor(a!) x, Scalar value) -> ()", lambda x, value: _launch_add(x, value, x),
           _nothing)
-_register("add_(Tensor(a!) x, float value, int int_value) -> ()",
-          lambda x, value, int_value: _launch_add(x, value, int_value, x), _nothing)
 
 
 # --- the public functions -------------------------------------------------------------------
@@ -749,10 +750,7 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     if value_type is complex or (value_type is float and not floating) or (
             x.dtype not in _ADD_TYPES):
         return _add_promoted(x, value, out)
-    if floating:
-        value, int_value = float(value), 0
-    else:
-        value, int_value = 0.0, _integer_constant(int(value), x.dtype)
+    value = float(value) if floating else _integer_constant(int(value), x.dtype)
     fresh = out is None
     if fresh:
         # (empty_like keeps x's strides: torch.preserve_format, its default)
@@ -768,11 +766,11 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     else:
         _check_writable(out, "x")
     if _direct(x, out):
-        _launch_add(x, value, int_value, out, fresh)
+        _launch_add(x, value, out, fresh)
     elif out is x:
-        torch.ops.tmakit.add_(x, value, int_value)
+        torch.ops.tmakit.add_(x, value)
     else:
-        torch.ops.tmakit.add_out(x, value, int_value, out)
+        torch.ops.tmakit.add_out(x, value, out)
     return out
 
 
