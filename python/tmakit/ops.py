@@ -780,17 +780,17 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
     own add makes the sums, after the same checks as the launchers' path."""
     if x.dtype == torch.bool and isinstance(value, int) and not isinstance(value, bool):
         _integer_constant(int(value), torch.int64)  # (the sum's dtype: a range torch checks too)
-    result = torch.result_type(x, value)
-    if out is None:
-        out = (torch.empty_like(x, dtype=result) if _dense(x)
-               else x.new_empty(x.shape, dtype=result))
-    elif out is x:
+    compiling = _is_compiling()
+    # NOTE: dynamo does not trace torch.result_type (a dtype is not a graph value); compiling,
+    # the dtype of an empty sum, which its graph drops, is read instead (the same rule)
+    result = (x.new_empty(0) + value).dtype if compiling else torch.result_type(x, value)
+    if out is x:
         if result != x.dtype:
             raise TypeError(f"x: x + value is {result} by torch's type promotion, which x "
                             f"({x.dtype}) cannot hold, so it cannot be added in place; pass an "
                             f"out of {result}, or none")
         _check_writable(out, "x")
-    else:
+    elif out is not None:
         out = _tensor(out, "out")
         _same_device(out, "out", x, "x")
         if out.dtype != result:
@@ -799,14 +799,23 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
         if out.shape != x.shape:
             raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
         _check_writable(out)
-        # NOTE: addresses exist on real tensors only; traced, torch's add refuses an overlap
+        # NOTE: addresses exist on real tensors only (compiled, below, the sums are made
+        # before out is written, so that an overlap reads no written element)
         if _direct(x, out) and _overlaps(out, x):
             raise ValueError("out: overlaps x without being x; pass out=x to add in place, or "
                              "a separate out")
-    if x.numel() == 0:
-        return out
     if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():
         x = x.to(result)  # NOTE: uint16/32/64, which torch's add does not take
+    if compiling:
+        # NOTE: dynamo refuses torch.add's out= where out is not contiguous: the sums, then a
+        # copy into out, which the compiled graph fuses into one pass
+        sums = torch.add(x, value)
+        return sums if out is None else out.copy_(sums)
+    if out is None:
+        out = (torch.empty_like(x, dtype=result) if _dense(x)
+               else x.new_empty(x.shape, dtype=result))
+    if x.numel() == 0:
+        return out
     try:
         torch.add(x, value, out=out)
     except (RuntimeError, NotImplementedError) as error:

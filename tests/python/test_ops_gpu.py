@@ -564,7 +564,8 @@ def test_torch_compile_fullgraph_on_odd_strided_views():
         return (tmakit.transpose(x), tmakit.transpose(x.t()), tmakit.stencil3x3(images, LAPLACE),
                 tmakit.add(ints, 7), tmakit.add(longs.t(), 2 ** 62), tmakit.add(x[:, ::2], 0.5),
                 tmakit.add(x[1:], 1.0) * 2, tmakit.add(ints, 0.5), tmakit.add(x.t(), 1j),
-                tmakit.add(ints > 0, True))
+                tmakit.add(ints > 0, True),
+                tmakit.add(ints, 0.5, out=torch.empty(4099, 1025, device="cuda").t()))
 
     compiled = torch.compile(f, fullgraph=True)
     x = torch.randn(997, 3001, device="cuda")
