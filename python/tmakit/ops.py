@@ -365,9 +365,12 @@ def _launch_stencil(x, taps, out, fresh=False):
         out.copy_(target)
 
 
-def _launch_add(x, value, out, fresh=False):
-    """``value``: a float for a floating x, an int (int64, exact) for an integer x. ``fresh``:
-    out was just allocated here, with x's strides where x is dense, so it cannot overlap x."""
+def _launch_add(x, value, out=None, fresh=False):
+    """``value``: a float for a floating x, an int (int64, exact) for an integer x. ``out``:
+    None adds in place (the add_ op). ``fresh``: out was just allocated here, with x's strides
+    where x is dense, so it cannot overlap x."""
+    if out is None:
+        out = x
     if x.numel() == 0:
         return
     same_strides = out is x or out.stride() == x.stride()
@@ -457,8 +460,7 @@ _register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _launc
 # NOTE: add's constant travels as one Scalar: a float for floating-point x, an int (int64,
 # exact) for integer x (one argument: each scalar argument costs the dispatcher host time)
 _register("add_out(Tensor x, Scalar value, Tensor(a!) out) -> ()", _launch_add, _nothing)
-_register("add_(Tensor(a!) x, Scalar value) -> ()", lambda x, value: _launch_add(x, value, x),
-          _nothing)
+_register("add_(Tensor(a!) x, Scalar value) -> ()", _launch_add, _nothing)
 
 
 # --- the public functions -------------------------------------------------------------------
@@ -636,14 +638,15 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     return out
 
 
-def _taps(weight) -> list:
+def _tap_values(weight) -> list:
+    """The 9 taps of a 3x3 weight (tensor or nested list), row-major, as given."""
     if isinstance(weight, torch.Tensor):
         if tuple(weight.shape) not in ((3, 3), (1, 1, 3, 3), (9,)):
             raise ValueError(f"weight: shape {tuple(weight.shape)}, expected (3, 3)")
         if weight.is_cuda and torch.cuda.is_current_stream_capturing():
             raise ValueError("weight: a CUDA tensor cannot be read while a CUDA graph is "
                              "captured; pass the taps as a CPU tensor or a list")
-        return [float(v) for v in weight.detach().reshape(9).tolist()]
+        return weight.detach().reshape(9).tolist()
     try:
         rows = [list(r) for r in weight]
     except TypeError:
@@ -651,7 +654,62 @@ def _taps(weight) -> list:
                         f"{type(weight).__name__}") from None
     if len(rows) != 3 or any(len(r) != 3 for r in rows):
         raise ValueError(f"weight: expected 3 rows of 3 taps, got {weight!r}")
-    return [float(v) for r in rows for v in r]
+    return [v for r in rows for v in r]
+
+
+def _taps(weight) -> list:
+    values = _tap_values(weight)
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        bad = next((v for v in values if not isinstance(v, (int, float))), values)
+        raise TypeError(f"weight: tap {bad!r} is not a real number (complex taps take a complex "
+                        f"x)") from None
+
+
+# The stencil on complex x: the real kernel on each part's planes
+_STENCIL_COMPLEX_TYPES = (torch.complex32, torch.complex64, torch.complex128)
+
+
+def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> torch.Tensor:
+    """stencil3x3 of a complex x, as conv2d's complex product: the real and imaginary planes
+    of x as one batch for the real kernel, once with the taps' real parts and, where a tap has
+    an imaginary part, once with those; real = S(re; w.re) - S(im; w.im), imag = S(im; w.re)
+    + S(re; w.im)."""
+    values = _tap_values(weight)
+    try:
+        taps = [complex(v) for v in values]
+    except (TypeError, ValueError):
+        raise TypeError(f"weight: expected numbers, got {values!r}") from None
+    if out is not None:
+        out = _tensor(out, "out")
+        _same_device(out, "out", x, "x")
+        if out.dtype != x.dtype:
+            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
+        if out.shape != x.shape:
+            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
+        _check_writable(out)
+    if x.dtype == torch.complex32:
+        # NOTE: as the 16-bit real images: the taps rounded to x's dtype, x widened (complex64),
+        # the result rounded once
+        parts = torch.tensor([[t.real, t.imag] for t in taps], dtype=torch.float16).tolist()
+        rounded = [complex(re, im) for re, im in parts]
+        wide = _stencil_complex(x.to(torch.complex64), [rounded[r:r + 3] for r in (0, 3, 6)],
+                                None)
+        return wide.to(torch.complex32) if out is None else out.copy_(wide)
+    images = x if x.dim() == 3 else x[None]
+    b, h, w = images.shape
+    # NOTE: (2 b, h, w): x's real planes, then its imaginary ones (one copy of x); the sums are
+    # made before out is written, so that an out overlapping x reads nothing written
+    planes = torch.view_as_real(images.resolve_conj()).movedim(-1, 0).reshape(2 * b, h, w)
+    by_real = stencil3x3(planes, [[t.real for t in taps[r:r + 3]] for r in (0, 3, 6)])
+    if any(t.imag for t in taps):
+        by_imag = stencil3x3(planes, [[t.imag for t in taps[r:r + 3]] for r in (0, 3, 6)])
+        result = torch.complex(by_real[:b] - by_imag[b:], by_real[b:] + by_imag[:b])
+    else:
+        result = torch.complex(by_real[:b], by_real[b:])
+    result = result.view(x.shape)
+    return result if out is None else out.copy_(result)
 
 
 def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -669,13 +727,19 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     (one copy); such an out is written through a dense temporary and one strided copy.
     float16 and bfloat16 (which conv2d takes too): taps rounded to x's dtype, x widened to a
     float32 copy, the float32 kernel, its result rounded once to x's dtype (three passes over
-    memory: not the fast path)."""
+    memory: not the fast path). complex64, complex128 and complex32 (conv2d's complex
+    product; the taps may be complex): the real and imaginary planes of x (one copy) as one
+    batch for the kernel of the parts' dtype, once with the taps' real parts and, where a tap
+    has an imaginary part, once with those, the results combined into out."""
     x = _tensor(x, "x")
-    if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES:
-        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32, float64, float16 "
-                        f"or bfloat16")
+    if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES and (
+            x.dtype not in _STENCIL_COMPLEX_TYPES):
+        raise TypeError(f"x: dtype {x.dtype}; the stencil takes torch.float32, float64, float16, "
+                        f"bfloat16, complex64, complex128 or complex32")
     if x.dim() not in (2, 3):
         raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
+    if x.is_complex():
+        return _stencil_complex(x, weight, out)
     taps = _taps(weight)
     fresh = out is None
     if fresh:

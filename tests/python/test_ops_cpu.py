@@ -167,9 +167,11 @@ def test_shape_and_type_errors_come_before_any_device_work():
         tmakit.add(flags, "1")
     with pytest.raises(ValueError, match=r"value: 300 does not fit torch.int8 .*\[-128, 127\]"):
         tmakit.add(i8, 300)
-    with pytest.raises(TypeError, match="the stencil takes torch.float32, float64, float16 or "
-                                        "bfloat16"):
+    with pytest.raises(TypeError, match="the stencil takes torch.float32, float64, float16, "
+                                        "bfloat16, complex64, complex128 or complex32"):
         tmakit.stencil3x3(i8, LAPLACE)
+    with pytest.raises(TypeError, match="weight: tap 1j is not a real number"):
+        tmakit.stencil3x3(x, [[0, 0, 0], [0, 1j, 0], [0, 0, 0]])
     with pytest.raises(ValueError, match="weight: expected 3 rows of 3 taps"):
         tmakit.stencil3x3(x, [[1, 2], [3, 4]])
     with pytest.raises(ValueError, match="x: expected 2 dimensions"):
@@ -228,6 +230,23 @@ def test_add_of_other_dtypes_traces_as_torchs_promoted_add():
                       torch.complex64]
     assert results[3].shape == (7, 5) and results[3].stride() == (1, 7)  # x's strides kept
     assert results[5] is z
+
+
+def test_complex_stencil_traces_as_the_real_op_on_the_parts():
+    mode = FakeTensorMode()
+    with mode:
+        z = torch.empty(3, 17, 20, device="cuda:0", dtype=torch.complex64)
+
+    def f(z):
+        return (tmakit.stencil3x3(z, LAPLACE),
+                tmakit.stencil3x3(z[0].t(), [[0, 1j, 0], [1, -4, 1], [0, -1j, 0]]))
+
+    graph = make_fx(f, tracing_mode="fake")(z)
+    assert graph.code.count("tmakit.stencil3x3_out") == 3, graph.code  # real taps once
+    with mode:
+        whole, one = f(z)
+    assert (whole.shape, whole.dtype) == ((3, 17, 20), torch.complex64)
+    assert (one.shape, one.dtype) == ((20, 17), torch.complex64)
 
 
 def test_expanded_out_is_refused():
