@@ -160,6 +160,13 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
+def _lazy(t: torch.Tensor) -> bool:
+    """Whether t is a lazily negated or conjugated view (``z.conj().imag``, ``z.conj()``): its
+    memory holds other values than it reads as, so the kernels, which read and write memory,
+    take its values through one of torch's own passes."""
+    return t.is_neg() or t.is_conj()
+
+
 # NOTE: torch.cuda.current_stream() builds a Stream object (microseconds); the raw handle of
 # torch's current stream on a device index is what the launcher needs. Both private entry
 # points have public fallbacks.
@@ -302,11 +309,12 @@ def _launch_transpose(x, out, fresh=False):
         raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
     x_row, out_row = _matrix_stride(x), _matrix_stride(out)
     esize = x.element_size()
-    if x_row is None or out_row is None or esize not in _BITS_TYPES:
+    if x_row is None or out_row is None or esize not in _BITS_TYPES or _lazy(x) or (
+            not fresh and _lazy(out)):
         # NOTE: elements of a row not consecutive (x.t() of a contiguous tensor, a column
-        # slice with a step), or 16-byte elements (complex128), which no launcher type holds:
-        # torch's strided copy of x.t() into out is one pass; for x.t() of a contiguous
-        # tensor it is a contiguous copy
+        # slice with a step), 16-byte elements (complex128), which no launcher type holds, or
+        # a lazily negated or conjugated view: torch's strided copy of x.t() into out is one
+        # pass; for x.t() of a contiguous tensor it is a contiguous copy
         out.copy_(x.t())
         return
     _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[esize], rows, cols,
@@ -347,13 +355,14 @@ def _launch_stencil(x, taps, out, fresh=False):
         return
     batch, rows, cols = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
     x_view = _images_view(x)
-    if x_view is None:
-        # NOTE: one contiguous copy of an input the launcher cannot describe
-        x = x.contiguous()
+    if x_view is None or x.is_neg():
+        # NOTE: one contiguous copy of an input the launcher cannot describe, or of a lazily
+        # negated view's values (z.conj().imag)
+        x = x.resolve_neg().contiguous()
         x_view = _images_view(x)
     target = out
     out_view = _images_view(out)
-    if out_view is None:
+    if out_view is None or (not fresh and out.is_neg()):
         # NOTE: into a dense temporary, then one strided copy into out
         target = torch.empty(out.shape, dtype=out.dtype, device=out.device)
         out_view = _images_view(target)
@@ -378,6 +387,11 @@ def _launch_add(x, value, out=None, fresh=False):
     if not in_place and not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
+    if (_lazy(x) or (not fresh and _lazy(out))) and x.dtype in _TORCH_ADD_TYPES:
+        # NOTE: a lazily negated or conjugated view (z.conj().imag): torch's add reads and
+        # writes its values (one pass)
+        torch.add(x, value, out=out)
+        return
     target = out
     if _dense(x) and same_strides:
         # NOTE: one row of numel() elements (a permuted dense tensor too): the whole grid on it
@@ -701,7 +715,8 @@ def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> to
     b, h, w = images.shape
     # NOTE: (2 b, h, w): x's real planes, then its imaginary ones (one copy of x); the sums are
     # made before out is written, so that an out overlapping x reads nothing written
-    planes = torch.view_as_real(images.resolve_conj()).movedim(-1, 0).reshape(2 * b, h, w)
+    planes = torch.view_as_real(images.resolve_conj().resolve_neg()).movedim(-1, 0).reshape(
+        2 * b, h, w)
     by_real = stencil3x3(planes, [[t.real for t in taps[r:r + 3]] for r in (0, 3, 6)])
     if any(t.imag for t in taps):
         by_imag = stencil3x3(planes, [[t.imag for t in taps[r:r + 3]] for r in (0, 3, 6)])
@@ -939,9 +954,10 @@ def _launch_quantize(x, recipe, operand, x_fp8, scale):
         if recipe == "tensor":
             scale.fill_(1.0)
         return
-    if not _quantize_rows(x) or x.data_ptr() % 16:
+    if not _quantize_rows(x) or x.data_ptr() % 16 or x.is_neg():
         # NOTE: rows TMA cannot describe (elements not consecutive, a pitch off 16 bytes,
-        # overlapping or broadcast rows, a start off 16 bytes): one contiguous copy, whose
+        # overlapping or broadcast rows, a start off 16 bytes), or a lazily negated view
+        # (z.conj().imag), whose values the copy takes: one contiguous copy, whose
         # fresh allocation starts on 256 bytes and whose pitch, K * 2 or 4 bytes with K a
         # multiple of 16, is whole 16 bytes
         x = torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)

@@ -471,6 +471,49 @@ def test_add_promotes_the_types_torchs_add_barely_takes(name):
     assert torch.equal(y.view(torch.uint8), expected.contiguous().view(torch.uint8))
 
 
+# --- lazily conjugated and negated views -----------------------------------------------------
+
+
+def test_lazily_conjugated_and_negated_views_are_taken_as_their_values():
+    # z.conj() (contiguous, conjugate bit) and torch._neg_view (negative bit) read as other
+    # values than their memory holds; z.conj().imag is both a negated view and a column step
+    z = torch.randn(37, 64, dtype=torch.complex64, device="cuda")
+    conj = z.conj()
+    assert conj.is_conj() and conj.is_contiguous()
+    assert torch.equal(tmakit.transpose(conj), conj.t().resolve_conj())
+    w = torch.zeros(64, 37, dtype=torch.complex64, device="cuda")
+    tmakit.transpose(z, out=w.conj())
+    assert torch.equal(w, z.t().conj())
+    assert torch.equal(tmakit.add(conj, 1.5), conj.resolve_conj() + 1.5)
+    assert torch.equal(tmakit.stencil3x3(conj, WEIGHT), tmakit.stencil3x3(conj.resolve_conj(),
+                                                                          WEIGHT))
+    values = torch.randn(37, 64, device="cuda")
+    for neg in (torch._neg_view(values), z.conj().imag):
+        assert neg.is_neg()
+        real = neg.clone()
+        assert not real.is_neg() and torch.equal(real + 0, neg + 0)
+        assert torch.equal(tmakit.transpose(neg), real.t())
+        assert torch.equal(tmakit.add(neg, 1.5), real + 1.5)
+        assert torch.equal(tmakit.stencil3x3(neg, WEIGHT), tmakit.stencil3x3(real, WEIGHT))
+        q, scale = tmakit.quantize_fp8(neg, "row")
+        q_real, scale_real = tmakit.quantize_fp8(real, "row")
+        assert torch.equal(q.view(torch.uint8), q_real.view(torch.uint8))
+        assert torch.equal(scale, scale_real)
+    # outs with a negative bit: written as the values they read back
+    plain = torch.zeros(37, 64, device="cuda")
+    out = torch._neg_view(plain)
+    tmakit.add(values, 1.5, out=out)
+    assert torch.equal(out + 0, values + 1.5) and torch.equal(plain, -(values + 1.5))
+    tmakit.stencil3x3(values, WEIGHT, out=out)
+    assert torch.equal(out + 0, tmakit.stencil3x3(values, WEIGHT))
+    t = torch.zeros(64, 37, device="cuda")
+    tmakit.transpose(values, out=torch._neg_view(t))
+    assert torch.equal(t, -values.t())
+    inplace = torch._neg_view(values.clone())
+    assert tmakit.add(inplace, 2.0, out=inplace) is inplace
+    assert torch.equal(inplace + 0, torch._neg_view(values) + 2.0)
+
+
 # --- streams, graphs, torch.compile ---------------------------------------------------------
 
 
