@@ -144,6 +144,19 @@ def _check_writable(out: torch.Tensor, name: str = "out") -> None:
                          f"it cannot be written; pass a tensor of its own")
 
 
+def _checked_out(out, x: torch.Tensor, shape) -> torch.Tensor:
+    """A given ``out``: a CUDA tensor on x's GPU, of x's dtype and of ``shape``, whose elements
+    do not share memory."""
+    out = _tensor(out, "out")
+    _same_device(out, "out", x, "x")
+    if out.dtype != x.dtype:
+        raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
+    if out.shape != shape:  # (a torch.Size is a tuple)
+        raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(shape)}")
+    _check_writable(out)
+    return out
+
+
 def _span(t: torch.Tensor):
     """[first byte, one past the last) of a non-empty tensor's storage use."""
     start = t.data_ptr()
@@ -638,13 +651,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     if fresh:
         out = x.new_empty((cols, rows))  # (x's dtype and device; host time)
     else:
-        out = _tensor(out, "out")
-        _same_device(out, "out", x, "x")
-        if out.dtype != x.dtype:
-            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
-        if tuple(out.shape) != (cols, rows):
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected ({cols}, {rows})")
-        _check_writable(out)
+        out = _checked_out(out, x, (cols, rows))
     if _direct(x, out):
         _launch_transpose(x, out, fresh)
     else:
@@ -696,13 +703,7 @@ def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> to
     except (TypeError, ValueError):
         raise TypeError(f"weight: expected numbers, got {values!r}") from None
     if out is not None:
-        out = _tensor(out, "out")
-        _same_device(out, "out", x, "x")
-        if out.dtype != x.dtype:
-            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
-        if out.shape != x.shape:
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
-        _check_writable(out)
+        out = _checked_out(out, x, x.shape)
     if x.dtype == torch.complex32:
         # NOTE: as the 16-bit real images: the taps rounded to x's dtype, x widened (complex64),
         # the result rounded once
@@ -760,13 +761,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     if fresh:
         out = x.new_empty(x.shape)
     else:
-        out = _tensor(out, "out")
-        _same_device(out, "out", x, "x")
-        if out.dtype != x.dtype:
-            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
-        if out.shape != x.shape:
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
-        _check_writable(out)
+        out = _checked_out(out, x, x.shape)
     if _direct(x, out):
         _launch_stencil(x, taps, out, fresh)
     else:
@@ -835,13 +830,7 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
         # (empty_like keeps x's strides: torch.preserve_format, its default)
         out = torch.empty_like(x) if _dense(x) else x.new_empty(x.shape)
     elif out is not x:
-        out = _tensor(out, "out")
-        _same_device(out, "out", x, "x")
-        if out.dtype != x.dtype:
-            raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
-        if out.shape != x.shape:
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(x.shape)}")
-        _check_writable(out)
+        out = _checked_out(out, x, x.shape)
     else:
         _check_writable(out, "x")
     if _direct(x, out):
