@@ -337,18 +337,20 @@ def _launch_transpose(x, out, fresh=False):
 def _images_view(t: torch.Tensor):
     """(row stride, image stride) in elements of a (H, W) or (B, H, W) tensor the stencil's
     launcher can describe (0 where there is one row or one image), or None."""
-    rows, cols = t.shape[-2], t.shape[-1]
-    if cols > 1 and t.stride(-1) != 1:
+    # NOTE: shape and strides read once (host time: every eager call passes here twice)
+    shape, stride = t.shape, t.stride()
+    rows, cols = shape[-2], shape[-1]
+    if cols > 1 and stride[-1] != 1:
         return None
-    row = t.stride(-2) if rows > 1 else 0
+    row = stride[-2] if rows > 1 else 0
     if rows > 1 and row < cols:
         return None
-    image = t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
-    if image and image < rows * (row or cols):
-        return None  # images that overlap or interleave (an expanded batch: stride 0)
-    if t.dim() == 3 and t.shape[0] > 1 and image == 0:
-        return None
-    return row, image
+    if len(shape) == 3 and shape[0] > 1:
+        image = stride[0]
+        if image < rows * (row or cols) or image == 0:
+            return None  # images that overlap or interleave (an expanded batch: stride 0)
+        return row, image
+    return row, 0
 
 
 def _launch_stencil(x, taps, out, fresh=False):
@@ -400,9 +402,9 @@ def _launch_add(x, value, out=None, fresh=False):
     if not in_place and not fresh and _overlaps(out, x):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
-    if (_lazy(x) or (not fresh and _lazy(out))) and x.dtype in _TORCH_ADD_TYPES:
-        # NOTE: a lazily negated or conjugated view (z.conj().imag): torch's add reads and
-        # writes its values (one pass)
+    if (x.is_neg() or (not fresh and out.is_neg())) and x.dtype in _TORCH_ADD_TYPES:
+        # NOTE: a lazily negated view (z.conj().imag; real x has no conjugate bit): torch's
+        # add reads and writes its values (one pass)
         torch.add(x, value, out=out)
         return
     target = out
@@ -669,23 +671,35 @@ def _tap_values(weight) -> list:
                              "captured; pass the taps as a CPU tensor or a list")
         return weight.detach().reshape(9).tolist()
     try:
-        rows = [list(r) for r in weight]
+        weight_rows = list(weight)
     except TypeError:
         raise TypeError(f"weight: expected a 3x3 tensor or nested list, got "
                         f"{type(weight).__name__}") from None
+    try:
+        rows = [list(r) for r in weight_rows]
+    except TypeError:
+        raise ValueError(f"weight: expected 3 rows of 3 taps, got {weight!r}") from None
     if len(rows) != 3 or any(len(r) != 3 for r in rows):
         raise ValueError(f"weight: expected 3 rows of 3 taps, got {weight!r}")
     return [v for r in rows for v in r]
 
 
 def _taps(weight) -> list:
+    if type(weight) is list and len(weight) == 3:
+        # NOTE: the common nested list of 3 rows of 3 floats, read in one pass (host time)
+        try:
+            a, b, c = weight
+            if len(a) == 3 and len(b) == 3 and len(c) == 3:
+                return [float(v) for v in a] + [float(v) for v in b] + [float(v) for v in c]
+        except (TypeError, ValueError):
+            pass  # (the general reading below names the problem)
     values = _tap_values(weight)
     try:
         return [float(v) for v in values]
     except (TypeError, ValueError):
         bad = next((v for v in values if not isinstance(v, (int, float))), values)
-        raise TypeError(f"weight: tap {bad!r} is not a real number (complex taps take a complex "
-                        f"x)") from None
+        why = " (complex taps take a complex x)" if isinstance(bad, complex) else ""
+        raise TypeError(f"weight: tap {bad!r} is not a real number{why}") from None
 
 
 # The stencil on complex x: the real kernel on each part's planes

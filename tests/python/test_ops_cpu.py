@@ -170,8 +170,16 @@ def test_shape_and_type_errors_come_before_any_device_work():
     with pytest.raises(TypeError, match="the stencil takes torch.float32, float64, float16, "
                                         "bfloat16, complex64, complex128 or complex32"):
         tmakit.stencil3x3(i8, LAPLACE)
-    with pytest.raises(TypeError, match="weight: tap 1j is not a real number"):
+    with pytest.raises(TypeError, match="weight: tap 1j is not a real number \\(complex taps "
+                                        "take a complex x\\)"):
         tmakit.stencil3x3(x, [[0, 0, 0], [0, 1j, 0], [0, 0, 0]])
+    with pytest.raises(TypeError, match="weight: tap 'a' is not a real number$"):
+        tmakit.stencil3x3(x, [[0, 0, 0], [0, "a", 0], [0, 0, 0]])
+    with pytest.raises(ValueError, match=r"weight: expected 3 rows of 3 taps, got \[1, 2, 3"):
+        tmakit.stencil3x3(x, list(range(1, 10)))
+    with pytest.raises(TypeError, match="weight: expected a 3x3 tensor or nested list, got "
+                                        "object"):
+        tmakit.stencil3x3(x, object())
     with pytest.raises(ValueError, match="weight: expected 3 rows of 3 taps"):
         tmakit.stencil3x3(x, [[1, 2], [3, 4]])
     with pytest.raises(ValueError, match="x: expected 2 dimensions"):
