@@ -9,14 +9,14 @@ Kernels run on torch's current stream and are captured by CUDA graphs like any t
 
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
 are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
-add take any shape, stride and start (each docstring says which path a layout takes);
-gemm_fp8 keeps TMA's 16-byte rules. Every argument is checked before anything is written:
+add take any shape, stride and start, and every dtype torch's own op takes (each docstring
+says which path a layout or dtype takes); gemm_fp8 keeps TMA's 16-byte rules. Every argument is checked before anything is written:
 wrong types raise TypeError, wrong devices, shapes, overlaps (and for the GEMM strides and
 alignments) raise ValueError naming the argument and the fix. The launchers check again
 (their ArgumentError arrives as ValueError).
 
 NOTE: in eager mode the functions call the launcher directly rather than through the
-dispatcher (the two cost about the same host time: see the registration below); under torch.compile,
+dispatcher (see the registration below for what the dispatcher costs); under torch.compile,
 a dispatch mode (FakeTensorMode, make_fx) or with tensor subclasses they go through
 torch.ops.tmakit.*, so tracing sees the op.
 """
@@ -450,9 +450,11 @@ def _launch_add(x, value, out=None, fresh=False):
 # NOTE: registered with torch.library.Library (the schema, a CUDA kernel and a fake one), not
 # torch.library.custom_op, whose Python wrappers around the kernel (autograd and in-place
 # bookkeeping) made a call through torch.ops.tmakit.* cost about twice the eager call's host
-# time; so registered, a call through the dispatcher (what a compiled graph makes) costs what
-# the eager call does, within a microsecond (README, python -m tmakit.bench's host-time
-# tables). The ops have no autograd formula: the tensors they write carry no gradient.
+# time; so registered, a call through the dispatcher (what a compiled graph makes) costs the
+# eager call's host time and the dispatcher's own, which torch's own ops pay too: within a
+# microsecond of the eager call for every op but the in-place add, about as far above as
+# torch's in-place add (README, python -m tmakit.bench's host-time tables). The ops have no
+# autograd formula: the tensors they write carry no gradient.
 _LIB = torch.library.Library("tmakit", "DEF")
 
 
