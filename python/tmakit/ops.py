@@ -885,7 +885,8 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
         _check_writable(out)
         # NOTE: addresses exist on real tensors only (compiled, below, the sums are made
         # before out is written, so that an overlap reads no written element)
-        if _direct(x, out) and _overlaps(out, x):
+        if _direct(x, out) and _overlaps(out, x) and not (
+                out.data_ptr() == x.data_ptr() and out.stride() == x.stride()):
             raise ValueError("out: overlaps x without being x; pass out=x to add in place, or "
                              "a separate out")
     if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():

@@ -281,6 +281,55 @@ def test_add_on_random_views_equals_torch():
         assert torch.equal(bits(x_buf), x_before), f"{case}: x's buffer changed"
 
 
+# The sums torch's type promotion makes of another dtype (bool and complex x, an integer x
+# with a float value, a complex value): torch's own add, through the op's checks
+PROMOTED_TYPES = (torch.bool, torch.complex64, torch.complex128, torch.int8, torch.uint8,
+                  torch.int32, torch.int64, torch.float32, torch.bfloat16)
+
+
+def promoted_value(rng, dtype):
+    if dtype == torch.bool or dtype.is_complex:
+        return rng.choice((True, False, 3, -2, 0.5, 1 - 2j))
+    if dtype.is_floating_point:
+        return rng.choice((1j, -0.5 + 2j))
+    return rng.choice((0.5, -1e10, 1j))
+
+
+def test_promoted_add_on_random_views_equals_torch():
+    for index in range(max(1, CASES // 2)):
+        case = Case("add promoted", index)
+        rng = case.rng
+        dtype = rng.choice(PROMOTED_TYPES)
+        nd = rng.choice((1, 2, 2, 3))
+        shape = tuple(extent(rng, most=300 if nd > 1 else 5000) for _ in range(nd))
+        kind = rng.choice(IN_KINDS)
+        value = promoted_value(rng, dtype)
+        case.say(dtype=dtype, shape=shape, x=kind, value=value)
+        x_buf, x = make_view(rng, shape, dtype, kind)
+        fill(x_buf, case.gen)
+        x_before = bits(x_buf).clone()
+        expected = x + value
+        out, buf, before, overlapping = an_out(case, shape, expected.dtype, x_buf, x)
+        if overlapping:  # a view of x's buffer, of x's dtype
+            if expected.dtype != dtype:
+                with pytest.raises(TypeError, match="out: dtype"):
+                    tmakit.add(x, value, out=out)
+                assert torch.equal(bits(x_buf), x_before), f"{case}: a refused call wrote"
+            elif out.data_ptr() == x.data_ptr() and out.stride() == x.stride():
+                # x itself by another name: in place, as for the launchers' dtypes
+                assert tmakit.add(x, value, out=out) is out, f"{case}: out= not returned"
+                torch.cuda.synchronize()
+                assert torch.equal(bits(out), bits(expected)), f"{case}: wrong values in place"
+            else:
+                refused(case, lambda: tmakit.add(x, value, out=out), x_buf)
+            continue
+        y = tmakit.add(x, value, out=out)
+        torch.cuda.synchronize()
+        assert y.shape == shape and y.dtype == expected.dtype, f"{case}: {y.shape} {y.dtype}"
+        check_out(case, y, buf, before, expected)
+        assert torch.equal(bits(x_buf), x_before), f"{case}: x's buffer changed"
+
+
 # --- stencil3x3 -----------------------------------------------------------------------------
 
 TAPS = (0.25, -1.0, 0.5, 2.0, -3.0, 1.0, 0.125, 0.75, -0.5, 0.1, 1.0 / 3.0)
