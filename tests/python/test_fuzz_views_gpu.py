@@ -237,22 +237,30 @@ def add_value(rng, dtype):
     return rng.choice((0, 1, -1 if low < 0 else 2, int(info.max), rng.randint(low, int(info.max))))
 
 
+def an_add_case(case, types, value_of):
+    """An add case's input: a dtype of ``types``, a 1-D to 3-D shape (a batch of at most 4),
+    a view of some kind filled with values, a value of ``value_of(rng, dtype)``. Returns
+    (dtype, shape, kind, value, x_buf, x, the bits of x_buf before, torch's x + value)."""
+    rng = case.rng
+    dtype = rng.choice(types)
+    nd = rng.choice((1, 2, 2, 3))
+    shape = tuple(extent(rng, most=300 if nd > 1 else 5000) for _ in range(nd))
+    if nd == 3:
+        shape = (rng.randint(0, 4),) + shape[1:]
+    kind = rng.choice(IN_KINDS)
+    value = value_of(rng, dtype)
+    case.say(dtype=dtype, shape=shape, x=kind, value=value)
+    x_buf, x = make_view(rng, shape, dtype, kind)
+    fill(x_buf, case.gen)
+    return dtype, shape, kind, value, x_buf, x, bits(x_buf).clone(), x + value
+
+
 def test_add_on_random_views_equals_torch():
     for index in range(CASES):
         case = Case("add", index)
         rng = case.rng
-        dtype = rng.choice(ADD_TYPES)
-        nd = rng.choice((1, 2, 2, 3))
-        shape = tuple(extent(rng, most=300 if nd > 1 else 5000) for _ in range(nd))
-        if nd == 3:
-            shape = (rng.randint(0, 4),) + shape[1:]
-        kind = rng.choice(IN_KINDS)
-        value = add_value(rng, dtype)
-        case.say(dtype=dtype, shape=shape, x=kind, value=value)
-        x_buf, x = make_view(rng, shape, dtype, kind)
-        fill(x_buf, case.gen)
-        x_before = bits(x_buf).clone()
-        expected = x + value
+        dtype, shape, kind, value, x_buf, x, x_before, expected = an_add_case(case, ADD_TYPES,
+                                                                              add_value)
         if rng.random() < 0.2 and kind != "windows":  # in place
             case.say(out="x")
             if x.numel() > 1 and any(st == 0 and sz > 1 for sz, st in zip(x.shape, x.stride())):
@@ -298,19 +306,8 @@ def promoted_value(rng, dtype):
 def test_promoted_add_on_random_views_equals_torch():
     for index in range(max(1, CASES // 2)):
         case = Case("add promoted", index)
-        rng = case.rng
-        dtype = rng.choice(PROMOTED_TYPES)
-        nd = rng.choice((1, 2, 2, 3))
-        shape = tuple(extent(rng, most=300 if nd > 1 else 5000) for _ in range(nd))
-        if nd == 3:
-            shape = (rng.randint(0, 4),) + shape[1:]
-        kind = rng.choice(IN_KINDS)
-        value = promoted_value(rng, dtype)
-        case.say(dtype=dtype, shape=shape, x=kind, value=value)
-        x_buf, x = make_view(rng, shape, dtype, kind)
-        fill(x_buf, case.gen)
-        x_before = bits(x_buf).clone()
-        expected = x + value
+        dtype, shape, _, value, x_buf, x, x_before, expected = an_add_case(
+            case, PROMOTED_TYPES, promoted_value)
         out, buf, before, overlapping = an_out(case, shape, expected.dtype, x_buf, x)
         if overlapping:  # a view of x's buffer, of x's dtype
             if expected.dtype != dtype:
