@@ -10,10 +10,10 @@ Kernels run on torch's current stream and are captured by CUDA graphs like any t
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
 are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
 add take any shape, stride and start, and every dtype torch's own op takes (each docstring
-says which path a layout or dtype takes); gemm_fp8 keeps TMA's 16-byte rules. Every argument is checked before anything is written:
-wrong types raise TypeError, wrong devices, shapes, overlaps (and for the GEMM strides and
-alignments) raise ValueError naming the argument and the fix. The launchers check again
-(their ArgumentError arrives as ValueError).
+says which path a layout or dtype takes); gemm_fp8 keeps TMA's 16-byte rules. Every argument
+is checked before anything is written: wrong types raise TypeError, wrong devices, shapes,
+overlaps (and for the GEMM strides and alignments) raise ValueError naming the argument and
+the fix. The launchers check again (their ArgumentError arrives as ValueError).
 
 NOTE: in eager mode the functions call the launcher directly rather than through the
 dispatcher (see the registration below for what the dispatcher costs); under torch.compile,
