@@ -23,9 +23,10 @@ Last, the host time per call of each op (eager, and through the dispatcher as a 
 graph calls it) against torch's eager call, on shapes small enough that the GPU never holds
 the host back: 41 rounds, each a burst of 200 calls of every variant in turn; each
 dispatcher form also as its difference from the eager call, round by round (median and
-quartiles), which a drift of the host's speed between rounds does not move. Each case's name goes to stderr as it starts; one that takes longer than
-``--stall-seconds`` (300; 0: no limit), a kernel that never finishes, ends the run with every
-thread's Python stack (faulthandler) and status 1.
+quartiles), which a drift of the host's speed between rounds does not move. Each case's
+name goes to stderr as it starts; one that takes longer than ``--stall-seconds`` (300; 0: no
+limit), a kernel that never finishes, ends the run with every thread's Python stack
+(faulthandler) and status 1.
 """
 
 from __future__ import annotations
