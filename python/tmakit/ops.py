@@ -372,8 +372,8 @@ def _launch_stencil(x, taps, out, fresh=False):
     x_view = _images_view(x)
     if x_view is None or x.is_neg():
         # NOTE: one contiguous copy of an input the launcher cannot describe, or of a lazily
-        # negated view's values (z.conj().imag)
-        x = x.resolve_neg().contiguous()
+        # negated view's values (z.conj().imag: copy_ writes the values a view reads as)
+        x = torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
         x_view = _images_view(x)
     target = out
     out_view = _images_view(out)
@@ -731,10 +731,13 @@ def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> to
         return wide.to(torch.complex32) if out is None else out.copy_(wide)
     images = x if x.dim() == 3 else x[None]
     b, h, w = images.shape
-    # NOTE: (2 b, h, w): x's real planes, then its imaginary ones (one copy of x); the sums are
-    # made before out is written, so that an out overlapping x reads nothing written
-    planes = torch.view_as_real(images.resolve_conj().resolve_neg()).movedim(-1, 0).reshape(
-        2 * b, h, w)
+    # NOTE: (2 b, h, w): x's real planes, then its imaginary ones (one pass over x; copy_
+    # writes the values a conjugated view reads as); the sums are made before out is
+    # written, so that an out overlapping x reads nothing written
+    real = images.real
+    planes = torch.empty((2 * b, h, w), dtype=real.dtype, device=x.device)
+    planes[:b].copy_(real)
+    planes[b:].copy_(images.imag)
     by_real = stencil3x3(planes, [[t.real for t in taps[r:r + 3]] for r in (0, 3, 6)])
     if any(t.imag for t in taps):
         by_imag = stencil3x3(planes, [[t.imag for t in taps[r:r + 3]] for r in (0, 3, 6)])
