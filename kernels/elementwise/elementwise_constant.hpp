@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -83,7 +84,9 @@ inline Constant make_constant(DataType t, double value) {
   // a Python scalar as the float32 of the "opmath" type), so the two agree bit for bit.
   c.f32 = static_cast<float>(value);
   if (!std::isfinite(c.f32) && std::isfinite(value)) {
-    throw ArgumentError("value", std::to_string(value) + " overflows FLOAT32, the type " +
+    char shown[32];  // (%g: std::to_string prints 1e39 with 40 digits)
+    std::snprintf(shown, sizeof shown, "%.9g", value);
+    throw ArgumentError("value", std::string(shown) + " overflows FLOAT32, the type " +
                                      std::string(name(t)) + " sums are formed in");
   }
   return c;

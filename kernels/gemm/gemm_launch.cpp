@@ -13,8 +13,10 @@ float gemm_scale(const GemmScales& scales) {
   const double wide = static_cast<double>(scales.alpha) * scales.scale_a * scales.scale_b;
   const auto scale = static_cast<float>(wide);
   if (!std::isfinite(scale) || (scale == 0.0f && wide != 0.0)) {
+    char shown[32];  // (%g: std::to_string prints 1e-46 as 0.000000)
+    std::snprintf(shown, sizeof shown, "%.9g", wide);
     throw ArgumentError("scales",
-                        "alpha * scale_a * scale_b = " + std::to_string(wide) +
+                        "alpha * scale_a * scale_b = " + std::string(shown) +
                             " is not a finite, representable float (" +
                             (std::isfinite(wide) ? "out of float's range" : "not finite") + ")");
   }

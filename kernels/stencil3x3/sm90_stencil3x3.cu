@@ -2,6 +2,9 @@
 // plain kernel (plain_stencil3x3.cu), or plan (stencil3x3_plan.hpp) -> maps -> launch of the
 // TMA kernel (the maps and the launch are launch<T, Layout> in sm90_stencil3x3.cuh), or the
 // plain kernel's 16-byte form where the plan picks it.
+#include <cstdio>
+#include <string>
+
 #include "stencil3x3/plain_stencil3x3.hpp"
 #include "stencil3x3/sm90_stencil3x3.cuh"
 #include "tmakit/kernels/detail/plain_path.hpp"
@@ -38,8 +41,10 @@ void check_operands(ConstTensorRef in, TensorRef out, const Filter3x3& filter) {
     }
     // NOTE: the kernel computes in the image's type: a tap past float's range would be inf
     if (in.type == DataType::float32 && !std::isfinite(static_cast<float>(filter.taps[i]))) {
+      char shown[32];  // (%g: std::to_string prints 1e39 with 40 digits)
+      std::snprintf(shown, sizeof shown, "%.9g", filter.taps[i]);
       throw ArgumentError("filter.taps[" + std::to_string(i) + "]",
-                          std::to_string(filter.taps[i]) + " overflows FLOAT32, the image's type");
+                          std::string(shown) + " overflows FLOAT32, the image's type");
     }
   }
 }

@@ -23,6 +23,8 @@ torch.ops.tmakit.*, so tracing sees the op.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Optional, Sequence
 
 import torch
@@ -62,6 +64,9 @@ _ACCUMULATION = {"promoted": _tmakit.GemmAccumulation.promoted,
 _TORCH_LAYOUT = (-1, -1, -1, -1)
 # The transpose moves bits: any element type, by size.
 _BITS_TYPES = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
+# The 1-byte shell dtypes torch's copy does not take (uint1..7, int1..7): copied as bytes.
+_COPY_AS_BITS = frozenset(getattr(torch, f"{kind}{bits}") for kind in ("uint", "int")
+                          for bits in range(1, 8) if hasattr(torch, f"{kind}{bits}"))
 
 
 def _tensor(t, name: str) -> torch.Tensor:
@@ -71,11 +76,26 @@ def _tensor(t, name: str) -> torch.Tensor:
         if not hasattr(t, "__dlpack__"):
             raise TypeError(f"{name}: expected a torch.Tensor or an array with __dlpack__, got "
                             f"{type(t).__name__}")
-        t = torch.from_dlpack(t)
+        try:
+            t = torch.from_dlpack(t)
+        except Exception as error:  # (a foreign export's failure is a bad argument)
+            raise TypeError(f"{name}: its DLPack export failed ({type(error).__name__}: "
+                            f"{str(error).splitlines()[0] if str(error) else ''})") from None
+    if t.layout is not _STRIDED or t.is_nested:
+        raise TypeError(f"{name}: a {_layout_name(t)} tensor; tmakit's ops take strided "
+                        f"tensors (" + (f"{name}.unbind() gives its tensors" if t.is_nested
+                                        else f"{name}.to_dense()") + ")")
     if not t.is_cuda:
         raise ValueError(f"{name}: is on {t.device}; tmakit's kernels run on CUDA tensors "
                          f"(move it with {name}.cuda())")
     return t
+
+
+_STRIDED = torch.strided
+
+
+def _layout_name(t: torch.Tensor) -> str:
+    return "nested" if t.is_nested else str(t.layout).replace("torch.", "")
 
 
 def _same_device(t: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:
@@ -127,6 +147,32 @@ def _dense(t: torch.Tensor) -> bool:
 _internal_overlap = getattr(torch._C, "_debug_has_internal_overlap", None)
 
 
+def _elements_overlap(t: torch.Tensor) -> bool:
+    """Whether two elements of ``t`` (positive strides) share an address: exact for up to two
+    dimensions of more than one element and for up to 2^22 elements, else only where the
+    strides sorted show it (each at least the span of the ones below: no overlap)."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1)
+    span = 0
+    for step, size in dims:
+        if step <= span:
+            break
+        span += step * (size - 1)
+    else:
+        return False
+    if len(dims) == 2:
+        # NOTE: i s0 + j s1 = i' s0 + j' s1 has a solution with (i, j) != (i', j') exactly when
+        # s1 / g <= n0 - 1 and s0 / g <= n1 - 1, g = gcd(s0, s1)
+        (s1, n1), (s0, n0) = dims
+        g = math.gcd(s0, s1)
+        return s1 // g <= n0 - 1 and s0 // g <= n1 - 1
+    if t.numel() > 1 << 22:
+        return False
+    offsets = torch.zeros((), dtype=torch.int64)
+    for step, size in dims:
+        offsets = (offsets[..., None] + torch.arange(size, dtype=torch.int64) * step).reshape(-1)
+    return offsets.unique().numel() != offsets.numel()
+
+
 def _check_writable(out: torch.Tensor, name: str = "out") -> None:
     """Refuses an output whose elements share memory (an expanded tensor): torch's own ops
     refuse to write one too."""
@@ -137,17 +183,29 @@ def _check_writable(out: torch.Tensor, name: str = "out") -> None:
     overlapping = any(st == 0 and sz > 1 for sz, st in zip(out.shape, out.stride()))
     # NOTE: torch's own test (strides that interleave too) is not traceable by dynamo: under
     # torch.compile the expanded dimensions are what is checked
-    if not overlapping and _internal_overlap is not None and not torch.compiler.is_compiling():
-        overlapping = _internal_overlap(out) == 1
+    if not overlapping and not torch.compiler.is_compiling():
+        verdict = 2 if _internal_overlap is None else _internal_overlap(out)
+        # NOTE: 2 is torch's "too hard" (strides of no dense layout): tested here
+        overlapping = verdict == 1 or (verdict == 2 and _elements_overlap(out))
     if overlapping:
         raise ValueError(f"{name}: some of its elements share memory (an expanded tensor?), so "
                          f"it cannot be written; pass a tensor of its own")
+
+
+def _check_no_grad(t: torch.Tensor, name: str) -> None:
+    """Refuses to write a tensor that requires grad while autograd records (torch refuses an
+    in-place write to such a leaf, and an out= one): tmakit's ops record no gradient."""
+    if t.requires_grad and torch.is_grad_enabled():
+        raise ValueError(f"{name}: requires grad, and tmakit's ops record no gradient, so it "
+                         f"cannot be written while autograd records; write it under "
+                         f"torch.no_grad(), or pass {name}.detach()")
 
 
 def _checked_out(out, x: torch.Tensor, shape) -> torch.Tensor:
     """A given ``out``: a CUDA tensor on x's GPU, of x's dtype and of ``shape``, whose elements
     do not share memory."""
     out = _tensor(out, "out")
+    _check_no_grad(out, "out")
     _same_device(out, "out", x, "x")
     if out.dtype != x.dtype:
         raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
@@ -289,6 +347,13 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
         if k == 0:
             out.zero_()
         return
+    if (scale_a_t is not None and scale_a_t.is_neg()) or (
+            scale_b_t is not None and scale_b_t.is_neg()):
+        # NOTE: a lazily negated view (z.conj().imag) holds the opposite of its values: the
+        # kernel reads the values resolved (one small copy; its strides may change)
+        scale_a_t = None if scale_a_t is None else scale_a_t.resolve_neg()
+        scale_b_t = None if scale_b_t is None else scale_b_t.resolve_neg()
+        scale_recipe = None
     args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
     recipe, strides = scale_recipe or _scale_recipe(scale_a_t, scale_b_t, m, n, k)
     for name, t in (("scale_a", scale_a_t), ("scale_b", scale_b_t)):
@@ -328,6 +393,9 @@ def _launch_transpose(x, out, fresh=False):
         # slice with a step), 16-byte elements (complex128), which no launcher type holds, or
         # a lazily negated or conjugated view: torch's strided copy of x.t() into out is one
         # pass; for x.t() of a contiguous tensor it is a contiguous copy
+        if x.dtype in _COPY_AS_BITS:
+            # NOTE: torch's copy does not take the sub-byte shell dtypes: their bytes, as uint8
+            x, out = x.view(torch.uint8), out.view(torch.uint8)
         out.copy_(x.t())
         return
     _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[esize], rows, cols,
@@ -498,9 +566,37 @@ _register("add_(Tensor(a!) x, Scalar value) -> ()", _launch_add, _nothing)
 # --- the public functions -------------------------------------------------------------------
 
 
+def _real(value, name: str, what: str) -> float:
+    """A host number (int, float, bool, Fraction, a NumPy real scalar) as a Python float:
+    TypeError for anything else (a string or a Decimal is not parsed), ValueError past
+    float64's range."""
+    if type(value) is float:
+        return value
+    if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name}: {_number(value)} is past float64's range") from None
+
+
+def _number(value) -> str:
+    """A number for a message: an int of more than 30 digits by its size."""
+    if isinstance(value, int) and not -10**30 < value < 10**30:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
+
+
+# The least double that rounds to float32's infinity (2^128 - 2^103: FLT_MAX plus half an
+# ulp, a tie rounded to even, up), and the greatest that rounds to 0 (half the least
+# subnormal, a tie rounded to even, down).
+_FLOAT32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103
+_FLOAT32_UNDERFLOW = 2.0 ** -150
+
+
 def _scale(value, name: str, device):
-    """(host float, device tensor or None) for a scale given as a float or as a one-element
-    float32 tensor on the GEMM's GPU (read by the kernel when it runs: no synchronisation)."""
+    """(host float, device tensor or None) for a scale given as a float or as a float32 tensor
+    on the GEMM's GPU (read by the kernel when it runs: no synchronisation)."""
     if isinstance(value, torch.Tensor):
         if value.dtype != torch.float32:
             raise TypeError(f"{name}: dtype {value.dtype}; scale tensors are torch.float32 "
@@ -508,12 +604,29 @@ def _scale(value, name: str, device):
         if value.device != device:
             raise ValueError(f"{name}: is on {value.device}, the operands on {device}; a tensor "
                              f"scale lives on the GEMM's GPU (or pass a Python float)")
+        if value.layout is not torch.strided or value.is_nested:
+            raise TypeError(f"{name}: a {_layout_name(value)} tensor; scale tensors are strided "
+                            f"float32 tensors")
         return 1.0, value
-    try:
-        return float(value), None
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a float or a one-element float32 CUDA tensor, got "
-                        f"{type(value).__name__}") from None
+    scale = _real(value, name, "a float or a float32 CUDA tensor")
+    if not math.isfinite(scale):
+        raise ValueError(f"{name}: {scale} is not finite")
+    return scale, None
+
+
+def _host_scale(alpha: float, scale_a: float, scale_b: float) -> float:
+    """alpha * scale_a * scale_b formed in double, refused where float32 cannot hold it: the
+    one host factor the kernel applies (each value alone may lie outside float's range)."""
+    if not math.isfinite(alpha):
+        raise ValueError(f"alpha: {alpha} is not finite")
+    product = alpha * scale_a * scale_b
+    if not math.isfinite(product) or abs(product) >= _FLOAT32_OVERFLOW:
+        raise ValueError(f"alpha, scale_a, scale_b: alpha * scale_a * scale_b = {product:.9g} is "
+                         f"past float32's range, the type the kernel scales in")
+    if product != 0.0 and abs(product) <= _FLOAT32_UNDERFLOW:
+        raise ValueError(f"alpha, scale_a, scale_b: alpha * scale_a * scale_b = {product:.9g} is "
+                         f"below float32's range (it would be 0, and D with it)")
+    return product
 
 
 def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
@@ -582,15 +695,18 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     s_b, t_b = _scale(scale_b, "scale_b", a.device)
     # (the recipe the scale tensors' shapes give, checked before anything is allocated)
     recipe, strides = _scale_recipe(t_a, t_b, m, n, a.shape[1])
-    try:
-        s_alpha = float(alpha)
-    except (TypeError, ValueError):
-        raise TypeError(f"alpha: expected a float, got {type(alpha).__name__}") from None
-    if accumulate not in _ACCUMULATION:
+    # NOTE: the host values travel as their one product (alpha), so that a factor outside
+    # float32's range whose product is inside it is not lost in a float32 of its own
+    s_alpha = _host_scale(_real(alpha, "alpha", "a float"), s_a, s_b)
+    s_a = s_b = 1.0
+    if type(accumulate) is not str or accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
+    if accumulate == "fast" and recipe == _tmakit.GemmScaleRecipe.block:
+        raise ValueError("accumulate: fast with 128-block scales, which are applied at each "
+                         "promotion (every 128 of K); use accumulate=\"promoted\"")
     if out is None:
         dtype = torch.bfloat16 if out_dtype is None else out_dtype
-        if dtype not in _GEMM_OUT_TYPES:
+        if not isinstance(dtype, torch.dtype) or dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out_dtype: {dtype}; the GEMM writes torch.bfloat16 or "
                             f"torch.float16")
         if m and n and a.shape[1] and b.shape[1] and not _is_compiling():
@@ -603,11 +719,13 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
         out = torch.empty((m, n), dtype=dtype, device=a.device)
     else:
         out = _tensor(out, "out")
+        _check_no_grad(out, "out")
         _same_device(out, "out", a, "a")
         if out.dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
                             f"torch.float16")
-        if out_dtype is not None and out_dtype != out.dtype:
+        if out_dtype is not None and (not isinstance(out_dtype, torch.dtype)
+                                      or out_dtype != out.dtype):
             raise TypeError(f"out_dtype: {out_dtype} differs from out.dtype {out.dtype}")
         if out.dim() != 2:
             raise ValueError(f"out: expected 2 dimensions (M, N), got shape {tuple(out.shape)}")
@@ -636,8 +754,12 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     tiled kernel (kernels/transpose/README.md, "Paths" and "Row classes"); when the elements
     of x's or out's rows are not consecutive (x = y.t(), a column step), torch's strided copy
     ``out.copy_(x.t())`` does the one pass (a contiguous copy for x = y.t() of a contiguous
-    y), as it does for 16-byte elements (complex128), which no launcher type holds."""
+    y), as it does for 16-byte elements (complex128), which no launcher type holds.
+    Quantized tensors (torch.qint8, ...) are refused: transpose ``x.int_repr()``."""
     x = _tensor(x, "x")
+    if x.is_quantized:
+        raise TypeError(f"x: a quantized tensor ({x.dtype}), whose scales the kernels do not "
+                        f"carry; transpose x.int_repr() and quantize the result")
     if x.dim() > 2:
         raise ValueError(f"x: expected 2 dimensions (or 0 or 1), got shape {tuple(x.shape)}")
     if x.dim() < 2:
@@ -664,20 +786,33 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     return out
 
 
+# Containers whose order is not the taps' (or which hold characters, not numbers)
+_NOT_TAP_ROWS = (str, bytes, set, frozenset, dict)
+
+
 def _tap_values(weight) -> list:
-    """The 9 taps of a 3x3 weight (tensor or nested list), row-major, as given."""
+    """The 9 taps of a 3x3 weight (tensor, nested list, array), row-major, as given."""
     if isinstance(weight, torch.Tensor):
+        if weight.layout is not _STRIDED or weight.is_nested or weight.is_meta:
+            raise TypeError(f"weight: a {'meta' if weight.is_meta else _layout_name(weight)} "
+                            f"tensor; pass the taps as a strided tensor or a nested list")
         if tuple(weight.shape) not in ((3, 3), (1, 1, 3, 3), (9,)):
-            raise ValueError(f"weight: shape {tuple(weight.shape)}, expected (3, 3)")
+            raise ValueError(f"weight: shape {tuple(weight.shape)}, expected (3, 3) (or (1, 1, "
+                             f"3, 3), or 9 taps row-major)")
         if weight.is_cuda and torch.cuda.is_current_stream_capturing():
             raise ValueError("weight: a CUDA tensor cannot be read while a CUDA graph is "
                              "captured; pass the taps as a CPU tensor or a list")
         return weight.detach().reshape(9).tolist()
+    if isinstance(weight, _NOT_TAP_ROWS):
+        raise TypeError(f"weight: expected a 3x3 tensor or nested list, got "
+                        f"{type(weight).__name__}")
     try:
         weight_rows = list(weight)
     except TypeError:
         raise TypeError(f"weight: expected a 3x3 tensor or nested list, got "
                         f"{type(weight).__name__}") from None
+    if any(isinstance(r, _NOT_TAP_ROWS) for r in weight_rows):
+        raise ValueError(f"weight: expected 3 rows of 3 taps, got {weight!r}")
     try:
         rows = [list(r) for r in weight_rows]
     except TypeError:
@@ -687,26 +822,60 @@ def _tap_values(weight) -> list:
     return [v for r in rows for v in r]
 
 
+def _real_tap(value) -> float:
+    if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
+        why = (" (complex taps take a complex x)"
+               if isinstance(value, numbers.Complex) and not isinstance(value, (str, bytes))
+               else "")
+        raise TypeError(f"weight: tap {value!r} is not a real number{why}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"weight: tap {_number(value)} is past float64's range") from None
+
+
 def _taps(weight) -> list:
+    """The 9 taps as Python floats, row-major; TypeError / ValueError naming ``weight`` for
+    anything but 3 rows of 3 real numbers."""
     if type(weight) is list and len(weight) == 3:
         # NOTE: the common nested list of 3 rows of 3 floats, read in one pass (host time)
-        try:
-            a, b, c = weight
-            if len(a) == 3 and len(b) == 3 and len(c) == 3:
-                return [float(v) for v in a] + [float(v) for v in b] + [float(v) for v in c]
-        except (TypeError, ValueError):
-            pass  # (the general reading below names the problem)
-    values = _tap_values(weight)
-    try:
-        return [float(v) for v in values]
-    except (TypeError, ValueError):
-        bad = next((v for v in values if not isinstance(v, (int, float))), values)
-        why = " (complex taps take a complex x)" if isinstance(bad, complex) else ""
-        raise TypeError(f"weight: tap {bad!r} is not a real number{why}") from None
+        a, b, c = weight
+        if type(a) is list and type(b) is list and type(c) is list and len(a) == 3 and (
+                len(b) == 3 and len(c) == 3):
+            taps = [*a, *b, *c]
+            for v in taps:
+                if type(v) is not float:
+                    break
+            else:
+                return taps
+    return [_real_tap(v) for v in _tap_values(weight)]
+
+
+# The least magnitude that rounds to infinity in each type the stencil computes in below
+# float64 (the greatest finite value plus half an ulp: a tie, rounded to even, up).
+_TAP_OVERFLOW = {torch.float32: _FLOAT32_OVERFLOW, torch.float16: 65520.0,
+                 torch.bfloat16: 2.0 ** 128 - 2.0 ** 119, torch.float64: math.inf}
+
+
+def _check_taps(taps: list, dtype: torch.dtype) -> None:
+    """Finite taps that ``dtype`` (which they are rounded to) holds; ValueError naming the tap
+    otherwise (conv2d would give inf or NaN elements)."""
+    bound = _TAP_OVERFLOW[dtype]
+    if sum(map(abs, taps)) < bound:  # (NaN compares false: the loop below names it)
+        return
+    for i, v in enumerate(taps):
+        where = f"weight[{i // 3}][{i % 3}]"
+        if not math.isfinite(v):
+            raise ValueError(f"{where}: {v} is not finite; the stencil takes finite taps")
+        if abs(v) >= bound:
+            raise ValueError(f"{where}: {v:.9g} overflows {dtype}, x's dtype, to which the taps "
+                             f"are rounded")
 
 
 # The stencil on complex x: the real kernel on each part's planes
 _STENCIL_COMPLEX_TYPES = (torch.complex32, torch.complex64, torch.complex128)
+_FLOAT_OF_COMPLEX = {torch.complex32: torch.float16, torch.complex64: torch.float32,
+                     torch.complex128: torch.float64}
 
 
 def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> torch.Tensor:
@@ -715,10 +884,16 @@ def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> to
     an imaginary part, once with those; real = S(re; w.re) - S(im; w.im), imag = S(im; w.re)
     + S(re; w.im)."""
     values = _tap_values(weight)
+    for v in values:
+        if isinstance(v, (str, bytes)) or not isinstance(v, numbers.Complex):
+            raise TypeError(f"weight: tap {v!r} is not a number")
     try:
         taps = [complex(v) for v in values]
-    except (TypeError, ValueError):
-        raise TypeError(f"weight: expected numbers, got {values!r}") from None
+    except OverflowError:
+        raise ValueError("weight: a tap is past float64's range") from None
+    parts = _FLOAT_OF_COMPLEX[x.dtype]
+    _check_taps([t.real for t in taps], parts)
+    _check_taps([t.imag for t in taps], parts)
     if out is not None:
         out = _checked_out(out, x, x.shape)
     if x.dtype == torch.complex32:
@@ -777,6 +952,7 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     if x.is_complex():
         return _stencil_complex(x, weight, out)
     taps = _taps(weight)
+    _check_taps(taps, x.dtype)
     fresh = out is None
     if fresh:
         out = x.new_empty(x.shape)
@@ -795,10 +971,24 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
     signed type takes its range, an unsigned n-bit type -(2^n - 1)..2^n - 1."""
     low, high = _INTEGER_RANGES[dtype]
     if not low <= value <= high:
-        raise ValueError(f"value: {value} does not fit {dtype} (torch refuses it too); pass a "
+        raise ValueError(f"value: {_number(value)} does not fit {dtype} (torch refuses it too); pass a "
                          f"value in [{low}, {high}]")
     wrapped = value % (1 << 64)  # the same sum modulo 2^bits, as an int64
     return wrapped - (1 << 64) if wrapped >= 1 << 63 else wrapped
+
+
+def _add_constant(value, dtype: torch.dtype) -> float:
+    """``value`` as the float a floating x adds: torch's sum of a finite value past float32's
+    range with a float32 or 16-bit tensor (formed in float32) is inf, which is refused, on
+    every path alike."""
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"value: {_number(value)} is past float64's range") from None
+    if dtype is not torch.float64 and _FLOAT32_OVERFLOW <= abs(value) < math.inf:
+        raise ValueError(f"value: {value:.9g} overflows float32, in which {dtype} sums are "
+                         f"formed (the sum would be inf); pass a value within float32's range")
+    return value
 
 
 def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -844,7 +1034,10 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     if value_type is complex or (value_type is float and not floating) or (
             x.dtype not in _ADD_TYPES):
         return _add_promoted(x, value, out)
-    value = float(value) if floating else _integer_constant(int(value), x.dtype)
+    if not floating:
+        value = _integer_constant(int(value), x.dtype)
+    else:
+        value = _add_constant(value, x.dtype)
     fresh = out is None
     if fresh:
         # (empty_like keeps x's strides: torch.preserve_format, its default)
@@ -852,6 +1045,7 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     elif out is not x:
         out = _checked_out(out, x, x.shape)
     else:
+        _check_no_grad(out, "x")
         _check_writable(out, "x")
     if _direct(x, out):
         _launch_add(x, value, out, fresh)
@@ -871,8 +1065,14 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
     compiling = _is_compiling()
     # NOTE: dynamo does not trace torch.result_type (a dtype is not a graph value); compiling,
     # the dtype of an empty sum, which its graph drops, is read instead (the same rule)
-    result = (x.new_empty(0) + value).dtype if compiling else torch.result_type(x, value)
+    try:
+        result = (x.new_empty(0) + value).dtype if compiling else torch.result_type(x, value)
+    except (RuntimeError, NotImplementedError) as error:
+        # NOTE: dtypes torch's type promotion does not take (quantized, bits, sub-byte ones)
+        raise TypeError(f"x: torch's own add does not take {x.dtype} + "
+                        f"{type(value).__name__} ({str(error).splitlines()[0]})") from None
     if out is x:
+        _check_no_grad(x, "x")
         if result != x.dtype:
             raise TypeError(f"x: x + value is {result} by torch's type promotion, which x "
                             f"({x.dtype}) cannot hold, so it cannot be added in place; pass an "
@@ -880,6 +1080,7 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
         _check_writable(out, "x")
     elif out is not None:
         out = _tensor(out, "out")
+        _check_no_grad(out, "out")
         _same_device(out, "out", x, "x")
         if out.dtype != result:
             raise TypeError(f"out: dtype {out.dtype}, but x + value is {result} by torch's type "
@@ -894,6 +1095,9 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
             raise ValueError("out: overlaps x without being x; pass out=x to add in place, or "
                              "a separate out")
     if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():
+        if x.dtype not in _ADD_TYPES:
+            raise TypeError(f"x: torch's own add does not take {x.dtype} + "
+                            f"{type(value).__name__}")
         x = x.to(result)  # NOTE: uint16/32/64, which torch's add does not take
     if compiling:
         # NOTE: dynamo refuses torch.add's out= where out is not contiguous: the sums, then a

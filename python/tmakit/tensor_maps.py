@@ -390,6 +390,20 @@ class CheckResult:
         return f"CheckResult(ok={self.ok}, rule={self.rule!r}, message={self.message!r})"
 
 
+def _arch(arch: Any) -> str:
+    """``arch`` for the rules: None (the GPU's, else sm_90a) or a name such as "sm_100a"."""
+    if arch is None:
+        return ""
+    if not isinstance(arch, str):
+        raise TypeError(f"arch: expected a name such as 'sm_90a' or None, got "
+                        f"{_type_name(arch)}")
+    try:
+        arch.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"arch: {arch!r} is not an architecture name such as 'sm_90a'") from None
+    return arch
+
+
 def check(spec: Any, arch: Optional[str] = None) -> CheckResult:
     """Judge a tensor-map spec against every rule, exactly as `tmakit check --jsonl` does.
 
@@ -408,7 +422,7 @@ def check(spec: Any, arch: Optional[str] = None) -> CheckResult:
         line = _spec_parts(spec, for_check=True)[0]
     except _UnreadableLine as error:
         return CheckResult("error", None, str(error))
-    verdict, rule, message, fix = _tmakit.check_line(line, arch or "")
+    verdict, rule, message, fix = _tmakit.check_line(line, _arch(arch))
     return CheckResult(verdict, rule or None, message, fix)
 
 
@@ -418,7 +432,7 @@ def fix(spec: Any, arch: Optional[str] = None) -> dict:
     other keys kept, unknown ones as given); ValueError when the spec cannot be read or no fix
     mends it. ``arch`` as for check()."""
     line, others = _spec_parts(spec)
-    passed, text = _tmakit.fix_line(line, arch or "")
+    passed, text = _tmakit.fix_line(line, _arch(arch))
     if not passed:
         raise ValueError(text[len("error: "):] if text.startswith("error: ") else text)
     # NOTE: a line that passes comes back as given, and the library's parser, as `tmakit
@@ -451,7 +465,7 @@ def rules() -> list:
 def describe(spec: Any, arch: Optional[str] = None) -> str:
     """One line: "tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] ...". ValueError if unreadable
     (its message lists the names ``arch`` knows, as for check())."""
-    return _tmakit.describe_line(_spec_line(spec), arch or "")
+    return _tmakit.describe_line(_spec_line(spec), _arch(arch))
 
 
 # --- tensor maps over arrays ------------------------------------------------------------------

@@ -18,7 +18,9 @@ from __future__ import annotations
 import operator
 from typing import Any, NamedTuple, Optional, Sequence
 
-from .tensor_maps import CheckResult, TensorMap, check
+import numpy as np
+
+from .tensor_maps import CheckResult, TensorMap, _array_info, check
 
 TRITON_VERSION = "3.6"
 
@@ -172,7 +174,7 @@ def _numbers(values: Any, name: str) -> list:
     anything that is not a sequence of numbers raises (never truncated, never indexed past)."""
     if values is None:
         raise ValueError(f"{name}: missing; give a sequence of ints, outermost first")
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+    if isinstance(values, (str, bytes, set, frozenset, dict)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name}: expected a sequence of ints (outermost first), got "
                         f"{type(values).__name__} {values!r}")
     out = []
@@ -221,6 +223,8 @@ class _Base(NamedTuple):
 def _type_of(dtype: Any) -> tuple:
     """(Triton type or None, display name, itemsize or 0, floating) of a dtype given as a torch
     dtype, a NumPy dtype or a string ("float16", "torch.float16", "fp16")."""
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        dtype = np.dtype(dtype)  # (a NumPy scalar type, np.float32, names its dtype)
     text = str(dtype)
     name = text.split(".")[-1]
     if name in _TRITON_TYPES:
@@ -257,37 +261,31 @@ def _read_base(base: Any, dtype: Any) -> _Base:
                              f"torch.float16 or 'float16')")
         return _Base(address, triton_type, name, itemsize, floating, None, None)
     if type(base).__module__.startswith("torch") and hasattr(base, "data_ptr"):
+        info = _array_info(base, "base")  # (TypeError for a tensor without strides or address)
         triton_type, name, itemsize, floating = _type_of(base.dtype)
-        itemsize = base.element_size()
+        itemsize = info.itemsize
         if dtype is not None and _type_of(dtype)[0] != triton_type:
             raise ValueError(f"dtype: {dtype!r} differs from base's {name}; give dtype= only "
                              "with an integer base address")
-        return _Base(base.data_ptr(), triton_type, name, itemsize, floating,
-                     tuple(int(d) for d in base.shape), tuple(int(s) for s in base.stride()))
-    interface = getattr(base, "__cuda_array_interface__", None) \
-        or getattr(base, "__array_interface__", None)
+        return _Base(info.address, triton_type, name, itemsize, floating, info.shape,
+                     tuple(s // itemsize for s in info.strides_bytes))
+    try:
+        interface = getattr(base, "__cuda_array_interface__", None) \
+            or getattr(base, "__array_interface__", None)
+    except Exception:  # (a property that raises: _array_info names it)
+        interface = True
     if interface is None:
         raise TypeError(f"base: expected a torch tensor, an array with __cuda_array_interface__ "
                         f"or __array_interface__, or an integer address with dtype=; got "
                         f"{type(base).__name__}")
-    array_dtype = getattr(base, "dtype", interface["typestr"])
-    triton_type, name, itemsize, floating = _type_of(array_dtype)
-    itemsize = int(interface["typestr"][2:])
-    shape = tuple(int(d) for d in interface["shape"])
-    strides = interface.get("strides")
-    if strides is None:
-        step, out = 1, []
-        for extent in reversed(shape):
-            out.insert(0, step)
-            step *= extent
-        strides = tuple(out)
-    else:
-        if any(int(s) % itemsize for s in strides):
-            raise ValueError(f"base: byte strides {tuple(strides)} are not whole elements of "
-                             f"{itemsize} bytes; a descriptor's strides count elements")
-        strides = tuple(int(s) // itemsize for s in strides)
-    return _Base(int(interface["data"][0]), triton_type, name, itemsize, floating, shape,
-                 strides)
+    info = _array_info(base, "base")
+    triton_type, name, itemsize, floating = _type_of(getattr(base, "dtype", info.type_name))
+    itemsize = info.itemsize
+    if any(s % itemsize for s in info.strides_bytes):
+        raise ValueError(f"base: byte strides {info.strides_bytes} are not whole elements of "
+                         f"{itemsize} bytes; a descriptor's strides count elements")
+    return _Base(info.address, triton_type, name, itemsize, floating, info.shape,
+                 tuple(s // itemsize for s in info.strides_bytes))
 
 
 # --- the verdict ------------------------------------------------------------------------------
@@ -367,7 +365,7 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
     for i, stride in enumerate(strides[:-1]):
         if (stride * base.itemsize) % 16:
             good = _next_multiple(stride * base.itemsize, 16) // base.itemsize \
-                if 16 % base.itemsize == 0 else None
+                if 16 % base.itemsize == 0 and isinstance(stride, int) else None
             hint = f"; pad that dimension's rows to {good} elements" if good else ""
             return _triton_refuses(
                 "TT5", "strides must be 16-byte aligned", where,
