@@ -11,7 +11,14 @@ namespace tmakit {
 namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b != 0);  // (a + b - 1 would wrap near 2^64)
+}
+
+void check_operand(QuantizeOperand operand) {
+  if (operand != QuantizeOperand::a && operand != QuantizeOperand::b) {
+    throw ArgumentError("operand", std::to_string(static_cast<int>(operand)) +
+                                       " is not a QuantizeOperand (a or b)");
+  }
 }
 
 // The least power of two >= n (n >= 1), at most 2^31.
@@ -40,6 +47,8 @@ std::uint32_t row_chunk_of(std::uint64_t cols) {
 
 QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
                                         GemmScaleRecipe recipe, QuantizeOperand operand) {
+  detail::check_scale_recipe(recipe, "recipe");
+  check_operand(operand);
   switch (recipe) {
     case GemmScaleRecipe::tensor: return {1, 1};
     case GemmScaleRecipe::row: return {rows, 1};
@@ -243,10 +252,7 @@ QuantizePlan two_pass(QuantizePlan p) {
 void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                   QuantizeOperand operand, const GemmScaleStrides& strides) {
   detail::check_scale_recipe(recipe, "recipe");
-  if (operand != QuantizeOperand::a && operand != QuantizeOperand::b) {
-    throw ArgumentError("operand", std::to_string(static_cast<int>(operand)) +
-                                       " is not a QuantizeOperand (a or b)");
-  }
+  check_operand(operand);
   if (x.type != DataType::bfloat16 && x.type != DataType::float16 && x.type != DataType::float32) {
     throw ArgumentError("x.type", std::string(name(x.type)) +
                                       " is not BFLOAT16, FLOAT16 or FLOAT32, the types the "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -182,6 +183,17 @@ std::uint8_t& global_byte(std::span<std::uint8_t> global, const TensorMapSpec& s
       global_byte(std::span<const std::uint8_t>(global.data(), global.size()), spec, offset));
 }
 
+// D1: TMA's shared-memory operand is 128-byte aligned. NOTE: off that alignment the 16-byte
+// chunks a swizzle moves leave the buffer's 128-byte rows, past its footprint.
+void check_smem_address(std::uint32_t smem_address) {
+  if (smem_address % 128 != 0) {
+    throw ModelError("smem_address " + hex(smem_address) +
+                     " is not 128-byte aligned; TMA's shared-memory operand is (D1): use " +
+                     hex(smem_address / 128 * 128) + " or " +
+                         hex((std::uint64_t{smem_address} / 128 + 1) * 128));
+  }
+}
+
 // Buffer offset of the byte at logical (unswizzled) offset `logical` of a buffer at
 // `smem_address`: the swizzle acts on the absolute shared-memory address (O5).
 std::uint64_t physical(const TensorMapSpec& spec, std::uint32_t smem_address,
@@ -217,6 +229,7 @@ void convert_element(DataType t, std::uint8_t* p) {
 template <class Walk>
 SharedBytes load_with(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                       std::uint32_t smem_address, Walk&& walk) {
+  check_smem_address(smem_address);
   const Footprint fp = footprint(spec);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
   const auto fill = oob_fill_bytes(spec);
@@ -487,6 +500,7 @@ std::uint32_t read_bits(std::span<const std::uint8_t> global, const TensorMapSpe
 
 SharedBytes load_tiled_packed(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                               const Coords& coords, std::uint32_t smem_address) {
+  check_smem_address(smem_address);
   check_packed_walkable(spec, coords);
   const Footprint fp = packed_footprint(spec);
   SharedBytes out;
@@ -766,6 +780,7 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address) {
   if (spec.kind != EncodeKind::tiled) throw ModelError("store_tiled needs a tiled spec");
+  check_smem_address(smem_address);
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
   check_store_reaches_tensor(spec, coords);
@@ -781,7 +796,8 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
 }
 
 std::string_view name(ReduceOp op) {
-  return kReduceOpNames[static_cast<int>(op)];
+  const auto i = static_cast<std::size_t>(op);
+  return i < std::size(kReduceOpNames) ? kReduceOpNames[i] : std::string_view("(not a ReduceOp)");
 }
 
 std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
@@ -792,6 +808,10 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
 }
 
 std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
+  if (static_cast<std::size_t>(op) >= std::size(kReduceOpNames)) {
+    return "reduce op " + std::to_string(static_cast<int>(op)) +
+           " is not a ReduceOp (add, min, max, inc, dec, and, or, xor)";
+  }
   bool ok = false;
   switch (op) {
     case ReduceOp::add:
@@ -845,6 +865,7 @@ void reduce_tiled(const TensorMapSpec& spec, ReduceOp op, std::span<std::uint8_t
   if (spec.kind != EncodeKind::tiled) throw ModelError("reduce_tiled needs a tiled spec");
   const std::string why = reduce_unsupported_reason(op, spec.data_type);
   if (!why.empty()) throw ModelError(why);
+  check_smem_address(smem_address);
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
   check_store_reaches_tensor(spec, coords);

@@ -217,6 +217,16 @@ TEST(GemmLauncher, DStrideAndSpanAreBounded) {
   EXPECT_EQ(refused([&] { gemm_fp8(f16, b8, o.d); }), "a.type");
 }
 
+TEST(GemmLauncher, ThePlanRefusesExtentsPastWhatGemmTakes) {
+  std::string msg;
+  EXPECT_EQ(refused([] { gemm_fp8_plan(2147483648u, 4096, 4096, 132); }, &msg), "m");
+  EXPECT_EQ(msg, "m: 2147483648 exceeds 2^31 - 4096, the largest extent gemm_fp8 takes");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, ~std::uint64_t{0}, 64, 132); }), "n");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(~std::uint64_t{0}, 64, 64, 132); }), "m");
+  EXPECT_EQ(refused([] { gemm_fp8_plan(64, 64, std::uint64_t{1} << 40, 132); }), "k");
+  EXPECT_GT(gemm_fp8_plan((1u << 31) - 4096, 64, 64, 132).tiles, 0);
+}
+
 TEST(GemmLauncher, ScalesMustGiveAFiniteFloat) {
   Operands o;
   std::string msg;

@@ -27,6 +27,20 @@ using test::refused;
 const std::uintptr_t kA = 0x10000000;
 const std::uintptr_t kB = 0x20000000;
 
+TEST(KernelLaunchers, TypesOfPartBytesAreRefusedByName) {
+  const TensorRef out(fake(kB), DataType::uint8, 64, 64);
+  std::string msg;
+  EXPECT_EQ(refused([&] {
+              transpose(TensorRef(fake(kA), DataType::packed_u4_align8, 64, 64), out);
+            }, &msg), "in.type");
+  EXPECT_EQ(msg, "in.type: 16U4_ALIGN8B packs values smaller than a byte; the kernels take "
+                 "types of whole bytes");
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(kA), static_cast<DataType>(40), 64, 64), out, 1);
+            }, &msg), "in.type");
+  EXPECT_EQ(msg, "in.type: 40 is not a DataType");
+}
+
 TEST(KernelLaunchers, AddConstantNamesTheArgument) {
   const TensorRef in(fake(kA), DataType::float32, 64, 64);
   const TensorRef out(fake(kB), DataType::float32, 64, 64);

@@ -2,6 +2,8 @@
 // the PTX ISA and docs/hardware.md by hand, never by calling the model.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -181,6 +183,48 @@ TEST(ModelLoad, SwizzleFollowsTheBufferAddress) {
   // a buffer at 1024 + 0 behaves as at 0
   const SharedBytes aligned = load_tiled(s, g, {0, 0}, 2048);
   EXPECT_EQ(aligned.bytes[1 * 128], 0x11);
+}
+
+TEST(ModelSwizzle, SharedAddressOffTheOperandsAlignmentIsRefused) {
+  // D1: the shared-memory operand is 128-byte aligned; off it a swizzled chunk would leave
+  // the buffer's rows, so loads, stores and reduces all refuse, naming the address
+  auto s = tiled(DataType::float32, 2, {64, 16}, {256}, {32, 8});
+  s.swizzle = Swizzle::bytes128;
+  std::vector<std::uint8_t> g(64 * 16 * 4);
+  const std::vector<std::uint8_t> smem(footprint(s).total_bytes);
+  const std::string expected =
+      "smem_address 0x90 is not 128-byte aligned; TMA's shared-memory operand is (D1): use 0x80 "
+      "or 0x100";
+  const auto message = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const ModelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(nothing thrown)");
+  };
+  EXPECT_EQ(message([&] { load_tiled(s, g, {0, 0}, 144); }), expected);
+  EXPECT_EQ(message([&] { store_tiled(s, g, smem, {0, 0}, 144); }), expected);
+  EXPECT_EQ(message([&] { reduce_tiled(s, ReduceOp::min, g, smem, {0, 0}, 144); }).substr(0, 10),
+            "reduce min");  // (min is not defined on FLOAT32: that rule speaks first)
+  s.data_type = DataType::uint32;
+  EXPECT_EQ(message([&] { reduce_tiled(s, ReduceOp::add, g, smem, {0, 0}, 144); }), expected);
+  for (std::uint32_t address = 0; address < 2048; address += 128) {
+    EXPECT_NO_THROW(store_tiled(s, g, smem, {0, 0}, address)) << address;
+  }
+}
+
+TEST(ModelReduce, AnOperationPastTheEnumIsRefusedNotRead) {
+  const auto op = static_cast<ReduceOp>(8);
+  EXPECT_EQ(name(op), "(not a ReduceOp)");
+  EXPECT_EQ(reduce_unsupported_reason(op, DataType::uint32),
+            "reduce op 8 is not a ReduceOp (add, min, max, inc, dec, and, or, xor)");
+  std::uint8_t dst[4] = {}, src[4] = {};
+  EXPECT_THROW(reduce_element(op, DataType::uint32, dst, src), ModelError);
+  auto s = tiled(DataType::uint32, 2, {64, 16}, {256}, {32, 8});
+  std::vector<std::uint8_t> g(64 * 16 * 4);
+  const std::vector<std::uint8_t> smem(footprint(s).total_bytes);
+  EXPECT_THROW(reduce_tiled(s, static_cast<ReduceOp>(200), g, smem, {0, 0}), ModelError);
 }
 
 TEST(ModelLoad, NarrowRowTakesFullSpanO2) {

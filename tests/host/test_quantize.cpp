@@ -540,6 +540,12 @@ TEST(QuantizePlan, ScaleShapes) {
   EXPECT_EQ(quantize_scale_shape(7, 144, R::block, O::a).mn, 7u);
   EXPECT_EQ(quantize_scale_shape(257, 7168, R::block, O::b).mn, 3u);
   EXPECT_EQ(quantize_scale_shape(257, 7168, R::block, O::b).k, 56u);
+  // extents near 2^64 do not wrap; a recipe or operand past its enum is refused
+  constexpr std::uint64_t kHuge = ~std::uint64_t{0};
+  EXPECT_EQ(quantize_scale_shape(kHuge, kHuge, R::block, O::b).mn, (kHuge >> 7) + 1);
+  EXPECT_EQ(quantize_scale_shape(kHuge, kHuge, R::block, O::b).k, (kHuge >> 7) + 1);
+  EXPECT_EQ(refused([] { quantize_scale_shape(7, 144, static_cast<R>(3), O::a); }), "recipe");
+  EXPECT_EQ(refused([] { quantize_scale_shape(7, 144, R::row, static_cast<O>(2)); }), "operand");
 }
 
 // ---- refusals --------------------------------------------------------------------------

@@ -138,11 +138,14 @@ struct Tile {
     s.data_type = data_type;
     s.rank = static_cast<std::uint32_t>(rank);
     s.global_address = reinterpret_cast<std::uintptr_t>(base);
-    for (int d = 0; d < rank; ++d) {
+    constexpr std::size_t dims_count = sizeof...(Box);
+    for (std::size_t d = 0; d < dims_count; ++d) {
       s.global_dim[d] = dims[d];
       s.box_dim[d] = box[d];
     }
-    for (int d = 0; d + 1 < rank; ++d) s.global_strides_bytes[d] = strides_bytes[d];
+    for (std::size_t d = 0; d + 1 < dims_count; ++d) {
+      s.global_strides_bytes[d] = strides_bytes[d];
+    }
     s.swizzle = S;
     return s;
   }

@@ -22,7 +22,8 @@ namespace tmakit {
 enum class QuantizeOperand { a, b };
 
 // The scale array's extents for a recipe: `mn` x `k` floats (tensor: 1 x 1; row: rows x 1;
-// block a: rows x ceil(K / 128); block b: ceil(rows / 128) x ceil(K / 128)).
+// block a: rows x ceil(K / 128); block b: ceil(rows / 128) x ceil(K / 128)). Throws
+// ArgumentError for a recipe or operand out of range.
 struct QuantizeScaleShape {
   std::uint64_t mn = 0;
   std::uint64_t k = 0;

@@ -4,8 +4,9 @@
 //
 // Global memory is a byte span whose byte 0 sits at spec.global_address. Reading or writing a
 // byte outside it throws ModelError; nothing here indexes out of range. Shared memory is a
-// buffer starting at shared-memory address `smem_address` (only its low 10 bits matter: the
-// swizzle is a function of the address, docs/hardware.md D2, O5), reported as SharedBytes.
+// buffer starting at shared-memory address `smem_address`, a multiple of 128 as TMA's operand
+// is (docs/hardware.md D1; another throws ModelError; only its low 10 bits matter: the
+// swizzle is a function of the address, D2, O5), reported as SharedBytes.
 #pragma once
 
 #include <array>

@@ -26,6 +26,17 @@ inline std::string hex_address(const void* p) {
   return buf;
 }
 
+// A view's element type: one of whole bytes (Blackwell's packed types and values past the
+// enum are refused, named).
+inline void require_whole_byte_type(const std::string& view_name, DataType t) {
+  if (element_bytes(t) != 0) return;
+  throw ArgumentError(view_name + ".type",
+                      is_packed(t) ? std::string(name(t)) +
+                                         " packs values smaller than a byte; the kernels take "
+                                         "types of whole bytes"
+                                   : std::to_string(static_cast<int>(t)) + " is not a DataType");
+}
+
 // The largest extent the kernels take: TMA's coordinates are signed 32-bit (rule D3), and the
 // kernels add a tile's width (at most 256 elements) to a tile's coordinate in 32 bits.
 inline constexpr std::uint64_t kMaxExtent = (1ull << 31) - 4096;
@@ -93,7 +104,7 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
                                          "returns aligned memory, offsets must be multiples "
                                          "of 16 bytes");
   }
-  if (element_bytes(v.type) == 0) throw ArgumentError(n + ".type", "is not a known type");
+  require_whole_byte_type(n, v.type);
   const auto extent = [&](const char* field, std::uint64_t value) {
     if (value == 0) throw ArgumentError(n + "." + field, "is 0; every extent must be >= 1");
     if (value > kMaxExtent) {

@@ -17,7 +17,7 @@ namespace tmakit::detail {
 template <class P>
 void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed) {
   const std::string n(name);
-  if (element_bytes(v.type) == 0) throw ArgumentError(n + ".type", "is not a known type");
+  require_whole_byte_type(n, v.type);
   const auto extent = [&](const char* field, std::uint64_t value) {
     if (value > kMaxExtent) {
       throw ArgumentError(n + "." + field,
