@@ -588,10 +588,11 @@ def _number(value) -> str:
 
 
 # The least double that rounds to float32's infinity (2^128 - 2^103: FLT_MAX plus half an
-# ulp, a tie rounded to even, up), and the greatest that rounds to 0 (half the least
-# subnormal, a tie rounded to even, down).
+# ulp, a tie rounded to even, up), the greatest that rounds to 0 (half the least subnormal, a
+# tie rounded to even, down), and the least normal float32.
 _FLOAT32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103
 _FLOAT32_UNDERFLOW = 2.0 ** -150
+_FLOAT32_NORMAL = 2.0 ** -126
 
 
 def _scale(value, name: str, device):
@@ -614,9 +615,16 @@ def _scale(value, name: str, device):
     return scale, None
 
 
-def _host_scale(alpha: float, scale_a: float, scale_b: float) -> float:
-    """alpha * scale_a * scale_b formed in double, refused where float32 cannot hold it: the
-    one host factor the kernel applies (each value alone may lie outside float's range)."""
+def _in_float32(value: float) -> bool:
+    """Whether float32 holds ``value`` as a normal number (or 0)."""
+    return value == 0.0 or _FLOAT32_NORMAL <= abs(value) < _FLOAT32_OVERFLOW
+
+
+def _host_scales(alpha: float, scale_a: float, scale_b: float) -> tuple:
+    """(alpha, scale_a, scale_b) as the launcher takes them (floats, multiplied in double and
+    rounded once), after the check of their product formed in double here: where a value
+    alone lies outside float32's normal range, the product travels as alpha (so that a factor
+    float32 cannot hold, whose product it can, is not lost)."""
     if not math.isfinite(alpha):
         raise ValueError(f"alpha: {alpha} is not finite")
     product = alpha * scale_a * scale_b
@@ -626,7 +634,9 @@ def _host_scale(alpha: float, scale_a: float, scale_b: float) -> float:
     if product != 0.0 and abs(product) <= _FLOAT32_UNDERFLOW:
         raise ValueError(f"alpha, scale_a, scale_b: alpha * scale_a * scale_b = {product:.9g} is "
                          f"below float32's range (it would be 0, and D with it)")
-    return product
+    if _in_float32(alpha) and _in_float32(scale_a) and _in_float32(scale_b):
+        return alpha, scale_a, scale_b
+    return product, 1.0, 1.0
 
 
 def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
@@ -647,7 +657,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     amax needs no host synchronisation, and a CUDA graph replay reads the current value).
     alpha * scale_a * scale_b, for host values, formed in double, must round to a finite float
     that is 0 only when the product is (0 gives D = 0; a product below float's range is
-    refused, not flushed to 0).
+    refused, not flushed to 0); a single value may lie outside float's range where the
+    product does not (alpha=1e40, scale_a=1e-40).
 
     Row-wise and 128-block scales (the recipe follows from the float32 CUDA tensors' shapes,
     as in ``torch._scaled_mm``; kernels/gemm/README.md, "Scale recipes"):
@@ -695,10 +706,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     s_b, t_b = _scale(scale_b, "scale_b", a.device)
     # (the recipe the scale tensors' shapes give, checked before anything is allocated)
     recipe, strides = _scale_recipe(t_a, t_b, m, n, a.shape[1])
-    # NOTE: the host values travel as their one product (alpha), so that a factor outside
-    # float32's range whose product is inside it is not lost in a float32 of its own
-    s_alpha = _host_scale(_real(alpha, "alpha", "a float"), s_a, s_b)
-    s_a = s_b = 1.0
+    s_alpha, s_a, s_b = _host_scales(_real(alpha, "alpha", "a float"), s_a, s_b)
     if type(accumulate) is not str or accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
     if accumulate == "fast" and recipe == _tmakit.GemmScaleRecipe.block:

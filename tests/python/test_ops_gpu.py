@@ -777,3 +777,55 @@ def test_other_frameworks_arrays_come_in_through_dlpack():
     tmakit.add(x, 1.0, out=x)
     torch.cuda.synchronize()
     assert float(x[0, 0]) == 1.0
+
+
+# --- values the kernels would misread ---------------------------------------------------------
+
+
+def test_gemm_host_scales_outside_float32_whose_product_is_inside_it():
+    torch.manual_seed(3)
+    a, b = random_fp8(64, 256, pad=False), random_fp8(128, 256, pad=False)
+    half = tmakit.gemm_fp8(a, b, scale_a=0.5)
+    assert torch.equal(tmakit.gemm_fp8(a, b, alpha=2.0 ** 130, scale_a=2.0 ** -131), half)
+    assert torch.equal(tmakit.gemm_fp8(a, b, scale_a=2.0 ** -140, scale_b=2.0 ** 139), half)
+    out = torch.full((64, 128), 7.0, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(ValueError, match="below float32's range"):
+        tmakit.gemm_fp8(a, b, scale_a=1e-46, out=out)
+    assert bool((out == 7).all())  # nothing written
+
+
+def test_gemm_reads_a_negated_scale_view_as_its_values():
+    torch.manual_seed(4)
+    a, b = random_fp8(64, 256, pad=False), random_fp8(128, 256, pad=False)
+    neg = torch.tensor([2j], dtype=torch.complex64, device="cuda").conj().imag
+    assert neg.is_neg()
+    assert torch.equal(tmakit.gemm_fp8(a, b, scale_a=neg),
+                       tmakit.gemm_fp8(a, b, scale_a=torch.tensor([-2.0], device="cuda")))
+    rows = (torch.rand(64, 1, device="cuda") + 0.5).to(torch.complex64) * 1j
+    cols = torch.rand(1, 128, device="cuda") + 0.5
+    negated_rows = rows.conj().imag
+    assert negated_rows.is_neg()
+    assert torch.equal(tmakit.gemm_fp8(a, b, scale_a=negated_rows, scale_b=cols),
+                       tmakit.gemm_fp8(a, b, scale_a=negated_rows.resolve_neg().clone(),
+                                       scale_b=cols))
+
+
+@pytest.mark.parametrize("name", ["uint1", "uint4", "int2", "int7"])
+def test_transpose_moves_the_bits_of_the_sub_byte_shell_dtypes(name):
+    dtype = getattr(torch, name, None)
+    if dtype is None:
+        pytest.skip(f"this torch has no torch.{name}")
+    raw = torch.randint(0, 256, (37, 53), dtype=torch.uint8, device="cuda")
+    for view in (raw, raw[:, 1:], raw.t(), raw[::2]):
+        out = tmakit.transpose(view.view(dtype))
+        assert out.dtype == dtype
+        assert torch.equal(out.view(torch.uint8), view.t())
+
+
+def test_quantized_tensors_are_refused_naming_x():
+    try:
+        q = torch.quantize_per_tensor(torch.rand(8, 8, device="cuda"), 0.1, 0, torch.qint8)
+    except (RuntimeError, NotImplementedError):
+        pytest.skip("this torch has no quantized CUDA tensors")
+    with pytest.raises(TypeError, match=r"x: a quantized tensor \(torch.qint8\)"):
+        tmakit.transpose(q)
