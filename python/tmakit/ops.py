@@ -934,8 +934,10 @@ def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> to
 def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """3x3 cross-correlation with zero padding (``conv2d(x[:, None], weight[None, None],
     padding=1)``): ``x`` (H, W) or (B, H, W) float32 or float64 (or 16-bit, below) on a GPU,
-    any shape (empty too), strides and start; ``weight`` 3x3 (tensor or nested list; taps
-    rounded to x's dtype, summed in row-major order with fused multiply-adds). ``out``: same
+    any shape (empty too), strides and start; ``weight`` 3x3 (tensor, nested list or array of
+    real numbers; taps rounded to x's dtype, summed in row-major order with fused
+    multiply-adds; a NaN or infinite tap, or one past x's dtype's range, is refused with
+    ValueError). ``out``: same
     shape and dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA

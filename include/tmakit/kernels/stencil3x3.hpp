@@ -24,7 +24,9 @@ struct Filter3x3 {
 // `in` and `out`: same type (float32 or float64), shape and batch, disjoint. Any extents (an
 // empty view writes nothing), any data alignment, row and image stride that are multiples of
 // the element size (a single row needs no row stride). The taps are rounded to the element
-// type. Throws ArgumentError naming the argument before anything is written. Asynchronous.
+// type: each must be finite there ("filter.taps[i]" names one that is not, or that float32
+// cannot hold). Throws ArgumentError naming the argument before anything is written.
+// Asynchronous.
 // The sum runs in the order of `taps` with fused multiply-adds, the same on every path. The
 // path and layout are chosen per view, device and type (kernels/stencil3x3/README.md).
 void stencil3x3(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
