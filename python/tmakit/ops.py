@@ -831,15 +831,13 @@ def _tap_values(weight) -> list:
 
 
 def _real_tap(value) -> float:
-    if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
+    try:
+        return _real(value, "weight: a tap", "a real number")
+    except TypeError:
         why = (" (complex taps take a complex x)"
                if isinstance(value, numbers.Complex) and not isinstance(value, (str, bytes))
                else "")
-        raise TypeError(f"weight: tap {value!r} is not a real number{why}")
-    try:
-        return float(value)
-    except OverflowError:
-        raise ValueError(f"weight: tap {_number(value)} is past float64's range") from None
+        raise TypeError(f"weight: tap {value!r} is not a real number{why}") from None
 
 
 def _taps(weight) -> list:

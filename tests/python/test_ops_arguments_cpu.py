@@ -198,7 +198,7 @@ def test_stencil_taps_are_real_numbers_read_in_their_order(fake):
          r"weight\[0\]\[0\]: nan is not finite; the stencil takes finite taps"),
         ([[0, 0, 0], [0, 1, -math.inf], [0, 0, 1]], r"weight\[1\]\[2\]: -inf is not finite"),
         ([[0, 0, 0], [0, 1, 0], [0, 0, 10**400]],
-         "weight: tap an integer of 1329 bits is past float64's range"),
+         "weight: a tap: an integer of 1329 bits is past float64's range"),
         ([[0, 0, 0], [0, 1e39, 0], [0, 0, 1]],
          r"weight\[1\]\[1\]: 1e\+39 overflows torch.float32, x's dtype, to which the taps are "
          r"rounded"),
