@@ -121,8 +121,15 @@ int run_bench(Options& o) {
       return 2;
     }
   }
+  // NOTE: a filter that selects nothing (a typo) would run no case and report success
+  const auto ids = tmakit::bench::list_cases(o.suite);
+  if (ids.empty()) {
+    std::cerr << "tmakit bench: --filter '" << o.suite.filter
+              << "' matches no case; `tmakit bench --list` shows them\n";
+    return 2;
+  }
   if (o.list) {
-    for (const auto& id : tmakit::bench::list_cases(o.suite)) std::cout << id << "\n";
+    for (const auto& id : ids) std::cout << id << "\n";
     return 0;
   }
   // NOTE: without libcuda the runtime says "CUDA driver version is insufficient"; the
@@ -181,14 +188,25 @@ int run_bench(Options& o) {
   return all_ok && files_ok ? 0 : 1;
 }
 
-// NOTE: checked before CLI11 converts the text, which would call "1e3" out of range.
-const CLI::Validator kWholeNumber(
-    [](std::string& text) -> std::string {
-      const bool digits = !text.empty() && text.size() <= 9 &&
-                          text.find_first_not_of("0123456789") == std::string::npos;
-      return digits ? std::string() : "'" + text + "' is not a whole number such as 1000";
-    },
-    "NUMBER");
+// A whole number in [lo, hi], written in digits; leading zeros are dropped.
+// NOTE: checked before CLI11 converts the text, which would call "1e3" out of range, a number
+// past the type's range not a number, and read "010" as octal.
+CLI::Validator whole_number(long lo, long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + text + "' is not a whole number such as 1000";
+        const auto first = text.find_first_not_of('0');
+        const std::string digits = first == std::string::npos ? "0" : text.substr(first);
+        // NOTE: 10 digits are past every limit here, and past a long's range at 20
+        const long v = digits.size() > 9 ? hi + 1 : std::stol(digits);
+        if (v < lo || v > hi)
+          return "'" + text + "' is outside " + std::to_string(lo) + ".." + std::to_string(hi);
+        text = digits;
+        return std::string();
+      },
+      "NUMBER");
+}
 
 const tmakit::cli::Registrar reg(
     "bench", "Benchmark the memory-bound kernels against memcpy and baselines, and the FP8 GEMM "
@@ -202,11 +220,9 @@ const tmakit::cli::Registrar reg(
       app.add_option("--json", o->json, "Write every result, device and method as JSON");
       app.add_option("--svg", o->svg, "Write a bar chart of the ratios to memcpy (SVG)");
       app.add_option("--runs", o->suite.timing.runs, "Timed runs per case (median reported)")
-          ->check(kWholeNumber)
-          ->check(CLI::Range(1, 100000));
+          ->transform(whole_number(1, 100000));
       app.add_option("--warmup", o->suite.timing.warmup, "Untimed runs first")
-          ->check(kWholeNumber)
-          ->check(CLI::Range(0, 100000));
+          ->transform(whole_number(0, 100000));
       app.add_flag("--no-flush", [o](std::int64_t) { o->suite.timing.flush_l2 = false; },
                    "Do not flush L2 before each timed run");
       app.add_flag("--quick", o->suite.quick, "Small shapes: a smoke run, not figures to quote");
@@ -214,8 +230,7 @@ const tmakit::cli::Registrar reg(
       app.add_option("--stall-seconds", o->stall_seconds,
                      "End the run, naming the step, when no timed call has finished for this "
                      "many seconds (a kernel that never finishes); 0: wait forever")
-          ->check(kWholeNumber)
-          ->check(CLI::Range(0, 86400));
+          ->transform(whole_number(0, 86400));
       app.add_option("--gemm-shape", o->gemm_shapes,
                      "GEMM shape MxNxK to run instead of the built-in list (repeatable; after "
                      "the sets of --gemm-shapes when both are given), e.g. --gemm-shape "

@@ -1,5 +1,6 @@
 // tmakit check --jsonl FILE [--arch NAME] [--json | --fix] [--driver]
-// One verdict line per input line: `ok`, `rejected <rule>: <message>` or `error: <message>`.
+// One verdict line per input line: `ok`, `rejected <rule>: <message>` or `error: <message>`;
+// blank lines (nothing but spaces and tabs) are skipped, though --json's "line" counts them.
 // Exit 0 when every line is ok, 1 when any is rejected or malformed, 2 for an unreadable
 // input, an unwritable output or bad usage. With --driver each spec also goes to the real
 // driver and the exit code says whether the two agreed on every line (the differential check
@@ -119,6 +120,7 @@ int run_check(Options opt) {
     }
     ++number;
     if (!std::cout) break;  // the output failed: main() reports it
+    if (got == tmakit::cli::LineReader::Got::line && tmakit::cli::blank_line(line)) continue;
 
     const bool too_long = got == tmakit::cli::LineReader::Got::too_long;
     const std::string too_long_message =
@@ -177,7 +179,8 @@ const tmakit::cli::Registrar kCheck(
     "check", "Judge tensor-map specs (one JSON object per line) against every rule",
     [](CLI::App& app) {
       auto opt = std::make_shared<Options>();
-      app.add_option("--jsonl", opt->file, "File of specs, one JSON object per line (- = stdin)")
+      app.add_option("--jsonl", opt->file,
+                     "File of specs, one JSON object per line (- = stdin; blank lines skipped)")
           ->required();
       app.add_option("--arch", opt->arch,
                      "Architecture whose rules apply: sm_90a, sm_100a, sm_103a or sm_120a "

@@ -1,4 +1,5 @@
-// tmakit rules: every tensor-map rule the validator applies, in order, with its id.
+// tmakit rules: every tensor-map rule the validator applies, in order, with its id (and the id
+// its im2col verdicts carry where that differs: "T8 / I6").
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,12 +24,17 @@ int run_rules(bool json, const std::string& arch_name) {
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : list) {
-      out.push_back({{"id", std::string(r.id)}, {"summary", std::string(r.summary)}});
+      nlohmann::json o{{"id", std::string(r.id)}, {"summary", std::string(r.summary)}};
+      if (!r.im2col_id.empty()) o["im2colId"] = std::string(r.im2col_id);
+      out.push_back(std::move(o));
     }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  for (const auto& r : list) std::cout << r.id << "\t" << r.summary << "\n";
+  for (const auto& r : list) {
+    std::cout << r.id << (r.im2col_id.empty() ? "" : " / " + std::string(r.im2col_id)) << "\t"
+              << r.summary << "\n";
+  }
   std::cout << "\nT*: documented (tiled, and shared with im2col), I*: documented for im2col, X*: "
                "found by sweeping the real driver; A1, P*, S1, W*, G*: Blackwell's encodings "
                "(sm_100a and later). docs/rules.md tells how.\n";
@@ -40,7 +46,9 @@ const tmakit::cli::Registrar kRules(
     [](CLI::App& app) {
       auto json = std::make_shared<bool>(false);
       auto arch = std::make_shared<std::string>();
-      app.add_flag("--json", *json, "Print a JSON array of {id, summary}");
+      app.add_flag("--json", *json,
+                   "Print a JSON array of {id, summary} (and im2colId where im2col verdicts "
+                   "carry another id)");
       app.add_option("--arch", *arch,
                      "Only the rules that can refuse a spec on this architecture (sm_90a, "
                      "sm_100a, sm_103a, sm_120a)");

@@ -1,4 +1,4 @@
-// tmakit simulate --global FILE --jsonl SPECS [--grid] [--store SMEM | --reduce OP --shared SMEM]
+// tmakit simulate --global FILE --jsonl SPECS [--grid] [--store | --reduce OP] [--shared SMEM]
 // For each SPECS line (a `tmakit check` tiled spec plus "coords":[rank ints]) prints one line:
 // the shared-memory footprint of that load, as it lands in a buffer aligned to 1024 bytes, in
 // lowercase hex with `..` for every byte the load does not write. The footprint is
@@ -6,8 +6,13 @@
 // FILE holds the global tensor's bytes, byte 0 at the spec's globalAddress.
 // --store / --reduce OP: print the global bytes the store (or reduce) of the shared buffer in
 // SMEM writes instead, `..` for bytes it leaves alone, over the whole of FILE.
+// Each spec is judged for the copy simulated: its "direction" is load, store or reduce as the
+// options say (a line whose "direction" names another copy is an error line), so the rules
+// about one direction apply (docs/rules.md: S1, G4, P6). gather4/scatter4 maps are error lines
+// (a spec has no place for their four row coordinates). Blank lines are skipped.
 // An invalid spec or a missing byte of FILE gives an `error: ...` line. Exit 0 when every line
-// is ok, 1 when any line is an error, 2 for unreadable files, unwritable output or bad usage.
+// is ok, 1 when any line is an error, 2 for unreadable files, unwritable output or bad usage
+// (at most one of FILE, SPECS and SMEM may be "-", stdin; --shared needs --store or --reduce).
 // FILE may hold at most kMaxGlobalBytes (256 MiB) and SMEM kMaxSharedFileBytes; a box whose
 // shared-memory footprint is past 228 KiB is an error line (the model refuses it).
 #include <algorithm>
@@ -19,6 +24,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "command.hpp"
@@ -39,6 +45,7 @@ struct Options {
   bool store = false;
   std::string reduce;
   std::string arch;
+  bool shared_given = false;
 };
 
 // NOTE: --store prints the whole of FILE (twice its size in hex) and keeps three copies of
@@ -147,6 +154,38 @@ Picture simulate_store(const tmakit::TensorMapSpec& spec, const std::vector<std:
   return p;
 }
 
+// The spec of `object` judged for the copy simulated (`copy`): an error when its "direction"
+// names another copy, or when it breaks a rule, for that copy too.
+tmakit::TensorMapSpec judged_spec(const nlohmann::json& object, tmakit::Arch arch,
+                                  tmakit::Direction copy) {
+  tmakit::TensorMapSpec spec = tmakit::spec_from_json(object, arch);
+  if (spec.kind != tmakit::EncodeKind::tiled) {
+    throw tmakit::ParseError("encode: simulate handles tiled specs only");
+  }
+  if (spec.tile_mode != tmakit::TileMode::tile) {
+    throw tmakit::ParseError("tileMode " + std::string(tmakit::name(spec.tile_mode)) +
+                             ": simulate does not model gather4/scatter4 (a spec has no place "
+                             "for the copy's four row coordinates)");
+  }
+  const std::string copy_name =
+      copy == tmakit::Direction::reduce ? "reduction" : std::string(tmakit::name(copy));
+  if (spec.direction != tmakit::Direction::any && spec.direction != copy) {
+    throw tmakit::ParseError("direction: the line says " +
+                             std::string(tmakit::name(spec.direction)) + ", and this run " +
+                             "simulates a " + copy_name +
+                             " (a load without options, --store, --reduce OP)");
+  }
+  if (auto v = tmakit::find_violation(spec, arch)) throw *v;
+  // NOTE: a rule about one direction applies only where the spec names it; the copy is known
+  const bool said = spec.direction == copy;
+  spec.direction = copy;
+  if (auto v = tmakit::find_violation(spec, arch)) {
+    if (said) throw *v;
+    throw tmakit::Error("as a " + copy_name + ": " + v->what());
+  }
+  return spec;
+}
+
 int run_simulate(const Options& opt) {
   std::optional<model::ReduceOp> op;
   if (!opt.reduce.empty()) {
@@ -158,8 +197,26 @@ int run_simulate(const Options& opt) {
     }
   }
   const bool to_global = opt.store || op.has_value();
-  if (to_global && opt.shared_file.empty()) {
+  if (to_global && !opt.shared_given) {
     std::cerr << "tmakit simulate: --store and --reduce need --shared FILE (the shared buffer)\n";
+    return 2;
+  }
+  if (!to_global && opt.shared_given) {
+    std::cerr << "tmakit simulate: --shared " << opt.shared_file
+              << " is the buffer a store or reduce writes from: give --store or --reduce OP, "
+                 "or leave --shared out for loads\n";
+    return 2;
+  }
+  // NOTE: each "-" reads stdin to its end; a second would read nothing and judge no line.
+  std::vector<std::string> from_stdin;
+  for (const auto& [flag, file] :
+       {std::pair{"--global", &opt.global_file}, std::pair{"--jsonl", &opt.specs_file},
+        std::pair{"--shared", &opt.shared_file}}) {
+    if (*file == "-") from_stdin.push_back(flag);
+  }
+  if (from_stdin.size() > 1) {
+    std::cerr << "tmakit simulate: " << from_stdin[0] << " and " << from_stdin[1]
+              << " cannot both read stdin (-); give one of them a file\n";
     return 2;
   }
   if (opt.store && op) {
@@ -193,6 +250,9 @@ int run_simulate(const Options& opt) {
     return 2;
   }
 
+  const tmakit::Direction copy = op          ? tmakit::Direction::reduce
+                                 : opt.store ? tmakit::Direction::store
+                                             : tmakit::Direction::load;
   bool all_ok = true;
   tmakit::cli::LineReader reader(input, tmakit::kMaxLineBytes);
   std::string line;
@@ -205,6 +265,7 @@ int run_simulate(const Options& opt) {
     }
     if (got == tmakit::cli::LineReader::Got::end || !std::cout) break;
     ++number;
+    if (got == tmakit::cli::LineReader::Got::line && tmakit::cli::blank_line(line)) continue;
     std::string out;
     try {
       if (got == tmakit::cli::LineReader::Got::too_long) {
@@ -214,11 +275,7 @@ int run_simulate(const Options& opt) {
       }
       // parse, validate, then simulate; any failure is this line's error
       const nlohmann::json object = tmakit::parse_json_line(line);
-      const tmakit::TensorMapSpec spec = tmakit::spec_from_json(object, *arch);
-      if (spec.kind != tmakit::EncodeKind::tiled) {
-        throw tmakit::ParseError("encode: simulate handles tiled specs only");
-      }
-      if (auto v = tmakit::find_violation(spec, *arch)) throw *v;
+      const tmakit::TensorMapSpec spec = judged_spec(object, *arch, copy);
       const model::Coords coords = tmakit::coords_from_json(object, spec.rank);
       const Picture p = to_global ? simulate_store(spec, global, smem, coords, op)
                                   : simulate_load(spec, global, coords);
@@ -257,10 +314,11 @@ const tmakit::cli::Registrar kSimulate(
     [](CLI::App& app) {
       auto opt = std::make_shared<Options>();
       app.add_option("--global", opt->global_file,
-                     "File of the global tensor's bytes (byte 0 at globalAddress)")
+                     "File of the global tensor's bytes (byte 0 at globalAddress; - = stdin)")
           ->required();
       app.add_option("--jsonl", opt->specs_file,
-                     "Specs, one JSON object per line with \"coords\" (- = stdin)")
+                     "Specs, one JSON object per line with \"coords\" (- = stdin; blank lines "
+                     "skipped)")
           ->required();
       app.add_option("--arch", opt->arch,
                      "Architecture whose rules the specs must pass: sm_90a, sm_100a, sm_103a, "
@@ -270,9 +328,13 @@ const tmakit::cli::Registrar kSimulate(
       app.add_option("--reduce", opt->reduce,
                      "Simulate a reduce of --shared into global memory: add, min, max, inc, "
                      "dec, and, or, xor");
-      app.add_option("--shared", opt->shared_file,
-                     "File of the shared buffer (at a 1024-aligned address) for --store/--reduce");
-      return [opt] { return run_simulate(*opt); };
+      auto* shared = app.add_option(
+          "--shared", opt->shared_file,
+          "File of the shared buffer (at a 1024-aligned address) for --store/--reduce (- = stdin)");
+      return [opt, shared] {
+        opt->shared_given = shared->count() > 0;
+        return run_simulate(*opt);
+      };
     });
 
 }  // namespace

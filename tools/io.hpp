@@ -66,7 +66,8 @@ class Input {
 };
 
 // Lines of an Input, "\n" or "\r\n" ended (the last may lack it). A line past `max_bytes` is
-// not kept: it comes back as too_long with its length, and the next line follows as usual.
+// not kept: it comes back as too_long with its length (without the "\r"), and the next line
+// follows as usual.
 class LineReader {
  public:
   enum class Got { line, too_long, end, failed };
@@ -78,6 +79,7 @@ class LineReader {
     line.clear();
     length = 0;
     if (done_) return Got::end;
+    char last = 0;
     for (;;) {
       if (pos_ == end_) {
         const ssize_t n = read_some();
@@ -92,6 +94,7 @@ class LineReader {
       const void* nl = std::memchr(begin, '\n', end_ - pos_);
       const std::size_t take = nl ? static_cast<const char*>(nl) - begin : end_ - pos_;
       if (length + take <= max_bytes_ + 1) line.append(begin, take);  // +1: a "\r" to drop
+      if (take > 0) last = begin[take - 1];
       length += take;
       pos_ += take;
       if (nl) {
@@ -99,9 +102,9 @@ class LineReader {
         break;
       }
     }
-    if (length <= max_bytes_ + 1 && !line.empty() && line.back() == '\r') {
-      line.pop_back();
+    if (last == '\r') {
       --length;
+      if (line.size() > length) line.pop_back();  // kept whole, "\r" included
     }
     if (length > max_bytes_) {
       line.clear();
@@ -128,6 +131,12 @@ class LineReader {
   std::size_t pos_ = 0, end_ = 0;
   bool done_ = false;
 };
+
+// Whether a line holds nothing but JSON's whitespace: the commands skip it, as JSONL readers
+// do (an editor's trailing newline, a blank line between groups).
+inline bool blank_line(const std::string& line) {
+  return line.find_first_not_of(" \t\r\n") == std::string::npos;
+}
 
 // Why what was written to std::cout did not all reach its destination, or nullopt when it did:
 // flushes std::cout and stdout first.

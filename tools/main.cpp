@@ -38,14 +38,28 @@ int main(int argc, char** argv) {
     runners.emplace_back(sub, c.setup(*sub));
   }
 
-  // NOTE: CLI11 answers an unknown first word with "A subcommand is required"; name it.
+  // NOTE: CLI11 answers an unknown first word, or an unknown option before the command, with
+  // "A subcommand is required"; name it.
+  auto list_commands = [&] {
+    for (const auto& c : commands) std::cerr << ' ' << c.name;
+    std::cerr << " (tmakit --help)\n";
+  };
   if (argc > 1 && argv[1][0] != '-' &&
       std::none_of(commands.begin(), commands.end(),
                    [&](const auto& c) { return c.name == argv[1]; })) {
     std::cerr << "tmakit: '" << argv[1] << "' is not a command; the commands are";
-    for (const auto& c : commands) std::cerr << ' ' << c.name;
-    std::cerr << " (tmakit --help)\n";
+    list_commands();
     return 2;
+  }
+  if (argc > 1 && argv[1][0] == '-') {
+    const std::string given = argv[1];
+    if (app.get_option_no_throw(given.substr(0, given.find('='))) == nullptr) {
+      std::cerr << "tmakit: '" << given
+                << "' is not an option of tmakit itself; options follow the command "
+                   "(tmakit COMMAND --help), and the commands are";
+      list_commands();
+      return 2;
+    }
   }
 
   try {
@@ -64,6 +78,16 @@ int main(int argc, char** argv) {
   for (auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
     const std::string who = "tmakit " + sub->get_name();
+    // NOTE: every command reads an empty value as "not given" (rules --arch '' would list every
+    // architecture's rules, bench --json '' write no report): refuse it, naming the option.
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->get_expected_min() == 0 || o->count() == 0) continue;
+      const auto& values = o->results();
+      if (std::any_of(values.begin(), values.end(), [](const auto& v) { return v.empty(); })) {
+        std::cerr << who << ": " << o->get_name() << " '': the value is empty\n";
+        return 2;
+      }
+    }
     try {
       return finish(run(), who);
     } catch (const std::bad_alloc&) {

@@ -168,9 +168,11 @@ std::pair<bool, std::string> fix_line(const std::string& line, const std::string
   return {true, tmakit::rewrite_spec_json(line, spec, *mended)};
 }
 
-std::vector<std::pair<std::string, std::string>> rule_list() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& r : tmakit::rules()) out.emplace_back(std::string(r.id), std::string(r.summary));
+std::vector<std::tuple<std::string, std::string, std::string>> rule_list() {
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  for (const auto& r : tmakit::rules()) {
+    out.emplace_back(std::string(r.id), std::string(r.summary), std::string(r.im2col_id));
+  }
   return out;
 }
 
@@ -483,7 +485,8 @@ NB_MODULE(_tmakit, m) {
         "Judge one JSON spec line as `tmakit check --jsonl` does: (verdict, rule, message).");
   m.def("fix_line", &fix_line, "line"_a, "arch"_a = "sm_90a",
         "`tmakit check --fix` for one line: (passed, the nearest passing spec or 'error: ...').");
-  m.def("rules", &rule_list, "Every rule the validator applies, in order: [(id, summary)].");
+  m.def("rules", &rule_list,
+        "Every rule the validator applies, in order: [(id, summary, im2col id or '')].");
   m.def("describe_line", &describe_line, "line"_a, "arch"_a = "sm_90a",
         "The one-line description of a spec.");
   m.def("normalize_line", &normalize_line, "line"_a,

@@ -455,11 +455,13 @@ def fix(spec: Any, arch: Optional[str] = None) -> dict:
 class Rule(NamedTuple):
     id: str
     summary: str
+    im2col_id: Optional[str] = None  # the id an im2col spec's verdict gives it ("I6" for T8)
 
 
 def rules() -> list:
-    """Every rule the validator applies, in order, as (id, summary) pairs (`tmakit rules`)."""
-    return [Rule(i, s) for i, s in _tmakit.rules()]
+    """Every rule the validator applies, in order, as (id, summary, im2col id) (`tmakit
+    rules`, which prints "T8 / I6" where an im2col spec's verdict names the rule "I6")."""
+    return [Rule(i, s, m or None) for i, s, m in _tmakit.rules()]
 
 
 def describe(spec: Any, arch: Optional[str] = None) -> str:

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string>
+
+#include "tmakit/core/error.hpp"
 
 namespace tmakit {
 namespace {
@@ -94,6 +97,11 @@ std::optional<OobFill> parse_oob_fill(std::string_view s) {
 }
 
 std::uint64_t box_elements(const TensorMapSpec& spec, int d) {
+  if (d < 0 || d >= kMaxRank) {
+    throw Error("box_elements: dimension d = " + std::to_string(d) + " is outside 0.." +
+                std::to_string(kMaxRank - 1) + " (a tensor map has at most " +
+                std::to_string(kMaxRank) + " dimensions)");
+  }
   if (spec.kind == EncodeKind::im2col_wide) {
     // NOTE: the halo pixels (the copy's wHalo operand) come on top; counted here without them.
     if (d == 0) return spec.channels_per_pixel;
@@ -121,6 +129,7 @@ std::uint64_t box_elements(const TensorMapSpec& spec, int d) {
 }
 
 std::uint64_t box_bytes(const TensorMapSpec& spec) {
+  if (spec.rank < 1 || spec.rank > static_cast<std::uint32_t>(kMaxRank)) return 0;
   // NOTE: H12: with interleave each dimension-0 step is one whole 16- or 32-byte slice
   const int dims = spec.kind == EncodeKind::tiled ? static_cast<int>(spec.rank) : 2;
   if (is_packed(spec.data_type)) {

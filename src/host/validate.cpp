@@ -160,7 +160,8 @@ std::uint64_t address_align(const TensorMapSpec& s) {
 
 // ---- fixes ----------------------------------------------------------------------------------
 
-// The numeric fields a fix can change, by JSON key.
+// The fields a fix can change, by JSON key: numbers, then the enums whose fixes depend on the
+// other rules (a value is their number).
 enum class Field {
   address,
   dim,
@@ -173,6 +174,10 @@ enum class Field {
   pixels,
   lower_width,
   upper_width,
+  swizzle,
+  interleave,
+  tile_mode,
+  direction,
 };
 
 const char* key(Field f) {
@@ -188,12 +193,20 @@ const char* key(Field f) {
     case Field::pixels: return "pixelsPerColumn";
     case Field::lower_width: return "pixelBoxLowerCornerWidth";
     case Field::upper_width: return "pixelBoxUpperCornerWidth";
+    case Field::swizzle: return "swizzle";
+    case Field::interleave: return "interleave";
+    case Field::tile_mode: return "tileMode";
+    case Field::direction: return "direction";
   }
   return "";
 }
+bool is_enum(Field f) {
+  return f == Field::swizzle || f == Field::interleave || f == Field::tile_mode ||
+         f == Field::direction;
+}
 bool is_array(Field f) {
   return f != Field::address && f != Field::channels && f != Field::pixels &&
-         f != Field::lower_width && f != Field::upper_width;
+         f != Field::lower_width && f != Field::upper_width && !is_enum(f);
 }
 bool is_signed(Field f) {
   return f == Field::lower || f == Field::upper || f == Field::lower_width ||
@@ -215,13 +228,30 @@ void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
     case Field::pixels: s.pixels_per_column = static_cast<std::uint32_t>(u); break;
     case Field::lower_width: s.pixel_box_lower_corner_width = static_cast<std::int32_t>(v); break;
     case Field::upper_width: s.pixel_box_upper_corner_width = static_cast<std::int32_t>(v); break;
+    case Field::swizzle: s.swizzle = static_cast<Swizzle>(v); break;
+    case Field::interleave: s.interleave = static_cast<Interleave>(v); break;
+    case Field::tile_mode: s.tile_mode = static_cast<TileMode>(v); break;
+    case Field::direction: s.direction = static_cast<Direction>(v); break;
+  }
+}
+
+// The name of value v of an enum field ("32B").
+std::string enum_name(Field f, std::int64_t v) {
+  switch (f) {
+    case Field::swizzle: return std::string(name(static_cast<Swizzle>(v)));
+    case Field::interleave: return std::string(name(static_cast<Interleave>(v)));
+    case Field::tile_mode: return std::string(name(static_cast<TileMode>(v)));
+    case Field::direction: return std::string(name(static_cast<Direction>(v)));
+    default: return std::to_string(v);
   }
 }
 
 SpecFix make_fix(Field f, std::size_t i, std::int64_t v) {
   SpecFix fix{key(f), std::nullopt, std::uint64_t{0}};
   if (is_array(f)) fix.index = i;
-  if (is_signed(f)) {
+  if (is_enum(f)) {
+    fix.value = enum_name(f, v);
+  } else if (is_signed(f)) {
     fix.value = v;
   } else {
     fix.value = static_cast<std::uint64_t>(v);
@@ -317,6 +347,22 @@ std::function<void(const Sink&)> these(std::vector<std::int64_t> values) {
   };
 }
 
+// An enum's value as a candidate of choose().
+template <class E>
+std::int64_t value_of(E e) {
+  return static_cast<std::int64_t>(e);
+}
+
+// The id of the first rule that `s` passes and `t` breaks ("" when none): the rule a
+// candidate fix would break, for a message that says why another fix is given.
+std::string first_broken(const TensorMapSpec& s, const TensorMapSpec& t) {
+  const auto before = passing(s), after = passing(t);
+  for (std::size_t k = 0; k < before.size(); ++k) {
+    if (before[k] && !after[k]) return std::string(table()[k].id);
+  }
+  return "";
+}
+
 std::optional<SpecFix> fix_of(Field f, std::size_t i, std::optional<std::int64_t> v) {
   if (!v) return std::nullopt;
   return make_fix(f, i, *v);
@@ -343,7 +389,12 @@ void t2_data_type(const TensorMapSpec& s) {
 
 // --- T3 / I1: rank --------------------------------------------------------------------
 void t3_rank(const TensorMapSpec& s) {
-  if (s.rank < 1 || s.rank > 5) {
+  if (s.rank < 1) {
+    broken("T3",
+           "rank = 0 is outside 1..5; a tensor map has at least one dimension: give "
+           "globalDim and boxDim an entry per dimension");
+  }
+  if (s.rank > 5) {
     broken("T3", "rank = " + to_string(s.rank) +
                      " is outside 1..5; fold the extra dimensions into ones whose byte strides "
                      "allow it");
@@ -397,7 +448,8 @@ void t5_global_dims(const TensorMapSpec& s) {
         // Near the bound first; then, for im2col, the largest sizes whose sum with a corner
         // does not wrap to 32-bit signed (X4 checks the dimension that way).
         const auto bound = v == 0 ? std::int64_t{1} : static_cast<std::int64_t>(kTwo32);
-        const auto near_bound = nearest(bound, 1, static_cast<std::int64_t>(kTwo32), 64);
+        // NOTE: 256 sizes, so that one is a multiple of 128 (P2, the padded types)
+        const auto near_bound = nearest(bound, 1, static_cast<std::int64_t>(kTwo32), 256);
         const auto candidates = [&](const Sink& sink) {
           bool done = false;
           near_bound([&](std::int64_t c) { return done = sink(c); });
@@ -411,7 +463,7 @@ void t5_global_dims(const TensorMapSpec& s) {
         return Explained{idx("globalDim", d) + " = " + to_string(v) +
                              " is outside 1..2^32 (4294967296); " +
                              (v == 0 ? "an empty tensor needs no copy (the least size is "
-                                     : "split the dimension in two (the largest size is ") +
+                                     : "split the dimension into several (the largest size is ") +
                              shown(fix) + ")",
                          fix_of(Field::dim, d, fix)};
       });
@@ -777,11 +829,14 @@ void x4_im2col_extent(const TensorMapSpec& s) {
             std::min<std::int64_t>(static_cast<std::int64_t>(dim),
                                    std::int64_t{INT32_MAX} - std::max<std::int64_t>(up, 0));
         const std::int64_t above = static_cast<std::int64_t>(kTwo32) - up + lo + 1;
+        // NOTE: from each bound a few sizes on, so that one keeps P2's multiple of 2 or 128
         std::vector<std::int64_t> sizes;
-        for (std::int64_t v : {below, above}) {
-          if (v >= 1 && v <= static_cast<std::int64_t>(kTwo32)) sizes.push_back(v);
+        for (std::int64_t k = 0; k < 128; ++k) {
+          for (std::int64_t v : {below - k, above + k}) {
+            if (v >= 1 && v <= static_cast<std::int64_t>(kTwo32)) sizes.push_back(v);
+          }
         }
-        std::sort(sizes.begin(), sizes.end(), [&](std::int64_t a, std::int64_t b) {
+        std::stable_sort(sizes.begin(), sizes.end(), [&](std::int64_t a, std::int64_t b) {
           const auto far = [&](std::int64_t v) {
             return v > static_cast<std::int64_t>(dim) ? v - static_cast<std::int64_t>(dim)
                                                       : static_cast<std::int64_t>(dim) - v;
@@ -820,12 +875,14 @@ void x4_im2col_extent(const TensorMapSpec& s) {
 void x2_address_range(const TensorMapSpec& s) {
   if (s.global_address >= kMaxAddress) {
     broken("X2", 0, [&] {
-      const auto highest = static_cast<std::int64_t>(kMaxAddress - address_align(s));
-      const auto fix = choose(s, "X2", 0, Field::address, 0, these({highest}));
+      // The highest address aligned as T4 asks, or as P1 asks of the padded types.
+      const auto fix = choose(s, "X2", 0, Field::address, 0,
+                              these({static_cast<std::int64_t>(kMaxAddress - address_align(s)),
+                                     static_cast<std::int64_t>(kMaxAddress - 32)}));
       return Explained{"globalAddress = " + hex(s.global_address) +
                            " is at or above 2^57, outside the GPU's virtual address space; pass "
                            "a device pointer (the highest allowed is " +
-                           hex(static_cast<std::uint64_t>(highest)) + ")",
+                           hex(static_cast<std::uint64_t>(fix.value())) + ")",
                        fix_of(Field::address, 0, fix)};
     });
   }
@@ -876,10 +933,30 @@ void t10_interleave_swizzle(const TensorMapSpec& s) {
   if (hopper()) return;  // NOTE: also when called directly, outside validate()
   if (s.interleave != Interleave::bytes32 || s.swizzle == Swizzle::bytes32) return;
   broken("T10", 0, [&] {
+    // Swizzle 32B, unless another rule refuses it here (P5: the padded types take no 32B
+    // swizzle); then an interleave that T10 leaves free.
+    Field field = Field::swizzle;
+    auto fix = choose(s, "T10", 0, field, 0, these({value_of(Swizzle::bytes32)}), true);
+    std::string refuses;
+    if (!fix) {
+      TensorMapSpec t = s;
+      t.swizzle = Swizzle::bytes32;
+      refuses = first_broken(s, t);
+      field = Field::interleave;
+      fix = choose(s, "T10", 0, field, 0,
+                   these({value_of(Interleave::none), value_of(Interleave::bytes16)}), true);
+    }
+    if (!fix) {  // every interleave breaks a rule too: the documented fix
+      field = Field::swizzle;
+      fix = value_of(Swizzle::bytes32);
+    }
+    const std::string use =
+        field == Field::swizzle
+            ? ": use swizzle 32B"
+            : ", which " + refuses + " refuses here: use interleave " + enum_name(field, *fix);
     return Explained{"interleave 32B with swizzle " + std::string(name(s.swizzle)) +
-                         "; the driver reference asks for swizzle 32B with interleave 32B: use "
-                         "swizzle 32B",
-                     enum_fix("swizzle", "32B")};
+                         "; the driver reference asks for swizzle 32B with interleave 32B" + use,
+                     make_fix(field, 0, *fix)};
   });
 }
 
@@ -972,21 +1049,43 @@ void p5_padded_swizzle(const TensorMapSpec& s) {
                   (u6 && w == Swizzle::bytes128_atom64);
   if (ok) return;
   broken("P5", 0, [&] {
-    const char* to = w == Swizzle::bytes128_atom32_flip8 || w == Swizzle::bytes128_atom64
-                         ? "128B_ATOM_32B"
-                         : "128B";
+    // The first of the type's swizzles that keeps the other rules passing: 128B_ATOM_32B for
+    // an atom swizzle, else 128B, then the others.
+    const bool atoms = w == Swizzle::bytes128_atom32_flip8 || w == Swizzle::bytes128_atom64;
+    std::vector<std::int64_t> candidates = {value_of(Swizzle::bytes128),
+                                            value_of(Swizzle::bytes128_atom32)};
+    if (atoms) std::swap(candidates[0], candidates[1]);
+    candidates.push_back(value_of(Swizzle::none));
+    if (u6) candidates.push_back(value_of(Swizzle::bytes128_atom64));
+    const auto fix = choose(s, "P5", 0, Field::swizzle, 0, these(candidates));
     return Explained{"swizzle " + std::string(name(w)) + " with " + dt(s) +
                          "; it takes NONE, "
                          "128B, 128B_ATOM_32B" +
-                         (u6 ? ", 128B_ATOM_64B (stores)" : "") + ": use " + to,
-                     enum_fix("swizzle", to)};
+                         (u6 ? ", 128B_ATOM_64B (stores)" : "") + ": use " +
+                         enum_name(Field::swizzle, fix.value()),
+                     fix_of(Field::swizzle, 0, fix)};
   });
 }
 
 // --- P6: the copies a packed type allows ---------------------------------------------------
+// NOTE: a gather4 map is for loads and a scatter4 map for stores whether or not `direction`
+// says so (as S1 judges scatter4), so that no direction left unsaid passes a copy P6 refuses.
+Direction copy_direction(const TensorMapSpec& s) {
+  if (s.direction != Direction::any || !tiled(s)) return s.direction;
+  if (s.tile_mode == TileMode::gather4) return Direction::load;
+  if (s.tile_mode == TileMode::scatter4) return Direction::store;
+  return Direction::any;
+}
+// "direction store", or "tileMode scatter4 (a store)" where the tile mode implies it.
+std::string copy_text(const TensorMapSpec& s) {
+  const std::string d(name(copy_direction(s)));
+  if (s.direction != Direction::any) return "direction " + d;
+  return "tileMode " + std::string(name(s.tile_mode)) + " (a " + d + ")";
+}
 void p6_packed_direction(const TensorMapSpec& s) {
-  if (!packed(s) || s.direction == Direction::any) return;
-  if (s.direction == Direction::reduce) {
+  const Direction direction = copy_direction(s);
+  if (!packed(s) || direction == Direction::any) return;
+  if (direction == Direction::reduce) {
     broken("P6", 0, [&] {
       return Explained{"direction reduce with " + dt(s) +
                            "; cp.reduce.async.bulk.tensor takes "
@@ -994,21 +1093,21 @@ void p6_packed_direction(const TensorMapSpec& s) {
                        std::nullopt};
     });
   }
-  if (s.data_type == DataType::packed_u4_align16 && s.direction == Direction::store) {
+  if (s.data_type == DataType::packed_u4_align16 && direction == Direction::store) {
     broken("P6", 1, [&] {
-      return Explained{
-          "direction store with 16U4_ALIGN16B, a load-only type; store 4-bit data "
-          "as 16U4_ALIGN8B (packed, no gaps)",
-          std::nullopt};
+      return Explained{copy_text(s) +
+                           " with 16U4_ALIGN16B, a load-only type; store 4-bit data "
+                           "as 16U4_ALIGN8B (packed, no gaps)",
+                       std::nullopt};
     });
   }
   if (s.data_type == DataType::packed_u6_align16 && s.swizzle == Swizzle::bytes128_atom64 &&
-      s.direction == Direction::load) {
+      direction == Direction::load) {
     broken("P6", 2, [&] {
-      return Explained{
-          "direction load with 16U6_ALIGN16B and swizzle 128B_ATOM_64B, which the "
-          "driver reference allows for stores only; use 128B_ATOM_32B",
-          enum_fix("swizzle", "128B_ATOM_32B")};
+      return Explained{copy_text(s) +
+                           " with 16U6_ALIGN16B and swizzle 128B_ATOM_64B, which the "
+                           "driver reference allows for stores only; use 128B_ATOM_32B",
+                       enum_fix("swizzle", "128B_ATOM_32B")};
     });
   }
 }
@@ -1108,11 +1207,15 @@ void w5_wide_direction(const TensorMapSpec& s) {
 void g1_gather_rank(const TensorMapSpec& s) {
   if (s.tile_mode == TileMode::tile || s.rank == 2) return;
   broken("G1", 0, [&] {
-    return Explained{"tileMode " + std::string(name(s.tile_mode)) + " with rank " +
-                         to_string(s.rank) +
-                         "; gather4 and scatter4 work on 2D tensors only: "
-                         "fold the tensor to rank 2 (rows x columns)",
-                     std::nullopt};
+    // The rank is no field a fix changes; a plain tiled map (as A1 asks on sm_90a) is.
+    const auto fix = choose(s, "G1", 0, Field::tile_mode, 0, these({value_of(TileMode::tile)}));
+    const bool gather = s.tile_mode == TileMode::gather4;
+    return Explained{
+        "tileMode " + std::string(name(s.tile_mode)) + " with rank " + to_string(s.rank) +
+            "; gather4 and scatter4 work on 2D tensors only: "
+            "fold the tensor to rank 2 (rows x columns), or " +
+            (gather ? "load" : "store") + " the rows with tiled copies (tileMode tile)",
+        fix_of(Field::tile_mode, 0, fix)};
   });
 }
 void g2_gather_box(const TensorMapSpec& s) {
@@ -1179,7 +1282,7 @@ constexpr Rule kRules[] = {
     {"P4", "16U6_ALIGN16B: interleave NONE", p4_u6_interleave, kBlackwellArchs},
     {"T7", "boxDim in 1..256; boxDim[0] * element size a multiple of 16 (any interleave)",
      tiled_only<t7_box_dims>},
-    {"T8", "elementStrides in 1..8", t8_element_strides},
+    {"T8", "elementStrides in 1..8", t8_element_strides, kEveryArch, "I6"},
     {"I3", "pixel-box corners in the rank's range", classic_im2col_only<i3_corners>},
     {"W1", "im2col_wide: width corners in [-32768, 32767]", wide_only<w1_width_corners>,
      kBlackwellArchs},
@@ -1199,9 +1302,10 @@ constexpr Rule kRules[] = {
     {"S1", "128B_ATOM_32B_FLIP_8B: loads only", s1_flip, kBlackwellArchs},
     {"P6",
      "packed types: no reductions; 16U4_ALIGN16B loads only; 16U6_ALIGN16B with "
-     "128B_ATOM_64B stores only",
+     "128B_ATOM_64B stores only (gather4 loads, scatter4 stores)",
      p6_packed_direction, kBlackwellArchs},
-    {"T9", "with a swizzle, the inner box row fits the swizzle span", t9_swizzle_span},
+    {"T9", "with a swizzle and no interleave, the inner box row fits the swizzle span",
+     t9_swizzle_span, kEveryArch, "I7"},
     {"P7", "packed types: oobFill NONE", p7_packed_fill, kBlackwellArchs},
     {"T10", "interleave 32B takes swizzle 32B (documented; not applied on sm_90a, whose driver "
             "does not enforce it)", t10_interleave_swizzle, kBlackwellArchs},
@@ -1226,11 +1330,20 @@ const Rule& rule_entry(std::string_view id) {
   throw Error("internal: no rule " + std::string(id));
 }
 
+// Throws for an architecture tmakit has no rules for (a cast from a bad integer).
+void check_arch(const char* who, Arch arch) {
+  if (static_cast<int>(arch) > static_cast<int>(Arch::sm_120a)) {
+    throw Error(std::string(who) + ": architecture " + std::to_string(static_cast<int>(arch)) +
+                " is not one of " + std::string(arch_names()));
+  }
+}
+
 }  // namespace
 
 std::span<const Rule> rules() { return kRules; }
 
 std::vector<Rule> rules(Arch arch) {
+  check_arch("rules", arch);
   std::vector<Rule> out;
   for (const Rule& r : kRules) {
     if (r.archs & arch_bit(arch)) out.push_back(r);
@@ -1243,10 +1356,7 @@ void validate(const TensorMapSpec& spec) {
 }
 
 void validate(const TensorMapSpec& spec, Arch arch) {
-  if (static_cast<int>(arch) > static_cast<int>(Arch::sm_120a)) {
-    throw Error("validate: architecture " + std::to_string(static_cast<int>(arch)) +
-                " is not one of " + std::string(arch_names()));
-  }
+  check_arch("validate", arch);
   ArchScope scope(arch);
   for (const Rule& r : kRules) {
     if (r.archs & arch_bit(arch)) r.check(spec);

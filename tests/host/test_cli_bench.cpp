@@ -74,5 +74,36 @@ TEST(BenchCli, StallSecondsMustBeAWholeNumberOfSeconds) {
   EXPECT_EQ(run_cli("bench --stall-seconds 0 --list --filter 'add/'", true).code, 0);
 }
 
+// A filter that selects no case (a typo) would run nothing and report success: refused, with
+// --list and without, before any GPU is looked for.
+TEST(BenchCli, FilterThatSelectsNoCaseIsRefused) {
+  for (const char* args : {"bench --list --filter nomatch-xyz", "bench --filter nomatch-xyz"}) {
+    const auto r = run_cli(args, true);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(r.out,
+              "tmakit bench: --filter 'nomatch-xyz' matches no case; `tmakit bench --list` shows "
+              "them\n")
+        << args;
+  }
+  // one alternative that selects cases is enough
+  EXPECT_EQ(run_cli("bench --list --filter 'nomatch|add/int32'").code, 0);
+}
+
+// Numbers are whole and in range, each message saying which of the two it is not.
+TEST(BenchCli, CountsNameTheirRange) {
+  auto r = run_cli("bench --runs 1000000000 --list", true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--runs: '1000000000' is outside 1..100000"), std::string::npos) << r.out;
+  r = run_cli("bench --runs 99999999999999999999999 --list", true);
+  EXPECT_NE(r.out.find("is outside 1..100000"), std::string::npos) << r.out;
+  r = run_cli("bench --warmup 0000 --runs 0 --list", true);
+  EXPECT_NE(r.out.find("--runs: '0' is outside 1..100000"), std::string::npos) << r.out;
+  r = run_cli("bench --runs 1e3 --list", true);
+  EXPECT_NE(r.out.find("--runs: '1e3' is not a whole number such as 1000"), std::string::npos)
+      << r.out;
+  // leading zeros are decimal, not octal (CLI11 reads "010" as 8)
+  EXPECT_EQ(run_cli("bench --runs 010 --warmup 0000 --list --filter add/", true).code, 0);
+}
+
 }  // namespace
 }  // namespace tmakit

@@ -47,7 +47,7 @@ TEST(CheckCli, GoodSpecIsOkAndExitsZero) {
 TEST(CheckCli, OneVerdictPerLineInOrder) {
   ScratchDir dir("check_mixed");
   const std::string input = kGood + "\n" + with(R"("boxDim":[25,32])", R"("boxDim":[32,32])") +
-                            "\n" + "not json\n" + "\n" + kGood;  // last line: no newline
+                            "\n" + "not json\n" + "]\n" + kGood;  // last line: no newline
   const auto r = run_cli("check --jsonl " + dir.write("a.jsonl", input));
   EXPECT_EQ(r.code, 1);
   const auto out = lines(r.out);
@@ -59,6 +59,21 @@ TEST(CheckCli, OneVerdictPerLineInOrder) {
                     "literal; last read: 'no'");
   EXPECT_EQ(out[3].rfind("error: invalid JSON at byte 1: ", 0), 0u) << out[3];
   EXPECT_EQ(out[4], "ok");
+}
+
+// Blank lines (an editor's trailing newline, spaces, tabs, CRLF) get no verdict, as JSONL
+// readers skip them; --json's line numbers still count every line of the file.
+TEST(CheckCli, BlankLinesAreSkipped) {
+  ScratchDir dir("check_blank");
+  const auto file = dir.write("a.jsonl", kGood + "\n\n  \t\r\n\r\n" + kGood + "\n\n");
+  auto r = run_cli("check --jsonl " + file);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "ok\nok\n");
+  r = run_cli("check --json --jsonl " + file);
+  EXPECT_EQ(r.out, "{\"line\":1,\"verdict\":\"ok\"}\n{\"line\":5,\"verdict\":\"ok\"}\n");
+  r = run_cli("check --fix --jsonl " + file);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, kGood + "\n" + kGood + "\n");
 }
 
 TEST(CheckCli, ValueErrorsNameTheKey) {
@@ -112,18 +127,19 @@ TEST(CheckCli, RandomBytesGiveOneErrorLinePerLine) {
   ScratchDir dir("check_random");
   std::mt19937 rng(7);
   std::string input;
-  std::size_t newlines = 0;
-  for (int i = 0; i < 20000; ++i) {
-    const char c = static_cast<char>(rng() & 0xff);
-    input += c;
-    newlines += c == '\n';
-  }
+  for (int i = 0; i < 20000; ++i) input += static_cast<char>(rng() & 0xff);
   input += '\n';
-  ++newlines;
+  // one verdict per line that is not blank
+  std::size_t judged = 0;
+  for (std::size_t at = 0; at < input.size();) {
+    const std::size_t nl = input.find('\n', at);
+    judged += input.substr(at, nl - at).find_first_not_of(" \t\r") != std::string::npos;
+    at = nl + 1;
+  }
   const auto r = run_cli("check --jsonl " + dir.write("a.bin", input));
   EXPECT_EQ(r.code, 1);
   const auto out = lines(r.out);
-  EXPECT_EQ(out.size(), newlines);
+  EXPECT_EQ(out.size(), judged);
   for (const auto& l : out) {
     EXPECT_EQ(l.rfind("error: ", 0), 0u) << l;
     for (unsigned char ch : l) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << "unprintable byte";
@@ -167,11 +183,27 @@ TEST(RulesCli, ListsEveryRuleInOrder) {
   const auto out = lines(r.out);
   ASSERT_GT(out.size(), rules().size());
   for (std::size_t i = 0; i < rules().size(); ++i) {
-    EXPECT_EQ(out[i], std::string(rules()[i].id) + "\t" + std::string(rules()[i].summary));
+    const Rule& rule = rules()[i];
+    const std::string ids =
+        std::string(rule.id) + (rule.im2col_id.empty() ? "" : " / " + std::string(rule.im2col_id));
+    EXPECT_EQ(out[i], ids + "\t" + std::string(rule.summary));
   }
   const auto j = run_cli("rules --json");
   EXPECT_EQ(j.code, 0);
   EXPECT_NE(j.out.find("\"id\": \"X4\""), std::string::npos) << j.out;
+}
+
+// Every id `check` gives can be looked up: T8's and T9's im2col verdicts say I6 and I7.
+TEST(RulesCli, ListsTheIm2colIdsCheckGives) {
+  const auto text = run_cli("rules");
+  EXPECT_NE(text.out.find("\nT8 / I6\telementStrides in 1..8\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\nT9 / I7\twith a swizzle and no interleave, the inner box row fits "
+                          "the swizzle span\n"),
+            std::string::npos)
+      << text.out;
+  const auto j = run_cli("rules --json");
+  EXPECT_NE(j.out.find("\"id\": \"T8\",\n    \"im2colId\": \"I6\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"id\": \"T9\",\n    \"im2colId\": \"I7\""), std::string::npos) << j.out;
 }
 
 TEST(RulesCli, PerArchitecture) {
@@ -179,7 +211,7 @@ TEST(RulesCli, PerArchitecture) {
   const auto blackwell = lines(run_cli("rules --arch sm_100a").out);
   ASSERT_GT(hopper.size(), rules(Arch::sm_90a).size());
   for (std::size_t i = 0; i < rules(Arch::sm_90a).size(); ++i) {
-    EXPECT_EQ(hopper[i].substr(0, hopper[i].find('\t')), rules(Arch::sm_90a)[i].id);
+    EXPECT_EQ(hopper[i].substr(0, hopper[i].find_first_of(" \t")), rules(Arch::sm_90a)[i].id);
   }
   EXPECT_EQ(blackwell[8].substr(0, 3), "P1\t");
   const auto bad = run_cli("rules --arch sm_89", /*with_stderr=*/true);
@@ -208,6 +240,17 @@ TEST(CheckCli, ArchChoosesTheRules) {
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out.rfind("rejected T2: data type 14 is not a Hopper tensor-map type", 0), 0u)
       << r.out;
+  // a padded type with interleave 32B: T10's fix is the interleave (P5 refuses swizzle 32B),
+  // not a cycle of swizzles
+  const std::string padded = dir.write(
+      "padded.jsonl", R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[128,4,4],)"
+                      R"("globalStrides":[128,512],"boxDim":[128,2,2],"interleave":"32B"})"
+                      "\n");
+  r = run_cli("check --arch sm_100a --fix --jsonl " + padded);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[128,4,4],)"
+                   R"("globalStrides":[128,512],"boxDim":[128,2,2],"interleave":"NONE"})"
+                   "\n");
   const auto bad = run_cli("check --arch sm_91a --jsonl " + file, /*with_stderr=*/true);
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.out,

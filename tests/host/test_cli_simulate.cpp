@@ -187,4 +187,104 @@ TEST_F(SimulateCli, StoreMarksTheBytesItWrites) {
                        repeat("..", 32) + "\n");
 }
 
+// At most one input reads stdin: a second "-" would find it used up and judge nothing.
+TEST_F(SimulateCli, OneInputAtMostReadsStdin) {
+  const auto specs = write("s.jsonl", spec("[4,2]", "NONE", "[0,0]") + "\n");
+  const std::string global = path("g.bin");
+  auto r = tmakit::testing::run_cli("simulate --global - --jsonl - < " + specs, true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out,
+            "tmakit simulate: --global and --jsonl cannot both read stdin (-); give one "
+            "of them a file\n");
+  r = tmakit::testing::run_cli(
+      "simulate --global " + global + " --jsonl - --store --shared - < " + specs, true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out,
+            "tmakit simulate: --jsonl and --shared cannot both read stdin (-); give one "
+            "of them a file\n");
+  // one is fine
+  r = tmakit::testing::run_cli("simulate --global - --jsonl " + specs + " < " + global);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, hex_run(0, 16) + hex_run(32, 16) + "\n");
+}
+
+// Options that would do nothing are refused: --shared without a store or reduce, an empty
+// --reduce (which read as "not given", a load).
+TEST_F(SimulateCli, OptionsThatDoNothingAreRefused) {
+  const auto specs = write("s.jsonl", spec("[4,2]", "NONE", "[0,0]") + "\n");
+  auto r = tmakit::testing::run_cli(
+      "simulate --global " + path("g.bin") + " --jsonl " + specs + " --shared /nonexistent", true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out,
+            "tmakit simulate: --shared /nonexistent is the buffer a store or reduce "
+            "writes from: give --store or --reduce OP, or leave --shared out for loads\n");
+  r = tmakit::testing::run_cli("simulate --global " + path("g.bin") + " --jsonl " + specs +
+                                   " --reduce '' --shared " + path("g.bin"),
+                               true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "tmakit simulate: --reduce '': the value is empty\n");
+}
+
+// Each spec is judged for the copy simulated: the rules about one direction apply, and a
+// "direction" naming another copy is an error line.
+TEST_F(SimulateCli, SpecsAreJudgedForTheCopySimulated) {
+  std::string smem(1024, '\x5a');
+  write("smem.bin", smem);
+  const std::string shared = " --shared " + path("smem.bin");
+  const std::string flip =
+      R"({"dataType":"UINT8","globalAddress":0,"globalDim":[128,1],"globalStrides":[128],)"
+      R"("boxDim":[128,1],"swizzle":"128B_ATOM_32B_FLIP_8B","coords":[0,0]})";
+  const auto flips = write("flip.jsonl", flip + "\n");
+  const std::string sim = "simulate --arch sm_100a --global " + path("g.bin") + " --jsonl ";
+  // a load takes the 8-byte flip; a store (S1) and a reduce do not
+  EXPECT_EQ(run(sim + flips).code, 0);
+  Result r = run(sim + flips + " --store" + shared);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out,
+            "error: as a store: S1: swizzle 128B_ATOM_32B_FLIP_8B for a store; the 8-byte "
+            "flip is for loads only: use 128B_ATOM_32B\n");
+  r = run(sim + flips + " --reduce add" + shared);
+  EXPECT_EQ(
+      r.out.rfind("error: as a reduction: S1: swizzle 128B_ATOM_32B_FLIP_8B for a reduction", 0),
+      0u)
+      << r.out;
+  // a direction the line gives must be the copy's
+  const std::string swizzle = R"("swizzle":"128B_ATOM_32B_FLIP_8B")";
+  std::string load = flip;
+  load.replace(load.find(swizzle), swizzle.size(), R"("direction":"load")");
+  r = run(sim + write("load.jsonl", load + "\n") + " --store" + shared);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out,
+            "error: direction: the line says load, and this run simulates a store (a load "
+            "without options, --store, --reduce OP)\n");
+  std::string store = load;
+  store.replace(store.find("\"load\""), 6, "\"store\"");
+  r = run("simulate --global " + path("g.bin") + " --jsonl " + write("st.jsonl", store + "\n"));
+  EXPECT_EQ(r.out.rfind("error: direction: the line says store, and this run simulates a load", 0),
+            0u)
+      << r.out;
+  EXPECT_EQ(run("simulate --global " + path("g.bin") + " --jsonl " +
+                write("st2.jsonl", store + "\n") + " --store" + shared)
+                .code,
+            0);
+  // gather4 and scatter4 are not modelled: their four rows are not in the spec
+  const std::string gather =
+      R"({"dataType":"UINT8","globalAddress":0,"globalDim":[32,4],"globalStrides":[32],)"
+      R"("boxDim":[16,1],"tileMode":"gather4","coords":[0,1]})";
+  r = run(sim + write("g4.jsonl", gather + "\n"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out,
+            "error: tileMode gather4: simulate does not model gather4/scatter4 (a spec has "
+            "no place for the copy's four row coordinates)\n");
+}
+
+TEST_F(SimulateCli, BlankLinesAreSkipped) {
+  const auto specs = write("s.jsonl", "\n" + spec("[4,2]", "NONE", "[0,0]") + "\n \n");
+  Result r = run("simulate --global " + path("g.bin") + " --jsonl " + specs);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, hex_run(0, 16) + hex_run(32, 16) + "\n");
+  r = run("simulate --global " + path("g.bin") + " --jsonl " + specs + " --grid");
+  EXPECT_EQ(r.out.rfind("# line 2: ", 0), 0u) << r.out;  // the line's number in the file
+}
+
 }  // namespace

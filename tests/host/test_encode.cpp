@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "tmakit/host/driver.hpp"
 #include "tmakit/host/encode.hpp"
@@ -110,6 +112,137 @@ TEST(SpecJson, RewriteKeepsTheKeysOrderAndTakesLinearTimeInThem) {
   EXPECT_EQ(mended.substr(0, 57), R"({"dataType":"FLOAT32","globalAddress":4096,"k0":0,"k1":0,)");
   EXPECT_NE(mended.find(R"("k89999":0,"globalDim":[1024,512])"), std::string::npos);
   EXPECT_EQ(parse_spec_json(mended).box_dim[0], 24u);
+}
+
+TEST(SpecJson, ALineOfManyObjectsParsesInLinearTime) {
+  // 1 MiB of "{}," in one array: nlohmann's callback parser scanned the whole array each time
+  // an object closed, 16 s for this line (33 s through rewrite_spec_json, which parses twice).
+  const std::string head = R"({"x":[)";
+  const std::string tail = R"(],"dataType":"FLOAT32","globalAddress":4096,"globalDim":[16],)"
+                           R"("boxDim":[5]})";
+  std::string line = head;
+  while (line.size() + 3 + tail.size() <= kMaxLineBytes) line += "{},";
+  line += "{}" + tail;
+  ASSERT_LE(line.size(), kMaxLineBytes);
+  const auto started = std::chrono::steady_clock::now();
+  const nlohmann::json parsed = parse_json_line(line);
+  const TensorMapSpec from = spec_from_json(parsed);
+  TensorMapSpec to = from;
+  to.box_dim[0] = 4;
+  const std::string mended = rewrite_spec_json(line, from, to);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_EQ(parsed["x"].size(), (line.size() - head.size() - tail.size() + 1) / 3);
+  EXPECT_EQ(parse_spec_json(mended).box_dim[0], 4u);
+  // the limits and their messages stay
+  std::string deep = R"({"coords":)" + std::string(17, '[') + std::string(17, ']') + "}";
+  EXPECT_THROW(
+      {
+        try {
+          parse_json_line(deep);
+        } catch (const ParseError& e) {
+          EXPECT_STREQ(e.what(), "coords: nested deeper than 16 levels of arrays and objects");
+          throw;
+        }
+      },
+      ParseError);
+  deep = R"({"coords":)" + std::string(15, '[') + std::string(15, ']') + "}";
+  EXPECT_NO_THROW(parse_json_line(deep));
+  auto message = [](const std::string& text) {
+    try {
+      parse_json_line(text);
+    } catch (const ParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  EXPECT_EQ(message(R"({"a":1,"b":[1,2,1e999]})"), "b[2]: 1e999 is too large for any number");
+  EXPECT_EQ(message(R"({"a":[[1],{"c":[2]},1e999]})"), "a[2]: 1e999 is too large for any number");
+  EXPECT_EQ(message(R"({"a":x})").rfind("invalid JSON at byte 6: ", 0), 0u);
+  EXPECT_EQ(message(R"({"a":1}x)").rfind("invalid JSON at byte 8: ", 0), 0u);
+}
+
+TEST(SpecJson, BytesCountFromOneAndEmptyLinesSaySo) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_json_line(text);
+    } catch (const ParseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  // the first byte is byte 1, for a NUL as for a syntax error
+  EXPECT_EQ(message(std::string("{\0}", 3)), "byte 2 of the line is NUL; a spec line is text");
+  EXPECT_EQ(message("x").rfind("invalid JSON at byte 1: ", 0), 0u);
+  EXPECT_EQ(message(""), "the line is empty; a spec line is one JSON object");
+  EXPECT_EQ(message(" \t\r"), "the line is empty; a spec line is one JSON object");
+}
+
+TEST(SpecJson, CoordsRefuseARankPastTheArray) {
+  const auto o = nlohmann::json::parse(R"({"coords":[1,2,3,4,5,6,7,8,9]})");
+  for (std::uint32_t rank : {0u, 6u, 9u}) {
+    try {
+      coords_from_json(o, rank);
+      ADD_FAILURE() << "rank " << rank << " was read";
+    } catch (const ParseError& e) {
+      EXPECT_EQ(std::string(e.what()), "coords: rank " + std::to_string(rank) +
+                                           " is outside 1..5; validate the spec before reading "
+                                           "its coords");
+    }
+  }
+  const auto five = coords_from_json(nlohmann::json::parse(R"({"coords":[1,2,3,4,-5]})"), 5);
+  EXPECT_EQ(five[4], -5);
+}
+
+TEST(SpecJson, RewriteChangesTheTypeTheRankAndTheEncode) {
+  const std::string line =
+      R"({"encode":"tiled","note":"kept","dataType":"FLOAT32","rank":2,"globalAddress":4096,)"
+      R"("globalDim":[64,64],"globalStrides":[256],"boxDim":[32,1],"elementStrides":[1,1]})";
+  const TensorMapSpec from = parse_spec_json(line);
+  // the data type
+  TensorMapSpec to = from;
+  to.data_type = DataType::float16;
+  EXPECT_EQ(rewrite_spec_json(line, from, to),
+            R"({"encode":"tiled","note":"kept","dataType":"FLOAT16","rank":2,"globalAddress":4096,)"
+            R"("globalDim":[64,64],"globalStrides":[256],"boxDim":[32,1],"elementStrides":[1,1]})");
+  // the rank: every array is written whole, entries equal to the defaults too
+  to = from;
+  to.rank = 3;
+  to.global_dim[2] = 1;
+  to.global_strides_bytes[1] = 16384;
+  to.box_dim[2] = 1;
+  std::string out = rewrite_spec_json(line, from, to);
+  EXPECT_EQ(out,
+            R"({"encode":"tiled","note":"kept","dataType":"FLOAT32","rank":3,"globalAddress":4096,)"
+            R"("globalDim":[64,64,1],"globalStrides":[256,16384],"boxDim":[32,1,1],)"
+            R"("elementStrides":[1,1,1]})");
+  EXPECT_EQ(parse_spec_json(out), to);
+  // without a "rank" key the arrays' length says it
+  const std::string no_rank = R"({"dataType":"FLOAT32","globalAddress":4096,"globalDim":[64,64],)"
+                              R"("globalStrides":[256],"boxDim":[32,1]})";
+  to = parse_spec_json(no_rank);
+  to.rank = 1;
+  out = rewrite_spec_json(no_rank, parse_spec_json(no_rank), to);
+  EXPECT_EQ(out, R"({"dataType":"FLOAT32","globalAddress":4096,"globalDim":[64],)"
+                 R"("globalStrides":[],"boxDim":[32]})");
+  EXPECT_EQ(parse_spec_json(out).rank, 1u);
+  // the encode kind: every key the new kind reads is written, the old kind's stay (ignored)
+  to = from;
+  to.kind = EncodeKind::im2col;
+  to.rank = 3;
+  to.global_dim[2] = 4;
+  to.global_strides_bytes[1] = 16384;
+  to.channels_per_pixel = 64;
+  to.pixels_per_column = 32;
+  out = rewrite_spec_json(line, from, to);
+  EXPECT_EQ(out, R"({"encode":"im2col","note":"kept","dataType":"FLOAT32","rank":3,)"
+                 R"("globalAddress":4096,"globalDim":[64,64,4],"globalStrides":[256,16384],)"
+                 R"("boxDim":[32,1],"elementStrides":[1,1,1],"pixelBoxLowerCorner":[0],)"
+                 R"("pixelBoxUpperCorner":[0],"channelsPerPixel":64,"pixelsPerColumn":32})");
+  TensorMapSpec back = parse_spec_json(out);
+  back.box_dim = to.box_dim;  // not an im2col field
+  EXPECT_EQ(back, to);
 }
 
 TEST(Encode, ValidatesBeforeTheDriver) {

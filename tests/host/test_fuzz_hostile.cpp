@@ -241,7 +241,11 @@ TEST(FuzzHostile, ThroughTheCliOneVerdictPerLine) {
   testing::ScratchDir dir("fuzz");
   const auto lines = hostile_lines();
   std::string text;
-  for (const auto& l : lines) text += l + "\n";
+  long judged = 0;  // blank lines get no verdict, unless they are too long to read
+  for (const auto& l : lines) {
+    text += l + "\n";
+    judged += l.size() > kMaxLineBytes || l.find_first_not_of(" \t\r") != std::string::npos;
+  }
   const auto specs = dir.write("hostile.jsonl", text);
   const auto global = dir.write("g.bin", std::string(4096, 'Z'));
   const auto out = dir.path("out.txt");
@@ -263,7 +267,7 @@ TEST(FuzzHostile, ThroughTheCliOneVerdictPerLine) {
     pclose(p);
     EXPECT_NE(code, 124) << args << ": hung (timeout); seed " << seed();
     EXPECT_TRUE(code == 0 || code == 1) << args << ": exit " << code << "; seed " << seed();
-    EXPECT_EQ(printed, kLines) << args << ": lost or extra verdicts; seed " << seed();
+    EXPECT_EQ(printed, judged) << args << ": lost or extra verdicts; seed " << seed();
   }
 }
 

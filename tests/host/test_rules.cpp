@@ -81,8 +81,8 @@ TEST(Rules, T3Rank) {
   s = tiled();
   s.rank = 0;
   expect_broken(s, "T3",
-                "rank = 0 is outside 1..5; fold the extra dimensions into ones whose byte "
-                "strides allow it");
+                "rank = 0 is outside 1..5; a tensor map has at least one dimension: give "
+                "globalDim and boxDim an entry per dimension");
   s = tiled();
   s.interleave = Interleave::bytes16;
   expect_broken(s, "T3",
@@ -122,8 +122,13 @@ TEST(Rules, T5GlobalDims) {
   expect_broken(s, "T5", "globalDim[1] = 0 is outside 1..2^32 (4294967296); an empty tensor "
                          "needs no copy (the least size is 1)");
   s.global_dim[1] = (std::uint64_t{1} << 32) + 1;
-  expect_broken(s, "T5", "globalDim[1] = 4294967297 is outside 1..2^32 (4294967296); split the "
-                         "dimension in two (the largest size is 4294967296)");
+  expect_broken(s, "T5",
+                "globalDim[1] = 4294967297 is outside 1..2^32 (4294967296); split the "
+                "dimension into several (the largest size is 4294967296)");
+  s.global_dim[1] = ~std::uint64_t{0};
+  expect_broken(s, "T5",
+                "globalDim[1] = 18446744073709551615 is outside 1..2^32 (4294967296); "
+                "split the dimension into several (the largest size is 4294967296)");
   s.global_dim[1] = std::uint64_t{1} << 32;  // the upper bound itself is allowed
   EXPECT_FALSE(find_violation(s).has_value());
 }

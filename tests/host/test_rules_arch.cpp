@@ -3,7 +3,11 @@
 // its id and exact message, and the fixes that mend them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tmakit/host/spec_json.hpp"
@@ -200,7 +204,8 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
       {R"({"dataType":"FLOAT16","rank":3,"globalAddress":4096,"globalDim":[1024,64,2],)"
        R"("globalStrides":[2048,131072],"boxDim":[64,1,1],"tileMode":"gather4"})",
        "G1: tileMode gather4 with rank 3; gather4 and scatter4 work on 2D tensors only: fold "
-       "the tensor to rank 2 (rows x columns)"},
+       "the tensor to rank 2 (rows x columns), or load the rows with tiled copies (tileMode "
+       "tile)"},
       {with(kHalf, R"("tileMode":"gather4")"),
        "G2: boxDim[1] = 16 with tileMode gather4; the box is one row (the copy names its four "
        "rows): use boxDim[1] = 1"},
@@ -214,7 +219,7 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
       std::string why;
       const auto mended = nearest_passing_spec(parse_spec_json(c.line, a), a, &why);
       if (c.expected.rfind("P6: direction reduce", 0) == 0 ||
-          c.expected.rfind("P6: direction store", 0) == 0 || c.expected.rfind("G1", 0) == 0) {
+          c.expected.rfind("P6: direction store", 0) == 0) {
         EXPECT_FALSE(mended.has_value()) << c.line;  // no single field mends these
       } else {
         ASSERT_TRUE(mended.has_value()) << name(a) << ": " << c.line << ": " << why;
@@ -222,6 +227,179 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
       }
     }
   }
+}
+
+// The fixes that another rule refused: each is now a value that the other rules take, or
+// another field's.
+TEST(RulesArch, FixesThatAnotherRuleWouldRefuse) {
+  auto fix_of = [](const std::string& line, Arch a) {
+    const auto f = diagnose(parse_spec_json(line, a), a);
+    EXPECT_TRUE(f && f->fix) << line;
+    return f && f->fix ? *f->fix : SpecFix{};
+  };
+  auto value = [](const SpecFix& f) {
+    return std::visit(
+        [](const auto& v) {
+          std::ostringstream os;
+          os << v;
+          return os.str();
+        },
+        f.value);
+  };
+  // T10 with a padded type: swizzle 32B is P5's to refuse, so the interleave goes
+  const std::string padded32 =
+      R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[128,4,4],)"
+      R"("globalStrides":[128,512],"boxDim":[128,2,2],"interleave":"32B"})";
+  // P5 under interleave 32B: no swizzle of the type keeps T10, so P5's own choice, then T10's
+  const std::string padded32_swizzled = sub(padded32, R"("32B"})", R"("32B","swizzle":"32B"})");
+  for (Arch a : {Arch::sm_100a, Arch::sm_103a, Arch::sm_120a}) {
+    EXPECT_EQ(verdict(padded32, a),
+              "T10: interleave 32B with swizzle NONE; the driver reference asks for swizzle 32B "
+              "with interleave 32B, which P5 refuses here: use interleave NONE");
+    SpecFix f = fix_of(padded32, a);
+    EXPECT_EQ(f.field + "=" + value(f), "interleave=NONE");
+    EXPECT_EQ(verdict(padded32_swizzled, a),
+              "P5: swizzle 32B with 16U4_ALIGN16B; it takes NONE, 128B, 128B_ATOM_32B: use 128B");
+    std::string why;
+    const auto mended = nearest_passing_spec(parse_spec_json(padded32_swizzled, a), a, &why);
+    ASSERT_TRUE(mended.has_value()) << why;
+    EXPECT_EQ(mended->swizzle, Swizzle::bytes128);
+    EXPECT_EQ(mended->interleave, Interleave::none);
+    // a type that takes swizzle 32B is told so, as before
+    EXPECT_EQ(fix_of(sub(padded32, "16U4_ALIGN16B", "16U4_ALIGN8B"), a).field, "swizzle");
+
+    // X2: the highest address that P1's 32-byte alignment takes
+    const std::string high =
+        R"({"dataType":"16U6_ALIGN16B","globalAddress":288230376151711744,"globalDim":[256],)"
+        R"("boxDim":[128]})";
+    EXPECT_EQ(verdict(high, a),
+              "X2: globalAddress = 0x400000000000000 is at or above 2^57, outside the GPU's "
+              "virtual address space; pass a device pointer (the highest allowed is "
+              "0x1ffffffffffffe0)");
+    EXPECT_EQ(value(fix_of(high, a)), std::to_string((std::uint64_t{1} << 57) - 32));
+
+    // X4: a size below 2^31 that P2 takes (even for 16U4_ALIGN8B), not 2147483647
+    const std::string wraps =
+        R"({"encode":"im2col","dataType":"16U4_ALIGN8B","rank":3,"globalAddress":4096,)"
+        R"("globalDim":[3000000000,64,64],"globalStrides":[8192,524288],"interleave":"16B",)"
+        R"("pixelBoxLowerCorner":[0],"pixelBoxUpperCorner":[0],"channelsPerPixel":128,)"
+        R"("pixelsPerColumn":64})";
+    f = fix_of(wraps, a);
+    EXPECT_EQ(f.field + "[" + std::to_string(f.index.value_or(99)) + "]=" + value(f),
+              "globalDim[0]=2147483646");
+
+    // T5: the least size that P2 takes for a padded type, 128
+    const std::string empty = R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[0,4],)"
+                              R"("globalStrides":[128],"boxDim":[128,2]})";
+    EXPECT_EQ(verdict(empty, a),
+              "T5: globalDim[0] = 0 is outside 1..2^32 (4294967296); an empty tensor needs no "
+              "copy (the least size is 128)");
+
+    // G1: a plain tiled map, as A1 tells sm_90a
+    f = fix_of(R"({"dataType":"UINT8","globalAddress":4096,"globalDim":[128],"boxDim":[32],)"
+               R"("tileMode":"gather4"})",
+               a);
+    EXPECT_EQ(f.field + "=" + value(f), "tileMode=tile");
+  }
+}
+
+// Over a grid of specs (byte types of each size and the packed types, every interleave,
+// swizzle, tile mode and direction, with addresses and sizes that break P1, P2, T4, T5, X2 and
+// X4; sm_103a has sm_100a's rules): applying the fixes one after
+// another never comes back to a spec already seen, each fix mends its rule and breaks no rule
+// before it in the table, and the last spec passes, unless a rule without a fix stops it.
+TEST(RulesArch, EveryFixMendsItsRuleAndTheFixesEndInAPassingSpec) {
+  auto rule_index = [](const std::string& id) {
+    for (std::size_t i = 0; i < rules().size(); ++i) {
+      if (rules()[i].id == id || rules()[i].im2col_id == id) return i;
+    }
+    return rules().size();
+  };
+  std::vector<TensorMapSpec> grid;
+  const std::uint64_t addresses[] = {4096, 4112, std::uint64_t{1} << 58};
+  const std::uint64_t dims[] = {256, 0, 3000000000};
+  std::size_t n = 0;
+  for (int kind = 0; kind < 3; ++kind) {
+    for (DataType type :
+         {DataType::uint8, DataType::float16, DataType::float32, DataType::float64,
+          DataType::packed_u4_align8, DataType::packed_u4_align16, DataType::packed_u6_align16}) {
+      for (int il = 0; il < 3; ++il) {
+        for (int sw = 0; sw < 7; ++sw) {
+          for (int mode = 0; mode < (kind == 1 ? 3 : 1); ++mode) {
+            for (int dir = 0; dir < 4; ++dir, ++n) {
+              TensorMapSpec s;
+              s.data_type = type;
+              s.interleave = static_cast<Interleave>(il);
+              s.swizzle = static_cast<Swizzle>(sw);
+              s.direction = static_cast<Direction>(dir);
+              s.global_address = addresses[n % 3];
+              if (kind == 2) {  // im2col NWC
+                s.kind = EncodeKind::im2col;
+                s.rank = 3;
+                s.global_dim = {256, 32, 4};
+                s.global_strides_bytes = {1024, 32768};
+                s.pixel_box_lower_corner = {-1};
+                s.pixel_box_upper_corner = {-1};
+                s.channels_per_pixel = 64;
+                s.pixels_per_column = 32;
+              } else {  // tiled, rank 3, or rank 2 for gather4/scatter4
+                s.rank = kind == 0 ? 3 : 2;
+                s.global_dim = {256, 64, 4};
+                s.global_strides_bytes = {1024, 65536};
+                s.box_dim = {64, kind == 0 ? 2u : 1u, 2};
+                s.tile_mode = static_cast<TileMode>(mode);
+              }
+              s.global_dim[0] = dims[n / 3 % 3];
+              grid.push_back(s);
+            }
+          }
+        }
+      }
+    }
+  }
+  std::size_t failures = 0, passed = 0;
+  for (Arch a : {Arch::sm_100a, Arch::sm_120a}) {
+    for (const TensorMapSpec& start : grid) {
+      auto fail = [&](const std::string& what) {
+        if (++failures <= 10)
+          ADD_FAILURE() << name(a) << ": " << what << "\n  " << spec_to_json(start);
+      };
+      std::vector<TensorMapSpec> seen{start};
+      TensorMapSpec s = start;
+      for (;;) {
+        const auto f = diagnose(s, a);
+        if (!f) {
+          ++passed;
+          break;
+        }
+        if (!f->fix) {
+          const std::string id = f->violation.rule_id();
+          if (id != "T2" && id != "T3" && id != "I1" && id != "P6")
+            fail(id + " has no fix: " + f->violation.what());
+          break;
+        }
+        const TensorMapSpec t = with_fix(s, *f->fix);
+        const auto next = find_violation(t, a);
+        if (next && next->rule_id() == f->violation.rule_id() &&
+            std::string(next->what()) == f->violation.what()) {
+          fail("the fix leaves " + std::string(f->violation.what()));
+          break;
+        }
+        if (next && rule_index(next->rule_id()) < rule_index(f->violation.rule_id())) {
+          fail("the fix of " + std::string(f->violation.what()) + " breaks " + next->what());
+          break;
+        }
+        if (std::find(seen.begin(), seen.end(), t) != seen.end()) {
+          fail("the fixes come back to a spec: " + std::string(f->violation.what()));
+          break;
+        }
+        seen.push_back(t);
+        s = t;
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0u);
+  EXPECT_GT(passed, grid.size());  // most end in a passing spec
 }
 
 TEST(RulesArch, Sm120LacksScatter4AndW128) {
@@ -253,6 +431,44 @@ TEST(RulesArch, RulesPerArchitecture) {
             "T2 T12 A1 T3 I1 T4 T5 T6 P1 P2 P3 P4 T7 T8 I3 W1 I4 I5 G1 G2 G4 W3 W4 W5 P5 S1 P6 T9 "
             "P7 T10 T13 X1 X2 X3 X4 W2 ");
   EXPECT_EQ(rules().size(), rules(Arch::sm_100a).size());
+  // an architecture tmakit has no rules for is refused, as validate() refuses it
+  for (int bad : {4, 9, 200}) {
+    try {
+      rules(static_cast<Arch>(bad));
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "rules: architecture " + std::to_string(bad) +
+                                           " is not one of sm_90a, sm_100a, sm_103a, sm_120a");
+    }
+  }
+  EXPECT_EQ(arch_bit(static_cast<Arch>(200)), 0);
+  EXPECT_EQ(arch_bit(Arch::sm_120a), 8);
+}
+
+// P6 judges a gather4 map as a load and a scatter4 map as a store, as S1 does, direction
+// given or not.
+TEST(RulesArch, P6JudgesGather4AsALoadAndScatter4AsAStore) {
+  const std::string scatter =
+      sub(with(kU4Padded, R"("tileMode":"scatter4")"), "[128,16]", "[128,1]");
+  for (Arch a : {Arch::sm_100a, Arch::sm_103a}) {
+    EXPECT_EQ(verdict(scatter, a),
+              "P6: tileMode scatter4 (a store) with 16U4_ALIGN16B, a load-only type; store 4-bit "
+              "data as 16U4_ALIGN8B (packed, no gaps)");
+    EXPECT_EQ(verdict(sub(scatter, "scatter4", "gather4"), a), "ok");
+  }
+  const std::string gather =
+      sub(with(kU6, R"("tileMode":"gather4","swizzle":"128B_ATOM_64B")"), "[128,16]", "[128,1]");
+  for (Arch a : {Arch::sm_100a, Arch::sm_103a, Arch::sm_120a}) {
+    EXPECT_EQ(verdict(gather, a),
+              "P6: tileMode gather4 (a load) with 16U6_ALIGN16B and swizzle 128B_ATOM_64B, which "
+              "the driver reference allows for stores only; use 128B_ATOM_32B");
+    // G4's fix (direction load) stands: P6 then mends the swizzle
+    const auto mended = nearest_passing_spec(
+        parse_spec_json(sub(gather, "\"gather4\"", "\"gather4\",\"direction\":\"store\""), a), a);
+    ASSERT_TRUE(mended.has_value());
+    EXPECT_EQ(mended->direction, Direction::load);
+    EXPECT_EQ(mended->swizzle, Swizzle::bytes128_atom32);
+  }
 }
 
 TEST(RulesArch, PackedTransactionBytesArePackedBits) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "tmakit/core/error.hpp"
 #include "tmakit/host/tensor_map_spec.hpp"
 
 namespace tmakit {
@@ -62,6 +65,34 @@ TEST(TensorMapSpec, BoxBytesWithInterleaveCountsSlicesAndSkipsDimensionRankMinus
   EXPECT_EQ(box_elements(s, 0), 4u);  // slices
   EXPECT_EQ(box_elements(s, 2), 1u);  // rank - 2: not walked
   EXPECT_EQ(box_bytes(s), 32u * 4u * 5u * 2u);
+}
+
+TEST(TensorMapSpec, BoxElementsRefusesADimensionPastTheArrays) {
+  TensorMapSpec s;
+  s.box_dim = {32, 8};
+  EXPECT_EQ(box_elements(s, 4), 0u);  // a dimension past the rank: its box, 0
+  for (int d : {-1, 5, 1000}) {
+    try {
+      box_elements(s, d);
+      ADD_FAILURE() << "d = " << d << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "box_elements: dimension d = " + std::to_string(d) +
+                                           " is outside 0..4 (a tensor map has at most 5 "
+                                           "dimensions)");
+    }
+  }
+}
+
+TEST(TensorMapSpec, BoxBytesOfAnInvalidRankIsZero) {
+  TensorMapSpec s;
+  s.data_type = DataType::float32;
+  s.box_dim = {32, 8, 2, 2, 2};
+  for (std::uint32_t rank : {0u, 6u, 7u, 0xffffffffu}) {
+    s.rank = rank;
+    EXPECT_EQ(box_bytes(s), 0u) << rank;
+  }
+  s.rank = 5;
+  EXPECT_EQ(box_bytes(s), 4u * 32 * 8 * 2 * 2 * 2);
 }
 
 }  // namespace

@@ -95,11 +95,14 @@ def test_malformed_lines_get_the_clis_verdicts(cli):
     run = cli(["check", "--jsonl", "-"], ("\n".join(MALFORMED) + "\n").encode())
     assert run.returncode == 1, run.stderr
     expected = run.stdout.splitlines()
-    assert len(expected) == len(MALFORMED)
-    for line, cli_line in zip(MALFORMED, expected):
+    judged = [line for line in MALFORMED if line.strip()]  # (the CLI skips blank lines)
+    assert len(expected) == len(judged)
+    for line, cli_line in zip(judged, expected):
         result = tmakit.check(line)
         assert not result.ok
         assert str(result) == cli_line, line
+    empty = tmakit.check("")
+    assert empty.verdict == "error" and "the line is empty" in empty.message
 
 
 # Lines the parser must survive whatever the CLI prints for them.
@@ -131,7 +134,9 @@ def test_rules_are_the_clis(cli):
     run = cli(["rules"])
     assert run.returncode == 0, run.stderr
     table = [line.split("\t") for line in run.stdout.splitlines() if "\t" in line]
-    assert [(r.id, r.summary) for r in tmakit.rules()] == [tuple(row) for row in table]
+    assert [(r.id + (f" / {r.im2col_id}" if r.im2col_id else ""), r.summary)
+            for r in tmakit.rules()] == [tuple(row) for row in table]
+    assert {r.id: r.im2col_id for r in tmakit.rules()}["T8"] == "I6"
     assert {"T4", "T6", "T7", "T9"} <= {r.id for r in tmakit.rules()}
 
 

@@ -29,9 +29,10 @@ namespace tmakit {
 inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
 inline constexpr int kMaxJsonDepth = 16;
 
-// One line as a JSON value. Throws ParseError for a line past kMaxLineBytes or kMaxJsonDepth,
-// a NUL byte anywhere (the line is text), malformed JSON (naming the byte offset in the line)
-// and a number too large for a double (naming the key it stands under).
+// One line as a JSON value, in time linear in its length. Throws ParseError for a line past
+// kMaxLineBytes or kMaxJsonDepth, a NUL byte anywhere (the line is text), an empty line (or
+// one of whitespace only), malformed JSON (naming the byte of the line, the first being byte
+// 1) and a number too large for a double (naming the key it stands under).
 nlohmann::json parse_json_line(std::string_view line);
 
 // `text` with every byte outside printable ASCII written as \xNN: a verdict that quotes a
@@ -52,6 +53,8 @@ TensorMapSpec spec_from_json(const nlohmann::json& object, Arch arch = Arch::sm_
 
 // `line` (a spec that parses to `from`) with every field in which `to` differs from `from`
 // rewritten: the other keys, unknown ones included, stay as they were and in their order.
+// A new rank rewrites every array whole, and a new encode kind every key that kind reads, so
+// that parse_spec_json of the result equals `to` (for ranks 1..5).
 std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
                               const TensorMapSpec& to);
 
@@ -62,7 +65,7 @@ std::string spec_to_json(const TensorMapSpec& spec);
 
 // The "coords" key of a JSON object (a load's coordinates, `tmakit simulate`): exactly `rank`
 // signed 32-bit integers, the rest of the array 0. Throws ParseError naming "coords" or
-// "coords[i]" and what it holds.
+// "coords[i]" and what it holds, and for a rank outside 1..kMaxRank (validate the spec first).
 std::array<std::int32_t, kMaxRank> coords_from_json(const nlohmann::json& object,
                                                     std::uint32_t rank);
 

@@ -133,10 +133,12 @@ std::optional<OobFill> parse_oob_fill(std::string_view s);
 // For im2col, dimension 0 delivers channelsPerPixel and dimension 1 pixelsPerColumn.
 // For im2col-wide, dimension 1 delivers pixelsPerColumn in mode W and 128 in mode W128.
 // gather4/scatter4 deliver 4 rows of boxDim[0] (dimension 1 counts 4).
+// Throws Error for d outside 0..kMaxRank-1.
 std::uint64_t box_elements(const TensorMapSpec& spec, int d);
 // Bytes one copy delivers (O3): element size (the slice size with interleave) x product of
 // box_elements. For the packed types, the packed global bytes (values x value_bits / 8): the
 // byte count an mbarrier expects (docs/model.md), not the padded shared footprint.
+// 0 for a rank outside 1..kMaxRank, which no copy has.
 std::uint64_t box_bytes(const TensorMapSpec& spec);
 
 }  // namespace tmakit

@@ -17,9 +17,12 @@
 
 namespace tmakit {
 
-// Bit (1 << Arch) per architecture on which a rule can refuse a spec.
+// Bit (1 << Arch) per architecture on which a rule can refuse a spec; 0 for a value past the
+// known architectures (no rule holds there).
 inline constexpr std::uint8_t arch_bit(Arch a) {
-  return static_cast<std::uint8_t>(1u << static_cast<unsigned>(a));
+  return static_cast<unsigned>(a) <= static_cast<unsigned>(Arch::sm_120a)
+             ? static_cast<std::uint8_t>(1u << static_cast<unsigned>(a))
+             : std::uint8_t{0};
 }
 inline constexpr std::uint8_t kEveryArch = 0x0f;
 inline constexpr std::uint8_t kBlackwellArchs = kEveryArch & ~arch_bit(Arch::sm_90a);
@@ -34,11 +37,14 @@ struct Rule {
   // The architectures on which the rule can refuse a spec (arch_bit): a Blackwell-only rule
   // judges what T2, T12 and A1 refuse on Hopper.
   std::uint8_t archs = kEveryArch;
+  // The id its violations carry for im2col maps, where it differs (T8's I6, T9's I7).
+  std::string_view im2col_id = {};
 };
 
 // All rules, in the order validate() applies them.
 std::span<const Rule> rules();
-// The rules that can refuse a spec on `arch`, in order.
+// The rules that can refuse a spec on `arch`, in order. Throws Error for an `arch` that is not
+// one of kArchs, as validate() does.
 std::vector<Rule> rules(Arch arch);
 
 // Throws RuleViolation for the first rule the spec breaks.
