@@ -610,14 +610,15 @@ def _scale(value, name: str, device):
                             f"float32 tensors")
         return 1.0, value
     scale = _real(value, name, "a float or a float32 CUDA tensor")
-    if not math.isfinite(scale):
+    if not _finite(scale):
         raise ValueError(f"{name}: {scale} is not finite")
     return scale, None
 
 
-def _in_float32(value: float) -> bool:
-    """Whether float32 holds ``value`` as a normal number (or 0)."""
-    return value == 0.0 or _FLOAT32_NORMAL <= abs(value) < _FLOAT32_OVERFLOW
+def _finite(value: float) -> bool:
+    """Whether ``value`` is neither NaN nor infinite. NOTE: arithmetic, not math.isfinite,
+    which dynamo does not fold (a compiled call checks its constants as an eager one does)."""
+    return value - value == 0.0
 
 
 def _host_scales(alpha: float, scale_a: float, scale_b: float) -> tuple:
@@ -625,16 +626,20 @@ def _host_scales(alpha: float, scale_a: float, scale_b: float) -> tuple:
     rounded once), after the check of their product formed in double here: where a value
     alone lies outside float32's normal range, the product travels as alpha (so that a factor
     float32 cannot hold, whose product it can, is not lost)."""
-    if not math.isfinite(alpha):
+    if not _finite(alpha):
         raise ValueError(f"alpha: {alpha} is not finite")
     product = alpha * scale_a * scale_b
-    if not math.isfinite(product) or abs(product) >= _FLOAT32_OVERFLOW:
+    if not _finite(product) or abs(product) >= _FLOAT32_OVERFLOW:
         raise ValueError(f"alpha, scale_a, scale_b: alpha * scale_a * scale_b = {product:.9g} is "
                          f"past float32's range, the type the kernel scales in")
     if product != 0.0 and abs(product) <= _FLOAT32_UNDERFLOW:
         raise ValueError(f"alpha, scale_a, scale_b: alpha * scale_a * scale_b = {product:.9g} is "
                          f"below float32's range (it would be 0, and D with it)")
-    if _in_float32(alpha) and _in_float32(scale_a) and _in_float32(scale_b):
+    # (inline: host time)
+    low, high = _FLOAT32_NORMAL, _FLOAT32_OVERFLOW
+    if (alpha == 0.0 or low <= abs(alpha) < high) and (
+            scale_a == 0.0 or low <= abs(scale_a) < high) and (
+            scale_b == 0.0 or low <= abs(scale_b) < high):
         return alpha, scale_a, scale_b
     return product, 1.0, 1.0
 
@@ -871,7 +876,7 @@ def _check_taps(taps: list, dtype: torch.dtype) -> None:
         return
     for i, v in enumerate(taps):
         where = f"weight[{i // 3}][{i % 3}]"
-        if not math.isfinite(v):
+        if not _finite(v):
             raise ValueError(f"{where}: {v} is not finite; the stencil takes finite taps")
         if abs(v) >= bound:
             raise ValueError(f"{where}: {v:.9g} overflows {dtype}, x's dtype, to which the taps "
