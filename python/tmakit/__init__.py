@@ -15,6 +15,8 @@ Kernels as PyTorch ops on CUDA tensors (torch imported on first use)::
     x_fp8, scale = tmakit.quantize_fp8(x, "row")      # scales in the GEMM's layout
 """
 
+import importlib.util
+
 from ._tmakit import driver_available
 from .tensor_maps import (
     CheckResult,
@@ -54,11 +56,25 @@ __all__ = [
 _OPS = ("gemm_fp8", "transpose", "stencil3x3", "add", "quantize_fp8")
 
 
+# NOTE: `from tmakit import *` takes the ops only where torch is installed (it imports them)
+if importlib.util.find_spec("torch") is None:
+    __all__ = [name for name in __all__ if name not in _OPS]
+
+
 def __getattr__(name):
     # NOTE: the ops need torch; importing it here only when one is asked for keeps
     # `import tmakit` (and the validator) working where torch is not installed.
     if name in _OPS:
-        from . import ops
-
+        try:
+            from . import ops
+        except ModuleNotFoundError as error:
+            if error.name != "torch":
+                raise
+            raise ImportError(f"tmakit.{name} needs PyTorch: pip install 'tmakit[torch]' (or "
+                              f"a torch build for your CUDA)") from error
         return getattr(ops, name)
     raise AttributeError(f"module 'tmakit' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_OPS))

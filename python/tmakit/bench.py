@@ -1,8 +1,8 @@
 """python -m tmakit.bench: tmakit's ops beside what a PyTorch user would call instead.
 
     python -m tmakit.bench [--filter TEXT] [--reps N] [--json FILE] [--svg FILE] [--small]
-                           [--gemm-shapes default,deepseek] [--no-overhead]
-                           [--stall-seconds S]
+                           [--gemm-shapes default,deepseek] [--no-overhead | --host-time-only]
+                           [--stall-seconds S] [--list]
 
 Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
 conv2d (cuDNN), add / torch.add, quantize_fp8 / the same quantizer written in torch ops,
@@ -34,12 +34,20 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import os
 import statistics
 import sys
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
-import torch
+try:
+    import torch
+except ImportError as error:  # NOTE: torch is the package's optional extra
+    _NEEDS_TORCH = ("tmakit.bench needs PyTorch: pip install 'tmakit[torch]' (or a torch build "
+                    "for your CUDA)")
+    if __name__ == "__main__":
+        sys.exit(_NEEDS_TORCH)
+    raise ImportError(_NEEDS_TORCH) from error
 
 from . import ops
 
@@ -648,15 +656,38 @@ def _stack_dump_file():
         return sys.__stderr__
 
 
+def _unwritable(path: str) -> str:
+    """Why a file cannot be written at ``path`` ("" when it can)."""
+    if os.path.isdir(path):
+        return "is a folder"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return "cannot be written"
+    return ""
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tmakit.bench", description=__doc__.split(
         "\n\n")[0])
-    parser.add_argument("--filter", default="", help="run only cases whose name contains this")
-    parser.add_argument("--reps", type=int, default=30, help="timed calls per side (default 30)")
-    parser.add_argument("--small", action="store_true", help="4096^2 memory-bound cases")
+    parser.add_argument("--filter", default="",
+                        help="run only the cases whose name contains this (the host-time "
+                             "tables still run: --no-overhead skips them)")
+    parser.add_argument("--reps", type=int, default=30,
+                        help="timed calls per side, 1..100000 (default 30)")
+    parser.add_argument("--small", action="store_true",
+                        help="smaller memory-bound cases: 4096^2, the odd shape 2047 x 2049, "
+                             "the quantizer at 4096 x 4096")
     parser.add_argument("--json", help="write the results as JSON to this file")
     parser.add_argument("--svg", help="write a bar chart of the ratios to this file")
-    parser.add_argument("--no-overhead", action="store_true", help="skip the host-time part")
+    part = parser.add_mutually_exclusive_group()
+    part.add_argument("--no-overhead", action="store_true", help="skip the host-time part")
+    part.add_argument("--host-time-only", action="store_true",
+                      help="only the host-time part (no case)")
+    parser.add_argument("--list", action="store_true",
+                        help="print the cases' names (after --filter, --small, --gemm-shapes) "
+                             "and exit; needs no GPU")
     parser.add_argument("--stall-seconds", type=int, default=300,
                         help="end the run, printing where each thread is, when one case takes "
                              "longer than this (a kernel that never finishes); 0: wait forever "
@@ -667,15 +698,30 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          for name, v in GEMM_SHAPE_SETS.items())
                              + " (default: default)")
     args = parser.parse_args(argv)
-    if args.reps < 1:
-        parser.error("--reps must be at least 1")
-    if args.stall_seconds < 0:
-        parser.error("--stall-seconds must be 0 or more")
+    if not 1 <= args.reps <= 100000:
+        parser.error(f"--reps: {args.reps} is outside 1..100000")
+    if not 0 <= args.stall_seconds <= 86400:
+        parser.error(f"--stall-seconds: {args.stall_seconds} is outside 0..86400")
     shape_sets = tuple(name.strip() for name in args.gemm_shapes.split(","))
     for name in shape_sets:
         if name not in GEMM_SHAPE_SETS:
             parser.error(f"--gemm-shapes: {name!r} is not a shape set; the sets are "
                          + ", ".join(GEMM_SHAPE_SETS))
+    for option, path in (("--json", args.json), ("--svg", args.svg)):
+        # NOTE: checked before the run, which the results of would otherwise be lost
+        if path is not None:
+            why = _unwritable(path)
+            if why:
+                parser.error(f"{option} {path}: {why}")
+    selected = [] if args.host_time_only else [
+        pending for pending in cases(args.small, shape_sets) if args.filter in pending.name]
+    if args.list:
+        for pending in selected:
+            print(pending.name)
+        return 0
+    if not selected and not args.host_time_only:
+        parser.error(f"--filter {args.filter!r} matches no case; --list shows them"
+                     + (" (--small names the odd shape 2047x2049)" if args.small else ""))
     if not torch.cuda.is_available():
         print("tmakit.bench: no CUDA GPU; the benchmark needs a Hopper GPU (sm_90a)",
               file=sys.stderr)
@@ -689,9 +735,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"# {device}, torch {torch.__version__}, {args.reps} timed calls per side, medians")
     flush = torch.empty(256 * 2 ** 20, dtype=torch.uint8, device="cuda")  # past any L2
     results: List[Result] = []
-    for pending in cases(args.small, shape_sets):
-        if args.filter not in pending.name:
-            continue
+    for pending in selected:
         # NOTE: a case that raises (a recipe the GEMM does not take yet, a counterpart that
         # fails) is reported on its row; the run goes on
         case: Optional[Case] = None
@@ -729,8 +773,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     header = (f"{'case':34} {'counterpart':42} {'tmakit us':>10} {'theirs us':>10} "
               f"{'tmakit':>9} {'theirs':>9} {'unit':8} {'speedup':>7} {'x memcpy':>8}")
-    print(header)
-    print("-" * len(header))
+    if selected:
+        print(header)
+        print("-" * len(header))
     for r in results:
         if r.problem:
             print(f"{r.name:34} {r.baseline:42} {'FAILED: ' + r.problem}")

@@ -60,11 +60,31 @@ def test_unknown_shape_set_is_refused(capsys):
         capsys.readouterr().err
 
 
-def test_negative_stall_seconds_are_refused(capsys):
+@pytest.mark.parametrize("argv,message", [
+    (["--stall-seconds", "-1"], "--stall-seconds: -1 is outside 0..86400"),
+    (["--stall-seconds", "10000000000"], "--stall-seconds: 10000000000 is outside 0..86400"),
+    (["--reps", "0"], "--reps: 0 is outside 1..100000"),
+    (["--filter", "no such case"], "--filter 'no such case' matches no case; --list shows them"),
+    (["--small", "--filter", "8191x8193"], "matches no case; --list shows them (--small names "
+                                           "the odd shape 2047x2049)"),
+    (["--json", "/no/such/folder/x.json"], "--json /no/such/folder/x.json: its folder "
+                                           "/no/such/folder does not exist"),
+    (["--svg", "."], "--svg .: is a folder"),
+    (["--host-time-only", "--no-overhead"], "not allowed with argument"),
+])
+def test_bad_options_are_refused_before_anything_runs(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
-        bench.main(["--stall-seconds", "-1"])
+        bench.main(argv)
     assert exit_info.value.code == 2
-    assert "--stall-seconds must be 0 or more" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
+
+
+def test_list_prints_the_selected_cases_without_a_gpu(capsys):
+    assert bench.main(["--list", "--small", "--filter", "transpose uint8"]) == 0
+    names = capsys.readouterr().out.split("\n")
+    assert [n for n in names if n] == [p.name for p in bench.cases(True)
+                                       if "transpose uint8" in p.name]
+    assert "transpose uint8 2047x2049" in names
 
 
 def test_stall_watch_writes_to_a_real_descriptor_under_a_capturing_runner(capsys):

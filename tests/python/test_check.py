@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -152,6 +154,31 @@ def test_the_package_imports_without_torch_or_a_gpu():
     # The validator is usable on any machine: nothing above needed the driver.
     assert isinstance(tmakit.driver_available(), bool)
     assert tmakit.__version__
+
+
+def test_without_torch_the_ops_and_the_bench_say_what_to_install():
+    # (torch made unimportable in a fresh interpreter, as where it is not installed)
+    script = """
+import runpy, sys
+sys.modules["torch"] = None
+import tmakit
+from tmakit import *
+assert "check" in dir() and "add" not in dir(), dir()
+try:
+    tmakit.add
+except ImportError as error:
+    print(error)
+sys.argv = ["python -m tmakit.bench", "--help"]
+try:
+    runpy.run_module("tmakit.bench", run_name="__main__")
+except SystemExit as error:
+    print(error.code)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    hint = "needs PyTorch: pip install 'tmakit[torch]' (or a torch build for your CUDA)"
+    assert run.stdout.splitlines() == [f"tmakit.add {hint}", f"tmakit.bench {hint}"]
 
 
 def test_the_fix_is_data_and_fix_gives_the_nearest_passing_spec():
