@@ -83,6 +83,12 @@ def main() -> int:
     args = parser.parse_args()
 
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    if torch.cuda.device_count() < max(world_size, local_rank + 1):
+        print(f"tp_fp8_linear: needs a CUDA GPU per rank ({world_size} ranks; this machine has "
+              f"{torch.cuda.device_count()}): torchrun --nproc-per-node 2 "
+              f"examples/pytorch/tp_fp8_linear.py", file=sys.stderr)
+        return 1
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()
