@@ -21,9 +21,11 @@ struct CliResult {
 };
 
 // `args` is appended to the binary's path; stderr is dropped, or captured with stdout.
-inline CliResult run_cli(const std::string& args, bool with_stderr = false) {
-  const std::string cmd =
-      std::string(TMAKIT_CLI) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+// `environment`: assignments the shell puts before the command ("PATH=... ").
+inline CliResult run_cli(const std::string& args, bool with_stderr = false,
+                         const std::string& environment = "") {
+  const std::string cmd = environment + std::string(TMAKIT_CLI) + " " + args +
+                          (with_stderr ? " 2>&1" : " 2>/dev/null");
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -291,6 +291,8 @@ int run_swizzle(const Options& o) {
       std::cerr << "tmakit swizzle: the converter failed: " << cmd << "\n";
       return 2;
     }
+    // NOTE: the SVG was only the converter's input unless --svg asked for it
+    if (o.svg.empty()) std::remove(svg_path.c_str());
   }
   return 0;
 }
@@ -299,13 +301,19 @@ const tmakit::cli::Registrar kSwizzle(
     "swizzle", "Draw where each element of a box lands in shared memory, before/after swizzle",
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();
-      app.add_option("--type", o->type, "Tensor-map data type (FLOAT16, UINT8, ...)");
-      app.add_option("--swizzle", o->swizzle, "NONE, 32B, 64B or 128B");
-      app.add_option("--box", o->box, "COLSxROWS: elements of dimension 0 x rows, e.g. 64x8");
+      app.add_option("--type", o->type, "Tensor-map data type (FLOAT16, UINT8, ...; default "
+                                        "FLOAT16)");
+      app.add_option("--swizzle", o->swizzle,
+                     "NONE, 32B, 64B or 128B, or Blackwell's 128B_ATOM_32B, "
+                     "128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B (default 128B)");
+      app.add_option("--box", o->box,
+                     "COLSxROWS: elements of dimension 0 x rows (default 64x8)");
       app.add_option("--base", o->base, "Shared address of the buffer (128-aligned; default 0)");
       app.add_flag("--text", o->text, "Terminal grid (the default when no file is asked for)");
       app.add_option("--svg", o->svg, "Write the picture as SVG to this file");
-      app.add_option("--png", o->png, "Also convert it to PNG (needs rsvg-convert or convert)");
+      app.add_option("--png", o->png,
+                     "Write it as PNG (through the SVG, kept only where --svg names it; needs "
+                     "rsvg-convert or ImageMagick's convert)");
       return [o] { return run_swizzle(*o); };
     });
 

@@ -1,6 +1,7 @@
 // `tmakit swizzle`: the picture's content for hand-worked layouts, and clear errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -81,6 +82,24 @@ TEST(SwizzleCli, BadInputGivesClearErrors) {
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
   }
+}
+
+TEST(SwizzleCli, APngLeavesNoSvgBehindUnlessOneWasAsked) {
+  // a stand-in converter on PATH copies its input: the picture arrives, the SVG it was made
+  // from is removed, and kept where --svg names it
+  const tmakit::testing::ScratchDir dir("swizzle_png");
+  const std::string converter = dir.write("rsvg-convert", "#!/bin/sh\ncp \"$3\" \"$2\"\n");
+  std::filesystem::permissions(converter, std::filesystem::perms::owner_all);
+  const std::string path = "PATH='" + dir.path("") + ":'\"$PATH\" ";
+  const std::string png = dir.path("box.png");
+  auto r = tmakit::testing::run_cli("swizzle --png '" + png + "'", false, path);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_TRUE(std::filesystem::exists(png));
+  EXPECT_FALSE(std::filesystem::exists(png + ".svg"));
+  const std::string svg = dir.path("kept.svg");
+  r = tmakit::testing::run_cli("swizzle --png '" + png + "' --svg '" + svg + "'", false, path);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_TRUE(std::filesystem::exists(svg));
 }
 
 TEST(SwizzleCli, AtomicityModes) {
