@@ -27,7 +27,7 @@ int finish(int code, const std::string& who) {
 int main(int argc, char** argv) {
   CLI::App app{"tmakit: checked, simulated and benchmarked TMA for NVIDIA Hopper (sm_90a)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tmakit 0.1.0");
+  app.set_version_flag("--version", "tmakit " TMAKIT_VERSION);
 
   auto& commands = tmakit::cli::registry();
   std::sort(commands.begin(), commands.end(),

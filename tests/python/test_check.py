@@ -156,6 +156,16 @@ def test_the_package_imports_without_torch_or_a_gpu():
     assert tmakit.__version__
 
 
+def test_one_version_everywhere(cli):
+    import re
+
+    project = re.search(r"project\(tmakit VERSION ([0-9.]+)", (REPO / "CMakeLists.txt").read_text())
+    package = re.search(r'^version = "([0-9.]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    assert project and package
+    assert project.group(1) == package.group(1) == tmakit.__version__
+    assert cli(["--version"]).stdout.strip() == f"tmakit {tmakit.__version__}"
+
+
 def test_without_torch_the_ops_and_the_bench_say_what_to_install():
     # (torch made unimportable in a fresh interpreter, as where it is not installed)
     script = """
