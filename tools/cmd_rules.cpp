@@ -37,7 +37,8 @@ int run_rules(bool json, const std::string& arch_name) {
   }
   std::cout << "\nT*: documented (tiled, and shared with im2col), I*: documented for im2col, X*: "
                "found by sweeping the real driver; A1, P*, S1, W*, G*: Blackwell's encodings "
-               "(sm_100a and later). docs/rules.md tells how.\n";
+               "(sm_100a and later); I8 judges im2col stores on sm_100a and later. "
+               "docs/rules.md tells how.\n";
   return 0;
 }
 

@@ -168,9 +168,15 @@ std::pair<bool, std::string> fix_line(const std::string& line, const std::string
   return {true, tmakit::rewrite_spec_json(line, spec, *mended)};
 }
 
-std::vector<std::tuple<std::string, std::string, std::string>> rule_list() {
+// `tmakit rules [--arch NAME]`: the rules that can refuse a spec on the architecture named, or
+// (empty) every rule of every architecture, as the CLI without --arch (not the GPU's, which
+// check_line's empty name means). ValueError for an unknown name.
+std::vector<std::tuple<std::string, std::string, std::string>> rule_list(
+    const std::string& arch_name) {
+  std::vector<tmakit::Rule> list(tmakit::rules().begin(), tmakit::rules().end());
+  if (!arch_name.empty()) list = tmakit::rules(arch_arg(arch_name));
   std::vector<std::tuple<std::string, std::string, std::string>> out;
-  for (const auto& r : tmakit::rules()) {
+  for (const auto& r : list) {
     out.emplace_back(std::string(r.id), std::string(r.summary), std::string(r.im2col_id));
   }
   return out;
@@ -485,8 +491,9 @@ NB_MODULE(_tmakit, m) {
         "Judge one JSON spec line as `tmakit check --jsonl` does: (verdict, rule, message).");
   m.def("fix_line", &fix_line, "line"_a, "arch"_a = "sm_90a",
         "`tmakit check --fix` for one line: (passed, the nearest passing spec or 'error: ...').");
-  m.def("rules", &rule_list,
-        "Every rule the validator applies, in order: [(id, summary, im2col id or '')].");
+  m.def("rules", &rule_list, "arch"_a = "",
+        "The rules the validator applies on an architecture ('': every rule), in order: "
+        "[(id, summary, im2col id or '')].");
   m.def("describe_line", &describe_line, "line"_a, "arch"_a = "sm_90a",
         "The one-line description of a spec.");
   m.def("normalize_line", &normalize_line, "line"_a,

@@ -397,6 +397,9 @@ def _arch(arch: Any) -> str:
     if not isinstance(arch, str):
         raise TypeError(f"arch: expected a name such as 'sm_90a' or None, got "
                         f"{_type_name(arch)}")
+    if not arch:
+        # NOTE: as the CLI's --arch '': an empty name is a mistake, not "the default"
+        raise ValueError("arch: the name is empty; give one such as 'sm_90a', or None")
     try:
         arch.encode("utf-8")
     except UnicodeEncodeError:
@@ -458,10 +461,16 @@ class Rule(NamedTuple):
     im2col_id: Optional[str] = None  # the id an im2col spec's verdict gives it ("I6" for T8)
 
 
-def rules() -> list:
-    """Every rule the validator applies, in order, as (id, summary, im2col id) (`tmakit
-    rules`, which prints "T8 / I6" where an im2col spec's verdict names the rule "I6")."""
-    return [Rule(i, s, m or None) for i, s, m in _tmakit.rules()]
+def rules(arch: Optional[str] = None) -> list:
+    """The rules the validator applies, in order, as (id, summary, im2col id) (`tmakit rules`,
+    which prints "T8 / I6" where an im2col spec's verdict names the rule "I6").
+
+    ``arch``: only the rules that can refuse a spec on that architecture ("sm_90a", "sm_100a",
+    "sm_103a", "sm_120a"), with its summaries, in the order check() applies them (`tmakit rules
+    --arch`). None: every rule of every architecture, as `tmakit rules` without --arch; unlike
+    check(), not the GPU's. An unknown name raises ValueError listing the known ones.
+    """
+    return [Rule(i, s, m or None) for i, s, m in _tmakit.rules(_arch(arch))]
 
 
 def describe(spec: Any, arch: Optional[str] = None) -> str:

@@ -6,7 +6,9 @@
 //
 // A fix names one field and the value nearest the given one that makes the rule pass while
 // every rule that passed keeps passing (chosen by judging candidate values with the rules
-// themselves, so the suggestion can never be one that the same or another rule refuses).
+// themselves, so the suggestion can never be one that the same or another rule refuses: a rule
+// that fails either way and would change the same field again gets its value where that mends
+// both).
 #include "tmakit/host/validate.hpp"
 
 #include <algorithm>
@@ -157,6 +159,17 @@ std::string idx(const char* array, std::size_t i) {
 std::uint64_t address_align(const TensorMapSpec& s) {
   return s.interleave == Interleave::bytes32 ? 32 : 16;
 }
+// The alignment a fix of an address or a stride aims at: T4's and T6's, or the 32 bytes P1 asks
+// of the padded types (a Blackwell rule), so that the value one rule proposes is none P1 refuses.
+std::uint64_t fix_align(const TensorMapSpec& s) {
+  return padded(s) && !hopper() ? 32 : address_align(s);
+}
+// " (16U4_ALIGN16B needs 32-byte alignment)" where fix_align() is stricter than T4's and T6's own
+// rule, which says why the fix is a multiple of 32.
+std::string padded_note(const TensorMapSpec& s, const char* what) {
+  if (fix_align(s) == address_align(s)) return "";
+  return " (" + std::string(name(s.data_type)) + " needs " + what + ")";
+}
 
 // ---- fixes ----------------------------------------------------------------------------------
 
@@ -235,6 +248,28 @@ void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
   }
 }
 
+// The value of field f (entry i), as set() takes it.
+std::int64_t get(const TensorMapSpec& s, Field f, std::size_t i) {
+  switch (f) {
+    case Field::address: return static_cast<std::int64_t>(s.global_address);
+    case Field::dim: return static_cast<std::int64_t>(s.global_dim.at(i));
+    case Field::stride: return static_cast<std::int64_t>(s.global_strides_bytes.at(i));
+    case Field::box: return s.box_dim.at(i);
+    case Field::element_stride: return s.element_strides.at(i);
+    case Field::lower: return s.pixel_box_lower_corner.at(i);
+    case Field::upper: return s.pixel_box_upper_corner.at(i);
+    case Field::channels: return s.channels_per_pixel;
+    case Field::pixels: return s.pixels_per_column;
+    case Field::lower_width: return s.pixel_box_lower_corner_width;
+    case Field::upper_width: return s.pixel_box_upper_corner_width;
+    case Field::swizzle: return static_cast<std::int64_t>(s.swizzle);
+    case Field::interleave: return static_cast<std::int64_t>(s.interleave);
+    case Field::tile_mode: return static_cast<std::int64_t>(s.tile_mode);
+    case Field::direction: return static_cast<std::int64_t>(s.direction);
+  }
+  return 0;
+}
+
 // The name of value v of an enum field ("32B").
 std::string enum_name(Field f, std::int64_t v) {
   switch (f) {
@@ -291,11 +326,134 @@ std::vector<bool> passing(const TensorMapSpec& s) {
   return ok;
 }
 
+// Whether t passes every rule that `before` (passing() of another spec) says passed: what
+// passing(t) would tell, judging only those rules and stopping at the first that fails.
+bool keeps(const TensorMapSpec& t, const std::vector<bool>& before) {
+  VerdictOnly quiet;
+  for (std::size_t r = 0; r < table().size(); ++r) {
+    if (before[r] && (table()[r].archs & arch_bit(t_arch)) && !passes(table()[r], t)) return false;
+  }
+  return true;
+}
+
+// Whether value v of field f (entry i) mends rule r of s where it fails at `site` (the rule
+// passes, or fails only at a later site) and keeps every rule of `before` (passing(s)) passing.
+bool mends_all_at(const TensorMapSpec& s, const Rule& r, int site, Field f, std::size_t i,
+                  std::int64_t v, const std::vector<bool>& before) {
+  VerdictOnly quiet;
+  TensorMapSpec t = s;
+  set(t, f, i, v);
+  const auto fails_at = failure_site(r, t);
+  if (fails_at && *fails_at <= site) return false;
+  return keeps(t, before);
+}
+
+// Set while the fixes of other rules are asked for (reconciled()): their own choices are not
+// reconciled again.
+thread_local bool t_reconciling = false;
+// Gives a thread-local flag a value for a scope.
+class FlagScope {
+ public:
+  FlagScope(bool& flag, bool value) : flag_(flag), saved_(flag) { flag = value; }
+  ~FlagScope() { flag_ = saved_; }
+  FlagScope(const FlagScope&) = delete;
+  FlagScope& operator=(const FlagScope&) = delete;
+
+ private:
+  bool& flag_;
+  bool saved_;
+};
+
+// Whether rule k, failing on t at `site`, may be mended by field f (entry i): k judged with the
+// entry at a few probe values (every value of an enum) passes or fails later for one of them.
+// NOTE: a cheap filter before k's fix is asked for, which searches candidates: a fix that names
+// the entry mends k with its value, so a rule no value of the entry mends never names it, and
+// the probes (edges of the alignments, sizes and corners the rules judge) find those that do.
+bool mended_by(const Rule& k, const TensorMapSpec& t, int site, Field f, std::size_t i) {
+  static constexpr std::int64_t kProbes[] = {0, 1, 2, 16, 32, 64, 128, 256, 1024, 65536, -1, -128};
+  const std::int64_t enum_count = f == Field::swizzle      ? 7
+                                  : f == Field::interleave ? 3
+                                  : f == Field::tile_mode  ? 3
+                                  : f == Field::direction  ? 4
+                                                           : 0;
+  VerdictOnly quiet;
+  auto mends = [&](std::int64_t v) {
+    TensorMapSpec u = t;
+    set(u, f, i, v);
+    const auto at = failure_site(k, u);
+    return !at || *at > site;
+  };
+  if (enum_count > 0) {
+    for (std::int64_t v = 0; v < enum_count; ++v) {
+      if (mends(v)) return true;
+    }
+    return false;
+  }
+  for (std::int64_t v : kProbes) {
+    if ((v >= 0 || is_signed(f)) && mends(v)) return true;
+  }
+  return false;
+}
+
+// The value of field f (entry i) that the first rule t breaks proposes, when its fix changes
+// that entry; nullopt otherwise (t passes, or the fix is another field's or none).
+std::optional<std::int64_t> asked_again(const TensorMapSpec& t, Field f, std::size_t i) {
+  const Rule* first = nullptr;
+  int site = 0;
+  {
+    VerdictOnly quiet;
+    for (const Rule& k : table()) {
+      if (!(k.archs & arch_bit(t_arch))) continue;
+      if (const auto at = failure_site(k, t)) {
+        first = &k;
+        site = *at;
+        break;
+      }
+    }
+  }
+  if (!first || !mended_by(*first, t, site, f, i)) return std::nullopt;
+  FlagScope messages(t_verdict_only, false), once(t_reconciling, true);
+  try {
+    first->check(t);
+  } catch (const FixableViolation& e) {
+    const auto& fix = e.fix();
+    if (fix && fix->field == key(f) && (!is_array(f) || fix->index == i)) {
+      try {
+        return get(with_fix(t, *fix), f, i);
+      } catch (const Error&) {
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// NOTE: choose() keeps the rules that passed passing; a rule that failed before fails after any
+// candidate too, so it does not tell candidates apart, and may refuse the chosen value v (P1 a
+// 16-byte-aligned address of a padded type, T10 the swizzle S1 proposes under interleave 32B).
+// Where such a rule's own fix would change the same field entry again, its value is taken
+// instead when it mends this rule as well and keeps the others passing (a few rounds, for a
+// value a third rule refuses), so that no fix is one that the next fix replaces.
+std::int64_t reconciled(const TensorMapSpec& s, const Rule& r, int site, Field f, std::size_t i,
+                        std::int64_t v, const std::vector<bool>& before) {
+  if (t_reconciling) return v;
+  std::vector<std::int64_t> tried{v};
+  for (int round = 0; round < 4; ++round) {
+    TensorMapSpec t = s;
+    set(t, f, i, v);
+    const auto w = asked_again(t, f, i);
+    if (!w || std::find(tried.begin(), tried.end(), *w) != tried.end()) return v;
+    if (!mends_all_at(s, r, site, f, i, *w, before)) return v;
+    v = *w;
+    tried.push_back(v);
+  }
+  return v;
+}
+
 // Chooses the value of field f (entry i) that mends rule `rule` of spec s where it fails at
-// `site`: the first of `candidates` that mends it and keeps every rule that passed passing,
-// else the first that mends it; nullopt when none does. Mended: the rule passes, or fails only
-// at a later site. `candidates` is called with a sink and offers values nearest first until
-// the sink returns true.
+// `site`: the first of `candidates` that mends it and keeps every rule that passed passing
+// (reconciled() with a rule that fails either way), else the first that mends it; nullopt when
+// none does. Mended: the rule passes, or fails only at a later site. `candidates` is called
+// with a sink and offers values nearest first until the sink returns true.
 using Sink = std::function<bool(std::int64_t)>;
 std::optional<std::int64_t> choose(const TensorMapSpec& s, std::string_view rule, int site,
                                    Field f, std::size_t i,
@@ -304,20 +462,20 @@ std::optional<std::int64_t> choose(const TensorMapSpec& s, std::string_view rule
   const Rule& r = rule_entry(rule);
   const auto before = passing(s);
   std::optional<std::int64_t> mends_rule, mends_all;
-  VerdictOnly quiet;
-  candidates([&](std::int64_t v) {
-    TensorMapSpec t = s;
-    set(t, f, i, v);
-    const auto fails_at = failure_site(r, t);
-    if (fails_at && *fails_at <= site) return false;
-    if (!mends_rule) mends_rule = v;
-    const auto after = passing(t);
-    for (std::size_t k = 0; k < before.size(); ++k) {
-      if (before[k] && !after[k]) return false;
-    }
-    mends_all = v;
-    return true;
-  });
+  {
+    VerdictOnly quiet;
+    candidates([&](std::int64_t v) {
+      TensorMapSpec t = s;
+      set(t, f, i, v);
+      const auto fails_at = failure_site(r, t);
+      if (fails_at && *fails_at <= site) return false;
+      if (!mends_rule) mends_rule = v;
+      if (!keeps(t, before)) return false;
+      mends_all = v;
+      return true;
+    });
+  }
+  if (mends_all) mends_all = reconciled(s, r, site, f, i, *mends_all, before);
   // keep_others: the caller has other fields to try, so a value that breaks a rule is no answer
   return mends_all || keep_others ? mends_all : mends_rule;
 }
@@ -372,7 +530,7 @@ SpecFix enum_fix(const char* field, const char* value) {
   return SpecFix{field, std::nullopt, std::string(value)};
 }
 
-// --- T2: the data type is one of Hopper's 13 -------------------------------------------
+// --- T2: the data type is a tensor-map type of the architecture ------------------------
 void t2_data_type(const TensorMapSpec& s) {
   const int t = static_cast<int>(s.data_type);
   if (!hopper() && t >= 0 && t < kTensorMapDataTypeCount) return;
@@ -424,7 +582,9 @@ void t4_address(const TensorMapSpec& s) {
   if (a % align != 0) {
     broken("T4", 0, [&] {
       // Round down (the coordinates then offset by the difference); never at or past 2^57 (X2).
-      const std::uint64_t down = a - a % align, highest = kMaxAddress - align;
+      // A padded type's address goes to a multiple of 32 at once (P1).
+      const std::uint64_t to = fix_align(s);
+      const std::uint64_t down = a - a % to, highest = kMaxAddress - to;
       std::vector<std::int64_t> candidates;
       if (down < kMaxAddress) candidates.push_back(static_cast<std::int64_t>(down));
       candidates.push_back(static_cast<std::int64_t>(highest));
@@ -433,6 +593,7 @@ void t4_address(const TensorMapSpec& s) {
                            "-byte aligned (address % " + to_string(align) + " = " +
                            to_string(a % align) + "); use " +
                            hex(static_cast<std::uint64_t>(v.value())) +
+                           padded_note(s, "32-byte alignment") +
                            " and offset the coordinates, or allocate with cudaMalloc",
                        fix_of(Field::address, 0, v)};
     });
@@ -478,17 +639,19 @@ void t6_global_strides(const TensorMapSpec& s) {
     const auto v = s.global_strides_bytes[i];
     if (v % align == 0 && v < kTwo40) continue;
     broken("T6", static_cast<int>(i), [&] {
-      // Multiples of `align` below 2^40: padded up, else rounded down, else the largest.
-      const std::uint64_t largest = kTwo40 - align;
+      // Multiples of `align` below 2^40: padded up, else rounded down, else the largest; for a
+      // padded type multiples of 32 (P1).
+      const std::uint64_t unit = fix_align(s), largest = kTwo40 - unit;
       std::vector<std::int64_t> candidates;
-      if (v < largest) candidates.push_back(static_cast<std::int64_t>((v / align + 1) * align));
-      if (v >= align && v / align * align <= largest) {
-        candidates.push_back(static_cast<std::int64_t>(v / align * align));
+      if (v < largest) candidates.push_back(static_cast<std::int64_t>((v / unit + 1) * unit));
+      if (v >= unit && v / unit * unit <= largest) {
+        candidates.push_back(static_cast<std::int64_t>(v / unit * unit));
       }
       candidates.push_back(static_cast<std::int64_t>(largest));
       const auto fix = choose(s, "T6", static_cast<int>(i), Field::stride, i, these(candidates));
       const auto to = static_cast<std::uint64_t>(fix.value());
-      const std::string use = (to > v ? "; pad to " : "; use ") + to_string(to) + " bytes";
+      const std::string use = (to > v ? "; pad to " : "; use ") + to_string(to) + " bytes" +
+                              padded_note(s, "a multiple of 32");
       if (v % align != 0) {
         return Explained{idx("globalStrides", i) + " = " + to_string(v) + " bytes (dimension " +
                              to_string(i + 1) + ") is not a multiple of " + to_string(align) +
@@ -812,41 +975,52 @@ void x4_im2col_extent(const TensorMapSpec& s) {
       // The least upper corner that leaves a pixel (without wrapping; where the sum wraps, the
       // corner nearest the given one that unwraps it), else the most lower one.
       const std::int64_t least_up = lo - static_cast<std::int64_t>(dim) + 1;
-      Field field = Field::upper;
-      std::size_t entry = i;
-      std::optional<std::int64_t> fix = choose(
-          s, "X4", site, field, entry,
-          wrapped ? nearest(up, -limit, limit - 1) : nearest(least_up, -limit, limit - 1, 1));
-      if (!fix) {
-        field = Field::lower;
-        fix = choose(s, "X4", site, field, entry,
-                     nearest(std::int64_t{high} - 1, -limit, limit - 1, 1));
-      }
+      const auto upper_candidates =
+          wrapped ? nearest(up, -limit, limit - 1) : nearest(least_up, -limit, limit - 1, 1);
+      const auto lower_candidates = nearest(std::int64_t{high} - 1, -limit, limit - 1, 1);
       // A dimension that wraps negative for every corner: the nearest size that does not, below
       // 2^31, or one so near 2^32 that the sum wraps past zero to a positive count.
-      if (!fix) {
-        const std::int64_t below =
-            std::min<std::int64_t>(static_cast<std::int64_t>(dim),
-                                   std::int64_t{INT32_MAX} - std::max<std::int64_t>(up, 0));
-        const std::int64_t above = static_cast<std::int64_t>(kTwo32) - up + lo + 1;
-        // NOTE: from each bound a few sizes on, so that one keeps P2's multiple of 2 or 128
-        std::vector<std::int64_t> sizes;
-        for (std::int64_t k = 0; k < 128; ++k) {
-          for (std::int64_t v : {below - k, above + k}) {
-            if (v >= 1 && v <= static_cast<std::int64_t>(kTwo32)) sizes.push_back(v);
-          }
+      const std::int64_t below = std::min<std::int64_t>(
+          static_cast<std::int64_t>(dim), std::int64_t{INT32_MAX} - std::max<std::int64_t>(up, 0));
+      const std::int64_t above = static_cast<std::int64_t>(kTwo32) - up + lo + 1;
+      // NOTE: from each bound a few sizes on, so that one keeps P2's multiple of 2 or 128
+      std::vector<std::int64_t> sizes;
+      for (std::int64_t k = 0; k < 128; ++k) {
+        for (std::int64_t v : {below - k, above + k}) {
+          if (v >= 1 && v <= static_cast<std::int64_t>(kTwo32)) sizes.push_back(v);
         }
-        std::stable_sort(sizes.begin(), sizes.end(), [&](std::int64_t a, std::int64_t b) {
-          const auto far = [&](std::int64_t v) {
-            return v > static_cast<std::int64_t>(dim) ? v - static_cast<std::int64_t>(dim)
-                                                      : static_cast<std::int64_t>(dim) - v;
-          };
-          return far(a) < far(b);
-        });
+      }
+      std::stable_sort(sizes.begin(), sizes.end(), [&](std::int64_t a, std::int64_t b) {
+        const auto far = [&](std::int64_t v) {
+          return v > static_cast<std::int64_t>(dim) ? v - static_cast<std::int64_t>(dim)
+                                                    : static_cast<std::int64_t>(dim) - v;
+        };
+        return far(a) < far(b);
+      });
+      // The upper corner, else the lower one, else the size; first a value that keeps the other
+      // rules passing (NOTE: I8 holds a store's upper corners at 0 or below, so there the lower
+      // corner may be the one to move), then any that mends this rule.
+      Field field = Field::upper;
+      std::size_t entry = i;
+      std::optional<std::int64_t> fix;
+      for (bool keep : {true, false}) {
+        field = Field::upper;
+        entry = i;
+        fix = choose(s, "X4", site, field, entry, upper_candidates, keep);
+        if (fix) break;
+        field = Field::lower;
+        fix = choose(s, "X4", site, field, entry, lower_candidates, keep);
+        if (fix) break;
         field = Field::dim;
         entry = d;
-        fix = choose(s, "X4", site, field, entry, these(sizes));
+        fix = choose(s, "X4", site, field, entry, these(sizes), keep);
+        if (fix) break;
       }
+      // Whether a corner would mend this rule, breaking another: the message says why the size.
+      const bool corners_mend =
+          field == Field::dim &&
+          (choose(s, "X4", site, Field::upper, i, upper_candidates).has_value() ||
+           choose(s, "X4", site, Field::lower, i, lower_candidates).has_value());
       const std::string at = "[" + to_string(i) + "]";
       const std::string use =
           !fix ? "; no single change mends it"
@@ -856,8 +1030,11 @@ void x4_im2col_extent(const TensorMapSpec& s) {
           : field == Field::lower
               ? (*fix > lo ? "; raise" : "; lower") + (" pixelBoxLowerCorner" + at) + " to " +
                     to_string(*fix)
-              : "; no corner in range mends it: use globalDim[" + to_string(d) + "] = " +
-                    to_string(*fix) + (*fix < (std::int64_t{1} << 31) ? " (below 2^31)" : "");
+              : std::string(corners_mend ? "; no corner in range mends it and keeps the other "
+                                           "rules passing"
+                                         : "; no corner in range mends it") +
+                    ": use globalDim[" + to_string(d) + "] = " + to_string(*fix) +
+                    (*fix < (std::int64_t{1} << 31) ? " (below 2^31)" : "");
       return Explained{"spatial dimension " + to_string(i + 1) + ": globalDim[" + to_string(d) +
                            "] + pixelBoxUpperCorner" + at + " - pixelBoxLowerCorner" + at +
                            " = " + to_string(dim) + " + " + to_string(up) + " - " +
@@ -877,8 +1054,7 @@ void x2_address_range(const TensorMapSpec& s) {
     broken("X2", 0, [&] {
       // The highest address aligned as T4 asks, or as P1 asks of the padded types.
       const auto fix = choose(s, "X2", 0, Field::address, 0,
-                              these({static_cast<std::int64_t>(kMaxAddress - address_align(s)),
-                                     static_cast<std::int64_t>(kMaxAddress - 32)}));
+                              these({static_cast<std::int64_t>(kMaxAddress - fix_align(s))}));
       return Explained{"globalAddress = " + hex(s.global_address) +
                            " is at or above 2^57, outside the GPU's virtual address space; pass "
                            "a device pointer (the highest allowed is " +
@@ -965,11 +1141,15 @@ void p1_padded_alignment(const TensorMapSpec& s) {
   if (!padded(s)) return;
   if (s.global_address % 32 != 0) {
     broken("P1", 0, [&] {
+      // Round down, never to 2^57 or past it (X2): there the highest 32-byte-aligned address.
       const std::uint64_t a = s.global_address, down = a - a % 32;
-      const auto fix =
-          choose(s, "P1", 0, Field::address, 0, these({static_cast<std::int64_t>(down)}));
+      std::vector<std::int64_t> candidates;
+      if (down < kMaxAddress) candidates.push_back(static_cast<std::int64_t>(down));
+      candidates.push_back(static_cast<std::int64_t>(kMaxAddress - 32));
+      const auto fix = choose(s, "P1", 0, Field::address, 0, these(candidates));
       return Explained{"globalAddress = " + hex(a) + " is not 32-byte aligned (address % 32 = " +
-                           to_string(a % 32) + "), which " + dt(s) + " needs; use " + hex(down) +
+                           to_string(a % 32) + "), which " + dt(s) + " needs; use " +
+                           hex(static_cast<std::uint64_t>(fix.value())) +
                            " and offset the coordinates",
                        fix_of(Field::address, 0, fix)};
     });
@@ -984,7 +1164,8 @@ void p1_padded_alignment(const TensorMapSpec& s) {
       const auto fix =
           choose(s, "P1", static_cast<int>(i) + 1, Field::stride, i, these(candidates));
       return Explained{idx("globalStrides", i) + " = " + to_string(v) +
-                           " bytes is not a multiple of 32, which " + dt(s) + " needs; pad to " +
+                           " bytes is not a multiple of 32, which " + dt(s) + " needs" +
+                           (fix && static_cast<std::uint64_t>(*fix) < v ? "; use " : "; pad to ") +
                            shown(fix) + " bytes",
                        fix_of(Field::stride, i, fix)};
     });
@@ -1055,13 +1236,17 @@ void p5_padded_swizzle(const TensorMapSpec& s) {
     std::vector<std::int64_t> candidates = {value_of(Swizzle::bytes128),
                                             value_of(Swizzle::bytes128_atom32)};
     if (atoms) std::swap(candidates[0], candidates[1]);
-    candidates.push_back(value_of(Swizzle::none));
-    if (u6) candidates.push_back(value_of(Swizzle::bytes128_atom64));
+    // NOTE: cuTensorMapEncodeIm2colWide lists only 128B and 128B_ATOM_32B for the padded types
+    // (W3 refuses NONE and 128B_ATOM_64B there, W5 every store).
+    if (!wide(s)) {
+      candidates.push_back(value_of(Swizzle::none));
+      if (u6) candidates.push_back(value_of(Swizzle::bytes128_atom64));
+    }
+    const std::string takes = wide(s) ? "; with encode im2col_wide it takes 128B, 128B_ATOM_32B"
+                                      : std::string("; it takes NONE, 128B, 128B_ATOM_32B") +
+                                            (u6 ? ", 128B_ATOM_64B (stores)" : "");
     const auto fix = choose(s, "P5", 0, Field::swizzle, 0, these(candidates));
-    return Explained{"swizzle " + std::string(name(w)) + " with " + dt(s) +
-                         "; it takes NONE, "
-                         "128B, 128B_ATOM_32B" +
-                         (u6 ? ", 128B_ATOM_64B (stores)" : "") + ": use " +
+    return Explained{"swizzle " + std::string(name(w)) + " with " + dt(s) + takes + ": use " +
                          enum_name(Field::swizzle, fix.value()),
                      fix_of(Field::swizzle, 0, fix)};
   });
@@ -1129,10 +1314,16 @@ void s1_flip(const TensorMapSpec& s) {
   if (s.direction == Direction::store || s.direction == Direction::reduce ||
       (tiled(s) && s.tile_mode == TileMode::scatter4)) {
     broken("S1", 0, [&] {
+      // The same swizzle without the flip; under interleave 32B the swizzle T10 asks for.
+      const auto fix =
+          choose(s, "S1", 0, Field::swizzle, 0, these({value_of(Swizzle::bytes128_atom32)}));
+      const bool t10 = fix.value() == value_of(Swizzle::bytes32);
       return Explained{"swizzle 128B_ATOM_32B_FLIP_8B for a " +
                            std::string(s.direction == Direction::reduce ? "reduction" : "store") +
-                           "; the 8-byte flip is for loads only: use 128B_ATOM_32B",
-                       enum_fix("swizzle", "128B_ATOM_32B")};
+                           "; the 8-byte flip is for loads only: use " +
+                           enum_name(Field::swizzle, fix.value()) +
+                           (t10 ? " (interleave 32B takes swizzle 32B, T10)" : ""),
+                       fix_of(Field::swizzle, 0, fix)};
     });
   }
 }
@@ -1203,6 +1394,40 @@ void w5_wide_direction(const TensorMapSpec& s) {
   });
 }
 
+// --- I8: an im2col store's bounding box stays within the tensor ----------------------------
+// NOTE: the PTX ISA's restrictions on the .global.shared::cta direction: "The bounding box along
+// the D, W and H dimensions must stay within the tensor boundaries", so lower corners >= 0 and
+// upper corners <= 0. The list names no instruction; cp.reduce.async.bulk.tensor copies in that
+// direction too, and the documentation does not say whether the list binds it, so tmakit
+// refuses reductions as well (the stricter reading; docs/rules.md). im2col-wide maps serve loads
+// only (W5), so only cuTensorMapEncodeIm2col maps reach this rule; sm_90a keeps the Hopper
+// driver's verdicts, which judge no direction.
+void i8_store_box(const TensorMapSpec& s) {
+  if (s.direction != Direction::store && s.direction != Direction::reduce) return;
+  const int spatial = static_cast<int>(s.rank) - 2;
+  for (int i = 0; i < spatial; ++i) {
+    for (auto [field, v] : {std::pair{Field::lower, s.pixel_box_lower_corner[i]},
+                            std::pair{Field::upper, s.pixel_box_upper_corner[i]}}) {
+      const bool upper = field == Field::upper;
+      if (upper ? v <= 0 : v >= 0) continue;
+      const int site = 2 * i + (upper ? 1 : 0);
+      broken("I8", site, [&] {
+        // The corner on the tensor's edge. NOTE: a corner further inside only shrinks the box,
+        // so where 0 leaves no pixel (X4), none does, and X4's own fix then moves the other one.
+        const auto fix = choose(s, "I8", site, field, i, these({0}));
+        const bool store = s.direction == Direction::store;
+        return Explained{idx(key(field), i) + " = " + to_string(v) + " with direction " +
+                             std::string(name(s.direction)) + "; the bounding box of an im2col " +
+                             (store ? "store" : "reduction") +
+                             " must stay within the tensor (lower corners >= 0, upper corners "
+                             "<= 0): use " +
+                             idx(key(field), i) + " = " + shown(fix),
+                         fix_of(field, i, fix)};
+      });
+    }
+  }
+}
+
 // --- G1, G2, G4: gather4 / scatter4 -------------------------------------------------------
 void g1_gather_rank(const TensorMapSpec& s) {
   if (s.tile_mode == TileMode::tile || s.rank == 2) return;
@@ -1261,13 +1486,23 @@ void wide_only(const TensorMapSpec& s) {
   if (wide(s)) F(s);
 }
 
+// T2's summary: in the list of every architecture's rules, and per architecture (rules(Arch)).
+constexpr std::string_view kT2Summary =
+    "data type is a tensor-map type: the 13 Hopper types on sm_90a, also the 3 packed types on "
+    "sm_100a, sm_103a and sm_120a";
+constexpr std::string_view kT2Hopper = "data type is one of the 13 Hopper tensor-map types";
+constexpr std::string_view kT2Blackwell =
+    "data type is one of the 16 tensor-map types (Hopper's 13 and 16U4_ALIGN8B, 16U4_ALIGN16B, "
+    "16U6_ALIGN16B)";
+
 constexpr Rule kRules[] = {
-    {"T2", "data type is one of the 13 Hopper tensor-map types", t2_data_type},
+    {"T2", kT2Summary, t2_data_type},
     {"T12", "interleave, swizzle, L2 promotion and OOB fill are known values", t12_enums},
+    // NOTE: sm_100a and sm_103a have every encoding A1 judges, so it refuses nothing there.
     {"A1",
      "im2col_wide, gather4 and scatter4 need sm_100a or later; not W128 or scatter4 on "
      "sm_120a",
-     a1_arch},
+     a1_arch, arch_bit(Arch::sm_90a) | arch_bit(Arch::sm_120a)},
     {"T3", "tiled rank 1..5; rank >= 3 with interleave", tiled_only<t3_rank>},
     {"I1", "im2col rank 3..5", im2col_only<i1_rank>},
     {"T4", "global address 16-byte aligned (32 with interleave 32B)", t4_address},
@@ -1304,6 +1539,8 @@ constexpr Rule kRules[] = {
      "packed types: no reductions; 16U4_ALIGN16B loads only; 16U6_ALIGN16B with "
      "128B_ATOM_64B stores only (gather4 loads, scatter4 stores)",
      p6_packed_direction, kBlackwellArchs},
+    {"I8", "im2col stores and reductions: pixel-box lower corners >= 0, upper corners <= 0",
+     classic_im2col_only<i8_store_box>, kBlackwellArchs},
     {"T9", "with a swizzle and no interleave, the inner box row fits the swizzle span",
      t9_swizzle_span, kEveryArch, "I7"},
     {"P7", "packed types: oobFill NONE", p7_packed_fill, kBlackwellArchs},
@@ -1345,8 +1582,10 @@ std::span<const Rule> rules() { return kRules; }
 std::vector<Rule> rules(Arch arch) {
   check_arch("rules", arch);
   std::vector<Rule> out;
-  for (const Rule& r : kRules) {
-    if (r.archs & arch_bit(arch)) out.push_back(r);
+  for (Rule r : kRules) {
+    if (!(r.archs & arch_bit(arch))) continue;
+    if (r.id == "T2") r.summary = arch == Arch::sm_90a ? kT2Hopper : kT2Blackwell;
+    out.push_back(r);
   }
   return out;
 }

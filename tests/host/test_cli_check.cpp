@@ -2,6 +2,7 @@
 // crash or hang on truncated, garbage, random-byte, huge or negative input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -213,7 +214,38 @@ TEST(RulesCli, PerArchitecture) {
   for (std::size_t i = 0; i < rules(Arch::sm_90a).size(); ++i) {
     EXPECT_EQ(hopper[i].substr(0, hopper[i].find_first_of(" \t")), rules(Arch::sm_90a)[i].id);
   }
-  EXPECT_EQ(blackwell[8].substr(0, 3), "P1\t");
+  ASSERT_GT(blackwell.size(), rules(Arch::sm_100a).size());
+  for (std::size_t i = 0; i < rules(Arch::sm_100a).size(); ++i) {
+    EXPECT_EQ(blackwell[i].substr(0, blackwell[i].find_first_of(" \t")),
+              rules(Arch::sm_100a)[i].id);
+  }
+  EXPECT_EQ(blackwell[7].substr(0, 3), "P1\t");
+  // each list holds only the rules that can refuse a spec there: A1 has nothing to refuse on
+  // sm_100a and sm_103a; T2 names the architecture's types
+  auto has = [](const std::vector<std::string>& list, const std::string& line) {
+    return std::find(list.begin(), list.end(), line) != list.end();
+  };
+  const std::string a1 =
+      "A1\tim2col_wide, gather4 and scatter4 need sm_100a or later; not W128 or scatter4 on "
+      "sm_120a";
+  const auto b300 = lines(run_cli("rules --arch sm_103a").out);
+  const auto rtx = lines(run_cli("rules --arch sm_120a").out);
+  EXPECT_TRUE(has(hopper, a1));
+  EXPECT_FALSE(has(blackwell, a1));
+  EXPECT_FALSE(has(b300, a1));
+  EXPECT_TRUE(has(rtx, a1));
+  EXPECT_EQ(hopper[0], "T2\tdata type is one of the 13 Hopper tensor-map types");
+  for (const auto* list : {&blackwell, &b300, &rtx}) {
+    EXPECT_EQ((*list)[0],
+              "T2\tdata type is one of the 16 tensor-map types (Hopper's 13 and 16U4_ALIGN8B, "
+              "16U4_ALIGN16B, 16U6_ALIGN16B)");
+    EXPECT_TRUE(has(*list,
+                    "I8\tim2col stores and reductions: pixel-box lower corners >= 0, "
+                    "upper corners <= 0"));
+  }
+  EXPECT_FALSE(has(hopper,
+                   "I8\tim2col stores and reductions: pixel-box lower corners >= 0, "
+                   "upper corners <= 0"));
   const auto bad = run_cli("rules --arch sm_89", /*with_stderr=*/true);
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("--arch sm_89: unknown architecture (known: sm_90a, sm_100a, sm_103a, "

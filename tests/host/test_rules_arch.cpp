@@ -36,6 +36,11 @@ const std::string kWide =
     R"("globalDim":[64,32,32,8],"globalStrides":[128,4096,131072],)"
     R"("pixelBoxLowerCornerWidth":-1,"pixelBoxUpperCornerWidth":-1,"channelsPerPixel":64,)"
     R"("pixelsPerColumn":128)";
+// An NHWC im2col map whose box reaches one pixel past the tensor on every side.
+const std::string kIm2col =
+    R"({"encode":"im2col","dataType":"FLOAT16","globalAddress":65536,"globalDim":[64,16,16,2],)"
+    R"("globalStrides":[128,2048,32768],"pixelBoxLowerCorner":[-1,-1],)"
+    R"("pixelBoxUpperCorner":[1,1],"channelsPerPixel":64,"pixelsPerColumn":16)";
 
 // `line` with its first `from` replaced by `to`.
 std::string sub(std::string line, const std::string& from, const std::string& to) {
@@ -151,6 +156,22 @@ TEST(RulesArch, BlackwellRulesAndMessages) {
       {with(kU6, R"("swizzle":"64B")"),
        "P5: swizzle 64B with 16U6_ALIGN16B; it takes NONE, 128B, 128B_ATOM_32B, 128B_ATOM_64B "
        "(stores): use 128B"},
+      // im2col-wide takes fewer of them (cuTensorMapEncodeIm2colWide)
+      {R"({"encode":"im2col_wide","dataType":"16U6_ALIGN16B","globalAddress":65536,)"
+       R"("globalDim":[128,32,16,2],"globalStrides":[192,6144,98304],)"
+       R"("pixelBoxLowerCornerWidth":0,"pixelBoxUpperCornerWidth":0,"channelsPerPixel":128,)"
+       R"("pixelsPerColumn":32,"swizzle":"64B"})",
+       "P5: swizzle 64B with 16U6_ALIGN16B; with encode im2col_wide it takes 128B, "
+       "128B_ATOM_32B: use 128B"},
+      // a stride that only a smaller multiple of 32 mends is not padded
+      {R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[128,64],)"
+       R"("globalStrides":[1099511627760],"boxDim":[128,8]})",
+       "P1: globalStrides[0] = 1099511627760 bytes is not a multiple of 32, which 16U4_ALIGN16B "
+       "needs; use 1099511627744 bytes"},
+      {with(kIm2col, R"("direction":"store")"),
+       "I8: pixelBoxLowerCorner[0] = -1 with direction store; the bounding box of an im2col "
+       "store must stay within the tensor (lower corners >= 0, upper corners <= 0): use "
+       "pixelBoxLowerCorner[0] = 0"},
       {with(kU4, R"("direction":"reduce")"),
        "P6: direction reduce with 16U4_ALIGN8B; cp.reduce.async.bulk.tensor takes no packed "
        "type: reduce in a byte type (UINT8 or wider) instead"},
@@ -278,6 +299,62 @@ TEST(RulesArch, FixesThatAnotherRuleWouldRefuse) {
               "0x1ffffffffffffe0)");
     EXPECT_EQ(value(fix_of(high, a)), std::to_string((std::uint64_t{1} << 57) - 32));
 
+    // T4, T6, P1 with a padded type: the 32-byte multiples P1 takes, never 2^57 (X2)
+    const std::string padded =
+        R"({"dataType":"16U4_ALIGN16B","globalAddress":0,"globalDim":[256,64],)"
+        R"("globalStrides":[128],"boxDim":[128,8]})";
+    auto at = [&](const std::string& address) {
+      return sub(padded, "\"globalAddress\":0", "\"globalAddress\":" + address);
+    };
+    EXPECT_EQ(verdict(at("144115188075855873"), a),
+              "T4: globalAddress = 0x200000000000001 is not 16-byte aligned (address % 16 = 1); "
+              "use 0x1ffffffffffffe0 (16U4_ALIGN16B needs 32-byte alignment) and offset the "
+              "coordinates, or allocate with cudaMalloc");
+    EXPECT_EQ(value(fix_of(at("144115188075855873"), a)),
+              std::to_string((std::uint64_t{1} << 57) - 32));
+    EXPECT_EQ(verdict(at("144115188075855888"), a),
+              "P1: globalAddress = 0x200000000000010 is not 32-byte aligned (address % 32 = 16), "
+              "which 16U4_ALIGN16B needs; use 0x1ffffffffffffe0 and offset the coordinates");
+    EXPECT_EQ(verdict(at("4120"), a),
+              "T4: globalAddress = 0x1018 is not 16-byte aligned (address % 16 = 8); use 0x1000 "
+              "(16U4_ALIGN16B needs 32-byte alignment) and offset the coordinates, or allocate "
+              "with cudaMalloc");
+    EXPECT_EQ(verdict(sub(padded, "[128]", "[40]"), a),
+              "T6: globalStrides[0] = 40 bytes (dimension 1) is not a multiple of 16; pad to 64 "
+              "bytes (16U4_ALIGN16B needs a multiple of 32)");
+    f = fix_of(sub(padded, "[128]", "[40]"), a);
+    EXPECT_EQ(f.field + "[" + std::to_string(f.index.value_or(99)) + "]=" + value(f),
+              "globalStrides[0]=64");
+    EXPECT_EQ(verdict(sub(sub(padded, "[128]", "[18446744073709551615]"), "16U4", "16U6"), a),
+              "T6: globalStrides[0] = 18446744073709551615 bytes (dimension 1) is not a multiple "
+              "of 16; use 1099511627744 bytes (16U6_ALIGN16B needs a multiple of 32)");
+    // the byte types keep T4's and T6's 16 bytes
+    EXPECT_EQ(verdict(sub(sub(padded, "[128]", "[40]"), "16U4_ALIGN16B", "16U4_ALIGN8B"), a),
+              "T6: globalStrides[0] = 40 bytes (dimension 1) is not a multiple of 16; pad to 48 "
+              "bytes");
+
+    // S1 under interleave 32B: the swizzle T10 takes, not 128B_ATOM_32B, which T10 refuses
+    const std::string flip =
+        R"({"dataType":"FLOAT16","rank":3,"globalAddress":4096,"globalDim":[1024,64,4],)"
+        R"("globalStrides":[2048,131072],"boxDim":[64,16,1],"interleave":"32B",)"
+        R"("swizzle":"128B_ATOM_32B_FLIP_8B","direction":"store"})";
+    EXPECT_EQ(verdict(flip, a),
+              "S1: swizzle 128B_ATOM_32B_FLIP_8B for a store; the 8-byte flip is for loads only: "
+              "use 32B (interleave 32B takes swizzle 32B, T10)");
+    f = fix_of(flip, a);
+    EXPECT_EQ(f.field + "=" + value(f), "swizzle=32B");
+    EXPECT_FALSE(find_violation(with_fix(parse_spec_json(flip, a), f), a).has_value());
+
+    // X4 of an im2col store: the lower corner, as I8 holds the upper one at 0 or below
+    const std::string flat =
+        R"({"encode":"im2col","dataType":"FLOAT16","globalAddress":65536,"globalDim":[64,1,2],)"
+        R"("globalStrides":[128,128],"pixelBoxLowerCorner":[1],"pixelBoxUpperCorner":[0],)"
+        R"("channelsPerPixel":64,"pixelsPerColumn":16,"direction":"store"})";
+    EXPECT_EQ(verdict(flat, a),
+              "X4: spatial dimension 1: globalDim[1] + pixelBoxUpperCorner[0] - "
+              "pixelBoxLowerCorner[0] = 1 + 0 - 1 leaves no pixel; lower pixelBoxLowerCorner[0] "
+              "to 0");
+
     // X4: a size below 2^31 that P2 takes (even for 16U4_ALIGN8B), not 2147483647
     const std::string wraps =
         R"({"encode":"im2col","dataType":"16U4_ALIGN8B","rank":3,"globalAddress":4096,)"
@@ -304,10 +381,12 @@ TEST(RulesArch, FixesThatAnotherRuleWouldRefuse) {
 }
 
 // Over a grid of specs (byte types of each size and the packed types, every interleave,
-// swizzle, tile mode and direction, with addresses and sizes that break P1, P2, T4, T5, X2 and
-// X4; sm_103a has sm_100a's rules): applying the fixes one after
-// another never comes back to a spec already seen, each fix mends its rule and breaks no rule
-// before it in the table, and the last spec passes, unless a rule without a fix stops it.
+// swizzle, tile mode and direction, with addresses, strides, sizes and corners that break P1,
+// P2, T4, T5, T6, X2, X4 and I8, the padded types' addresses and strides at and past 2^57 and
+// 2^40 among them; sm_103a has sm_100a's rules): applying the fixes one after another never
+// comes back to a spec already seen, each fix mends its rule and breaks no rule before it in the
+// table, its value is none that the next broken rule asks to change again (a value another rule
+// refuses), and the last spec passes, unless a rule without a fix stops it.
 TEST(RulesArch, EveryFixMendsItsRuleAndTheFixesEndInAPassingSpec) {
   auto rule_index = [](const std::string& id) {
     for (std::size_t i = 0; i < rules().size(); ++i) {
@@ -316,8 +395,11 @@ TEST(RulesArch, EveryFixMendsItsRuleAndTheFixesEndInAPassingSpec) {
     return rules().size();
   };
   std::vector<TensorMapSpec> grid;
-  const std::uint64_t addresses[] = {4096, 4112, std::uint64_t{1} << 58};
+  const std::uint64_t two57 = std::uint64_t{1} << 57;
+  const std::uint64_t addresses[] = {4096, 4112, std::uint64_t{1} << 58, two57 + 1, two57 + 16};
   const std::uint64_t dims[] = {256, 0, 3000000000};
+  const std::uint64_t strides[] = {1024, 40, UINT64_MAX, (std::uint64_t{1} << 40) - 16};
+  const std::int32_t corners[][2] = {{-1, -1}, {1, 2}};
   std::size_t n = 0;
   for (int kind = 0; kind < 3; ++kind) {
     for (DataType type :
@@ -332,14 +414,14 @@ TEST(RulesArch, EveryFixMendsItsRuleAndTheFixesEndInAPassingSpec) {
               s.interleave = static_cast<Interleave>(il);
               s.swizzle = static_cast<Swizzle>(sw);
               s.direction = static_cast<Direction>(dir);
-              s.global_address = addresses[n % 3];
+              s.global_address = addresses[n % 5];
               if (kind == 2) {  // im2col NWC
                 s.kind = EncodeKind::im2col;
                 s.rank = 3;
                 s.global_dim = {256, 32, 4};
                 s.global_strides_bytes = {1024, 32768};
-                s.pixel_box_lower_corner = {-1};
-                s.pixel_box_upper_corner = {-1};
+                s.pixel_box_lower_corner = {corners[n / 60 % 2][0]};
+                s.pixel_box_upper_corner = {corners[n / 60 % 2][1]};
                 s.channels_per_pixel = 64;
                 s.pixels_per_column = 32;
               } else {  // tiled, rank 3, or rank 2 for gather4/scatter4
@@ -349,7 +431,8 @@ TEST(RulesArch, EveryFixMendsItsRuleAndTheFixesEndInAPassingSpec) {
                 s.box_dim = {64, kind == 0 ? 2u : 1u, 2};
                 s.tile_mode = static_cast<TileMode>(mode);
               }
-              s.global_dim[0] = dims[n / 3 % 3];
+              s.global_dim[0] = dims[n / 5 % 3];
+              s.global_strides_bytes[0] = strides[n / 15 % 4];
               grid.push_back(s);
             }
           }
@@ -389,6 +472,13 @@ TEST(RulesArch, EveryFixMendsItsRuleAndTheFixesEndInAPassingSpec) {
           fail("the fix of " + std::string(f->violation.what()) + " breaks " + next->what());
           break;
         }
+        if (const auto then = next ? diagnose(t, a) : std::nullopt;
+            then && then->fix && then->fix->field == f->fix->field &&
+            then->fix->index == f->fix->index) {
+          fail("the fix of " + std::string(f->violation.what()) + " gives a value that " +
+               next->what() + " refuses");
+          break;
+        }
         if (std::find(seen.begin(), seen.end(), t) != seen.end()) {
           fail("the fixes come back to a spec: " + std::string(f->violation.what()));
           break;
@@ -420,6 +510,79 @@ TEST(RulesArch, Sm120LacksScatter4AndW128) {
   EXPECT_EQ(fixed->wide_mode, Im2colWideMode::w);
 }
 
+// An im2col store (or reduction) keeps its bounding box within the tensor (PTX ISA,
+// restrictions on the .global.shared::cta direction); loads may reach past it.
+TEST(RulesArch, I8Im2colStoresKeepTheBoxInTheTensor) {
+  const std::string corners = "\"pixelBoxLowerCorner\":[-1,-1],\"pixelBoxUpperCorner\":[1,1]";
+  auto box = [&](const std::string& line, const std::string& lower, const std::string& upper) {
+    return sub(line, corners,
+               "\"pixelBoxLowerCorner\":" + lower + ",\"pixelBoxUpperCorner\":" + upper);
+  };
+  const std::string store = with(kIm2col, R"("direction":"store")");
+  const std::string reduce = with(kIm2col, R"("direction":"reduce")");
+  const std::string rule =
+      " must stay within the tensor (lower corners >= 0, upper corners <= 0): use ";
+  for (Arch a : {Arch::sm_100a, Arch::sm_103a, Arch::sm_120a}) {
+    EXPECT_EQ(verdict(store, a),
+              "I8: pixelBoxLowerCorner[0] = -1 with direction store; the "
+              "bounding box of an im2col store" +
+                  rule + "pixelBoxLowerCorner[0] = 0")
+        << name(a);
+    EXPECT_EQ(verdict(box(store, "[0,0]", "[0,1]"), a),
+              "I8: pixelBoxUpperCorner[1] = 1 with direction store; the bounding box of an im2col "
+              "store" +
+                  rule + "pixelBoxUpperCorner[1] = 0");
+    EXPECT_EQ(verdict(box(reduce, "[0,0]", "[2,0]"), a),
+              "I8: pixelBoxUpperCorner[0] = 2 with direction reduce; the bounding box of an im2col "
+              "reduction" +
+                  rule + "pixelBoxUpperCorner[0] = 0");
+    // a packed type too
+    EXPECT_EQ(verdict(R"({"encode":"im2col","dataType":"16U4_ALIGN8B","globalAddress":65536,)"
+                      R"("globalDim":[64,16,16,2],"globalStrides":[32,512,8192],)"
+                      R"("pixelBoxLowerCorner":[-1,0],"pixelBoxUpperCorner":[0,0],)"
+                      R"("channelsPerPixel":64,"pixelsPerColumn":16,"direction":"store"})",
+                      a),
+              "I8: pixelBoxLowerCorner[0] = -1 with direction store; the bounding box of an im2col "
+              "store" +
+                  rule + "pixelBoxLowerCorner[0] = 0");
+    // a box inside the tensor, or on its edges, stores; loads and unsaid directions reach past
+    EXPECT_EQ(verdict(box(store, "[3,2]", "[-4,-1]"), a), "ok");
+    EXPECT_EQ(verdict(box(store, "[0,0]", "[0,0]"), a), "ok");
+    EXPECT_EQ(verdict(with(kIm2col, R"("direction":"load")"), a), "ok");
+    EXPECT_EQ(verdict(with(kIm2col, ""), a), "ok");
+    // the fixes end at the tensor's edges
+    const auto mended = nearest_passing_spec(parse_spec_json(store, a), a);
+    ASSERT_TRUE(mended.has_value());
+    EXPECT_EQ(spec_to_json(*mended), spec_to_json(parse_spec_json(box(store, "[0,0]", "[0,0]"))));
+    // where every upper corner at 0 or below leaves no pixel (X4), I8 still moves it, and X4 then
+    // moves the lower corner
+    const std::string flat =
+        R"({"encode":"im2col","dataType":"FLOAT16","globalAddress":65536,"globalDim":[64,1,2],)"
+        R"("globalStrides":[128,128],"pixelBoxLowerCorner":[1],"pixelBoxUpperCorner":[2],)"
+        R"("channelsPerPixel":64,"pixelsPerColumn":16,"direction":"store"})";
+    const auto flat_mended = nearest_passing_spec(parse_spec_json(flat, a), a);
+    ASSERT_TRUE(flat_mended.has_value());
+    EXPECT_EQ(flat_mended->pixel_box_lower_corner[0], 0);
+    EXPECT_EQ(flat_mended->pixel_box_upper_corner[0], 0);
+  }
+  // sm_90a gives the Hopper driver's verdicts, which judge no direction
+  EXPECT_EQ(verdict(store, Arch::sm_90a), "ok");
+  EXPECT_EQ(verdict(R"({"encode":"im2col","dataType":"FLOAT16","globalAddress":65536,)"
+                    R"("globalDim":[64,1,2],"globalStrides":[128,128],"pixelBoxLowerCorner":[1],)"
+                    R"("pixelBoxUpperCorner":[0],"channelsPerPixel":64,"pixelsPerColumn":16,)"
+                    R"("direction":"store"})",
+                    Arch::sm_90a),
+            "X4: spatial dimension 1: globalDim[1] + pixelBoxUpperCorner[0] - "
+            "pixelBoxLowerCorner[0] = 1 + 0 - 1 leaves no pixel; raise pixelBoxUpperCorner[0] to "
+            "1");
+  // an im2col-wide store is W5's, whatever its corners
+  EXPECT_EQ(
+      verdict(sub(with(kWide, R"("swizzle":"128B","direction":"store")"),
+                  "\"pixelBoxUpperCornerWidth\":-1", "\"pixelBoxUpperCornerWidth\":3"),
+              Arch::sm_100a),
+      "W5: direction store with encode im2col_wide; .im2col::w and .im2col::w::128 are loads");
+}
+
 TEST(RulesArch, RulesPerArchitecture) {
   auto ids = [](Arch a) {
     std::string out;
@@ -427,10 +590,25 @@ TEST(RulesArch, RulesPerArchitecture) {
     return out;
   };
   EXPECT_EQ(ids(Arch::sm_90a), "T2 T12 A1 T3 I1 T4 T5 T6 T7 T8 I3 I4 I5 T9 T13 X1 X2 X3 X4 ");
+  // A1 refuses nothing on sm_100a and sm_103a, which have every encoding it judges
   EXPECT_EQ(ids(Arch::sm_100a),
-            "T2 T12 A1 T3 I1 T4 T5 T6 P1 P2 P3 P4 T7 T8 I3 W1 I4 I5 G1 G2 G4 W3 W4 W5 P5 S1 P6 T9 "
+            "T2 T12 T3 I1 T4 T5 T6 P1 P2 P3 P4 T7 T8 I3 W1 I4 I5 G1 G2 G4 W3 W4 W5 P5 S1 P6 I8 T9 "
             "P7 T10 T13 X1 X2 X3 X4 W2 ");
-  EXPECT_EQ(rules().size(), rules(Arch::sm_100a).size());
+  EXPECT_EQ(ids(Arch::sm_103a), ids(Arch::sm_100a));
+  EXPECT_EQ(ids(Arch::sm_120a),
+            "T2 T12 A1 T3 I1 T4 T5 T6 P1 P2 P3 P4 T7 T8 I3 W1 I4 I5 G1 G2 G4 W3 W4 W5 P5 S1 P6 I8 "
+            "T9 P7 T10 T13 X1 X2 X3 X4 W2 ");
+  EXPECT_EQ(rules().size(), rules(Arch::sm_120a).size());
+  // T2's summary names the architecture's types
+  EXPECT_EQ(rules(Arch::sm_90a)[0].summary, "data type is one of the 13 Hopper tensor-map types");
+  for (Arch a : {Arch::sm_100a, Arch::sm_103a, Arch::sm_120a}) {
+    EXPECT_EQ(rules(a)[0].summary,
+              "data type is one of the 16 tensor-map types (Hopper's 13 and 16U4_ALIGN8B, "
+              "16U4_ALIGN16B, 16U6_ALIGN16B)");
+  }
+  EXPECT_EQ(rules()[0].summary,
+            "data type is a tensor-map type: the 13 Hopper types on sm_90a, also the 3 packed "
+            "types on sm_100a, sm_103a and sm_120a");
   // an architecture tmakit has no rules for is refused, as validate() refuses it
   for (int bad : {4, 9, 200}) {
     try {

@@ -142,6 +142,54 @@ def test_rules_are_the_clis(cli):
     assert {"T4", "T6", "T7", "T9"} <= {r.id for r in tmakit.rules()}
 
 
+def test_rules_per_architecture_are_the_clis(cli):
+    def table(args):
+        run = cli(["rules", *args])
+        assert run.returncode == 0, run.stderr
+        return [tuple(line.split("\t")) for line in run.stdout.splitlines() if "\t" in line]
+
+    def listed(rules):
+        return [(r.id + (f" / {r.im2col_id}" if r.im2col_id else ""), r.summary) for r in rules]
+
+    for arch in ("sm_90a", "sm_100a", "sm_103a", "sm_120a"):
+        assert listed(tmakit.rules(arch)) == table(["--arch", arch]), arch
+    # None: every rule of every architecture, as the CLI without --arch (not the GPU's)
+    assert listed(tmakit.rules(None)) == listed(tmakit.rules()) == table([])
+    ids = {arch: [r.id for r in tmakit.rules(arch)] for arch in ("sm_90a", "sm_100a", "sm_120a")}
+    assert "A1" in ids["sm_90a"] and "A1" in ids["sm_120a"] and "A1" not in ids["sm_100a"]
+    assert "T10" not in ids["sm_90a"] and "I8" in ids["sm_100a"]
+    assert tmakit.rules("sm_90a")[0].summary == "data type is one of the 13 Hopper tensor-map types"
+    assert tmakit.rules("sm_100a")[0].summary == (
+        "data type is one of the 16 tensor-map types (Hopper's 13 and 16U4_ALIGN8B, "
+        "16U4_ALIGN16B, 16U6_ALIGN16B)")
+    with pytest.raises(ValueError, match=r"unknown architecture sm_89 \(known: sm_90a, "
+                                         r"sm_100a, sm_103a, sm_120a\)"):
+        tmakit.rules("sm_89")
+    with pytest.raises(TypeError, match="arch: expected a name"):
+        tmakit.rules(100)
+
+
+def test_the_docs_tables_list_the_rules_in_the_order_they_apply():
+    """docs/rules.md says validate() applies the rules in table order: every table of rules there
+    lists its ids in the order `tmakit rules` gives, and every rule is in one."""
+    order = [r.id for r in tmakit.rules()]
+    tables, current = [], None
+    for line in (REPO / "docs" / "rules.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| id |"):
+            current = []
+            tables.append(current)
+        elif line.startswith("|") and current is not None:
+            rule = line.split("|")[1].strip().split(" / ")[0]
+            if rule in order:
+                current.append(rule)
+        else:
+            current = None
+    assert len(tables) == 3
+    for ids in tables:
+        assert ids == sorted(ids, key=order.index), ids
+    assert set(order) == {rule for ids in tables for rule in ids}
+
+
 def test_describe_names_every_field():
     text = tmakit.describe(dict(README_SPEC, boxDim=[32, 32], swizzle="128B"))
     assert text == ("tiled FLOAT32 rank 2 @0x1000 dim [1024, 512] strides [4096] box [32, 32] "
@@ -415,3 +463,14 @@ def test_cli_check_takes_the_architecture(cli, tmp_path):
     run = cli(["check", "--arch", "sm_89", "--jsonl", str(path)])
     assert run.returncode == 2
     assert "unknown architecture (known: sm_90a, sm_100a, sm_103a, sm_120a)" in run.stderr
+
+
+def test_arch_is_a_name_or_none():
+    for call in (tmakit.check, tmakit.fix, tmakit.describe):
+        with pytest.raises(ValueError, match="arch: the name is empty; give one such as 'sm_90a', "
+                                             "or None"):
+            call(README_SPEC, arch="")
+        with pytest.raises(TypeError, match="arch: expected a name such as 'sm_90a' or None"):
+            call(README_SPEC, arch=90)
+    with pytest.raises(ValueError, match="arch: the name is empty"):
+        tmakit.rules(arch="")
