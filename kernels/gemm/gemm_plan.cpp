@@ -565,7 +565,8 @@ void check_tuning(const GemmProblem& q) {
   if (q.m == 0 || q.n == 0 || q.k == 0) {
     throw ArgumentError(q.m == 0 ? "m" : q.n == 0 ? "n" : "k", "is 0; a GEMM needs M, N, K >= 1");
   }
-  for (const auto& [name, extent] : {std::pair{"m", q.m}, std::pair{"n", q.n}, std::pair{"k", q.k}}) {
+  for (const auto& [name, extent] :
+       {std::pair{"m", q.m}, std::pair{"n", q.n}, std::pair{"k", q.k}}) {
     // NOTE: gemm_fp8's operands are refused past this (check_view); the plan's tile and grid
     // arithmetic (in 64 bits) holds below it
     if (extent > kMaxExtent) {

@@ -521,10 +521,10 @@ def _launch_add(x, value, out=None, fresh=False):
 # bookkeeping) made a call through torch.ops.tmakit.* cost about twice the eager call's host
 # time; so registered, a call through the dispatcher (what a compiled graph makes) costs the
 # eager call's host time and the dispatcher's own (1-2 us on an H200's host), which torch's
-# own ops pay too: the GEMM, quantizer and transpose within a microsecond of the eager call,
-# the stencil and add about one, the in-place add half a microsecond above torch's own
-# in-place add through the same dispatcher (README, python -m tmakit.bench's host-time
-# tables). The ops have no autograd formula: the tensors they write carry no gradient.
+# own ops pay too: every op within a microsecond of its eager call but the in-place add,
+# which pays what torch's own in-place add pays through the same dispatcher (README, python
+# -m tmakit.bench's host-time tables). The ops have no autograd formula: the tensors they
+# write carry no gradient (and writing one that requires grad is refused).
 _LIB = torch.library.Library("tmakit", "DEF")
 
 
@@ -985,8 +985,8 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
     signed type takes its range, an unsigned n-bit type -(2^n - 1)..2^n - 1."""
     low, high = _INTEGER_RANGES[dtype]
     if not low <= value <= high:
-        raise ValueError(f"value: {_number(value)} does not fit {dtype} (torch refuses it too); pass a "
-                         f"value in [{low}, {high}]")
+        raise ValueError(f"value: {_number(value)} does not fit {dtype} (torch refuses it "
+                         f"too); pass a value in [{low}, {high}]")
     wrapped = value % (1 << 64)  # the same sum modulo 2^bits, as an int64
     return wrapped - (1 << 64) if wrapped >= 1 << 63 else wrapped
 

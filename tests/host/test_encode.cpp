@@ -21,6 +21,16 @@ TensorMapSpec example() {
       R"("swizzle":"128B","l2Promotion":"256B"})");
 }
 
+// What parse_json_line says of a line ("parsed" when it takes it).
+std::string parse_message(const std::string& text) {
+  try {
+    parse_json_line(text);
+  } catch (const ParseError& e) {
+    return std::string(e.what());
+  }
+  return std::string("parsed");
+}
+
 TEST(Describe, SpecOnOneLine) {
   EXPECT_EQ(describe(example()),
             "tiled BFLOAT16 rank 3 @0x100000 dim [64, 32, 8] strides [128, 4096] box [64, 16, 2] "
@@ -149,34 +159,21 @@ TEST(SpecJson, ALineOfManyObjectsParsesInLinearTime) {
       ParseError);
   deep = R"({"coords":)" + std::string(15, '[') + std::string(15, ']') + "}";
   EXPECT_NO_THROW(parse_json_line(deep));
-  auto message = [](const std::string& text) {
-    try {
-      parse_json_line(text);
-    } catch (const ParseError& e) {
-      return std::string(e.what());
-    }
-    return std::string("parsed");
-  };
-  EXPECT_EQ(message(R"({"a":1,"b":[1,2,1e999]})"), "b[2]: 1e999 is too large for any number");
-  EXPECT_EQ(message(R"({"a":[[1],{"c":[2]},1e999]})"), "a[2]: 1e999 is too large for any number");
-  EXPECT_EQ(message(R"({"a":x})").rfind("invalid JSON at byte 6: ", 0), 0u);
-  EXPECT_EQ(message(R"({"a":1}x)").rfind("invalid JSON at byte 8: ", 0), 0u);
+  EXPECT_EQ(parse_message(R"({"a":1,"b":[1,2,1e999]})"),
+            "b[2]: 1e999 is too large for any number");
+  EXPECT_EQ(parse_message(R"({"a":[[1],{"c":[2]},1e999]})"),
+            "a[2]: 1e999 is too large for any number");
+  EXPECT_EQ(parse_message(R"({"a":x})").rfind("invalid JSON at byte 6: ", 0), 0u);
+  EXPECT_EQ(parse_message(R"({"a":1}x)").rfind("invalid JSON at byte 8: ", 0), 0u);
 }
 
 TEST(SpecJson, BytesCountFromOneAndEmptyLinesSaySo) {
-  auto message = [](const std::string& text) {
-    try {
-      parse_json_line(text);
-    } catch (const ParseError& e) {
-      return std::string(e.what());
-    }
-    return std::string("parsed");
-  };
   // the first byte is byte 1, for a NUL as for a syntax error
-  EXPECT_EQ(message(std::string("{\0}", 3)), "byte 2 of the line is NUL; a spec line is text");
-  EXPECT_EQ(message("x").rfind("invalid JSON at byte 1: ", 0), 0u);
-  EXPECT_EQ(message(""), "the line is empty; a spec line is one JSON object");
-  EXPECT_EQ(message(" \t\r"), "the line is empty; a spec line is one JSON object");
+  EXPECT_EQ(parse_message(std::string("{\0}", 3)),
+            "byte 2 of the line is NUL; a spec line is text");
+  EXPECT_EQ(parse_message("x").rfind("invalid JSON at byte 1: ", 0), 0u);
+  EXPECT_EQ(parse_message(""), "the line is empty; a spec line is one JSON object");
+  EXPECT_EQ(parse_message(" \t\r"), "the line is empty; a spec line is one JSON object");
 }
 
 TEST(SpecJson, CoordsRefuseARankPastTheArray) {
