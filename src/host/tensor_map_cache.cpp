@@ -2,9 +2,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <limits>
+#include <string>
 #include <utility>
 
 #include "tmakit/core/cuda_check.hpp"
+#include "tmakit/core/error.hpp"
 #include "tmakit/host/encode.hpp"
 
 namespace tmakit {
@@ -92,9 +95,22 @@ TensorMapCache& default_tensor_map_cache() {
 
 // --- DeviceTensorMapArray -------------------------------------------------------------
 
+namespace {
+
+// Bytes of `count` maps; Error where the size would wrap.
+std::size_t maps_bytes(std::size_t count) {
+  if (count > std::numeric_limits<std::size_t>::max() / sizeof(CUtensorMap)) {
+    throw Error("DeviceTensorMapArray: " + std::to_string(count) +
+                " tensor maps do not fit an address space");
+  }
+  return count * sizeof(CUtensorMap);
+}
+
+}  // namespace
+
 DeviceTensorMapArray::DeviceTensorMapArray(std::size_t count) {
-  // NOTE: cudaMalloc returns 256-byte aligned memory, more than the 64 bytes rule T1 asks.
-  TMAKIT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&maps_), count * sizeof(CUtensorMap)));
+  // NOTE: cudaMalloc returns 256-byte aligned memory, more than rule T1 asks.
+  TMAKIT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&maps_), maps_bytes(count)));
   count_ = count;
   capacity_ = count;
 }
@@ -121,11 +137,13 @@ DeviceTensorMapArray& DeviceTensorMapArray::operator=(DeviceTensorMapArray&& oth
 void DeviceTensorMapArray::upload(std::span<const CUtensorMap> maps, cudaStream_t stream) {
   // grow when needed (the old contents are replaced anyway)
   if (maps.size() > capacity_) {
-    if (maps_ != nullptr) TMAKIT_CUDA_CHECK(cudaFree(maps_));
-    maps_ = nullptr;
-    capacity_ = 0;
-    TMAKIT_CUDA_CHECK(
-        cudaMalloc(reinterpret_cast<void**>(&maps_), maps.size() * sizeof(CUtensorMap)));
+    const std::size_t bytes = maps_bytes(maps.size());
+    // NOTE: the old memory is given up before the calls that may throw, so that no failure
+    // leaves a freed pointer here (for the destructor to free again) or a count without memory
+    void* old = std::exchange(maps_, nullptr);
+    capacity_ = count_ = 0;
+    if (old != nullptr) TMAKIT_CUDA_CHECK(cudaFree(old));
+    TMAKIT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&maps_), bytes));
     capacity_ = maps.size();
   }
   count_ = maps.size();

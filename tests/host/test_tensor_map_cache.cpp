@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "tmakit/core/error.hpp"
 #include "tmakit/host/tensor_map_cache.hpp"
 
 namespace tmakit {
@@ -34,6 +35,17 @@ struct CountingEncoder {
     return m;
   }
 };
+
+TEST(DeviceTensorMapArray, ACountPastTheAddressSpaceIsRefusedBeforeAnyCudaCall) {
+  try {
+    DeviceTensorMapArray maps(std::size_t{1} << 60);
+    ADD_FAILURE() << "2^60 maps were allocated";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "DeviceTensorMapArray: 1152921504606846976 tensor maps do not fit an address "
+                 "space");
+  }
+}
 
 TEST(TensorMapCache, RepeatedGetsBuildOnce) {
   int calls = 0;

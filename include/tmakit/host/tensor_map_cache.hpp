@@ -72,7 +72,9 @@ class DeviceTensorMapArray {
   DeviceTensorMapArray(DeviceTensorMapArray&& other) noexcept;
   DeviceTensorMapArray& operator=(DeviceTensorMapArray&& other) noexcept;
 
-  // Copy `maps` to the device (stream-ordered on `stream`); grows the array if needed.
+  // Copy `maps` to the device (stream-ordered on `stream`); grows the array if needed. A
+  // count past the address space throws Error (as the constructor does); a CUDA failure
+  // while growing throws CudaError and leaves the array empty.
   // NOTE: a launch after this copy in stream order sees the maps; the device-side acquire
   // fence covers maps that kernels themselves rewrite.
   void upload(std::span<const CUtensorMap> maps, cudaStream_t stream = nullptr);
