@@ -528,10 +528,20 @@ def _launch_add(x, value, out=None, fresh=False):
 _LIB = torch.library.Library("tmakit", "DEF")
 
 
+def _on_the_host(*args, **kwargs) -> None:
+    # NOTE: the registered ops reached with host tensors say what the functions say
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor) and not value.is_cuda:
+            raise ValueError(f"a tensor argument is on {value.device}; tmakit's kernels run on "
+                             f"CUDA tensors (move it with .cuda())")
+    raise ValueError("tmakit's kernels run on CUDA tensors")
+
+
 def _register(schema: str, kernel, fake) -> None:
     name = schema.split("(", 1)[0]
     _LIB.define(schema)
     _LIB.impl(name, kernel, "CUDA")
+    _LIB.impl(name, _on_the_host, "CPU")
     torch.library.register_fake("tmakit::" + name, fake, lib=_LIB)
 
 

@@ -299,3 +299,29 @@ def test_layout_helpers_agree_with_their_definitions():
         expected = x.numel() > 0 and y.numel() > 0 and (
             span(x)[0] < span(y)[1] and span(y)[0] < span(x)[1])
         assert ops._overlaps(x, y) == expected, (x.shape, x.stride(), y.shape, y.stride())
+
+
+def test_the_registered_ops_refuse_host_tensors_naming_the_device():
+    import tmakit.ops  # noqa: F401  (registers the ops)
+
+    x = torch.zeros(4, 8)
+    calls = [lambda: torch.ops.tmakit.add_out(x, 1.0, torch.empty_like(x)),
+             lambda: torch.ops.tmakit.add_(x, 1.0),
+             lambda: torch.ops.tmakit.transpose_out(x, torch.empty(8, 4)),
+             lambda: torch.ops.tmakit.stencil3x3_out(x, [0.0] * 9, torch.empty_like(x))]
+    for call in calls:
+        with pytest.raises(ValueError, match="a tensor argument is on cpu; tmakit's kernels run "
+                                             r"on CUDA tensors \(move it with .cuda\(\)\)"):
+            call()
+    assert (x == 0).all()
+
+
+def test_python_m_tmakit_says_where_the_entry_points_are():
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "tmakit"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"tmakit {tmakit.__version__}: ")
+    assert "python -m tmakit.bench --help" in run.stdout
