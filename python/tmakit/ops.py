@@ -81,7 +81,7 @@ def _tensor(t, name: str) -> torch.Tensor:
         except Exception as error:  # (a foreign export's failure is a bad argument)
             raise TypeError(f"{name}: its DLPack export failed ({type(error).__name__}: "
                             f"{str(error).splitlines()[0] if str(error) else ''})") from None
-    if t.layout is not _STRIDED or t.is_nested:
+    if t.layout is not _STRIDED or t.is_nested:  # (_strided inline: every call passes here)
         raise TypeError(f"{name}: a {_layout_name(t)} tensor; tmakit's ops take strided "
                         f"tensors (" + (f"{name}.unbind() gives its tensors" if t.is_nested
                                         else f"{name}.to_dense()") + ")")
@@ -92,6 +92,11 @@ def _tensor(t, name: str) -> torch.Tensor:
 
 
 _STRIDED = torch.strided
+
+
+def _strided(t: torch.Tensor) -> bool:
+    """Whether ``t`` is a strided tensor (not sparse, nested or another layout)."""
+    return t.layout is _STRIDED and not t.is_nested
 
 
 def _layout_name(t: torch.Tensor) -> str:
@@ -616,7 +621,7 @@ def _scale(value, name: str, device):
         if value.device != device:
             raise ValueError(f"{name}: is on {value.device}, the operands on {device}; a tensor "
                              f"scale lives on the GEMM's GPU (or pass a Python float)")
-        if value.layout is not torch.strided or value.is_nested:
+        if not _strided(value):
             raise TypeError(f"{name}: a {_layout_name(value)} tensor; scale tensors are strided "
                             f"float32 tensors")
         return 1.0, value
@@ -817,7 +822,7 @@ _NOT_TAP_ROWS = (str, bytes, set, frozenset, dict)
 def _tap_values(weight) -> list:
     """The 9 taps of a 3x3 weight (tensor, nested list, array), row-major, as given."""
     if isinstance(weight, torch.Tensor):
-        if weight.layout is not _STRIDED or weight.is_nested or weight.is_meta:
+        if not _strided(weight) or weight.is_meta:
             raise TypeError(f"weight: a {'meta' if weight.is_meta else _layout_name(weight)} "
                             f"tensor; pass the taps as a strided tensor or a nested list")
         if tuple(weight.shape) not in ((3, 3), (1, 1, 3, 3), (9,)):
@@ -1005,10 +1010,7 @@ def _add_constant(value, dtype: torch.dtype) -> float:
     """``value`` as the float a floating x adds: torch's sum of a finite value past float32's
     range with a float32 or 16-bit tensor (formed in float32) is inf, which is refused, on
     every path alike."""
-    try:
-        value = float(value)
-    except OverflowError:
-        raise ValueError(f"value: {_number(value)} is past float64's range") from None
+    value = _real(value, "value", "a Python int, float or complex")
     if dtype is not torch.float64 and _FLOAT32_OVERFLOW <= abs(value) < math.inf:
         raise ValueError(f"value: {value:.9g} overflows float32, in which {dtype} sums are "
                          f"formed (the sum would be inf); pass a value within float32's range")
@@ -1080,6 +1082,11 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     return out
 
 
+def _torch_add_refuses(x: torch.Tensor, value, why: str = "") -> TypeError:
+    return TypeError(f"x: torch's own add does not take {x.dtype} + {type(value).__name__}"
+                     + (f" ({why.splitlines()[0]})" if why else ""))
+
+
 def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.Tensor:
     """add where no launcher type holds x or the sum (bool and complex x, an integer x with a
     float value, a complex value): torch's type promotion names the result's dtype and its
@@ -1093,8 +1100,7 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
         result = (x.new_empty(0) + value).dtype if compiling else torch.result_type(x, value)
     except (RuntimeError, NotImplementedError) as error:
         # NOTE: dtypes torch's type promotion does not take (quantized, bits, sub-byte ones)
-        raise TypeError(f"x: torch's own add does not take {x.dtype} + "
-                        f"{type(value).__name__} ({str(error).splitlines()[0]})") from None
+        raise _torch_add_refuses(x, value, str(error)) from None
     if out is x:
         _check_no_grad(x, "x")
         if result != x.dtype:
@@ -1120,8 +1126,7 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
                              "a separate out")
     if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():
         if x.dtype not in _ADD_TYPES:
-            raise TypeError(f"x: torch's own add does not take {x.dtype} + "
-                            f"{type(value).__name__}")
+            raise _torch_add_refuses(x, value)
         x = x.to(result)  # NOTE: uint16/32/64, which torch's add does not take
     if compiling:
         # NOTE: dynamo refuses torch.add's out= where out is not contiguous: the sums, then a
@@ -1137,8 +1142,7 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
         torch.add(x, value, out=out)
     except (RuntimeError, NotImplementedError) as error:
         # NOTE: torch refuses before its kernel runs: nothing is written
-        raise TypeError(f"x: torch's own add does not take {x.dtype} + "
-                        f"{type(value).__name__} here ({str(error).splitlines()[0]})") from None
+        raise _torch_add_refuses(x, value, str(error)) from None
     return out
 
 
