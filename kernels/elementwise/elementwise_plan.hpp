@@ -17,6 +17,37 @@ constexpr bool one_row_takes_plain(std::uint64_t rows, std::uint64_t batch) {
   return rows == 1 && batch <= 1;
 }
 
+// A dense view (one run of `elements` elements from `in_address`) as the plain kernel's dense
+// form walks it: `head` elements before in's first 16-byte boundary, `slots` whole 16-byte
+// slots from there, `tail` elements after them.
+struct DenseSplit {
+  std::uint64_t head = 0;
+  std::uint64_t slots = 0;
+  std::uint64_t tail = 0;
+};
+
+constexpr DenseSplit dense_split(std::uint64_t in_address, std::uint64_t elements,
+                                 std::uint32_t element_bytes) {
+  const std::uint64_t per_slot = 16 / element_bytes;
+  const std::uint64_t to_boundary = ((16 - in_address % 16) % 16) / element_bytes;
+  DenseSplit d;
+  d.head = std::min(to_boundary, elements);
+  d.slots = (elements - d.head) / per_slot;
+  d.tail = elements - d.head - d.slots * per_slot;
+  return d;
+}
+
+// Whether the dense form takes a dense view: both addresses whole elements, out at in's offset
+// within 16 bytes (each slot one 16-byte load and one store) and the slots within its 32-bit
+// indices (`max_slots`: the last block's last slot index must not wrap).
+constexpr bool dense_form_takes(std::uint64_t in_address, std::uint64_t out_address,
+                                std::uint64_t elements, std::uint32_t element_bytes,
+                                std::uint64_t max_slots) {
+  return in_address % element_bytes == 0 && out_address % element_bytes == 0 &&
+         in_address % 16 == out_address % 16 &&
+         dense_split(in_address, elements, element_bytes).slots <= max_slots;
+}
+
 struct BoxPlan {
   std::uint32_t cols;  // elements per box row
   std::uint32_t rows;  // box rows

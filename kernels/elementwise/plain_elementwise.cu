@@ -3,12 +3,16 @@
 // one_row_takes_plain). Each row is cut into 16-byte slots aligned to in's addresses: a
 // thread adds a whole slot with one 16-byte load and store when out's row sits at the same
 // offset within 16 bytes (dense tensors, in place), element by element otherwise and at the
-// row's two ends. A dense view is one long row.
+// row's two ends. A dense view is one long row; where out sits at in's offset within 16 bytes
+// (dense_form_takes) the dense form walks it with 32-bit slot indices, four slots a thread and
+// no grid-stride loop, its ends (dense_split's head and tail) on block 0's first threads.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "elementwise/elementwise_plan.hpp"
 #include "elementwise/plain_elementwise.hpp"
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/kernels/detail/launch_support.hpp"
@@ -100,6 +104,117 @@ __global__ void __launch_bounds__(kThreads) plain_add_constant_kernel(const Plai
   }
 }
 
+// The dense form: one run of elements, out at in's offset within 16 bytes.
+constexpr int kDenseThreads = 128;
+constexpr int kDenseSlots = 4;  // NOTE: four 16-byte loads in flight per thread
+// The last slot index a grid may reach without wrapping 32 bits.
+constexpr std::uint64_t kDenseMaxSlots = 0xffffffffull - kDenseThreads * kDenseSlots;
+
+struct DenseParams {
+  const std::uint8_t* in;  // in's first element
+  std::uint8_t* out;
+  const uint4* in_slots;  // in's first whole 16-byte slot (head elements on)
+  uint4* out_slots;
+  std::uint32_t slots;
+  std::uint32_t head;  // elements before the first slot
+  std::uint32_t tail;  // elements after the last
+  Constant value;
+};
+
+// One 16-byte slot plus the constant, element by element as add_one (the same roundings):
+// 16-bit floats through their float pairs (a float pair rounded by one conversion), 8- and
+// 16-bit integers by SIMD adds that wrap per element.
+template <class T>
+__device__ __forceinline__ uint4 add_slot(uint4 v, const Constant& c) {
+  std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  if constexpr (std::is_same_v<T, float>) {
+#pragma unroll
+    for (auto& x : w) x = __float_as_uint(__uint_as_float(x) + c.f32);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+#pragma unroll
+    for (auto& x : w) {
+      // NOTE: a bf16's float is its bits in the high half
+      const __nv_bfloat162 r = __floats2bfloat162_rn(__uint_as_float(x << 16) + c.f32,
+                                                     __uint_as_float(x & 0xffff0000u) + c.f32);
+      x = *reinterpret_cast<const std::uint32_t*>(&r);
+    }
+  } else if constexpr (std::is_same_v<T, __half>) {
+#pragma unroll
+    for (auto& x : w) {
+      float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x));
+      f.x += c.f32;
+      f.y += c.f32;
+      const __half2 r = __float22half2_rn(f);
+      x = *reinterpret_cast<const std::uint32_t*>(&r);
+    }
+  } else if constexpr (std::is_same_v<T, std::uint8_t>) {
+    const std::uint32_t k = static_cast<std::uint32_t>(c.bits & 0xffu) * 0x01010101u;
+#pragma unroll
+    for (auto& x : w) x = __vadd4(x, k);
+  } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+    const std::uint32_t k = static_cast<std::uint32_t>(c.bits & 0xffffu) * 0x00010001u;
+#pragma unroll
+    for (auto& x : w) x = __vadd2(x, k);
+  } else if constexpr (std::is_same_v<T, std::uint32_t>) {
+#pragma unroll
+    for (auto& x : w) x += static_cast<std::uint32_t>(c.bits);
+  } else {
+    // 8-byte elements: two a slot
+    T e[2];
+    memcpy(e, w, 16);
+    e[0] = add_one<T>(e[0], c);
+    e[1] = add_one<T>(e[1], c);
+    memcpy(w, e, 16);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kDenseThreads) plain_add_constant_dense_kernel(const DenseParams p) {
+  constexpr std::uint64_t kPer = 16 / sizeof(T);
+  // NOTE: the run's end elements are loaded beside the slots, not after them: a second load
+  // after the stores lengthened short calls
+  const bool end = blockIdx.x == 0 && threadIdx.x < p.head + p.tail;
+  const std::uint64_t end_at = threadIdx.x < p.head
+                                   ? threadIdx.x
+                                   : p.head + static_cast<std::uint64_t>(p.slots) * kPer +
+                                         (threadIdx.x - p.head);
+  T end_value{};
+  if (end) end_value = reinterpret_cast<const T*>(p.in)[end_at];
+  const std::uint32_t first = blockIdx.x * (kDenseThreads * kDenseSlots) + threadIdx.x;
+  uint4 v[kDenseSlots];
+#pragma unroll
+  for (int k = 0; k < kDenseSlots; ++k) {
+    const std::uint32_t s = first + k * kDenseThreads;
+    if (s < p.slots) v[k] = p.in_slots[s];
+  }
+#pragma unroll
+  for (int k = 0; k < kDenseSlots; ++k) {
+    const std::uint32_t s = first + k * kDenseThreads;
+    if (s < p.slots) p.out_slots[s] = add_slot<T>(v[k], p.value);
+  }
+  if (end) reinterpret_cast<T*>(p.out)[end_at] = add_one<T>(end_value, p.value);
+}
+
+template <class T>
+void launch_dense(const std::uint8_t* in, std::uint8_t* out, std::uint64_t elements,
+                  const Constant& value, cudaStream_t stream) {
+  const DenseSplit d = dense_split(reinterpret_cast<std::uintptr_t>(in), elements, sizeof(T));
+  DenseParams p{};
+  p.in = in;
+  p.out = out;
+  p.in_slots = reinterpret_cast<const uint4*>(in + d.head * sizeof(T));
+  p.out_slots = reinterpret_cast<uint4*>(out + d.head * sizeof(T));
+  p.slots = static_cast<std::uint32_t>(d.slots);
+  p.head = static_cast<std::uint32_t>(d.head);
+  p.tail = static_cast<std::uint32_t>(d.tail);
+  p.value = value;
+  const unsigned grid =
+      plain::blocks_for(d.slots, kDenseThreads * kDenseSlots, plain::kMaxGridX);
+  plain_add_constant_dense_kernel<T><<<grid, kDenseThreads, 0, stream>>>(p);
+  check_launch("plain_add_constant_dense_kernel");
+}
+
 template <class T>
 void launch_typed(const PlainParams& p, cudaStream_t stream) {
   constexpr std::uint64_t kPer = 16 / sizeof(T);
@@ -110,6 +225,23 @@ void launch_typed(const PlainParams& p, cudaStream_t stream) {
   check_launch("plain_add_constant_kernel");
 }
 
+void launch_dense_by_type(DataType type, const std::uint8_t* in, std::uint8_t* out,
+                          std::uint64_t elements, const Constant& value, cudaStream_t stream) {
+  switch (type) {
+    case DataType::uint8: return launch_dense<std::uint8_t>(in, out, elements, value, stream);
+    case DataType::uint16: return launch_dense<std::uint16_t>(in, out, elements, value, stream);
+    case DataType::uint32:
+    case DataType::int32: return launch_dense<std::uint32_t>(in, out, elements, value, stream);
+    case DataType::uint64:
+    case DataType::int64: return launch_dense<std::uint64_t>(in, out, elements, value, stream);
+    case DataType::float16: return launch_dense<__half>(in, out, elements, value, stream);
+    case DataType::bfloat16:
+      return launch_dense<__nv_bfloat16>(in, out, elements, value, stream);
+    case DataType::float32: return launch_dense<float>(in, out, elements, value, stream);
+    default: return launch_dense<double>(in, out, elements, value, stream);
+  }
+}
+
 }  // namespace
 
 void launch_plain(ConstTensorRef in, TensorRef out, const Constant& value, cudaStream_t stream) {
@@ -118,9 +250,16 @@ void launch_plain(ConstTensorRef in, TensorRef out, const Constant& value, cudaS
   p.out = static_cast<std::uint8_t*>(out.data);
   p.value = value;
   if (dense_rows(in) && dense_rows(out)) {
+    const std::uint64_t elements = in.rows * in.cols;
+    const auto in_address = reinterpret_cast<std::uintptr_t>(in.data);
+    const auto out_address = reinterpret_cast<std::uintptr_t>(out.data);
+    if (dense_form_takes(in_address, out_address, elements,
+                         static_cast<std::uint32_t>(in.element_size()), kDenseMaxSlots)) {
+      return launch_dense_by_type(in.type, p.in, p.out, elements, value, stream);
+    }
     // NOTE: one long row: a dense tensor of short rows still fills whole blocks
     p.rows = 1;
-    p.cols = static_cast<std::int64_t>(in.rows * in.cols);
+    p.cols = static_cast<std::int64_t>(elements);
   } else {
     p.rows = static_cast<std::int64_t>(in.rows);
     p.cols = static_cast<std::int64_t>(in.cols);

@@ -304,6 +304,40 @@ TEST(PlainPathGpu, LargeOddShapesMatchReference) {
   EXPECT_EQ(result.mismatches(), 0u);
 }
 
+// A dense view whose out sits at in's offset within 16 bytes takes the plain kernel's dense
+// form (dense_form_takes): every type, every start within 16 bytes (so every head), lengths
+// that leave every tail and that span several blocks, in and out of place, against the
+// reference bit for bit with the bytes around each view untouched.
+TEST(PlainPathGpu, DenseFormEveryHeadAndTail) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const std::uint64_t lengths[] = {1, 2, 3, 15, 16, 17, 31, 33, 63, 64, 65, 2047, 2049, 70001};
+  for (const DataType type : kAddTypes) {
+    const std::uint64_t esize = element_bytes(type);
+    const bool integer = type != DataType::float16 && type != DataType::bfloat16 &&
+                         type != DataType::float32 && type != DataType::float64;
+    const double value = integer ? 200.0 : -0.625;
+    for (std::uint64_t offset = 0; offset < 16 / esize; ++offset) {
+      for (const std::uint64_t n : lengths) {
+        SCOPED_TRACE(std::string(name(type)) + " n " + std::to_string(n) + " offset " +
+                     std::to_string(offset));
+        OddImage in(type, 1, 1, n, Placement{0, offset});
+        // out 16 bytes further into its allocation: the same offset within 16 bytes
+        OddImage out(type, 1, 1, n, Placement{0, offset + 16 / esize});
+        in.randomize(static_cast<std::uint32_t>(n * 7 + offset));
+        add_constant(in.ref(), out.ref(), value);
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        reference::add_constant(in.host_ref(), out.host_ref(), value);
+        EXPECT_EQ(out.mismatches(), 0u);
+        EXPECT_EQ(in.mismatches(), 0u);
+        add_constant(in.ref(), in.ref(), value);
+        reference::add_constant(in.host_ref(), in.host_ref(), value);
+        EXPECT_EQ(in.mismatches(), 0u);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
 // Empty views launch nothing: no error, no byte written, on any pointer (even null).
 TEST(PlainPathGpu, EmptyViewsWriteNothing) {
   TMAKIT_SKIP_WITHOUT_GPU();

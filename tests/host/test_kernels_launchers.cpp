@@ -289,6 +289,45 @@ TEST(KernelPlans, AddConstantOneRowTakesThePlainKernel) {
   EXPECT_FALSE(one_row_takes_plain(8191, 1));
 }
 
+// The dense form's split of a run into head elements, whole 16-byte slots and tail elements,
+// and when it takes a view: every start within 16 bytes, lengths around the slot size.
+TEST(ElementwisePlan, DenseSplitCoversTheRunOnce) {
+  using detail::elementwise::dense_split;
+  for (const std::uint32_t e : {1u, 2u, 4u, 8u}) {
+    const std::uint64_t per = 16 / e;
+    for (std::uint64_t address = 4096; address < 4096 + 16; address += e) {
+      for (std::uint64_t n = 0; n < 3 * per + 2; ++n) {
+        const auto d = dense_split(address, n, e);
+        EXPECT_EQ(d.head + d.slots * per + d.tail, n);
+        EXPECT_LT(d.head, per);
+        EXPECT_LT(d.tail, per);
+        if (d.slots > 0) {
+          EXPECT_EQ((address + d.head * e) % 16, 0u) << e << " " << address << " " << n;
+        }
+        if (n >= d.head + per) {
+          EXPECT_GE(d.slots, 1u);  // a whole slot past the head is taken as one
+        }
+      }
+    }
+  }
+  EXPECT_EQ(dense_split(4096 + 4, 100, 4).head, 3u);
+  EXPECT_EQ(dense_split(4096 + 4, 100, 4).slots, 24u);
+  EXPECT_EQ(dense_split(4096 + 4, 100, 4).tail, 1u);
+  EXPECT_EQ(dense_split(4096 + 6, 2, 2).head, 2u);  // a run shorter than its head
+  EXPECT_EQ(dense_split(4096 + 6, 2, 2).slots, 0u);
+}
+
+TEST(ElementwisePlan, DenseFormTakesSameOffsetsWithinItsIndices) {
+  using detail::elementwise::dense_form_takes;
+  EXPECT_TRUE(dense_form_takes(4096, 8192, 1000, 4, 1u << 20));
+  EXPECT_TRUE(dense_form_takes(4100, 8196, 1000, 4, 1u << 20));   // both 4 past 16
+  EXPECT_FALSE(dense_form_takes(4100, 8192, 1000, 4, 1u << 20));  // offsets differ mod 16
+  EXPECT_FALSE(dense_form_takes(4098, 8194, 1000, 4, 1u << 20));  // not whole elements
+  EXPECT_TRUE(dense_form_takes(4096, 4096, 1000, 8, 1u << 20));   // in place
+  EXPECT_TRUE(dense_form_takes(4096, 8192, 16 * 100, 1, 100));    // 100 slots, at the limit
+  EXPECT_FALSE(dense_form_takes(4096, 8192, 16 * 101, 1, 100));   // past it
+}
+
 TEST(KernelLaunchers, StencilNamesTheArgument) {
   const TensorRef in(fake(kA), DataType::float64, 64, 64);
   const TensorRef out(fake(kB), DataType::float64, 64, 64);
