@@ -384,6 +384,14 @@ def _matrix_stride(t: torch.Tensor):
     return None if row_stride < cols else row_stride
 
 
+# The bytes of x up to which transpose takes torch's copy kernel, by element size: (rows off 16
+# bytes, rows the TMA kernel takes). NOTE: the largest sizes at which torch's `out.copy_(x.t())`
+# ran faster than the library's kernels in a sweep of square views from 16 KiB to 8 MiB (H200,
+# CUDA graphs; README, "Use from PyTorch")
+_TRANSPOSE_TORCH_COPY_BYTES = {1: (512 << 10, 128 << 10), 2: (768 << 10, 512 << 10),
+                               4: (768 << 10, 1 << 20), 8: (1 << 20, 2 << 20)}
+
+
 def _launch_transpose(x, out, fresh=False):
     """``fresh``: out was just allocated here, so it cannot overlap x."""
     rows, cols = x.shape
@@ -404,7 +412,17 @@ def _launch_transpose(x, out, fresh=False):
             x, out = x.view(torch.uint8), out.view(torch.uint8)
         out.copy_(x.t())
         return
-    _launch(out, _tmakit.transpose, x.data_ptr(), out.data_ptr(), _BITS_TYPES[esize], rows, cols,
+    x_at, out_at = x.data_ptr(), out.data_ptr()
+    aligned = (x_at | out_at | x_row * esize | out_row * esize) % 16 == 0
+    if rows * cols * esize <= _TRANSPOSE_TORCH_COPY_BYTES[esize][aligned]:
+        # NOTE: a small x: torch's copy kernel ran faster than the library's kernels there,
+        # whose setup (tiles staged in shared memory, TMA round trips) outweighs the bytes
+        # (README, "Use from PyTorch": the sizes measured)
+        if x.dtype in _COPY_AS_BITS:
+            x, out = x.view(torch.uint8), out.view(torch.uint8)
+        out.copy_(x.t())
+        return
+    _launch(out, _tmakit.transpose, x_at, out_at, _BITS_TYPES[esize], rows, cols,
             x_row * esize, out_row * esize)
 
 
@@ -783,7 +801,9 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     tiled kernel (kernels/transpose/README.md, "Paths" and "Row classes"); when the elements
     of x's or out's rows are not consecutive (x = y.t(), a column step), torch's strided copy
     ``out.copy_(x.t())`` does the one pass (a contiguous copy for x = y.t() of a contiguous
-    y), as it does for 16-byte elements (complex128), which no launcher type holds.
+    y), as it does for 16-byte elements (complex128), which no launcher type holds, and for a
+    small x (up to 128 KiB to 2 MiB by element size and alignment), where torch's copy kernel
+    measured faster than the library's.
     Quantized tensors (torch.qint8, ...) are refused: transpose ``x.int_repr()``."""
     x = _tensor(x, "x")
     if x.is_quantized:
