@@ -401,24 +401,21 @@ def _launch_transpose(x, out, fresh=False):
         raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
     x_row, out_row = _matrix_stride(x), _matrix_stride(out)
     esize = x.element_size()
-    if x_row is None or out_row is None or esize not in _BITS_TYPES or _lazy(x) or (
-            not fresh and _lazy(out)):
-        # NOTE: elements of a row not consecutive (x.t() of a contiguous tensor, a column
-        # slice with a step), 16-byte elements (complex128), which no launcher type holds, or
-        # a lazily negated or conjugated view: torch's strided copy of x.t() into out is one
-        # pass; for x.t() of a contiguous tensor it is a contiguous copy
+    # NOTE: torch's strided copy of x.t() into out, one pass, where no launcher can describe
+    # the views (elements of a row not consecutive: x.t() of a contiguous tensor, whose copy is
+    # then a contiguous one, or a column slice with a step; 16-byte elements, complex128; a
+    # lazily negated or conjugated view), and for a small x, where torch's copy kernel ran
+    # faster than the library's kernels, whose setup (tiles staged in shared memory, TMA round
+    # trips) outweighs so few bytes (README, "Use from PyTorch": the sizes measured)
+    by_torch = x_row is None or out_row is None or esize not in _BITS_TYPES or _lazy(x) or (
+        not fresh and _lazy(out))
+    if not by_torch:
+        x_at, out_at = x.data_ptr(), out.data_ptr()
+        aligned = (x_at | out_at | x_row * esize | out_row * esize) % 16 == 0
+        by_torch = rows * cols * esize <= _TRANSPOSE_TORCH_COPY_BYTES[esize][aligned]
+    if by_torch:
         if x.dtype in _COPY_AS_BITS:
             # NOTE: torch's copy does not take the sub-byte shell dtypes: their bytes, as uint8
-            x, out = x.view(torch.uint8), out.view(torch.uint8)
-        out.copy_(x.t())
-        return
-    x_at, out_at = x.data_ptr(), out.data_ptr()
-    aligned = (x_at | out_at | x_row * esize | out_row * esize) % 16 == 0
-    if rows * cols * esize <= _TRANSPOSE_TORCH_COPY_BYTES[esize][aligned]:
-        # NOTE: a small x: torch's copy kernel ran faster than the library's kernels there,
-        # whose setup (tiles staged in shared memory, TMA round trips) outweighs the bytes
-        # (README, "Use from PyTorch": the sizes measured)
-        if x.dtype in _COPY_AS_BITS:
             x, out = x.view(torch.uint8), out.view(torch.uint8)
         out.copy_(x.t())
         return
