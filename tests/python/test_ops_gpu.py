@@ -222,17 +222,54 @@ def test_transpose_of_0_and_1_dimensions_is_a_copy_as_torchs(shape, step):
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64],
                          ids=str)
 @pytest.mark.parametrize("out_layout", LAYOUTS)
-def test_transpose_into_an_out_of_any_layout_writes_only_it(dtype, out_layout):
-    values = sample((67, 45), dtype, 7)
-    base = sample((45, 80), dtype, 9)
+@pytest.mark.parametrize("rows,cols", [(67, 45), (700, 900)])
+def test_transpose_into_an_out_of_any_layout_writes_only_it(dtype, out_layout, rows, cols):
+    # (67 x 45 takes torch's copy kernel, 700 x 900 the library's at every dtype)
+    values = sample((rows, cols), dtype, 7)
+    base = sample((cols, rows + 35), dtype, 9)
     sentinel = base.clone()
-    target = laid_out(torch.zeros(45, 67, dtype=dtype, device="cuda"), out_layout)
+    target = laid_out(torch.zeros(cols, rows, dtype=dtype, device="cuda"), out_layout)
     assert tmakit.transpose(laid_out(values, "pitch+1"), out=target) is target
     assert torch.equal(target, values.t())
     # a slice of a larger buffer: the columns around it keep their values
-    tmakit.transpose(values, out=base[:, 5:72])
-    assert torch.equal(base[:, 5:72], values.t())
-    assert torch.equal(base[:, :5], sentinel[:, :5]) and torch.equal(base[:, 72:], sentinel[:, 72:])
+    tmakit.transpose(values, out=base[:, 5:rows + 5])
+    assert torch.equal(base[:, 5:rows + 5], values.t())
+    assert torch.equal(base[:, :5], sentinel[:, :5])
+    assert torch.equal(base[:, rows + 5:], sentinel[:, rows + 5:])
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("aligned", [False, True])
+def test_transpose_on_both_sides_of_the_size_torchs_copy_takes(dtype, aligned, monkeypatch):
+    """An x up to _TRANSPOSE_TORCH_COPY_BYTES takes torch's copy kernel, a larger one the
+    library's kernels: both move every bit (random bytes, NaN payloads included)."""
+    from tmakit import ops
+
+    launched = []
+    launch = ops._launch
+
+    def spy(out, launcher, *args):
+        launched.append(launcher)
+        return launch(out, launcher, *args)
+
+    monkeypatch.setattr(ops, "_launch", spy)
+    esize = dtype.itemsize
+    limit = ops._TRANSPOSE_TORCH_COPY_BYTES[esize][aligned]
+    # aligned: rows of 256 elements and a row count a multiple of 16, so that x's and out's rows
+    # are both 16-byte multiples apart; else rows of 257 elements
+    cols = 256 if aligned else 257
+    below = limit // (cols * esize)
+    for rows, by_kernel in ((below, False), (below + (16 if aligned else 1), True)):
+        assert (rows * cols * esize > limit) == by_kernel
+        gen = torch.Generator(device="cuda").manual_seed(rows)
+        x = torch.randint(0, 256, (rows, cols * esize), generator=gen, dtype=torch.uint8,
+                          device="cuda").view(dtype)
+        launched.clear()
+        y = tmakit.transpose(x)
+        torch.cuda.synchronize()
+        assert launched == ([ops._tmakit.transpose] if by_kernel else []), (rows, cols)
+        assert torch.equal(y.view(torch.uint8), x.t().contiguous().view(torch.uint8))
 
 
 # --- stencil --------------------------------------------------------------------------------
