@@ -9,9 +9,15 @@
 // first column and the right one of its last then come from the adjacent lanes (one rotation
 // each way per input run), and only the columns x0 - 1 and x0 + 32 Cols E are loaded besides,
 // by lanes 0 and 31. Outside the image reads as zero. The sum is the TMA kernel's and the
-// reference's: fused multiply-adds in tap order, zeros included.
+// reference's: fused multiply-adds in tap order, zeros included. The strip shape (StripRows,
+// Cols) is the plan's pick by image size (stencil3x3_plan.hpp, plain_strip).
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "stencil3x3/plain_stencil3x3.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
@@ -28,10 +34,6 @@ constexpr int kWarps = kThreads / 32;
 // Output columns of a warp: 32 lanes x Cols runs x E elements.
 template <int Cols, int E>
 constexpr int kWarpSpan = 32 * Cols * E;
-
-// The 16-byte form's runs a lane and rows a strip (launch_vector).
-constexpr int kVectorCols = 2;
-constexpr int kVectorStripRows = 4;
 
 template <class T>
 struct PlainParams {
@@ -243,41 +245,85 @@ void launch_typed(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
   check_launch("plain_stencil3x3_kernel");
 }
 
-// NOTE: strips of 8 rows, 128 columns a warp: measured fastest of 4-32 rows and 32-256
-// columns for both types (README.md); more registers than that cost more than they hide.
-template <class T>
-void launch_columns(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
-                    std::int64_t col_begin, cudaStream_t stream) {
-  launch_typed<T, 8, 4, 1>(in, out, filter, col_begin, static_cast<std::int64_t>(in.cols),
-                           stream);
+// The E-element form over the columns [col_begin, col_end) in strip shape Shapes[pick].
+template <class T, int E, const auto& Shapes, std::size_t... I>
+void launch_shape(std::size_t pick, ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                  std::int64_t col_begin, std::int64_t col_end, cudaStream_t stream,
+                  std::index_sequence<I...>) {
+  ((pick == I ? launch_typed<T, Shapes[I].rows, Shapes[I].runs, E>(in, out, filter, col_begin,
+                                                                    col_end, stream)
+              : void()),
+   ...);
 }
 
-// NOTE: strips of 4 rows, two 16-byte runs a lane (kVectorStripRows, kVectorCols): measured
-// fastest of one or two runs a lane and 4-32 rows (float32), 2-8 rows (float64) (README.md).
+// The strip shape of `Shapes` the plan picks for `columns` columns of every row and image.
+template <const auto& Shapes>
+std::size_t planned_shape(ConstTensorRef in, std::int64_t columns, int run) {
+  return plain_strip(Shapes, static_cast<std::int64_t>(in.batch),
+                     static_cast<std::int64_t>(in.rows), columns, run,
+                     detail::multiprocessor_count());
+}
+
+// The 1-element form over the columns [col_begin, cols).
+template <class T>
+void launch_columns(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
+                    std::int64_t col_begin, std::optional<StripChoice> strips,
+                    cudaStream_t stream) {
+  const auto cols = static_cast<std::int64_t>(in.cols);
+  const std::size_t pick =
+      strips ? strips->element : planned_shape<kElementStrips>(in, cols - col_begin, 1);
+  launch_shape<T, 1, kElementStrips>(pick, in, out, filter, col_begin, cols, stream,
+                                     std::make_index_sequence<std::size(kElementStrips)>{});
+}
+
+// The 16-byte form over the row's whole warp spans of its strip shape, the 1-element form
+// over the columns right of them.
 template <class T>
 void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
-                   cudaStream_t stream) {
+                   std::optional<StripChoice> strips, cudaStream_t stream) {
   constexpr int kE = 16 / sizeof(T);
-  constexpr std::int64_t kSpan = kWarpSpan<kVectorCols, kE>;
+  constexpr std::size_t kShapes = std::size(kVectorStrips);
   const auto cols = static_cast<std::int64_t>(in.cols);
-  const std::int64_t whole = cols - cols % kSpan;
+  const std::size_t pick = strips ? strips->vector16 : planned_shape<kVectorStrips>(in, cols, kE);
+  const std::int64_t span = std::int64_t{32} * kVectorStrips[pick].runs * kE;
+  const std::int64_t whole = cols - cols % span;
   if (whole > 0) {
-    launch_typed<T, kVectorStripRows, kVectorCols, kE>(in, out, filter, 0, whole, stream);
+    launch_shape<T, kE, kVectorStrips>(pick, in, out, filter, 0, whole, stream,
+                                       std::make_index_sequence<kShapes>{});
   }
-  if (whole < cols) launch_columns<T>(in, out, filter, whole, stream);
+  if (whole < cols) launch_columns<T>(in, out, filter, whole, strips, stream);
+}
+
+// A given choice names shapes the kernel is built in.
+void check_strips(const std::optional<StripChoice>& strips) {
+  const auto check = [](const char* name, std::size_t pick, std::size_t shapes) {
+    if (pick >= shapes) {
+      throw ArgumentError(name, std::to_string(pick) + " is past the " + std::to_string(shapes) +
+                                    " strip shapes; pass 0 to " + std::to_string(shapes - 1));
+    }
+  };
+  if (strips) {
+    check("strips.element", strips->element, std::size(kElementStrips));
+    check("strips.vector16", strips->vector16, std::size(kVectorStrips));
+  }
 }
 
 }  // namespace
 
-void launch_plain(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream) {
-  if (in.type == DataType::float64) return launch_columns<double>(in, out, filter, 0, stream);
-  launch_columns<float>(in, out, filter, 0, stream);
+void launch_plain(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cudaStream_t stream,
+                  std::optional<StripChoice> strips) {
+  check_strips(strips);
+  if (in.type == DataType::float64) {
+    return launch_columns<double>(in, out, filter, 0, strips, stream);
+  }
+  launch_columns<float>(in, out, filter, 0, strips, stream);
 }
 
 void launch_plain_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
-                         cudaStream_t stream) {
-  if (in.type == DataType::float64) return launch_vector<double>(in, out, filter, stream);
-  launch_vector<float>(in, out, filter, stream);
+                         cudaStream_t stream, std::optional<StripChoice> strips) {
+  check_strips(strips);
+  if (in.type == DataType::float64) return launch_vector<double>(in, out, filter, strips, stream);
+  launch_vector<float>(in, out, filter, strips, stream);
 }
 
 }  // namespace tmakit::detail::stencil3x3

@@ -2,6 +2,7 @@
 // device's memory system, and how the plain kernel lays a block's warps (tested on the host).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tmakit::detail::stencil3x3 {
@@ -38,6 +39,47 @@ constexpr PlannedLayout plan_layout(double dram_bytes_per_second) {
 // with two along a strip; kernels/stencil3x3/README.md).
 constexpr int plain_warps_along_strip(std::int64_t spans) {
   return spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : 8;
+}
+
+// A strip shape of the plain kernel: the output rows of a warp's strip, and the runs a lane
+// holds (a run is one element, or 16 bytes in the 16-byte form).
+struct PlainStrip {
+  int rows;
+  int runs;
+};
+
+// The shapes the plain kernel is built in, one list a form, largest first. NOTE: the first
+// led on large images (8191 x 8193 and 16384^2; README.md); on small ones the grid it makes
+// is a few warps an SM, each a long chain of loads before its first sum, and the smaller
+// shapes ran up to 2.4x faster (100 x 100 float32: 1.94 us at 1 x 1 against 4.64 at 8 x 4;
+// README.md, "Small images").
+inline constexpr PlainStrip kElementStrips[] = {{8, 4}, {4, 2}, {2, 2}, {1, 1}};
+inline constexpr PlainStrip kVectorStrips[] = {{4, 2}, {2, 2}, {1, 1}};
+
+// The warps a launch of strip shape `s` makes over `images` images of `rows` x `columns`,
+// `run` columns a run.
+constexpr std::int64_t plain_warps(PlainStrip s, std::int64_t images, std::int64_t rows,
+                                   std::int64_t columns, int run) {
+  const std::int64_t span = std::int64_t{32} * s.runs * run;
+  return images * ((rows + s.rows - 1) / s.rows) * ((columns + span - 1) / span);
+}
+
+// NOTE: the fewest warps an SM at which a larger strip shape still led a smaller one in the
+// sweep of README.md, "Small images" (132 SMs: 513 x 1025 float32 at 8 x 4, 585 warps, level
+// with 4 x 2; 255 x 257 at 8 x 4, 96 warps, 2.0x slower than 2 x 2).
+inline constexpr std::int64_t kPlainMinWarpsPerSm = 4;
+
+// The index in `shapes` of the strip shape a launch takes: the first (largest) that makes
+// at least kPlainMinWarpsPerSm warps an SM of `sms`, else the last.
+template <std::size_t N>
+constexpr std::size_t plain_strip(const PlainStrip (&shapes)[N], std::int64_t images,
+                                  std::int64_t rows, std::int64_t columns, int run, int sms) {
+  std::size_t i = 0;
+  while (i + 1 < N &&
+         plain_warps(shapes[i], images, rows, columns, run) < kPlainMinWarpsPerSm * sms) {
+    ++i;
+  }
+  return i;
 }
 
 }  // namespace tmakit::detail::stencil3x3

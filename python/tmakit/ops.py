@@ -385,11 +385,12 @@ def _matrix_stride(t: torch.Tensor):
 
 
 # The bytes of x up to which transpose takes torch's copy kernel, by element size: (rows off 16
-# bytes, rows the TMA kernel takes). NOTE: the largest sizes at which torch's `out.copy_(x.t())`
-# ran faster than the library's kernels in a sweep of square views from 16 KiB to 8 MiB (H200,
-# CUDA graphs; README, "Use from PyTorch")
-_TRANSPOSE_TORCH_COPY_BYTES = {1: (512 << 10, 128 << 10), 2: (768 << 10, 512 << 10),
-                               4: (768 << 10, 1 << 20), 8: (1 << 20, 2 << 20)}
+# bytes, rows the TMA kernel takes). NOTE: between the largest size at which torch's
+# `out.copy_(x.t())` ran faster than the library's kernels at some aspect and the smallest at
+# which they ran at least level at every aspect, in a sweep of views from 64 KiB to 4 MiB, rows
+# 1/8 to 8 times as long as the columns (H200, CUDA graphs; kernels/transpose/README.md)
+_TRANSPOSE_TORCH_COPY_BYTES = {1: (640 << 10, 256 << 10), 2: (1280 << 10, 768 << 10),
+                               4: (896 << 10, 1280 << 10), 8: (1792 << 10, 2560 << 10)}
 
 
 def _launch_transpose(x, out, fresh=False):
@@ -406,7 +407,7 @@ def _launch_transpose(x, out, fresh=False):
     # then a contiguous one, or a column slice with a step; 16-byte elements, complex128; a
     # lazily negated or conjugated view), and for a small x, where torch's copy kernel ran
     # faster than the library's kernels, whose setup (tiles staged in shared memory, TMA round
-    # trips) outweighs so few bytes (README, "Use from PyTorch": the sizes measured)
+    # trips) outweighs so few bytes (kernels/transpose/README.md: the sizes measured)
     by_torch = x_row is None or out_row is None or esize not in _BITS_TYPES or _lazy(x) or (
         not fresh and _lazy(out))
     if not by_torch:
@@ -799,7 +800,7 @@ def transpose(x: torch.Tensor, *, out: Optional[torch.Tensor] = None) -> torch.T
     of x's or out's rows are not consecutive (x = y.t(), a column step), torch's strided copy
     ``out.copy_(x.t())`` does the one pass (a contiguous copy for x = y.t() of a contiguous
     y), as it does for 16-byte elements (complex128), which no launcher type holds, and for a
-    small x (up to 128 KiB to 2 MiB by element size and alignment), where torch's copy kernel
+    small x (up to 256 KiB to 2.5 MiB by element size and alignment), where torch's copy kernel
     measured faster than the library's.
     Quantized tensors (torch.qint8, ...) are refused: transpose ``x.int_repr()``."""
     x = _tensor(x, "x")

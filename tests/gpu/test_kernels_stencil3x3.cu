@@ -2,11 +2,12 @@
 // order) on odd shapes and batches, fp32 and fp64, outputs (padding included) poisoned first.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <tuple>
 #include <vector>
 
-#include <tuple>
-
 #include "stencil3x3/plain_stencil3x3.hpp"
+#include "stencil3x3/stencil3x3_plan.hpp"
 #include "test_kernels_common.hpp"
 #include "tune/tuning.hpp"
 #include "tmakit/kernels/stencil3x3.hpp"
@@ -68,6 +69,69 @@ TEST_P(StencilVector16, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, StencilVector16,
                          ::testing::Combine(::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(kShapes)));
+
+// Every strip shape of the plain kernel in both forms on every shape, whatever the plan would
+// pick there (stencil3x3_plan.hpp, plain_strip): the 1-element form alone, and the 16-byte
+// form with each 1-element shape for the columns right of its last whole span.
+class StencilStrips : public ::testing::TestWithParam<std::tuple<DataType, Shape>> {};
+
+TEST_P(StencilStrips, EveryShapeMatchesReference) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const auto [type, s] = GetParam();
+  Image in(type, s.batch, s.rows, s.cols, s.pad);
+  in.randomize(static_cast<std::uint32_t>(s.rows * 7 + s.cols + s.batch));
+  Image expected(type, s.batch, s.rows, s.cols, s.pad + 16);
+  reference::stencil3x3(in.host_ref(), expected.host_ref(), asymmetric());
+  using detail::stencil3x3::StripChoice;
+  for (std::size_t element = 0; element < std::size(detail::stencil3x3::kElementStrips);
+       ++element) {
+    for (std::size_t vector16 = 0; vector16 < std::size(detail::stencil3x3::kVectorStrips);
+         ++vector16) {
+      for (const bool vector_form : {false, true}) {
+        if (!vector_form && vector16 > 0) continue;  // the 1-element form once a shape
+        Image out(type, s.batch, s.rows, s.cols, s.pad + 16);  // poisoned, padding included
+        const StripChoice strips{element, vector16};
+        if (vector_form) {
+          detail::stencil3x3::launch_plain_vector(in.ref(), out.ref(), asymmetric(), nullptr,
+                                                  strips);
+        } else {
+          detail::stencil3x3::launch_plain(in.ref(), out.ref(), asymmetric(), nullptr, strips);
+        }
+        ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+        EXPECT_EQ(count_mismatches(out, expected.host, out.download()), 0u)
+            << "element strip " << element << ", 16-byte strip " << vector16
+            << (vector_form ? " (16-byte form)" : " (1-element form)");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, StencilStrips,
+                         ::testing::Combine(::testing::ValuesIn(kTypes),
+                                            ::testing::ValuesIn(kShapes)));
+
+// A strip shape past the lists is refused naming it, before anything is launched.
+TEST(StencilStripsRefused, PastTheListNamesTheArgument) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  Image in(DataType::float32, 1, 8, 8, 0);
+  Image out(DataType::float32, 1, 8, 8, 0);
+  using detail::stencil3x3::StripChoice;
+  const std::size_t elements = std::size(detail::stencil3x3::kElementStrips);
+  try {
+    detail::stencil3x3::launch_plain(in.ref(), out.ref(), asymmetric(), nullptr,
+                                     StripChoice{elements, 0});
+    FAIL() << "not refused";
+  } catch (const ArgumentError& e) {
+    EXPECT_EQ(e.argument(), "strips.element");
+  }
+  try {
+    detail::stencil3x3::launch_plain_vector(in.ref(), out.ref(), asymmetric(), nullptr,
+                                            StripChoice{0, 3});
+    FAIL() << "not refused";
+  } catch (const ArgumentError& e) {
+    EXPECT_EQ(e.argument(), "strips.vector16");
+  }
+}
 
 constexpr int kVariants = tune::kStencilVariants;  // kernels/stencil3x3/README.md
 

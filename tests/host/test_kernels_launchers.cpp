@@ -249,6 +249,37 @@ TEST(KernelPlans, PlainStencilWarpsFollowTheRowsSpans) {
   EXPECT_EQ(plain_warps_along_strip(std::int64_t{1} << 40), 8);
 }
 
+// The plain stencil's strip shape: the largest that makes at least 4 warps an SM, else the
+// smallest. On 132 SMs (H200): 528 warps.
+TEST(KernelPlans, PlainStencilStripShapeFollowsTheImageSize) {
+  using detail::stencil3x3::kElementStrips;
+  using detail::stencil3x3::kVectorStrips;
+  using detail::stencil3x3::plain_strip;
+  using detail::stencil3x3::plain_warps;
+  // warps: images x strips x warp spans
+  EXPECT_EQ(plain_warps({8, 4}, 1, 513, 1025, 1), 65 * 9);
+  EXPECT_EQ(plain_warps({4, 2}, 3, 257, 129, 1), 3 * 65 * 3);
+  EXPECT_EQ(plain_warps({4, 2}, 1, 512, 1024, 4), 128 * 4);
+  EXPECT_EQ(plain_warps({1, 1}, 1, 1, 1, 2), 1);
+  // the 1-element form: 8 x 4, 4 x 2, 2 x 2, 1 x 1
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 513, 1025, 1, 132), 0u);   // 585 warps
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 8191, 8193, 1, 132), 0u);
+  EXPECT_EQ(plain_strip(kElementStrips, 3, 257, 129, 1, 132), 1u);    // 198, then 585
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 255, 257, 1, 132), 2u);    // 96, 320, then 640
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 100, 100, 1, 132), 3u);    // 13, 50, 100, 400
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 1, 1, 1, 132), 3u);
+  // fewer SMs: fewer warps fill them
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 255, 257, 1, 16), 0u);     // 96 >= 64
+  EXPECT_EQ(plain_strip(kElementStrips, 1, 255, 257, 1, 80), 1u);     // 320 >= 320
+  // the 16-byte form (float32: 4 elements a run): 4 x 2, 2 x 2, 1 x 1
+  EXPECT_EQ(plain_strip(kVectorStrips, 1, 2048, 2048, 4, 132), 0u);
+  EXPECT_EQ(plain_strip(kVectorStrips, 1, 512, 1024, 4, 132), 1u);    // 512, then 1024
+  EXPECT_EQ(plain_strip(kVectorStrips, 1, 128, 128, 4, 132), 2u);
+  // a single shape is taken whatever the size
+  constexpr detail::stencil3x3::PlainStrip one[] = {{8, 4}};
+  EXPECT_EQ(plain_strip(one, 1, 1, 1, 1, 132), 0u);
+}
+
 // The transpose's plan: the narrower in-place tile for 1-byte elements (lab variant 16), the
 // wider one (14) for 2, 4 and 8 bytes.
 TEST(KernelPlans, TransposeLayoutFollowsTheElementSize) {
