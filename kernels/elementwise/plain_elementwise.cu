@@ -4,7 +4,7 @@
 // thread adds a whole slot with one 16-byte load and store when out's row sits at the same
 // offset within 16 bytes (dense tensors, in place), element by element otherwise and at the
 // row's two ends. A dense view is one long row; where out sits at in's offset within 16 bytes
-// (dense_form_takes) the dense form walks it with 32-bit slot indices, four slots a thread and
+// (dense_form_takes) the dense form walks it with 32-bit slot indices, two slots a thread and
 // no grid-stride loop, its ends (dense_split's head and tail) on block 0's first threads.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -106,7 +106,10 @@ __global__ void __launch_bounds__(kThreads) plain_add_constant_kernel(const Plai
 
 // The dense form: one run of elements, out at in's offset within 16 bytes.
 constexpr int kDenseThreads = 128;
-constexpr int kDenseSlots = 4;  // NOTE: four 16-byte loads in flight per thread
+// NOTE: two 16-byte slots a thread led or came within 8% of the best of 1, 2, 4 and 8 at
+// every size from 33 x 65 to 8191 x 8193 (H200, kernels/elementwise/README.md); four lost up
+// to 12% (bf16 of 2-8 MB: half a wave of blocks) and 2-3% at the largest sizes.
+constexpr int kDenseSlots = 2;
 // The last slot index a grid may reach without wrapping 32 bits.
 constexpr std::uint64_t kDenseMaxSlots = 0xffffffffull - kDenseThreads * kDenseSlots;
 
