@@ -277,7 +277,7 @@ void launch_columns(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
 }
 
 // The 16-byte form over the row's whole warp spans of its strip shape, the 1-element form
-// over the columns right of them.
+// over the columns right of them; or, where the plan says so, the 1-element form alone.
 template <class T>
 void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                    std::optional<StripChoice> strips, cudaStream_t stream) {
@@ -287,6 +287,10 @@ void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
   const std::size_t pick = strips ? strips->vector16 : planned_shape<kVectorStrips>(in, cols, kE);
   const std::int64_t span = std::int64_t{32} * kVectorStrips[pick].runs * kE;
   const std::int64_t whole = cols - cols % span;
+  const std::uint64_t bytes = in.batch * in.rows * in.cols * sizeof(T);
+  if (!strips && whole < cols && !vector_form_with_part_span_takes(bytes, sizeof(T))) {
+    return launch_columns<T>(in, out, filter, 0, strips, stream);
+  }
   if (whole > 0) {
     launch_shape<T, kE, kVectorStrips>(pick, in, out, filter, 0, whole, stream,
                                        std::make_index_sequence<kShapes>{});

@@ -14,8 +14,9 @@
 namespace tmakit::detail::stencil3x3 {
 
 // The strip shapes of a launch, as indices into kElementStrips and kVectorStrips
-// (stencil3x3_plan.hpp): the plan picks them by image size where none are given; the GPU
-// tests give each.
+// (stencil3x3_plan.hpp): the plan picks them by image size where none are given (and may
+// give an aligned image to the 1-element form alone); given, the launch runs the form called
+// in those shapes (the GPU tests give each).
 struct StripChoice {
   std::size_t element;
   std::size_t vector16;

@@ -41,6 +41,18 @@ constexpr int plain_warps_along_strip(std::int64_t spans) {
   return spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : 8;
 }
 
+// Whether the 16-byte form takes an aligned image of `bytes` bytes of `element_bytes`-byte
+// elements whose rows end in a part warp span (those columns then take a second launch, of
+// the 1-element form); where it does not, the 1-element form takes every column in one launch.
+// NOTE: below these sizes that second launch cost more than the 16-byte runs won (float32
+// 4000 x 4000: 36.6 us for the 1-element form alone, 38.9 for both; 8192 x 8000: 136.2
+// against 131.8; float64 1024 x 3008: 16.5 against 17.1, 2048 x 4000: 39.2 against 37.7;
+// README.md, "Rows that end in a part span").
+constexpr bool vector_form_with_part_span_takes(std::uint64_t bytes,
+                                                std::uint32_t element_bytes) {
+  return bytes >= (element_bytes == 8 ? std::uint64_t{48} << 20 : std::uint64_t{128} << 20);
+}
+
 // A strip shape of the plain kernel: the output rows of a warp's strip, and the runs a lane
 // holds (a run is one element, or 16 bytes in the 16-byte form).
 struct PlainStrip {

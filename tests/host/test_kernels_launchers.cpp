@@ -275,6 +275,16 @@ TEST(KernelPlans, PlainStencilStripShapeFollowsTheImageSize) {
   EXPECT_EQ(plain_strip(kVectorStrips, 1, 2048, 2048, 4, 132), 0u);
   EXPECT_EQ(plain_strip(kVectorStrips, 1, 512, 1024, 4, 132), 1u);    // 512, then 1024
   EXPECT_EQ(plain_strip(kVectorStrips, 1, 128, 128, 4, 132), 2u);
+  // the 16-byte form with a second launch for a part span: from 128 MiB (4-byte elements),
+  // 48 MiB (8-byte)
+  using detail::stencil3x3::vector_form_with_part_span_takes;
+  EXPECT_FALSE(vector_form_with_part_span_takes(4000ull * 4000 * 4, 4));
+  EXPECT_FALSE(vector_form_with_part_span_takes((128ull << 20) - 1, 4));
+  EXPECT_TRUE(vector_form_with_part_span_takes(128ull << 20, 4));
+  EXPECT_TRUE(vector_form_with_part_span_takes(8192ull * 8000 * 4, 4));
+  EXPECT_FALSE(vector_form_with_part_span_takes(1024ull * 3008 * 8, 8));
+  EXPECT_TRUE(vector_form_with_part_span_takes(48ull << 20, 8));
+  EXPECT_TRUE(vector_form_with_part_span_takes(2048ull * 4000 * 8, 8));
   // a single shape is taken whatever the size
   constexpr detail::stencil3x3::PlainStrip one[] = {{8, 4}};
   EXPECT_EQ(plain_strip(one, 1, 1, 1, 1, 132), 0u);
