@@ -979,8 +979,10 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
 
     Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA
     kernel, or, on H200-class memory, the library's plain kernel with 16-byte loads and
-    stores (the plan's pick there); other views of rows of consecutive elements
-    through the plain kernel element by element (kernels/stencil3x3/README.md). An x whose
+    stores (the plan's pick there; element by element where the rows end in a part 16-byte
+    span of an image under 128 MiB of float32 or 48 MiB of float64); other views of rows of
+    consecutive elements through the plain kernel element by element
+    (kernels/stencil3x3/README.md). An x whose
     rows are not consecutive elements (or whose images interleave) is first made contiguous
     (one copy); such an out is written through a dense temporary and one strided copy.
     float16 and bfloat16 (which conv2d takes too): taps rounded to x's dtype, x widened to a
