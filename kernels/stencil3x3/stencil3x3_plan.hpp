@@ -1,5 +1,6 @@
 // What the 3x3 stencil's launcher runs on views TMA can describe, as a pure function of the
-// device's memory system, and how the plain kernel lays a block's warps (tested on the host).
+// device's memory system, and the plain kernel's strip shape by image size and how it lays a
+// block's warps (tested on the host).
 #pragma once
 
 #include <cstddef>
@@ -61,10 +62,11 @@ struct PlainStrip {
 };
 
 // The shapes the plain kernel is built in, one list a form, largest first. NOTE: the first
-// led on large images (8191 x 8193 and 16384^2; README.md); on small ones the grid it makes
-// is a few warps an SM, each a long chain of loads before its first sum, and the smaller
-// shapes ran up to 2.4x faster (100 x 100 float32: 1.94 us at 1 x 1 against 4.64 at 8 x 4;
-// README.md, "Small images").
+// led on large images (1-element form: 8 x 4 of 4-32 rows and 1-8 runs at 8191 x 8193, both
+// types; 16-byte form: 4 x 2 of 4-32 rows (float32) or 2-8 (float64) and 1-2 runs at 16384^2;
+// README.md): more registers cost more than they hide. On small images the grid it makes is a few warps an SM, each a
+// long chain of loads before its first sum, and the smaller shapes ran up to 2.4x faster
+// (100 x 100 float32: 1.94 us at 1 x 1 against 4.64 at 8 x 4; README.md, "Small images").
 inline constexpr PlainStrip kElementStrips[] = {{8, 4}, {4, 2}, {2, 2}, {1, 1}};
 inline constexpr PlainStrip kVectorStrips[] = {{4, 2}, {2, 2}, {1, 1}};
 
