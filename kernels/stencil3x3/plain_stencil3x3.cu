@@ -285,7 +285,7 @@ void launch_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
   constexpr std::size_t kShapes = std::size(kVectorStrips);
   const auto cols = static_cast<std::int64_t>(in.cols);
   const std::size_t pick = strips ? strips->vector16 : planned_shape<kVectorStrips>(in, cols, kE);
-  const std::int64_t span = std::int64_t{32} * kVectorStrips[pick].runs * kE;
+  const std::int64_t span = plain_span(kVectorStrips[pick], kE);
   const std::int64_t whole = cols - cols % span;
   const std::uint64_t bytes = in.batch * in.rows * in.cols * sizeof(T);
   if (!strips && whole < cols && !vector_form_with_part_span_takes(bytes, sizeof(T))) {

@@ -70,11 +70,16 @@ struct PlainStrip {
 inline constexpr PlainStrip kElementStrips[] = {{8, 4}, {4, 2}, {2, 2}, {1, 1}};
 inline constexpr PlainStrip kVectorStrips[] = {{4, 2}, {2, 2}, {1, 1}};
 
+// The columns a warp of strip shape `s` writes of each row, `run` columns a run.
+constexpr std::int64_t plain_span(PlainStrip s, int run) {
+  return std::int64_t{32} * s.runs * run;
+}
+
 // The warps a launch of strip shape `s` makes over `images` images of `rows` x `columns`,
 // `run` columns a run.
 constexpr std::int64_t plain_warps(PlainStrip s, std::int64_t images, std::int64_t rows,
                                    std::int64_t columns, int run) {
-  const std::int64_t span = std::int64_t{32} * s.runs * run;
+  const std::int64_t span = plain_span(s, run);
   return images * ((rows + s.rows - 1) / s.rows) * ((columns + span - 1) / span);
 }
 

@@ -256,6 +256,10 @@ TEST(KernelPlans, PlainStencilStripShapeFollowsTheImageSize) {
   using detail::stencil3x3::kVectorStrips;
   using detail::stencil3x3::plain_strip;
   using detail::stencil3x3::plain_warps;
+  // a warp's span: 32 lanes x runs x columns a run
+  EXPECT_EQ(detail::stencil3x3::plain_span({8, 4}, 1), 128);
+  EXPECT_EQ(detail::stencil3x3::plain_span({4, 2}, 4), 256);
+  EXPECT_EQ(detail::stencil3x3::plain_span({1, 1}, 2), 64);
   // warps: images x strips x warp spans
   EXPECT_EQ(plain_warps({8, 4}, 1, 513, 1025, 1), 65 * 9);
   EXPECT_EQ(plain_warps({4, 2}, 3, 257, 129, 1), 3 * 65 * 3);
