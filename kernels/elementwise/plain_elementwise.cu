@@ -228,20 +228,21 @@ void launch_typed(const PlainParams& p, cudaStream_t stream) {
   check_launch("plain_add_constant_kernel");
 }
 
-void launch_dense_by_type(DataType type, const std::uint8_t* in, std::uint8_t* out,
-                          std::uint64_t elements, const Constant& value, cudaStream_t stream) {
+// Calls f with a value of the plain kernels' element type for `type`: the bits they move
+// (signed and unsigned integers of one size share one; the add wraps alike).
+template <class F>
+void visit_element_type(DataType type, F&& f) {
   switch (type) {
-    case DataType::uint8: return launch_dense<std::uint8_t>(in, out, elements, value, stream);
-    case DataType::uint16: return launch_dense<std::uint16_t>(in, out, elements, value, stream);
+    case DataType::uint8: return f(std::uint8_t{});
+    case DataType::uint16: return f(std::uint16_t{});
     case DataType::uint32:
-    case DataType::int32: return launch_dense<std::uint32_t>(in, out, elements, value, stream);
+    case DataType::int32: return f(std::uint32_t{});
     case DataType::uint64:
-    case DataType::int64: return launch_dense<std::uint64_t>(in, out, elements, value, stream);
-    case DataType::float16: return launch_dense<__half>(in, out, elements, value, stream);
-    case DataType::bfloat16:
-      return launch_dense<__nv_bfloat16>(in, out, elements, value, stream);
-    case DataType::float32: return launch_dense<float>(in, out, elements, value, stream);
-    default: return launch_dense<double>(in, out, elements, value, stream);
+    case DataType::int64: return f(std::uint64_t{});
+    case DataType::float16: return f(__half{});
+    case DataType::bfloat16: return f(__nv_bfloat16{});
+    case DataType::float32: return f(float{});
+    default: return f(double{});
   }
 }
 
@@ -252,15 +253,14 @@ void launch_plain(ConstTensorRef in, TensorRef out, const Constant& value, cudaS
   p.in = static_cast<const std::uint8_t*>(in.data);
   p.out = static_cast<std::uint8_t*>(out.data);
   p.value = value;
+  bool dense_form = false;
+  std::uint64_t elements = 0;
   if (dense_rows(in) && dense_rows(out)) {
-    const std::uint64_t elements = in.rows * in.cols;
-    const auto in_address = reinterpret_cast<std::uintptr_t>(in.data);
-    const auto out_address = reinterpret_cast<std::uintptr_t>(out.data);
-    if (dense_form_takes(in_address, out_address, elements,
-                         static_cast<std::uint32_t>(in.element_size()), kDenseMaxSlots)) {
-      return launch_dense_by_type(in.type, p.in, p.out, elements, value, stream);
-    }
-    // NOTE: one long row: a dense tensor of short rows still fills whole blocks
+    elements = in.rows * in.cols;
+    dense_form = dense_form_takes(reinterpret_cast<std::uintptr_t>(in.data),
+                                  reinterpret_cast<std::uintptr_t>(out.data), elements,
+                                  static_cast<std::uint32_t>(in.element_size()), kDenseMaxSlots);
+    // NOTE: otherwise one long row: a dense tensor of short rows still fills whole blocks
     p.rows = 1;
     p.cols = static_cast<std::int64_t>(elements);
   } else {
@@ -269,18 +269,14 @@ void launch_plain(ConstTensorRef in, TensorRef out, const Constant& value, cudaS
     p.in_pitch = in.row_pitch();
     p.out_pitch = out.row_pitch();
   }
-  switch (in.type) {
-    case DataType::uint8: return launch_typed<std::uint8_t>(p, stream);
-    case DataType::uint16: return launch_typed<std::uint16_t>(p, stream);
-    case DataType::uint32:
-    case DataType::int32: return launch_typed<std::uint32_t>(p, stream);
-    case DataType::uint64:
-    case DataType::int64: return launch_typed<std::uint64_t>(p, stream);
-    case DataType::float16: return launch_typed<__half>(p, stream);
-    case DataType::bfloat16: return launch_typed<__nv_bfloat16>(p, stream);
-    case DataType::float32: return launch_typed<float>(p, stream);
-    default: return launch_typed<double>(p, stream);
-  }
+  visit_element_type(in.type, [&](auto element) {
+    using T = decltype(element);
+    if (dense_form) {
+      launch_dense<T>(p.in, p.out, elements, value, stream);
+    } else {
+      launch_typed<T>(p, stream);
+    }
+  });
 }
 
 }  // namespace tmakit::detail::elementwise
