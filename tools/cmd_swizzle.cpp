@@ -30,31 +30,51 @@ struct Options {
   std::string png;
 };
 
-// The picture's geometry, checked.
+// The picture's geometry, checked. Bytes of a row are drawn, not elements: a byte holds part
+// of one element, one (8-bit types), two 4-bit values (16U4_ALIGN8B) or a padded slot's data
+// or padding (16U4_ALIGN16B, 16U6_ALIGN16B: each 16 values' 8 or 12 bytes, then padding, in
+// a 16-byte slot).
 struct Layout {
   tmakit::DataType type{};
   tmakit::Swizzle swizzle{};
-  std::uint32_t esize = 0, cols = 0, rows = 0, row_bytes = 0, pitch = 0, base = 0;
+  std::uint32_t cols = 0, rows = 0, row_bytes = 0, pitch = 0, base = 0;
+  std::uint32_t value_bits = 0;  // bits of one value (4 or 6 for the packed types)
+  std::uint32_t unit_bytes = 0;  // bytes of the SVG's cells: one element, or one byte (packed)
+  std::uint32_t slot_data_bytes = 0;  // padded types: data bytes of each 16-byte slot, else 0
 
-  // Buffer offset where element (row, col) is stored; before: without the swizzle.
-  std::uint32_t offset(std::uint32_t row, std::uint32_t col, bool after) const {
-    const std::uint32_t logical = row * pitch + col * esize;
+  // Buffer offset where byte `byte` of row `row` is stored; before: without the swizzle.
+  std::uint32_t offset(std::uint32_t row, std::uint32_t byte, bool after) const {
+    const std::uint32_t logical = row * pitch + byte;
     if (!after) return logical;
     return tmakit::swizzle_address(swizzle, base + logical) - base;
   }
   // Shared-memory bank (32 banks of 4 bytes) of buffer offset `off`.
   std::uint32_t bank(std::uint32_t off) const { return ((base + off) / 4) % 32; }
+
+  // The columns byte `byte` of a row holds (first, last), or false for a padded slot's padding.
+  bool columns_of(std::uint32_t byte, std::uint32_t& first, std::uint32_t& last) const {
+    std::uint32_t bit = byte * 8;
+    if (slot_data_bytes != 0) {
+      const std::uint32_t in_slot = byte % 16;
+      if (in_slot >= slot_data_bytes) return false;
+      bit = byte / 16 * slot_data_bytes * 8 + in_slot * 8;
+    }
+    first = bit / value_bits;
+    last = (bit + 7) / value_bits;
+    return true;
+  }
 };
 
 // Throws tmakit::ParseError with a message naming the option and the fix.
 Layout make_layout(const Options& o) {
   Layout l;
-  const auto t = tmakit::parse_data_type(o.type);
+  const auto t = tmakit::parse_tensor_map_data_type(o.type);
   if (!t) {
     throw tmakit::ParseError("--type " + o.type +
                              " is not a tensor-map data type (UINT8, UINT16, UINT32, INT32, "
                              "UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, "
-                             "TFLOAT32, TFLOAT32_FTZ)");
+                             "TFLOAT32, TFLOAT32_FTZ; sm_100a and later: 16U4_ALIGN8B, "
+                             "16U4_ALIGN16B, 16U6_ALIGN16B)");
   }
   const auto s = tmakit::parse_swizzle(o.swizzle);
   if (!s) {
@@ -64,7 +84,10 @@ Layout make_layout(const Options& o) {
   }
   l.type = *t;
   l.swizzle = *s;
-  l.esize = static_cast<std::uint32_t>(tmakit::element_bytes(*t));
+  l.value_bits = static_cast<std::uint32_t>(tmakit::value_bits(*t));
+  const bool padded = tmakit::shared_value_bits(*t) != tmakit::value_bits(*t);
+  l.slot_data_bytes = padded ? 16 * l.value_bits / 8 : 0;
+  l.unit_bytes = tmakit::is_packed(*t) ? 1 : static_cast<std::uint32_t>(tmakit::element_bytes(*t));
   unsigned long cols = 0, rows = 0;
   char x = 0, extra = 0;
   if (std::sscanf(o.box.c_str(), "%lu%c%lu%c", &cols, &x, &rows, &extra) != 3 || x != 'x') {
@@ -77,19 +100,46 @@ Layout make_layout(const Options& o) {
   }
   l.cols = static_cast<std::uint32_t>(cols);
   l.rows = static_cast<std::uint32_t>(rows);
-  l.row_bytes = l.cols * l.esize;
+  const std::string type_name(tmakit::name(*t));
+  if (padded) {
+    // NOTE: the padded types' boxDim[0] is exactly 128 values (rule P3): 128 bytes of shared
+    // memory, 64 or 96 of them data; their swizzles are listed by rule P5
+    if (l.cols != 128) {
+      throw tmakit::ParseError("--box " + o.box + ": a " + type_name +
+                               " box row is exactly 128 values (rule P3); use --box 128x" +
+                               std::to_string(l.rows));
+    }
+    const bool u6 = *t == tmakit::DataType::packed_u6_align16;
+    if (*s != tmakit::Swizzle::none && *s != tmakit::Swizzle::bytes128 &&
+        *s != tmakit::Swizzle::bytes128_atom32 &&
+        !(u6 && *s == tmakit::Swizzle::bytes128_atom64)) {
+      throw tmakit::ParseError("--swizzle " + o.swizzle + ": " + type_name +
+                               " takes NONE, 128B or 128B_ATOM_32B" +
+                               (u6 ? " (and 128B_ATOM_64B for stores)" : "") + " (rule P5)");
+    }
+    l.row_bytes = 128;
+  } else if (tmakit::is_packed(*t)) {
+    l.row_bytes = (l.cols * l.value_bits + 7) / 8;
+  } else {
+    l.row_bytes = l.cols * l.unit_bytes;
+  }
   const std::uint32_t span = static_cast<std::uint32_t>(tmakit::swizzle_span_bytes(l.swizzle));
-  if (l.row_bytes % 16 != 0) {
-    throw tmakit::ParseError("--box " + o.box + ": a row is " + std::to_string(l.row_bytes) +
+  // (columns that fill whole 16 bytes: 16 bytes of values, rounded up)
+  const std::uint32_t values_per_16 = 128 / l.value_bits;
+  if (l.row_bytes % 16 != 0 || l.cols * l.value_bits % 8 != 0) {
+    throw tmakit::ParseError("--box " + o.box + ": a row is " +
+                             std::to_string(l.cols * l.value_bits / 8) +
+                             (l.cols * l.value_bits % 8 != 0 ? ".5" : "") +
                              " bytes, not a multiple of 16 (rule T7); use " +
-                             std::to_string((l.row_bytes / 16 + 1) * 16 / l.esize) + " columns");
+                             std::to_string((l.cols / values_per_16 + 1) * values_per_16) +
+                             " columns");
   }
   if (span != 0 && l.row_bytes > span) {
     throw tmakit::ParseError("--box " + o.box + ": a row is " + std::to_string(l.row_bytes) +
                              " bytes, wider than the " + o.swizzle +
                              " span (rule T9); use at "
                              "most " +
-                             std::to_string(span / l.esize) + " columns");
+                             std::to_string(span * 8 / l.value_bits) + " columns");
   }
   if (o.base % 128 != 0) {
     throw tmakit::ParseError("--base " + std::to_string(o.base) +
@@ -104,7 +154,16 @@ Layout make_layout(const Options& o) {
 std::string formula(const Layout& l) {
   const std::uint32_t mask = tmakit::swizzle_chunk_mask(l.swizzle);
   std::ostringstream os;
-  os << "off = row * " << l.pitch << " + col * " << l.esize;
+  os << "off = row * " << l.pitch << " + ";
+  if (l.slot_data_bytes != 0) {
+    os << "(col / 16) * 16 + (col % 16) * " << l.value_bits << " / 8 (each 16 values' "
+       << l.slot_data_bytes << " bytes, then " << 16 - l.slot_data_bytes
+       << " of padding, in a 16-byte slot)";
+  } else if (tmakit::is_packed(l.type)) {
+    os << "col / 2 (two 4-bit values a byte, col 2k in the low half)";
+  } else {
+    os << "col * " << l.unit_bytes;
+  }
   if (l.swizzle == tmakit::Swizzle::bytes128_atom32 ||
       l.swizzle == tmakit::Swizzle::bytes128_atom32_flip8) {
     os << "; stored = off ^ (((base + off) >> 7) & 3) << 5"
@@ -128,8 +187,14 @@ std::string formula(const Layout& l) {
 std::string header(const Layout& l) {
   std::ostringstream os;
   os << tmakit::name(l.type) << " box " << l.cols << " x " << l.rows << ", swizzle "
-     << tmakit::name(l.swizzle) << ", rows " << l.pitch << " bytes apart (" << l.row_bytes
-     << " bytes of data), buffer at shared address " << l.base;
+     << tmakit::name(l.swizzle) << ", rows " << l.pitch << " bytes apart (";
+  if (l.slot_data_bytes != 0) {
+    os << l.row_bytes << " bytes: " << l.row_bytes / 16 * l.slot_data_bytes << " of data, "
+       << l.row_bytes / 16 * (16 - l.slot_data_bytes) << " of padding)";
+  } else {
+    os << l.row_bytes << " bytes of data)";
+  }
+  os << ", buffer at shared address " << l.base;
   if (l.base % tmakit::swizzle_repeat_bytes(l.swizzle) != 0) {
     os << " -- NOT on the " << tmakit::swizzle_repeat_bytes(l.swizzle)
        << "-byte repeat: the pattern shifts (D2)";
@@ -137,38 +202,48 @@ std::string header(const Layout& l) {
   return os.str();
 }
 
-// Terminal grid, one cell per 16-byte chunk: the columns it holds and their banks.
+// Terminal grid, one cell per 16-byte chunk: the columns it holds (or the padding of a padded
+// type's slots) and their banks.
 std::string text_picture(const Layout& l) {
   std::ostringstream os;
   os << header(l) << "\n" << formula(l) << "\n";
-  // NOTE: the 8-byte flip moves 8-byte halves: its cells are 8 bytes, the others' 16.
+  // NOTE: the 8-byte flip moves 8-byte halves, and a padded type's slot holds its padding in
+  // its second half: their cells are 8 bytes, the others' 16.
   const std::uint32_t cell_bytes =
-      l.swizzle == tmakit::Swizzle::bytes128_atom32_flip8 && l.esize <= 8 ? 8 : 16;
-  const std::uint32_t per_chunk = std::max<std::uint32_t>(cell_bytes / l.esize, 1);
-  const std::uint32_t chunks = l.pitch / cell_bytes;
+      (l.swizzle == tmakit::Swizzle::bytes128_atom32_flip8 && l.unit_bytes <= 8) ||
+              l.slot_data_bytes != 0
+          ? 8
+          : 16;
+  const std::uint32_t cells = l.pitch / cell_bytes;
   for (int pass = 0; pass < 2; ++pass) {
     os << (pass == 0 ? "\nbefore the swizzle" : "\nafter the swizzle (as stored)")
        << ": each cell is one " << cell_bytes << "-byte chunk, columns cF-L, banks bF-L\n";
     for (std::uint32_t r = 0; r < l.rows; ++r) {
-      // which columns sit in each stored chunk of this row
-      std::vector<long> first(chunks, -1);
-      for (std::uint32_t c = 0; c < l.cols; c += per_chunk) {
-        const std::uint32_t at = l.offset(r, c, pass == 1) - r * l.pitch;
-        first[at / cell_bytes] = c;
+      // the columns of the bytes stored in each cell of this row, and whether padding is there
+      std::vector<long> first(cells, -1), last(cells, -1);
+      std::vector<bool> padding(cells, false);
+      for (std::uint32_t b = 0; b < l.row_bytes; ++b) {
+        const std::uint32_t j = (l.offset(r, b, pass == 1) - r * l.pitch) / cell_bytes;
+        std::uint32_t c0 = 0, c1 = 0;
+        if (!l.columns_of(b, c0, c1)) {
+          padding[j] = true;
+          continue;
+        }
+        if (first[j] < 0 || c0 < first[j]) first[j] = c0;
+        if (c1 > last[j]) last[j] = c1;
       }
-      char head[16];
+      char head[24];
       std::snprintf(head, sizeof head, "row %3u |", r);
       os << head;
-      for (std::uint32_t j = 0; j < chunks; ++j) {
+      for (std::uint32_t j = 0; j < cells; ++j) {
         const std::uint32_t b0 = l.bank(r * l.pitch + j * cell_bytes);
         const std::uint32_t b1 = b0 + cell_bytes / 4 - 1;
         char cell[96];
         if (first[j] < 0) {
-          std::snprintf(cell, sizeof cell, " %-9s b%02u-%02u |", "(unused)", b0, b1);
+          std::snprintf(cell, sizeof cell, " %-9s b%02u-%02u |",
+                        padding[j] ? "(padding)" : "(unused)", b0, b1);
         } else {
-          const long c0 = first[j];
-          const long c1 = c0 + per_chunk - 1;
-          std::snprintf(cell, sizeof cell, " c%3ld-%-4ld b%02u-%02u |", c0, c1, b0, b1);
+          std::snprintf(cell, sizeof cell, " c%3ld-%-4ld b%02u-%02u |", first[j], last[j], b0, b1);
         }
         os << cell;
       }
@@ -193,12 +268,14 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-// SVG: two panels of one cell per element, coloured by the element's original 16-byte chunk so
-// the permutation shows; bank numbers over each 4-byte column.
+// SVG: two panels of one cell per element (per byte for the packed types), coloured by the
+// element's original 16-byte chunk so the permutation shows; bank numbers over each 4-byte
+// column; a padded type's padding grey.
 std::string svg_picture(const Layout& l) {
-  const int cell_w = static_cast<int>(std::max<std::uint32_t>(10, 6 * l.esize));
+  const std::uint32_t u = l.unit_bytes;
+  const int cell_w = static_cast<int>(std::max<std::uint32_t>(10, 6 * u));
   const int cell_h = 18;
-  const std::uint32_t slots = l.pitch / l.esize;  // element slots per row, data or not
+  const std::uint32_t slots = l.pitch / u;  // cells per row, data or not
   const int grid_w = static_cast<int>(slots) * cell_w;
   const int left = 60, top = 70, gap = 50;
   const int panel_h = 20 + static_cast<int>(l.rows) * cell_h;
@@ -217,8 +294,8 @@ std::string svg_picture(const Layout& l) {
        << " -- cell: column; colour: source 16-byte chunk; top: bank</text>\n";
     // bank of each 4-byte word of row 0's positions
     for (std::uint32_t w = 0; w < l.pitch / 4; ++w) {
-      const int x = left + static_cast<int>(w * 4 / l.esize) * cell_w;
-      if (l.esize < 4 || w * 4 % l.esize == 0) {
+      const int x = left + static_cast<int>(w * 4 / u) * cell_w;
+      if (u < 4 || w * 4 % u == 0) {
         os << "<text x=\"" << x + 1 << "\" y=\"" << y0 + 12 << "\" fill=\"#555\">b" << l.bank(w * 4)
            << "</text>\n";
       }
@@ -226,17 +303,35 @@ std::string svg_picture(const Layout& l) {
     for (std::uint32_t r = 0; r < l.rows; ++r) {
       const int y = y0 + 20 + static_cast<int>(r) * cell_h;
       os << "<text x=\"10\" y=\"" << y + 13 << "\">row " << r << "</text>\n";
-      for (std::uint32_t c = 0; c < l.cols; ++c) {
-        const std::uint32_t at = l.offset(r, c, pass == 1) - r * l.pitch;
-        const int x = left + static_cast<int>(at / l.esize) * cell_w;
-        const std::uint32_t chunk = c * l.esize / 16;
-        const int hue = static_cast<int>(chunk * 45 % 360);
+      for (std::uint32_t b = 0; b < l.row_bytes; b += u) {
+        const std::uint32_t at = l.offset(r, b, pass == 1) - r * l.pitch;
+        const int x = left + static_cast<int>(at / u) * cell_w;
+        std::uint32_t c0 = 0, c1 = 0;
+        const bool data = l.columns_of(b, c0, c1);
+        std::string what, label;
+        if (!data) {
+          what = "padding of slot " + std::to_string(b / 16);
+          label = "p";
+        } else if (c0 == c1 || !tmakit::is_packed(l.type)) {
+          what = "col " + std::to_string(c0);
+          label = std::to_string(c0);
+        } else {
+          what = "cols " + std::to_string(c0) + "-" + std::to_string(c1);
+          label = std::to_string(c0);
+        }
+        const int hue = static_cast<int>(b / 16 * 45 % 360);
         os << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell_w << "\" height=\""
-           << cell_h << "\" fill=\"hsl(" << hue << ",70%,80%)\" stroke=\"#333\" "
-           << "stroke-width=\"0.5\"><title>row " << r << " col " << c << " at byte "
-           << r * l.pitch + at << " bank " << l.bank(r * l.pitch + at) << "</title></rect>\n";
+           << cell_h << "\" fill=\"";
+        if (data) {
+          os << "hsl(" << hue << ",70%,80%)";
+        } else {
+          os << "#ddd";
+        }
+        os << "\" stroke=\"#333\" stroke-width=\"0.5\"><title>row " << r << " " << what
+           << " at byte " << r * l.pitch + at << " bank " << l.bank(r * l.pitch + at)
+           << "</title></rect>\n";
         if (cell_w >= 18) {
-          os << "<text x=\"" << x + 2 << "\" y=\"" << y + 13 << "\">" << c << "</text>\n";
+          os << "<text x=\"" << x + 2 << "\" y=\"" << y + 13 << "\">" << label << "</text>\n";
         }
       }
     }
@@ -301,8 +396,9 @@ const tmakit::cli::Registrar kSwizzle(
     "swizzle", "Draw where each element of a box lands in shared memory, before/after swizzle",
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();
-      app.add_option("--type", o->type, "Tensor-map data type (FLOAT16, UINT8, ...; default "
-                                        "FLOAT16)");
+      app.add_option("--type", o->type,
+                     "Tensor-map data type (FLOAT16, UINT8, ..., or Blackwell's 16U4_ALIGN8B, "
+                     "16U4_ALIGN16B, 16U6_ALIGN16B; default FLOAT16)");
       app.add_option("--swizzle", o->swizzle,
                      "NONE, 32B, 64B or 128B, or Blackwell's 128B_ATOM_32B, "
                      "128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B (default 128B)");

@@ -115,4 +115,55 @@ TEST(SwizzleCli, AtomicityModes) {
             "row   1 | c 20-23   b00-01 | c 16-19   b02-03 | ");
 }
 
+TEST(SwizzleCli, PackedTypesDrawTheirBytes) {
+  // 16U4_ALIGN16B under 128B_ATOM_32B: each 16 values' 8 bytes, then 8 of padding, in a slot;
+  // line 1 swaps its two first 32-byte units, so stored bytes 0-31 hold slots 2 and 3.
+  Result r = run("--type 16U4_ALIGN16B --swizzle 128B_ATOM_32B --box 128x2 --text");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("(128 bytes: 64 of data, 64 of padding)"), std::string::npos);
+  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 77),
+            "row   1 | c 32-47   b00-01 | (padding) b02-03 | c 48-63   b04-05 | (padding) ");
+  // 16U6_ALIGN16B: 12 bytes of 6-bit values a slot; byte 7 holds values 9 and 10.
+  r = run("--type 16U6_ALIGN16B --swizzle NONE --box 128x1 --text");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(line_starting(r.out, "row   0", 1).substr(0, 48),
+            "row   0 | c  0-10   b00-01 | c 10-15   b02-03 | ");
+  // 16U4_ALIGN8B stays packed (two values a byte): under the flip, line 1's first 8 bytes hold
+  // logical bytes 40-47 (unit 1's second half), values 80-95.
+  r = run("--type 16U4_ALIGN8B --swizzle 128B_ATOM_32B_FLIP_8B --box 256x2 --text");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 48),
+            "row   1 | c 80-95   b00-01 | c 64-79   b02-03 | ");
+  // the SVG marks padding: row 1's slot 0 (line 1 under 128B: chunk 0 -> 1) pads at 156-159
+  const auto path = std::filesystem::temp_directory_path() / "tmakit_swizzle_packed.svg";
+  r = run("--type 16U6_ALIGN16B --swizzle 128B --box 128x2 --svg " + path.string());
+  ASSERT_EQ(r.code, 0);
+  std::ifstream f(path);
+  const std::string svg((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("<title>row 1 padding of slot 0 at byte 156 bank 7</title>"),
+            std::string::npos);
+  EXPECT_NE(svg.find("<title>row 0 cols 0-1 at byte 0 bank 0</title>"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(SwizzleCli, PackedTypesRefusedByTheirRules) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--type 16U4_ALIGN16B --box 64x3",
+       "a 16U4_ALIGN16B box row is exactly 128 values (rule P3); use --box 128x3"},
+      {"--type 16U4_ALIGN16B --swizzle 64B --box 128x1",
+       "16U4_ALIGN16B takes NONE, 128B or 128B_ATOM_32B (rule P5)"},
+      {"--type 16U6_ALIGN16B --swizzle 128B_ATOM_32B_FLIP_8B --box 128x1",
+       "takes NONE, 128B or 128B_ATOM_32B (and 128B_ATOM_64B for stores) (rule P5)"},
+      {"--type 16U4_ALIGN8B --box 31x3",
+       "a row is 15.5 bytes, not a multiple of 16 (rule T7); use 32 columns"},
+      {"--type 16U4_ALIGN8B --swizzle 64B --box 256x2",
+       "wider than the 64B span (rule T9); use at most 128 columns"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = run(args, true);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+  }
+}
+
 }  // namespace
