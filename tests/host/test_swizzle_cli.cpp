@@ -1,7 +1,9 @@
 // `tmakit swizzle`: the picture's content for hand-worked layouts, and clear errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -163,6 +165,94 @@ TEST(SwizzleCli, PackedTypesRefusedByTheirRules) {
     const Result r = run(args, true);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+// The picture agrees with the CPU model: a load of the same box (`tmakit simulate`, global
+// bytes that are their offsets) puts at each shared byte the SVG names the global byte that
+// holds those columns, and leaves every byte it calls padding unwritten.
+TEST(SwizzleCli, PackedPicturesAgreeWithTheModel) {
+  struct Case {
+    const char* type;
+    const char* swizzle;
+    int cols, value_bits, row_data_bytes;
+  };
+  const Case cases[] = {{"16U4_ALIGN16B", "128B", 128, 4, 64},
+                        {"16U4_ALIGN16B", "128B_ATOM_32B", 128, 4, 64},
+                        {"16U6_ALIGN16B", "128B_ATOM_32B", 128, 6, 96},
+                        {"16U6_ALIGN16B", "NONE", 128, 6, 96},
+                        {"16U4_ALIGN8B", "128B_ATOM_32B_FLIP_8B", 256, 4, 128},
+                        {"16U4_ALIGN8B", "64B", 128, 4, 64}};
+  const tmakit::testing::ScratchDir dir("swizzle_model");
+  std::string global(256, '\0');
+  for (int i = 0; i < 256; ++i) global[i] = static_cast<char>(i);
+  const std::string g = dir.write("g.bin", global);
+  for (const Case& c : cases) {
+    const std::string what = std::string(c.type) + " " + c.swizzle;
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  R"({"encode":"tiled","dataType":"%s","rank":2,"globalAddress":4096,)"
+                  R"("globalDim":[%d,2],"globalStrides":[%d],"boxDim":[%d,2],)"
+                  R"("elementStrides":[1,1],"interleave":"NONE","swizzle":"%s",)"
+                  R"("l2Promotion":"NONE","oobFill":"NONE","coords":[0,0]})",
+                  c.type, c.cols, c.row_data_bytes, c.cols, c.swizzle);
+    const std::string spec = dir.write("s.jsonl", std::string(line) + "\n");
+    const Result sim = tmakit::testing::run_cli("simulate --arch sm_100a --grid --global '" + g +
+                                                "' --jsonl '" + spec + "'");
+    ASSERT_EQ(sim.code, 0) << what << ": " << sim.out;
+    // shared byte -> its value, or -1 where the load wrote nothing
+    std::map<int, int> shared;
+    std::istringstream in(sim.out);
+    std::string text;
+    while (std::getline(in, text)) {
+      unsigned offset = 0;
+      int used = 0;
+      if (text.empty() || text[0] == '#' ||
+          std::sscanf(text.c_str(), " %x:%n", &offset, &used) != 1) {
+        continue;
+      }
+      std::istringstream bytes(text.substr(used));
+      std::string b;
+      for (int k = 0; bytes >> b; ++k) {
+        shared[static_cast<int>(offset) + k] = b == ".." ? -1 : std::stoi(b, nullptr, 16);
+      }
+    }
+    const std::string svg_path = dir.path("p.svg");
+    std::snprintf(line, sizeof line, "--type %s --swizzle %s --box %dx2 --svg '%s'", c.type,
+                  c.swizzle, c.cols, svg_path.c_str());
+    ASSERT_EQ(run(line).code, 0) << what;
+    std::ifstream f(svg_path);
+    const std::string svg((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::size_t after = svg.find("after the swizzle (as stored)");
+    ASSERT_NE(after, std::string::npos) << what;
+    int checked = 0, padding = 0;
+    for (std::size_t at = svg.find("<title>", after); at != std::string::npos;
+         at = svg.find("<title>", at + 1)) {
+      const std::string title = svg.substr(at + 7, svg.find("</title>", at) - at - 7);
+      int row = 0, first = 0, last = 0, slot = 0, byte = 0, bank = 0;
+      if (std::sscanf(title.c_str(), "row %d padding of slot %d at byte %d bank %d", &row, &slot,
+                      &byte, &bank) == 4) {
+        EXPECT_EQ(shared.at(byte), -1) << what << ": " << title;
+        ++padding;
+        continue;
+      }
+      ASSERT_EQ(std::sscanf(title.c_str(), "row %d cols %d-%d at byte %d", &row, &first, &last,
+                            &byte),
+                4)
+          << what << ": " << title;
+      // the byte of the row's packed data whose values are first..last
+      int source = -1;
+      for (int k = 0; k < c.row_data_bytes; ++k) {
+        if (8 * k / c.value_bits == first && (8 * k + 7) / c.value_bits == last) source = k;
+      }
+      ASSERT_GE(source, 0) << what << ": " << title;
+      EXPECT_EQ(shared.at(byte), row * c.row_data_bytes + source) << what << ": " << title;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 2 * c.row_data_bytes) << what;
+    // (a padded type's row: 128 bytes of slots; a packed one's: its data alone)
+    const bool padded = std::string(c.type) != "16U4_ALIGN8B";
+    EXPECT_EQ(padding, padded ? 2 * (128 - c.row_data_bytes) : 0) << what;
   }
 }
 
