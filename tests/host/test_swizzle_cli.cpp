@@ -27,6 +27,24 @@ std::string line_starting(const std::string& text, const std::string& prefix, in
   return {};
 }
 
+// The nth line of `args`'s picture that starts with `row_label` begins with `expected`.
+void expect_row(const std::string& args, const std::string& row_label, int nth,
+                const std::string& expected) {
+  const Result r = run(args);
+  ASSERT_EQ(r.code, 0) << args;
+  EXPECT_EQ(line_starting(r.out, row_label, nth).substr(0, expected.size()), expected) << args;
+}
+
+// Each (arguments, message): refused with exit 2 and a message that holds the text.
+template <std::size_t N>
+void expect_refused(const std::pair<const char*, const char*> (&cases)[N]) {
+  for (const auto& [args, message] : cases) {
+    const Result r = run(args, true);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+  }
+}
+
 TEST(SwizzleCli, NarrowRowsOffTheRepeat) {
   // FLOAT32 8 x 4, 64B swizzle, buffer at 128: rows 64 bytes apart. Row 0 sits in 128-byte
   // line 1 (chunks swap), row 2 in line 2 (chunks 0,1 -> 2,3). Banks: address / 4 mod 32.
@@ -79,11 +97,7 @@ TEST(SwizzleCli, BadInputGivesClearErrors) {
       {"--box 0x8", "--box 0x8: each box dimension is 1..256 (rule T7)"},
       {"--box 16x-4", "--box 16x-4: each box dimension is 1..256 (rule T7)"},
   };
-  for (const auto& [args, message] : cases) {
-    const Result r = run(args, true);
-    EXPECT_EQ(r.code, 2) << args;
-    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
-  }
+  expect_refused(cases);
 }
 
 TEST(SwizzleCli, APngLeavesNoSvgBehindUnlessOneWasAsked) {
@@ -106,15 +120,11 @@ TEST(SwizzleCli, APngLeavesNoSvgBehindUnlessOneWasAsked) {
 
 TEST(SwizzleCli, AtomicityModes) {
   // FLOAT32 32 x 2 under 128B_ATOM_64B: line 1 stores its second 64 bytes first.
-  Result r = run("--type FLOAT32 --swizzle 128B_ATOM_64B --box 32x2 --text");
-  ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 40),
-            "row   1 | c 16-19   b00-03 | c 20-23   b");
+  expect_row("--type FLOAT32 --swizzle 128B_ATOM_64B --box 32x2 --text", "row   1", 1,
+             "row   1 | c 16-19   b00-03 | c 20-23   b");
   // 128B_ATOM_32B_FLIP_8B draws 8-byte cells: line 1 swaps the halves of each 16 bytes.
-  r = run("--type FLOAT16 --swizzle 128B_ATOM_32B_FLIP_8B --box 64x2 --text");
-  ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 48),
-            "row   1 | c 20-23   b00-01 | c 16-19   b02-03 | ");
+  expect_row("--type FLOAT16 --swizzle 128B_ATOM_32B_FLIP_8B --box 64x2 --text", "row   1", 1,
+             "row   1 | c 20-23   b00-01 | c 16-19   b02-03 | ");
 }
 
 TEST(SwizzleCli, PackedTypesDrawTheirBytes) {
@@ -126,16 +136,12 @@ TEST(SwizzleCli, PackedTypesDrawTheirBytes) {
   EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 77),
             "row   1 | c 32-47   b00-01 | (padding) b02-03 | c 48-63   b04-05 | (padding) ");
   // 16U6_ALIGN16B: 12 bytes of 6-bit values a slot; byte 7 holds values 9 and 10.
-  r = run("--type 16U6_ALIGN16B --swizzle NONE --box 128x1 --text");
-  ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(line_starting(r.out, "row   0", 1).substr(0, 48),
-            "row   0 | c  0-10   b00-01 | c 10-15   b02-03 | ");
+  expect_row("--type 16U6_ALIGN16B --swizzle NONE --box 128x1 --text", "row   0", 1,
+             "row   0 | c  0-10   b00-01 | c 10-15   b02-03 | ");
   // 16U4_ALIGN8B stays packed (two values a byte): under the flip, line 1's first 8 bytes hold
   // logical bytes 40-47 (unit 1's second half), values 80-95.
-  r = run("--type 16U4_ALIGN8B --swizzle 128B_ATOM_32B_FLIP_8B --box 256x2 --text");
-  ASSERT_EQ(r.code, 0);
-  EXPECT_EQ(line_starting(r.out, "row   1", 1).substr(0, 48),
-            "row   1 | c 80-95   b00-01 | c 64-79   b02-03 | ");
+  expect_row("--type 16U4_ALIGN8B --swizzle 128B_ATOM_32B_FLIP_8B --box 256x2 --text",
+             "row   1", 1, "row   1 | c 80-95   b00-01 | c 64-79   b02-03 | ");
   // the SVG marks padding: row 1's slot 0 (line 1 under 128B: chunk 0 -> 1) pads at 156-159
   const auto path = std::filesystem::temp_directory_path() / "tmakit_swizzle_packed.svg";
   r = run("--type 16U6_ALIGN16B --swizzle 128B --box 128x2 --svg " + path.string());
@@ -161,11 +167,7 @@ TEST(SwizzleCli, PackedTypesRefusedByTheirRules) {
       {"--type 16U4_ALIGN8B --swizzle 64B --box 256x2",
        "wider than the 64B span (rule T9); use at most 128 columns"},
   };
-  for (const auto& [args, message] : cases) {
-    const Result r = run(args, true);
-    EXPECT_EQ(r.code, 2) << args;
-    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
-  }
+  expect_refused(cases);
 }
 
 // The picture agrees with the CPU model: a load of the same box (`tmakit simulate`, global
