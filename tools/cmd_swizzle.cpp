@@ -30,10 +30,10 @@ struct Options {
   std::string png;
 };
 
-// The picture's geometry, checked. Bytes of a row are drawn, not elements: a byte holds part
-// of one element, one (8-bit types), two 4-bit values (16U4_ALIGN8B) or a padded slot's data
-// or padding (16U4_ALIGN16B, 16U6_ALIGN16B: each 16 values' 8 or 12 bytes, then padding, in
-// a 16-byte slot).
+// The picture's geometry, checked. It maps a row's bytes, not its elements: a byte holds part
+// of an element (16- to 64-bit types), a whole one (8-bit types), two 4-bit values
+// (16U4_ALIGN8B), or a padded slot's data or padding (16U4_ALIGN16B, 16U6_ALIGN16B: each 16
+// values' 8 or 12 bytes, then padding, in a 16-byte slot).
 struct Layout {
   tmakit::DataType type{};
   tmakit::Swizzle swizzle{};
