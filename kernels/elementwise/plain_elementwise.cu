@@ -59,71 +59,6 @@ __device__ __forceinline__ __nv_bfloat16 add_one<__nv_bfloat16>(__nv_bfloat16 v,
   return __float2bfloat16_rn(__bfloat162float(v) + c.f32);
 }
 
-template <class T>
-__global__ void __launch_bounds__(kThreads) plain_add_constant_kernel(const PlainParams p) {
-  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads * kSlotsPerThread;
-  for (std::int64_t r = blockIdx.y; r < p.rows; r += gridDim.y) {
-    const auto* src = reinterpret_cast<const T*>(p.in + r * p.in_pitch);
-    auto* dst = reinterpret_cast<T*>(p.out + r * p.out_pitch);
-    const auto src_addr = reinterpret_cast<std::uintptr_t>(src);
-    const auto dst_addr = reinterpret_cast<std::uintptr_t>(dst);
-    // elements of slot 0 before the row starts (slots are aligned to in's 16 bytes)
-    const std::int64_t lead = static_cast<std::int64_t>((src_addr & 15) / sizeof(T));
-    const bool vectors = ((dst_addr - src_addr) & 15) == 0;
-    const std::int64_t slots = (lead + p.cols + kPer - 1) / kPer;
-    for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kThreads * kSlotsPerThread +
-                             threadIdx.x;
-         base < slots; base += stride) {
-      uint4 v[kSlotsPerThread];
-      bool whole[kSlotsPerThread];
-#pragma unroll
-      for (int k = 0; k < kSlotsPerThread; ++k) {
-        const std::int64_t first = (base + k * kThreads) * kPer - lead;
-        whole[k] = vectors && first >= 0 && first + kPer <= p.cols;
-        if (whole[k]) v[k] = *reinterpret_cast<const uint4*>(src + first);
-      }
-#pragma unroll
-      for (int k = 0; k < kSlotsPerThread; ++k) {
-        const std::int64_t first = (base + k * kThreads) * kPer - lead;
-        if (whole[k]) {
-          T e[kPer];
-          memcpy(e, &v[k], 16);
-#pragma unroll
-          for (int j = 0; j < kPer; ++j) e[j] = add_one<T>(e[j], p.value);
-          memcpy(&v[k], e, 16);
-          *reinterpret_cast<uint4*>(dst + first) = v[k];
-        } else if (first < p.cols && first + kPer > 0) {
-          for (int j = 0; j < kPer; ++j) {
-            const std::int64_t c = first + j;
-            if (c >= 0 && c < p.cols) dst[c] = add_one<T>(src[c], p.value);
-          }
-        }
-      }
-    }
-  }
-}
-
-// The dense form: one run of elements, out at in's offset within 16 bytes.
-constexpr int kDenseThreads = 128;
-// NOTE: two 16-byte slots a thread led or came within 8% of the best of 1, 2, 4 and 8 at
-// every size from 33 x 65 to 8191 x 8193 (H200, kernels/elementwise/README.md); four lost up
-// to 12% (bf16 of 2-8 MB: half a wave of blocks) and 2-3% at the largest sizes.
-constexpr int kDenseSlots = 2;
-// The last slot index a grid may reach without wrapping 32 bits.
-constexpr std::uint64_t kDenseMaxSlots = 0xffffffffull - kDenseThreads * kDenseSlots;
-
-struct DenseParams {
-  const std::uint8_t* in;  // in's first element
-  std::uint8_t* out;
-  const uint4* in_slots;  // in's first whole 16-byte slot (head elements on)
-  uint4* out_slots;
-  std::uint32_t slots;
-  std::uint32_t head;  // elements before the first slot
-  std::uint32_t tail;  // elements after the last
-  Constant value;
-};
-
 // One 16-byte slot plus the constant, element by element as add_one (the same roundings):
 // 16-bit floats through their float pairs (a float pair rounded by one conversion), 8- and
 // 16-bit integers by SIMD adds that wrap per element.
@@ -171,6 +106,66 @@ __device__ __forceinline__ uint4 add_slot(uint4 v, const Constant& c) {
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) plain_add_constant_kernel(const PlainParams p) {
+  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kThreads * kSlotsPerThread;
+  for (std::int64_t r = blockIdx.y; r < p.rows; r += gridDim.y) {
+    const auto* src = reinterpret_cast<const T*>(p.in + r * p.in_pitch);
+    auto* dst = reinterpret_cast<T*>(p.out + r * p.out_pitch);
+    const auto src_addr = reinterpret_cast<std::uintptr_t>(src);
+    const auto dst_addr = reinterpret_cast<std::uintptr_t>(dst);
+    // elements of slot 0 before the row starts (slots are aligned to in's 16 bytes)
+    const std::int64_t lead = static_cast<std::int64_t>((src_addr & 15) / sizeof(T));
+    const bool vectors = ((dst_addr - src_addr) & 15) == 0;
+    const std::int64_t slots = (lead + p.cols + kPer - 1) / kPer;
+    for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kThreads * kSlotsPerThread +
+                             threadIdx.x;
+         base < slots; base += stride) {
+      uint4 v[kSlotsPerThread];
+      bool whole[kSlotsPerThread];
+#pragma unroll
+      for (int k = 0; k < kSlotsPerThread; ++k) {
+        const std::int64_t first = (base + k * kThreads) * kPer - lead;
+        whole[k] = vectors && first >= 0 && first + kPer <= p.cols;
+        if (whole[k]) v[k] = *reinterpret_cast<const uint4*>(src + first);
+      }
+#pragma unroll
+      for (int k = 0; k < kSlotsPerThread; ++k) {
+        const std::int64_t first = (base + k * kThreads) * kPer - lead;
+        if (whole[k]) {
+          *reinterpret_cast<uint4*>(dst + first) = add_slot<T>(v[k], p.value);
+        } else if (first < p.cols && first + kPer > 0) {
+          for (int j = 0; j < kPer; ++j) {
+            const std::int64_t c = first + j;
+            if (c >= 0 && c < p.cols) dst[c] = add_one<T>(src[c], p.value);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The dense form: one run of elements, out at in's offset within 16 bytes.
+constexpr int kDenseThreads = 128;
+// NOTE: two 16-byte slots a thread led or came within 8% of the best of 1, 2, 4 and 8 at
+// every size from 33 x 65 to 8191 x 8193 (H200, kernels/elementwise/README.md); four lost up
+// to 12% (bf16 of 2-8 MB: half a wave of blocks) and 2-3% at the largest sizes.
+constexpr int kDenseSlots = 2;
+// The last slot index a grid may reach without wrapping 32 bits.
+constexpr std::uint64_t kDenseMaxSlots = 0xffffffffull - kDenseThreads * kDenseSlots;
+
+struct DenseParams {
+  const std::uint8_t* in;  // in's first element
+  std::uint8_t* out;
+  const uint4* in_slots;  // in's first whole 16-byte slot (head elements on)
+  uint4* out_slots;
+  std::uint32_t slots;
+  std::uint32_t head;  // elements before the first slot
+  std::uint32_t tail;  // elements after the last
+  Constant value;
+};
 
 template <class T>
 __global__ void __launch_bounds__(kDenseThreads) plain_add_constant_dense_kernel(const DenseParams p) {
