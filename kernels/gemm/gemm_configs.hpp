@@ -31,7 +31,8 @@ struct ConfigRow {
   int block_n;     // rows of B (columns of D) per tile; the small-M kernel: rows of B per CTA
   int stages;      // the ring's depth (the small-M kernel sizes its own: 0)
   int d_box_cols;  // the epilogue's TMA-store box width (bf16/fp16 columns)
-  int d_staged;    // box buffers per consumer warpgroup (== block_n / d_box_cols: one pass)
+  int d_staged;    // box buffers per consumer warpgroup (== block_n / d_box_cols: one pass;
+                   // ping-pong: one 64-row half's boxes, or twice that, both halves')
   // The same tiles where CTAs take several tiles (a second form of the kernel; 0: none):
   // the ring's depth and the box buffers there.
   int rounds_stages;
@@ -62,6 +63,7 @@ enum : int {
   m64n32,
   m128n192,
   m128n128pp,
+  m128n128pp4,
   count
 };
 }  // namespace config
@@ -106,6 +108,10 @@ inline constexpr ConfigRow kConfigs[] = {
     {"m128n128pp", Family::pingpong, 128, 128, 5, 64, 2, 0, 0, false, false, true, 0,
      "128 x 128 tiles, one per math warpgroup in turn (ping-pong), fast accumulation only: "
      "one warpgroup's epilogue under the other's wgmmas",
+     nullptr},
+    {"m128n128pp4", Family::pingpong, 128, 128, 4, 64, 4, 0, 0, false, false, true, 0,
+     "the ping-pong tiles with both halves of D staged (4 stages): each half's epilogue waits "
+     "for its own boxes only, where the epilogue outlasts the other warpgroup's k-blocks",
      nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
@@ -158,7 +164,8 @@ static_assert(config_id("m128n80") == config::m128n80 &&
                   config_id("m128n256w") == config::m128n256w &&
                   config_id("m192n128") == config::m192n128 &&
                   config_id("m128n192") == config::m128n192 &&
-                  config_id("m128n128pp") == config::m128n128pp,
+                  config_id("m128n128pp") == config::m128n128pp &&
+                  config_id("m128n128pp4") == config::m128n128pp4,
               "the enumerators and the rows' names agree");
 
 }  // namespace tmakit::detail::gemm

@@ -97,23 +97,59 @@ __device__ __forceinline__ float kernel_scale(const GemmKernelScale& s) {
 // times (alpha * rows[row]) * cols[col], products rounded to float. `rows` and `cols`: the
 // fragment's scale_a and scale_b in shared memory (RowScaleSlots, from its first row and
 // column; 0 past M and N, whose sums are not stored).
+// (shared loads by address: through the generic pointers they would be generic LDs)
+namespace row_scale_detail {
+// alpha * rows[row] of the lane's two rows of a 64-row fragment
+__device__ __forceinline__ void lane_rows(float (&row_scale)[2], const float* rows, float alpha,
+                                          std::uint32_t warp, std::uint32_t lane) {
+  const std::uint32_t row_at = ptx::smem_u32(&rows[16 * warp + lane / 4]);
+  row_scale[0] = alpha * ptx::ld_shared_f32(row_at);
+  row_scale[1] = alpha * ptx::ld_shared_f32(row_at + 8 * 4);
+}
+// The lane's sums of 8-column group j times the row's and the column's scales (c: the
+// lane's two columns of the group)
+template <int R>
+__device__ __forceinline__ void scale_group(float (&acc)[R], int j, const float (&row_scale)[2],
+                                            float2 c) {
+  acc[4 * j] *= row_scale[0] * c.x;
+  acc[4 * j + 1] *= row_scale[0] * c.y;
+  acc[4 * j + 2] *= row_scale[1] * c.x;
+  acc[4 * j + 3] *= row_scale[1] * c.y;
+}
+}  // namespace row_scale_detail
+
 template <int R>
 __device__ __forceinline__ void apply_row_scales(float (&acc)[R], const float* rows,
                                                  const float* cols, float alpha,
                                                  std::uint32_t warp, std::uint32_t lane) {
   static_assert(R % 4 == 0, "whole 8-column groups");
-  // (shared loads by address: through the generic pointers they would be generic LDs)
-  const std::uint32_t row_at = ptx::smem_u32(&rows[16 * warp + lane / 4]);
   const std::uint32_t col_at = ptx::smem_u32(&cols[2 * (lane % 4)]);
-  const float row_scale[2] = {alpha * ptx::ld_shared_f32(row_at),
-                              alpha * ptx::ld_shared_f32(row_at + 8 * 4)};
+  float row_scale[2];
+  row_scale_detail::lane_rows(row_scale, rows, alpha, warp, lane);
+#pragma unroll
+  for (int j = 0; j < R / 4; ++j) {
+    row_scale_detail::scale_group(acc, j, row_scale, ptx::ld_shared_v2_f32(col_at + 8 * j * 4));
+  }
+}
+
+// The same on the two 64-row halves of a 128 x Cols tile (top: rows[0..63], bottom:
+// rows[64..127]; the same columns), each column pair's scales loaded once for both.
+// NOTE: where the epilogue is on the tile's critical path (the ping-pong tiles at short K)
+// each shared load it saves counts.
+template <int R>
+__device__ __forceinline__ void apply_row_scales(float (&top)[R], float (&bottom)[R],
+                                                 const float* rows, const float* cols, float alpha,
+                                                 std::uint32_t warp, std::uint32_t lane) {
+  static_assert(R % 4 == 0, "whole 8-column groups");
+  const std::uint32_t col_at = ptx::smem_u32(&cols[2 * (lane % 4)]);
+  float top_rows[2], bottom_rows[2];
+  row_scale_detail::lane_rows(top_rows, rows, alpha, warp, lane);
+  row_scale_detail::lane_rows(bottom_rows, rows + 64, alpha, warp, lane);
 #pragma unroll
   for (int j = 0; j < R / 4; ++j) {
     const float2 c = ptx::ld_shared_v2_f32(col_at + 8 * j * 4);
-    acc[4 * j] *= row_scale[0] * c.x;
-    acc[4 * j + 1] *= row_scale[0] * c.y;
-    acc[4 * j + 2] *= row_scale[1] * c.x;
-    acc[4 * j + 3] *= row_scale[1] * c.y;
+    row_scale_detail::scale_group(top, j, top_rows, c);
+    row_scale_detail::scale_group(bottom, j, bottom_rows, c);
   }
 }
 

@@ -36,7 +36,8 @@
 namespace tmakit::detail::gemm {
 
 // A ping-pong configuration: 128 x BlockN tiles, one per math warpgroup at a time, Stages deep,
-// DStaged 64 x DBoxCols boxes of D per math warpgroup.
+// DStaged 64 x DBoxCols boxes of D per math warpgroup: one half's (BlockN / DBoxCols), which
+// the bottom half reuses once the top half's stores have read them, or both halves'.
 template <int BlockN, int Stages, int DBoxCols, int DStaged>
 struct PingpongConfig {
   static constexpr int kMathWGs = 2;
@@ -45,8 +46,11 @@ struct PingpongConfig {
   static constexpr int kStages = Stages;
   static constexpr int kThreads = 128 * (1 + kMathWGs);  // producer warpgroup first
   // A half's epilogue is the tiled kernel's for one warpgroup of 64 x BlockN (its boxes,
-  // store_tile_tma and store_tile)
-  using Half = Config<1, BlockN, Stages, DBoxCols, DStaged>;
+  // store_tile_tma and store_tile), in one pass
+  using Half = Config<1, BlockN, Stages, DBoxCols>;
+  static_assert(DStaged == Half::kDBoxes || DStaged == 2 * Half::kDBoxes,
+                "D's boxes: one half's or both halves'");
+  static constexpr int kHalvesStaged = DStaged / Half::kDBoxes;  // 1 or 2
   static constexpr int kAccum = Half::kAccum;  // fp32 sums per thread per half
   using ATile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, kBlockM>;
   using BTile = Tile<std::uint8_t, Swizzle::bytes128, gemm_common::kBlockK, BlockN>;
@@ -64,8 +68,8 @@ template <class Cfg>
 struct alignas(1024) PingpongStorage {
   typename Cfg::ATile::Buffer a[Cfg::kStages];  // 1024-aligned: the swizzle repeat (D2)
   typename Cfg::BTile::Buffer b[Cfg::kStages];
-  // per math warpgroup: the staging boxes of its tile's halves, one half at a time
-  typename Cfg::Half::DTile::Buffer d[Cfg::kMathWGs][Cfg::Half::kDStaged];
+  // per math warpgroup: the staging boxes of its tile's halves, one half at a time or both
+  typename Cfg::Half::DTile::Buffer d[Cfg::kMathWGs][Cfg::kHalvesStaged][Cfg::Half::kDStaged];
   PipelineBarriers<Cfg::kStages> bars;
   // GemmScaleRecipe::row: each math warpgroup's current tile's scales, copied by the
   // warpgroup itself (copy_row_scales)
@@ -218,16 +222,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (row_scales) {
         wait_async_copies<0>();
         named_barrier_sync(2 + g, 128);  // every thread's copies landed
-        gemm_common::apply_row_scales(top, &s.row_scales[g].a[0], s.row_scales[g].b, scale,
-                                      wg_tid / 32, wg_tid % 32);
-        gemm_common::apply_row_scales(bottom, &s.row_scales[g].a[64], s.row_scales[g].b, scale,
+        gemm_common::apply_row_scales(top, bottom, s.row_scales[g].a, s.row_scales[g].b, scale,
                                       wg_tid / 32, wg_tid % 32);
         named_barrier_sync(2 + g, 128);  // every thread's reads, before the next unit's copies
         out_scale = 1.0f;
       }
       if (p.d_tma_store) {
-        store_tile_tma<Half, T>(p, top, out_scale, s.d[g], row0, col0, wg_tid, 2 + g);
-        store_tile_tma<Half, T>(p, bottom, out_scale, s.d[g], row0 + 64, col0, wg_tid, 2 + g);
+        // NOTE: with both halves' boxes staged, each half waits only for its own boxes'
+        // previous stores (the other half's may still read shared memory): at K = 512 the
+        // bottom half's wait for the top half's stores held the epilogue, which there outlasts
+        // the other warpgroup's k-blocks (kernels/gemm/README.md, "Ping-pong tiles at short K")
+        constexpr int kNewer = Cfg::kHalvesStaged - 1;
+        store_tile_tma<Half, T, kNewer>(p, top, out_scale, s.d[g][0], row0, col0, wg_tid, 2 + g);
+        store_tile_tma<Half, T, kNewer>(p, bottom, out_scale, s.d[g][Cfg::kHalvesStaged - 1],
+                                        row0 + 64, col0, wg_tid, 2 + g);
       } else {
         store_tile<Half, T>(p, top, out_scale, row0, col0, wg_tid);
         store_tile<Half, T>(p, bottom, out_scale, row0 + 64, col0, wg_tid);

@@ -289,17 +289,27 @@ __device__ __forceinline__ void store_tile(const Params& p, const float (&acc)[C
 // goes in one pass, once the previous tile's stores have read the buffers; with fewer, box b
 // goes through buffer b % kDStaged, once the store that used it before has read it, so one
 // box is written while the stores of the ones before it read shared memory.
-template <class Cfg, class T>
+// NewerStores (one pass only): how many of the calling thread's store groups since the one
+// that last used `boxes` may still be reading shared memory (the ping-pong kernel's halves in
+// buffers of their own: the other half's group); each call then commits one group, an empty one
+// where it stores nothing, so that the count holds.
+template <class Cfg, class T, int NewerStores = 0>
 __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&acc)[Cfg::kAccum],
                                                float scale, typename Cfg::DTile::Buffer* boxes,
                                                std::int32_t row0,
                                                std::int32_t col0, std::uint32_t wg_tid,
                                                std::uint32_t barrier_id) {
+  constexpr bool kOnePass = Cfg::kDStaged == Cfg::kDBoxes;
+  static_assert(NewerStores == 0 || kOnePass, "newer stores pending: one pass only");
   // NOTE: a TMA store wholly outside the tensor kills the kernel (docs/hardware.md H5): rows of
   // a tile past M (the second warpgroup of a short tile) store nothing
-  if (row0 >= p.m) return;
+  if (row0 >= p.m) {
+    if constexpr (NewerStores > 0) {
+      if (wg_tid == 0) store_commit();  // (an empty group)
+    }
+    return;
+  }
   const std::uint32_t warp = wg_tid / 32, lane = wg_tid % 32;
-  constexpr bool kOnePass = Cfg::kDStaged == Cfg::kDBoxes;
   constexpr int kPassBoxes = kOnePass ? Cfg::kDBoxes : 1;
   constexpr int kPassCols = Cfg::kDBoxCols * kPassBoxes;
   static_assert(Cfg::kDStaged >= 1 && Cfg::kDStaged <= Cfg::kDBoxes, "1..kDBoxes buffers");
@@ -308,10 +318,11 @@ __device__ __forceinline__ void store_tile_tma(const Params& p, const float (&ac
   for (int pass = 0; pass < Cfg::kDBoxes / kPassBoxes; ++pass) {
     if (col0 + pass * kPassCols >= p.n) break;  // boxes wholly past N (see above)
     // the buffers this pass writes: read by every earlier store (the previous tile's) for the
-    // first pass; else by the store kDStaged boxes back, with kDStaged - 1 newer ones pending
+    // first pass, but for NewerStores newer groups; else by the store kDStaged boxes back, with
+    // kDStaged - 1 newer ones pending
     if (wg_tid == 0) {
       if (kOnePass || pass == 0) {
-        store_wait_read<0>();
+        store_wait_read<NewerStores>();
       } else if (pass >= Cfg::kDStaged) {
         store_wait_read<Cfg::kDStaged - 1>();
       }

@@ -577,7 +577,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
     if (name == "m192n128") continue;  // N a multiple of 8 only: Gemm.ThreeWarpgroupTiles
     if (name == "m128n256w") continue;  // N a multiple of 8 only: Gemm.TwoWavesAlongN
-    if (name == "m128n128pp") continue;  // fast accumulation only: Gemm.PingpongTiles
+    if (name == "m128n128pp" || name == "m128n128pp4") continue;  // fast only: Gemm.PingpongTiles
     // (m128n192 does not split K: forcing splits is refused, GemmLauncher's host tests)
     const bool unsplit = !gemm_config_info(config).splits_k;
     for (int splits : {1, 3, 0, 32}) {
@@ -1212,17 +1212,20 @@ TEST(Gemm, ThreeWarpgroupTiles) {
   }
 }
 
-// The ping-pong tiles (m128n128pp, fast accumulation only): a CTA's units alternate between
-// its two math warpgroups, each walking the ring past the other's k-blocks. One unit per CTA
-// (the second warpgroup idle), CTAs of two, three and more units (an odd count: the first
-// warpgroup takes one more), rows past M and columns past N, K not a multiple of 128 and one
-// k-block, fp16, padded D and D whose rows TMA cannot store; both scale recipes it takes.
+// The ping-pong tiles (m128n128pp, and m128n128pp4 with both halves of D staged; fast
+// accumulation only): a CTA's units alternate between its two math warpgroups, each walking
+// the ring past the other's k-blocks. One unit per CTA (the second warpgroup idle), CTAs of
+// two, three and more units (an odd count: the first warpgroup takes one more), rows past M
+// (a bottom half wholly past it: M = 100, 300, 513) and columns past N, K not a multiple of
+// 128 and one k-block, fp16, padded D and D whose rows TMA cannot store; both scale recipes
+// it takes.
 TEST(Gemm, PingpongTiles) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  constexpr int kPingpong = detail::gemm::config::m128n128pp;
-  ASSERT_STREQ(gemm_config_name(kPingpong), "m128n128pp");
+  ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128pp), "m128n128pp");
+  ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128pp4), "m128n128pp4");
   constexpr auto kFast = GemmAccumulation::fast;
   std::uint32_t seed = 950;
+  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128pp4})
   for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
     for (const Case& shape :
          {Case{100, 200, 512, kPingpong, 0, DataType::bfloat16},
@@ -1239,26 +1242,36 @@ TEST(Gemm, PingpongTiles) {
     }
   }
   // many calls in a row into one D: the turns and the scale slots' hand-over at every call
-  Case repeated{1100, 4000, 272, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
-                GemmScaleRecipe::row};
-  repeated.launches = 200;
-  run_case(repeated, seed++);
+  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128pp4}) {
+    Case repeated{1100, 4000, 272, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
+                  GemmScaleRecipe::row};
+    repeated.launches = 200;
+    run_case(repeated, seed++);
+  }
 }
 
 // The ping-pong tiles at a size the sanitizers finish (scripts/gpu_check): 288 tiles on the
 // device's SMs, so that every CTA's two math warpgroups take turns (two or three units a CTA);
-// both recipes (row-wise: each warpgroup's scale slots), TMA and plain stores.
+// both configurations, both recipes (row-wise: each warpgroup's scale slots), TMA and plain
+// stores.
 TEST(Gemm, PingpongTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  constexpr int kPingpong = detail::gemm::config::m128n128pp;
   constexpr auto kFast = GemmAccumulation::fast;
-  Case c{2304, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast};
-  run_case(c, 970u);
-  c.recipe = GemmScaleRecipe::row;
-  run_case(c, 971u);
-  Case plain{2300, 2047, 272, kPingpong, 0, DataType::float16, 0, true, kFast,
-             GemmScaleRecipe::row};  // (N odd: plain stores)
-  run_case(plain, 972u);
+  std::uint32_t seed = 970;
+  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128pp4}) {
+    Case c{2304, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast};
+    run_case(c, seed++);
+    c.recipe = GemmScaleRecipe::row;
+    run_case(c, seed++);
+    // M = 2300: the last row of tiles' bottom halves store 60 rows; (N odd: plain stores)
+    Case plain{2300, 2047, 272, kPingpong, 0, DataType::float16, 0, true, kFast,
+               GemmScaleRecipe::row};
+    run_case(plain, seed++);
+    // M = 2240: the last row's bottom halves wholly past M (an empty store group)
+    Case short_rows{2240, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
+                    GemmScaleRecipe::row};
+    run_case(short_rows, seed++);
+  }
 }
 
 // Configuration 11 at a size the sanitizers finish (scripts/gpu_check): one tile, and CTAs of

@@ -910,6 +910,8 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
       {1024, 4096, 4096, -1, true, 0, "m128n256", "C10", "K3"},  // 256 tiles of 128 x 128
       {4096, 4096, 4096, -1, true, 0, "m128n128pp", "C25", "K3"},
       {2048, 7168, 4096, -1, true, 0, "m128n128pp", "C25", "K3"},  // (C7's 128 x 128 before)
+      {4096, 32768, 512, -1, true, 0, "m128n128pp4", "C26", "K3"},
+      {8192, 8192, 640, -1, true, 0, "m128n128pp", "C25", "K3"},  // 5 k-blocks
       // D's rows 8200 bytes apart: not the ping-pong tiles (measured with TMA stores only)
       {4096, 4096, 4096, -1, true, 8200, "m128n256", "C10", "K3"},
       {128, 32768, 512, -1, true, 0, "m128n128", "C22", "K6"},
@@ -1160,14 +1162,15 @@ TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
     EXPECT_STREQ(gemm_config_name(row.config), s.k <= 512 ? s.block : "m256n128");
     EXPECT_STREQ(row.config_rule, s.k <= 512 ? "C21" : "C11");
     // fast row-wise scales: 128 x 256 tiles (C10), ping-pong 128 x 128 ones at K <= 4096
-    // (C25)
+    // (C25), with both halves of D staged at K <= 512 (C26)
+    const char* fast = s.k <= 512 ? "m128n128pp4" : s.k <= 4096 ? "m128n128pp" : "m128n256";
     q.tuning.accumulation = GemmAccumulation::fast;
-    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), s.k <= 4096 ? "m128n128pp" : "m128n256");
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), fast);
     q.tuning.accumulation = GemmAccumulation::promoted;
     // fast accumulation: the same
     q.recipe = GemmScaleRecipe::tensor;
     q.tuning.accumulation = GemmAccumulation::fast;
-    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), s.k <= 4096 ? "m128n128pp" : "m128n256");
+    EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), fast);
     q.tuning.accumulation = GemmAccumulation::promoted;
     // scale_a that TMA cannot load: 128 x 128 tiles (C17), as before
     q.recipe = GemmScaleRecipe::block;
@@ -1613,12 +1616,12 @@ TEST(GemmPlanRules, EveryRuleInTheDocs) {
 TEST(GemmPlanRules, TheTableAndTheRuleList) {
   std::size_t count = 0;
   const detail::gemm::PlanRule* rules = detail::gemm::plan_rules(&count);
-  ASSERT_EQ(count, 25u + 6u + 3u);
+  ASSERT_EQ(count, 26u + 6u + 3u);
   for (std::size_t i = 0; i < count; ++i) {
     const std::string id = rules[i].id;
-    const std::string want = i < 25   ? "C" + std::to_string(i + 1)
-                             : i < 31 ? "K" + std::to_string(i - 24)
-                                      : "G" + std::to_string(i - 30);
+    const std::string want = i < 26   ? "C" + std::to_string(i + 1)
+                             : i < 32 ? "K" + std::to_string(i - 25)
+                                      : "G" + std::to_string(i - 31);
     EXPECT_EQ(id, want);
     EXPECT_GT(std::string(rules[i].says).size(), 20u) << id;
   }

@@ -83,9 +83,10 @@ struct GemmScales {
 //     instructions, and the registers promotion needs go to 128 x 256 tiles ("m128n256",
 //     chosen where they fill the GPU) or to a whole 128 x 128 tile per math warpgroup
 //     ("m128n128pp", the two taking turns, chosen at K <= 4096 where such tiles number at
-//     least twice the SMs); an error that grows with K (the GPU tests bound an element's by
-//     2^-13 of sum |a b| per 32 of K, at least 2^-11). Every configuration that promotes
-//     (all but m128n256 and m128n128pp) runs both modes.
+//     least twice the SMs; "m128n128pp4", the same with both halves of D staged, at K <=
+//     512); an error that grows with K (the GPU tests bound an element's by 2^-13 of sum |a b|
+//     per 32 of K, at least 2^-11). Every configuration that promotes (all but m128n256,
+//     m128n128pp and m128n128pp4) runs both modes.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
@@ -117,7 +118,7 @@ struct GemmTuning {
 
 // The number of configuration ids (GemmTuning::config), 0..kGemmConfigs - 1; one of them
 // ("m128n128c2") is retired.
-inline constexpr int kGemmConfigs = 15;
+inline constexpr int kGemmConfigs = 16;
 // A configuration's name ("m64n128", "m128n128", "smallm", ...: kernels/gemm/README.md,
 // "Configurations"), "?" outside 0..kGemmConfigs - 1.
 const char* gemm_config_name(int config);
