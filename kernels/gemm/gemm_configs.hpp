@@ -63,7 +63,7 @@ enum : int {
   m64n32,
   m128n192,
   m128n128pp,
-  m128n128pp4,
+  m128n128ppd,
   count
 };
 }  // namespace config
@@ -109,9 +109,9 @@ inline constexpr ConfigRow kConfigs[] = {
      "128 x 128 tiles, one per math warpgroup in turn (ping-pong), fast accumulation only: "
      "one warpgroup's epilogue under the other's wgmmas",
      nullptr},
-    {"m128n128pp4", Family::pingpong, 128, 128, 4, 64, 4, 0, 0, false, false, true, 0,
-     "the ping-pong tiles with both halves of D staged (4 stages): each half's epilogue waits "
-     "for its own boxes only, where the epilogue outlasts the other warpgroup's k-blocks",
+    {"m128n128ppd", Family::pingpong, 128, 128, 5, 64, 4, 0, 0, false, false, true, 0,
+     "the ping-pong tiles with both halves of D staged (a box pair each): each half's epilogue "
+     "waits for its own boxes only, where the epilogue outlasts the other warpgroup's k-blocks",
      nullptr},
 };
 static_assert(sizeof(kConfigs) / sizeof(kConfigs[0]) == config::count,
@@ -165,7 +165,7 @@ static_assert(config_id("m128n80") == config::m128n80 &&
                   config_id("m192n128") == config::m192n128 &&
                   config_id("m128n192") == config::m128n192 &&
                   config_id("m128n128pp") == config::m128n128pp &&
-                  config_id("m128n128pp4") == config::m128n128pp4,
+                  config_id("m128n128ppd") == config::m128n128ppd,
               "the enumerators and the rows' names agree");
 
 }  // namespace tmakit::detail::gemm

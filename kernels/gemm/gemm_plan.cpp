@@ -468,15 +468,15 @@ const ConfigRule kConfigRules[] = {
               f.tiles(config::m128n128pp) >= 2 * f.sm && d_whole_chunks(f.q);
      }},
     {{"C26",
-      "ping-pong tiles (C25) with at most 4 k-blocks (K <= 512): both halves of D staged, 4 "
-      "stages (m128n128pp4: each half's epilogue waits for its own boxes' stores only)",
+      "ping-pong tiles (C25) with at most 4 k-blocks (K <= 512): both halves of D staged "
+      "(m128n128ppd: each half's epilogue waits for its own boxes' stores only)",
       "Ping-pong tiles at short K"},
-     config::m128n128pp4,
+     config::m128n128ppd,
      [](const Facts& f, int chosen) {
        // NOTE: at K <= 512 a warpgroup's epilogue outlasts the other's k-blocks: both halves
-       // staged ran 0.89-0.98x the time at K = 256 and 512 (per-tensor and row-wise, call by
-       // call and in streams); from K = 768 the fifth stage they give up counts for more
-       // (per-tensor 1.01-1.08x) (kernels/gemm/README.md, "Ping-pong tiles at short K")
+       // staged ran 0.93-1.00x the time at K = 512 (per-tensor and row-wise, call by call and
+       // in streams); at K = 1024-4096 0.99-1.02x, per-tensor at K = 1024 1.01-1.02x
+       // (kernels/gemm/README.md, "Ping-pong tiles at short K")
        return !f.forced && chosen == config::m128n128pp && f.k_blocks <= 4;
      }},
 };

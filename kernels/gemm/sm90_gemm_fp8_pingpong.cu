@@ -1,5 +1,5 @@
 // Launch of the ping-pong kernel (sm90_gemm_fp8_pingpong.cuh): the configurations of family
-// pingpong in gemm_configs.hpp (m128n128pp, m128n128pp4). The tiled launch (sm90_gemm_fp8_tiled.cu) has
+// pingpong in gemm_configs.hpp (m128n128pp, m128n128ppd). The tiled launch (sm90_gemm_fp8_tiled.cu) has
 // built the parameters (maps with boxes of this configuration's tiles) from a checked call
 // and its plan.
 #include "gemm_launch.hpp"
@@ -28,9 +28,9 @@ template void launch_pingpong<config::m128n128pp, __nv_bfloat16>(const Params&, 
                                                                  cudaStream_t, bool);
 template void launch_pingpong<config::m128n128pp, __half>(const Params&, unsigned, cudaStream_t,
                                                           bool);
-template void launch_pingpong<config::m128n128pp4, __nv_bfloat16>(const Params&, unsigned,
+template void launch_pingpong<config::m128n128ppd, __nv_bfloat16>(const Params&, unsigned,
                                                                   cudaStream_t, bool);
-template void launch_pingpong<config::m128n128pp4, __half>(const Params&, unsigned, cudaStream_t,
+template void launch_pingpong<config::m128n128ppd, __half>(const Params&, unsigned, cudaStream_t,
                                                            bool);
 
 }  // namespace tmakit::detail::gemm

@@ -75,8 +75,14 @@ struct alignas(1024) PingpongStorage {
   // warpgroup itself (copy_row_scales)
   RowScaleSlots<Cfg::kBlockM, Cfg::kBlockN> row_scales[Cfg::kMathWGs];
 };
+// The storage at the base of dynamic shared memory, declared 1024-aligned, where the 1 KB of
+// slack for rounding the base up would pass 227 KB (m128n128ppd: 5 stages and both halves'
+// boxes take 227 KB); else the base rounded up (gemm_common::shared_storage).
 template <class Cfg>
-constexpr std::size_t kPingpongSmemBytes = sizeof(PingpongStorage<Cfg>) + 1024;  // + slack
+constexpr bool kPingpongAligned = sizeof(PingpongStorage<Cfg>) + 1024 > 227 * 1024;
+template <class Cfg>
+constexpr std::size_t kPingpongSmemBytes =
+    sizeof(PingpongStorage<Cfg>) + (kPingpongAligned<Cfg> ? 0 : 1024);  // (+ the slack)
 
 // The units of this CTA (blockIdx.x, blockIdx.x + gridDim.x, ...): how many.
 __device__ __forceinline__ std::int64_t cta_unit_count(const Params& p) {
@@ -150,7 +156,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // passed to math warpgroup g
   constexpr std::uint32_t kTurnBarrier = 4;
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  Storage& s = gemm_common::shared_storage<Storage, false>();
+  Storage& s = gemm_common::shared_storage<Storage, kPingpongAligned<Cfg>>();
   using State = PipelineState<Cfg::kStages>;
   Pipeline<Cfg::kStages> pipe(s.bars);
 

@@ -577,7 +577,7 @@ TEST(Gemm, EveryConfigurationAndSplit) {
     if (name == "m256n128") continue;  // N a multiple of 8 only: Gemm.TwoWaveTiles
     if (name == "m192n128") continue;  // N a multiple of 8 only: Gemm.ThreeWarpgroupTiles
     if (name == "m128n256w") continue;  // N a multiple of 8 only: Gemm.TwoWavesAlongN
-    if (name == "m128n128pp" || name == "m128n128pp4") continue;  // fast only: Gemm.PingpongTiles
+    if (name == "m128n128pp" || name == "m128n128ppd") continue;  // fast only: Gemm.PingpongTiles
     // (m128n192 does not split K: forcing splits is refused, GemmLauncher's host tests)
     const bool unsplit = !gemm_config_info(config).splits_k;
     for (int splits : {1, 3, 0, 32}) {
@@ -1212,7 +1212,7 @@ TEST(Gemm, ThreeWarpgroupTiles) {
   }
 }
 
-// The ping-pong tiles (m128n128pp, and m128n128pp4 with both halves of D staged; fast
+// The ping-pong tiles (m128n128pp, and m128n128ppd with both halves of D staged; fast
 // accumulation only): a CTA's units alternate between its two math warpgroups, each walking
 // the ring past the other's k-blocks. One unit per CTA (the second warpgroup idle), CTAs of
 // two, three and more units (an odd count: the first warpgroup takes one more), rows past M
@@ -1222,10 +1222,10 @@ TEST(Gemm, ThreeWarpgroupTiles) {
 TEST(Gemm, PingpongTiles) {
   TMAKIT_SKIP_WITHOUT_GPU();
   ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128pp), "m128n128pp");
-  ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128pp4), "m128n128pp4");
+  ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128ppd), "m128n128ppd");
   constexpr auto kFast = GemmAccumulation::fast;
   std::uint32_t seed = 950;
-  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128pp4})
+  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128ppd})
   for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
     for (const Case& shape :
          {Case{100, 200, 512, kPingpong, 0, DataType::bfloat16},
@@ -1242,7 +1242,7 @@ TEST(Gemm, PingpongTiles) {
     }
   }
   // many calls in a row into one D: the turns and the scale slots' hand-over at every call
-  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128pp4}) {
+  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128ppd}) {
     Case repeated{1100, 4000, 272, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
                   GemmScaleRecipe::row};
     repeated.launches = 200;
@@ -1258,7 +1258,7 @@ TEST(Gemm, PingpongTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   constexpr auto kFast = GemmAccumulation::fast;
   std::uint32_t seed = 970;
-  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128pp4}) {
+  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128ppd}) {
     Case c{2304, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast};
     run_case(c, seed++);
     c.recipe = GemmScaleRecipe::row;

@@ -910,7 +910,7 @@ TEST(GemmPlanRules, EachRuleByIdOnAShapeItDecides) {
       {1024, 4096, 4096, -1, true, 0, "m128n256", "C10", "K3"},  // 256 tiles of 128 x 128
       {4096, 4096, 4096, -1, true, 0, "m128n128pp", "C25", "K3"},
       {2048, 7168, 4096, -1, true, 0, "m128n128pp", "C25", "K3"},  // (C7's 128 x 128 before)
-      {4096, 32768, 512, -1, true, 0, "m128n128pp4", "C26", "K3"},
+      {4096, 32768, 512, -1, true, 0, "m128n128ppd", "C26", "K3"},
       {8192, 8192, 640, -1, true, 0, "m128n128pp", "C25", "K3"},  // 5 k-blocks
       // D's rows 8200 bytes apart: not the ping-pong tiles (measured with TMA stores only)
       {4096, 4096, 4096, -1, true, 8200, "m128n256", "C10", "K3"},
@@ -1163,7 +1163,7 @@ TEST(GemmPlanRules, BlockScalesTakeThreeWarpgroupsWhereTheirRoundsPay) {
     EXPECT_STREQ(row.config_rule, s.k <= 512 ? "C21" : "C11");
     // fast row-wise scales: 128 x 256 tiles (C10), ping-pong 128 x 128 ones at K <= 4096
     // (C25), with both halves of D staged at K <= 512 (C26)
-    const char* fast = s.k <= 512 ? "m128n128pp4" : s.k <= 4096 ? "m128n128pp" : "m128n256";
+    const char* fast = s.k <= 512 ? "m128n128ppd" : s.k <= 4096 ? "m128n128pp" : "m128n256";
     q.tuning.accumulation = GemmAccumulation::fast;
     EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(q).config), fast);
     q.tuning.accumulation = GemmAccumulation::promoted;

@@ -83,10 +83,10 @@ struct GemmScales {
 //     instructions, and the registers promotion needs go to 128 x 256 tiles ("m128n256",
 //     chosen where they fill the GPU) or to a whole 128 x 128 tile per math warpgroup
 //     ("m128n128pp", the two taking turns, chosen at K <= 4096 where such tiles number at
-//     least twice the SMs; "m128n128pp4", the same with both halves of D staged, at K <=
+//     least twice the SMs; "m128n128ppd", the same with both halves of D staged, at K <=
 //     512); an error that grows with K (the GPU tests bound an element's by 2^-13 of sum |a b|
 //     per 32 of K, at least 2^-11). Every configuration that promotes (all but m128n256,
-//     m128n128pp and m128n128pp4) runs both modes.
+//     m128n128pp and m128n128ppd) runs both modes.
 enum class GemmAccumulation { promoted, fast };
 
 struct GemmTuning {
