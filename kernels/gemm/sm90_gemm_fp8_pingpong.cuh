@@ -77,7 +77,8 @@ struct alignas(1024) PingpongStorage {
 };
 // The storage at the base of dynamic shared memory, declared 1024-aligned, where the 1 KB of
 // slack for rounding the base up would pass 227 KB (m128n128ppd: 5 stages and both halves'
-// boxes take 227 KB); else the base rounded up (gemm_common::shared_storage).
+// boxes take 227 KB; docs/hardware.md, H16); else the base rounded up
+// (gemm_common::shared_storage).
 template <class Cfg>
 constexpr bool kPingpongAligned = sizeof(PingpongStorage<Cfg>) + 1024 > 227 * 1024;
 template <class Cfg>
