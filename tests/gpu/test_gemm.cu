@@ -1216,34 +1216,37 @@ TEST(Gemm, ThreeWarpgroupTiles) {
 // accumulation only): a CTA's units alternate between its two math warpgroups, each walking
 // the ring past the other's k-blocks. One unit per CTA (the second warpgroup idle), CTAs of
 // two, three and more units (an odd count: the first warpgroup takes one more), rows past M
-// (a bottom half wholly past it: M = 100, 300, 513) and columns past N, K not a multiple of
-// 128 and one k-block, fp16, padded D and D whose rows TMA cannot store; both scale recipes
-// it takes.
+// (M = 300 and 513: the last row of tiles' bottom halves wholly past it) and columns past N,
+// K not a multiple of 128 and one k-block, fp16, padded D and D whose rows TMA cannot store;
+// both scale recipes it takes.
+constexpr int kPingpongConfigs[] = {detail::gemm::config::m128n128pp,
+                                    detail::gemm::config::m128n128ppd};
 TEST(Gemm, PingpongTiles) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128pp), "m128n128pp");
-  ASSERT_STREQ(gemm_config_name(detail::gemm::config::m128n128ppd), "m128n128ppd");
+  ASSERT_STREQ(gemm_config_name(kPingpongConfigs[0]), "m128n128pp");
+  ASSERT_STREQ(gemm_config_name(kPingpongConfigs[1]), "m128n128ppd");
   constexpr auto kFast = GemmAccumulation::fast;
   std::uint32_t seed = 950;
-  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128ppd})
-  for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
-    for (const Case& shape :
-         {Case{100, 200, 512, kPingpong, 0, DataType::bfloat16},
-          Case{300, 264, 1040, kPingpong, 0, DataType::float16},
-          Case{1100, 4000, 272, kPingpong, 0, DataType::bfloat16},
-          Case{2000, 3000, 1040, kPingpong, 0, DataType::float16, 16},
-          Case{4096, 4224, 128, kPingpong, 0, DataType::bfloat16},
-          Case{513, 1001, 384, kPingpong, 0, DataType::bfloat16},  // plain stores (N odd)
-          Case{4096, 2048, 768, kPingpong, 0, DataType::bfloat16, 32}}) {
-      Case c = shape;
-      c.accumulation = kFast;
-      c.recipe = recipe;
-      run_case(c, seed++);
+  for (const int config : kPingpongConfigs) {
+    for (const GemmScaleRecipe recipe : {GemmScaleRecipe::tensor, GemmScaleRecipe::row}) {
+      for (const Case& shape :
+           {Case{100, 200, 512, config, 0, DataType::bfloat16},
+            Case{300, 264, 1040, config, 0, DataType::float16},
+            Case{1100, 4000, 272, config, 0, DataType::bfloat16},
+            Case{2000, 3000, 1040, config, 0, DataType::float16, 16},
+            Case{4096, 4224, 128, config, 0, DataType::bfloat16},
+            Case{513, 1001, 384, config, 0, DataType::bfloat16},  // plain stores (N odd)
+            Case{4096, 2048, 768, config, 0, DataType::bfloat16, 32}}) {
+        Case c = shape;
+        c.accumulation = kFast;
+        c.recipe = recipe;
+        run_case(c, seed++);
+      }
     }
   }
   // many calls in a row into one D: the turns and the scale slots' hand-over at every call
-  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128ppd}) {
-    Case repeated{1100, 4000, 272, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
+  for (const int config : kPingpongConfigs) {
+    Case repeated{1100, 4000, 272, config, 0, DataType::bfloat16, 0, true, kFast,
                   GemmScaleRecipe::row};
     repeated.launches = 200;
     run_case(repeated, seed++);
@@ -1258,17 +1261,17 @@ TEST(Gemm, PingpongTilesSmall) {
   TMAKIT_SKIP_WITHOUT_GPU();
   constexpr auto kFast = GemmAccumulation::fast;
   std::uint32_t seed = 970;
-  for (const int kPingpong : {detail::gemm::config::m128n128pp, detail::gemm::config::m128n128ppd}) {
-    Case c{2304, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast};
+  for (const int config : kPingpongConfigs) {
+    Case c{2304, 2048, 256, config, 0, DataType::bfloat16, 0, true, kFast};
     run_case(c, seed++);
     c.recipe = GemmScaleRecipe::row;
     run_case(c, seed++);
     // M = 2300: the last row of tiles' bottom halves store 60 rows; (N odd: plain stores)
-    Case plain{2300, 2047, 272, kPingpong, 0, DataType::float16, 0, true, kFast,
+    Case plain{2300, 2047, 272, config, 0, DataType::float16, 0, true, kFast,
                GemmScaleRecipe::row};
     run_case(plain, seed++);
     // M = 2240: the last row's bottom halves wholly past M (an empty store group)
-    Case short_rows{2240, 2048, 256, kPingpong, 0, DataType::bfloat16, 0, true, kFast,
+    Case short_rows{2240, 2048, 256, config, 0, DataType::bfloat16, 0, true, kFast,
                     GemmScaleRecipe::row};
     run_case(short_rows, seed++);
   }
