@@ -85,7 +85,7 @@ Layout make_layout(const Options& o) {
   l.type = *t;
   l.swizzle = *s;
   l.value_bits = static_cast<std::uint32_t>(tmakit::value_bits(*t));
-  const bool padded = tmakit::shared_value_bits(*t) != tmakit::value_bits(*t);
+  const bool padded = tmakit::is_padded(*t);
   l.slot_data_bytes = padded ? 16 * l.value_bits / 8 : 0;
   l.unit_bytes = tmakit::is_packed(*t) ? 1 : static_cast<std::uint32_t>(tmakit::element_bytes(*t));
   unsigned long cols = 0, rows = 0;
@@ -104,20 +104,18 @@ Layout make_layout(const Options& o) {
   if (padded) {
     // NOTE: the padded types' boxDim[0] is exactly 128 values (rule P3): 128 bytes of shared
     // memory, 64 or 96 of them data; their swizzles are listed by rule P5
-    if (l.cols != 128) {
+    if (l.cols != tmakit::kPaddedRowValues) {
       throw tmakit::ParseError("--box " + o.box + ": a " + type_name +
                                " box row is exactly 128 values (rule P3); use --box 128x" +
                                std::to_string(l.rows));
     }
     const bool u6 = *t == tmakit::DataType::packed_u6_align16;
-    if (*s != tmakit::Swizzle::none && *s != tmakit::Swizzle::bytes128 &&
-        *s != tmakit::Swizzle::bytes128_atom32 &&
-        !(u6 && *s == tmakit::Swizzle::bytes128_atom64)) {
+    if (!tmakit::padded_type_takes_swizzle(*t, *s)) {
       throw tmakit::ParseError("--swizzle " + o.swizzle + ": " + type_name +
                                " takes NONE, 128B or 128B_ATOM_32B" +
                                (u6 ? " (and 128B_ATOM_64B for stores)" : "") + " (rule P5)");
     }
-    l.row_bytes = 128;
+    l.row_bytes = tmakit::kPaddedRowValues * tmakit::shared_value_bits(*t) / 8;  // 128
   } else if (tmakit::is_packed(*t)) {
     l.row_bytes = (l.cols * l.value_bits + 7) / 8;
   } else {

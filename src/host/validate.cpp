@@ -128,9 +128,7 @@ bool packed(const TensorMapSpec& s) {
   return is_packed(s.data_type);
 }
 // The ALIGN16B types: 16 values padded to 16 bytes in shared memory.
-bool padded(const TensorMapSpec& s) {
-  return s.data_type == DataType::packed_u4_align16 || s.data_type == DataType::packed_u6_align16;
-}
+bool padded(const TensorMapSpec& s) { return is_padded(s.data_type); }
 // Elements in one 16-byte chunk of a row, the least whole row: 16 / elementSize, or for the
 // packed types the fewest values whose bits fill whole 16-byte chunks (32 of 4 bits, 64 of 6).
 std::int64_t per16(const TensorMapSpec& s) {
@@ -1196,7 +1194,7 @@ void p3_padded_row(const TensorMapSpec& s) {
   if (!padded(s)) return;
   const bool t = tiled(s);
   const std::uint32_t v = t ? s.box_dim[0] : s.channels_per_pixel;
-  if (v == 128) return;
+  if (v == kPaddedRowValues) return;
   broken("P3", 0, [&] {
     const char* what = t ? "boxDim[0]" : "channelsPerPixel";
     return Explained{std::string(what) + " = " + to_string(v) + " with " + dt(s) +
@@ -1226,9 +1224,7 @@ void p5_padded_swizzle(const TensorMapSpec& s) {
   if (!padded(s)) return;
   const Swizzle w = s.swizzle;
   const bool u6 = s.data_type == DataType::packed_u6_align16;
-  const bool ok = w == Swizzle::none || w == Swizzle::bytes128 || w == Swizzle::bytes128_atom32 ||
-                  (u6 && w == Swizzle::bytes128_atom64);
-  if (ok) return;
+  if (padded_type_takes_swizzle(s.data_type, w)) return;
   broken("P5", 0, [&] {
     // The first of the type's swizzles that keeps the other rules passing: 128B_ATOM_32B for
     // an atom swizzle, else 128B, then the others.

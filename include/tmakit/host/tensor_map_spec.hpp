@@ -63,6 +63,20 @@ constexpr int swizzle_span_bytes(Swizzle s) {
     default: return 0;
   }
 }
+// The padded packed types (16U4_ALIGN16B, 16U6_ALIGN16B): 16 values a 16-byte slot in shared
+// memory. A copy's row is exactly kPaddedRowValues of them (rule P3), and they take the
+// swizzles of padded_type_takes_swizzle (rule P5: the driver reference's NONE, 128B,
+// 128B_ATOM_32B, and 128B_ATOM_64B for stores of the 6-bit type). The validator and `tmakit
+// swizzle` read both from here.
+constexpr bool is_padded(DataType t) {
+  return t == DataType::packed_u4_align16 || t == DataType::packed_u6_align16;
+}
+inline constexpr std::uint32_t kPaddedRowValues = 128;
+constexpr bool padded_type_takes_swizzle(DataType t, Swizzle w) {
+  return w == Swizzle::none || w == Swizzle::bytes128 || w == Swizzle::bytes128_atom32 ||
+         (t == DataType::packed_u6_align16 && w == Swizzle::bytes128_atom64);
+}
+
 constexpr int interleave_bytes(Interleave i) {
   return i == Interleave::bytes16 ? 16 : i == Interleave::bytes32 ? 32 : 0;
 }
