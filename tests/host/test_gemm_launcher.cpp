@@ -76,19 +76,22 @@ TEST(GemmLauncher, NamesTheArgument) {
   EXPECT_EQ(gemm_fp8_plan(4096, 4096, 4096, 132, wide).tiles, 32 * 16);
   // chosen for fast accumulation where its tiles fill 3/4 of the SMs, never for promotion
   // the ping-pong tiles: fast accumulation only, refused for promotion by name
-  const std::string pingpong_refusal = [] {
-    try {
-      gemm_fp8_plan(4096, 4096, 4096, 132, {gemm_config_id("m128n128pp"), 0});
-    } catch (const ArgumentError& e) {
-      EXPECT_EQ(e.argument(), "tuning.accumulation");
-      return std::string(e.what());
-    }
-    return std::string("not refused");
-  }();
-  EXPECT_NE(pingpong_refusal.find("m128n128pp holds 128 fp32 sums per thread and has no "
-                                  "registers to promote into"),
-            std::string::npos)
-      << pingpong_refusal;
+  for (const char* name : {"m128n128pp", "m128n128ppd"}) {
+    const std::string pingpong_refusal = [&] {
+      try {
+        gemm_fp8_plan(4096, 4096, 4096, 132, {gemm_config_id(name), 0});
+      } catch (const ArgumentError& e) {
+        EXPECT_EQ(e.argument(), "tuning.accumulation");
+        return std::string(e.what());
+      }
+      return std::string("not refused");
+    }();
+    EXPECT_NE(pingpong_refusal.find(std::string(name) +
+                                    " holds 128 fp32 sums per thread and has no registers to "
+                                    "promote into"),
+              std::string::npos)
+        << pingpong_refusal;
+  }
   EXPECT_EQ(gemm_fp8_plan(4096, 4096, 8192, 132, fast).config, 6);
   EXPECT_EQ(gemm_fp8_plan(1024, 4096, 4096, 132, fast).config, 6);   // 128 tiles
   // (at K <= 4096 with at least two 128 x 128 tiles per SM, the ping-pong tiles: C25)
