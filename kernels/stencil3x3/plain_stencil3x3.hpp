@@ -27,7 +27,7 @@ void launch_plain(ConstTensorRef in, TensorRef out, const Filter3x3& filter, cud
                   std::optional<StripChoice> strips = std::nullopt);
 
 // The same with 16-byte loads and stores: views whose data, row pitches and image pitches
-// are 16-byte aligned (what TMA takes, plain_path.hpp's rule P6). The columns right of the
+// are 16-byte aligned (what TMA takes, plain_path.hpp's rule P7). The columns right of the
 // last whole warp span take the 1-element form (`strips->element`).
 void launch_plain_vector(ConstTensorRef in, TensorRef out, const Filter3x3& filter,
                          cudaStream_t stream, std::optional<StripChoice> strips = std::nullopt);

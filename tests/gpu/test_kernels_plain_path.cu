@@ -107,7 +107,7 @@ struct Extent {
 };
 const Extent kExtents[] = {{1, 1}, {1, 37}, {37, 1}, {3, 5}, {97, 101}, {255, 257}, {2049, 2047}};
 // A pitch off 16 bytes; a start off 16 bytes; both; dense and aligned (P2 for the types
-// without a TMA kernel, P6 for the rest: the same results either way).
+// without a TMA kernel, P7 for the rest: the same results either way).
 const Placement kPlacements[] = {{1, 0}, {0, 1}, {3, 1}, {0, 0}};
 
 std::string describe(DataType t, Extent e, Placement p) {

@@ -16,6 +16,7 @@
 #include "tmakit/core/cuda_check.hpp"
 #include "tmakit/host/encode.hpp"
 #include "tmakit/host/tensor_map_cache.hpp"
+#include "tmakit/kernels/detail/plain_path.hpp"  // kMaxExtent
 #include "tmakit/kernels/tensor_ref.hpp"
 
 namespace tmakit::detail {
@@ -36,10 +37,6 @@ inline void require_whole_byte_type(const std::string& view_name, DataType t) {
                                          "types of whole bytes"
                                    : std::to_string(static_cast<int>(t)) + " is not a DataType");
 }
-
-// The largest extent the kernels take: TMA's coordinates are signed 32-bit (rule D3), and the
-// kernels add a tile's width (at most 256 elements) to a tile's coordinate in 32 bits.
-inline constexpr std::uint64_t kMaxExtent = (1ull << 31) - 4096;
 
 // A value per device (ids 0..63), computed by `compute(device)` the first time the current
 // device asks and remembered; devices past 63 compute it every time. T{} means "not yet

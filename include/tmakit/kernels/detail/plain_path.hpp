@@ -13,6 +13,12 @@
 
 namespace tmakit::detail {
 
+// The largest extent (rows, columns, images) the TMA kernels take: TMA's coordinates are
+// signed 32-bit (rule D3), and the kernels add a tile's width (at most 256 elements) to a
+// tile's coordinate in 32 bits. The plain kernels index in 64 bits: a view past it takes them
+// (rule P6 below).
+inline constexpr std::uint64_t kMaxExtent = (1ull << 31) - 4096;
+
 enum class Path : std::uint8_t {
   nothing,      // no element: nothing is launched
   tma_rows,     // the op's TMA kernel (kernels/<op>/sm90_*.cu)
@@ -33,7 +39,10 @@ inline constexpr PathRule kPathRules[] = {
      "more than one row and a row pitch of in or out not a multiple of 16 bytes (TMA rule T6)"},
     {"P5", Path::plain_loads,
      "more than one image and an image pitch of in or out not a multiple of 16 bytes (T6)"},
-    {"P6", Path::tma_rows, "otherwise: TMA describes every row"},
+    {"P6", Path::plain_loads,
+     "an extent of in or out (rows, columns or images) past 2^31 - 4096, the most TMA's "
+     "signed 32-bit coordinates take with a tile's width to spare"},
+    {"P7", Path::tma_rows, "otherwise: TMA describes every row"},
 };
 inline constexpr int kPathRuleCount = static_cast<int>(sizeof kPathRules / sizeof kPathRules[0]);
 
@@ -46,6 +55,11 @@ struct PathPlan {
 template <class P>
 constexpr bool has_no_element(const BasicTensorRef<P>& v) {
   return v.rows == 0 || v.cols == 0 || v.batch == 0;
+}
+
+template <class P>
+constexpr bool past_tma_extents(const BasicTensorRef<P>& v) {
+  return v.rows > kMaxExtent || v.cols > kMaxExtent || v.batch > kMaxExtent;
 }
 
 template <class P>
@@ -67,7 +81,8 @@ PathPlan plan_path(const BasicTensorRef<A>& in, const BasicTensorRef<B>& out, bo
       (out.batch > 1 && out.image_pitch() % 16 != 0)) {
     return pick(4);
   }
-  return pick(5);
+  if (past_tma_extents(in) || past_tma_extents(out)) return pick(5);
+  return pick(6);
 }
 
 // A view of one row (or one image of one row) needs no stride: rows of a dense view follow

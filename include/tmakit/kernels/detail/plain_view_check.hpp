@@ -11,23 +11,14 @@
 
 namespace tmakit::detail {
 
-// Checks one view for either path: pointer, element alignment, extents (0 allowed: an empty
-// view), strides. `name` is "in" or "out". The TMA rules (16-byte alignment) are not checked:
-// plan_path routes a view that breaks them to the plain kernel.
+// Checks one view for either path: pointer, element alignment, strides, and a span any memory
+// can hold (check_span); extents of any size (0: an empty view). `name` is "in" or "out". The
+// TMA rules (16-byte alignment, extents within kMaxExtent) are not checked: plan_path routes a
+// view that breaks them to the plain kernel, which indexes in 64 bits.
 template <class P>
 void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed) {
   const std::string n(name);
   require_whole_byte_type(n, v.type);
-  const auto extent = [&](const char* field, std::uint64_t value) {
-    if (value > kMaxExtent) {
-      throw ArgumentError(n + "." + field,
-                          std::to_string(value) + " exceeds 2^31 - 4096, the most the kernels "
-                                                  "index in 32-bit tile coordinates");
-    }
-  };
-  extent("rows", v.rows);
-  extent("cols", v.cols);
-  extent("batch", v.batch);
   if (!batch_allowed && v.batch != 1) {
     throw ArgumentError(n + ".batch",
                         std::to_string(v.batch) + " images given; this kernel takes one matrix");

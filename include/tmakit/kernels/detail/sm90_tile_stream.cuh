@@ -103,8 +103,8 @@ __device__ __forceinline__ void store_row_tail(const RowTail& t, std::int32_t x0
                                                std::int32_t tile_rows, const std::uint8_t* smem,
                                                SmemOffset smem_offset, std::uint32_t tid,
                                                std::uint32_t threads) {
-  // NOTE: x0 + tile_cols stays below 2^31: launchers refuse extents past kMaxExtent
-  // (launch_support.hpp). Written as min(t.cols - x0, tile_cols), the int32 add measured
+  // NOTE: x0 + tile_cols stays below 2^31: no view with an extent past kMaxExtent reaches a
+  // TMA kernel (plain_path.hpp, rule P6; the tuning lab's check_view refuses it). Written as min(t.cols - x0, tile_cols), the int32 add measured
   // slower (the code of the whole loop changed).
   const std::int32_t c_begin = max(t.main_cols, x0) - x0;
   const std::int32_t c_end = min(t.cols, x0 + tile_cols) - x0;
