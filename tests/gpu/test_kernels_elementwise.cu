@@ -169,35 +169,45 @@ TEST(AddConstantGpu, BadInputWritesNothing) {
   for (std::uint8_t b : got) ASSERT_EQ(b, kPoison);
 }
 
-// Near the longest row a view may have (2^31 - 4096 elements; bf16, 4 GB), ending in a row
-// tail of 5 elements: every element is added to, nothing past the row is written. A
-// boundary test of the plain kernel's walk over one row (the path a row takes) at its
-// largest offsets; the cap itself is a host test
-// (KernelLaunchers.ViewsLargerThanAnyMemoryAreRefused).
+// Near and past the longest row TMA takes (2^31 - 4096 elements; bf16, 4 GB), ending in a row
+// tail of 5 elements: every element is added to, nothing past the row is written. A boundary
+// test of the plain kernel's walk over one row (the path a row takes) at its largest offsets;
+// past the limit the view takes the plain kernels by rule P6 (plain_path.hpp), which index in
+// 64 bits (2^31 + 5 elements: more than a 32-bit element index holds).
 TEST(AddConstantGpu, LongestRowStopsAtItsEnd) {
   TMAKIT_SKIP_WITHOUT_GPU();
-  const std::uint64_t cols = (1ull << 31) - 4096 - 3;  // a row tail of 10 bytes
-  const std::uint64_t row_bytes = cols * 2;
-  std::size_t free_bytes = 0, total = 0;
-  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
-  if (free_bytes < row_bytes + (1ull << 30)) GTEST_SKIP() << "needs 5 GB of device memory";
-  std::uint8_t* buf = nullptr;
-  ASSERT_EQ(cudaMalloc(&buf, row_bytes + 64), cudaSuccess);
-  ASSERT_EQ(cudaMemset(buf, 0, row_bytes), cudaSuccess);           // bf16 zeros
-  ASSERT_EQ(cudaMemset(buf + row_bytes, kPoison, 64), cudaSuccess);  // guard
-  const TensorRef row(buf, DataType::bfloat16, 1, cols);
-  add_constant(row, row, 1.0);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<std::uint8_t> tail(128 + 64), head(64);
-  ASSERT_EQ(cudaMemcpy(tail.data(), buf + row_bytes - 128, tail.size(), cudaMemcpyDeviceToHost),
-            cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(head.data(), buf, head.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(buf);
-  for (int i = 0; i < 64; ++i) {  // bf16 1.0 = 0x3F80, little-endian
-    EXPECT_EQ(tail[2 * i] | tail[2 * i + 1] << 8, 0x3F80) << "element cols - " << 64 - i;
-    EXPECT_EQ(head[i], i % 2 == 0 ? 0x80 : 0x3F) << "byte " << i;
+  for (const std::uint64_t cols : {(1ull << 31) - 4096 - 3, (1ull << 31) + 5}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const std::uint64_t row_bytes = cols * 2;
+    std::size_t free_bytes = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+    if (free_bytes < row_bytes + (1ull << 30)) GTEST_SKIP() << "needs 5.3 GB of device memory";
+    std::uint8_t* buf = nullptr;
+    ASSERT_EQ(cudaMalloc(&buf, row_bytes + 64), cudaSuccess);
+    ASSERT_EQ(cudaMemset(buf, 0, row_bytes), cudaSuccess);           // bf16 zeros
+    ASSERT_EQ(cudaMemset(buf + row_bytes, kPoison, 64), cudaSuccess);  // guard
+    const TensorRef row(buf, DataType::bfloat16, 1, cols);
+    add_constant(row, row, 1.0);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::uint8_t> tail(128 + 64), head(64), middle(64);
+    ASSERT_EQ(cudaMemcpy(tail.data(), buf + row_bytes - 128, tail.size(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(head.data(), buf, head.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    // past the limit: the 32 elements before element 2^31 (whose index needs 32 bits)
+    const bool past = cols > (1ull << 31);
+    if (past) {
+      ASSERT_EQ(cudaMemcpy(middle.data(), buf + (1ull << 32) - 64, middle.size(),
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    }
+    cudaFree(buf);
+    for (int i = 0; i < 64; ++i) {  // bf16 1.0 = 0x3F80, little-endian
+      EXPECT_EQ(tail[2 * i] | tail[2 * i + 1] << 8, 0x3F80) << "element cols - " << 64 - i;
+      EXPECT_EQ(head[i], i % 2 == 0 ? 0x80 : 0x3F) << "byte " << i;
+      if (past) EXPECT_EQ(middle[i], i % 2 == 0 ? 0x80 : 0x3F) << "byte " << i;
+    }
+    for (int i = 128; i < 192; ++i) EXPECT_EQ(tail[i], kPoison) << "guard byte " << i - 128;
   }
-  for (int i = 128; i < 192; ++i) EXPECT_EQ(tail[i], kPoison) << "guard byte " << i - 128;
 }
 
 // Launch set-up (shared-memory limits, SM counts) is per device: after device 0, every
