@@ -178,9 +178,31 @@ def _elements_overlap(t: torch.Tensor) -> bool:
     return offsets.unique().numel() != offsets.numel()
 
 
+def _check_not_inference(out: torch.Tensor, name: str) -> None:
+    """Refuses to write an inference tensor (made under torch.inference_mode) outside inference
+    mode, as torch's own in-place and out= ops refuse it: it has no version counter to bump."""
+    if out.is_inference() and not torch.is_inference_mode_enabled():
+        raise ValueError(f"{name}: an inference tensor (made under torch.inference_mode), which "
+                         f"torch does not let be written outside inference mode; write it "
+                         f"under torch.inference_mode(), or pass {name}.clone()")
+
+
+# NOTE: the public wrapper where torch has it (it takes one tensor or several)
+_increment_version = getattr(getattr(torch.autograd, "graph", None), "increment_version",
+                             None) or torch._C._increment_version
+
+
+def _written(out: torch.Tensor) -> None:
+    """After a kernel wrote a tensor the caller gave (in place or out=): its version counter
+    moves on, as torch's own in-place ops move it, so that autograd refuses a backward pass
+    that saved its old values instead of computing a gradient from the new ones."""
+    _increment_version(out)
+
+
 def _check_writable(out: torch.Tensor, name: str = "out") -> None:
-    """Refuses an output whose elements share memory (an expanded tensor): torch's own ops
-    refuse to write one too."""
+    """Refuses an output whose elements share memory (an expanded tensor), or an inference
+    tensor outside inference mode: torch's own ops refuse to write either."""
+    _check_not_inference(out, name)
     # NOTE: a contiguous tensor's elements never share memory: that test first (the full one
     # costs about 2 us of host time a call)
     if out.numel() <= 1 or out.is_contiguous():
@@ -337,9 +359,10 @@ def _scale_recipe(scale_a_t, scale_b_t, m: int, n: int, k: int):
 
 
 def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out,
-                 scale_recipe=None):
+                 scale_recipe=None, fresh=False):
     """The op's CUDA kernel. ``scale_recipe``: (recipe, strides) as _scale_recipe gives them,
-    when the eager call has them already (the registered op reads them again)."""
+    when the eager call has them already (the registered op reads them again). ``fresh``: out
+    was just allocated here (no version to move on)."""
     m, k = a.shape
     n, kb = b.shape
     if m == 0 or n == 0 or k == 0:
@@ -360,6 +383,8 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
         scale_a_t = None if scale_a_t is None else scale_a_t.resolve_neg()
         scale_b_t = None if scale_b_t is None else scale_b_t.resolve_neg()
         scale_recipe = None
+    if not fresh:
+        _check_not_inference(out, "out")  # (the registered op's callers: before any write)
     args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
     recipe, strides = scale_recipe or _scale_recipe(scale_a_t, scale_b_t, m, n, k)
     for name, t in (("scale_a", scale_a_t), ("scale_b", scale_b_t)):
@@ -370,6 +395,8 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
             0 if scale_a_t is None else scale_a_t.data_ptr(),
             0 if scale_b_t is None else scale_b_t.data_ptr(), recipe, strides,
             _ACCUMULATION[accumulate])
+    if not fresh:
+        _written(out)
 
 
 def _matrix_stride(t: torch.Tensor):
@@ -398,8 +425,11 @@ def _launch_transpose(x, out, fresh=False):
     rows, cols = x.shape
     if x.numel() == 0:
         return
-    if not fresh and _overlaps(out, x):
-        raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
+    if not fresh:
+        _check_not_inference(out, "out")
+        if _overlaps(out, x):
+            raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate "
+                             "out")
     x_row, out_row = _matrix_stride(x), _matrix_stride(out)
     esize = x.element_size()
     # NOTE: torch's strided copy of x.t() into out, one pass, where no launcher can describe
@@ -422,6 +452,8 @@ def _launch_transpose(x, out, fresh=False):
         return
     _launch(out, _tmakit.transpose, x_at, out_at, _BITS_TYPES[esize], rows, cols,
             x_row * esize, out_row * esize)
+    if not fresh:
+        _written(out)
 
 
 def _images_view(t: torch.Tensor):
@@ -447,9 +479,11 @@ def _launch_stencil(x, taps, out, fresh=False):
     """``fresh``: out was just allocated here, so it cannot overlap x."""
     if x.numel() == 0:
         return
-    if not fresh and _overlaps(out, x):
-        raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
-                         "a separate out")
+    if not fresh:
+        _check_not_inference(out, "out")
+        if _overlaps(out, x):
+            raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: "
+                             "pass a separate out")
     if x.dtype in _STENCIL_HALF_TYPES:
         # NOTE: 16-bit images: the taps rounded to x's dtype (as conv2d's weight would be),
         # then the float32 kernel on a float32 copy, its result rounded once into out
@@ -477,6 +511,8 @@ def _launch_stencil(x, taps, out, fresh=False):
             out_view[1] * esize, list(taps))
     if target is not out:
         out.copy_(target)
+    elif not fresh:
+        _written(out)
 
 
 def _launch_add(x, value, out=None, fresh=False):
@@ -487,6 +523,8 @@ def _launch_add(x, value, out=None, fresh=False):
         out = x
     if x.numel() == 0:
         return
+    if not fresh:
+        _check_not_inference(out, "x" if out is x else "out")
     same_strides = out is x or out.stride() == x.stride()
     in_place = out is x or (same_strides and out.data_ptr() == x.data_ptr())
     if not in_place and not fresh and _overlaps(out, x):
@@ -532,6 +570,8 @@ def _launch_add(x, value, out=None, fresh=False):
                 rows, cols, x_row * esize, out_row * esize, value)
     if target is not out:
         out.copy_(target)
+    elif not fresh:
+        _written(out)
 
 
 # --- torch.library registration -------------------------------------------------------------
@@ -749,7 +789,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     if accumulate == "fast" and recipe == _tmakit.GemmScaleRecipe.block:
         raise ValueError("accumulate: fast with 128-block scales, which are applied at each "
                          "promotion (every 128 of K); use accumulate=\"promoted\"")
-    if out is None:
+    fresh = out is None
+    if fresh:
         dtype = torch.bfloat16 if out_dtype is None else out_dtype
         if not isinstance(dtype, torch.dtype) or dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out_dtype: {dtype}; the GEMM writes torch.bfloat16 or "
@@ -765,6 +806,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     else:
         out = _tensor(out, "out")
         _check_no_grad(out, "out")
+        _check_not_inference(out, "out")
         _same_device(out, "out", a, "a")
         if out.dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
@@ -779,7 +821,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
                              f"contiguous elements (stride 1 along N)")
     if _direct(a, b, out):
         _launch_gemm(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out,
-                     scale_recipe=(recipe, strides))
+                     scale_recipe=(recipe, strides), fresh=fresh)
     else:
         torch.ops.tmakit.gemm_fp8_out(a, b, s_a, s_b, s_alpha, t_a, t_b, accumulate, out)
     return out

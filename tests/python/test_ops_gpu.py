@@ -866,3 +866,66 @@ def test_quantized_tensors_are_refused_naming_x():
         pytest.skip("this torch has no quantized CUDA tensors")
     with pytest.raises(TypeError, match=r"x: a quantized tensor \(torch.qint8\)"):
         tmakit.transpose(q)
+
+
+
+def _writes():
+    """Every way an op writes a tensor the caller gave: (name, target's shape and dtype,
+    label of the target in messages, call(target)). The transposed x is over the size up to
+    which the op takes torch's copy, so that its kernel writes."""
+    x = torch.randn(64, 128, device="cuda")
+    wide = torch.randn(1024, 512, device="cuda")
+    a, b = random_fp8(64, 128, pad=False), random_fp8(128, 128, pad=False)
+    f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+    return [
+        ("add in place", (64, 128), f32, "x", lambda t: tmakit.add(t, 1.0, out=t)),
+        ("add out=", (64, 128), f32, "out", lambda t: tmakit.add(x, 1.0, out=t)),
+        ("add_ op", (64, 128), f32, "x", lambda t: torch.ops.tmakit.add_(t, 1.0)),
+        ("add_out op", (64, 128), f32, "out", lambda t: torch.ops.tmakit.add_out(x, 1.0, t)),
+        ("transpose out=", (512, 1024), f32, "out", lambda t: tmakit.transpose(wide, out=t)),
+        ("transpose_out op", (512, 1024), f32, "out",
+         lambda t: torch.ops.tmakit.transpose_out(wide, t)),
+        ("stencil out=", (64, 128), f32, "out", lambda t: tmakit.stencil3x3(x, LAPLACE, out=t)),
+        ("stencil out= of a 16-bit image", (64, 128), f16, "out",
+         lambda t: tmakit.stencil3x3(x.half(), LAPLACE, out=t)),
+        ("gemm out=", (64, 128), bf16, "out", lambda t: tmakit.gemm_fp8(a, b, out=t)),
+    ]
+
+
+@pytest.mark.parametrize("which", range(9))
+def test_a_written_tensor_saved_for_backward_fails_the_backward_pass(which):
+    """torch's own in-place and out= writes move a tensor's version counter on, so that a
+    backward pass that saved its old values is refused rather than computed from the new
+    ones; the ops' writes do the same, eager and through the registered ops."""
+    name, shape, dtype, _, write = _writes()[which]
+    target = torch.zeros(shape, device="cuda", dtype=dtype)
+    w = torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
+    loss = (w * target).sum()  # saves target for w's gradient
+    version = target._version
+    write(target)
+    assert target._version > version, name
+    assert bool((target != 0).any()), f"{name}: nothing written"
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_inference_tensors_are_written_only_in_inference_mode():
+    """Outside torch.inference_mode an inference tensor is refused as torch refuses it, named,
+    nothing written; inside it the write goes through."""
+    for name, shape, dtype, label, write in _writes():
+        with torch.inference_mode():
+            target = torch.zeros(shape, device="cuda", dtype=dtype)
+        if name.endswith(" op"):
+            # NOTE: the registered ops, called directly, may be refused by torch's dispatcher
+            # before the kernel function (its words) or by it (the op's)
+            with pytest.raises((ValueError, RuntimeError), match="inference tensor"):
+                write(target)
+        else:
+            with pytest.raises(ValueError, match=f"{label}: an inference tensor"):
+                write(target)
+        torch.cuda.synchronize()
+        assert bool((target == 0).all()), f"{name}: written before the refusal"
+        with torch.inference_mode():
+            write(target)
+        torch.cuda.synchronize()
+        assert bool((target != 0).any()), f"{name}: not written in inference mode"
