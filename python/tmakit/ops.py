@@ -181,7 +181,9 @@ def _elements_overlap(t: torch.Tensor) -> bool:
 def _check_not_inference(out: torch.Tensor, name: str) -> None:
     """Refuses to write an inference tensor (made under torch.inference_mode) outside inference
     mode, as torch's own in-place and out= ops refuse it: it has no version counter to bump."""
-    if out.is_inference() and not torch.is_inference_mode_enabled():
+    # NOTE: dynamo does not trace is_inference(): compiling, the registered op's kernel
+    # function checks it when the graph runs (_launch_*)
+    if not _is_compiling() and out.is_inference() and not torch.is_inference_mode_enabled():
         raise ValueError(f"{name}: an inference tensor (made under torch.inference_mode), which "
                          f"torch does not let be written outside inference mode; write it "
                          f"under torch.inference_mode(), or pass {name}.clone()")
