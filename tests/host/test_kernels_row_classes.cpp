@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tmakit/host/validate.hpp"
+#include "tmakit/kernels/detail/plain_path.hpp"
 #include "transpose/row_class_plan.hpp"
 #include "transpose/sm90_transpose_row_classes.hpp"
 
@@ -127,6 +128,16 @@ TEST(RowClassPlan, GatherConflictWaysDecideTheClassCounts) {
   EXPECT_FALSE(takes(DataType::uint16, 4096, 4096, 1));
   EXPECT_FALSE(takes(DataType::uint16, 1024, 1024, 1));
   EXPECT_FALSE(takes(DataType::uint8, 15, 16, 1)) << "fewer than 16 rows";
+  // a row or column past TMA's extents (rule P6 sends the view to the plain path): the class
+  // maps' coordinates would not hold it, so the plain kernel takes it
+  const auto base = reinterpret_cast<std::uint8_t*>(0x7f0000000000ull);
+  const std::uint64_t past = tmakit::detail::kMaxExtent + 1;
+  EXPECT_FALSE(tt::takes_row_classes(ConstTensorRef(base, DataType::uint8, 16, past, past + 1),
+                                     TensorRef(base + (1ull << 40), DataType::uint8, past, 16),
+                                     132));
+  EXPECT_FALSE(tt::takes_row_classes(ConstTensorRef(base, DataType::uint16, past, 16, 34),
+                                     TensorRef(base + (1ull << 40), DataType::uint16, 16, past),
+                                     132));
 }
 
 // turn_chunk_back undoes every turn of a gathered chunk.
