@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -689,6 +690,15 @@ GemmPlan plan_checked(const GemmProblem& q) {
   // the grid: a unit is one whole tile or one split of K of a split tile; a persistent grid
   // of at most one CTA per SM
   const std::int64_t units = plan_units(plan);
+  // NOTE: the kernels number units and tiles in 32 bits (UnitGrid, unit_of): a D of more
+  // tiles spans some 2^45 bytes at least, past any device's memory, yet check_span's 2^48
+  // lets it through
+  if (units > std::numeric_limits<std::int32_t>::max()) {
+    throw ArgumentError("n", "M x N = " + std::to_string(q.m) + " x " + std::to_string(q.n) +
+                                 " makes " + std::to_string(units) + " units of " +
+                                 config_label(plan.config) +
+                                 ", more than the kernels number in 32 bits (2^31 - 1)");
+  }
   plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, q.sm_count));
   // NOTE: whole tiles in several rounds: as few CTAs as take the same number of rounds (2048
   // tiles on 132 SMs: 128 CTAs of 16 tiles, not 68 of 16 and 64 of 15), which leaves the
@@ -715,6 +725,47 @@ GemmPlan plan_checked(const GemmProblem& q) {
   plan.cluster_rule = pairs ? "G1" : "G3";
   return plan;
 }
+
+namespace {
+
+// The device scales must be memory of their own: the kernels read them (each CTA, at every
+// unit or k-block) while other CTAs store D. ArgumentError naming the array that overlaps D.
+void check_scales_apart_from_d(const TensorRef& d, const GemmKernelScale& s, std::uint64_t m,
+                               std::uint64_t n, std::uint64_t k) {
+  const auto d0 = reinterpret_cast<std::uintptr_t>(d.data);
+  const std::uint64_t d1 = d0 + d.span_bytes();
+  // `rows` x `cols` floats at element strides (mn, kk); their span is within 2^46 floats
+  // (gemm_kernel_scale)
+  const auto apart = [&](const char* field, const float* p, std::uint64_t rows, std::int64_t mn,
+                         std::uint64_t cols, std::int64_t kk) {
+    if (p == nullptr) return;
+    const auto p0 = reinterpret_cast<std::uintptr_t>(p);
+    const std::uint64_t span =
+        ((rows - 1) * static_cast<std::uint64_t>(mn) + (cols - 1) * static_cast<std::uint64_t>(kk) +
+         1) * sizeof(float);
+    if (p0 < d1 && d0 < p0 + span) {
+      throw ArgumentError(field, "overlaps d, which the kernel writes while it reads the "
+                                 "scales; pass scales in memory of their own");
+    }
+  };
+  const std::uint64_t k_blocks = (k + 127) / 128;
+  switch (s.recipe) {
+    case GemmScaleRecipe::tensor:
+      apart("scales.scale_a_device", s.a, 1, 0, 1, 0);
+      apart("scales.scale_b_device", s.b, 1, 0, 1, 0);
+      break;
+    case GemmScaleRecipe::row:
+      apart("scales.scale_a_device", s.a, m, s.a_mn, 1, 0);
+      apart("scales.scale_b_device", s.b, n, s.b_mn, 1, 0);
+      break;
+    case GemmScaleRecipe::block:
+      apart("scales.scale_a_device", s.a, m, s.a_mn, k_blocks, s.a_k);
+      apart("scales.scale_b_device", s.b, (n + 127) / 128, s.b_mn, k_blocks, s.b_k);
+      break;
+  }
+}
+
+}  // namespace
 
 GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef& b_in,
                                 const TensorRef& d_in, const GemmScales& scales,
@@ -777,6 +828,7 @@ GemmKernelScale check_arguments(const ConstTensorRef& a_in, const ConstTensorRef
   if (overlaps(d, a) || overlaps(d, b)) {
     throw ArgumentError("d.data", "overlaps a or b; D must be separate memory");
   }
+  if (addresses != Addresses::unknown) check_scales_apart_from_d(d, scale, m, n, k);
   GemmProblem q;
   q.m = m;
   q.n = n;

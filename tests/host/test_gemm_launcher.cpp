@@ -360,6 +360,58 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
   EXPECT_NE(argument, "tuning.config");
 }
 
+// D is written while the device scales are read: scales inside D's span are refused, named,
+// for every recipe (a race that would give timing-dependent D); beside it they are taken.
+TEST(GemmLauncher, DeviceScalesMustNotOverlapD) {
+  Operands o;  // D: 64 x 96 bf16 at kD, 12288 bytes
+  const auto* inside = static_cast<const float*>(fake(kD + 4096));
+  const auto* last_bytes = static_cast<const float*>(fake(kD + 64 * 96 * 2 - 4));
+  const auto* apart = static_cast<const float*>(fake(0x40000000));
+  const auto* just_past = static_cast<const float*>(fake(kD + 64 * 96 * 2));
+  std::string msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1.0f, 1.0f, 1.0f, inside, nullptr}); }, &msg),
+            "scales.scale_a_device");
+  EXPECT_NE(msg.find("overlaps d"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, {1.0f, 1.0f, 1.0f, nullptr, last_bytes}); }),
+            "scales.scale_b_device");
+  for (GemmScaleRecipe r : {GemmScaleRecipe::row, GemmScaleRecipe::block}) {
+    SCOPED_TRACE(static_cast<int>(r));
+    GemmScales s;
+    s.recipe = r;
+    s.scale_a_device = inside;
+    s.scale_b_device = apart;
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.scale_a_device");
+    s.scale_a_device = apart;
+    s.scale_b_device = inside;
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.scale_b_device");
+    // an array that starts before D and reaches into it (scale_a's M rows 4 KB apart)
+    s.scale_b_device = apart;
+    s.scale_a_device = static_cast<const float*>(fake(kD - 8192));
+    s.scale_a_strides = {1024, 1};
+    EXPECT_EQ(refused([&] { gemm_fp8(o.a, o.b, o.d, s); }), "scales.scale_a_device");
+    // right after D's last byte: apart (past the checks; no GPU here)
+    s.scale_a_strides = {-1, -1};
+    s.scale_a_device = just_past;
+    const std::string argument = refused([&] { gemm_fp8(o.a, o.b, o.d, s); });
+    EXPECT_EQ(argument.rfind("scales", 0), std::string::npos) << argument;
+  }
+}
+
+// The kernels number units in 32 bits: a D of more tiles (past any device's memory, within
+// check_span's 2^48 bytes) is refused by the plan, named, rather than wrapped.
+TEST(GemmPlan, UnitsPast32BitsAreRefused) {
+  GemmProblem q;
+  q.m = (1ull << 31) - 4096;
+  q.n = 1ull << 20;
+  q.k = 128;
+  q.sm_count = 132;
+  std::string msg;
+  EXPECT_EQ(refused([&] { (void)gemm_fp8_plan(q); }, &msg), "n");
+  EXPECT_NE(msg.find("32 bits"), std::string::npos) << msg;
+  q.n = 4096;  // 2^24 tiles of 128 x 128 at most: planned
+  EXPECT_GT(gemm_fp8_plan(q).tiles, 0);
+}
+
 TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
   Operands o;
   auto a = o.a;

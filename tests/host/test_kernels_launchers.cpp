@@ -12,6 +12,7 @@
 #include "tmakit/kernels/transpose.hpp"
 #include "elementwise/elementwise_constant.hpp"
 #include "elementwise/elementwise_plan.hpp"
+#include "tmakit/host/validate.hpp"
 #include "tmakit/kernels/detail/plain_path.hpp"
 #include "tmakit/kernels/detail/plain_view_check.hpp"
 #include "stencil3x3/stencil3x3_plan.hpp"
@@ -158,6 +159,24 @@ TEST(KernelLaunchers, ViewsLargerThanAnyMemoryAreRefused) {
       "in", TensorRef(fake(kA), DataType::uint8, most + 1, 4, 16), false));
   EXPECT_NO_THROW(detail::check_any_view(
       "in", TensorRef(fake(kA), DataType::float32, 2, 4, 16, most + 1), true));
+}
+
+// A single row's stride is never followed: its map gets the row's bytes rounded up to 16,
+// whatever stride the view gives, so a stride TMA could not take (2^40 bytes and more: one
+// k-block of a 128-block scale_a whose columns lie far apart) still makes a valid map.
+TEST(KernelLaunchers, ASingleRowsStrideIsNeverFollowed) {
+  for (const std::uint64_t stride : {0ull, 20ull, 4096ull, 1ull << 40, (1ull << 42) + 4}) {
+    const TensorRef one(fake(kA), DataType::float32, 1, 5, stride);
+    const TensorMapSpec s = detail::view_spec(one, DataType::float32, {8, 1, 1}, Swizzle::none);
+    EXPECT_EQ(s.global_strides_bytes[0], 32u) << stride;
+    const auto finding = diagnose(s);
+    EXPECT_FALSE(finding.has_value()) << stride << ": " << finding->violation.what();
+  }
+  // two rows: the stride is the view's
+  const TensorRef two(fake(kA), DataType::float32, 2, 5, 4096);
+  EXPECT_EQ(detail::view_spec(two, DataType::float32, {8, 2, 1}, Swizzle::none)
+                .global_strides_bytes[0],
+            4096u);
 }
 
 TEST(KernelLaunchers, TransposeNamesTheArgument) {

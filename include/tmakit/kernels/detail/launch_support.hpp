@@ -232,8 +232,9 @@ bool overlaps(const BasicTensorRef<A>& a, const BasicTensorRef<B>& b) {
 }
 
 // The tensor-map spec of a view: dims {cols, rows[, batch]} (rank 3 only for a batch).
-// NOTE: a single row's stride is never followed, so it is rounded up to 16 bytes (T6) and a
-// 1 x N matrix of any N needs no padding.
+// NOTE: a single row's stride is never followed, so the map gets the row's bytes rounded up to
+// 16 (T6) whatever stride the view gives: a 1 x N matrix of any N needs no padding, and a
+// stride past TMA's 2^40 bytes (one k-block of a 128-block scale_a) is not refused.
 template <class P>
 TensorMapSpec view_spec(const BasicTensorRef<P>& v, DataType map_type,
                         std::array<std::uint32_t, 3> box, Swizzle swizzle) {
@@ -242,7 +243,8 @@ TensorMapSpec view_spec(const BasicTensorRef<P>& v, DataType map_type,
   s.rank = v.batch > 1 ? 3 : 2;
   s.global_address = reinterpret_cast<std::uint64_t>(v.data);
   s.global_dim = {v.cols, v.rows, v.batch, 1, 1};
-  const std::uint64_t row_pitch = v.rows > 1 ? v.row_pitch() : (v.row_pitch() + 15) / 16 * 16;
+  const std::uint64_t row_pitch =
+      v.rows > 1 ? v.row_pitch() : (v.cols * v.element_size() + 15) / 16 * 16;
   const std::uint64_t image_pitch =
       v.batch > 1 ? v.image_pitch() : (row_pitch * v.rows + 15) / 16 * 16;
   s.global_strides_bytes = {row_pitch, image_pitch, 0, 0};
