@@ -5,7 +5,8 @@ last tensor argument (``torch.ops.tmakit.gemm_fp8_out``, ``transpose_out``,
 ``stencil3x3_out``, ``add_out`` and the in-place ``add_``; their schemas declare the written
 tensor as mutated) with a fake implementation, so ``torch.compile(fullgraph=True)`` traces it;
 the functions below check their arguments, allocate ``out`` when none is given, and call it.
-Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
+The registered ops check what they write themselves too (out's shape, dtype and device, the
+quantizer's x_fp8 and scale layouts), for a ``torch.ops.tmakit.*`` call made by hand. Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
 
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
 are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
@@ -625,16 +626,75 @@ def _nothing(*args) -> None:
     return None
 
 
+# The registered ops' kernel functions: anyone may call them (the public functions check the
+# arguments first and skip them where they launch directly; a torch.ops.tmakit.* call made
+# by hand does not), and the launchers write x's extents and element size at out's address,
+# so each checks what it writes before its launch.
+
+
+def _check_registered_out(x: torch.Tensor, out: torch.Tensor, shape) -> None:
+    # NOTE: device indices, not torch.device objects (host time: every call through the
+    # dispatcher passes here)
+    if out.get_device() != x.get_device():
+        raise ValueError(f"out: on {out.device}, but x is on {x.device}")
+    if out.dtype != x.dtype:
+        raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
+    if out.shape != shape:
+        raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(shape)}")
+
+
+def _transpose_out_op(x, out) -> None:
+    if x.dim() != 2:
+        raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
+    _check_registered_out(x, out, (x.shape[1], x.shape[0]))
+    _launch_transpose(x, out)
+
+
+def _stencil3x3_out_op(x, taps, out) -> None:
+    if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; the stencil's kernels take torch.float32, "
+                        f"float64, float16 or bfloat16")
+    if x.dim() not in (2, 3):
+        raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
+    if len(taps) != 9:
+        raise ValueError(f"taps: {len(taps)} values; the 3x3 weight is 9, in row-major order")
+    _check_registered_out(x, out, x.shape)
+    _launch_stencil(x, taps, out)
+
+
+def _add_value(x: torch.Tensor, value):
+    """The registered add's constant for x, as the public add forms it."""
+    if x.dtype not in _ADD_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; the add's kernels take "
+                        f"{', '.join(str(t) for t in _ADD_TYPES)}")
+    if x.is_floating_point():
+        return value if type(value) is float and abs(value) < _FLOAT32_OVERFLOW else (
+            _add_constant(value, x.dtype))
+    if type(value) is not int:
+        raise TypeError(f"value: {value!r} for {x.dtype} x; an integer x takes an int")
+    return _integer_constant(value, x.dtype)
+
+
+def _add_out_op(x, value, out) -> None:
+    value = _add_value(x, value)
+    _check_registered_out(x, out, x.shape)
+    _launch_add(x, value, out)
+
+
+def _add_op(x, value) -> None:
+    _launch_add(x, _add_value(x, value))
+
+
 _register("gemm_fp8_out(Tensor a, Tensor b, float scale_a, float scale_b, float alpha, "
           "Tensor? scale_a_tensor, Tensor? scale_b_tensor, str accumulate, Tensor(a!) out) -> ()",
           _launch_gemm, _gemm_fp8_fake)
-_register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _launch_transpose, _nothing)
-_register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _launch_stencil,
+_register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _transpose_out_op, _nothing)
+_register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _stencil3x3_out_op,
           _nothing)
 # NOTE: add's constant travels as one Scalar: a float for floating-point x, an int (int64,
 # exact) for integer x (one argument: each scalar argument costs the dispatcher host time)
-_register("add_out(Tensor x, Scalar value, Tensor(a!) out) -> ()", _launch_add, _nothing)
-_register("add_(Tensor(a!) x, Scalar value) -> ()", _launch_add, _nothing)
+_register("add_out(Tensor x, Scalar value, Tensor(a!) out) -> ()", _add_out_op, _nothing)
+_register("add_(Tensor(a!) x, Scalar value) -> ()", _add_op, _nothing)
 
 
 # --- the public functions -------------------------------------------------------------------
@@ -808,7 +868,7 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     else:
         out = _tensor(out, "out")
         _check_no_grad(out, "out")
-        _check_not_inference(out, "out")
+        _check_writable(out)
         _same_device(out, "out", a, "a")
         if out.dtype not in _GEMM_OUT_TYPES:
             raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
@@ -1070,10 +1130,30 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
     return wrapped - (1 << 64) if wrapped >= 1 << 63 else wrapped
 
 
+def _int_as_float32(value: int) -> float:
+    """An int of at most 63 bits rounded once to float32 (to nearest, ties to even), as torch
+    converts an int64 scalar for a float32 or 16-bit tensor's sum; a Python float holds it
+    exactly. NOTE: float(value) first would round twice past 2^53 (2^54 + 2^30 + 1: to
+    2^54 + 2^30, then a tie to 2^54 where one rounding gives 2^54 + 2^31)."""
+    magnitude = abs(value)
+    shift = magnitude.bit_length() - 24
+    if shift <= 0:
+        return float(value)
+    kept, rest = divmod(magnitude, 1 << shift)
+    half = 1 << (shift - 1)
+    if rest > half or (rest == half and kept & 1):
+        kept += 1
+    rounded = float(kept << shift)
+    return -rounded if value < 0 else rounded
+
+
 def _add_constant(value, dtype: torch.dtype) -> float:
     """``value`` as the float a floating x adds: torch's sum of a finite value past float32's
     range with a float32 or 16-bit tensor (formed in float32) is inf, which is refused, on
     every path alike."""
+    if (dtype is not torch.float64 and isinstance(value, numbers.Integral)
+            and not isinstance(value, bool) and abs(int(value)) < 1 << 63):
+        value = _int_as_float32(int(value))
     value = _real(value, "value", "a Python int, float or complex")
     if dtype is not torch.float64 and _FLOAT32_OVERFLOW <= abs(value) < math.inf:
         raise ValueError(f"value: {value:.9g} overflows float32, in which {dtype} sums are "
@@ -1185,7 +1265,8 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
         # NOTE: addresses exist on real tensors only (compiled, below, the sums are made
         # before out is written, so that an overlap reads no written element)
         if _direct(x, out) and _overlaps(out, x) and not (
-                out.data_ptr() == x.data_ptr() and out.stride() == x.stride()):
+                out.data_ptr() == x.data_ptr() and out.stride() == x.stride()
+                and out.element_size() == x.element_size()):
             raise ValueError("out: overlaps x without being x; pass out=x to add in place, or "
                              "a separate out")
     if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():
@@ -1276,8 +1357,43 @@ def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
         _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
 
 
+def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
+    """The registered quantizer's own checks of what it writes (as _check_registered_out's
+    callers): x_fp8 x's shape in rows of K consecutive bytes, scale the recipe's layout
+    (_quantize_scale's shape and strides), both on x's GPU."""
+    if x.dtype not in _QUANTIZE_TYPES:
+        raise TypeError(f"x: dtype {x.dtype}; quantize_fp8 reads torch.bfloat16, float16 or "
+                        f"float32")
+    if x.dim() != 2:
+        raise ValueError(f"x: expected 2 dimensions (rows, K), got shape {tuple(x.shape)}")
+    if recipe not in _QUANTIZE_RECIPES or operand not in ("a", "b"):
+        raise ValueError(f"recipe, operand: {recipe!r}, {operand!r}; expected 'tensor', 'row' "
+                         f"or 'block', and 'a' or 'b'")
+    rows, k = x.shape
+    if x_fp8.device != x.device or x_fp8.dtype != torch.float8_e4m3fn or x_fp8.shape != x.shape \
+            or (k > 1 and x_fp8.stride(1) != 1):
+        raise ValueError(f"x_fp8: {x_fp8.dtype} {tuple(x_fp8.shape)} strides {x_fp8.stride()} "
+                         f"on {x_fp8.device}; expected torch.float8_e4m3fn {tuple(x.shape)} "
+                         f"in rows of K consecutive elements on {x.device}")
+    k_blocks = (k + 127) // 128
+    shape, strides = {
+        ("tensor", "a"): ((), ()), ("tensor", "b"): ((), ()),
+        ("row", "a"): ((rows, 1), (1, 1)), ("row", "b"): ((1, rows), (rows, 1)),
+        ("block", "a"): ((rows, k_blocks), (1, rows)),
+        ("block", "b"): (((rows + 127) // 128, k_blocks), (k_blocks, 1)),
+    }[(recipe, operand)]
+    # (the strides of dimensions of one element, or of an empty scale, are never followed)
+    if scale.device != x.device or scale.dtype != torch.float32 or scale.shape != shape or (
+            scale.numel() and any(size > 1 and got != want
+                                  for size, got, want in zip(shape, scale.stride(), strides))):
+        raise ValueError(f"scale: {scale.dtype} {tuple(scale.shape)} strides {scale.stride()} on "
+                         f"{scale.device}; the {recipe} recipe for operand {operand} writes "
+                         f"torch.float32 {shape} strides {strides} on {x.device}")
+    _launch_quantize(x, recipe, operand, x_fp8, scale)
+
+
 _register("quantize_fp8_out(Tensor x, str recipe, str operand, Tensor(a!) x_fp8, "
-          "Tensor(b!) scale) -> ()", _launch_quantize, _quantize_fp8_fake)
+          "Tensor(b!) scale) -> ()", _quantize_fp8_out_op, _quantize_fp8_fake)
 
 
 def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):

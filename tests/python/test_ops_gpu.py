@@ -929,3 +929,60 @@ def test_inference_tensors_are_written_only_in_inference_mode():
             write(target)
         torch.cuda.synchronize()
         assert bool((target != 0).any()), f"{name}: not written in inference mode"
+
+
+def test_the_registered_ops_check_what_they_write():
+    """A torch.ops.tmakit.* call made by hand (the public functions check first) with an out of
+    another shape or dtype, or an x the kernels do not take, is refused naming it, nothing
+    written: the launchers would write x's extents at out's address."""
+    x = torch.ones(1024, 1024, device="cuda")
+    cases = [
+        (lambda o: torch.ops.tmakit.add_out(x, 1.0, o), torch.empty(16, device="cuda"),
+         ValueError, r"out: shape \(16,\), expected \(1024, 1024\)"),
+        (lambda o: torch.ops.tmakit.add_out(x, 1.0, o),
+         torch.empty(1024, 1024, device="cuda", dtype=torch.float16), TypeError,
+         "out: dtype torch.float16 differs from x.dtype torch.float32"),
+        (lambda o: torch.ops.tmakit.transpose_out(x, o), torch.empty(1, 1, device="cuda"),
+         ValueError, r"out: shape \(1, 1\), expected \(1024, 1024\)"),
+        (lambda o: torch.ops.tmakit.transpose_out(x[:, :512], o),
+         torch.empty(1024, 512, device="cuda"), ValueError,
+         r"out: shape \(1024, 512\), expected \(512, 1024\)"),
+        (lambda o: torch.ops.tmakit.transpose_out(x.view(1024, 32, 32), o),
+         torch.empty(1024, 1024, device="cuda"), ValueError, "x: expected 2 dimensions"),
+        (lambda o: torch.ops.tmakit.stencil3x3_out(x, [1.0] * 9, o),
+         torch.empty(1024, 1023, device="cuda"), ValueError, "out: shape"),
+        (lambda o: torch.ops.tmakit.stencil3x3_out(x, [1.0] * 9, o),
+         torch.empty(1024, 1024, device="cuda", dtype=torch.float64), TypeError, "out: dtype"),
+        (lambda o: torch.ops.tmakit.stencil3x3_out(x, [1.0] * 8, o),
+         torch.empty(1024, 1024, device="cuda"), ValueError, "taps: 8 values"),
+        (lambda o: torch.ops.tmakit.stencil3x3_out(x.to(torch.int32), [1.0] * 9, o),
+         torch.empty(1024, 1024, device="cuda", dtype=torch.int32), TypeError, "x: dtype"),
+        (lambda o: torch.ops.tmakit.add_(o, 1.5), torch.zeros(8, device="cuda",
+                                                              dtype=torch.int32),
+         TypeError, "an integer x takes an int"),
+        (lambda o: torch.ops.tmakit.add_(o, 1.0),
+         torch.zeros(8, device="cuda", dtype=torch.complex64), TypeError,
+         "x: dtype torch.complex64"),
+    ]
+    if torch.cuda.device_count() > 1:
+        cases.append((lambda o: torch.ops.tmakit.add_out(x, 1.0, o),
+                      torch.empty(1024, 1024, device="cuda:1"), ValueError, "out: on cuda:1"))
+    for call, out, error, message in cases:
+        out.fill_(0)
+        with pytest.raises(error, match=message):
+            call(out)
+        torch.cuda.synchronize()
+        assert bool((out == 0).all()), message
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_add_of_an_int_past_2_53_rounds_it_once_as_torch(dtype):
+    """torch converts an int value to float32 once for these dtypes' sums; converting it to a
+    double first would round twice (2^54 + 2^30 + 1 to 2^54 instead of 2^54 + 2^31)."""
+    x = torch.zeros(4, 8, device="cuda", dtype=dtype)
+    for value in (2 ** 54 + 2 ** 30 + 1, -(2 ** 54 + 2 ** 30 + 1), 2 ** 62 + 2 ** 38 + 1,
+                  2 ** 24 + 1, 2 ** 53 + 1):
+        assert torch.equal(tmakit.add(x, value), x + value), value
+    value = 2 ** 54 + 2 ** 30 + 1
+    compiled = torch.compile(lambda t: tmakit.add(t, value), fullgraph=True)
+    assert torch.equal(compiled(x), x + value)

@@ -310,3 +310,43 @@ def test_round_trip_through_the_gemm(recipe):
     want = a @ b.t()
     bound = (a.abs() @ b.abs().t()) * 2.0 ** -7
     assert bool(((d.double() - want).abs() <= bound).all())
+
+
+@pytest.mark.gpu
+def test_the_registered_op_checks_what_it_writes():
+    """torch.ops.tmakit.quantize_fp8_out called by hand (tmakit.quantize_fp8 allocates its
+    outputs): an x_fp8 or scale of another shape, layout or dtype is refused naming it,
+    nothing written; the layouts tmakit.quantize_fp8 makes are taken."""
+    x = _data(300, 512, torch.bfloat16, 7)
+    op = torch.ops.tmakit.quantize_fp8_out
+
+    def outputs(recipe, operand):
+        shape, strides = _scale_layout(300, 512, recipe, operand)
+        scale = torch.empty_strided(shape, strides, device="cuda").fill_(-1.0)
+        return torch.zeros(300, 512, device="cuda", dtype=torch.uint8).view(FP8), scale
+
+    bad = [
+        ("row", "a", lambda q, s: (q[:100], s), "x_fp8"),
+        ("row", "a", lambda q, s: (q.view(torch.uint8), s), "x_fp8"),
+        ("row", "a", lambda q, s: (q.view(torch.uint8).t().contiguous().t().view(FP8), s),
+         "x_fp8"),
+        ("row", "a", lambda q, s: (q, s[:10]), "scale"),
+        ("row", "b", lambda q, s: (q, s.t()), "scale"),
+        ("block", "a", lambda q, s: (q, s.contiguous()), "scale"),
+        ("block", "b", lambda q, s: (q, s.double()), "scale"),
+        ("tensor", "a", lambda q, s: (q, s.reshape(1)), "scale"),
+    ]
+    for recipe, operand, spoil, name in bad:
+        q, s = spoil(*outputs(recipe, operand))
+        before_q, before_s = q.view(torch.uint8).clone(), s.clone()
+        with pytest.raises((ValueError, TypeError), match=f"^{name}: "):
+            op(x, recipe, operand, q, s)
+        torch.cuda.synchronize()
+        assert torch.equal(q.view(torch.uint8), before_q) and torch.equal(s, before_s), name
+    for recipe, operand in (("tensor", "a"), ("row", "a"), ("row", "b"), ("block", "a"),
+                            ("block", "b")):
+        q, s = outputs(recipe, operand)
+        op(x, recipe, operand, q, s)
+        want_q, want_s = tmakit.quantize_fp8(x, recipe, operand=operand)
+        assert torch.equal(q.view(torch.uint8), want_q.view(torch.uint8))
+        assert torch.equal(s, want_s)
