@@ -824,6 +824,10 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     per stream and grows on demand, which a capture cannot do: make the same call once on the
     capture stream before capturing (``torch.cuda.graph(g, stream=s)`` after a call under
     ``torch.cuda.stream(s)``); otherwise the captured call raises ValueError naming "stream".
+    A graph keeps its capture stream's workspace wherever it is replayed: replays of graphs
+    captured on one stream (torch.cuda.graph's default capture stream is one for all of them)
+    and that stream's own split-K calls take turns; run them concurrently only from graphs
+    captured on different streams.
     """
     a = _tensor(a, "a")
     b = _tensor(b, "b")

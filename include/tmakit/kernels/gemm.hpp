@@ -223,8 +223,12 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // that captured a call may keep using the buffers it saw. All of them stay until
 // gemm_fp8_release_workspace(stream). A call captured into a graph whose stream's workspace
 // would have to grow is refused (ArgumentError "stream"), the capture left usable: make the
-// same call on that stream once before capturing. The host side is thread-safe. (quantize_fp8's
-// tensor recipe keeps three counters in the same workspace.)
+// same call on that stream once before capturing. A graph that captured a split-K call keeps
+// the capturing stream's workspace wherever it is launched: launches of graphs captured on one
+// stream, and that stream's own split-K calls, take turns (one stream, or events between
+// them), as for cuBLAS's workspace; graphs captured on different streams may run at the same
+// time. The host side is thread-safe. (quantize_fp8's tensor recipe keeps three counters in
+// the same workspace.)
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 
