@@ -6,7 +6,8 @@ last tensor argument (``torch.ops.tmakit.gemm_fp8_out``, ``transpose_out``,
 tensor as mutated) with a fake implementation, so ``torch.compile(fullgraph=True)`` traces it;
 the functions below check their arguments, allocate ``out`` when none is given, and call it.
 The registered ops check what they write themselves too (out's shape, dtype and device, the
-quantizer's x_fp8 and scale layouts), for a ``torch.ops.tmakit.*`` call made by hand. Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
+quantizer's x_fp8 and scale layouts, the GEMM's operand and scale types), for a
+``torch.ops.tmakit.*`` call made by hand. Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
 
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
 are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
@@ -685,9 +686,36 @@ def _add_op(x, value) -> None:
     _launch_add(x, _add_value(x, value))
 
 
+def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
+                     out) -> None:
+    """The types, ranks and devices the launcher takes on trust (it reads a and b as bytes and
+    the scale tensors as floats); the shapes, strides and scale layouts it checks itself."""
+    device = a.get_device()
+    for name, t in (("a", a), ("b", b)):
+        if t.dtype != torch.float8_e4m3fn:
+            raise TypeError(f"{name}: dtype {t.dtype}; the GEMM reads torch.float8_e4m3fn")
+        if t.dim() != 2:
+            raise ValueError(f"{name}: expected 2 dimensions, got shape {tuple(t.shape)}")
+    for name, t in (("scale_a_tensor", scale_a_tensor), ("scale_b_tensor", scale_b_tensor)):
+        if t is not None and t.dtype != torch.float32:
+            raise TypeError(f"{name}: dtype {t.dtype}; scale tensors are torch.float32")
+    if out.dtype not in _GEMM_OUT_TYPES:
+        raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
+                        f"torch.float16")
+    if out.dim() != 2:
+        raise ValueError(f"out: expected 2 dimensions (M, N), got shape {tuple(out.shape)}")
+    for name, t in (("b", b), ("scale_a_tensor", scale_a_tensor),
+                    ("scale_b_tensor", scale_b_tensor), ("out", out)):
+        if t is not None and t.get_device() != device:
+            raise ValueError(f"{name}: on {t.device}, but a is on {a.device}")
+    if type(accumulate) is not str or accumulate not in _ACCUMULATION:
+        raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
+    _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out)
+
+
 _register("gemm_fp8_out(Tensor a, Tensor b, float scale_a, float scale_b, float alpha, "
           "Tensor? scale_a_tensor, Tensor? scale_b_tensor, str accumulate, Tensor(a!) out) -> ()",
-          _launch_gemm, _gemm_fp8_fake)
+          _gemm_fp8_out_op, _gemm_fp8_fake)
 _register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _transpose_out_op, _nothing)
 _register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _stencil3x3_out_op,
           _nothing)

@@ -964,6 +964,20 @@ def test_the_registered_ops_check_what_they_write():
          torch.zeros(8, device="cuda", dtype=torch.complex64), TypeError,
          "x: dtype torch.complex64"),
     ]
+    a8, b8 = random_fp8(64, 128, pad=False), random_fp8(96, 128, pad=False)
+    gemm = torch.ops.tmakit.gemm_fp8_out
+    cases += [
+        (lambda o: gemm(a8.view(torch.uint8), b8, 1.0, 1.0, 1.0, None, None, "promoted", o),
+         torch.empty(64, 96, device="cuda", dtype=torch.bfloat16), TypeError, "a: dtype"),
+        (lambda o: gemm(a8, b8, 1.0, 1.0, 1.0, None, None, "promoted", o),
+         torch.empty(64, 96, device="cuda"), TypeError, "out: dtype torch.float32"),
+        (lambda o: gemm(a8, b8, 1.0, 1.0, 1.0, torch.ones(64, 1, device="cuda").double(),
+                        torch.ones(1, 96, device="cuda"), "promoted", o),
+         torch.empty(64, 96, device="cuda", dtype=torch.bfloat16), TypeError,
+         "scale_a_tensor: dtype"),
+        (lambda o: gemm(a8, b8, 1.0, 1.0, 1.0, None, None, "fastest", o),
+         torch.empty(64, 96, device="cuda", dtype=torch.bfloat16), ValueError, "accumulate"),
+    ]
     if torch.cuda.device_count() > 1:
         cases.append((lambda o: torch.ops.tmakit.add_out(x, 1.0, o),
                       torch.empty(1024, 1024, device="cuda:1"), ValueError, "out: on cuda:1"))
