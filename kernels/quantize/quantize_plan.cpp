@@ -309,9 +309,11 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                                              "float of its own), or (-1, -1) for the GEMM's "
                                              "layout");
   }
-  // NOTE: two groups on one float unless one dimension steps over the whole other
-  const auto mn = static_cast<std::uint64_t>(strides.mn);
-  const auto k = static_cast<std::uint64_t>(k_stride);
+  // NOTE: two groups on one float unless one dimension steps over the whole other; in 128
+  // bits, since a stride of 63 bits times a count wraps 64 (and would pass both tests)
+  __extension__ typedef unsigned __int128 Wide;  // (a GCC/Clang extension: -Wpedantic)
+  const auto mn = static_cast<Wide>(strides.mn);
+  const auto k = static_cast<Wide>(k_stride);
   const bool separate = s.mn == 1 || s.k == 1 || k >= s.mn * mn || mn >= s.k * k;
   if (!separate) {
     throw ArgumentError("scale_strides",
@@ -320,7 +322,7 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                             " scales on one float; use (1, " + std::to_string(s.mn) +
                             ") (M-major) or (" + std::to_string(s.k) + ", 1) (row-major)");
   }
-  if ((s.mn - 1) * mn + (s.k - 1) * k >= (1ull << 40)) {
+  if ((s.mn - 1) * mn + (s.k - 1) * k >= (static_cast<Wide>(1) << 40)) {
     throw ArgumentError("scale_strides", given + " spans 2^40 floats or more");
   }
 }

@@ -392,6 +392,31 @@ TEST(ElementwisePlan, DenseFormTakesSameOffsetsWithinItsIndices) {
   EXPECT_FALSE(dense_form_takes(4096, 8192, 16 * 101, 1, 100));   // past it
 }
 
+// Images of one row each and no image stride lie one row pitch apart: a pitch off the
+// element (22 bytes of float32) would misalign every other image's loads and stores (a
+// misaligned-address fault on the plain path), so it is refused, named, for in and out.
+TEST(KernelLaunchers, ImagesOneRowPitchApartAreWholeElements) {
+  const Filter3x3 f = Filter3x3::laplacian();
+  std::string msg;
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::float32, 1, 5, 22, 2),
+                         TensorRef(fake(kB), DataType::float32, 1, 5, 0, 2), f);
+            }, &msg),
+            "in.row_stride_bytes");
+  EXPECT_NE(msg.find("not a multiple of the 4-byte element"), std::string::npos) << msg;
+  EXPECT_EQ(refused([&] {
+              stencil3x3(TensorRef(fake(kA), DataType::float64, 1, 5, 0, 2),
+                         TensorRef(fake(kB), DataType::float64, 1, 5, 44, 2), f);
+            }),
+            "out.row_stride_bytes");
+  // with an image stride of whole elements the single row's pitch is never followed
+  const std::string argument = refused([&] {
+    stencil3x3(TensorRef(fake(kA), DataType::float32, 1, 5, 22, 2, 64),
+               TensorRef(fake(kB), DataType::float32, 1, 5, 0, 2), f);
+  });
+  EXPECT_EQ(argument.find("stride_bytes"), std::string::npos) << argument;
+}
+
 TEST(KernelLaunchers, StencilNamesTheArgument) {
   const TensorRef in(fake(kA), DataType::float64, 64, 64);
   const TensorRef out(fake(kB), DataType::float64, 64, 64);

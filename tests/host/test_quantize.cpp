@@ -592,6 +592,38 @@ TEST(QuantizeLauncher, NamesTheArgument) {
             "scale_strides");
 }
 
+// Strides whose 64-bit products wrap (3 + 2 (2^63 - 1) is 1 modulo 2^64) would pass both the
+// "two groups on one float" and the span test and let the kernels write far from the scales:
+// the tests are in 128 bits.
+TEST(QuantizeLauncher, ScaleStridesThatWrap64BitsAreRefused) {
+  std::string m;
+  EXPECT_EQ(refused_with(
+                [](Args& a) {
+                  a.x.cols = a.q.cols = 384;  // 3 k-blocks: 63 * 3 + 2 (2^63 - 1) wraps to 187
+                  a.recipe = R::block;
+                  a.strides = {3, std::numeric_limits<std::int64_t>::max()};
+                },
+                &m),
+            "scale_strides");
+  EXPECT_NE(m.find("2^40 floats"), std::string::npos) << m;
+  EXPECT_EQ(refused_with([](Args& a) {
+              a.recipe = R::row;
+              a.strides = {std::int64_t{1} << 62, -1};
+            }),
+            "scale_strides");
+  EXPECT_EQ(refused_with([](Args& a) {
+              a.recipe = R::row;
+              a.strides = {292805461487453201, 1};  // ceil(2^64 / 63): 63 of them wrap to 47
+            }),
+            "scale_strides");
+  // the largest span below 2^40 floats is taken (past the checks; no GPU here)
+  const std::string argument = refused_with([](Args& a) {
+    a.recipe = R::row;
+    a.strides = {(std::int64_t{1} << 40) / 64 - 1, 1};
+  });
+  EXPECT_NE(argument, "scale_strides");
+}
+
 TEST(QuantizeLauncher, MessagesSayWhatAndTheFix) {
   std::string m;
   refused_with([](Args& a) { a.x.cols = 100, a.q.cols = 100; }, &m);

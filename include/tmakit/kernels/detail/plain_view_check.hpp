@@ -55,6 +55,15 @@ void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_all
                         std::to_string(v.image_stride_bytes) + " is not a multiple of the " +
                             std::to_string(esize) + "-byte element");
   }
+  // NOTE: with no image stride given, images lie rows row pitches apart: a single row's pitch
+  // (whose own test above is skipped, one row needing none) then places every image
+  if (v.batch > 1 && v.image_pitch() % esize != 0) {
+    throw ArgumentError(n + ".row_stride_bytes",
+                        std::to_string(v.row_stride_bytes) + " is not a multiple of the " +
+                            std::to_string(esize) +
+                            "-byte element, and the images lie rows row pitches apart (no "
+                            "image_stride_bytes given)");
+  }
 }
 
 }  // namespace tmakit::detail
