@@ -2,9 +2,11 @@
 // pictures all index shared memory through it, so host tests cover the device's index math.
 //
 // PTX ISA, "Tensor swizzling modes": within each span-sized row of a swizzled tile, 16-byte
-// chunk j of row r is stored at chunk j ^ (r mod (span / 16)). Expressed on the byte address
-// (the hardware uses shared-memory address bits, so a buffer off the pattern's repeat gets
-// the pattern of its absolute address):
+// chunk j of row r is stored at chunk j ^ ((r * span / 128) mod (span / 16)): for the 128B
+// span j ^ (r mod 8), for 64B j ^ ((r / 2) mod 4), for 32B j ^ ((r / 4) mod 2), the XOR taken
+// from the address's 128-byte line, not from the row. Expressed on the byte address (the
+// hardware uses shared-memory address bits, so a buffer off the pattern's repeat gets the
+// pattern of its absolute address):
 //
 //   swizzled(addr) = addr ^ (((addr >> 7) & mask) << 4),  mask = span/16 - 1  (7, 3, 1)
 //

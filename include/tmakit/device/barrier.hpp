@@ -179,7 +179,8 @@ struct PipelineState {
     parity ^= (to / Stages) & 1u;
   }
 
-  // The state `n` trips back (0 <= n < Stages): e.g. the stage a consumer frees n tiles late.
+  // The state `n` stages back (0 <= n < Stages; the parity flips where it wraps): e.g. the
+  // stage a consumer frees n tiles late.
   __device__ __host__ PipelineState behind(std::uint32_t n) const {
     PipelineState s = *this;
     if (stage >= n) {

@@ -81,6 +81,10 @@ __device__ __forceinline__ std::uint64_t wgmma_operand_advance(std::uint64_t des
 template <int N, bool Fresh>
 __device__ __forceinline__ void wgmma_k_block_e4m3(float (&acc)[N / 2], std::uint64_t desc_a,
                                                    std::uint64_t desc_b) {
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 80 || N == 128 || N == 144 ||
+                    N == 192 || N == 256,
+                "wgmma N: the wrappers in tmakit/ptx/sm90_wgmma.hpp are 8, 16, 32, 64, 80, "
+                "128, 144, 192 and 256");
 #pragma unroll
   for (int kk = 0; kk < kWgmmaKBlockBytes / kWgmmaKBytes; ++kk) {
     ptx::wgmma_mma_async_m64k32_f32_e4m3<N>(acc, wgmma_operand_advance(desc_a, kk * kWgmmaKBytes),
@@ -143,7 +147,10 @@ __device__ __forceinline__ void stmatrix_fragment_impl(const float (&acc)[R], fl
                                                        std::uint32_t warp, std::uint32_t lane) {
   static_assert(sizeof(T) == 2 && DTile::elem_bytes == 2 && Cols % 16 == 0,
                 "pairs of 8-column groups of 2-byte elements");
-  constexpr std::uint32_t kBoxCols = DTile::box[0];
+  static_assert(DTile::rows == 64, "a warpgroup's fragment is 64 rows: boxes of 64 rows");
+  // NOTE: not DTile::box[0]: std::array's operator[] is a host function to nvcc without
+  // --expt-relaxed-constexpr, which a kernel built on these headers need not pass
+  constexpr std::uint32_t kBoxCols = DTile::row_bytes / DTile::elem_bytes;
   const std::uint32_t mat = lane / 8;
   const std::uint32_t row = 16 * warp + lane % 8 + 8 * (mat % 2);
   const auto v = [&](int i) { return Scaled ? acc[i] * scale : acc[i]; };

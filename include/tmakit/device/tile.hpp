@@ -85,7 +85,12 @@ struct Tile {
   static constexpr std::uint32_t elem_bytes = sizeof(T);
   // Bytes of one box row (dimension 0), and the number of rows (all other dimensions).
   static constexpr std::uint32_t row_bytes = box[0] * elem_bytes;
-  static constexpr std::uint32_t rows = (Box * ...) / box[0];
+  // NOTE: five dimensions of up to 256 make up to 2^40 elements: the product in 64 bits, so
+  // that the tx-count test below sees a box too large for 32 bits whole
+  static constexpr std::uint64_t box_elements = (std::uint64_t{Box} * ...);
+  static_assert(box_elements * sizeof(T) <= (1u << 20) - 1,
+                "a box must stay under the mbarrier tx-count limit of 2^20 - 1 bytes");
+  static constexpr std::uint32_t rows = static_cast<std::uint32_t>(box_elements / box[0]);
   static_assert(row_bytes % 16 == 0,
                 "T7: box[0] * sizeof(T) must be a multiple of 16 bytes; widen box[0]");
   static_assert(S == Swizzle::none || row_bytes <= swizzle_span_bytes(S),
