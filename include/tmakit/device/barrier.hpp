@@ -37,6 +37,9 @@ class alignas(8) Barrier {
   // Arm the phase for `tx_bytes` of incoming copies and arrive (the producer's one call).
   __device__ void arrive_expect_tx(std::uint32_t tx_bytes) {
 #if TMAKIT_DEBUG_WAITS
+    if (tx_bytes > kMaxTxBytesPerPhase) {
+      detail::report_tx_past_limit("arrive.expect_tx", smem(), tx_bytes);
+    }
     debug_expected_tx_bytes_ = tx_bytes;
 #endif
     ptx::mbarrier_arrive_expect_tx(smem(), tx_bytes);
@@ -45,6 +48,7 @@ class alignas(8) Barrier {
   // Add `tx_bytes` to the phase without arriving (several copies on one barrier).
   __device__ void expect_tx(std::uint32_t tx_bytes) {
 #if TMAKIT_DEBUG_WAITS
+    if (tx_bytes > kMaxTxBytesPerPhase) detail::report_tx_past_limit("expect_tx", smem(), tx_bytes);
     debug_expected_tx_bytes_ += tx_bytes;
 #endif
     ptx::mbarrier_expect_tx(smem(), tx_bytes);

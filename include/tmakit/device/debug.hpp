@@ -64,6 +64,16 @@ __device__ __noinline__ inline void report_bad_coordinate(const char* op, int di
   __trap();
 }
 
+__device__ __noinline__ inline void report_tx_past_limit(const char* op, std::uint32_t bar_smem,
+                                                          std::uint32_t tx_bytes) {
+  printf("tmakit: %s of %u bytes on barrier smem 0x%x: block (%u,%u,%u) thread (%u,%u,%u) "
+         "passes the mbarrier tx-count limit of 2^20 - 1 bytes a phase; split the copies over "
+         "more barriers or phases\n",
+         op, tx_bytes, bar_smem, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+         threadIdx.z);
+  __trap();
+}
+
 }  // namespace detail
 
 // Debug mode: trap with a report when `ptr` (shared memory) is not `align_bytes`-aligned.
