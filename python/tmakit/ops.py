@@ -387,8 +387,6 @@ def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate
         scale_a_t = None if scale_a_t is None else scale_a_t.resolve_neg()
         scale_b_t = None if scale_b_t is None else scale_b_t.resolve_neg()
         scale_recipe = None
-    if not fresh:
-        _check_not_inference(out, "out")  # (the registered op's callers: before any write)
     args = _gemm_args(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out)
     recipe, strides = scale_recipe or _scale_recipe(scale_a_t, scale_b_t, m, n, k)
     for name, t in (("scale_a", scale_a_t), ("scale_b", scale_b_t)):
@@ -429,11 +427,8 @@ def _launch_transpose(x, out, fresh=False):
     rows, cols = x.shape
     if x.numel() == 0:
         return
-    if not fresh:
-        _check_not_inference(out, "out")
-        if _overlaps(out, x):
-            raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate "
-                             "out")
+    if not fresh and _overlaps(out, x):
+        raise ValueError("out: overlaps x; a transpose cannot run in place: pass a separate out")
     x_row, out_row = _matrix_stride(x), _matrix_stride(out)
     esize = x.element_size()
     # NOTE: torch's strided copy of x.t() into out, one pass, where no launcher can describe
@@ -483,11 +478,9 @@ def _launch_stencil(x, taps, out, fresh=False):
     """``fresh``: out was just allocated here, so it cannot overlap x."""
     if x.numel() == 0:
         return
-    if not fresh:
-        _check_not_inference(out, "out")
-        if _overlaps(out, x):
-            raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: "
-                             "pass a separate out")
+    if not fresh and _overlaps(out, x):
+        raise ValueError("out: overlaps x; the stencil reads neighbours of what it writes: pass "
+                         "a separate out")
     if x.dtype in _STENCIL_HALF_TYPES:
         # NOTE: 16-bit images: the taps rounded to x's dtype (as conv2d's weight would be),
         # then the float32 kernel on a float32 copy, its result rounded once into out
@@ -527,8 +520,6 @@ def _launch_add(x, value, out=None, fresh=False):
         out = x
     if x.numel() == 0:
         return
-    if not fresh:
-        _check_not_inference(out, "x" if out is x else "out")
     same_strides = out is x or out.stride() == x.stride()
     in_place = out is x or (same_strides and out.data_ptr() == x.data_ptr())
     if not in_place and not fresh and _overlaps(out, x):
@@ -630,25 +621,14 @@ def _nothing(*args) -> None:
 # The registered ops' kernel functions: anyone may call them (the public functions check the
 # arguments first and skip them where they launch directly; a torch.ops.tmakit.* call made
 # by hand does not), and the launchers write x's extents and element size at out's address,
-# so each checks what it writes before its launch.
-
-
-def _check_registered_out(x: torch.Tensor, out: torch.Tensor, shape) -> None:
-    # NOTE: device indices, not torch.device objects (host time: every call through the
-    # dispatcher passes here)
-    if out.get_device() != x.get_device():
-        raise ValueError(f"out: on {out.device}, but x is on {x.device}")
-    if out.dtype != x.dtype:
-        raise TypeError(f"out: dtype {out.dtype} differs from x.dtype {x.dtype}")
-    if out.shape != shape:
-        raise ValueError(f"out: shape {tuple(out.shape)}, expected {tuple(shape)}")
+# so each checks what it writes before its launch, with the public functions' checks
+# (_checked_out: out's device, dtype, shape, a tensor that may be written).
 
 
 def _transpose_out_op(x, out) -> None:
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
-    _check_registered_out(x, out, (x.shape[1], x.shape[0]))
-    _launch_transpose(x, out)
+    _launch_transpose(x, _checked_out(out, x, (x.shape[1], x.shape[0])))
 
 
 def _stencil3x3_out_op(x, taps, out) -> None:
@@ -659,30 +639,31 @@ def _stencil3x3_out_op(x, taps, out) -> None:
         raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
     if len(taps) != 9:
         raise ValueError(f"taps: {len(taps)} values; the 3x3 weight is 9, in row-major order")
-    _check_registered_out(x, out, x.shape)
-    _launch_stencil(x, taps, out)
+    _launch_stencil(x, taps, _checked_out(out, x, x.shape))
 
 
 def _add_value(x: torch.Tensor, value):
-    """The registered add's constant for x, as the public add forms it."""
+    """The constant the launchers add to x (of a dtype they take): a float for floating x,
+    the int64 of an int for an integer x (the public add and the registered ops alike)."""
     if x.dtype not in _ADD_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; the add's kernels take "
                         f"{', '.join(str(t) for t in _ADD_TYPES)}")
     if x.is_floating_point():
         return value if type(value) is float and abs(value) < _FLOAT32_OVERFLOW else (
             _add_constant(value, x.dtype))
-    if type(value) is not int:
+    if not isinstance(value, int):
         raise TypeError(f"value: {value!r} for {x.dtype} x; an integer x takes an int")
-    return _integer_constant(value, x.dtype)
+    return _integer_constant(int(value), x.dtype)
 
 
 def _add_out_op(x, value, out) -> None:
     value = _add_value(x, value)
-    _check_registered_out(x, out, x.shape)
-    _launch_add(x, value, out)
+    _launch_add(x, value, _checked_out(out, x, x.shape))
 
 
 def _add_op(x, value) -> None:
+    _check_no_grad(x, "x")
+    _check_writable(x, "x")
     _launch_add(x, _add_value(x, value))
 
 
@@ -710,6 +691,7 @@ def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tens
             raise ValueError(f"{name}: on {t.device}, but a is on {a.device}")
     if type(accumulate) is not str or accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
+    _check_writable(out)
     _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out)
 
 
@@ -1236,10 +1218,7 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     if value_type is complex or (value_type is float and not floating) or (
             x.dtype not in _ADD_TYPES):
         return _add_promoted(x, value, out)
-    if not floating:
-        value = _integer_constant(int(value), x.dtype)
-    elif type(value) is not float or abs(value) >= _FLOAT32_OVERFLOW:
-        value = _add_constant(value, x.dtype)  # (a float within float32 needs nothing)
+    value = _add_value(x, value)  # (a float within float32 as it is)
     fresh = out is None
     if fresh:
         # (empty_like keeps x's strides: torch.preserve_format, its default)
@@ -1335,16 +1314,20 @@ def _quantize_scale(x: torch.Tensor, recipe: str, operand: str) -> torch.Tensor:
     tensor (), row (rows, 1) for a and (1, rows) for b, block (rows, ceil(K / 128)) M-major
     (strides (1, rows)) for a and (ceil(rows / 128), ceil(K / 128)) row-major for b. The
     launcher's default scale strides are these layouts."""
-    rows, k = x.shape
+    shape, strides = _quantize_scale_layout(x.shape[0], x.shape[1], recipe, operand)
+    return torch.empty_strided(shape, strides, dtype=torch.float32, device=x.device)
+
+
+def _quantize_scale_layout(rows: int, k: int, recipe: str, operand: str):
+    """(shape, strides) of _quantize_scale's tensor."""
     k_blocks = (k + 127) // 128
     if recipe == "tensor":
-        return torch.empty((), dtype=torch.float32, device=x.device)
+        return (), ()
     if recipe == "row":
-        shape = (rows, 1) if operand == "a" else (1, rows)
-        return torch.empty(shape, dtype=torch.float32, device=x.device)
+        return ((rows, 1), (1, 1)) if operand == "a" else ((1, rows), (rows, 1))
     if operand == "a":
-        return torch.empty((k_blocks, rows), dtype=torch.float32, device=x.device).t()
-    return torch.empty(((rows + 127) // 128, k_blocks), dtype=torch.float32, device=x.device)
+        return (rows, k_blocks), (1, rows)
+    return ((rows + 127) // 128, k_blocks), (k_blocks, 1)
 
 
 def _quantize_rows(x: torch.Tensor) -> bool:
@@ -1390,9 +1373,9 @@ def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
 
 
 def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
-    """The registered quantizer's own checks of what it writes (as _check_registered_out's
-    callers): x_fp8 x's shape in rows of K consecutive bytes, scale the recipe's layout
-    (_quantize_scale's shape and strides), both on x's GPU."""
+    """The registered quantizer's own checks of what it writes, as the other registered ops
+    make theirs: x_fp8 x's shape in rows of K consecutive bytes, scale the recipe's layout
+    (_quantize_scale_layout), both on x's GPU."""
     if x.dtype not in _QUANTIZE_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; quantize_fp8 reads torch.bfloat16, float16 or "
                         f"float32")
@@ -1407,13 +1390,7 @@ def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
         raise ValueError(f"x_fp8: {x_fp8.dtype} {tuple(x_fp8.shape)} strides {x_fp8.stride()} "
                          f"on {x_fp8.device}; expected torch.float8_e4m3fn {tuple(x.shape)} "
                          f"in rows of K consecutive elements on {x.device}")
-    k_blocks = (k + 127) // 128
-    shape, strides = {
-        ("tensor", "a"): ((), ()), ("tensor", "b"): ((), ()),
-        ("row", "a"): ((rows, 1), (1, 1)), ("row", "b"): ((1, rows), (rows, 1)),
-        ("block", "a"): ((rows, k_blocks), (1, rows)),
-        ("block", "b"): (((rows + 127) // 128, k_blocks), (k_blocks, 1)),
-    }[(recipe, operand)]
+    shape, strides = _quantize_scale_layout(rows, k, recipe, operand)
     # (the strides of dimensions of one element, or of an empty scale, are never followed)
     if scale.device != x.device or scale.dtype != torch.float32 or scale.shape != shape or (
             scale.numel() and any(size > 1 and got != want

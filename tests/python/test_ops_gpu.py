@@ -980,7 +980,7 @@ def test_the_registered_ops_check_what_they_write():
     ]
     if torch.cuda.device_count() > 1:
         cases.append((lambda o: torch.ops.tmakit.add_out(x, 1.0, o),
-                      torch.empty(1024, 1024, device="cuda:1"), ValueError, "out: on cuda:1"))
+                      torch.empty(1024, 1024, device="cuda:1"), ValueError, "out: is on cuda:1"))
     for call, out, error, message in cases:
         out.fill_(0)
         with pytest.raises(error, match=message):
