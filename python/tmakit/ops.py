@@ -232,6 +232,17 @@ def _check_no_grad(t: torch.Tensor, name: str) -> None:
                          f"torch.no_grad(), or pass {name}.detach()")
 
 
+def _out_fits(out: torch.Tensor, x: torch.Tensor, shape) -> bool:
+    """Whether a registered op's out (a tensor: the dispatcher checked that) passes
+    _checked_out at a glance: of ``shape``, x's dtype and GPU, contiguous (no two elements
+    share memory), writable (no grad, not an inference tensor); anything else goes on to
+    _checked_out, which names what is wrong."""
+    # NOTE: one expression: the registered ops' kernel functions pass here on every call, and
+    # each attribute of a tensor costs about 0.1 us of host time
+    return (out.shape == shape and out.dtype == x.dtype and out.get_device() == x.get_device()
+            and out.is_contiguous() and not (out.requires_grad or out.is_inference()))
+
+
 def _checked_out(out, x: torch.Tensor, shape) -> torch.Tensor:
     """A given ``out``: a CUDA tensor on x's GPU, of x's dtype and of ``shape``, whose elements
     do not share memory."""
@@ -628,7 +639,8 @@ def _nothing(*args) -> None:
 def _transpose_out_op(x, out) -> None:
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
-    _launch_transpose(x, _checked_out(out, x, (x.shape[1], x.shape[0])))
+    shape = (x.shape[1], x.shape[0])
+    _launch_transpose(x, out if _out_fits(out, x, shape) else _checked_out(out, x, shape))
 
 
 def _stencil3x3_out_op(x, taps, out) -> None:
@@ -639,7 +651,8 @@ def _stencil3x3_out_op(x, taps, out) -> None:
         raise ValueError(f"x: expected (H, W) or (B, H, W), got shape {tuple(x.shape)}")
     if len(taps) != 9:
         raise ValueError(f"taps: {len(taps)} values; the 3x3 weight is 9, in row-major order")
-    _launch_stencil(x, taps, _checked_out(out, x, x.shape))
+    shape = x.shape
+    _launch_stencil(x, taps, out if _out_fits(out, x, shape) else _checked_out(out, x, shape))
 
 
 def _add_value(x: torch.Tensor, value):
@@ -657,13 +670,14 @@ def _add_value(x: torch.Tensor, value):
 
 
 def _add_out_op(x, value, out) -> None:
-    value = _add_value(x, value)
-    _launch_add(x, value, _checked_out(out, x, x.shape))
+    value, shape = _add_value(x, value), x.shape
+    _launch_add(x, value, out if _out_fits(out, x, shape) else _checked_out(out, x, shape))
 
 
 def _add_op(x, value) -> None:
-    _check_no_grad(x, "x")
-    _check_writable(x, "x")
+    if not x.is_contiguous() or x.requires_grad or x.is_inference():  # (host time)
+        _check_no_grad(x, "x")
+        _check_writable(x, "x")
     _launch_add(x, _add_value(x, value))
 
 
@@ -1385,16 +1399,19 @@ def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
         raise ValueError(f"recipe, operand: {recipe!r}, {operand!r}; expected 'tensor', 'row' "
                          f"or 'block', and 'a' or 'b'")
     rows, k = x.shape
-    if x_fp8.device != x.device or x_fp8.dtype != torch.float8_e4m3fn or x_fp8.shape != x.shape \
-            or (k > 1 and x_fp8.stride(1) != 1):
+    device = x.get_device()
+    if x_fp8.get_device() != device or x_fp8.dtype != torch.float8_e4m3fn or \
+            x_fp8.shape != x.shape or (k > 1 and x_fp8.stride(1) != 1):
         raise ValueError(f"x_fp8: {x_fp8.dtype} {tuple(x_fp8.shape)} strides {x_fp8.stride()} "
                          f"on {x_fp8.device}; expected torch.float8_e4m3fn {tuple(x.shape)} "
                          f"in rows of K consecutive elements on {x.device}")
     shape, strides = _quantize_scale_layout(rows, k, recipe, operand)
     # (the strides of dimensions of one element, or of an empty scale, are never followed)
-    if scale.device != x.device or scale.dtype != torch.float32 or scale.shape != shape or (
-            scale.numel() and any(size > 1 and got != want
-                                  for size, got, want in zip(shape, scale.stride(), strides))):
+    # (the strides compared at once first: host time)
+    if scale.get_device() != device or scale.dtype != torch.float32 or scale.shape != shape or (
+            scale.stride() != strides and scale.numel() and any(
+                size > 1 and got != want
+                for size, got, want in zip(shape, scale.stride(), strides))):
         raise ValueError(f"scale: {scale.dtype} {tuple(scale.shape)} strides {scale.stride()} on "
                          f"{scale.device}; the {recipe} recipe for operand {operand} writes "
                          f"torch.float32 {shape} strides {strides} on {x.device}")
