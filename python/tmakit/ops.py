@@ -1386,29 +1386,34 @@ def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
         _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
 
 
+_FP8, _FLOAT32 = torch.float8_e4m3fn, torch.float32
+
+
 def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
     """The registered quantizer's own checks of what it writes, as the other registered ops
     make theirs: x_fp8 x's shape in rows of K consecutive bytes, scale the recipe's layout
     (_quantize_scale_layout), both on x's GPU."""
+    # NOTE: x's shape and device read once (host time: every call of the op passes here)
+    dims = x.shape
     if x.dtype not in _QUANTIZE_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; quantize_fp8 reads torch.bfloat16, float16 or "
                         f"float32")
-    if x.dim() != 2:
-        raise ValueError(f"x: expected 2 dimensions (rows, K), got shape {tuple(x.shape)}")
+    if len(dims) != 2:
+        raise ValueError(f"x: expected 2 dimensions (rows, K), got shape {tuple(dims)}")
     if recipe not in _QUANTIZE_RECIPES or operand not in ("a", "b"):
         raise ValueError(f"recipe, operand: {recipe!r}, {operand!r}; expected 'tensor', 'row' "
                          f"or 'block', and 'a' or 'b'")
-    rows, k = x.shape
+    rows, k = dims
     device = x.get_device()
-    if x_fp8.get_device() != device or x_fp8.dtype != torch.float8_e4m3fn or \
-            x_fp8.shape != x.shape or (k > 1 and x_fp8.stride(1) != 1):
+    if x_fp8.dtype != _FP8 or x_fp8.shape != dims or x_fp8.get_device() != device or (
+            k > 1 and x_fp8.stride(1) != 1):
         raise ValueError(f"x_fp8: {x_fp8.dtype} {tuple(x_fp8.shape)} strides {x_fp8.stride()} "
-                         f"on {x_fp8.device}; expected torch.float8_e4m3fn {tuple(x.shape)} "
+                         f"on {x_fp8.device}; expected torch.float8_e4m3fn {tuple(dims)} "
                          f"in rows of K consecutive elements on {x.device}")
     shape, strides = _quantize_scale_layout(rows, k, recipe, operand)
-    # (the strides of dimensions of one element, or of an empty scale, are never followed)
-    # (the strides compared at once first: host time)
-    if scale.get_device() != device or scale.dtype != torch.float32 or scale.shape != shape or (
+    # (the strides of dimensions of one element, or of an empty scale, are never followed;
+    # all of them compared at once first: host time)
+    if scale.dtype != _FLOAT32 or scale.shape != shape or scale.get_device() != device or (
             scale.stride() != strides and scale.numel() and any(
                 size > 1 and got != want
                 for size, got, want in zip(shape, scale.stride(), strides))):
