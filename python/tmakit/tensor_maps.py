@@ -11,6 +11,7 @@ import json
 import math
 import operator
 import re
+import sys
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -509,11 +510,21 @@ class _ArrayInfo(NamedTuple):
     type_name: str
 
 
+def _is_torch_tensor(value: Any) -> bool:
+    """Whether ``value`` is a torch tensor (a subclass too), without importing torch: where
+    torch was never imported, nothing is one."""
+    torch = sys.modules.get("torch")
+    tensor = getattr(torch, "Tensor", None) if torch is not None else None
+    return isinstance(tensor, type) and isinstance(value, tensor)
+
+
 def _array_info(array: Any, name: str) -> _ArrayInfo:
     """Address, shape and byte strides of a torch tensor or an object with the CUDA / NumPy
     array interface, without importing any framework."""
-    if str(getattr(type(array), "__module__", "")).startswith("torch") and \
-            _has(array, "data_ptr"):
+    if _is_torch_tensor(array):
+        if getattr(array, "is_meta", False) is True:
+            raise ValueError(f"{name}: a meta tensor, which has no memory; a tensor map needs "
+                             f"the data's address: pass a tensor on a device")
         try:
             itemsize = int(array.element_size())
             return _ArrayInfo(int(array.data_ptr()), tuple(int(d) for d in array.shape),
@@ -667,30 +678,41 @@ def _data_type_name(data_type: Any, info: _ArrayInfo) -> str:
 class TensorMap:
     """The spec of a TMA descriptor over one tensor: ``spec`` (a dict with the JSON keys of
     `tmakit check`, dimension 0 innermost as the driver numbers them), ``json`` (that line),
-    ``check()``, ``describe()`` and ``encode()`` (the 128-byte CUtensorMap; needs a GPU)."""
+    ``check()``, ``describe()`` and ``encode()`` (the 128-byte CUtensorMap; needs a GPU).
 
-    __slots__ = ("spec", "json")
+    A TensorMap does not change: ``spec`` is a new dict at each reading, so editing it changes
+    no map; check an edited spec with ``tmakit.check(spec)``, or make a map of it with
+    ``TensorMap(spec)``."""
+
+    __slots__ = ("_json",)
 
     def __init__(self, spec: dict):
         if not isinstance(spec, dict):
             raise TypeError(f"spec: expected a dict of tmakit check's JSON keys, got "
                             f"{_type_name(spec)}")
-        self.spec = spec
-        self.json = _dict_line(spec)[0]
+        self._json = _dict_line(spec)[0]
+
+    @property
+    def json(self) -> str:
+        return self._json
+
+    @property
+    def spec(self) -> dict:
+        return json.loads(self._json)
 
     def check(self) -> CheckResult:
-        return check(self.json)
+        return check(self._json)
 
     def describe(self) -> str:
-        return describe(self.json)
+        return describe(self._json)
 
     def encode(self) -> bytes:
         """Validate, then encode through the driver: ValueError naming the broken rule, or
         RuntimeError when there is no driver or it refuses."""
-        return _tmakit.encode_line(self.json)
+        return _tmakit.encode_line(self._json)
 
     def __repr__(self) -> str:
-        return f"TensorMap({self.json})"
+        return f"TensorMap({self._json})"
 
 
 def _spec_for(info: _ArrayInfo, shape: Sequence[int], strides_bytes: Sequence[int], box: Any,
@@ -701,17 +723,22 @@ def _spec_for(info: _ArrayInfo, shape: Sequence[int], strides_bytes: Sequence[in
         raise ValueError(f"{name}: a 0-dimensional tensor has no tensor map; reshape it to (1,)")
     dtype = _data_type_name(data_type, info) if data_type is not None else info.data_type
     if dtype is None:
-        raise TypeError(f"{name}: no TMA data type holds {info.type_name}; pass data_type= "
-                        f"with a type of its {info.itemsize}-byte elements (e.g. "
-                        f"'UINT{8 * info.itemsize}'), or a view as one")
+        views = {1: "UINT8", 2: "UINT16", 4: "UINT32", 8: "UINT64"}
+        raise TypeError(f"{name}: no TMA data type holds {info.type_name}; " + (
+            f"pass data_type= with a type of its {info.itemsize}-byte elements (e.g. "
+            f"'{views[info.itemsize]}'), or a view as one" if info.itemsize in views else
+            f"TMA's types have 1, 2, 4 or 8 bytes, its elements {info.itemsize}: pass a view "
+            f"of its bytes as one (e.g. a complex128 tensor's .view(torch.float64), whose "
+            f"last dimension is twice as long)"))
     if any(s < 0 for s in strides_bytes):
         raise ValueError(f"{name}: negative strides {tuple(strides_bytes)} cannot be described "
                          f"by a tensor map; make it contiguous first")
     if shape[-1] > 1 and strides_bytes[-1] != info.itemsize:
         raise ValueError(
-            f"{name}: its last dimension is {strides_bytes[-1] // max(info.itemsize, 1)} "
-            f"elements apart, but a tensor map's dimension 0 (the last tensor dimension) is "
-            f"dense; pass a view whose last dimension has stride 1 (e.g. .contiguous())")
+            f"{name}: the elements of its last dimension are {strides_bytes[-1]} bytes apart, "
+            f"not {info.itemsize} (its elements' size), but a tensor map's dimension 0 (the "
+            f"last tensor dimension) is dense; pass a view whose last dimension has stride 1 "
+            f"(e.g. .contiguous())")
     box_list = _tensor_order(box, rank, "box")
     spec = {
         "encode": "tiled",

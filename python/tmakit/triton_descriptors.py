@@ -15,12 +15,13 @@ as the driver will (sm_90a). Nothing here imports triton or torch.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from .tensor_maps import CheckResult, TensorMap, _array_info, check
+from .tensor_maps import CheckResult, TensorMap, _array_info, _is_torch_tensor, check
 
 TRITON_VERSION = "3.6"
 
@@ -168,16 +169,36 @@ def derive_box(block: Sequence[int], element_bits: int,
 # --- reading the arguments --------------------------------------------------------------------
 
 
+# The most values a shape, strides or block_shape argument is read for (a descriptor has 1 to
+# 5 dimensions; more are refused by Triton's rank rule, TT2, up to this many).
+_MAX_NUMBERS = 64
+
+
+def _bounded_list(values: Any, name: str) -> list:
+    """The values of an iterable argument, at most _MAX_NUMBERS read: an endless iterable is
+    refused, not followed."""
+    if isinstance(values, (str, bytes, set, frozenset, dict)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of ints (outermost first), got "
+                        f"{type(values).__name__} {values!r}")
+    try:
+        values = list(itertools.islice(values, _MAX_NUMBERS + 1))
+    except Exception as error:  # (a 0-d tensor, an iterator that raises)
+        raise TypeError(f"{name}: expected a sequence of ints (outermost first), got "
+                        f"{type(values).__name__} ({type(error).__name__}: {error})") from None
+    if len(values) > _MAX_NUMBERS:
+        raise ValueError(f"{name}: more than {_MAX_NUMBERS} values; a descriptor has 1 to 5 "
+                         f"dimensions")
+    return values
+
+
 def _numbers(values: Any, name: str) -> list:
     """The numbers of a shape or strides argument, as given: ints stay ints, other numbers
     (float, NumPy scalars) stay what they are so that the launcher's int check can name them;
     anything that is not a sequence of numbers raises (never truncated, never indexed past)."""
     if values is None:
         raise ValueError(f"{name}: missing; give a sequence of ints, outermost first")
-    if isinstance(values, (str, bytes, set, frozenset, dict)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name}: expected a sequence of ints (outermost first), got "
-                        f"{type(values).__name__} {values!r}")
     out = []
+    values = _bounded_list(values, name)
     for i, v in enumerate(values):
         if isinstance(v, bool) or isinstance(v, (str, bytes)) or v is None:
             raise TypeError(f"{name}[{i}]: expected an int, got {type(v).__name__} {v!r}")
@@ -245,12 +266,31 @@ def _type_of(dtype: Any) -> tuple:
     return triton_type, text, max(bits // 8, 1), triton_type in _FLOATING
 
 
+def _has_attribute(value: Any, attribute: str) -> bool:
+    """hasattr that reads a property's failure as "no" (hasattr lets all but AttributeError
+    through)."""
+    try:
+        return hasattr(value, attribute)
+    except Exception:
+        return False
+
+
 def _read_base(base: Any, dtype: Any) -> _Base:
     if base is None:
         raise ValueError("base: missing; give the tensor (or an integer address with dtype=)")
     if isinstance(base, bool):
         raise TypeError("base: expected a tensor or an integer address, got bool")
-    if isinstance(base, int) or (hasattr(base, "__index__") and not hasattr(base, "shape")):
+    if _is_torch_tensor(base):
+        info = _array_info(base, "base")  # (TypeError for a tensor without strides or address)
+        triton_type, name, itemsize, floating = _type_of(base.dtype)
+        itemsize = info.itemsize
+        if dtype is not None and _type_of(dtype)[0] != triton_type:
+            raise ValueError(f"dtype: {dtype!r} differs from base's {name}; give dtype= only "
+                             "with an integer base address")
+        return _Base(info.address, triton_type, name, itemsize, floating, info.shape,
+                     tuple(s // itemsize for s in info.strides_bytes))
+    if isinstance(base, (int, np.integer)) or (
+            hasattr(type(base), "__index__") and not _has_attribute(base, "shape")):
         address = operator.index(base)
         if dtype is None:
             raise ValueError("dtype: an integer base address needs dtype= (e.g. "
@@ -260,15 +300,6 @@ def _read_base(base: Any, dtype: Any) -> _Base:
             raise ValueError(f"dtype: {dtype!r} is not a torch or NumPy dtype (e.g. "
                              f"torch.float16 or 'float16')")
         return _Base(address, triton_type, name, itemsize, floating, None, None)
-    if type(base).__module__.startswith("torch") and hasattr(base, "data_ptr"):
-        info = _array_info(base, "base")  # (TypeError for a tensor without strides or address)
-        triton_type, name, itemsize, floating = _type_of(base.dtype)
-        itemsize = info.itemsize
-        if dtype is not None and _type_of(dtype)[0] != triton_type:
-            raise ValueError(f"dtype: {dtype!r} differs from base's {name}; give dtype= only "
-                             "with an integer base address")
-        return _Base(info.address, triton_type, name, itemsize, floating, info.shape,
-                     tuple(s // itemsize for s in info.strides_bytes))
     try:
         interface = getattr(base, "__cuda_array_interface__", None) \
             or getattr(base, "__array_interface__", None)
@@ -281,6 +312,9 @@ def _read_base(base: Any, dtype: Any) -> _Base:
     info = _array_info(base, "base")
     triton_type, name, itemsize, floating = _type_of(getattr(base, "dtype", info.type_name))
     itemsize = info.itemsize
+    if dtype is not None and _type_of(dtype)[0] != triton_type:
+        raise ValueError(f"dtype: {dtype!r} differs from base's {name}; give dtype= only with "
+                         "an integer base address")
     if any(s % itemsize for s in info.strides_bytes):
         raise ValueError(f"base: byte strides {info.strides_bytes} are not whole elements of "
                          f"{itemsize} bytes; a descriptor's strides count elements")
@@ -313,10 +347,7 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
         return _triton_refuses("TT1", "rank mismatch", where,
                                f"{len(strides)} strides for a shape of {rank} dimensions; give "
                                "one stride per dimension")
-    if isinstance(block, (str, bytes)) or not hasattr(block, "__iter__"):
-        raise TypeError(f"block_shape: expected a sequence of ints (outermost first), got "
-                        f"{type(block).__name__} {block!r}")
-    block = list(block)
+    block = _bounded_list(block, "block_shape")
     if len(block) != rank:
         return _triton_refuses("TT1", "rank mismatch", where,
                                f"block_shape has {len(block)} dimensions, shape {rank}; give "
@@ -512,9 +543,9 @@ def _is_integral(value: Any) -> bool:
 
 def _swizzle_bytes(swizzle: Any) -> int:
     names = {"NONE": 0, "0": 0, "32B": 32, "64B": 64, "128B": 128}
-    if isinstance(swizzle, int) and not isinstance(swizzle, bool) and swizzle in (0, 32, 64,
-                                                                                   128):
-        return swizzle
+    if isinstance(swizzle, (int, np.integer)) and not isinstance(swizzle, bool) and \
+            int(swizzle) in (0, 32, 64, 128):
+        return int(swizzle)
     if isinstance(swizzle, str) and swizzle.upper() in names:
         return names[swizzle.upper()]
     raise ValueError(f"swizzle: {swizzle!r} is not one of 'none', '32B', '64B', '128B' "
@@ -544,8 +575,9 @@ def explain_triton(descriptor: Any = None, *, base: Any = None, shape: Any = Non
     Returns a TritonCheckResult: ``ok``, ``rule`` ("TT1".. for Triton's own checks, the
     validator's ids for the driver's), ``message`` with the fix, ``refused_by`` ("triton" or
     "driver"), ``block``, ``box``, ``swizzle_bytes``, ``copies``, ``spec``,
-    ``triton_version``. Arguments that are not a descriptor at all (a string shape, a float
-    in a shape, missing strides) raise TypeError / ValueError naming the argument.
+    ``triton_version``. Arguments that are not a descriptor at all (a string shape, a
+    missing shape or strides, more than 64 dimensions) raise TypeError / ValueError naming the
+    argument; a float or a NumPy integer in a shape is what Triton's launcher refuses (TT12).
     """
     if descriptor is not None:
         given = [n for n, v in (("base", base), ("shape", shape), ("strides", strides),
@@ -554,13 +586,22 @@ def explain_triton(descriptor: Any = None, *, base: Any = None, shape: Any = Non
             raise TypeError(f"explain_triton: give a descriptor or its arguments, not both "
                             f"(got descriptor and {', '.join(given)})")
         for attribute in ("base", "shape", "strides", "block_shape"):
-            if not hasattr(descriptor, attribute):
+            try:
+                present = hasattr(descriptor, attribute)
+            except Exception as error:  # (a property that raises)
+                raise TypeError(f"descriptor: reading its {attribute} raised "
+                                f"{type(error).__name__}: {error}") from None
+            if not present:
                 raise TypeError(f"descriptor: has no '{attribute}'; expected a "
                                 f"triton.tools.tensor_descriptor.TensorDescriptor")
-        base, shape = descriptor.base, descriptor.shape
-        strides, block_shape = descriptor.strides, descriptor.block_shape
-        if padding is None:
-            padding = getattr(descriptor, "padding", "zero")
+        try:
+            base, shape = descriptor.base, descriptor.shape
+            strides, block_shape = descriptor.strides, descriptor.block_shape
+            if padding is None:
+                padding = getattr(descriptor, "padding", "zero")
+        except Exception as error:  # (a property that raises: a descriptor that cannot be read)
+            raise TypeError(f"descriptor: reading its base, shape, strides, block_shape or "
+                            f"padding raised {type(error).__name__}: {error}") from None
     if padding is None:
         padding = "zero"
     info = _read_base(base, dtype)
@@ -575,6 +616,12 @@ def explain_triton(descriptor: Any = None, *, base: Any = None, shape: Any = Non
         strides = info.strides
     shape_list = _numbers(shape, "shape")
     strides_list = _numbers(strides, "strides")
+    for name, values in (("shape", shape_list), ("strides", strides_list)):
+        for i, v in enumerate(values):
+            if isinstance(v, int) and not 0 <= v < 1 << 64:
+                # NOTE: Triton's launcher passes them to the driver as unsigned 64-bit ints
+                raise ValueError(f"{name}[{i}]: {int(v)} is outside 0..2**64-1, which a "
+                                 f"tensor map's extents and strides are (unsigned 64-bit)")
     if not strides_list and shape_list:
         raise ValueError(f"strides: empty for a shape of {len(shape_list)} dimensions; give "
                          "one stride per dimension, in elements")

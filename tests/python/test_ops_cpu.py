@@ -325,3 +325,6 @@ def test_python_m_tmakit_says_where_the_entry_points_are():
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(f"tmakit {tmakit.__version__}: ")
     assert "python -m tmakit.bench --help" in run.stdout
+    run = subprocess.run([sys.executable, "-m", "tmakit", "check", "spec.json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "runs no command (got 'check spec.json')" in run.stderr

@@ -50,12 +50,30 @@ def test_element_types_map_to_tma_types():
     assert tf32.spec["dataType"] == "TFLOAT32"
     with pytest.raises(TypeError, match="no TMA data type holds"):
         tmakit.tensor_map(aligned((4, 8), np.complex64), box=(1, 2))
+    # 16-byte elements: no type of their size to suggest, a view of their bytes instead
+    with pytest.raises(TypeError, match="TMA's types have 1, 2, 4 or 8 bytes, its elements 16"):
+        tmakit.tensor_map(aligned((4, 8), np.complex128), box=(1, 2))
+
+
+def test_a_maps_spec_is_a_copy_that_changes_no_map():
+    tm = tmakit.tensor_map(aligned((64, 128)), box=(8, 32), swizzle="128B")
+    spec = tm.spec
+    spec["boxDim"] = [64, 8]  # past the swizzle's span: T9
+    assert tm.check().ok and tm.spec["boxDim"] == [32, 8]
+    assert tmakit.check(spec).rule == "T9"
+    assert tmakit.TensorMap(spec).check().rule == "T9"
+    with pytest.raises(AttributeError):
+        tm.spec = spec
 
 
 def test_arguments_that_cannot_be_a_tensor_map_raise():
     x = aligned((64, 128))
-    with pytest.raises(ValueError, match="last dimension is 2 elements apart"):
+    with pytest.raises(ValueError, match="the elements of its last dimension are 8 bytes "
+                                         "apart, not 4"):
         tmakit.tensor_map(x[:, ::2], box=(8, 16))
+    fields = np.zeros((8, 16), dtype=[("a", "u1"), ("b", "<f4")])["b"]  # 5 bytes apart
+    with pytest.raises(ValueError, match="are 5 bytes apart, not 4"):
+        tmakit.tensor_map(fields, box=(2, 4))
     with pytest.raises(ValueError, match="box: 1 entries for a tensor of 2 dimensions"):
         tmakit.tensor_map(x, box=(8,))
     with pytest.raises(TypeError, match="box: expected a sequence"):

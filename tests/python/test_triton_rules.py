@@ -3,6 +3,7 @@ descriptors given by the constructor's arguments (an integer address and a dtype
 Triton's own checks first and then by the validator on the tensor map Triton would encode.
 tests/python/test_triton.py checks the same derivation against Triton's compiler."""
 
+import itertools
 from types import SimpleNamespace
 
 import numpy as np
@@ -199,6 +200,15 @@ def test_descriptor_objects_and_host_arrays():
     (dict(dtype="float16", shape=[8], strides=[1], block_shape=[8]), ValueError,
      "base: missing"),
     (args((64, 64), base="0x1000"), TypeError, "base: expected a torch tensor"),
+    (args((64, 64), shape=(2 ** 64, 256)), ValueError, "shape[0]: 18446744073709551616 is "
+                                                       "outside 0..2**64-1"),
+    (args((64, 64), strides=(-256, 1)), ValueError, "strides[0]: -256 is outside"),
+    (args((64, 64), shape=itertools.count(1), strides=(256, 1)), ValueError,
+     "shape: more than 64 values"),
+    (args((64, 64), strides=itertools.count(1)), ValueError, "strides: more than 64 values"),
+    (args(itertools.repeat(64)), ValueError, "block_shape: more than 64 values"),
+    (args((64, 64), shape=np.array(5), strides=(256, 1)), TypeError,
+     "shape: expected a sequence of ints"),
 ])
 def test_arguments_that_are_not_a_descriptor_raise_naming_the_argument(kw, error, text):
     with pytest.raises(error) as info:
@@ -210,3 +220,41 @@ def test_non_integer_blocks_are_refused_not_truncated():
     for block in [(64, 64.0), (64.5, 64), (64, np.int64(64))]:
         result = tmakit.explain_triton(**args(block))
         assert result.rule == "TT4" and "must have type `constexpr[int]`" in result.message
+
+
+def test_numpy_integers_are_addresses_of_the_dtype_given():
+    spec = tmakit.explain_triton(**args((64, 64), base=np.int64(4096))).spec
+    assert spec["globalAddress"] == 4096 and spec["dataType"] == "FLOAT16"
+    high = tmakit.explain_triton(**args((64, 64), base=np.uint64(2 ** 64 - 16)))
+    assert high.rule == "X2" and not high.ok
+    assert tmakit.explain_triton(**args((64, 64)), swizzle=np.int64(128)).swizzle_bytes == 128
+
+
+def test_an_array_base_takes_no_other_dtype():
+    x = np.zeros((16, 64), np.float32)
+    with pytest.raises(ValueError, match="dtype: 'float16' differs from base's float32"):
+        tmakit.explain_triton(base=x, dtype="float16", block_shape=[8, 64])
+
+
+def test_a_descriptor_that_cannot_be_read_is_refused_by_name():
+    class Broken:
+        base, strides, block_shape = 4096, [256, 1], [64, 64]
+
+        @property
+        def shape(self):
+            raise RuntimeError("no shape here")
+
+    with pytest.raises(TypeError, match="descriptor: .*raised RuntimeError: no shape here"):
+        tmakit.explain_triton(Broken())
+
+
+def test_torch_tensor_subclasses_and_meta_tensors():
+    torch = pytest.importorskip("torch")
+    sub = torch.zeros(64, 128).as_subclass(type("Sub", (torch.Tensor,), {}))
+    assert tmakit.tensor_map(sub, box=(8, 32)).spec["dataType"] == "FLOAT32"
+    assert tmakit.explain_triton(base=sub, block_shape=[8, 32]).block == (8, 32)
+    for call in (lambda: tmakit.tensor_map(torch.zeros(8, 8, device="meta"), box=(2, 4)),
+                 lambda: tmakit.explain_triton(base=torch.zeros(8, 8, device="meta"),
+                                               block_shape=[2, 4])):
+        with pytest.raises(ValueError, match="a meta tensor, which has no memory"):
+            call()
