@@ -51,12 +51,18 @@ std::string_view name(TileMode v) {
 std::string_view name(Direction v) {
   return name_in(kDirectionNames, static_cast<int>(v));
 }
-std::string_view name(Interleave v) { return kInterleaveNames[static_cast<int>(v)]; }
+std::string_view name(Interleave v) {
+  return name_in(kInterleaveNames, static_cast<int>(v));
+}
 std::string_view name(Swizzle v) {
   return name_in(kSwizzleNames, static_cast<int>(v));
 }
-std::string_view name(L2Promotion v) { return kL2PromotionNames[static_cast<int>(v)]; }
-std::string_view name(OobFill v) { return kOobFillNames[static_cast<int>(v)]; }
+std::string_view name(L2Promotion v) {
+  return name_in(kL2PromotionNames, static_cast<int>(v));
+}
+std::string_view name(OobFill v) {
+  return name_in(kOobFillNames, static_cast<int>(v));
+}
 
 std::optional<Arch> parse_arch(std::string_view s) {
   return parse_from<Arch>(kArchNames, s);
@@ -132,16 +138,23 @@ std::uint64_t box_bytes(const TensorMapSpec& spec) {
   if (spec.rank < 1 || spec.rank > static_cast<std::uint32_t>(kMaxRank)) return 0;
   // NOTE: H12: with interleave each dimension-0 step is one whole 16- or 32-byte slice
   const int dims = spec.kind == EncodeKind::tiled ? static_cast<int>(spec.rank) : 2;
+  constexpr std::uint64_t kSaturated = ~std::uint64_t{0};
+  // (a box no spec passing the rules has, e.g. 65536^4 bytes, saturates rather than wraps)
+  auto times = [](std::uint64_t a, std::uint64_t b) {
+    std::uint64_t product = 0;
+    return __builtin_mul_overflow(a, b, &product) ? kSaturated : product;
+  };
   if (is_packed(spec.data_type)) {
     // NOTE: packed bytes, as CUTLASS and tilelang arm the barrier (docs/model.md, "Blackwell").
     std::uint64_t values = 1;
-    for (int d = 0; d < dims && d < kMaxRank; ++d) values *= box_elements(spec, d);
-    return values * static_cast<std::uint64_t>(value_bits(spec.data_type)) / 8;
+    for (int d = 0; d < dims && d < kMaxRank; ++d) values = times(values, box_elements(spec, d));
+    const auto bits = static_cast<std::uint64_t>(value_bits(spec.data_type));
+    return values == kSaturated || values > kSaturated / bits ? kSaturated : values * bits / 8;
   }
   std::uint64_t n = spec.kind == EncodeKind::tiled && spec.interleave != Interleave::none
                         ? static_cast<std::uint64_t>(interleave_bytes(spec.interleave))
                         : static_cast<std::uint64_t>(element_bytes(spec.data_type));
-  for (int d = 0; d < dims && d < kMaxRank; ++d) n *= box_elements(spec, d);
+  for (int d = 0; d < dims && d < kMaxRank; ++d) n = times(n, box_elements(spec, d));
   return n;
 }
 

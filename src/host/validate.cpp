@@ -759,30 +759,43 @@ void t9_swizzle_span(const TensorMapSpec& s) {
 
 // --- T12: L2 promotion, and the enums' ranges -------------------------------------------
 void t12_enums(const TensorMapSpec& s) {
-  auto refuse = [](const char* field, const char* message) {
-    broken("T12", 0, [&] { return Explained{message, enum_fix(field, "NONE")}; });
+  // NOTE: each message names the value found (an enum cast from a number the type does not
+  // name), and the fix the enum's first value
+  auto refuse = [](const char* field, auto value, const char* known, const char* fix) {
+    // the value by its name where it has one (a Blackwell swizzle on sm_90a), else its number
+    const std::string_view named = name(value);
+    const std::string shown =
+        named != "?" ? std::string(named) : std::to_string(static_cast<int>(value));
+    broken("T12", 0, [&] {
+      return Explained{std::string(field) + " = " + shown + " is not " + known,
+                       enum_fix(field, fix)};
+    });
   };
+  // (no fix: which encoding a spec of no known one meant is not for the validator to guess)
+  if (static_cast<int>(s.kind) > 2) {
+    broken("T12", "encode = " + std::to_string(static_cast<int>(s.kind)) +
+                      " is not tiled/im2col/im2col_wide");
+  }
   if (static_cast<int>(s.l2_promotion) > 3)
-    refuse("l2Promotion", "l2Promotion is not NONE/64B/128B/256B");
-  if (static_cast<int>(s.interleave) > 2) refuse("interleave", "interleave is not NONE/16B/32B");
+    refuse("l2Promotion", s.l2_promotion, "NONE/64B/128B/256B", "NONE");
+  if (static_cast<int>(s.interleave) > 2)
+    refuse("interleave", s.interleave, "NONE/16B/32B", "NONE");
   // NOTE: on sm_90a the 128B_ATOM_* swizzles (4..6) are refused here, as the Hopper driver
   // refuses them (docs/rules.md, A1).
   if (hopper() && static_cast<int>(s.swizzle) > 3)
-    refuse("swizzle", "swizzle is not NONE/32B/64B/128B");
+    refuse("swizzle", s.swizzle, "NONE/32B/64B/128B", "NONE");
   if (!hopper() && static_cast<int>(s.swizzle) > 6) {
-    refuse("swizzle",
-           "swizzle is not NONE/32B/64B/128B/128B_ATOM_32B/128B_ATOM_32B_FLIP_8B/128B_ATOM_64B");
+    refuse("swizzle", s.swizzle,
+           "NONE/32B/64B/128B/128B_ATOM_32B/128B_ATOM_32B_FLIP_8B/128B_ATOM_64B", "NONE");
   }
   if (static_cast<int>(s.oob_fill) > 1)
-    refuse("oobFill", "oobFill is not NONE/NAN_REQUEST_ZERO_FMA");
-  auto refuse_as = [](const char* field, const char* message, const char* value) {
-    broken("T12", 0, [&] { return Explained{message, enum_fix(field, value)}; });
-  };
+    refuse("oobFill", s.oob_fill, "NONE/NAN_REQUEST_ZERO_FMA", "NONE");
   if (static_cast<int>(s.direction) > 3)
-    refuse_as("direction", "direction is not any/load/store/reduce", "any");
+    refuse("direction", s.direction, "any/load/store/reduce", "any");
   if (tiled(s) && static_cast<int>(s.tile_mode) > 2)
-    refuse_as("tileMode", "tileMode is not tile/gather4/scatter4", "tile");
-  if (wide(s) && static_cast<int>(s.wide_mode) > 1) refuse_as("mode", "mode is not W/W128", "W");
+    refuse("tileMode", s.tile_mode, "tile/gather4/scatter4", "tile");
+  if (wide(s) && static_cast<int>(s.wide_mode) > 1)
+    refuse("mode", s.wide_mode, "W/W128", "W");
 }
 
 // --- T13: NaN fill only for floating types ----------------------------------------------
@@ -1340,8 +1353,12 @@ void w1_width_corners(const TensorMapSpec& s) {
 }
 void w2_width_extent(const TensorMapSpec& s) {
   if (s.rank < 3) return;
-  const std::int64_t dim = static_cast<std::int64_t>(s.global_dim[1]);
   const std::int64_t lo = s.pixel_box_lower_corner_width, up = s.pixel_box_upper_corner_width;
+  // NOTE: globalDim[1] may be up to 2^64 - 1 when T5 has already failed (the fix search
+  // judges every rule); past 2^62 the extent is positive for any corners of 32 bits, and below
+  // it the sum fits 64 signed bits
+  if (s.global_dim[1] > std::uint64_t{1} << 62) return;
+  const auto dim = static_cast<std::int64_t>(s.global_dim[1]);
   if (dim + up - lo > 0) return;
   broken("W2", 0, [&] {
     const auto fix =
@@ -1493,7 +1510,8 @@ constexpr std::string_view kT2Blackwell =
 
 constexpr Rule kRules[] = {
     {"T2", kT2Summary, t2_data_type},
-    {"T12", "interleave, swizzle, L2 promotion and OOB fill are known values", t12_enums},
+    {"T12", "encode kind, interleave, swizzle, L2 promotion and OOB fill are known values",
+     t12_enums},
     // NOTE: sm_100a and sm_103a have every encoding A1 judges, so it refuses nothing there.
     {"A1",
      "im2col_wide, gather4 and scatter4 need sm_100a or later; not W128 or scatter4 on "

@@ -518,13 +518,18 @@ SharedBytes load_tiled_packed(const TensorMapSpec& spec, std::span<const std::ui
     std::uint32_t rest = r;
     bool row_in = true;
     std::uint64_t row_offset = 0;
+    bool wraps = false;  // the row's offset past 64 bits: outside any bytes given
     for (std::uint32_t d = 1; d < spec.rank; ++d) {
       const std::int64_t c = std::int64_t{coords[d]} + rest % spec.box_dim[d];
       rest /= spec.box_dim[d];
       if (c < 0 || c >= static_cast<std::int64_t>(spec.global_dim[d])) {
         row_in = false;
       } else {
-        row_offset += static_cast<std::uint64_t>(c) * spec.global_strides_bytes[d - 1];
+        std::uint64_t term = 0;
+        wraps = wraps ||
+                __builtin_mul_overflow(static_cast<std::uint64_t>(c),
+                                       spec.global_strides_bytes[d - 1], &term) ||
+                __builtin_add_overflow(row_offset, term, &row_offset);
       }
     }
     const std::uint64_t row_base = std::uint64_t{r} * fp.pitch_bytes;
@@ -532,7 +537,14 @@ SharedBytes load_tiled_packed(const TensorMapSpec& spec, std::span<const std::ui
       const std::int64_t c = std::int64_t{coords[0]} + i;
       std::uint32_t v = 0;  // out-of-bounds values read 0 (P7: no NaN fill)
       if (row_in && c >= 0 && c < static_cast<std::int64_t>(spec.global_dim[0])) {
-        v = read_bits(global, spec, row_offset * 8 + static_cast<std::uint64_t>(c) * bits, bits);
+        std::uint64_t bit = 0;
+        if (wraps || __builtin_mul_overflow(row_offset, std::uint64_t{8}, &bit) ||
+            __builtin_add_overflow(bit, static_cast<std::uint64_t>(c) * bits, &bit)) {
+          throw ModelError("the element at coordinate " + std::to_string(c) + " of box row " +
+                           std::to_string(r) + " lies more than 2^64 bits past globalAddress, "
+                           "outside the " + std::to_string(global.size()) + " bytes given");
+        }
+        v = read_bits(global, spec, bit, bits);
       }
       const std::uint64_t at = shared_bit(i);
       for (int k = 0; k < bits; ++k) {

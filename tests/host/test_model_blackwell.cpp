@@ -171,5 +171,23 @@ TEST(PackedLoads, PaddedTypesNeedAFirstCoordinateMultipleOf128) {
   }
 }
 
+TEST(PackedLoads, AnOffsetPast64BitsIsRefusedNotWrapped) {
+  // Row 2^22 lies 2^61 bytes on, whose bit offset (x 8) wraps 64 bits to row 0's: the model
+  // refuses it as it refuses any byte outside those given, rather than read row 0.
+  auto s = packed(DataType::packed_u4_align8, std::uint64_t{1} << 39);
+  s.global_dim = {32, std::uint64_t{1} << 23};
+  s.box_dim = {32, 1};
+  const auto global = ramp(16);
+  try {
+    model::load_tiled(s, global, {0, 1 << 22}, 0);
+    FAIL() << "the wrapped offset was read";
+  } catch (const model::ModelError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the element at coordinate 0 of box row 0 lies more than 2^64 bits past "
+              "globalAddress, outside the 16 bytes given");
+  }
+  EXPECT_EQ(model::load_tiled(s, global, {0, 0}, 0).bytes[0], 1);  // row 0 itself reads
+}
+
 }  // namespace
 }  // namespace tmakit

@@ -6,6 +6,7 @@
 #include <variant>
 #include <string>
 
+#include "tmakit/host/encode.hpp"
 #include "tmakit/host/spec_json.hpp"
 #include "tmakit/host/validate.hpp"
 
@@ -198,10 +199,57 @@ TEST(Rules, T9SwizzleSpan) {
 TEST(Rules, T12Enums) {
   auto s = tiled();
   s.l2_promotion = static_cast<L2Promotion>(4);
-  expect_broken(s, "T12", "l2Promotion is not NONE/64B/128B/256B");
+  expect_broken(s, "T12", "l2Promotion = 4 is not NONE/64B/128B/256B");
   s = tiled();
   s.swizzle = static_cast<Swizzle>(4);
-  expect_broken(s, "T12", "swizzle is not NONE/32B/64B/128B");
+  expect_broken(s, "T12", "swizzle = 128B_ATOM_32B is not NONE/32B/64B/128B");
+}
+
+TEST(Rules, T12EveryEnumOutOfRangeNamesItsValue) {
+  // An encode kind no name holds was judged by the im2col rules without I3, X3 and X4.
+  auto s = tiled();
+  s.kind = static_cast<EncodeKind>(3);
+  for (Arch a : {Arch::sm_90a, Arch::sm_100a, Arch::sm_103a, Arch::sm_120a}) {
+    const auto v = find_violation(s, a);
+    ASSERT_TRUE(v.has_value()) << name(a);
+    EXPECT_EQ(std::string(v->what()), "T12: encode = 3 is not tiled/im2col/im2col_wide");
+  }
+  EXPECT_FALSE(diagnose(s)->fix.has_value());
+  s = tiled();
+  s.interleave = static_cast<Interleave>(7);
+  expect_broken(s, "T12", "interleave = 7 is not NONE/16B/32B");
+  s = tiled();
+  s.oob_fill = static_cast<OobFill>(5);
+  expect_broken(s, "T12", "oobFill = 5 is not NONE/NAN_REQUEST_ZERO_FMA");
+  s = tiled();
+  s.direction = static_cast<Direction>(200);
+  expect_broken(s, "T12", "direction = 200 is not any/load/store/reduce");
+}
+
+TEST(Rules, NamesOfValuesOutsideAnEnumAreAQuestionMark) {
+  // (indexing the name tables with them read past their ends: describe() crashed)
+  EXPECT_EQ(name(static_cast<Interleave>(9)), "?");
+  EXPECT_EQ(name(static_cast<L2Promotion>(200)), "?");
+  EXPECT_EQ(name(static_cast<OobFill>(5)), "?");
+  auto s = tiled();
+  s.l2_promotion = static_cast<L2Promotion>(200);
+  s.oob_fill = static_cast<OobFill>(5);
+  EXPECT_NE(describe(s).find("?"), std::string::npos);
+  EXPECT_NE(spec_to_json(s).find(R"("oobFill":"?")"), std::string::npos);
+}
+
+TEST(Rules, BoxBytesSaturatesPastSixtyFourBits) {
+  auto s = tiled();
+  s.data_type = DataType::uint8;
+  s.rank = 4;
+  s.box_dim = {65536, 65536, 65536, 65536, 1};  // 2^64 bytes, which wrapped to 0
+  EXPECT_EQ(box_bytes(s), ~std::uint64_t{0});
+  s.data_type = DataType::packed_u4_align8;
+  EXPECT_EQ(box_bytes(s), ~std::uint64_t{0});
+  s.box_dim = {256, 256, 256, 256, 256};
+  s.rank = 5;
+  s.data_type = DataType::float64;
+  EXPECT_EQ(box_bytes(s), std::uint64_t{8} << 40);
 }
 
 TEST(Rules, T13NanFill) {

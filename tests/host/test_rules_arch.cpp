@@ -74,7 +74,7 @@ TEST(RulesArch, HopperRefusesEveryBlackwellEncoding) {
   EXPECT_EQ(verdict(with(kU6, ""), h), "T2: data type 15" + t2);
   for (const char* sw : {"128B_ATOM_32B", "128B_ATOM_32B_FLIP_8B", "128B_ATOM_64B"}) {
     EXPECT_EQ(verdict(with(kHalf, std::string(R"("swizzle":")") + sw + "\""), h),
-              "T12: swizzle is not NONE/32B/64B/128B");
+              "T12: swizzle = " + std::string(sw) + " is not NONE/32B/64B/128B");
   }
   EXPECT_EQ(verdict(with(kWide, R"("swizzle":"128B")"), h),
             "A1: encode im2col_wide needs sm_100a, sm_103a or sm_120a "
@@ -98,7 +98,8 @@ TEST(RulesArch, HopperRefusesEveryBlackwellEncoding) {
 TEST(RulesArch, HopperVerdictsUnchangedByTheDefault) {
   // The overloads without an architecture are sm_90a's.
   const auto s = parse_spec_json(with(kHalf, R"("swizzle":"128B_ATOM_64B")"));
-  EXPECT_EQ(std::string(find_violation(s)->what()), "T12: swizzle is not NONE/32B/64B/128B");
+  EXPECT_EQ(std::string(find_violation(s)->what()),
+            "T12: swizzle = 128B_ATOM_64B is not NONE/32B/64B/128B");
   EXPECT_FALSE(find_violation(s, Arch::sm_100a).has_value());
 }
 

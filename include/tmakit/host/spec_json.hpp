@@ -58,9 +58,9 @@ TensorMapSpec spec_from_json(const nlohmann::json& object, Arch arch = Arch::sm_
 std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
                               const TensorMapSpec& to);
 
-// One line, keys in the order above. Only the entries the rank (and the encode kind) uses
-// are written, so parse_spec_json(spec_to_json(s)) equals s in every field the driver reads
-// (rank 1-5); entries past the rank come back at their defaults.
+// One line, keys in alphabetical order (a JSON object is unordered). Only the entries the
+// rank (and the encode kind) uses are written, so parse_spec_json(spec_to_json(s)) equals s in
+// every field the driver reads (rank 1-5); entries past the rank come back at their defaults.
 std::string spec_to_json(const TensorMapSpec& spec);
 
 // The "coords" key of a JSON object (a load's coordinates, `tmakit simulate`): exactly `rank`

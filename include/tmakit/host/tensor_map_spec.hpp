@@ -152,7 +152,8 @@ std::uint64_t box_elements(const TensorMapSpec& spec, int d);
 // Bytes one copy delivers (O3): element size (the slice size with interleave) x product of
 // box_elements. For the packed types, the packed global bytes (values x value_bits / 8): the
 // byte count an mbarrier expects (docs/model.md), not the padded shared footprint.
-// 0 for a rank outside 1..kMaxRank, which no copy has.
+// 0 for a rank outside 1..kMaxRank, which no copy has; 2^64 - 1 for a box of more bytes (one
+// the rules refuse: a box that passes them is at most 256^5 elements).
 std::uint64_t box_bytes(const TensorMapSpec& spec);
 
 }  // namespace tmakit
