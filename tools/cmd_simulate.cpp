@@ -2,7 +2,9 @@
 // For each SPECS line (a `tmakit check` tiled spec plus "coords":[rank ints]) prints one line:
 // the shared-memory footprint of that load, as it lands in a buffer aligned to 1024 bytes, in
 // lowercase hex with `..` for every byte the load does not write. The footprint is
-// (box bytes / inner-row bytes) rows x max(inner-row bytes, swizzle span) bytes.
+// the model's (model::footprint): box rows x their pitch, the pitch max(inner-row bytes,
+// swizzle span), or the inner-row bytes with interleave (dense rows; whole 128-byte lines when
+// interleaved rows are swizzled).
 // FILE holds the global tensor's bytes, byte 0 at the spec's globalAddress.
 // --store / --reduce OP: print the global bytes the store (or reduce) of the shared buffer in
 // SMEM writes instead, `..` for bytes it leaves alone, over the whole of FILE.
@@ -26,6 +28,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include "command.hpp"
 #include "io.hpp"
@@ -115,18 +119,13 @@ struct Picture {
 Picture simulate_load(const tmakit::TensorMapSpec& spec, const std::vector<std::uint8_t>& global,
                       const model::Coords& coords) {
   const model::SharedBytes s = model::load_tiled(spec, global, coords, 0);
-  // NOTE: a row's data bytes; with interleave dimension 0 counts 16/32-byte slices (H12)
+  // NOTE: the model's own rows and pitch: with interleave the rows are dense whatever the
+  // swizzle (H12), and a packed box's shared bytes are more than its barrier bytes
   const model::Footprint fp = model::footprint(spec);
-  const std::uint64_t inner = fp.row_bytes;
-  // NOTE: a packed box's barrier bytes (box_bytes) are fewer than its shared bytes: count rows
-  const std::uint64_t rows =
-      tmakit::is_packed(spec.data_type) ? fp.rows : tmakit::box_bytes(spec) / inner;
-  const std::uint64_t width =
-      std::max<std::uint64_t>(inner, tmakit::swizzle_span_bytes(spec.swizzle));
   Picture p;
-  p.row_bytes = width;
-  p.bytes.assign(rows * width, 0);
-  p.written.assign(rows * width, 0);
+  p.row_bytes = fp.pitch_bytes;
+  p.bytes.assign(fp.total_bytes, 0);
+  p.written.assign(fp.total_bytes, 0);
   // NOTE: the model's buffer and the window both start at the 1024-aligned buffer start
   const std::size_t n = std::min<std::size_t>(p.bytes.size(), s.bytes.size());
   std::copy_n(s.bytes.begin(), n, p.bytes.begin());
@@ -207,17 +206,27 @@ int run_simulate(const Options& opt) {
                  "or leave --shared out for loads\n";
     return 2;
   }
-  // NOTE: each "-" reads stdin to its end; a second would read nothing and judge no line.
-  std::vector<std::string> from_stdin;
+  // NOTE: each "-" reads stdin to its end; a second would read nothing and judge no line. So
+  // would a second read of one stream under another name (/dev/stdin, /proc/self/fd/0, a FIFO
+  // named twice): stdin, and any input that is not a regular file, is read by one input only.
+  std::vector<std::pair<const char*, struct stat>> streams;
   for (const auto& [flag, file] :
        {std::pair{"--global", &opt.global_file}, std::pair{"--jsonl", &opt.specs_file},
         std::pair{"--shared", &opt.shared_file}}) {
-    if (*file == "-") from_stdin.push_back(flag);
-  }
-  if (from_stdin.size() > 1) {
-    std::cerr << "tmakit simulate: " << from_stdin[0] << " and " << from_stdin[1]
-              << " cannot both read stdin (-); give one of them a file\n";
-    return 2;
+    if (file->empty()) continue;
+    struct stat st {};
+    const bool dash = *file == "-";
+    const int rc = dash ? ::fstat(0, &st) : ::stat(file->c_str(), &st);
+    // (a file that cannot be read is refused when it is read)
+    if (rc != 0 || (!dash && S_ISREG(st.st_mode))) continue;
+    for (const auto& [other, seen] : streams) {
+      if (seen.st_dev == st.st_dev && seen.st_ino == st.st_ino) {
+        std::cerr << "tmakit simulate: " << other << " and " << flag
+                  << " cannot both read stdin (-) or one stream; give one of them a file\n";
+        return 2;
+      }
+    }
+    streams.emplace_back(flag, st);
   }
   if (opt.store && op) {
     std::cerr << "tmakit simulate: give --store or --reduce, not both\n";

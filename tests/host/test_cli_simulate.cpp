@@ -2,6 +2,8 @@
 // written out by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +189,24 @@ TEST_F(SimulateCli, StoreMarksTheBytesItWrites) {
                        repeat("..", 32) + "\n");
 }
 
+// With interleave the rows are dense whatever the swizzle (the model's footprint): the picture
+// was drawn span-wide, 1024 bytes of which 768 belonged to no buffer.
+TEST_F(SimulateCli, InterleavedSwizzledRowsAreDense) {
+  std::string big(1024, '\0');
+  for (int i = 0; i < 1024; ++i) big[i] = static_cast<char>(i);
+  const auto global = write("big.bin", big);
+  const auto specs = write(
+      "s.jsonl",
+      R"({"dataType":"FLOAT64","globalAddress":0,"globalDim":[2,4,8],"globalStrides":[32,128],)"
+      R"("boxDim":[2,1,8],"interleave":"16B","swizzle":"128B","coords":[0,0,0]})"
+      "\n");
+  const Result r = run("simulate --global " + global + " --jsonl " + specs + " --grid");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "# line 1: 256 bytes, 32 per row");
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 9);  // the header and 8 rows
+  EXPECT_EQ(r.out.find(".."), std::string::npos);               // every byte written
+}
+
 // At most one input reads stdin: a second "-" would find it used up and judge nothing.
 TEST_F(SimulateCli, OneInputAtMostReadsStdin) {
   const auto specs = write("s.jsonl", spec("[4,2]", "NONE", "[0,0]") + "\n");
@@ -194,14 +214,21 @@ TEST_F(SimulateCli, OneInputAtMostReadsStdin) {
   auto r = tmakit::testing::run_cli("simulate --global - --jsonl - < " + specs, true);
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.out,
-            "tmakit simulate: --global and --jsonl cannot both read stdin (-); give one "
-            "of them a file\n");
+            "tmakit simulate: --global and --jsonl cannot both read stdin (-) or one stream; "
+            "give one of them a file\n");
   r = tmakit::testing::run_cli(
       "simulate --global " + global + " --jsonl - --store --shared - < " + specs, true);
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.out,
-            "tmakit simulate: --jsonl and --shared cannot both read stdin (-); give one "
-            "of them a file\n");
+            "tmakit simulate: --jsonl and --shared cannot both read stdin (-) or one stream; "
+            "give one of them a file\n");
+  // stdin from a pipe under another name: the same stream (it exited 0, judging no line)
+  r = tmakit::testing::run_cli("simulate --global /dev/stdin --jsonl -", true, "cat " + specs +
+                                                                                 " | ");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out,
+            "tmakit simulate: --global and --jsonl cannot both read stdin (-) or one stream; "
+            "give one of them a file\n");
   // one is fine
   r = tmakit::testing::run_cli("simulate --global - --jsonl " + specs + " < " + global);
   EXPECT_EQ(r.code, 0);
