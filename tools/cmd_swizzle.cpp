@@ -3,11 +3,13 @@
 // and after the swizzle, with the index formula. The layout comes from the model's footprint
 // rule (rows span bytes apart, O2 in docs/hardware.md) and the shared swizzle function (swizzle.hpp).
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -88,13 +90,20 @@ Layout make_layout(const Options& o) {
   const bool padded = tmakit::is_padded(*t);
   l.slot_data_bytes = padded ? 16 * l.value_bits / 8 : 0;
   l.unit_bytes = tmakit::is_packed(*t) ? 1 : static_cast<std::uint32_t>(tmakit::element_bytes(*t));
-  unsigned long cols = 0, rows = 0;
-  char x = 0, extra = 0;
-  if (std::sscanf(o.box.c_str(), "%lu%c%lu%c", &cols, &x, &rows, &extra) != 3 || x != 'x') {
+  // NOTE: digits only (sscanf's %lu took a sign and white space, and wrapped a negative
+  // extent modulo 2^64: -18446744073709551600 read as 16); a minus is an extent outside 1..256
+  std::smatch m;
+  static const std::regex kBox(R"((-?)([0-9]+)x(-?)([0-9]+))");
+  if (!std::regex_match(o.box, m, kBox)) {
     throw tmakit::ParseError("--box " + o.box +
                              " is not COLSxROWS (elements of dimension 0 x rows), e.g. 64x8");
   }
-  // (a negative extent reads as a huge one: %lu wraps it)
+  auto extent = [&](int sign, int digits) -> unsigned long {
+    if (m[sign].length() > 0) return 0;           // negative: below 1
+    if (m[digits].length() > 9) return ULONG_MAX;  // past 256
+    return std::stoul(m[digits].str());
+  };
+  const unsigned long cols = extent(1, 2), rows = extent(3, 4);
   if (cols < 1 || rows < 1 || cols > 256 || rows > 256) {
     throw tmakit::ParseError("--box " + o.box + ": each box dimension is 1..256 (rule T7)");
   }
@@ -124,12 +133,16 @@ Layout make_layout(const Options& o) {
   const std::uint32_t span = static_cast<std::uint32_t>(tmakit::swizzle_span_bytes(l.swizzle));
   // (columns that fill whole 16 bytes: 16 bytes of values, rounded up)
   const std::uint32_t values_per_16 = 128 / l.value_bits;
+  // (the whole-16-byte column counts on either side, as the validator's T7 names them)
+  const std::uint32_t below = l.cols / values_per_16 * values_per_16;
+  const std::string column_hint =
+      (below > 0 ? std::to_string(below) + " or " : std::string()) +
+      std::to_string(below + values_per_16);
   if (l.row_bytes % 16 != 0 || l.cols * l.value_bits % 8 != 0) {
     throw tmakit::ParseError("--box " + o.box + ": a row is " +
                              std::to_string(l.cols * l.value_bits / 8) +
                              (l.cols * l.value_bits % 8 != 0 ? ".5" : "") +
-                             " bytes, not a multiple of 16 (rule T7); use " +
-                             std::to_string((l.cols / values_per_16 + 1) * values_per_16) +
+                             " bytes, not a multiple of 16 (rule T7); use " + column_hint +
                              " columns");
   }
   if (span != 0 && l.row_bytes > span) {
@@ -350,11 +363,22 @@ int run_swizzle(const Options& o) {
   if (o.text || !any_file) std::cout << text_picture(l);
   std::string svg_path = o.svg;
   if (!o.png.empty() && svg_path.empty()) svg_path = o.png + ".svg";
+  // NOTE: refused before anything is written
+  if (!o.png.empty() &&
+      (svg_path.find('\'') != std::string::npos || o.png.find('\'') != std::string::npos)) {
+    std::cerr << "tmakit swizzle: file names with a single quote are not supported\n";
+    return 2;
+  }
+  // NOTE: the SVG a PNG is made from is kept only where --svg names it, on failure too
+  auto drop_temporary_svg = [&] {
+    if (o.svg.empty()) std::remove(svg_path.c_str());
+  };
   if (!svg_path.empty()) {
     std::ofstream f(svg_path, std::ios::binary);
     f << svg_picture(l);
     f.close();  // NOTE: a full disk shows only when the file is flushed
     if (!f) {
+      drop_temporary_svg();
       std::cerr << "tmakit swizzle: cannot write " << svg_path << "\n";
       return 2;
     }
@@ -366,26 +390,22 @@ int run_swizzle(const Options& o) {
       return "'" + (path.rfind('-', 0) == 0 ? "./" + path : path) + "'";
     };
     const std::string quoted_svg = operand(svg_path), quoted_png = operand(o.png);
-    if (svg_path.find('\'') != std::string::npos || o.png.find('\'') != std::string::npos) {
-      std::cerr << "tmakit swizzle: file names with a single quote are not supported\n";
-      return 2;
-    }
     const bool rsvg = std::system("command -v rsvg-convert >/dev/null 2>&1") == 0;
     const bool magick = !rsvg && std::system("command -v convert >/dev/null 2>&1") == 0;
     if (!rsvg && !magick) {
+      drop_temporary_svg();
       std::cerr << "tmakit swizzle: no SVG-to-PNG converter (rsvg-convert or ImageMagick "
-                   "convert) found; the SVG is at "
-                << svg_path << "\n";
+                   "convert) found; --svg FILE writes the SVG itself\n";
       return 2;
     }
     const std::string cmd = rsvg ? "rsvg-convert -o " + quoted_png + " " + quoted_svg
                                  : "convert " + quoted_svg + " " + quoted_png;
-    if (std::system(cmd.c_str()) != 0) {
+    const int status = std::system(cmd.c_str());
+    drop_temporary_svg();
+    if (status != 0) {
       std::cerr << "tmakit swizzle: the converter failed: " << cmd << "\n";
       return 2;
     }
-    // NOTE: the SVG was only the converter's input unless --svg asked for it
-    if (o.svg.empty()) std::remove(svg_path.c_str());
   }
   return 0;
 }

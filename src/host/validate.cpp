@@ -537,7 +537,9 @@ void t2_data_type(const TensorMapSpec& s) {
                      " (the driver's are 0..15, UINT8 to 16U6_ALIGN16B)");
   }
   if (t < 0 || t >= kDataTypeCount) {
-    broken("T2", "data type " + to_string(t) +
+    // (a packed type by its name, as the spec spelled it; a number no type has as a number)
+    const std::string_view named = name(s.data_type);
+    broken("T2", "data type " + (named != "?" ? std::string(named) : to_string(t)) +
                      " is not a Hopper tensor-map type; fp8 travels as UINT8, packed 4/6-bit "
                      "types need Blackwell");
   }

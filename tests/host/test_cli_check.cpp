@@ -270,7 +270,7 @@ TEST(CheckCli, ArchChoosesTheRules) {
   EXPECT_NE(r.out.find("\"globalDim\":[1024,64]"), std::string::npos) << r.out;
   r = run_cli("check --arch sm_90a --jsonl " + file);
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.out.rfind("rejected T2: data type 14 is not a Hopper tensor-map type", 0), 0u)
+  EXPECT_EQ(r.out.rfind("rejected T2: data type 16U4_ALIGN16B is not a Hopper tensor-map type", 0), 0u)
       << r.out;
   // a padded type with interleave 32B: T10's fix is the interleave (P5 refuses swizzle 32B),
   // not a cycle of swizzles

@@ -69,8 +69,8 @@ TEST(Rules, T2DataType) {
   auto s = tiled();
   s.data_type = static_cast<DataType>(13);
   expect_broken(s, "T2",
-                "data type 13 is not a Hopper tensor-map type; fp8 travels as UINT8, packed "
-                "4/6-bit types need Blackwell");
+                "data type 16U4_ALIGN8B is not a Hopper tensor-map type; fp8 travels as UINT8, "
+                "packed 4/6-bit types need Blackwell");
 }
 
 TEST(Rules, T3Rank) {

@@ -69,9 +69,9 @@ TEST(RulesArch, HopperRefusesEveryBlackwellEncoding) {
   const std::string t2 =
       " is not a Hopper tensor-map type; fp8 travels as UINT8, packed 4/6-bit "
       "types need Blackwell";
-  EXPECT_EQ(verdict(with(kU4, ""), h), "T2: data type 13" + t2);
-  EXPECT_EQ(verdict(with(kU4Padded, ""), h), "T2: data type 14" + t2);
-  EXPECT_EQ(verdict(with(kU6, ""), h), "T2: data type 15" + t2);
+  EXPECT_EQ(verdict(with(kU4, ""), h), "T2: data type 16U4_ALIGN8B" + t2);
+  EXPECT_EQ(verdict(with(kU4Padded, ""), h), "T2: data type 16U4_ALIGN16B" + t2);
+  EXPECT_EQ(verdict(with(kU6, ""), h), "T2: data type 16U6_ALIGN16B" + t2);
   for (const char* sw : {"128B_ATOM_32B", "128B_ATOM_32B_FLIP_8B", "128B_ATOM_64B"}) {
     EXPECT_EQ(verdict(with(kHalf, std::string(R"("swizzle":")") + sw + "\""), h),
               "T12: swizzle = " + std::string(sw) + " is not NONE/32B/64B/128B");

@@ -90,7 +90,13 @@ TEST(SwizzleCli, BadInputGivesClearErrors) {
       {"--type FLOAT8", "not a tensor-map data type"},
       {"--swizzle 16B", "is not NONE, 32B, 64B or 128B"},
       {"--box 8", "is not COLSxROWS"},
-      {"--type FLOAT32 --box 7x2", "28 bytes, not a multiple of 16 (rule T7); use 8 columns"},
+      {"--type FLOAT32 --box 7x2",
+       "28 bytes, not a multiple of 16 (rule T7); use 4 or 8 columns"},
+      {"--type FLOAT32 --box 3x2", "12 bytes, not a multiple of 16 (rule T7); use 4 columns"},
+      // (a negative extent was read modulo 2^64, and white space skipped)
+      {"--box -18446744073709551600x8", "each box dimension is 1..256 (rule T7)"},
+      {"--box ' 16x 8'", "is not COLSxROWS"},
+      {"--box +16x8", "is not COLSxROWS"},
       {"--type FLOAT32 --swizzle 128B --box 64x2", "wider than the 128B span (rule T9)"},
       {"--base 100", "not 128-byte aligned (rule D1)"},
       {"--box 300x1", "1..256 (rule T7)"},
@@ -116,6 +122,21 @@ TEST(SwizzleCli, APngLeavesNoSvgBehindUnlessOneWasAsked) {
   r = tmakit::testing::run_cli("swizzle --png '" + png + "' --svg '" + svg + "'", false, path);
   ASSERT_EQ(r.code, 0);
   EXPECT_TRUE(std::filesystem::exists(svg));
+  // nor when it fails: a converter that fails, a name the shell command cannot quote
+  std::filesystem::create_directories(dir.path("fails"));
+  const std::string failing = dir.write("fails/rsvg-convert", "#!/bin/sh\nexit 3\n");
+  std::filesystem::permissions(failing, std::filesystem::perms::owner_all);
+  const std::string lost = dir.path("lost.png");
+  r = tmakit::testing::run_cli("swizzle --png '" + lost + "'", true,
+                               "PATH='" + dir.path("fails") + ":'\"$PATH\" ");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("the converter failed"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(lost + ".svg"));
+  const std::string quoted = dir.path("x'y.png");
+  r = tmakit::testing::run_cli("swizzle --png \"" + quoted + "\"", true, path);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("single quote"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(quoted + ".svg"));
 }
 
 TEST(SwizzleCli, AtomicityModes) {

@@ -439,7 +439,8 @@ def test_check_judges_for_the_architecture_named():
 def test_fix_and_describe_take_the_architecture():
     fixed = tmakit.fix(U4_PADDED, arch="sm_100a")
     assert fixed == dict(U4_PADDED, globalAddress=4096)
-    with pytest.raises(ValueError, match="data type 14 is not a Hopper tensor-map type"):
+    with pytest.raises(ValueError,
+                       match="data type 16U4_ALIGN16B is not a Hopper tensor-map type"):
         tmakit.fix(U4_PADDED, arch="sm_90a")
     assert tmakit.describe(U4_PADDED, arch="sm_100a").startswith(
         "tiled 16U4_ALIGN16B rank 2 @0x1010")
