@@ -310,7 +310,14 @@ def _read_base(base: Any, dtype: Any) -> _Base:
                         f"or __array_interface__, or an integer address with dtype=; got "
                         f"{type(base).__name__}")
     info = _array_info(base, "base")
-    triton_type, name, itemsize, floating = _type_of(getattr(base, "dtype", info.type_name))
+    element = getattr(base, "dtype", None)
+    if element is None:
+        # NOTE: an interface's type string ("<f2") names a NumPy dtype (float16)
+        try:
+            element = np.dtype(info.type_name)
+        except TypeError:
+            element = info.type_name
+    triton_type, name, itemsize, floating = _type_of(element)
     itemsize = info.itemsize
     if dtype is not None and _type_of(dtype)[0] != triton_type:
         raise ValueError(f"dtype: {dtype!r} differs from base's {name}; give dtype= only with "

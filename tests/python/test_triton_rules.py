@@ -258,3 +258,14 @@ def test_torch_tensor_subclasses_and_meta_tensors():
                                                block_shape=[2, 4])):
         with pytest.raises(ValueError, match="a meta tensor, which has no memory"):
             call()
+
+
+def test_an_array_interface_names_its_type_by_its_type_string():
+    # "<f2" is NumPy's float16: judged as the FLOAT16 array tensor_map reads it as (was TT9)
+    class Interface:
+        __cuda_array_interface__ = dict(shape=(64, 64), typestr="<f2", data=(4096, False),
+                                        version=3)
+
+    result = tmakit.explain_triton(base=Interface(), block_shape=[16, 64])
+    assert result.ok and result.spec["dataType"] == "FLOAT16"
+    assert tmakit.tensor_map(Interface(), box=(16, 64)).spec["dataType"] == "FLOAT16"
