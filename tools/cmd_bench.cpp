@@ -229,7 +229,8 @@ const tmakit::cli::Registrar reg(
       app.add_flag("--tune", o->suite.tune, "Add tuning variants of tmakit's kernels");
       app.add_option("--stall-seconds", o->stall_seconds,
                      "End the run, naming the step, when no timed call has finished for this "
-                     "many seconds (a kernel that never finishes); 0: wait forever")
+                     "many seconds (a kernel that never finishes), exit status 3; default "
+                     "300, 0: wait forever")
           ->transform(whole_number(0, 86400));
       app.add_option("--gemm-shape", o->gemm_shapes,
                      "GEMM shape MxNxK to run instead of the built-in list (repeatable; after "

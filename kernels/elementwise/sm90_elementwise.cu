@@ -27,7 +27,10 @@ void check_operands(ConstTensorRef in, TensorRef out) {
                                    std::to_string(out.cols) + " differs from in's " +
                                    std::to_string(in.rows) + "x" + std::to_string(in.cols));
   }
-  const bool in_place = in.data == out.data && in.row_pitch() == out.row_pitch();
+  // (one row's stride is never followed: a single row at in's address is in place whatever
+  // strides the two views carry)
+  const bool in_place =
+      in.data == out.data && (in.rows <= 1 || in.row_pitch() == out.row_pitch());
   if (!in_place && detail::overlaps(in, out)) {
     throw ArgumentError("out.data",
                         "overlaps in without being the same tensor; pass the "

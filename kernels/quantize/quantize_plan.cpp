@@ -1,6 +1,7 @@
 // The quantizer's plan and argument checks (host only; quantize_plan.hpp).
 #include "quantize/quantize_plan.hpp"
 
+#include <numeric>
 #include <string>
 
 #include "gemm/gemm_launch.hpp"
@@ -266,7 +267,10 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
     throw ArgumentError("x.cols", "K = " + std::to_string(x.cols) +
                                       " is not a multiple of 16 (the FP8 GEMM's K: rows of "
                                       "whole 16-byte chunks of e4m3); pad K to " +
-                                      std::to_string((x.cols + 15) / 16 * 16) + " with zeros");
+                                      (x.cols / 16 < UINT64_MAX / 16
+                                           ? std::to_string(x.cols / 16 * 16 + 16)
+                                           : std::string("a multiple of 16")) +
+                                      " with zeros");
   }
   // NOTE: the views' own rules (extents >= 1, 16-byte row pitches, spans) with a stand-in
   // address: the addresses are check_addresses's
@@ -309,12 +313,16 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                                              "float of its own), or (-1, -1) for the GEMM's "
                                              "layout");
   }
-  // NOTE: two groups on one float unless one dimension steps over the whole other; in 128
-  // bits, since a stride of 63 bits times a count wraps 64 (and would pass both tests)
+  // NOTE: groups (i, j) and (i', j') share a float when (i - i') mn = (j' - j) k: its
+  // smallest solution steps i by k / g and j by mn / g (g = gcd(mn, k)), so the groups are
+  // separate when either step is past its dimension's groups (interleaved layouts included)
   __extension__ typedef unsigned __int128 Wide;  // (a GCC/Clang extension: -Wpedantic)
   const auto mn = static_cast<Wide>(strides.mn);
   const auto k = static_cast<Wide>(k_stride);
-  const bool separate = s.mn == 1 || s.k == 1 || k >= s.mn * mn || mn >= s.k * k;
+  const std::int64_t g = std::gcd(strides.mn, k_stride);
+  const bool separate = s.mn == 1 || s.k == 1 ||
+                        static_cast<std::uint64_t>(k_stride / g) > s.mn - 1 ||
+                        static_cast<std::uint64_t>(strides.mn / g) > s.k - 1;
   if (!separate) {
     throw ArgumentError("scale_strides",
                         given + " puts two of the " + std::to_string(s.mn) + " x " +

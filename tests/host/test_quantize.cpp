@@ -624,6 +624,37 @@ TEST(QuantizeLauncher, ScaleStridesThatWrap64BitsAreRefused) {
   EXPECT_NE(argument, "scale_strides");
 }
 
+// Interleaved strides that put no two groups on one float are taken (the test took only
+// layouts where one dimension steps over the whole other); those that collide are refused.
+TEST(QuantizeLauncher, ScaleStridesAreRefusedOnlyWhereGroupsShareAFloat) {
+  // 64 rows x 2 k-blocks: (3, 2) puts group (i, j) at 3 i + 2 j, all different
+  EXPECT_NE(refused_with([](Args& a) {
+              a.recipe = R::block;
+              a.strides = {3, 2};
+            }),
+            "scale_strides");
+  // (2, 3) too: 2 (i - i') = 3 (j' - j) needs j' - j even, and j < 2
+  EXPECT_NE(refused_with([](Args& a) {
+              a.recipe = R::block;
+              a.strides = {2, 3};
+            }),
+            "scale_strides");
+  // (2, 64): groups (32, 0) and (0, 1) share float 64
+  EXPECT_EQ(refused_with([](Args& a) {
+              a.recipe = R::block;
+              a.strides = {2, 64};
+            }),
+            "scale_strides");
+  // 3 k-blocks (K = 384), (4, 3): 4 (i - i') = 3 (j' - j) needs j' - j a multiple of 4, and
+  // j < 3
+  EXPECT_NE(refused_with([](Args& a) {
+              a.x.cols = a.q.cols = 384;
+              a.recipe = R::block;
+              a.strides = {4, 3};
+            }),
+            "scale_strides");
+}
+
 TEST(QuantizeLauncher, MessagesSayWhatAndTheFix) {
   std::string m;
   refused_with([](Args& a) { a.x.cols = 100, a.q.cols = 100; }, &m);

@@ -57,3 +57,20 @@ def pytest_collection_modifyitems(config, items):
                 reason, checked = _gpu_reason(), True
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"gpu: {reason}"))
+
+
+@pytest.fixture(scope="session")
+def fake_cuda_views():
+    """Skips a test of fake CUDA tensors (FakeTensorMode) where this torch cannot view one
+    without a CUDA driver: torch 2.5 starts CUDA to index a fake CUDA tensor (x[None],
+    x[:, ::2]), which on a machine without a driver raises before any tmakit code runs."""
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        with FakeTensorMode():
+            x = torch.empty(4, 4, device="cuda")
+            x[None], x[:, ::2]
+    except RuntimeError as error:
+        pytest.skip(f"this torch ({torch.__version__}) starts CUDA to view a fake CUDA tensor, "
+                    f"and there is no driver here: {str(error).splitlines()[0]}")

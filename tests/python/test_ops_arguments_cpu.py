@@ -107,7 +107,7 @@ def test_a_lazily_negated_scale_tensor_reaches_the_kernel_as_its_values(monkeypa
     assert launched[1][0][-3] == ops._tmakit.GemmScaleRecipe.row
 
 
-def test_add_refuses_a_value_past_float32_on_every_layout(fake):
+def test_add_refuses_a_value_past_float32_on_every_layout(fake, fake_cuda_views):
     x = fake["x"]
     views = {"dense": x, "column step": x[:, ::2], "broadcast": x[:1].expand(16, 32),
              "transposed": x.t(), "bf16": fake["half"].to(torch.bfloat16)[:, 1:]}

@@ -47,7 +47,7 @@ def test_tracing_with_fake_cuda_tensors_records_the_ops():
     assert t.shape == (32, 16) and y.shape == x.shape and s.shape == images.shape
 
 
-def test_scale_recipes_trace_and_are_checked_before_any_device_work():
+def test_scale_recipes_trace_and_are_checked_before_any_device_work(fake_cuda_views):
     # row-wise and 128-block scales as torch._scaled_mm takes them, traced through the fake
     # implementation; every wrong scale is refused naming the argument before out exists
     with FakeTensorMode():
@@ -126,7 +126,7 @@ def test_cpu_tensors_are_refused_naming_the_argument():
         tmakit.transpose(np.zeros((4, 4), np.float32))
 
 
-def test_shape_and_type_errors_come_before_any_device_work():
+def test_shape_and_type_errors_come_before_any_device_work(fake_cuda_views):
     with FakeTensorMode():
         a = torch.empty(64, 128, device="cuda:0", dtype=FP8)
         b = torch.empty(40, 96, device="cuda:0", dtype=FP8)
@@ -190,7 +190,7 @@ def test_shape_and_type_errors_come_before_any_device_work():
         tmakit.gemm_fp8(a, a, accumulate="exact")
 
 
-def test_any_layout_traces_through_the_ops():
+def test_any_layout_traces_through_the_ops(fake_cuda_views):
     mode = FakeTensorMode()
     with mode:
         x = torch.empty(997, 3001, device="cuda:0")
@@ -240,7 +240,7 @@ def test_add_of_other_dtypes_traces_as_torchs_promoted_add():
     assert results[5] is z
 
 
-def test_complex_stencil_traces_as_the_real_op_on_the_parts():
+def test_complex_stencil_traces_as_the_real_op_on_the_parts(fake_cuda_views):
     mode = FakeTensorMode()
     with mode:
         z = torch.empty(3, 17, 20, device="cuda:0", dtype=torch.complex64)

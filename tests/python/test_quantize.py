@@ -58,7 +58,7 @@ def test_tracing_records_the_op_with_the_gemms_scale_layouts(recipe, operand):
         assert s.stride() == strides
 
 
-def test_bad_input_is_refused_naming_the_argument():
+def test_bad_input_is_refused_naming_the_argument(fake_cuda_views):
     with pytest.raises(ValueError, match=r"x: is on cpu; .*x\.cuda\(\)"):
         tmakit.quantize_fp8(torch.zeros(4, 16))
     with FakeTensorMode():

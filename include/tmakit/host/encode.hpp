@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "tmakit/core/error.hpp"  // (RuleViolation, which encode throws)
 #include "tmakit/host/tensor_map_spec.hpp"
 
 namespace tmakit {

@@ -48,7 +48,7 @@ QuantizeScaleShape quantize_scale_shape(std::uint64_t rows, std::uint64_t cols,
 // float32 device memory, written at scale[i * mn + j * k] for group (i, j) with the strides
 // in elements `scale_strides` (-1, -1: the GEMM's defaults, GemmScaleStrides; ignored for the
 // tensor recipe), no two groups on one float, not overlapping x or x_fp8. The row recipe
-// holds whole rows in shared memory: ceil(K / 128) * 128 * (element bytes + 1) must be at
+// holds whole rows in shared memory: ceil(K / 256) * 256 * (element bytes + 1) must be at
 // most 200 KiB (K <= 68096 for 16-bit x, 40960 for fp32). Throws ArgumentError naming the
 // argument before anything is written; CudaError if a launch fails. Asynchronous on `stream`;
 // the row and block recipes enqueue one kernel. The tensor recipe enqueues one cooperative

@@ -119,7 +119,8 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
                                           " images given; this kernel takes one matrix");
   }
   const std::uint64_t row_bytes = v.cols * v.element_size();
-  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes) {
+  // NOTE: one row of one image: its stride is never followed (the map takes the row's bytes)
+  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes && (v.rows > 1 || v.batch > 1)) {
     throw ArgumentError(n + ".row_stride_bytes",
                         std::to_string(v.row_stride_bytes) + " is less than a row's " +
                             std::to_string(row_bytes) + " bytes");

@@ -31,7 +31,9 @@ void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_all
                                          std::to_string(esize) + "-byte elements");
   }
   const std::uint64_t row_bytes = v.cols * esize;
-  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes) {
+  // NOTE: one row of one image: its stride is never followed (a (1, N) view's stride is
+  // whatever its framework kept), so it is not judged here
+  if (v.row_stride_bytes != 0 && v.row_stride_bytes < row_bytes && (v.rows > 1 || v.batch > 1)) {
     throw ArgumentError(n + ".row_stride_bytes", std::to_string(v.row_stride_bytes) +
                                                      " is less than a row's " +
                                                      std::to_string(row_bytes) + " bytes");
