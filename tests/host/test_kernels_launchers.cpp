@@ -172,6 +172,23 @@ TEST(KernelLaunchers, ASingleRowsStrideIsNeverFollowed) {
     const auto finding = diagnose(s);
     EXPECT_FALSE(finding.has_value()) << stride << ": " << finding->violation.what();
   }
+  // nor judged: a (1, N) view whose stride is shorter than its row (what a framework keeps
+  // for one row) passes the launchers' checks (here the call then fails without a driver),
+  // and is in place on itself whatever stride each side gives
+  for (const std::uint64_t stride : {4ull, 16ull}) {
+    const TensorRef one(fake(kA), DataType::float32, 1, 5, stride);
+    EXPECT_EQ(refused([&] { add_constant(one, TensorRef(fake(kB), DataType::float32, 1, 5), 1); }),
+              "<other exception>")
+        << stride;
+    EXPECT_EQ(refused([&] {
+                add_constant(one, TensorRef(fake(kA), DataType::float32, 1, 5, 64), 1);
+              }),
+              "<other exception>")
+        << stride;
+    EXPECT_EQ(refused([&] { transpose(one, TensorRef(fake(kB), DataType::float32, 5, 1)); }),
+              "<other exception>")
+        << stride;
+  }
   // two rows: the stride is the view's
   const TensorRef two(fake(kA), DataType::float32, 2, 5, 4096);
   EXPECT_EQ(detail::view_spec(two, DataType::float32, {8, 2, 1}, Swizzle::none)
