@@ -255,7 +255,10 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
   detail::check_scale_recipe(recipe, "recipe");
   check_operand(operand);
   if (x.type != DataType::bfloat16 && x.type != DataType::float16 && x.type != DataType::float32) {
-    throw ArgumentError("x.type", std::string(name(x.type)) +
+    // (a value past the enum by its number: name() has none for it)
+    const std::string_view named = name(x.type);
+    throw ArgumentError("x.type", (named != "?" ? std::string(named)
+                                                : std::to_string(static_cast<int>(x.type))) +
                                       " is not BFLOAT16, FLOAT16 or FLOAT32, the types the "
                                       "quantizer reads");
   }

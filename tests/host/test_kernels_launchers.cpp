@@ -159,6 +159,15 @@ TEST(KernelLaunchers, ViewsLargerThanAnyMemoryAreRefused) {
       "in", TensorRef(fake(kA), DataType::uint8, most + 1, 4, 16), false));
   EXPECT_NO_THROW(detail::check_any_view(
       "in", TensorRef(fake(kA), DataType::float32, 2, 4, 16, most + 1), true));
+  // rows of 2^38 floats back to back: the row pitch no stride gave is named, with its value
+  EXPECT_EQ(refused([&] {
+              detail::check_any_view("in", TensorRef(fake(kA), DataType::float32, 4, 1ull << 38),
+                                     false);
+            }, &msg),
+            "in.row_stride_bytes");
+  EXPECT_EQ(msg,
+            "in.row_stride_bytes: 1099511627776 bytes between rows (rows back to back, none "
+            "given) is 2^40 or more (TMA rule T6)");
 }
 
 // A single row's stride is never followed: its map gets the row's bytes rounded up to 16,

@@ -665,6 +665,9 @@ TEST(QuantizeLauncher, MessagesSayWhatAndTheFix) {
   EXPECT_EQ(m,
             "x.type: FLOAT64 is not BFLOAT16, FLOAT16 or FLOAT32, the types the quantizer "
             "reads");
+  refused_with([](Args& a) { a.x.type = static_cast<DataType>(200); }, &m);
+  EXPECT_EQ(m,
+            "x.type: 200 is not BFLOAT16, FLOAT16 or FLOAT32, the types the quantizer reads");
   refused_with([](Args& a) { a.q.cols = 128; }, &m);
   EXPECT_EQ(m, "x_fp8: shape 64x128 differs from x's 64x256");
   refused_with(

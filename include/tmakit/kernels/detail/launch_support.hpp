@@ -75,7 +75,10 @@ template <class P>
 void check_span(const char* name, const BasicTensorRef<P>& v) {
   const std::string n(name);
   if (v.row_pitch() >= (1ull << 40)) {
-    throw ArgumentError(n + ".row_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+    throw ArgumentError(n + ".row_stride_bytes",
+                        std::to_string(v.row_pitch()) + " bytes between rows" +
+                            (v.row_stride_bytes == 0 ? " (rows back to back, none given)" : "") +
+                            " is 2^40 or more (TMA rule T6)");
   }
   __extension__ typedef unsigned __int128 Wide;  // (a GCC/Clang extension: -Wpedantic)
   const Wide image_bytes = v.image_stride_bytes != 0
@@ -144,7 +147,9 @@ void check_view(const char* name, const BasicTensorRef<P>& v, bool batch_allowed
                             " bytes between images is not a multiple of 16 (TMA rule T6)");
   }
   if (v.batch > 1 && v.image_pitch() >= (1ull << 40)) {
-    throw ArgumentError(n + ".image_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+    throw ArgumentError(n + ".image_stride_bytes", std::to_string(v.image_pitch()) +
+                                                       " bytes between images is 2^40 or more "
+                                                       "(TMA rule T6)");
   }
 }
 

@@ -50,7 +50,9 @@ void check_any_view(const char* name, const BasicTensorRef<P>& v, bool batch_all
                             std::to_string(v.rows * v.row_pitch()) + " bytes");
   }
   if (v.batch > 1 && v.image_pitch() >= (1ull << 40)) {
-    throw ArgumentError(n + ".image_stride_bytes", "is 2^40 bytes or more (TMA rule T6)");
+    throw ArgumentError(n + ".image_stride_bytes", std::to_string(v.image_pitch()) +
+                                                       " bytes between images is 2^40 or more "
+                                                       "(TMA rule T6)");
   }
   if (v.batch > 1 && v.image_stride_bytes % esize != 0) {
     throw ArgumentError(n + ".image_stride_bytes",
