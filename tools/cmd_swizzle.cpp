@@ -152,6 +152,16 @@ Layout make_layout(const Options& o) {
                              "most " +
                              std::to_string(span * 8 / l.value_bits) + " columns");
   }
+  // (as the validator's X1: one copy fills at most 228 KiB of shared memory)
+  const std::uint64_t box_data_bytes = std::uint64_t{l.cols} * l.value_bits / 8 * l.rows;
+  constexpr std::uint64_t kMaxBoxBytes = 233472;
+  if (box_data_bytes > kMaxBoxBytes) {
+    throw tmakit::ParseError("--box " + o.box + ": the box is " +
+                             std::to_string(box_data_bytes) + " bytes, more than the " +
+                             std::to_string(kMaxBoxBytes) +
+                             " (228 KiB) one copy can fill (rule X1); use at most " +
+                             std::to_string(kMaxBoxBytes / (box_data_bytes / l.rows)) + " rows");
+  }
   if (o.base % 128 != 0) {
     throw tmakit::ParseError("--base " + std::to_string(o.base) +
                              " is not 128-byte aligned (rule D1)");

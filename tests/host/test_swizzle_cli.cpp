@@ -97,6 +97,9 @@ TEST(SwizzleCli, BadInputGivesClearErrors) {
       {"--box -18446744073709551600x8", "each box dimension is 1..256 (rule T7)"},
       {"--box ' 16x 8'", "is not COLSxROWS"},
       {"--box +16x8", "is not COLSxROWS"},
+      {"--type FLOAT64 --swizzle NONE --box 256x256",
+       "the box is 524288 bytes, more than the 233472 (228 KiB) one copy can fill (rule X1); "
+       "use at most 114 rows"},
       {"--type FLOAT32 --swizzle 128B --box 64x2", "wider than the 128B span (rule T9)"},
       {"--base 100", "not 128-byte aligned (rule D1)"},
       {"--box 300x1", "1..256 (rule T7)"},
