@@ -27,6 +27,12 @@ quartiles), which a drift of the host's speed between rounds does not move. Each
 name goes to stderr as it starts; one that takes longer than ``--stall-seconds`` (300; 0: no
 limit), a kernel that never finishes, ends the run with every thread's Python stack
 (faulthandler) and status 1.
+
+Exit status: 0 when every case was checked and timed (or listed); 1 without a CUDA GPU or on
+one that is not sm_90, when a case failed its check or raised, or on a stall; 2 for bad usage
+(an option's value, a --filter that selects no case, --list too, options --host-time-only
+has no use for) or output that cannot be written (--json / --svg checked before the run, a
+full disk or a closed pipe on stdout).
 """
 
 from __future__ import annotations
@@ -669,8 +675,9 @@ def _unwritable(path: str) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    # NOTE: no abbreviations: `tmakit bench`'s --gemm-shape would read as --gemm-shapes
     parser = argparse.ArgumentParser(prog="python -m tmakit.bench", description=__doc__.split(
-        "\n\n")[0])
+        "\n\n")[0], allow_abbrev=False)
     parser.add_argument("--filter", default="",
                         help="run only the cases whose name contains this (the host-time "
                              "tables still run: --no-overhead skips them)")
@@ -710,18 +717,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     for option, path in (("--json", args.json), ("--svg", args.svg)):
         # NOTE: checked before the run, which the results of would otherwise be lost
         if path is not None:
-            why = _unwritable(path)
+            why = "is empty" if not path else _unwritable(path)
             if why:
-                parser.error(f"{option} {path}: {why}")
+                parser.error(f"{option} {path!r}: {why}")
+    if args.json and args.svg and os.path.abspath(args.json) == os.path.abspath(args.svg):
+        parser.error(f"--json and --svg name one file, {args.json!r}: the chart would replace "
+                     f"the results")
+    if args.host_time_only:
+        # (options of the cases, which this part has none of)
+        given = [option for option, used in (
+            ("--list", args.list), ("--filter", args.filter), ("--small", args.small),
+            ("--svg", args.svg is not None), ("--gemm-shapes", args.gemm_shapes != "default"))
+            if used]
+        if given:
+            parser.error(f"--host-time-only runs no case, so {', '.join(given)} would do "
+                         f"nothing; leave them out")
     selected = [] if args.host_time_only else [
         pending for pending in cases(args.small, shape_sets) if args.filter in pending.name]
+    if not selected and not args.host_time_only:
+        parser.error(f"--filter {args.filter!r} matches no case; --list shows them"
+                     + (" (--small names the odd shape 2047x2049)" if args.small else "")
+                     + " (the filter is a plain substring of the name)")
     if args.list:
         for pending in selected:
             print(pending.name)
         return 0
-    if not selected and not args.host_time_only:
-        parser.error(f"--filter {args.filter!r} matches no case; --list shows them"
-                     + (" (--small names the odd shape 2047x2049)" if args.small else ""))
     if not torch.cuda.is_available():
         print("tmakit.bench: no CUDA GPU; the benchmark needs a Hopper GPU (sm_90a)",
               file=sys.stderr)
@@ -807,5 +827,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 1 if any(r.problem for r in results) else 0
 
 
+def _run() -> int:
+    """main(), with output that cannot be written (a full disk, a closed pipe) as exit status 2
+    and one line, not a traceback."""
+    try:
+        status = main()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # NOTE: the reader left (`| head`): nothing more can be said on stdout
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 2
+    except OSError as error:
+        if error.filename is None:  # (a file of --json / --svg names itself: raised as is)
+            print(f"tmakit.bench: cannot write the output: {error}", file=sys.stderr)
+            return 2
+        raise
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

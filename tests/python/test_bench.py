@@ -67,10 +67,16 @@ def test_unknown_shape_set_is_refused(capsys):
     (["--filter", "no such case"], "--filter 'no such case' matches no case; --list shows them"),
     (["--small", "--filter", "8191x8193"], "matches no case; --list shows them (--small names "
                                            "the odd shape 2047x2049)"),
-    (["--json", "/no/such/folder/x.json"], "--json /no/such/folder/x.json: its folder "
+    (["--json", "/no/such/folder/x.json"], "--json '/no/such/folder/x.json': its folder "
                                            "/no/such/folder does not exist"),
-    (["--svg", "."], "--svg .: is a folder"),
+    (["--svg", "."], "--svg '.': is a folder"),
+    (["--json", ""], "--json '': is empty"),
+    (["--json", "r.out", "--svg", "./r.out"], "--json and --svg name one file, 'r.out'"),
     (["--host-time-only", "--no-overhead"], "not allowed with argument"),
+    (["--host-time-only", "--filter", "gemm", "--list"],
+     "--host-time-only runs no case, so --list, --filter would do nothing"),
+    (["--list", "--filter", "no such case"], "matches no case"),  # (it listed nothing, 0)
+    (["--gemm-shape", "16x16x16"], "unrecognized arguments: --gemm-shape"),  # no abbreviations
 ])
 def test_bad_options_are_refused_before_anything_runs(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
@@ -85,6 +91,20 @@ def test_list_prints_the_selected_cases_without_a_gpu(capsys):
     assert [n for n in names if n] == [p.name for p in bench.cases(True)
                                        if "transpose uint8" in p.name]
     assert "transpose uint8 2047x2049" in names
+
+
+def test_output_that_cannot_be_written_is_status_2_without_a_traceback():
+    import subprocess
+    import sys
+
+    run = subprocess.run(f"{sys.executable} -m tmakit.bench --list --small > /dev/full",
+                         shell=True, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("tmakit.bench: cannot write the output: ") and \
+        "Traceback" not in run.stderr
+    run = subprocess.run(f"{sys.executable} -m tmakit.bench --list | head -1", shell=True,
+                         capture_output=True, text=True, timeout=300)
+    assert run.stdout.count("\n") == 1 and "Traceback" not in run.stderr
 
 
 def test_stall_watch_writes_to_a_real_descriptor_under_a_capturing_runner(capsys):
