@@ -11,7 +11,7 @@
 //   Producer (one thread)                      Consumers
 //   for (t...) {                               for (t...) {
 //     Barrier& full = pipe.producer_arm(st, Tile::tx_bytes);   pipe.consumer_wait(st);
-//     load_tile<Tile>(buf[st.stage], &map, full, {..});        use buf[st.stage];
+//     load_tile<Tile>(&buf[st.stage], &map, full, {..});       use buf[st.stage];
 //     st.advance();                                            pipe.consumer_release(st);
 //   }                                                          st.advance();  }
 //

@@ -30,8 +30,11 @@ namespace tmakit {
 template <class T>
 struct DataTypeOf {
   static_assert(sizeof(T) == 0,
-                "no tensor-map data type for this element type: give Tile an explicit "
-                "DataType, or use one of the C++ types listed in device/tile.hpp");
+                "no tensor-map data type for this element type: Tile takes std::uint8_t, "
+                "std::int8_t, std::uint16_t, std::int16_t, std::uint32_t, std::int32_t, "
+                "std::uint64_t, std::int64_t, __half, __nv_bfloat16, float or double (fp8 "
+                "travels as std::uint8_t); for another type of one of those sizes, specialise "
+                "tmakit::DataTypeOf<T> with a member static constexpr DataType value");
 };
 template <>
 struct DataTypeOf<std::uint8_t> {
@@ -43,6 +46,10 @@ struct DataTypeOf<std::int8_t> {
 };
 template <>
 struct DataTypeOf<std::uint16_t> {
+  static constexpr DataType value = DataType::uint16;
+};
+template <>
+struct DataTypeOf<std::int16_t> {
   static constexpr DataType value = DataType::uint16;
 };
 template <>
