@@ -7,7 +7,8 @@ tensor as mutated) with a fake implementation, so ``torch.compile(fullgraph=True
 the functions below check their arguments, allocate ``out`` when none is given, and call it.
 The registered ops check what they write themselves too (out's shape, dtype and device, the
 quantizer's x_fp8 and scale layouts, the GEMM's operand and scale types), for a
-``torch.ops.tmakit.*`` call made by hand. Kernels run on torch's current stream and are captured by CUDA graphs like any torch kernel.
+``torch.ops.tmakit.*`` call made by hand. Kernels run on torch's current stream and are
+captured by CUDA graphs like any torch kernel.
 
 Arrays of other frameworks (CuPy, JAX, ...) are taken through DLPack without a copy; results
 are torch tensors (``cupy.from_dlpack(result)`` gives them back). transpose, stencil3x3 and
@@ -36,6 +37,9 @@ from . import _tmakit
 __all__ = ["gemm_fp8", "transpose", "stencil3x3", "add", "quantize_fp8"]
 
 # --- argument checks ------------------------------------------------------------------------
+
+# NOTE: module constants: the registered ops' checks read them on every call (host time)
+_FP8, _FLOAT32 = torch.float8_e4m3fn, torch.float32
 
 # add: every type torch's `x + c` takes of up to 8 bytes but bool and complex. Integer types
 # wrap modulo 2^bits, so the unsigned launcher types serve the signed tensors of their width.
@@ -687,12 +691,12 @@ def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tens
     the scale tensors as floats); the shapes, strides and scale layouts it checks itself."""
     device = a.get_device()
     for name, t in (("a", a), ("b", b)):
-        if t.dtype != torch.float8_e4m3fn:
+        if t.dtype != _FP8:
             raise TypeError(f"{name}: dtype {t.dtype}; the GEMM reads torch.float8_e4m3fn")
         if t.dim() != 2:
             raise ValueError(f"{name}: expected 2 dimensions, got shape {tuple(t.shape)}")
     for name, t in (("scale_a_tensor", scale_a_tensor), ("scale_b_tensor", scale_b_tensor)):
-        if t is not None and t.dtype != torch.float32:
+        if t is not None and t.dtype != _FLOAT32:
             raise TypeError(f"{name}: dtype {t.dtype}; scale tensors are torch.float32")
     if out.dtype not in _GEMM_OUT_TYPES:
         raise TypeError(f"out: dtype {out.dtype}; the GEMM writes torch.bfloat16 or "
@@ -1384,9 +1388,6 @@ def _launch_quantize(x, recipe, operand, x_fp8, scale):
 def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
     if x.shape[0]:
         _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
-
-
-_FP8, _FLOAT32 = torch.float8_e4m3fn, torch.float32
 
 
 def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
