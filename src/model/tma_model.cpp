@@ -824,31 +824,7 @@ std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
     return "reduce op " + std::to_string(static_cast<int>(op)) +
            " is not a ReduceOp (add, min, max, inc, dec, and, or, xor)";
   }
-  bool ok = false;
-  switch (op) {
-    case ReduceOp::add:
-      // NOTE: add on UINT8 (fp8's carrier) and on INT64 killed the kernel with "illegal
-      // instruction" on H200, as the PTX ISA's table (no u8, no s64 for add) says
-      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
-           type == DataType::float16 || type == DataType::bfloat16 ||
-           type == DataType::float32 || type == DataType::float32_ftz;
-      break;
-    case ReduceOp::min:
-    case ReduceOp::max:
-      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64 ||
-           type == DataType::int64 || type == DataType::float16 || type == DataType::bfloat16;
-      break;
-    case ReduceOp::inc:
-    case ReduceOp::dec: ok = type == DataType::uint32; break;
-    case ReduceOp::bit_and:
-    case ReduceOp::bit_or:
-    case ReduceOp::bit_xor:
-      // NOTE: and on INT64 killed the kernel with "illegal instruction" on H200 (2 of 2 cases);
-      // UINT64 (the PTX .b64) is kept but not yet confirmed
-      ok = type == DataType::uint32 || type == DataType::int32 || type == DataType::uint64;
-      break;
-  }
-  if (ok) return {};
+  if (reduce_defined_on(op, type)) return {};
   return "reduce " + std::string(name(op)) + " is not defined on " + std::string(name(type)) +
          " (PTX ISA cp.reduce.async.bulk.tensor: add u32/s32/u64/f32/f16/bf16, min/max "
          "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; add on UINT8 or INT64 and "

@@ -92,6 +92,63 @@ __global__ void store_kernel(const __grid_constant__ CUtensorMap map, std::int32
   }
 }
 
+// Loads one DTile through a map passed by value WITHOUT __grid_constant__: the kernel takes
+// its address, so the map is copied to local memory, where TMA cannot read it (D4).
+__global__ void local_map_kernel(const CUtensorMap map, float* out) {
+  __shared__ DTile::Buffer buf;
+  __shared__ Barrier bar;
+  if (threadIdx.x == 0) {
+    bar.init(1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) arrive_and_load<DTile>(&buf, &map, bar, {0, 0});
+  bar.wait(0);
+  if (threadIdx.x == 0) out[0] = DTile::at(buf.bytes, 0, 0);
+}
+
+// A multicast load with `cta_mask` from a launch without clusters (a cluster of one CTA).
+__global__ void multicast_kernel(const __grid_constant__ CUtensorMap map, std::uint16_t cta_mask,
+                                 float* out) {
+  __shared__ DTile::Buffer buf;
+  __shared__ Barrier bar;
+  if (threadIdx.x == 0) {
+    bar.init(1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    bar.arrive_expect_tx(DTile::tx_bytes);
+    load_tile_multicast<DTile>(&buf, &map, bar, {0, 0}, cta_mask);
+  }
+  bar.wait(0);
+  if (threadIdx.x == 0) out[0] = DTile::at(buf.bytes, 0, 0);
+}
+
+// A ClusterPipeline told `cluster_size` CTAs in a launch without clusters.
+__global__ void cluster_pipeline_kernel(std::uint32_t cluster_size) {
+  __shared__ ClusterPipelineBarriers<2> bars;
+  ClusterPipeline<2> pipe(bars, cluster_size);
+  if (threadIdx.x == 0) pipe.init(1);
+}
+
+// Loads one DTile at unsigned coordinates, which TMA reads as signed (D3).
+__global__ void unsigned_coords_kernel(const __grid_constant__ CUtensorMap map, std::uint32_t x,
+                                       float* out) {
+  __shared__ DTile::Buffer buf;
+  __shared__ Barrier bar;
+  if (threadIdx.x == 0) {
+    bar.init(1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) arrive_and_load<DTile>(&buf, &map, bar, {x + blockIdx.x * 32, blockIdx.y});
+  bar.wait(0);
+  for (std::uint32_t i = threadIdx.x; i < kTileElems; i += blockDim.x) {
+    out[i] = DTile::at(buf.bytes, i % DTile::box[0], i / DTile::box[0]);
+  }
+}
+
 struct Source {
   std::vector<float> host;
   DeviceBuffer<float> dev;
@@ -136,6 +193,39 @@ TEST(DeviceDebugChild, DISABLED_MisalignedSwizzledBuffer) {
 TEST(DeviceDebugChild, DISABLED_NegativeStoreCoordinate) {
   Source src;
   store_kernel<<<1, 64>>>(src.map, 0, -3);
+  report_sync_result();
+}
+
+TEST(DeviceDebugChild, DISABLED_MapWithoutGridConstant) {
+  Source src;
+  DeviceBuffer<float> out(1);
+  local_map_kernel<<<1, 64>>>(src.map, out.get());
+  report_sync_result();
+}
+
+TEST(DeviceDebugChild, DISABLED_MulticastMaskOfNoCta) {
+  Source src;
+  DeviceBuffer<float> out(1);
+  multicast_kernel<<<1, 64>>>(src.map, 0, out.get());
+  report_sync_result();
+}
+
+TEST(DeviceDebugChild, DISABLED_MulticastMaskPastTheCluster) {
+  Source src;
+  DeviceBuffer<float> out(1);
+  multicast_kernel<<<1, 64>>>(src.map, 0x3, out.get());
+  report_sync_result();
+}
+
+TEST(DeviceDebugChild, DISABLED_ClusterPipelineWrongSize) {
+  cluster_pipeline_kernel<<<1, 32>>>(2);
+  report_sync_result();
+}
+
+TEST(DeviceDebugChild, DISABLED_UnsignedCoordinatePast2To31) {
+  Source src;
+  DeviceBuffer<float> out(kTileElems);
+  unsigned_coords_kernel<<<1, 64>>>(src.map, 0x80000000u, out.get());
   report_sync_result();
 }
 
@@ -233,6 +323,50 @@ TEST(DeviceDebug, NegativeStoreCoordinateIsReported) {
   EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
 }
 
+TEST(DeviceDebug, MapWithoutGridConstantIsReported) {
+  TMAKIT_REQUIRE_GPU();
+  const ChildResult r = run_child("MapWithoutGridConstant", 120);
+  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
+  std::printf("child output:\n%s", r.output.c_str());
+  expect_contains(r.output, "tmakit: arrive_and_load reads its tensor map at");
+  expect_contains(r.output, "the map is in local memory");
+  expect_contains(r.output, "`const __grid_constant__ CUtensorMap`");
+  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+}
+
+TEST(DeviceDebug, MulticastMasksOutsideTheClusterAreReported) {
+  TMAKIT_REQUIRE_GPU();
+  for (const char* name : {"MulticastMaskOfNoCta", "MulticastMaskPastTheCluster"}) {
+    const ChildResult r = run_child(name, 120);
+    ASSERT_FALSE(r.timed_out) << name << " hung instead of reporting:\n" << r.output;
+    std::printf("child %s output:\n%s", name, r.output.c_str());
+    expect_contains(r.output, "tmakit: load_tile_multicast with CTA mask 0x");
+    expect_contains(r.output, "the cluster has 1 CTAs, so the mask must name at least one of "
+                              "bits 0..0 and none above");
+    EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << name << ": no failure";
+  }
+}
+
+TEST(DeviceDebug, ClusterPipelineOfTheWrongSizeIsReported) {
+  TMAKIT_REQUIRE_GPU();
+  const ChildResult r = run_child("ClusterPipelineWrongSize", 120);
+  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
+  std::printf("child output:\n%s", r.output.c_str());
+  expect_contains(r.output, "tmakit: ClusterPipeline of 2 CTAs in a cluster of 1");
+  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+}
+
+TEST(DeviceDebug, UnsignedCoordinatePast2To31IsReported) {
+  TMAKIT_REQUIRE_GPU();
+  const ChildResult r = run_child("UnsignedCoordinatePast2To31", 120);
+  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
+  std::printf("child output:\n%s", r.output.c_str());
+  expect_contains(r.output, "tmakit: bad TMA coordinate for arrive_and_load");
+  expect_contains(r.output, "coordinate[0] = -2147483648");
+  expect_contains(r.output, "signed 32-bit coordinate (D3)");
+  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+}
+
 // The checks must not fire on a correct kernel: the same kernels, right count and alignment.
 TEST(DeviceDebug, CorrectKernelsPassUnderDebugChecks) {
   TMAKIT_REQUIRE_GPU();
@@ -247,6 +381,18 @@ TEST(DeviceDebug, CorrectKernelsPassUnderDebugChecks) {
   TMAKIT_CHECK_LAUNCH();
   EXPECT_EQ(out.download(), src.host);
   store_kernel<<<1, 64>>>(src.map, 0, 0);
+  TMAKIT_CHECK_LAUNCH();
+  // unsigned coordinates, a multicast to the one CTA of a launch without clusters, a
+  // ClusterPipeline of that one CTA
+  out.fill_bytes(0xCD);
+  unsigned_coords_kernel<<<1, 64>>>(src.map, 0u, out.get());
+  TMAKIT_CHECK_LAUNCH();
+  EXPECT_EQ(out.download(), src.host);
+  out.fill_bytes(0xCD);
+  multicast_kernel<<<1, 64>>>(src.map, 0x1, out.get());
+  TMAKIT_CHECK_LAUNCH();
+  EXPECT_EQ(out.download()[0], src.host[0]);
+  cluster_pipeline_kernel<<<1, 32>>>(1);
   TMAKIT_CHECK_LAUNCH();
 }
 

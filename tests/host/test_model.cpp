@@ -227,6 +227,35 @@ TEST(ModelReduce, AnOperationPastTheEnumIsRefusedNotRead) {
   EXPECT_THROW(reduce_tiled(s, static_cast<ReduceOp>(200), g, smem, {0, 0}), ModelError);
 }
 
+// The table the model and the device layer's reduce_tile share (core/reduce.hpp), written
+// out whole: per operator, the Hopper data types it is defined on (H8).
+TEST(ModelReduce, TheOperatorTypeTableIsH8s) {
+  const char* const want[tmakit::kReduceOpCount] = {
+      "UINT32 INT32 UINT64 FLOAT16 FLOAT32 BFLOAT16 FLOAT32_FTZ",  // add
+      "UINT32 INT32 UINT64 INT64 FLOAT16 BFLOAT16",                // min
+      "UINT32 INT32 UINT64 INT64 FLOAT16 BFLOAT16",                // max
+      "UINT32",                                                    // inc
+      "UINT32",                                                    // dec
+      "UINT32 INT32 UINT64",                                       // and
+      "UINT32 INT32 UINT64",                                       // or
+      "UINT32 INT32 UINT64",                                       // xor
+  };
+  for (int o = 0; o < tmakit::kReduceOpCount; ++o) {
+    const auto op = static_cast<ReduceOp>(o);
+    std::string got;
+    for (int t = 0; t < tmakit::kDataTypeCount; ++t) {
+      const auto type = static_cast<DataType>(t);
+      const bool defined = tmakit::reduce_defined_on(op, type);
+      EXPECT_EQ(defined, reduce_unsupported_reason(op, type).empty()) << name(op) << " " << t;
+      if (!defined) continue;
+      if (!got.empty()) got += ' ';
+      got += tmakit::name(type);
+    }
+    EXPECT_EQ(got, want[o]) << name(op);
+  }
+  EXPECT_FALSE(tmakit::reduce_defined_on(static_cast<ReduceOp>(8), DataType::uint32));
+}
+
 TEST(ModelLoad, NarrowRowTakesFullSpanO2) {
   // float32 box 8 x 4 (32-byte rows) with the 64B swizzle: rows 64 bytes apart; rows 2 and 3
   // sit in 128-byte line 1 and have their two chunks swapped; bytes 32..63 of each row untouched

@@ -2,6 +2,11 @@
 // is issued by ONE thread; the rank of the coordinates must equal the tile's (compile time),
 // and in debug mode the shared buffer's alignment is checked on the device (D1, D2).
 //
+// Shared buffers are passed by pointer: a tile's own Buffer (`&smem.a[stage]`), which the
+// helpers check at compile time against the tile's footprint, or raw bytes (`buf.bytes`, a
+// `void*`), which they cannot. Coordinates are signed 32-bit (D3); unsigned ones such as
+// `{blockIdx.x * 64, 0}` are taken too, and in debug mode one of 2^31 or more is reported.
+//
 // Loads complete on a Barrier: arm it with the tile's byte count first, or use
 // arrive_and_load, which does both so the count cannot be wrong:
 //   if (threadIdx.x == 0) arrive_and_load<ATile>(smem.a, &map_a, smem.full, {x, y});
@@ -14,8 +19,11 @@
 //                           store_wait<0>(); }
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
 
+#include "tmakit/core/reduce.hpp"
 #include "tmakit/device/barrier.hpp"
 #include "tmakit/device/debug.hpp"
 #include "tmakit/device/tile.hpp"
@@ -26,8 +34,6 @@
 
 namespace tmakit {
 
-using ptx::ReduceOp;
-
 // True in one lane of a warp whose 32 lanes all call it (elect.sync): the way to pick the
 // thread that issues a warp's copies. NOTE: a branch on `threadIdx.x == 0` is per-thread to
 // ptxas, which then wraps each TMA instruction inside it in a loop that elects a lane and
@@ -37,6 +43,30 @@ using ptx::ReduceOp;
 __device__ __forceinline__ bool elect_one() { return ptx::elect_sync(); }
 
 namespace detail {
+// NOTE: a namespace-scope constant, so that device code reads the host constexpr table
+// without --expt-relaxed-constexpr
+template <ReduceOp Op, DataType Type>
+inline constexpr bool kReduceDefinedOn = reduce_defined_on(Op, Type);
+// A tile's Buffer type (Tile<...>::Buffer, DynamicTile<...>::Buffer): its capacity is known.
+template <class B>
+concept TileBufferType = requires {
+  { B::tile_capacity_bytes } -> std::convertible_to<std::uint32_t>;
+};
+// Compile time: a typed buffer must hold the whole box the copy moves (a smaller tile's Buffer
+// handed to a larger tile's copy would overflow shared memory, silently); a load must not
+// write through a pointer to const.
+template <class TileT, class P, bool Writes>
+__device__ __forceinline__ constexpr void check_buffer_type() {
+  static_assert(!Writes || !std::is_const_v<P>,
+                "a load writes its shared buffer: pass a pointer to non-const storage");
+  using B = std::remove_cv_t<P>;
+  if constexpr (TileBufferType<B>) {
+    static_assert(B::tile_capacity_bytes >= TileT::smem_bytes,
+                  "the shared buffer is smaller than the tile copied through it (its Buffer's "
+                  "tile_capacity_bytes < TileT::smem_bytes): pass the copied tile's own Buffer, "
+                  "or a larger one");
+  }
+}
 template <class TileT>
 __device__ __forceinline__ void debug_check_tile_buffer(const void* smem) {
   if constexpr (TileT::swizzle == Swizzle::none) {
@@ -76,6 +106,53 @@ __device__ __forceinline__ void debug_check_coords(const char* op,
     (void)op, (void)coords, (void)is_store;
   }
 }
+// Debug mode: the tensor map must be read from kernel-parameter, constant or global memory
+// (D4). A CUtensorMap kernel parameter without `__grid_constant__` is copied to local memory
+// when its address is taken, and TMA cannot read it there.
+__device__ __forceinline__ void debug_check_tensor_map(const char* op, const CUtensorMap* map) {
+  if constexpr (kDebugWaits) {
+    if (!(__isGridConstant(map) || __isConstant(map) || __isGlobal(map))) {
+      report_tensor_map_space(op, reinterpret_cast<std::uintptr_t>(map), __isLocal(map) != 0);
+    }
+  } else {
+    (void)op, (void)map;
+  }
+}
+// Debug mode: a multicast must reach at least one CTA, and only CTAs of this cluster.
+__device__ __forceinline__ void debug_check_cta_mask(const char* op, std::uint16_t cta_mask) {
+  if constexpr (kDebugWaits) {
+    const std::uint32_t ctas = ptx::cluster_nctarank();
+    if (cta_mask == 0 || (ctas < 16 && (cta_mask >> ctas) != 0)) {
+      report_bad_cta_mask(op, cta_mask, ctas);
+    }
+  } else {
+    (void)op, (void)cta_mask;
+  }
+}
+// Unsigned coordinates as TMA's signed ones; debug mode reports one of 2^31 or more, which
+// the hardware would read as negative (D3).
+template <int N>
+struct SignedCoords {
+  std::int32_t v[N];
+};
+template <int N>
+__device__ __forceinline__ SignedCoords<N> signed_coords(const char* op,
+                                                         const std::uint32_t (&coords)[N]) {
+  SignedCoords<N> c{};
+#pragma unroll
+  for (int d = 0; d < N; ++d) {
+    if constexpr (kDebugWaits) {
+      if (coords[d] > 0x7fffffffu) {
+        report_bad_coordinate(op, d, static_cast<std::int32_t>(coords[d]),
+                              "an unsigned coordinate of 2^31 or more is negative as TMA's "
+                              "signed 32-bit coordinate (D3)");
+      }
+    }
+    c.v[d] = static_cast<std::int32_t>(coords[d]);
+  }
+  (void)op;
+  return c;
+}
 }  // namespace detail
 
 // Global -> shared, 4 bytes, without waiting (cp.async): `src` into `smem_dst` (4-byte aligned
@@ -104,21 +181,25 @@ __device__ __forceinline__ void wait_async_copies() {
 }
 
 // Global -> shared: one box at `coords` into `smem`, completing on `bar` (armed by the caller).
-template <class TileT, int N>
-__device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Barrier& bar,
+template <class TileT, class P, int N>
+__device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
                                           const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
+  detail::check_buffer_type<TileT, P, true>();
+  detail::debug_check_tensor_map("load_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("load_tile", coords, false);
   ptx::cp_async_bulk_tensor_shared_global_tile(ptx::smem_u32(smem), map, coords, bar.smem());
 }
 
 // As load_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
-template <class TileT, int N>
-__device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Barrier& bar,
+template <class TileT, class P, int N>
+__device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
                                           const std::int32_t (&coords)[N],
                                           std::uint64_t l2_policy) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
+  detail::check_buffer_type<TileT, P, true>();
+  detail::debug_check_tensor_map("load_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("load_tile", coords, false);
   ptx::cp_async_bulk_tensor_shared_global_tile_hint(ptx::smem_u32(smem), map, coords,
@@ -126,8 +207,8 @@ __device__ __forceinline__ void load_tile(void* smem, const CUtensorMap* map, Ba
 }
 
 // Arm `bar` for exactly this tile's bytes, then load it: the count comes from the type.
-template <class TileT, int N>
-__device__ __forceinline__ void arrive_and_load(void* smem, const CUtensorMap* map, Barrier& bar,
+template <class TileT, class P, int N>
+__device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map, Barrier& bar,
                                                 const std::int32_t (&coords)[N]) {
   bar.arrive_expect_tx(TileT::tx_bytes);
   load_tile<TileT>(smem, map, bar, coords);
@@ -135,13 +216,16 @@ __device__ __forceinline__ void arrive_and_load(void* smem, const CUtensorMap* m
 
 // Global -> shared of every CTA in `cta_mask` (same smem offset, same barrier offset).
 // Every receiving CTA must have armed its barrier for TileT::tx_bytes before this is issued:
-// use ClusterPipeline (device/pipeline.hpp), which orders that.
-template <class TileT, int N>
-__device__ __forceinline__ void load_tile_multicast(void* smem, const CUtensorMap* map,
-                                                    Barrier& bar,
+// use ClusterPipeline (device/pipeline.hpp), which orders that. Debug mode reports a mask of
+// no CTA or of CTAs past the cluster's.
+template <class TileT, class P, int N>
+__device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* map, Barrier& bar,
                                                     const std::int32_t (&coords)[N],
                                                     std::uint16_t cta_mask) {
   static_assert(N == TileT::rank, "load_tile_multicast: one coordinate per tile dimension");
+  detail::check_buffer_type<TileT, P, true>();
+  detail::debug_check_tensor_map("load_tile_multicast", map);
+  detail::debug_check_cta_mask("load_tile_multicast", cta_mask);
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("load_tile_multicast", coords, false);
   ptx::cp_async_bulk_tensor_shared_global_tile_multicast(ptx::smem_u32(smem), map, coords,
@@ -152,31 +236,42 @@ __device__ __forceinline__ void load_tile_multicast(void* smem, const CUtensorMa
 // at 16-byte granularity along dimension 0 (observed: a row whose end is not on a 16-byte
 // boundary gets the rest of its last chunk written). Coordinates must not be negative
 // (observed: illegal instruction). Both are reported in debug mode / documented in docs/device.md.
-template <class TileT, int N>
-__device__ __forceinline__ void store_tile(const CUtensorMap* map, const void* smem,
+template <class TileT, class P, int N>
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
                                            const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
+  detail::check_buffer_type<TileT, P, false>();
+  detail::debug_check_tensor_map("store_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("store_tile", coords, true);
   ptx::cp_async_bulk_tensor_global_shared_tile(map, coords, ptx::smem_u32(smem));
 }
 
 // As store_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
-template <class TileT, int N>
-__device__ __forceinline__ void store_tile(const CUtensorMap* map, const void* smem,
+template <class TileT, class P, int N>
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
                                            const std::int32_t (&coords)[N],
                                            std::uint64_t l2_policy) {
   static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
+  detail::check_buffer_type<TileT, P, false>();
+  detail::debug_check_tensor_map("store_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("store_tile", coords, true);
   ptx::cp_async_bulk_tensor_global_shared_tile_hint(map, coords, ptx::smem_u32(smem), l2_policy);
 }
 
-// Global[coords] = Global[coords] <op> smem, element-wise, atomically per element.
-template <class TileT, ReduceOp Op, int N>
-__device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const void* smem,
+// Global[coords] = Global[coords] <op> smem, element-wise, atomically per element. The pairs
+// of operator and element type the hardware defines: reduce_defined_on (core/reduce.hpp, H8).
+template <class TileT, ReduceOp Op, class P, int N>
+__device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const P* smem,
                                             const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "reduce_tile: give one coordinate per tile dimension");
+  static_assert(detail::kReduceDefinedOn<Op, TileT::data_type>,
+                "reduce_tile: the hardware does not define this operator on this element type "
+                "(H8: add on u32/s32/u64/f32/f16/bf16, min/max on u32/s32/u64/s64/f16/bf16, "
+                "inc/dec on u32, and/or/xor on u32/s32/u64; others end the kernel)");
+  detail::check_buffer_type<TileT, P, false>();
+  detail::debug_check_tensor_map("reduce_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
   detail::debug_check_coords<TileT>("reduce_tile", coords, true);
   ptx::cp_reduce_async_bulk_tensor_tile<Op>(map, coords, ptx::smem_u32(smem));
@@ -187,7 +282,56 @@ template <class TileT, int N>
 __device__ __forceinline__ void prefetch_tile(const CUtensorMap* map,
                                               const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "prefetch_tile: give one coordinate per tile dimension");
+  detail::debug_check_tensor_map("prefetch_tile", map);
   ptx::cp_async_bulk_prefetch_tensor_tile(map, coords);
+}
+
+// The same helpers with unsigned coordinates (`{blockIdx.x * 64, blockIdx.y * 32}`), which a
+// signed coordinate array would refuse as a narrowing conversion. NOTE: a list that mixes
+// unsigned and signed variables matches neither form: cast one side.
+template <class TileT, class P, int N>
+__device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
+                                          const std::uint32_t (&coords)[N]) {
+  load_tile<TileT>(smem, map, bar, detail::signed_coords("load_tile", coords).v);
+}
+template <class TileT, class P, int N>
+__device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
+                                          const std::uint32_t (&coords)[N],
+                                          std::uint64_t l2_policy) {
+  load_tile<TileT>(smem, map, bar, detail::signed_coords("load_tile", coords).v, l2_policy);
+}
+template <class TileT, class P, int N>
+__device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map, Barrier& bar,
+                                                const std::uint32_t (&coords)[N]) {
+  arrive_and_load<TileT>(smem, map, bar, detail::signed_coords("arrive_and_load", coords).v);
+}
+template <class TileT, class P, int N>
+__device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* map, Barrier& bar,
+                                                    const std::uint32_t (&coords)[N],
+                                                    std::uint16_t cta_mask) {
+  load_tile_multicast<TileT>(smem, map, bar,
+                             detail::signed_coords("load_tile_multicast", coords).v, cta_mask);
+}
+template <class TileT, class P, int N>
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
+                                           const std::uint32_t (&coords)[N]) {
+  store_tile<TileT>(map, smem, detail::signed_coords("store_tile", coords).v);
+}
+template <class TileT, class P, int N>
+__device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
+                                           const std::uint32_t (&coords)[N],
+                                           std::uint64_t l2_policy) {
+  store_tile<TileT>(map, smem, detail::signed_coords("store_tile", coords).v, l2_policy);
+}
+template <class TileT, ReduceOp Op, class P, int N>
+__device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const P* smem,
+                                            const std::uint32_t (&coords)[N]) {
+  reduce_tile<TileT, Op>(map, smem, detail::signed_coords("reduce_tile", coords).v);
+}
+template <class TileT, int N>
+__device__ __forceinline__ void prefetch_tile(const CUtensorMap* map,
+                                              const std::uint32_t (&coords)[N]) {
+  prefetch_tile<TileT>(map, detail::signed_coords("prefetch_tile", coords).v);
 }
 
 // Warm the descriptor itself; once per map, early in the kernel (D4).

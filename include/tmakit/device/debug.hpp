@@ -1,6 +1,7 @@
 // Debug mode (build option TMAKIT_DEBUG_WAITS, which defines TMAKIT_DEBUG_WAITS=1): every
 // barrier wait is bounded and every shared-memory buffer handed to a TMA helper is checked
-// for its alignment. A broken rule prints one line naming the block, thread, barrier,
+// for its alignment; the copies check their coordinates, their tensor map's memory space and
+// a multicast's CTA mask, and ClusterPipeline its cluster size. A broken rule prints one line naming the block, thread, barrier,
 // phase and expected bytes (or the buffer and the alignment it needs), then traps: the
 // kernel ends with an error instead of hanging the GPU.
 //
@@ -71,6 +72,40 @@ __device__ __noinline__ inline void report_tx_past_limit(const char* op, std::ui
          "more barriers or phases\n",
          op, tx_bytes, bar_smem, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
          threadIdx.z);
+  __trap();
+}
+
+__device__ __noinline__ inline void report_tensor_map_space(const char* op,
+                                                             std::uintptr_t map_address,
+                                                             bool local) {
+  printf("tmakit: %s reads its tensor map at 0x%llx: block (%u,%u,%u) thread (%u,%u,%u): %s; "
+         "TMA reads a map from kernel-parameter, constant or global memory only (D4): declare "
+         "the kernel parameter `const __grid_constant__ CUtensorMap`\n",
+         op, static_cast<unsigned long long>(map_address), blockIdx.x, blockIdx.y, blockIdx.z,
+         threadIdx.x, threadIdx.y, threadIdx.z,
+         local ? "the map is in local memory (a kernel parameter without __grid_constant__ is "
+                 "copied there when its address is taken)"
+               : "the map is in shared memory or another space TMA does not read");
+  __trap();
+}
+
+__device__ __noinline__ inline void report_bad_cta_mask(const char* op, std::uint32_t cta_mask,
+                                                         std::uint32_t cluster_ctas) {
+  printf("tmakit: %s with CTA mask 0x%x: block (%u,%u,%u) thread (%u,%u,%u): the cluster has "
+         "%u CTAs, so the mask must name at least one of bits 0..%u and none above (a mask of "
+         "no CTA delivers nothing and the barrier waits forever)\n",
+         op, cta_mask, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+         threadIdx.z, cluster_ctas, cluster_ctas - 1);
+  __trap();
+}
+
+__device__ __noinline__ inline void report_bad_cluster_size(std::uint32_t cluster_size,
+                                                             std::uint32_t cluster_ctas) {
+  printf("tmakit: ClusterPipeline of %u CTAs in a cluster of %u: block (%u,%u,%u) thread "
+         "(%u,%u,%u): give the cluster's own CTA count (1..16, cluster_nctarank()), or every "
+         "stage's armed barrier waits for arrivals that never come\n",
+         cluster_size, cluster_ctas, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+         threadIdx.y, threadIdx.z);
   __trap();
 }
 

@@ -104,8 +104,16 @@ class ClusterPipeline {
   static constexpr int stages = Stages;
   static constexpr std::uint32_t kLeaderRank = 0;
 
+  // `cluster_size` must be the cluster's CTA count (1-D cluster); debug mode reports another.
   __device__ ClusterPipeline(ClusterPipelineBarriers<Stages>& bars, std::uint32_t cluster_size)
-      : bars_(bars), cluster_size_(cluster_size) {}
+      : bars_(bars), cluster_size_(cluster_size) {
+    if constexpr (kDebugWaits) {
+      const std::uint32_t ctas = ptx::cluster_nctarank();
+      if (cluster_size == 0 || cluster_size > 16 || cluster_size != ctas) {
+        detail::report_bad_cluster_size(cluster_size, ctas);
+      }
+    }
+  }
 
   __device__ void init(std::uint32_t consumer_arrivals) {  // (unrolled: Pipeline::init)
 #pragma unroll

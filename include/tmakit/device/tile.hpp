@@ -117,8 +117,10 @@ struct Tile {
   static constexpr std::uint32_t smem_bytes =
       (rows * row_pitch_bytes + align_bytes - 1) / align_bytes * align_bytes;
 
-  // Storage for one box inside a SharedStorage struct.
+  // Storage for one box inside a SharedStorage struct. The copy helpers refuse, at compile
+  // time, a Buffer smaller than the tile they copy (tile_capacity_bytes).
   struct alignas(align_bytes) Buffer {
+    static constexpr std::uint32_t tile_capacity_bytes = smem_bytes;
     unsigned char bytes[smem_bytes];
   };
   static_assert(sizeof(Buffer) == smem_bytes, "Buffer must not be padded further");
@@ -188,6 +190,7 @@ struct DynamicTile {
                 "Buffers keeps every box aligned");
 
   struct alignas(align_bytes) Buffer {
+    static constexpr std::uint32_t tile_capacity_bytes = smem_bytes;
     unsigned char bytes[smem_bytes];
   };
 };

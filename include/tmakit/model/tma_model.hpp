@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tmakit/core/error.hpp"
+#include "tmakit/core/reduce.hpp"
 #include "tmakit/host/tensor_map_spec.hpp"
 
 namespace tmakit::model {
@@ -104,14 +105,14 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address = 0);
 
-enum class ReduceOp : std::uint8_t { add, min, max, inc, dec, bit_and, bit_or, bit_xor };
+using ReduceOp = ::tmakit::ReduceOp;  // core/reduce.hpp
 std::string_view name(ReduceOp op);                           // "add", "and", ...
 std::optional<ReduceOp> parse_reduce_op(std::string_view s);  // inverse of name()
 
-// Whether the model (and the hardware, per the PTX ISA table of cp.reduce.async.bulk.tensor)
-// defines `op` on `type`: add on u32/s32/u64/s64/f32/f16/bf16, min/max on
-// u32/s32/u64/s64/f16/bf16, inc/dec on u32, and/or/xor on u32/s32/u64. Add on UINT8 (fp8's
-// carrier) and and/or/xor on INT64 kill the kernel on H200. Empty when supported, else why.
+// Whether the model (and the hardware) defines `op` on `type`, by reduce_defined_on
+// (core/reduce.hpp): add on u32/s32/u64/f32/f16/bf16, min/max on u32/s32/u64/s64/f16/bf16,
+// inc/dec on u32, and/or/xor on u32/s32/u64. Add on UINT8 (fp8's carrier) or INT64 and
+// and/or/xor on INT64 kill the kernel on H200. Empty when supported, else why.
 std::string reduce_unsupported_reason(ReduceOp op, DataType type);
 
 // cp.reduce.async.bulk.tensor.Nd.global.shared::cta.OP.tile: global = global OP smem for

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "tmakit/core/reduce.hpp"
 #include "tmakit/ptx/common.hpp"
 
 namespace tmakit::ptx {
@@ -210,9 +211,9 @@ __device__ __forceinline__ void cp_async_bulk_tensor_global_shared_im2col_no_off
 }
 
 // The reduction operators of cp.reduce.async.bulk.tensor (.add .min .max .inc .dec .and .or
-// .xor). Which element types allow which operator: PTX ISA, "cp.reduce.async.bulk.tensor".
+// .xor); which data types allow which: tmakit::reduce_defined_on (core/reduce.hpp, rule H8).
 // NOTE: fp8 carried as UINT8 cannot be reduced as fp8: the data type decides the add (H8).
-enum class ReduceOp { add, min, max, inc, dec, bit_and, bit_or, bit_xor };
+using ReduceOp = ::tmakit::ReduceOp;
 
 // cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.<op>.tile.bulk_group
 //     [tensorMap, {c0, ...}], [srcMem];
