@@ -46,18 +46,21 @@ import sys
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
+_NEEDS_TORCH = ("tmakit.bench needs PyTorch: pip install 'tmakit[torch]' (or a torch build for "
+                "your CUDA)")
 try:
     import torch
 except ImportError as error:  # NOTE: torch is the package's optional extra
-    _NEEDS_TORCH = ("tmakit.bench needs PyTorch: pip install 'tmakit[torch]' (or a torch build "
-                    "for your CUDA)")
-    if __name__ == "__main__":
-        sys.exit(_NEEDS_TORCH)
-    raise ImportError(_NEEDS_TORCH) from error
+    if __name__ != "__main__":
+        raise ImportError(_NEEDS_TORCH) from error
+    # NOTE: run as a program, the options are read first (--help needs no torch); main()
+    # then ends with the message
+    torch = None
 
-from . import ops
+if torch is not None:
+    from . import ops
 
-FP8 = torch.float8_e4m3fn
+    FP8 = torch.float8_e4m3fn
 
 
 class Case(NamedTuple):
@@ -705,6 +708,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          for name, v in GEMM_SHAPE_SETS.items())
                              + " (default: default)")
     args = parser.parse_args(argv)
+    if torch is None:
+        print(_NEEDS_TORCH, file=sys.stderr)
+        return 1
     if not 1 <= args.reps <= 100000:
         parser.error(f"--reps: {args.reps} is outside 1..100000")
     if not 0 <= args.stall_seconds <= 86400:

@@ -226,17 +226,27 @@ try:
     tmakit.add
 except ImportError as error:
     print(error)
-sys.argv = ["python -m tmakit.bench", "--help"]
-try:
-    runpy.run_module("tmakit.bench", run_name="__main__")
-except SystemExit as error:
-    print(error.code)
+for argv in (["--help"], ["--list"]):
+    sys.argv = ["python -m tmakit.bench"] + argv
+    try:
+        runpy.run_module("tmakit.bench", run_name="__main__")
+    except SystemExit as error:
+        print("exit", error.code)
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
     hint = "needs PyTorch: pip install 'tmakit[torch]' (or a torch build for your CUDA)"
-    assert run.stdout.splitlines() == [f"tmakit.add {hint}", f"tmakit.bench {hint}"]
+    lines = run.stdout.splitlines()
+    # the help needs no torch; a run ends with the hint on stderr, exit status 1
+    assert lines[0] == f"tmakit.add {hint}"
+    assert lines[1].startswith("usage: python -m tmakit.bench"), lines
+    assert "--host-time-only" in run.stdout and lines[-2:] == ["exit 0", "exit 1"], lines
+    assert run.stderr.strip() == f"tmakit.bench {hint}"
+    sys_modules_torch = "import sys; sys.modules['torch'] = None; import tmakit.bench"
+    imported = subprocess.run([sys.executable, "-c", sys_modules_torch], capture_output=True,
+                              text=True, timeout=120)
+    assert imported.returncode == 1 and f"ImportError: tmakit.bench {hint}" in imported.stderr
 
 
 def test_the_fix_is_data_and_fix_gives_the_nearest_passing_spec():
