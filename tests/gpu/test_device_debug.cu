@@ -328,7 +328,7 @@ TEST(DeviceDebug, MapWithoutGridConstantIsReported) {
   const ChildResult r = run_child("MapWithoutGridConstant", 120);
   ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
   std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: arrive_and_load reads its tensor map at");
+  expect_contains(r.output, "tmakit: load_tile reads its tensor map at");
   expect_contains(r.output, "the map is in local memory");
   expect_contains(r.output, "`const __grid_constant__ CUtensorMap`");
   EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
@@ -380,10 +380,8 @@ TEST(DeviceDebug, CorrectKernelsPassUnderDebugChecks) {
   misaligned_kernel<<<1, 64, DTile::smem_bytes + 2048>>>(src.map, 0, out.get());
   TMAKIT_CHECK_LAUNCH();
   EXPECT_EQ(out.download(), src.host);
-  store_kernel<<<1, 64>>>(src.map, 0, 0);
-  TMAKIT_CHECK_LAUNCH();
   // unsigned coordinates, a multicast to the one CTA of a launch without clusters, a
-  // ClusterPipeline of that one CTA
+  // ClusterPipeline of that one CTA (before the store below writes the source)
   out.fill_bytes(0xCD);
   unsigned_coords_kernel<<<1, 64>>>(src.map, 0u, out.get());
   TMAKIT_CHECK_LAUNCH();
@@ -393,6 +391,8 @@ TEST(DeviceDebug, CorrectKernelsPassUnderDebugChecks) {
   TMAKIT_CHECK_LAUNCH();
   EXPECT_EQ(out.download()[0], src.host[0]);
   cluster_pipeline_kernel<<<1, 32>>>(1);
+  TMAKIT_CHECK_LAUNCH();
+  store_kernel<<<1, 64>>>(src.map, 0, 0);
   TMAKIT_CHECK_LAUNCH();
 }
 
