@@ -27,6 +27,8 @@ __global__ void every_copy_form(const __grid_constant__ CUtensorMap map, int x) 
   tmakit::arrive_and_load<Bf16Tile>(&bf16_buf, &map, bar, {x, x});
   tmakit::load_tile<F32Tile>(static_cast<void*>(&buf[1]), &map, bar, {x, x});
   tmakit::load_tile<F32Tile>(&buf[0], &map, bar, {x, x}, 0ull);
+  tmakit::load_tile<F32Tile, 2>(&buf[0], &map, bar, {x, x});  // the rank given, as before
+  tmakit::reduce_tile<F32Tile, tmakit::ReduceOp::add, 2>(&map, &buf[0], {x, 0});
   tmakit::load_tile<F32Tile>(&buf[0], &map, bar, {u, 0u}, 0ull);
   tmakit::load_tile_multicast<F32Tile>(&buf[0], &map, bar, {u, 0}, 3);
   tmakit::load_tile_multicast<F32Tile>(buf[0].bytes, &map, bar, {x, 0}, 1);

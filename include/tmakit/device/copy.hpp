@@ -181,7 +181,7 @@ __device__ __forceinline__ void wait_async_copies() {
 }
 
 // Global -> shared: one box at `coords` into `smem`, completing on `bar` (armed by the caller).
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
                                           const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
@@ -193,7 +193,7 @@ __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barri
 }
 
 // As load_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
                                           const std::int32_t (&coords)[N],
                                           std::uint64_t l2_policy) {
@@ -207,7 +207,7 @@ __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barri
 }
 
 // Arm `bar` for exactly this tile's bytes, then load it: the count comes from the type.
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map, Barrier& bar,
                                                 const std::int32_t (&coords)[N]) {
   bar.arrive_expect_tx(TileT::tx_bytes);
@@ -218,7 +218,7 @@ __device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map,
 // Every receiving CTA must have armed its barrier for TileT::tx_bytes before this is issued:
 // use ClusterPipeline (device/pipeline.hpp), which orders that. Debug mode reports a mask of
 // no CTA or of CTAs past the cluster's.
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* map, Barrier& bar,
                                                     const std::int32_t (&coords)[N],
                                                     std::uint16_t cta_mask) {
@@ -236,7 +236,7 @@ __device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* 
 // at 16-byte granularity along dimension 0 (observed: a row whose end is not on a 16-byte
 // boundary gets the rest of its last chunk written). Coordinates must not be negative
 // (observed: illegal instruction). Both are reported in debug mode / documented in docs/device.md.
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
                                            const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
@@ -248,7 +248,7 @@ __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem
 }
 
 // As store_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
                                            const std::int32_t (&coords)[N],
                                            std::uint64_t l2_policy) {
@@ -262,7 +262,7 @@ __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem
 
 // Global[coords] = Global[coords] <op> smem, element-wise, atomically per element. The pairs
 // of operator and element type the hardware defines: reduce_defined_on (core/reduce.hpp, H8).
-template <class TileT, ReduceOp Op, class P, int N>
+template <class TileT, ReduceOp Op, int N, class P>
 __device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const P* smem,
                                             const std::int32_t (&coords)[N]) {
   static_assert(N == TileT::rank, "reduce_tile: give one coordinate per tile dimension");
@@ -289,41 +289,41 @@ __device__ __forceinline__ void prefetch_tile(const CUtensorMap* map,
 // The same helpers with unsigned coordinates (`{blockIdx.x * 64, blockIdx.y * 32}`), which a
 // signed coordinate array would refuse as a narrowing conversion. NOTE: a list that mixes
 // unsigned and signed variables matches neither form: cast one side.
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
                                           const std::uint32_t (&coords)[N]) {
   load_tile<TileT>(smem, map, bar, detail::signed_coords("load_tile", coords).v);
 }
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
                                           const std::uint32_t (&coords)[N],
                                           std::uint64_t l2_policy) {
   load_tile<TileT>(smem, map, bar, detail::signed_coords("load_tile", coords).v, l2_policy);
 }
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map, Barrier& bar,
                                                 const std::uint32_t (&coords)[N]) {
   arrive_and_load<TileT>(smem, map, bar, detail::signed_coords("arrive_and_load", coords).v);
 }
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* map, Barrier& bar,
                                                     const std::uint32_t (&coords)[N],
                                                     std::uint16_t cta_mask) {
   load_tile_multicast<TileT>(smem, map, bar,
                              detail::signed_coords("load_tile_multicast", coords).v, cta_mask);
 }
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
                                            const std::uint32_t (&coords)[N]) {
   store_tile<TileT>(map, smem, detail::signed_coords("store_tile", coords).v);
 }
-template <class TileT, class P, int N>
+template <class TileT, int N, class P>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
                                            const std::uint32_t (&coords)[N],
                                            std::uint64_t l2_policy) {
   store_tile<TileT>(map, smem, detail::signed_coords("store_tile", coords).v, l2_policy);
 }
-template <class TileT, ReduceOp Op, class P, int N>
+template <class TileT, ReduceOp Op, int N, class P>
 __device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const P* smem,
                                             const std::uint32_t (&coords)[N]) {
   reduce_tile<TileT, Op>(map, smem, detail::signed_coords("reduce_tile", coords).v);
