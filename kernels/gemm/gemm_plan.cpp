@@ -110,6 +110,15 @@ void check_recipe(const GemmProblem& q) {
   }
 }
 
+// Whether a configuration runs `splits` asked for by GemmTuning::splits (0: none asked for):
+// check_config_tuning's rules for them.
+bool takes_splits(int id, int splits, std::int64_t k_blocks) {
+  if (splits <= 1) return true;
+  const ConfigRow& c = row(id);
+  if (!c.splits_k) return false;
+  return !small_m(id) || ((splits & (splits - 1)) == 0 && splits <= 8 && splits <= k_blocks);
+}
+
 // A configuration's own limits, forced or chosen: M, splits of K, promotion, D's stores.
 void check_config_tuning(int id, const GemmProblem& q) {
   const ConfigRow& c = row(id);
@@ -612,7 +621,13 @@ void check_tuning(const GemmProblem& q) {
   } else if (q.m <= 64) {
     // NOTE: the plan takes a small-M configuration for every M <= 64: its rules for the
     // splits apply whether it was forced or chosen (C2, C3), before any SM count is known
-    check_config_tuning(q.tuning.splits <= 1 ? config::smallm128 : config::smallm, q);
+    try {
+      check_config_tuning(q.tuning.splits <= 1 ? config::smallm128 : config::smallm, q);
+    } catch (const ArgumentError& e) {
+      throw ArgumentError(e.argument(),
+                          std::string(e.what()).substr(e.argument().size() + 2) +
+                              " (tuning.config -1: the plan takes smallm for M <= 64)");
+    }
   }
 }
 
@@ -628,6 +643,11 @@ GemmPlan plan_checked(const GemmProblem& q) {
   // the configuration: every rule in order, the last that applies decides
   int chosen = kUnset;
   for (const ConfigRule& r : kConfigRules) {
+    // NOTE: splits asked for (K1) with no configuration forced: only rules whose tiles take
+    // that many splits apply, so that the plan's choice runs them rather than refusing them
+    if (!f.forced && r.config != kUnset && !takes_splits(r.config, q.tuning.splits, f.k_blocks)) {
+      continue;
+    }
     if (!r.applies(f, chosen)) continue;
     chosen = r.config == kUnset ? q.tuning.config : r.config;
     plan.config_rule = r.rule.id;

@@ -414,9 +414,6 @@ void reduce_integer(ReduceOp op, std::uint8_t* dst, const std::uint8_t* src) {
   store_le<T>(dst, r);
 }
 
-constexpr std::string_view kReduceOpNames[] = {"add", "min", "max", "inc",
-                                               "dec", "and", "or",  "xor"};
-
 }  // namespace
 
 namespace {
@@ -807,20 +804,15 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
   });
 }
 
-std::string_view name(ReduceOp op) {
-  const auto i = static_cast<std::size_t>(op);
-  return i < std::size(kReduceOpNames) ? kReduceOpNames[i] : std::string_view("(not a ReduceOp)");
-}
-
 std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
-  for (int i = 0; i < 8; ++i) {
-    if (kReduceOpNames[i] == s) return static_cast<ReduceOp>(i);
+  for (int i = 0; i < kReduceOpCount; ++i) {
+    if (name(static_cast<ReduceOp>(i)) == s) return static_cast<ReduceOp>(i);
   }
   return std::nullopt;
 }
 
 std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
-  if (static_cast<std::size_t>(op) >= std::size(kReduceOpNames)) {
+  if (static_cast<int>(op) >= kReduceOpCount) {
     return "reduce op " + std::to_string(static_cast<int>(op)) +
            " is not a ReduceOp (add, min, max, inc, dec, and, or, xor)";
   }

@@ -149,6 +149,21 @@ __global__ void unsigned_coords_kernel(const __grid_constant__ CUtensorMap map, 
   }
 }
 
+// Loads one DTile at a 64-bit coordinate (a 64-bit index that should have been 32-bit).
+__global__ void wide_coords_kernel(const __grid_constant__ CUtensorMap map, std::int64_t x,
+                                   float* out) {
+  __shared__ DTile::Buffer buf;
+  __shared__ Barrier bar;
+  if (threadIdx.x == 0) {
+    bar.init(1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) arrive_and_load<DTile>(&buf, &map, bar, {x, std::int64_t{0}});
+  bar.wait(0);
+  if (threadIdx.x == 0) out[0] = DTile::at(buf.bytes, 0, 0);
+}
+
 struct Source {
   std::vector<float> host;
   DeviceBuffer<float> dev;
@@ -222,10 +237,10 @@ TEST(DeviceDebugChild, DISABLED_ClusterPipelineWrongSize) {
   report_sync_result();
 }
 
-TEST(DeviceDebugChild, DISABLED_UnsignedCoordinatePast2To31) {
+TEST(DeviceDebugChild, DISABLED_CoordinatePast32Bits) {
   Source src;
-  DeviceBuffer<float> out(kTileElems);
-  unsigned_coords_kernel<<<1, 64>>>(src.map, 0x80000000u, out.get());
+  DeviceBuffer<float> out(1);
+  wide_coords_kernel<<<1, 64>>>(src.map, std::int64_t{1} << 32, out.get());
   report_sync_result();
 }
 
@@ -356,14 +371,14 @@ TEST(DeviceDebug, ClusterPipelineOfTheWrongSizeIsReported) {
   EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
 }
 
-TEST(DeviceDebug, UnsignedCoordinatePast2To31IsReported) {
+TEST(DeviceDebug, CoordinatePast32BitsIsReported) {
   TMAKIT_REQUIRE_GPU();
-  const ChildResult r = run_child("UnsignedCoordinatePast2To31", 120);
+  const ChildResult r = run_child("CoordinatePast32Bits", 120);
   ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
   std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: bad TMA coordinate for arrive_and_load");
-  expect_contains(r.output, "coordinate[0] = -2147483648");
-  expect_contains(r.output, "signed 32-bit coordinate (D3)");
+  expect_contains(r.output, "tmakit: bad TMA coordinate for load_tile");
+  expect_contains(r.output, "coordinate[0] = 0: the value is neither a signed nor an unsigned "
+                            "32-bit integer");
   EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
 }
 
@@ -386,6 +401,17 @@ TEST(DeviceDebug, CorrectKernelsPassUnderDebugChecks) {
   unsigned_coords_kernel<<<1, 64>>>(src.map, 0u, out.get());
   TMAKIT_CHECK_LAUNCH();
   EXPECT_EQ(out.download(), src.host);
+  // an unsigned coordinate that wraps below 0 is -16, where a load may start: 16 columns of
+  // zeros, then the rows' first 16 elements
+  out.fill_bytes(0xCD);
+  unsigned_coords_kernel<<<1, 64>>>(src.map, 0u - 16u, out.get());
+  TMAKIT_CHECK_LAUNCH();
+  std::vector<float> shifted(kTileElems, 0.0f);
+  for (std::uint32_t i = 0; i < kTileElems; ++i) {
+    const std::uint32_t col = i % DTile::box[0];
+    if (col >= 16) shifted[i] = src.host[i - 16];
+  }
+  EXPECT_EQ(out.download(), shifted);
   out.fill_bytes(0xCD);
   multicast_kernel<<<1, 64>>>(src.map, 0x1, out.get());
   TMAKIT_CHECK_LAUNCH();

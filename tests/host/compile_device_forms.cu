@@ -42,6 +42,21 @@ __global__ void every_copy_form(const __grid_constant__ CUtensorMap map, int x) 
   tmakit::reduce_tile<I64Tile, tmakit::ReduceOp::min>(&map, &buf[0], {x, 0});
   tmakit::reduce_tile<U64Tile, tmakit::ReduceOp::bit_and>(&map, &buf[0], {x, 0});
   tmakit::reduce_tile<Bf16Tile, tmakit::ReduceOp::max>(&map, &bf16_buf, {x, 0});
+  // coordinate lists of constants that mix types, a named array of unsigned, 64-bit values,
+  // an unsigned value that wraps below 0 (-16: a load may start there)
+  constexpr std::uint32_t kCols = 32;
+  const std::uint32_t named[2] = {u, 8};
+  const std::int64_t wide = x;
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {0u, 0});
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {kCols, 0});
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {0, sizeof(float) * 8});
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, named);
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {wide, x});
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {wide, wide});
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {blockIdx.x * 32u - 16u, 0u});
+  tmakit::load_tile<F32Tile>(&buf[0], &map, bar, {kCols, x}, 0ull);
+  tmakit::reduce_tile<F32Tile, tmakit::ReduceOp::add>(&map, &buf[0], {F32Tile::rows, 0});
+  tmakit::store_tile<F32Tile>(&map, &buf[0], {threadIdx.x * 32, x});
   tmakit::prefetch_tile<F32Tile>(&map, {u, 0});
   tmakit::prefetch_tile<F32Tile>(&map, {x, 0});
   tmakit::ClusterPipelineBarriers<2> bars;

@@ -9,6 +9,7 @@ using F32TallTile = tmakit::Tile<float, tmakit::Swizzle::none, 32, 16>;
 using I64Tile = tmakit::Tile<std::int64_t, tmakit::Swizzle::none, 16, 8>;
 using U8Tile = tmakit::Tile<std::uint8_t, tmakit::Swizzle::none, 64, 8>;
 using F32Tile3 = tmakit::Tile<float, tmakit::Swizzle::none, 32, 8, 2>;
+using Sw128Tile = tmakit::Tile<float, tmakit::Swizzle::bytes128, 32, 4>;  // 512 bytes
 
 __global__ void misuse(const __grid_constant__ CUtensorMap map, int x) {
   __shared__ F32Tile::Buffer buf[2];
@@ -30,5 +31,11 @@ __global__ void misuse(const __grid_constant__ CUtensorMap map, int x) {
   tmakit::reduce_tile<F32Tile, tmakit::ReduceOp::inc>(&map, &buf[0], {x, 0});
 #elif CASE == 8  // two coordinates for a rank-3 tile
   tmakit::prefetch_tile<F32Tile3>(&map, {blockIdx.x * 32, 0});
+#elif CASE == 9  // a pointer to the whole array of stages, not one stage's buffer
+  tmakit::arrive_and_load<F32Tile>(&buf, &map, bar, {x, 0});
+#elif CASE == 10  // a plain tile's Buffer (128-byte aligned) for a 128B-swizzled tile (D2)
+  tmakit::arrive_and_load<Sw128Tile>(&buf[0], &map, bar, {x, 0});
+#elif CASE == 11  // coordinates that are not integers
+  tmakit::arrive_and_load<F32Tile>(&buf[0], &map, bar, {1.0f, 2.0f});
 #endif
 }

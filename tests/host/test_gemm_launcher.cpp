@@ -153,7 +153,9 @@ TEST(GemmLauncher, SmallMTuningRefusedWithoutAGpu) {
   std::string msg;
   EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {3, 3}); }, &msg), "tuning.splits");
   EXPECT_NE(msg.find("1, 2, 4 or 8"), std::string::npos) << msg;
-  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {-1, 3}); }), "tuning.splits");
+  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {-1, 3}); }, &msg), "tuning.splits");
+  EXPECT_NE(msg.find("(tuning.config -1: the plan takes smallm for M <= 64)"), std::string::npos)
+      << msg;
   EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {3, 16}); }), "tuning.splits");
   a.rows = d.rows = 200;
   EXPECT_EQ(refused([&] { gemm_fp8(a, b, d, {}, nullptr, {3, 0}); }, &msg), "tuning.config");
@@ -448,6 +450,37 @@ TEST(GemmPlan, SmallMPaddingSplitsAndPrefetch) {
   EXPECT_EQ(small_m_prefetch(32, 32, 1, rows, h100), 4);
   EXPECT_EQ(small_m_prefetch(128, 32, 1, rows, h100), 2);
   EXPECT_EQ(small_m_prefetch(64, 32, 1, rows, h200), 0);
+}
+
+// Splits asked for with no configuration forced (rule K1): the plan keeps to the
+// configurations that take that many, where its rules would otherwise pick tiles that refuse
+// them (the two-wave kernels split no K; the small-M kernel only in clusters of 1, 2, 4, 8).
+TEST(GemmPlan, SplitsAskedForChooseTilesThatTakeThem) {
+  struct Case {
+    std::uint64_t m, n, k;
+    int splits;
+  };
+  for (const Case c : {Case{4096, 4096, 4096, 2}, Case{4096, 7168, 16384, 8},
+                       Case{4096, 24576, 1536, 2}, Case{128, 7168, 7168, 3},
+                       Case{128, 7168, 7168, 2}, Case{100, 4096, 4096, 3}}) {
+    for (const auto acc : {GemmAccumulation::promoted, GemmAccumulation::fast}) {
+      GemmTuning t;
+      t.splits = c.splits;
+      t.accumulation = acc;
+      const GemmPlan p = gemm_fp8_plan(c.m, c.n, c.k, 132, t);
+      const std::string at = std::to_string(c.m) + " x " + std::to_string(c.n) + " x " +
+                             std::to_string(c.k) + ", splits " + std::to_string(c.splits);
+      EXPECT_EQ(p.splits, c.splits) << at;
+      EXPECT_TRUE(gemm_config_info(p.config).splits_k) << at << ": " << gemm_config_name(p.config);
+      EXPECT_STREQ(p.splits_rule, "K1") << at;
+    }
+  }
+  // 4096^3 takes the two-wave m256n128 when nothing is asked for; forced, it still refuses
+  EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(4096, 4096, 4096, 132).config), "m256n128");
+  EXPECT_EQ(refused([] {
+              gemm_fp8_plan(4096, 4096, 4096, 132, {gemm_config_id("m256n128"), 2});
+            }),
+            "tuning.splits");
 }
 
 TEST(GemmPlan, RefusesEmptyShapesAndBadKnobs) {

@@ -4,8 +4,9 @@
 //
 // Shared buffers are passed by pointer: a tile's own Buffer (`&smem.a[stage]`), which the
 // helpers check at compile time against the tile's footprint, or raw bytes (`buf.bytes`, a
-// `void*`), which they cannot. Coordinates are signed 32-bit (D3); unsigned ones such as
-// `{blockIdx.x * 64, 0}` are taken too, and in debug mode one of 2^31 or more is reported.
+// `void*`), which they cannot. Coordinates are TMA's signed 32-bit ones (D3), given as a
+// braced list or array of any integer types (`{blockIdx.x * 64, 0}`): each value is taken as
+// its low 32 bits, two's complement; debug mode reports one past 32 bits.
 //
 // Loads complete on a Barrier: arm it with the tile's byte count first, or use
 // arrive_and_load, which does both so the count cannot be wrong:
@@ -65,6 +66,14 @@ __device__ __forceinline__ constexpr void check_buffer_type() {
                   "the shared buffer is smaller than the tile copied through it (its Buffer's "
                   "tile_capacity_bytes < TileT::smem_bytes): pass the copied tile's own Buffer, "
                   "or a larger one");
+    static_assert(alignof(B) >= TileT::align_bytes,
+                  "the shared buffer's type is aligned for a narrower swizzle than the tile "
+                  "copied through it needs (D2: 1024 bytes for 128B, 512 for 64B, 256 for "
+                  "32B): pass the copied tile's own Buffer");
+  } else if constexpr (std::is_array_v<B>) {
+    static_assert(!TileBufferType<std::remove_cv_t<std::remove_all_extents_t<B>>>,
+                  "a pointer to a whole array of tile Buffers: pass one stage's, "
+                  "&smem.a[stage]");
   }
 }
 template <class TileT>
@@ -129,26 +138,34 @@ __device__ __forceinline__ void debug_check_cta_mask(const char* op, std::uint16
     (void)op, (void)cta_mask;
   }
 }
-// Unsigned coordinates as TMA's signed ones; debug mode reports one of 2^31 or more, which
-// the hardware would read as negative (D3).
+// Coordinates of any integer type as TMA's signed 32-bit ones (D3): a value is taken as its low
+// 32 bits, two's complement, as the hardware reads them (so `blockIdx.x * 32u - 16u` is -16
+// at block 0, which a load may start at); debug mode reports one that is neither a signed
+// nor an unsigned 32-bit value (a 64-bit index past 2^32, say), which would wrap silently.
 template <int N>
-struct SignedCoords {
+struct Coords32 {
   std::int32_t v[N];
 };
-template <int N>
-__device__ __forceinline__ SignedCoords<N> signed_coords(const char* op,
-                                                         const std::uint32_t (&coords)[N]) {
-  SignedCoords<N> c{};
+template <int N, class C>
+__device__ __forceinline__ Coords32<N> coords32(const char* op, const C (&coords)[N]) {
+  static_assert(std::is_integral_v<C> && !std::is_same_v<std::remove_cv_t<C>, bool>,
+                "TMA coordinates are integers (signed 32-bit, D3)");
+  Coords32<N> c{};
 #pragma unroll
   for (int d = 0; d < N; ++d) {
-    if constexpr (kDebugWaits) {
-      if (coords[d] > 0x7fffffffu) {
-        report_bad_coordinate(op, d, static_cast<std::int32_t>(coords[d]),
-                              "an unsigned coordinate of 2^31 or more is negative as TMA's "
-                              "signed 32-bit coordinate (D3)");
+    if constexpr (kDebugWaits && sizeof(C) > 4) {
+      const auto v = coords[d];
+      const bool fits = std::is_signed_v<C>
+                            ? v >= -(std::int64_t{1} << 31) && v < (std::int64_t{1} << 32)
+                            : static_cast<std::uint64_t>(v) < (std::uint64_t{1} << 32);
+      if (!fits) {
+        report_bad_coordinate(op, d, static_cast<std::int32_t>(v),
+                              "the value is neither a signed nor an unsigned 32-bit integer, and "
+                              "TMA's coordinates are signed 32-bit (D3): it would wrap (the low "
+                              "32 bits are printed)");
       }
     }
-    c.v[d] = static_cast<std::int32_t>(coords[d]);
+    c.v[d] = static_cast<std::int32_t>(static_cast<std::uint32_t>(coords[d]));
   }
   (void)op;
   return c;
@@ -181,35 +198,36 @@ __device__ __forceinline__ void wait_async_copies() {
 }
 
 // Global -> shared: one box at `coords` into `smem`, completing on `bar` (armed by the caller).
-template <class TileT, int N, class P>
+template <class TileT, int N, class P, class C>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
-                                          const std::int32_t (&coords)[N]) {
+                                          const C (&coords)[N]) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
   detail::check_buffer_type<TileT, P, true>();
   detail::debug_check_tensor_map("load_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
-  detail::debug_check_coords<TileT>("load_tile", coords, false);
-  ptx::cp_async_bulk_tensor_shared_global_tile(ptx::smem_u32(smem), map, coords, bar.smem());
+  const auto c = detail::coords32("load_tile", coords);
+  detail::debug_check_coords<TileT>("load_tile", c.v, false);
+  ptx::cp_async_bulk_tensor_shared_global_tile(ptx::smem_u32(smem), map, c.v, bar.smem());
 }
 
 // As load_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
-template <class TileT, int N, class P>
+template <class TileT, int N, class P, class C>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
-                                          const std::int32_t (&coords)[N],
-                                          std::uint64_t l2_policy) {
+                                          const C (&coords)[N], std::uint64_t l2_policy) {
   static_assert(N == TileT::rank, "load_tile: give one coordinate per tile dimension");
   detail::check_buffer_type<TileT, P, true>();
   detail::debug_check_tensor_map("load_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
-  detail::debug_check_coords<TileT>("load_tile", coords, false);
-  ptx::cp_async_bulk_tensor_shared_global_tile_hint(ptx::smem_u32(smem), map, coords,
-                                                    bar.smem(), l2_policy);
+  const auto c = detail::coords32("load_tile", coords);
+  detail::debug_check_coords<TileT>("load_tile", c.v, false);
+  ptx::cp_async_bulk_tensor_shared_global_tile_hint(ptx::smem_u32(smem), map, c.v, bar.smem(),
+                                                    l2_policy);
 }
 
 // Arm `bar` for exactly this tile's bytes, then load it: the count comes from the type.
-template <class TileT, int N, class P>
+template <class TileT, int N, class P, class C>
 __device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map, Barrier& bar,
-                                                const std::int32_t (&coords)[N]) {
+                                                const C (&coords)[N]) {
   bar.arrive_expect_tx(TileT::tx_bytes);
   load_tile<TileT>(smem, map, bar, coords);
 }
@@ -218,17 +236,18 @@ __device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map,
 // Every receiving CTA must have armed its barrier for TileT::tx_bytes before this is issued:
 // use ClusterPipeline (device/pipeline.hpp), which orders that. Debug mode reports a mask of
 // no CTA or of CTAs past the cluster's.
-template <class TileT, int N, class P>
+template <class TileT, int N, class P, class C>
 __device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* map, Barrier& bar,
-                                                    const std::int32_t (&coords)[N],
+                                                    const C (&coords)[N],
                                                     std::uint16_t cta_mask) {
   static_assert(N == TileT::rank, "load_tile_multicast: one coordinate per tile dimension");
   detail::check_buffer_type<TileT, P, true>();
   detail::debug_check_tensor_map("load_tile_multicast", map);
   detail::debug_check_cta_mask("load_tile_multicast", cta_mask);
   detail::debug_check_tile_buffer<TileT>(smem);
-  detail::debug_check_coords<TileT>("load_tile_multicast", coords, false);
-  ptx::cp_async_bulk_tensor_shared_global_tile_multicast(ptx::smem_u32(smem), map, coords,
+  const auto c = detail::coords32("load_tile_multicast", coords);
+  detail::debug_check_coords<TileT>("load_tile_multicast", c.v, false);
+  ptx::cp_async_bulk_tensor_shared_global_tile_multicast(ptx::smem_u32(smem), map, c.v,
                                                          bar.smem(), cta_mask);
 }
 
@@ -236,102 +255,104 @@ __device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* 
 // at 16-byte granularity along dimension 0 (observed: a row whose end is not on a 16-byte
 // boundary gets the rest of its last chunk written). Coordinates must not be negative
 // (observed: illegal instruction). Both are reported in debug mode / documented in docs/device.md.
-template <class TileT, int N, class P>
+template <class TileT, int N, class P, class C>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
-                                           const std::int32_t (&coords)[N]) {
+                                           const C (&coords)[N]) {
   static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
   detail::check_buffer_type<TileT, P, false>();
   detail::debug_check_tensor_map("store_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
-  detail::debug_check_coords<TileT>("store_tile", coords, true);
-  ptx::cp_async_bulk_tensor_global_shared_tile(map, coords, ptx::smem_u32(smem));
+  const auto c = detail::coords32("store_tile", coords);
+  detail::debug_check_coords<TileT>("store_tile", c.v, true);
+  ptx::cp_async_bulk_tensor_global_shared_tile(map, c.v, ptx::smem_u32(smem));
 }
 
 // As store_tile, with an L2 policy (ptx::createpolicy_fractional_l2_evict_*).
-template <class TileT, int N, class P>
+template <class TileT, int N, class P, class C>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
-                                           const std::int32_t (&coords)[N],
-                                           std::uint64_t l2_policy) {
+                                           const C (&coords)[N], std::uint64_t l2_policy) {
   static_assert(N == TileT::rank, "store_tile: give one coordinate per tile dimension");
   detail::check_buffer_type<TileT, P, false>();
   detail::debug_check_tensor_map("store_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
-  detail::debug_check_coords<TileT>("store_tile", coords, true);
-  ptx::cp_async_bulk_tensor_global_shared_tile_hint(map, coords, ptx::smem_u32(smem), l2_policy);
+  const auto c = detail::coords32("store_tile", coords);
+  detail::debug_check_coords<TileT>("store_tile", c.v, true);
+  ptx::cp_async_bulk_tensor_global_shared_tile_hint(map, c.v, ptx::smem_u32(smem), l2_policy);
 }
 
 // Global[coords] = Global[coords] <op> smem, element-wise, atomically per element. The pairs
 // of operator and element type the hardware defines: reduce_defined_on (core/reduce.hpp, H8).
-template <class TileT, ReduceOp Op, int N, class P>
+template <class TileT, ReduceOp Op, int N, class P, class C>
 __device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const P* smem,
-                                            const std::int32_t (&coords)[N]) {
+                                            const C (&coords)[N]) {
   static_assert(N == TileT::rank, "reduce_tile: give one coordinate per tile dimension");
   static_assert(detail::kReduceDefinedOn<Op, TileT::data_type>,
                 "reduce_tile: the hardware does not define this operator on this element type "
-                "(H8: add on u32/s32/u64/f32/f16/bf16, min/max on u32/s32/u64/s64/f16/bf16, "
-                "inc/dec on u32, and/or/xor on u32/s32/u64; others end the kernel)");
+                "(H8, PTX ISA: add on u32/s32/u64/f32/f16/bf16, min/max on u32/s32/u64/s64/"
+                "f16/bf16, inc/dec on u32, and/or/xor on u32/s32/u64)");
   detail::check_buffer_type<TileT, P, false>();
   detail::debug_check_tensor_map("reduce_tile", map);
   detail::debug_check_tile_buffer<TileT>(smem);
-  detail::debug_check_coords<TileT>("reduce_tile", coords, true);
-  ptx::cp_reduce_async_bulk_tensor_tile<Op>(map, coords, ptx::smem_u32(smem));
+  const auto c = detail::coords32("reduce_tile", coords);
+  detail::debug_check_coords<TileT>("reduce_tile", c.v, true);
+  ptx::cp_reduce_async_bulk_tensor_tile<Op>(map, c.v, ptx::smem_u32(smem));
 }
 
 // Warm L2 with the box at `coords` (no shared memory, no completion to wait for).
-template <class TileT, int N>
-__device__ __forceinline__ void prefetch_tile(const CUtensorMap* map,
-                                              const std::int32_t (&coords)[N]) {
+template <class TileT, int N, class C>
+__device__ __forceinline__ void prefetch_tile(const CUtensorMap* map, const C (&coords)[N]) {
   static_assert(N == TileT::rank, "prefetch_tile: give one coordinate per tile dimension");
   detail::debug_check_tensor_map("prefetch_tile", map);
-  ptx::cp_async_bulk_prefetch_tensor_tile(map, coords);
+  const auto c = detail::coords32("prefetch_tile", coords);
+  ptx::cp_async_bulk_prefetch_tensor_tile(map, c.v);
 }
 
-// The same helpers with unsigned coordinates (`{blockIdx.x * 64, blockIdx.y * 32}`), which a
-// signed coordinate array would refuse as a narrowing conversion. NOTE: a list that mixes
-// unsigned and signed variables matches neither form: cast one side.
+// NOTE: a braced list of one integer type deduces C above; one that mixes types (`{blockIdx.x
+// * 64, 0}`, unsigned and int) deduces nothing and takes these forms, whose 64-bit elements
+// hold any 32-bit value of either sign. (A list with a 64-bit unsigned variable, such as a
+// size_t, matches neither: cast it.)
 template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
-                                          const std::uint32_t (&coords)[N]) {
-  load_tile<TileT>(smem, map, bar, detail::signed_coords("load_tile", coords).v);
+                                          const std::int64_t (&coords)[N]) {
+  load_tile<TileT, N, P, std::int64_t>(smem, map, bar, coords);
 }
 template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile(P* smem, const CUtensorMap* map, Barrier& bar,
-                                          const std::uint32_t (&coords)[N],
+                                          const std::int64_t (&coords)[N],
                                           std::uint64_t l2_policy) {
-  load_tile<TileT>(smem, map, bar, detail::signed_coords("load_tile", coords).v, l2_policy);
+  load_tile<TileT, N, P, std::int64_t>(smem, map, bar, coords, l2_policy);
 }
 template <class TileT, int N, class P>
 __device__ __forceinline__ void arrive_and_load(P* smem, const CUtensorMap* map, Barrier& bar,
-                                                const std::uint32_t (&coords)[N]) {
-  arrive_and_load<TileT>(smem, map, bar, detail::signed_coords("arrive_and_load", coords).v);
+                                                const std::int64_t (&coords)[N]) {
+  arrive_and_load<TileT, N, P, std::int64_t>(smem, map, bar, coords);
 }
 template <class TileT, int N, class P>
 __device__ __forceinline__ void load_tile_multicast(P* smem, const CUtensorMap* map, Barrier& bar,
-                                                    const std::uint32_t (&coords)[N],
+                                                    const std::int64_t (&coords)[N],
                                                     std::uint16_t cta_mask) {
-  load_tile_multicast<TileT>(smem, map, bar,
-                             detail::signed_coords("load_tile_multicast", coords).v, cta_mask);
+  load_tile_multicast<TileT, N, P, std::int64_t>(smem, map, bar, coords, cta_mask);
 }
 template <class TileT, int N, class P>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
-                                           const std::uint32_t (&coords)[N]) {
-  store_tile<TileT>(map, smem, detail::signed_coords("store_tile", coords).v);
+                                           const std::int64_t (&coords)[N]) {
+  store_tile<TileT, N, P, std::int64_t>(map, smem, coords);
 }
 template <class TileT, int N, class P>
 __device__ __forceinline__ void store_tile(const CUtensorMap* map, const P* smem,
-                                           const std::uint32_t (&coords)[N],
+                                           const std::int64_t (&coords)[N],
                                            std::uint64_t l2_policy) {
-  store_tile<TileT>(map, smem, detail::signed_coords("store_tile", coords).v, l2_policy);
+  store_tile<TileT, N, P, std::int64_t>(map, smem, coords, l2_policy);
 }
 template <class TileT, ReduceOp Op, int N, class P>
 __device__ __forceinline__ void reduce_tile(const CUtensorMap* map, const P* smem,
-                                            const std::uint32_t (&coords)[N]) {
-  reduce_tile<TileT, Op>(map, smem, detail::signed_coords("reduce_tile", coords).v);
+                                            const std::int64_t (&coords)[N]) {
+  reduce_tile<TileT, Op, N, P, std::int64_t>(map, smem, coords);
 }
 template <class TileT, int N>
 __device__ __forceinline__ void prefetch_tile(const CUtensorMap* map,
-                                              const std::uint32_t (&coords)[N]) {
-  prefetch_tile<TileT>(map, detail::signed_coords("prefetch_tile", coords).v);
+                                              const std::int64_t (&coords)[N]) {
+  prefetch_tile<TileT, N, std::int64_t>(map, coords);
 }
 
 // Warm the descriptor itself; once per map, early in the kernel (D4).

@@ -79,13 +79,14 @@ __device__ __noinline__ inline void report_tensor_map_space(const char* op,
                                                              std::uintptr_t map_address,
                                                              bool local) {
   printf("tmakit: %s reads its tensor map at 0x%llx: block (%u,%u,%u) thread (%u,%u,%u): %s; "
-         "TMA reads a map from kernel-parameter, constant or global memory only (D4): declare "
-         "the kernel parameter `const __grid_constant__ CUtensorMap`\n",
+         "TMA reads a map from kernel-parameter, constant or global memory only (D4)\n",
          op, static_cast<unsigned long long>(map_address), blockIdx.x, blockIdx.y, blockIdx.z,
          threadIdx.x, threadIdx.y, threadIdx.z,
          local ? "the map is in local memory (a kernel parameter without __grid_constant__ is "
-                 "copied there when its address is taken)"
-               : "the map is in shared memory or another space TMA does not read");
+                 "copied there when its address is taken): declare the kernel parameter `const "
+                 "__grid_constant__ CUtensorMap`"
+               : "the map is in shared memory or another space TMA does not read: pass the "
+                 "kernel parameter's address, or a copy in global memory (acquire_tensor_map)");
   __trap();
 }
 

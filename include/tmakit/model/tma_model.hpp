@@ -105,8 +105,8 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address = 0);
 
-using ReduceOp = ::tmakit::ReduceOp;  // core/reduce.hpp
-std::string_view name(ReduceOp op);                           // "add", "and", ...
+using ReduceOp = ::tmakit::ReduceOp;  // core/reduce.hpp, with name(ReduceOp): "add", "and", ...
+using ::tmakit::name;
 std::optional<ReduceOp> parse_reduce_op(std::string_view s);  // inverse of name()
 
 // Whether the model (and the hardware) defines `op` on `type`, by reduce_defined_on
