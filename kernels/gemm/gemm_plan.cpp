@@ -494,7 +494,10 @@ const ConfigRule kConfigRules[] = {
 // ---- the splits rules ----------------------------------------------------------------------
 
 const PlanRule kSplitsRules[] = {
-    {"K1", "splits forced by GemmTuning::splits apply to every tile", ""},
+    {"K1",
+     "splits forced by GemmTuning::splits apply to every tile; with no configuration forced, "
+     "only the configuration rules whose tiles take them apply",
+     ""},
     {"K2",
      "the small-M kernel: a cluster of 8, 4 or 2 CTAs along K, the largest that keeps CTAs "
      "to half the SMs (at most K's k-blocks)",

@@ -98,7 +98,8 @@ struct GemmTuning {
   // 2, 4 or 8 CTAs only ("smallm128" not at all).
   // NOTE: the plan splits every tile only where every split of every tile has an SM of its
   // own, and past one round only a last round's few tiles, four ways, at long K (a split
-  // tail: GemmPlan::split_tiles); a split asked for applies to every tile. Splits forced past
+  // tail: GemmPlan::split_tiles); a split asked for applies to every tile, and with config
+  // -1 the plan keeps to configurations that take it (rule K1). Splits forced past
   // one round run in rounds, each tile's last split summing the others' partials before its
   // CTA goes on: far slower (kernels/gemm/EXPERIMENTS.md, "Splitting K further").
   int splits = 0;
