@@ -115,18 +115,6 @@ __device__ __forceinline__ void debug_check_coords(const char* op,
     (void)op, (void)coords, (void)is_store;
   }
 }
-// Debug mode: the tensor map must be read from kernel-parameter, constant or global memory
-// (D4). A CUtensorMap kernel parameter without `__grid_constant__` is copied to local memory
-// when its address is taken, and TMA cannot read it there.
-__device__ __forceinline__ void debug_check_tensor_map(const char* op, const CUtensorMap* map) {
-  if constexpr (kDebugWaits) {
-    if (!(__isGridConstant(map) || __isConstant(map) || __isGlobal(map))) {
-      report_tensor_map_space(op, reinterpret_cast<std::uintptr_t>(map), __isLocal(map) != 0);
-    }
-  } else {
-    (void)op, (void)map;
-  }
-}
 // Debug mode: a multicast must reach at least one CTA, and only CTAs of this cluster.
 __device__ __forceinline__ void debug_check_cta_mask(const char* op, std::uint16_t cta_mask) {
   if constexpr (kDebugWaits) {

@@ -110,6 +110,19 @@ __device__ __noinline__ inline void report_bad_cluster_size(std::uint32_t cluste
   __trap();
 }
 
+// Debug mode: the tensor map must be read from kernel-parameter, constant or global memory
+// (D4). A CUtensorMap kernel parameter without `__grid_constant__` is copied to local memory
+// when its address is taken, and TMA cannot read it there.
+__device__ __forceinline__ void debug_check_tensor_map(const char* op, const void* map) {
+  if constexpr (kDebugWaits) {
+    if (!(__isGridConstant(map) || __isConstant(map) || __isGlobal(map))) {
+      report_tensor_map_space(op, reinterpret_cast<std::uintptr_t>(map), __isLocal(map) != 0);
+    }
+  } else {
+    (void)op, (void)map;
+  }
+}
+
 }  // namespace detail
 
 // Debug mode: trap with a report when `ptr` (shared memory) is not `align_bytes`-aligned.

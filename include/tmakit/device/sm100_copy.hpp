@@ -56,6 +56,7 @@ template <DataType T, Swizzle S, int N>
 __device__ __forceinline__ void load_packed_tile(void* smem, const CUtensorMap* map, Barrier& bar,
                                                  const std::int32_t (&coords)[N]) {
   static_assert(is_packed(T), "load_packed_tile: T is one of the packed types");
+  detail::debug_check_tensor_map("load_packed_tile", map);
   debug_check_smem_alignment(smem, S == Swizzle::none ? 128u : swizzle_repeat_bytes(S),
                              "packed TMA buffer", "128 B destination or swizzle repeat, D1/D2");
   if constexpr (kDebugWaits &&
@@ -73,6 +74,7 @@ __device__ __forceinline__ void load_packed_tile(void* smem, const CUtensorMap* 
 __device__ __forceinline__ void load_rows_gather4(void* smem, const CUtensorMap* map, Barrier& bar,
                                                   std::int32_t col, const std::int32_t (&rows)[4]) {
   debug_check_smem_alignment(smem, 128, "gather4 buffer", "128 B TMA destination, rule D1");
+  detail::debug_check_tensor_map("load_rows_gather4", map);
   detail::debug_check_rows("load_rows_gather4", col, rows, false);
   ptx::cp_async_bulk_tensor_shared_cta_global_gather4(ptx::smem_u32(smem), map, col, rows,
                                                       bar.smem());
@@ -85,6 +87,7 @@ __device__ __forceinline__ void store_rows_scatter4(const CUtensorMap* map, cons
                                                     std::int32_t col,
                                                     const std::int32_t (&rows)[4]) {
   debug_check_smem_alignment(smem, 128, "scatter4 buffer", "128 B TMA source, rule D1");
+  detail::debug_check_tensor_map("store_rows_scatter4", map);
   detail::debug_check_rows("store_rows_scatter4", col, rows, true);
   ptx::cp_async_bulk_tensor_global_shared_scatter4(map, col, rows, ptx::smem_u32(smem));
 }
@@ -97,6 +100,7 @@ __device__ __forceinline__ void load_im2col_wide(void* smem, const CUtensorMap* 
                                                  const std::int32_t (&coords)[N],
                                                  std::uint16_t w_halo, std::uint16_t w_offset) {
   debug_check_smem_alignment(smem, 128, "im2col-wide buffer", "128 B TMA destination, rule D1");
+  detail::debug_check_tensor_map("load_im2col_wide", map);
   if constexpr (kDebugWaits) {
     if (w_halo >= (W128 ? 32u : 512u)) {
       detail::report_bad_coordinate("load_im2col_wide", 1, w_halo,
