@@ -1087,6 +1087,27 @@ TEST(Gemm, LargerShapeSeveralTilesPerCta) {
   run_case({300, 4100, 1024, 1, 2}, 16);
 }
 
+// Splits asked for with configuration -1 (rule K1): at 1024 x 4096 the plan's rules take the
+// two-wave m256n128 (promoted) and m128n256 (fast), neither of which splits K; with splits the
+// plan keeps to tiles that take them.
+TEST(Gemm, SplitsAskedForWithThePlansChoice) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  std::uint32_t seed = 1700;
+  for (const auto acc : {GemmAccumulation::promoted, GemmAccumulation::fast}) {
+    for (const int splits : {2, 3}) {
+      Case c{1024, 4096, 512, -1, splits};
+      c.accumulation = acc;
+      GemmTuning t;
+      t.splits = splits;
+      t.accumulation = acc;
+      const GemmPlan plan = gemm_fp8_plan(c.m, c.n, c.k, device_sm_count(), t);
+      EXPECT_EQ(plan.splits, splits);
+      EXPECT_TRUE(gemm_config_info(plan.config).splits_k) << gemm_config_name(plan.config);
+      run_case(c, seed++);
+    }
+  }
+}
+
 // Small enough for compute-sanitizer (scripts/gpu_check): the tiled kernel's TMA-store
 // epilogue with promotion (two 64-column boxes per warpgroup, a partial last box, padded
 // rows), its split-K reduction, and its plain stores (odd N).
