@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <cstdio>
 #include <cstdint>
 #include <string>
@@ -37,16 +38,21 @@ constexpr std::uint32_t kTileElems = DTile::rows * DTile::box[0];
 
 // --- kernels ----------------------------------------------------------------------------
 
-// Arms the barrier for `armed_bytes` and loads one DTile: a hang (D5) unless they agree.
-__global__ void expect_tx_kernel(const __grid_constant__ CUtensorMap map,
-                                 std::uint32_t armed_bytes, float* out) {
-  __shared__ DTile::Buffer buf;
-  __shared__ Barrier bar;
+// The barrier set up for one arrival (the copying thread's), seen by every thread.
+__device__ void init_for_one_arrival(Barrier& bar) {
   if (threadIdx.x == 0) {
     bar.init(1);
     fence_barrier_init();
   }
   __syncthreads();
+}
+
+// Arms the barrier for `armed_bytes` and loads one DTile: a hang (D5) unless they agree.
+__global__ void expect_tx_kernel(const __grid_constant__ CUtensorMap map,
+                                 std::uint32_t armed_bytes, float* out) {
+  __shared__ DTile::Buffer buf;
+  __shared__ Barrier bar;
+  init_for_one_arrival(bar);
   if (threadIdx.x == 0) {
     bar.arrive_expect_tx(armed_bytes);
     load_tile<DTile>(buf.bytes, &map, bar, {0, 0});
@@ -64,11 +70,7 @@ __global__ void misaligned_kernel(const __grid_constant__ CUtensorMap map,
   __shared__ Barrier bar;
   const std::uint32_t base = ptx::smem_u32(dynamic_smem);
   unsigned char* buf = dynamic_smem + (1024 - base % 1024) % 1024 + offset_bytes;
-  if (threadIdx.x == 0) {
-    bar.init(1);
-    fence_barrier_init();
-  }
-  __syncthreads();
+  init_for_one_arrival(bar);
   if (threadIdx.x == 0) arrive_and_load<DTile>(buf, &map, bar, {0, 0});
   bar.wait(0);
   for (std::uint32_t i = threadIdx.x; i < kTileElems; i += blockDim.x) {
@@ -97,11 +99,7 @@ __global__ void store_kernel(const __grid_constant__ CUtensorMap map, std::int32
 __global__ void local_map_kernel(const CUtensorMap map, float* out) {
   __shared__ DTile::Buffer buf;
   __shared__ Barrier bar;
-  if (threadIdx.x == 0) {
-    bar.init(1);
-    fence_barrier_init();
-  }
-  __syncthreads();
+  init_for_one_arrival(bar);
   if (threadIdx.x == 0) arrive_and_load<DTile>(&buf, &map, bar, {0, 0});
   bar.wait(0);
   if (threadIdx.x == 0) out[0] = DTile::at(buf.bytes, 0, 0);
@@ -112,11 +110,7 @@ __global__ void multicast_kernel(const __grid_constant__ CUtensorMap map, std::u
                                  float* out) {
   __shared__ DTile::Buffer buf;
   __shared__ Barrier bar;
-  if (threadIdx.x == 0) {
-    bar.init(1);
-    fence_barrier_init();
-  }
-  __syncthreads();
+  init_for_one_arrival(bar);
   if (threadIdx.x == 0) {
     bar.arrive_expect_tx(DTile::tx_bytes);
     load_tile_multicast<DTile>(&buf, &map, bar, {0, 0}, cta_mask);
@@ -137,11 +131,7 @@ __global__ void unsigned_coords_kernel(const __grid_constant__ CUtensorMap map, 
                                        float* out) {
   __shared__ DTile::Buffer buf;
   __shared__ Barrier bar;
-  if (threadIdx.x == 0) {
-    bar.init(1);
-    fence_barrier_init();
-  }
-  __syncthreads();
+  init_for_one_arrival(bar);
   if (threadIdx.x == 0) arrive_and_load<DTile>(&buf, &map, bar, {x + blockIdx.x * 32, blockIdx.y});
   bar.wait(0);
   for (std::uint32_t i = threadIdx.x; i < kTileElems; i += blockDim.x) {
@@ -154,11 +144,7 @@ __global__ void wide_coords_kernel(const __grid_constant__ CUtensorMap map, std:
                                    float* out) {
   __shared__ DTile::Buffer buf;
   __shared__ Barrier bar;
-  if (threadIdx.x == 0) {
-    bar.init(1);
-    fence_barrier_init();
-  }
-  __syncthreads();
+  init_for_one_arrival(bar);
   if (threadIdx.x == 0) arrive_and_load<DTile>(&buf, &map, bar, {x, std::int64_t{0}});
   bar.wait(0);
   if (threadIdx.x == 0) out[0] = DTile::at(buf.bytes, 0, 0);
@@ -317,69 +303,58 @@ TEST(DeviceDebug, WrongExpectTxReportsAndEnds) {
   EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
 }
 
+// Runs the broken kernel of DeviceDebugChild.DISABLED_<child>: it must end in time, with an
+// error, its output holding every line of `want`.
+void expect_reported(const char* child, std::initializer_list<const char*> want) {
+  const ChildResult r = run_child(child, 120);
+  ASSERT_FALSE(r.timed_out) << child << " hung instead of reporting:\n" << r.output;
+  std::printf("child %s output:\n%s", child, r.output.c_str());
+  for (const char* line : want) expect_contains(r.output, line);
+  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << child << " did not fail";
+}
+
 TEST(DeviceDebug, MisalignedSwizzledBufferIsReported) {
   TMAKIT_REQUIRE_GPU();
-  const ChildResult r = run_child("MisalignedSwizzledBuffer", 120);
-  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
-  std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: misaligned shared-memory swizzled TMA buffer");
-  expect_contains(r.output, "needs 1024-byte alignment (swizzle pattern repeat, rule D2)");
-  expect_contains(r.output, "off by 128 bytes");
-  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+  expect_reported("MisalignedSwizzledBuffer",
+                  {"tmakit: misaligned shared-memory swizzled TMA buffer",
+                   "needs 1024-byte alignment (swizzle pattern repeat, rule D2)",
+                   "off by 128 bytes"});
 }
 
 TEST(DeviceDebug, NegativeStoreCoordinateIsReported) {
   TMAKIT_REQUIRE_GPU();
-  const ChildResult r = run_child("NegativeStoreCoordinate", 120);
-  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
-  std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: bad TMA coordinate for store_tile");
-  expect_contains(r.output, "coordinate[1] = -3");
-  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+  expect_reported("NegativeStoreCoordinate",
+                  {"tmakit: bad TMA coordinate for store_tile", "coordinate[1] = -3"});
 }
 
 TEST(DeviceDebug, MapWithoutGridConstantIsReported) {
   TMAKIT_REQUIRE_GPU();
-  const ChildResult r = run_child("MapWithoutGridConstant", 120);
-  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
-  std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: load_tile reads its tensor map at");
-  expect_contains(r.output, "the map is in local memory");
-  expect_contains(r.output, "`const __grid_constant__ CUtensorMap`");
-  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+  expect_reported("MapWithoutGridConstant",
+                  {"tmakit: load_tile reads its tensor map at", "the map is in local memory",
+                   "`const __grid_constant__ CUtensorMap`"});
 }
 
 TEST(DeviceDebug, MulticastMasksOutsideTheClusterAreReported) {
   TMAKIT_REQUIRE_GPU();
-  for (const char* name : {"MulticastMaskOfNoCta", "MulticastMaskPastTheCluster"}) {
-    const ChildResult r = run_child(name, 120);
-    ASSERT_FALSE(r.timed_out) << name << " hung instead of reporting:\n" << r.output;
-    std::printf("child %s output:\n%s", name, r.output.c_str());
-    expect_contains(r.output, "tmakit: load_tile_multicast with CTA mask 0x");
-    expect_contains(r.output, "the cluster has 1 CTAs, so the mask must name at least one of "
-                              "bits 0..0 and none above");
-    EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << name << ": no failure";
+  for (const char* child : {"MulticastMaskOfNoCta", "MulticastMaskPastTheCluster"}) {
+    expect_reported(child, {"tmakit: load_tile_multicast with CTA mask 0x",
+                            "the cluster has 1 CTAs, so the mask must name at least one of "
+                            "bits 0..0 and none above"});
   }
 }
 
 TEST(DeviceDebug, ClusterPipelineOfTheWrongSizeIsReported) {
   TMAKIT_REQUIRE_GPU();
-  const ChildResult r = run_child("ClusterPipelineWrongSize", 120);
-  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
-  std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: ClusterPipeline of 2 CTAs in a cluster of 1");
-  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+  expect_reported("ClusterPipelineWrongSize",
+                  {"tmakit: ClusterPipeline of 2 CTAs in a cluster of 1"});
 }
 
 TEST(DeviceDebug, CoordinatePast32BitsIsReported) {
   TMAKIT_REQUIRE_GPU();
-  const ChildResult r = run_child("CoordinatePast32Bits", 120);
-  ASSERT_FALSE(r.timed_out) << "the broken kernel hung instead of reporting:\n" << r.output;
-  std::printf("child output:\n%s", r.output.c_str());
-  expect_contains(r.output, "tmakit: bad TMA coordinate for load_tile");
-  expect_contains(r.output, "coordinate[0] = 0: the value is neither a signed nor an unsigned "
-                            "32-bit integer");
-  EXPECT_EQ(r.output.find("(no error)"), std::string::npos) << "the kernel did not fail";
+  expect_reported("CoordinatePast32Bits",
+                  {"tmakit: bad TMA coordinate for load_tile",
+                   "coordinate[0] = 0: the value is neither a signed nor an unsigned 32-bit "
+                   "integer"});
 }
 
 // The checks must not fire on a correct kernel: the same kernels, right count and alignment.
