@@ -10,13 +10,13 @@
 //
 // Loads complete on a Barrier: arm it with the tile's byte count first, or use
 // arrive_and_load, which does both so the count cannot be wrong:
-//   if (threadIdx.x == 0) arrive_and_load<ATile>(smem.a, &map_a, smem.full, {x, y});
+//   if (threadIdx.x == 0) arrive_and_load<ATile>(&smem.a[stage], &map_a, smem.full, {x, y});
 //   smem.full.wait(parity);
 // (In a loop of copies, `warp == 0 && elect_one()`, with warp read through lane 0, in place of
 // `threadIdx.x == 0` keeps each copy one instruction: elect_one below.)
 // Stores and reduces complete through bulk groups of the issuing thread:
 //   fence_view_async_shared();  __syncthreads();          // all writers, then
-//   if (threadIdx.x == 0) { store_tile<CTile>(&map_c, smem.c, {x, y}); store_commit();
+//   if (threadIdx.x == 0) { store_tile<CTile>(&map_c, &smem.c, {x, y}); store_commit();
 //                           store_wait<0>(); }
 #pragma once
 

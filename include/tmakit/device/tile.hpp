@@ -3,7 +3,7 @@
 //   tx_bytes      bytes one copy delivers, the barrier's expect_tx count (rule O3)
 //   smem_bytes    shared-memory footprint of one box (rows x row pitch, O2)
 //   align_bytes   alignment the buffer needs: 128 B (D1), the swizzle repeat with a swizzle (D2)
-//   offset_bytes  where element (col, row) lies in the buffer, through tmakit::swizzle
+//   offset_bytes  where element (col, row) lies in the buffer, through swizzled_offset (swizzle.hpp)
 // and builds the matching TensorMapSpec, so the map's box and the kernel's byte count come
 // from one place and cannot disagree.
 //
