@@ -527,6 +527,13 @@ def _launch_stencil(x, taps, out, fresh=False):
         _written(out)
 
 
+# The bytes of a dense x up to which add takes torch's own add, by element size. NOTE: the
+# sizes at which torch's vectorised kernel ran faster than the library's dense form (CUDA
+# graphs on H200; kernels/elementwise/README.md, "Small dense adds"); at 8-byte elements it
+# never did
+_ADD_TORCH_BYTES = {1: 256 << 10, 2: 4 << 20, 4: 8 << 20, 8: 0}
+
+
 def _launch_add(x, value, out=None, fresh=False):
     """``value``: a float for a floating x, an int (int64, exact) for an integer x. ``out``:
     None adds in place (the add_ op). ``fresh``: out was just allocated here, with x's strides
@@ -547,6 +554,12 @@ def _launch_add(x, value, out=None, fresh=False):
         return
     target = out
     if _dense(x) and same_strides:
+        if (x.dtype in _TORCH_ADD_TYPES
+                and x.numel() * x.element_size() <= _ADD_TORCH_BYTES[x.element_size()]):
+            # NOTE: a small dense x: torch's own add, the same sums bit for bit, ran faster
+            # (_ADD_TORCH_BYTES)
+            torch.add(x, value, out=out)
+            return
         # NOTE: one row of numel() elements (a permuted dense tensor too): the whole grid on it
         rows, cols, x_row, out_row = 1, x.numel(), 0, 0
     else:
@@ -1205,7 +1218,9 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     permutation of contiguous), else contiguous.
 
     Paths: a dense x with an out of the same strides is one row for the kernels, which the
-    library's plain vectorised kernel spreads over the whole GPU; otherwise rows of the last
+    library's plain vectorised kernel spreads over the whole GPU, or, up to 256 KiB of 1-byte,
+    4 MiB of 2-byte or 8 MiB of 4-byte elements, torch's own add, whose kernel ran faster
+    there (kernels/elementwise/README.md, "Small dense adds"); otherwise rows of the last
     dimension. Rows whose starts and pitches are 16-byte aligned, of int32, float32, bfloat16
     or float16, run through the TMA kernel; the rest through the plain kernel
     (kernels/elementwise/README.md). Where x or out is not rows of consecutive elements (a

@@ -424,6 +424,39 @@ def test_add_equals_torch_bit_for_bit(dtype, value, shape, layout):
     assert torch.equal(x, expected)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.int32, torch.float32,
+                                   torch.float64], ids=str)
+@pytest.mark.parametrize("in_place", [False, True])
+def test_add_on_both_sides_of_the_size_torchs_add_takes(dtype, in_place, monkeypatch):
+    """A dense x up to _ADD_TORCH_BYTES takes torch's own add, a larger one the library's
+    kernel: the same sums either way, starts on and off 16 bytes."""
+    from tmakit import ops
+
+    launched = []
+    launch = ops._launch
+
+    def spy(out, launcher, *args):
+        launched.append(launcher)
+        return launch(out, launcher, *args)
+
+    monkeypatch.setattr(ops, "_launch", spy)
+    esize = dtype.itemsize
+    limit = ops._ADD_TORCH_BYTES[esize]
+    value = 3 if not dtype.is_floating_point else 0.1
+    for numel, by_kernel in ((limit // esize, False), (limit // esize + 1, True), (1, limit == 0)):
+        for start in (0, 1):
+            values = sample((numel + start,), dtype, numel)[start:]
+            x = values.clone() if start == 0 else values
+            expected = x + value
+            launched.clear()
+            y = tmakit.add(x, value, out=x) if in_place else tmakit.add(x, value)
+            torch.cuda.synchronize()
+            kernel = (ops._tmakit.add_constant if dtype.is_floating_point
+                      else ops._tmakit.add_integer)
+            assert launched == ([kernel] if by_kernel else []), (numel, start)
+            assert torch.equal(y, expected), (numel, start)
+
+
 def test_add_keeps_a_dense_inputs_strides_and_scalars_work():
     x = torch.arange(12, dtype=torch.int64, device="cuda").reshape(3, 4).t()
     y = tmakit.add(x, 1)
