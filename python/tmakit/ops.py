@@ -527,11 +527,12 @@ def _launch_stencil(x, taps, out, fresh=False):
         _written(out)
 
 
-# The bytes of a dense x up to which add takes torch's own add, by element size. NOTE: the
-# sizes at which torch's vectorised kernel ran faster than the library's dense form (CUDA
-# graphs on H200; kernels/elementwise/README.md, "Small dense adds"); at 8-byte elements it
-# never did
-_ADD_TORCH_BYTES = {1: 256 << 10, 2: 4 << 20, 4: 8 << 20, 8: 0}
+# The bytes of a dense x (first, last) for which add takes torch's own add, by element size.
+# NOTE: the sizes at which torch's vectorised kernel ran faster than the library's dense form
+# (CUDA graphs on H200; kernels/elementwise/README.md, "Small dense adds"): not the smallest,
+# where the dense form's single block is ahead, nor at 8-byte elements
+_ADD_TORCH_BYTES = {1: (4 << 10, 256 << 10), 2: (4 << 10, 4 << 20), 4: (4 << 10, 8 << 20),
+                    8: (1, 0)}
 
 
 def _launch_add(x, value, out=None, fresh=False):
@@ -554,8 +555,8 @@ def _launch_add(x, value, out=None, fresh=False):
         return
     target = out
     if _dense(x) and same_strides:
-        if (x.dtype in _TORCH_ADD_TYPES
-                and x.numel() * x.element_size() <= _ADD_TORCH_BYTES[x.element_size()]):
+        first, last = _ADD_TORCH_BYTES[x.element_size()]
+        if x.dtype in _TORCH_ADD_TYPES and first <= x.numel() * x.element_size() <= last:
             # NOTE: a small dense x: torch's own add, the same sums bit for bit, ran faster
             # (_ADD_TORCH_BYTES)
             torch.add(x, value, out=out)
@@ -1218,10 +1219,10 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     permutation of contiguous), else contiguous.
 
     Paths: a dense x with an out of the same strides is one row for the kernels, which the
-    library's plain vectorised kernel spreads over the whole GPU, or, up to 256 KiB of 1-byte,
-    4 MiB of 2-byte or 8 MiB of 4-byte elements, torch's own add, whose kernel ran faster
-    there (kernels/elementwise/README.md, "Small dense adds"); otherwise rows of the last
-    dimension. Rows whose starts and pitches are 16-byte aligned, of int32, float32, bfloat16
+    library's plain vectorised kernel spreads over the whole GPU, or, from 4 KiB to 256 KiB of
+    1-byte, 4 MiB of 2-byte or 8 MiB of 4-byte elements, torch's own add, whose kernel ran
+    faster there (kernels/elementwise/README.md, "Small dense adds"); otherwise rows of the
+    last dimension. Rows whose starts and pitches are 16-byte aligned, of int32, float32, bfloat16
     or float16, run through the TMA kernel; the rest through the plain kernel
     (kernels/elementwise/README.md). Where x or out is not rows of consecutive elements (a
     column step, leading dimensions that do not merge, a broadcast x), torch's own strided

@@ -428,8 +428,8 @@ def test_add_equals_torch_bit_for_bit(dtype, value, shape, layout):
                                    torch.float64], ids=str)
 @pytest.mark.parametrize("in_place", [False, True])
 def test_add_on_both_sides_of_the_size_torchs_add_takes(dtype, in_place, monkeypatch):
-    """A dense x up to _ADD_TORCH_BYTES takes torch's own add, a larger one the library's
-    kernel: the same sums either way, starts on and off 16 bytes."""
+    """A dense x within _ADD_TORCH_BYTES takes torch's own add, a smaller or larger one the
+    library's kernel: the same sums either way, starts on and off 16 bytes."""
     from tmakit import ops
 
     launched = []
@@ -441,9 +441,12 @@ def test_add_on_both_sides_of_the_size_torchs_add_takes(dtype, in_place, monkeyp
 
     monkeypatch.setattr(ops, "_launch", spy)
     esize = dtype.itemsize
-    limit = ops._ADD_TORCH_BYTES[esize]
+    first, last = ops._ADD_TORCH_BYTES[esize]
     value = 3 if not dtype.is_floating_point else 0.1
-    for numel, by_kernel in ((limit // esize, False), (limit // esize + 1, True), (1, limit == 0)):
+    cases = [(1, True), (first // esize - 1, True), (last // esize + 1, True)]
+    if first <= last:
+        cases += [(first // esize, False), (last // esize, False)]
+    for numel, by_kernel in [case for case in cases if case[0] >= 1]:
         for start in (0, 1):
             values = sample((numel + start,), dtype, numel)[start:]
             x = values.clone() if start == 0 else values
