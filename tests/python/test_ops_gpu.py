@@ -238,12 +238,8 @@ def test_transpose_into_an_out_of_any_layout_writes_only_it(dtype, out_layout, r
     assert torch.equal(base[:, rows + 5:], sentinel[:, rows + 5:])
 
 
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64],
-                         ids=str)
-@pytest.mark.parametrize("aligned", [False, True])
-def test_transpose_on_both_sides_of_the_size_torchs_copy_takes(dtype, aligned, monkeypatch):
-    """An x up to _TRANSPOSE_TORCH_COPY_BYTES takes torch's copy kernel, a larger one the
-    library's kernels: both move every bit (random bytes, NaN payloads included)."""
+def launched_kernels(monkeypatch):
+    """The list the ops' launches append their launchers to (the launches still run)."""
     from tmakit import ops
 
     launched = []
@@ -254,6 +250,18 @@ def test_transpose_on_both_sides_of_the_size_torchs_copy_takes(dtype, aligned, m
         return launch(out, launcher, *args)
 
     monkeypatch.setattr(ops, "_launch", spy)
+    return launched
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64],
+                         ids=str)
+@pytest.mark.parametrize("aligned", [False, True])
+def test_transpose_on_both_sides_of_the_size_torchs_copy_takes(dtype, aligned, monkeypatch):
+    """An x up to _TRANSPOSE_TORCH_COPY_BYTES takes torch's copy kernel, a larger one the
+    library's kernels: both move every bit (random bytes, NaN payloads included)."""
+    from tmakit import ops
+
+    launched = launched_kernels(monkeypatch)
     esize = dtype.itemsize
     limit = ops._TRANSPOSE_TORCH_COPY_BYTES[esize][aligned]
     # aligned: rows of 256 elements and a row count a multiple of 16, so that x's and out's rows
@@ -432,14 +440,7 @@ def test_add_on_both_sides_of_the_size_torchs_add_takes(dtype, in_place, monkeyp
     library's kernel: the same sums either way, starts on and off 16 bytes."""
     from tmakit import ops
 
-    launched = []
-    launch = ops._launch
-
-    def spy(out, launcher, *args):
-        launched.append(launcher)
-        return launch(out, launcher, *args)
-
-    monkeypatch.setattr(ops, "_launch", spy)
+    launched = launched_kernels(monkeypatch)
     esize = dtype.itemsize
     first, last = ops._ADD_TORCH_BYTES[esize]
     value = 3 if not dtype.is_floating_point else 0.1
