@@ -328,3 +328,28 @@ def test_python_m_tmakit_says_where_the_entry_points_are():
     run = subprocess.run([sys.executable, "-m", "tmakit", "check", "spec.json"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "runs no command (got 'check spec.json')" in run.stderr
+
+
+def test_torchs_own_paths_read_an_x_that_requires_grad_as_values():
+    """Where the ops hand x to torch's own add or copy (a small dense add, a small transpose,
+    a promoted sum), they read its values: no error from torch's out= forms, which refuse an
+    input that requires grad while autograd records, and no grad_fn on the result. (Called
+    on CPU tensors below the public functions, which take CUDA tensors only.)"""
+    from tmakit import ops
+
+    x = torch.randn(2048, requires_grad=True)  # 8 KiB of float32: the add's torch band
+    first, last = ops._ADD_TORCH_BYTES[4]
+    assert first <= x.numel() * 4 <= last
+    out = torch.empty_like(x)
+    ops._launch_add(x, 1.5, out, fresh=True)
+    assert not out.requires_grad and torch.equal(out, x.detach() + 1.5)
+    activation = x * 2  # a non-leaf that requires grad
+    out = torch.empty_like(activation)
+    ops._launch_add(activation, -1.0, out, fresh=True)
+    assert not out.requires_grad and torch.equal(out, activation.detach() - 1.0)
+    m = torch.randn(8, 8, requires_grad=True)  # under the size the transpose copies with torch
+    out = torch.empty(8, 8)
+    ops._launch_transpose(m, out, fresh=True)
+    assert out.grad_fn is None and not out.requires_grad and torch.equal(out, m.detach().t())
+    sums = ops._add_promoted(m, 1j, None)
+    assert not sums.requires_grad and torch.equal(sums, m.detach() + 1j)

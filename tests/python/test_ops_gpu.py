@@ -946,6 +946,23 @@ def test_a_written_tensor_saved_for_backward_fails_the_backward_pass(which):
         loss.backward()
 
 
+@pytest.mark.parametrize("numel", [1000, 2048, 1 << 22])  # below, in and past the add's band
+def test_an_x_that_requires_grad_is_read_as_values_on_every_path(numel):
+    """The ops record no gradient: an x that requires grad (a leaf or an activation) gives
+    results that do not, whether the library's kernels or torch's own add / copy run."""
+    leaf = torch.randn(numel, device="cuda", requires_grad=True)
+    for x in (leaf, leaf * 2):
+        y = tmakit.add(x, 0.5)
+        assert not y.requires_grad and torch.equal(y, x.detach() + 0.5)
+        out = torch.empty_like(y)
+        assert tmakit.add(x, 0.5, out=out) is out and torch.equal(out, y)
+        z = tmakit.add(x, 1j)  # torch's promoted add
+        assert not z.requires_grad and torch.equal(z, x.detach() + 1j)
+        m = x[: (numel // 8) * 8].view(-1, 8)
+        t = tmakit.transpose(m)
+        assert not t.requires_grad and torch.equal(t, m.detach().t())
+
+
 def test_inference_tensors_are_written_only_in_inference_mode():
     """Outside torch.inference_mode an inference tensor is refused as torch refuses it, named,
     nothing written; inside it the write goes through."""
