@@ -57,6 +57,8 @@ __global__ void every_copy_form(const __grid_constant__ CUtensorMap map, int x) 
   tmakit::load_tile<F32Tile>(&buf[0], &map, bar, {kCols, x}, 0ull);
   tmakit::reduce_tile<F32Tile, tmakit::ReduceOp::add>(&map, &buf[0], {F32Tile::rows, 0});
   tmakit::store_tile<F32Tile>(&map, &buf[0], {threadIdx.x * 32, x});
+  enum Corner { kLeft = 0, kTop = 0 };
+  tmakit::prefetch_tile<F32Tile>(&map, {kLeft, kTop});
   tmakit::prefetch_tile<F32Tile>(&map, {u, 0});
   tmakit::prefetch_tile<F32Tile>(&map, {x, 0});
   tmakit::ClusterPipelineBarriers<2> bars;

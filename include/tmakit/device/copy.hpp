@@ -136,7 +136,9 @@ struct Coords32 {
 };
 template <int N, class C>
 __device__ __forceinline__ Coords32<N> coords32(const char* op, const C (&coords)[N]) {
-  static_assert(std::is_integral_v<C> && !std::is_same_v<std::remove_cv_t<C>, bool>,
+  // (an unscoped enum's constants too, as a signed coordinate array took them before)
+  static_assert((std::is_integral_v<C> && !std::is_same_v<std::remove_cv_t<C>, bool>) ||
+                    (std::is_enum_v<C> && std::is_convertible_v<C, long long>),
                 "TMA coordinates are integers (signed 32-bit, D3)");
   Coords32<N> c{};
 #pragma unroll
