@@ -463,7 +463,7 @@ def _launch_transpose(x, out, fresh=False):
             # NOTE: torch's copy does not take the sub-byte shell dtypes: their bytes, as uint8
             x, out = x.view(torch.uint8), out.view(torch.uint8)
         # NOTE: the op records no gradient: out takes x's values, not a grad_fn from it
-        out.copy_(x.detach().t())
+        out.copy_((x.detach() if x.requires_grad else x).t())
         return
     _launch(out, _tmakit.transpose, x_at, out_at, _BITS_TYPES[esize], rows, cols,
             x_row * esize, out_row * esize)
@@ -550,8 +550,10 @@ def _launch_add(x, value, out=None, fresh=False):
         raise ValueError("out: overlaps x without being x; pass out=x to add in place, or a "
                          "separate out")
     # NOTE: torch's own ops below read x for the op, which records no gradient: torch's out=
-    # forms refuse an x that requires grad while autograd records (out never does: refused)
-    x = x.detach()
+    # forms refuse an x that requires grad while autograd records (out never does: refused).
+    # Only then: a detach on every call costs host time
+    if x.requires_grad:
+        x = x.detach()
     if (x.is_neg() or (not fresh and out.is_neg())) and x.dtype in _TORCH_ADD_TYPES:
         # NOTE: a lazily negated view (z.conj().imag; real x has no conjugate bit): torch's
         # add reads and writes its values (one pass)
@@ -1320,7 +1322,8 @@ def _add_promoted(x: torch.Tensor, value, out: Optional[torch.Tensor]) -> torch.
                              "a separate out")
     # NOTE: the op records no gradient: torch's add reads x's values only (its out= form
     # refuses an x that requires grad while autograd records; without out, the sums would)
-    x = x.detach()
+    if x.requires_grad:
+        x = x.detach()
     if x.dtype not in _TORCH_ADD_TYPES and x.dtype != torch.bool and not x.is_complex():
         if x.dtype not in _ADD_TYPES:
             raise _torch_add_refuses(x, value)
