@@ -155,7 +155,10 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-_internal_overlap = getattr(torch._C, "_debug_has_internal_overlap", None)
+# NOTE: torch's test of a tensor's own elements sharing memory (ATen's has_internal_overlap:
+# 0 no, 1 yes, 2 "too hard")
+_internal_overlap = getattr(torch, "_debug_has_internal_overlap", None) or getattr(
+    torch._C, "_debug_has_internal_overlap", None)
 
 
 def _elements_overlap(t: torch.Tensor) -> bool:
@@ -208,7 +211,9 @@ def _written(out: torch.Tensor) -> None:
 
 
 def _check_writable(out: torch.Tensor, name: str = "out") -> None:
-    """Refuses an output whose elements share memory (an expanded tensor), or an inference
+    """Refuses an output whose elements share memory (an expanded tensor, or strides that
+    interleave: _elements_overlap, exact up to 2^22 elements or two dimensions of more than
+    one; past that, like torch's own check, only what the strides show), or an inference
     tensor outside inference mode: torch's own ops refuse to write either."""
     _check_not_inference(out, name)
     # NOTE: a contiguous tensor's elements never share memory: that test first (the full one
@@ -377,21 +382,32 @@ def _scale_recipe(scale_a_t, scale_b_t, m: int, n: int, k: int):
                      f"expected {expected}")
 
 
+def _gemm_empty(a, b, out) -> None:
+    """The rules of an empty product's shapes (M, N or K of 0), which the launcher, taking M, N,
+    K >= 1, never sees: as wrong as at any size."""
+    m, k = a.shape
+    n, kb = b.shape
+    if k % 16:
+        raise ValueError(f"a: K = {k} is not a multiple of 16 (TMA's 16-byte rows); pad K with "
+                         f"zeros to {(k + 15) // 16 * 16}")
+    if kb != k:
+        raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} "
+                         f"has K = {k}; b is (N, K), as in a @ b.T")
+    if tuple(out.shape) != (m, n):
+        raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
+
+
 def _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_t, scale_b_t, accumulate, out,
                  scale_recipe=None, fresh=False):
     """The op's CUDA kernel. ``scale_recipe``: (recipe, strides) as _scale_recipe gives them,
     when the eager call has them already (the registered op reads them again). ``fresh``: out
     was just allocated here (no version to move on)."""
     m, k = a.shape
-    n, kb = b.shape
+    n = b.shape[0]
     if m == 0 or n == 0 or k == 0:
         # NOTE: empty extents are torch's (the launcher takes M, N, K >= 1): an empty product
         # writes nothing, or zeros for K = 0, as a @ b.T does
-        if kb != k:
-            raise ValueError(f"b: shape {tuple(b.shape)} has K = {kb} but a {tuple(a.shape)} "
-                             f"has K = {k}; b is (N, K), as in a @ b.T")
-        if tuple(out.shape) != (m, n):
-            raise ValueError(f"out: shape {tuple(out.shape)}, expected (M, N) = ({m}, {n})")
+        _gemm_empty(a, b, out)
         if k == 0:
             out.zero_()
         return
@@ -636,38 +652,34 @@ def _register(schema: str, kernel, fake) -> None:
     torch.library.register_fake("tmakit::" + name, fake, lib=_LIB)
 
 
-def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
-                   out):
-    # a traced call: the launcher's rules but those of the addresses, before any memory exists
-    if a.numel() and b.numel():
-        recipe, strides = _scale_recipe(scale_a_tensor, scale_b_tensor, a.shape[0], b.shape[0],
-                                        a.shape[1])
-        _tmakit.gemm_fp8_check(
-            *_gemm_args(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor,
-                        accumulate, out),
-            scale_a_tensor is not None, scale_b_tensor is not None, recipe, strides,
-            _ACCUMULATION[accumulate])
-
-
-def _nothing(*args) -> None:
-    return None
-
-
 # The registered ops' kernel functions: anyone may call them (the public functions check the
 # arguments first and skip them where they launch directly; a torch.ops.tmakit.* call made
 # by hand does not), and the launchers write x's extents and element size at out's address,
 # so each checks what it writes before its launch, with the public functions' checks
-# (_checked_out: out's device, dtype, shape, a tensor that may be written).
+# (_checked_out: out's device, dtype, shape, a tensor that may be written). Their fake
+# functions (a traced call: no memory) make the same checks, so that a call that a kernel
+# function would refuse fails when it is traced, naming the same argument; what needs
+# addresses (an out overlapping x) is checked at the launch.
 
 
-def _transpose_out_op(x, out) -> None:
+def _transpose_checked(x, out):
+    """out, checked for the transpose of x (2-D)."""
     if x.dim() != 2:
         raise ValueError(f"x: expected 2 dimensions, got shape {tuple(x.shape)}")
     shape = (x.shape[1], x.shape[0])
-    _launch_transpose(x, out if _out_fits(out, x, shape) else _checked_out(out, x, shape))
+    return out if _out_fits(out, x, shape) else _checked_out(out, x, shape)
 
 
-def _stencil3x3_out_op(x, taps, out) -> None:
+def _transpose_out_op(x, out) -> None:
+    _launch_transpose(x, _transpose_checked(x, out))
+
+
+def _transpose_out_fake(x, out) -> None:
+    _transpose_checked(x, out)
+
+
+def _stencil_checked(x, taps, out):
+    """out, checked for the stencil of x (a real (H, W) or (B, H, W) image) with 9 taps."""
     if x.dtype not in _STENCIL_TYPES and x.dtype not in _STENCIL_HALF_TYPES:
         raise TypeError(f"x: dtype {x.dtype}; the stencil's kernels take torch.float32, "
                         f"float64, float16 or bfloat16")
@@ -676,7 +688,17 @@ def _stencil3x3_out_op(x, taps, out) -> None:
     if len(taps) != 9:
         raise ValueError(f"taps: {len(taps)} values; the 3x3 weight is 9, in row-major order")
     shape = x.shape
-    _launch_stencil(x, taps, out if _out_fits(out, x, shape) else _checked_out(out, x, shape))
+    return out if _out_fits(out, x, shape) else _checked_out(out, x, shape)
+
+
+def _stencil3x3_out_op(x, taps, out) -> None:
+    _launch_stencil(x, taps, _stencil_checked(x, taps, out))
+
+
+def _stencil3x3_out_fake(x, taps, out) -> None:
+    _stencil_checked(x, taps, out)
+    # (the launcher checks the taps it is given: traced, the public function's check)
+    _check_taps(taps, x.dtype)
 
 
 def _add_value(x: torch.Tensor, value):
@@ -686,35 +708,62 @@ def _add_value(x: torch.Tensor, value):
         raise TypeError(f"x: dtype {x.dtype}; the add's kernels take "
                         f"{', '.join(str(t) for t in _ADD_TYPES)}")
     if x.is_floating_point():
-        return value if type(value) is float and abs(value) < _FLOAT32_OVERFLOW else (
-            _add_constant(value, x.dtype))
+        if type(value) is float and abs(value) < _FLOAT32_OVERFLOW:
+            return value
+        if isinstance(value, complex):
+            raise TypeError(f"value: {value!r} for {x.dtype} x; the add's kernels add a real "
+                            f"value (tmakit.add takes a complex one, into a complex result)")
+        return _add_constant(value, x.dtype)
     if not isinstance(value, int):
         raise TypeError(f"value: {value!r} for {x.dtype} x; an integer x takes an int")
     return _integer_constant(int(value), x.dtype)
 
 
-def _add_out_op(x, value, out) -> None:
+def _add_out_checked(x, value, out):
+    """(the constant, out checked) for x + value into out."""
     value, shape = _add_value(x, value), x.shape
-    _launch_add(x, value, out if _out_fits(out, x, shape) else _checked_out(out, x, shape))
+    return value, out if _out_fits(out, x, shape) else _checked_out(out, x, shape)
 
 
-def _add_op(x, value) -> None:
+def _add_out_op(x, value, out) -> None:
+    _launch_add(x, *_add_out_checked(x, value, out))
+
+
+def _add_out_fake(x, value, out) -> None:
+    _add_out_checked(x, value, out)
+
+
+def _add_in_place_checked(x, value):
+    """The constant for x += value, x checked as a tensor that may be written."""
     if not x.is_contiguous() or x.requires_grad or x.is_inference():  # (host time)
         _check_no_grad(x, "x")
         _check_writable(x, "x")
-    _launch_add(x, _add_value(x, value))
+    return _add_value(x, value)
 
 
-def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
-                     out) -> None:
-    """The types, ranks and devices the launcher takes on trust (it reads a and b as bytes and
-    the scale tensors as floats); the shapes, strides and scale layouts it checks itself."""
+def _add_op(x, value) -> None:
+    _launch_add(x, _add_in_place_checked(x, value))
+
+
+def _add_fake(x, value) -> None:
+    _add_in_place_checked(x, value)
+
+
+def _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out) -> None:
+    """The registered op's checks (its fake's too) of what the launcher cannot see: it reads
+    a and b as rows of bytes, out as rows of elements and the scale tensors as floats, from
+    addresses and row pitches alone; so the types, ranks, unit strides along K and N and the
+    GPU are checked here, and the accumulation's name. The shapes, row pitches and scale
+    layouts the launcher checks itself."""
     device = a.get_device()
     for name, t in (("a", a), ("b", b)):
         if t.dtype != _FP8:
             raise TypeError(f"{name}: dtype {t.dtype}; the GEMM reads torch.float8_e4m3fn")
         if t.dim() != 2:
             raise ValueError(f"{name}: expected 2 dimensions, got shape {tuple(t.shape)}")
+        if t.shape[1] > 1 and t.stride(1) != 1:
+            raise ValueError(f"{name}: rows must be K contiguous bytes (stride 1 along K), got "
+                             f"strides {t.stride()}; pass {name}.contiguous()")
     for name, t in (("scale_a_tensor", scale_a_tensor), ("scale_b_tensor", scale_b_tensor)):
         if t is not None and t.dtype != _FLOAT32:
             raise TypeError(f"{name}: dtype {t.dtype}; scale tensors are torch.float32")
@@ -723,12 +772,40 @@ def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tens
                         f"torch.float16")
     if out.dim() != 2:
         raise ValueError(f"out: expected 2 dimensions (M, N), got shape {tuple(out.shape)}")
+    if out.shape[1] > 1 and out.stride(1) != 1:
+        raise ValueError(f"out: strides {out.stride()}; the GEMM writes rows of N contiguous "
+                         f"elements (stride 1 along N)")
     for name, t in (("b", b), ("scale_a_tensor", scale_a_tensor),
                     ("scale_b_tensor", scale_b_tensor), ("out", out)):
         if t is not None and t.get_device() != device:
             raise ValueError(f"{name}: on {t.device}, but a is on {a.device}")
     if type(accumulate) is not str or accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
+
+
+def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
+                   out):
+    # a traced call: the op's checks, then the launcher's rules but those of the addresses,
+    # before any memory exists
+    _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out)
+    _check_writable(out)
+    if a.numel() == 0 or b.numel() == 0:
+        _gemm_empty(a, b, out)
+        return
+    recipe, strides = _scale_recipe(scale_a_tensor, scale_b_tensor, a.shape[0], b.shape[0],
+                                    a.shape[1])
+    _tmakit.gemm_fp8_check(
+        *_gemm_args(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
+                    out),
+        scale_a_tensor is not None, scale_b_tensor is not None, recipe, strides,
+        _ACCUMULATION[accumulate])
+
+
+def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
+                     out) -> None:
+    _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out)
+    if out.requires_grad:  # (the test's first half inline: host time)
+        _check_no_grad(out, "out")
     _check_writable(out)
     _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out)
 
@@ -736,13 +813,14 @@ def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tens
 _register("gemm_fp8_out(Tensor a, Tensor b, float scale_a, float scale_b, float alpha, "
           "Tensor? scale_a_tensor, Tensor? scale_b_tensor, str accumulate, Tensor(a!) out) -> ()",
           _gemm_fp8_out_op, _gemm_fp8_fake)
-_register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _transpose_out_op, _nothing)
+_register("transpose_out(Tensor x, Tensor(a!) out) -> ()", _transpose_out_op,
+          _transpose_out_fake)
 _register("stencil3x3_out(Tensor x, float[] taps, Tensor(a!) out) -> ()", _stencil3x3_out_op,
-          _nothing)
+          _stencil3x3_out_fake)
 # NOTE: add's constant travels as one Scalar: a float for floating-point x, an int (int64,
 # exact) for integer x (one argument: each scalar argument costs the dispatcher host time)
-_register("add_out(Tensor x, Scalar value, Tensor(a!) out) -> ()", _add_out_op, _nothing)
-_register("add_(Tensor(a!) x, Scalar value) -> ()", _add_op, _nothing)
+_register("add_out(Tensor x, Scalar value, Tensor(a!) out) -> ()", _add_out_op, _add_out_fake)
+_register("add_(Tensor(a!) x, Scalar value) -> ()", _add_op, _add_fake)
 
 
 # --- the public functions -------------------------------------------------------------------
@@ -1079,6 +1157,22 @@ _FLOAT_OF_COMPLEX = {torch.complex32: torch.float16, torch.complex64: torch.floa
                      torch.complex128: torch.float64}
 
 
+def _rounded(value: float, bits: int, least_exponent: int) -> float:
+    """A finite float rounded once to nearest, ties to even, to ``bits`` significant bits and
+    the subnormal quantum 2^(least_exponent - bits) (frexp's exponents); the sign of a zero
+    kept. Pure Python, which torch.compile traces (a tensor's tolist() it does not)."""
+    if value == 0:
+        return value
+    quantum = 2.0 ** (max(math.frexp(value)[1], least_exponent) - bits)
+    return math.copysign(round(value / quantum) * quantum, value)
+
+
+def _as_float16(value: float) -> float:
+    """A float within float16's range as torch.tensor([value], dtype=torch.float16) holds it:
+    rounded to float32, then to float16 (torch's conversion of a Python float)."""
+    return _rounded(_rounded(value, 24, -125), 11, -13)
+
+
 def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> torch.Tensor:
     """stencil3x3 of a complex x, as conv2d's complex product: the real and imaginary planes
     of x as one batch for the real kernel, once with the taps' real parts and, where a tap has
@@ -1088,40 +1182,46 @@ def _stencil_complex(x: torch.Tensor, weight, out: Optional[torch.Tensor]) -> to
     for v in values:
         if isinstance(v, (str, bytes)) or not isinstance(v, numbers.Complex):
             raise TypeError(f"weight: tap {v!r} is not a number")
+    # NOTE: each tap's parts as floats (not complex(v), which torch.compile before torch 2.6
+    # does not trace)
     try:
-        taps = [complex(v) for v in values]
+        real = [float(v.real) for v in values]
+        imag = [float(v.imag) for v in values]
     except OverflowError:
         raise ValueError("weight: a tap is past float64's range") from None
     parts = _FLOAT_OF_COMPLEX[x.dtype]
-    _check_taps([t.real for t in taps], parts)
-    _check_taps([t.imag for t in taps], parts)
+    _check_taps(real, parts)
+    _check_taps(imag, parts)
     if out is not None:
         out = _checked_out(out, x, x.shape)
     if x.dtype == torch.complex32:
         # NOTE: as the 16-bit real images: the taps rounded to x's dtype, x widened (complex64),
         # the result rounded once
-        parts = torch.tensor([[t.real, t.imag] for t in taps], dtype=torch.float16).tolist()
-        rounded = [complex(re, im) for re, im in parts]
-        wide = _stencil_complex(x.to(torch.complex64), [rounded[r:r + 3] for r in (0, 3, 6)],
-                                None)
+        wide = _stencil_complex_parts(x.to(torch.complex64), [_as_float16(v) for v in real],
+                                      [_as_float16(v) for v in imag])
         return wide.to(torch.complex32) if out is None else out.copy_(wide)
+    result = _stencil_complex_parts(x, real, imag)
+    return result if out is None else out.copy_(result)
+
+
+def _stencil_complex_parts(x: torch.Tensor, real: list, imag: list) -> torch.Tensor:
+    """The complex stencil of x (complex64 or complex128) with taps of these real and
+    imaginary parts, into a new tensor."""
     images = x if x.dim() == 3 else x[None]
     b, h, w = images.shape
     # NOTE: (2 b, h, w): x's real planes, then its imaginary ones (one pass over x; copy_
     # writes the values a conjugated view reads as); the sums are made before out is
     # written, so that an out overlapping x reads nothing written
-    real = images.real
-    planes = torch.empty((2 * b, h, w), dtype=real.dtype, device=x.device)
-    planes[:b].copy_(real)
+    planes = torch.empty((2 * b, h, w), dtype=_FLOAT_OF_COMPLEX[x.dtype], device=x.device)
+    planes[:b].copy_(images.real)
     planes[b:].copy_(images.imag)
-    by_real = stencil3x3(planes, [[t.real for t in taps[r:r + 3]] for r in (0, 3, 6)])
-    if any(t.imag for t in taps):
-        by_imag = stencil3x3(planes, [[t.imag for t in taps[r:r + 3]] for r in (0, 3, 6)])
+    by_real = stencil3x3(planes, [real[r:r + 3] for r in (0, 3, 6)])
+    if any(imag):
+        by_imag = stencil3x3(planes, [imag[r:r + 3] for r in (0, 3, 6)])
         result = torch.complex(by_real[:b] - by_imag[b:], by_real[b:] + by_imag[:b])
     else:
         result = torch.complex(by_real[:b], by_real[b:])
-    result = result.view(x.shape)
-    return result if out is None else out.copy_(result)
+    return result.view(x.shape)
 
 
 def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -1130,7 +1230,9 @@ def stencil3x3(x: torch.Tensor, weight, *, out: Optional[torch.Tensor] = None) -
     any shape (empty too), strides and start; ``weight`` 3x3 (tensor, nested list or array of
     real numbers; taps rounded to x's dtype, summed in row-major order with fused
     multiply-adds; a NaN or infinite tap, or one past x's dtype's range, is refused with
-    ValueError). ``out``: same
+    ValueError). The taps are host numbers: a CUDA tensor weight is read to the host (a
+    synchronisation), and under ``torch.compile(fullgraph=True)`` the weight must be numbers
+    (a nested list), since a graph cannot read a tensor's values on the host. ``out``: same
     shape and dtype, any strides, not overlapping x; allocated dense when not given.
 
     Paths: rows and images whose starts and pitches are 16-byte aligned run through the TMA
@@ -1183,7 +1285,7 @@ def _integer_constant(value: int, dtype: torch.dtype) -> int:
 
 
 def _int_as_float32(value: int) -> float:
-    """An int of at most 63 bits rounded once to float32 (to nearest, ties to even), as torch
+    """An int below 2^128 rounded once to float32 (to nearest, ties to even), as torch
     converts an int64 scalar for a float32 or 16-bit tensor's sum; a Python float holds it
     exactly. NOTE: float(value) first would round twice past 2^53 (2^54 + 2^30 + 1: to
     2^54 + 2^30, then a tie to 2^54 where one rounding gives 2^54 + 2^31)."""
@@ -1203,10 +1305,15 @@ def _add_constant(value, dtype: torch.dtype) -> float:
     """``value`` as the float a floating x adds: torch's sum of a finite value past float32's
     range with a float32 or 16-bit tensor (formed in float32) is inf, which is refused, on
     every path alike."""
-    if (dtype is not torch.float64 and isinstance(value, numbers.Integral)
-            and not isinstance(value, bool) and abs(int(value)) < 1 << 63):
-        value = _int_as_float32(int(value))
-    value = _real(value, "value", "a Python int, float or complex")
+    if dtype is not torch.float64 and isinstance(value, numbers.Integral) and not isinstance(
+            value, bool):
+        value = int(value)
+        if abs(value) >= 1 << 128:  # (past float32's range, and perhaps float64's)
+            raise ValueError(f"value: {_number(value)} overflows float32, in which {dtype} sums "
+                             f"are formed (the sum would be inf); pass a value within float32's "
+                             f"range")
+        value = _int_as_float32(value)
+    value = _real(value, "value", "a real number")
     if dtype is not torch.float64 and _FLOAT32_OVERFLOW <= abs(value) < math.inf:
         raise ValueError(f"value: {value:.9g} overflows float32, in which {dtype} sums are "
                          f"formed (the sum would be inf); pass a value within float32's range")
@@ -1242,7 +1349,8 @@ def add(x: torch.Tensor, value, *, out: Optional[torch.Tensor] = None) -> torch.
     converted to the result's dtype (one more pass).
     Differs from torch: tensor values are refused with TypeError; a finite value past
     float32's range added to a float32 or 16-bit x (torch's sum is then infinite) with
-    ValueError."""
+    ValueError; an int past int64's range added to a floating x is taken (rounded once to
+    float32, or to float64 for a float64 x), where torch refuses it."""
     in_place = out is x
     x = _tensor(x, "x")
     if in_place:
@@ -1394,7 +1502,15 @@ def _quantize_args(x, recipe, operand, x_fp8, readable=None):
             operand)
 
 
-def _launch_quantize(x, recipe, operand, x_fp8, scale):
+def _launch_quantize(x, recipe, operand, x_fp8, scale, fresh=False):
+    """``fresh``: x_fp8 and scale were just allocated here, so they overlap nothing."""
+    if not fresh:
+        for name, t, other, other_name in (("x_fp8", x_fp8, x, "x"), ("scale", scale, x, "x"),
+                                           ("scale", scale, x_fp8, "x_fp8")):
+            if _overlaps(t, other):
+                raise ValueError(f"{name}: overlaps {other_name}, which the kernels "
+                                 f"{'read' if other is x else 'write'} while they write "
+                                 f"{name}; pass a separate {name}")
     if x.shape[0] == 0:
         # NOTE: no rows: nothing to cast; a tensor scale of nothing is 1 (amax 0)
         if recipe == "tensor":
@@ -1409,17 +1525,22 @@ def _launch_quantize(x, recipe, operand, x_fp8, scale):
         x = torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
     _launch(x_fp8, _tmakit.quantize_fp8, x.data_ptr(), x_fp8.data_ptr(), scale.data_ptr(),
             *_quantize_args(x, recipe, operand, x_fp8, readable=True))
+    if not fresh:
+        _written(x_fp8)
+        _written(scale)
 
 
-def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
-    if x.shape[0]:
-        _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
+def _check_quantize_k(k: int) -> None:
+    if k == 0 or k % 16:
+        raise ValueError(f"x: K = {k} is not a positive multiple of 16 (the FP8 GEMM's K); pad K "
+                         f"to {max(16, (k + 15) // 16 * 16)} with zeros "
+                         f"(torch.nn.functional.pad(x, (0, {max(16, (k + 15) // 16 * 16) - k})))")
 
 
-def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
+def _quantize_checked(x, recipe, operand, x_fp8, scale) -> None:
     """The registered quantizer's own checks of what it writes, as the other registered ops
     make theirs: x_fp8 x's shape in rows of K consecutive bytes, scale the recipe's layout
-    (_quantize_scale_layout), both on x's GPU."""
+    (_quantize_scale_layout), both on x's GPU and writable."""
     # NOTE: x's shape and device read once (host time: every call of the op passes here)
     dims = x.shape
     if x.dtype not in _QUANTIZE_TYPES:
@@ -1431,6 +1552,7 @@ def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
         raise ValueError(f"recipe, operand: {recipe!r}, {operand!r}; expected 'tensor', 'row' "
                          f"or 'block', and 'a' or 'b'")
     rows, k = dims
+    _check_quantize_k(k)
     device = x.get_device()
     if x_fp8.dtype != _FP8 or x_fp8.shape != dims or x_fp8.get_device() != device or (
             k > 1 and x_fp8.stride(1) != 1):
@@ -1447,6 +1569,21 @@ def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
         raise ValueError(f"scale: {scale.dtype} {tuple(scale.shape)} strides {scale.stride()} on "
                          f"{scale.device}; the {recipe} recipe for operand {operand} writes "
                          f"torch.float32 {shape} strides {strides} on {x.device}")
+    if x_fp8.requires_grad or scale.requires_grad or x_fp8.is_inference() or (
+            scale.is_inference()):  # (the common case at a glance: host time)
+        for name, t in (("x_fp8", x_fp8), ("scale", scale)):
+            _check_no_grad(t, name)
+            _check_not_inference(t, name)
+
+
+def _quantize_fp8_fake(x, recipe, operand, x_fp8, scale):
+    _quantize_checked(x, recipe, operand, x_fp8, scale)
+    if x.shape[0]:
+        _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
+
+
+def _quantize_fp8_out_op(x, recipe, operand, x_fp8, scale) -> None:
+    _quantize_checked(x, recipe, operand, x_fp8, scale)
     _launch_quantize(x, recipe, operand, x_fp8, scale)
 
 
@@ -1492,17 +1629,14 @@ def quantize_fp8(x: torch.Tensor, recipe: str = "row", *, operand: str = "a"):
     if operand not in ("a", "b"):
         raise ValueError(f"operand: {operand!r} is not 'a' or 'b'")
     rows, k = x.shape
-    if k == 0 or k % 16:
-        raise ValueError(f"x: K = {k} is not a positive multiple of 16 (the FP8 GEMM's K); pad K "
-                         f"to {max(16, (k + 15) // 16 * 16)} with zeros "
-                         f"(torch.nn.functional.pad(x, (0, {max(16, (k + 15) // 16 * 16) - k})))")
+    _check_quantize_k(k)
     x_fp8 = torch.empty((rows, k), dtype=torch.float8_e4m3fn, device=x.device)
     scale = _quantize_scale(x, recipe, operand)
     if rows and not _is_compiling():
         # NOTE: the launcher's checks (all but the addresses) before the kernels are queued
         _tmakit.quantize_fp8_check(*_quantize_args(x, recipe, operand, x_fp8))
     if _direct(x):
-        _launch_quantize(x, recipe, operand, x_fp8, scale)
+        _launch_quantize(x, recipe, operand, x_fp8, scale, fresh=True)
     else:
         torch.ops.tmakit.quantize_fp8_out(x, recipe, operand, x_fp8, scale)
     return x_fp8, scale

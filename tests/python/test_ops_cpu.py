@@ -1,6 +1,7 @@
 """The torch ops without a GPU: registration, tracing through their fake implementations,
 and the argument checks that need no device memory."""
 
+import math
 import re
 
 import pytest
@@ -353,3 +354,141 @@ def test_torchs_own_paths_read_an_x_that_requires_grad_as_values():
     assert out.grad_fn is None and not out.requires_grad and torch.equal(out, m.detach().t())
     sums = ops._add_promoted(m, 1j, None)
     assert not sums.requires_grad and torch.equal(sums, m.detach() + 1j)
+
+
+def _refusal(call):
+    """(type, message) of what ``call`` raises: every case below must raise."""
+    with pytest.raises((TypeError, ValueError)) as caught:
+        call()
+    return type(caught.value), str(caught.value)
+
+
+def test_each_registered_op_refuses_when_traced_what_its_kernel_refuses(fake_cuda_views):
+    """A torch.ops.tmakit.* call made by hand, traced (the fake implementation: no memory) and
+    called (the kernel function, which checks before it launches), is refused with the same
+    error naming the same argument, before anything is written."""
+    from tmakit import ops
+
+    mode = FakeTensorMode()
+    with mode:
+        a, b = (torch.empty(64, 128, device="cuda:0", dtype=FP8),
+                torch.empty(32, 128, device="cuda:0", dtype=FP8))
+        d = torch.empty(64, 32, device="cuda:0", dtype=torch.bfloat16)
+        wide = torch.empty(64, 64, device="cuda:0", dtype=torch.bfloat16)
+        a_wide = torch.empty(64, 256, device="cuda:0", dtype=FP8)
+        x = torch.empty(16, 32, device="cuda:0")
+        xb = torch.empty(16, 32, device="cuda:0", dtype=torch.bfloat16)
+        x_fp8 = torch.empty(16, 32, device="cuda:0", dtype=FP8)
+        row_scale = torch.empty(16, 1, device="cuda:0")
+        cases = {
+            "gemm_fp8_out": [
+                ((a, b, 1.0, 1.0, 1.0, None, None, "promoted", d.float()), "out: dtype"),
+                ((a, b, 1.0, 1.0, 1.0, None, None, "exact", d), "accumulate: 'exact'"),
+                ((a.half(), b, 1.0, 1.0, 1.0, None, None, "promoted", d), "a: dtype"),
+                ((a[None], b, 1.0, 1.0, 1.0, None, None, "promoted", d), "a: expected 2"),
+                ((a, b, 1.0, 1.0, 1.0, None, None, "promoted", wide[:, ::2]), "out: strides"),
+                ((a_wide[:, ::2], b, 1.0, 1.0, 1.0, None, None, "promoted", d),
+                 "a: rows must be K contiguous bytes"),
+                ((a, b, 1.0, 1.0, 1.0, row_scale.double()[:1], None, "promoted", d),
+                 "scale_a_tensor: dtype"),
+                ((a[:0, :100], b[:, :100], 1.0, 1.0, 1.0, None, None, "promoted", d[:0]),
+                 "a: K = 100 is not a multiple of 16"),
+                ((a[:0], b, 1.0, 1.0, 1.0, None, None, "promoted", d[:7, :9]),
+                 r"out: shape \(7, 9\), expected \(M, N\) = \(0, 32\)"),
+            ],
+            "quantize_fp8_out": [
+                ((x.double(), "row", "a", x_fp8, row_scale), "x: dtype"),
+                ((xb, "row", "a", x_fp8.half(), row_scale), "x_fp8: torch.float16"),
+                ((xb, "row", "a", x_fp8, row_scale.t()), r"scale: torch.float32 \(1, 16\)"),
+                ((xb[:0, :20], "row", "a", x_fp8[:0, :20], row_scale[:0]),
+                 "x: K = 20 is not a positive multiple of 16"),
+                ((xb, "rows", "a", x_fp8, row_scale), "recipe, operand: 'rows'"),
+            ],
+            "transpose_out": [
+                ((x[None], x.t()), "x: expected 2 dimensions"),
+                ((x, x), r"out: shape \(16, 32\), expected \(32, 16\)"),
+            ],
+            "stencil3x3_out": [
+                ((x, [1.0] * 4, x.clone()), "taps: 4 values"),
+                ((x.to(torch.int32), [1.0] * 9, x.clone()), "x: dtype torch.int32"),
+            ],
+            "add_out": [
+                ((x, 1j, x.clone()), "value: 1j for torch.float32 x"),
+                ((x, 1.0, x.double()), "out: dtype torch.float64 differs"),
+            ],
+            "add_": [
+                ((x[:1].expand(16, 32), 1.0), "x: some of its elements share memory"),
+            ],
+        }
+    kernels = {"gemm_fp8_out": ops._gemm_fp8_out_op, "quantize_fp8_out": ops._quantize_fp8_out_op,
+               "transpose_out": ops._transpose_out_op, "stencil3x3_out": ops._stencil3x3_out_op,
+               "add_out": ops._add_out_op, "add_": ops._add_op}
+    for name, calls in cases.items():
+        op = getattr(torch.ops.tmakit, name)
+        for args, expected in calls:
+            with mode:
+                traced = _refusal(lambda: op(*args))
+                called = _refusal(lambda: kernels[name](*args))
+            assert traced == called, (name, expected)
+            assert re.search(expected, traced[1]), (name, traced)
+
+
+def test_the_traced_stencil_checks_its_taps():
+    # (the kernel function leaves the taps to the launcher, which checks what it is given)
+    with FakeTensorMode():
+        x = torch.empty(16, 32, device="cuda:0", dtype=torch.float16)
+        with pytest.raises(ValueError, match=r"weight\[1\]\[1\]: 70000 overflows torch.float16"):
+            torch.ops.tmakit.stencil3x3_out(x, [0.0] * 4 + [7e4] + [0.0] * 4, x.clone())
+        with pytest.raises(ValueError, match=r"weight\[0\]\[2\]: nan is not finite"):
+            torch.ops.tmakit.stencil3x3_out(x, [0.0] * 2 + [math.nan] + [0.0] * 6, x.clone())
+
+
+def test_the_registered_gemm_refuses_an_out_that_requires_grad():
+    from tmakit import ops
+
+    with FakeTensorMode():
+        a, b = (torch.empty(64, 128, device="cuda:0", dtype=FP8),
+                torch.empty(32, 128, device="cuda:0", dtype=FP8))
+        out = torch.empty(64, 32, device="cuda:0", dtype=torch.bfloat16, requires_grad=True)
+        with pytest.raises(ValueError, match="out: requires grad, and tmakit's ops record no "
+                                             "gradient"):
+            ops._gemm_fp8_out_op(a, b, 1.0, 1.0, 1.0, None, None, "promoted", out)
+
+
+def test_complex32_taps_are_rounded_as_torch_rounds_them_to_float16():
+    """The complex32 stencil rounds its taps in Python (what torch.compile traces) the way
+    torch.tensor(taps, dtype=torch.float16) does: to float32, then to float16."""
+    import random
+
+    from tmakit import ops
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 1.0, -1.0, 65504.0, -65504.0, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26,
+              -(2.0 ** -26), 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 10004.000401831858]
+    values += [rng.uniform(-65500.0, 65500.0) for _ in range(20000)]
+    values += [rng.uniform(-1.0, 1.0) * 2.0 ** rng.randint(-30, 15) for _ in range(20000)]
+    for _ in range(20000):  # ties of float16, and a hair either side of them
+        quantum = 2.0 ** (max(rng.randint(-24, 15), -14) - 10)
+        tie = (rng.randint(1024, 2047) + 0.5) * quantum * rng.choice((-1.0, 1.0))
+        values.append(tie * (1.0 + rng.choice((0.0, 2.0 ** -40, -(2.0 ** -40)))))
+    values = [v for v in values if abs(v) < 65520.0]  # (the rest is refused before rounding)
+    want = torch.tensor(values, dtype=torch.float16).double().tolist()
+    for v, w in zip(values, want):
+        got = ops._as_float16(v)
+        assert got == w and math.copysign(1.0, got) == math.copysign(1.0, w), (v, got, w)
+
+
+def test_an_int_added_to_a_float_x_is_rounded_once_at_any_size():
+    from tmakit import ops
+
+    x = torch.zeros(2)
+    # 2^64 + 2^40 + 1 is above the float32 tie between 2^64 and 2^64 + 2^41; float() first
+    # would drop the 1 (float64's step there is 2^12) and round the tie to even, to 2^64
+    assert ops._add_value(x, 2 ** 64 + 2 ** 40 + 1) == 2.0 ** 64 + 2.0 ** 41
+    assert ops._add_value(x, -(2 ** 100) - 1) == -(2.0 ** 100)
+    assert ops._add_value(x.double(), 2 ** 64 + 2 ** 40 + 1) == float(2 ** 64 + 2 ** 40 + 1)
+    for value in (2 ** 128, -(2 ** 128) + 2 ** 103, 10 ** 400):
+        with pytest.raises(ValueError, match="overflows float32"):
+            ops._add_value(x, value)
+    with pytest.raises(ValueError, match="value: .* past float64's range"):
+        ops._add_value(x.double(), 10 ** 400)

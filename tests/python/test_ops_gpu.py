@@ -1032,6 +1032,12 @@ def test_the_registered_ops_check_what_they_write():
         (lambda o: gemm(a8, b8, 1.0, 1.0, 1.0, None, None, "fastest", o),
          torch.empty(64, 96, device="cuda", dtype=torch.bfloat16), ValueError, "accumulate"),
     ]
+    wide = torch.zeros(64, 256, device="cuda", dtype=torch.bfloat16)
+    cases += [
+        # (a column step: the launcher, given row pitches alone, would write the wrong bytes)
+        (lambda o: gemm(a8, b8, 1.0, 1.0, 1.0, None, None, "promoted", o[:, :192:2]), wide,
+         ValueError, r"out: strides \(256, 2\)"),
+    ]
     if torch.cuda.device_count() > 1:
         cases.append((lambda o: torch.ops.tmakit.add_out(x, 1.0, o),
                       torch.empty(1024, 1024, device="cuda:1"), ValueError, "out: is on cuda:1"))
@@ -1041,6 +1047,40 @@ def test_the_registered_ops_check_what_they_write():
             call(out)
         torch.cuda.synchronize()
         assert bool((out == 0).all()), message
+
+
+def test_the_registered_quantizer_refuses_outputs_that_overlap_x():
+    """A quantize_fp8_out call made by hand whose x_fp8 or scale lies in x's memory (or scale
+    in x_fp8's) is refused naming it, nothing written: the kernels read x while they write."""
+    x = torch.randn(64, 128, device="cuda", dtype=torch.bfloat16)
+    kept = x.clone()
+    as_fp8 = x.view(torch.uint8).view(FP8)  # (64, 256): x's bytes
+    q = torch.zeros(64, 128, device="cuda", dtype=FP8)
+    scale = torch.zeros(64, 1, device="cuda")
+    op = torch.ops.tmakit.quantize_fp8_out
+    with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
+        op(x, "row", "a", as_fp8[:, :128], scale)
+    with pytest.raises(ValueError, match="scale: overlaps x"):
+        op(x, "row", "a", q, x.view(torch.float32)[:, :1])
+    with pytest.raises(ValueError, match="scale: overlaps x_fp8, which the kernels write"):
+        op(x, "row", "a", q, q.view(torch.float32)[:, :1])
+    torch.cuda.synchronize()
+    assert torch.equal(x, kept) and not q.view(torch.uint8).any() and not scale.any()
+    op(x, "row", "a", q, scale)  # the same call with outputs of their own
+    want_q, want_scale = tmakit.quantize_fp8(x, "row")
+    assert torch.equal(q.view(torch.uint8), want_q.view(torch.uint8))
+    assert torch.equal(scale, want_scale)
+
+
+def test_complex32_stencil_with_complex_taps_compiles_fullgraph():
+    torch._dynamo.reset()
+    taps = [[0, 1j, 0], [1, -4 + 0.1j, 1], [0, -1j, 0.3]]
+    z = torch.complex(torch.randn(2, 33, 65, device="cuda"),
+                      torch.randn(2, 33, 65, device="cuda")).to(torch.complex32)
+    eager = tmakit.stencil3x3(z, taps)
+    compiled = torch.compile(lambda t: tmakit.stencil3x3(t, taps), fullgraph=True)(z)
+    assert compiled.dtype == torch.complex32
+    assert torch.equal(torch.view_as_real(compiled), torch.view_as_real(eager))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
