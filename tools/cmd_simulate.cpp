@@ -153,38 +153,6 @@ Picture simulate_store(const tmakit::TensorMapSpec& spec, const std::vector<std:
   return p;
 }
 
-// The spec of `object` judged for the copy simulated (`copy`): an error when its "direction"
-// names another copy, or when it breaks a rule, for that copy too.
-tmakit::TensorMapSpec judged_spec(const nlohmann::json& object, tmakit::Arch arch,
-                                  tmakit::Direction copy) {
-  tmakit::TensorMapSpec spec = tmakit::spec_from_json(object, arch);
-  if (spec.kind != tmakit::EncodeKind::tiled) {
-    throw tmakit::ParseError("encode: simulate handles tiled specs only");
-  }
-  if (spec.tile_mode != tmakit::TileMode::tile) {
-    throw tmakit::ParseError("tileMode " + std::string(tmakit::name(spec.tile_mode)) +
-                             ": simulate does not model gather4/scatter4 (a spec has no place "
-                             "for the copy's four row coordinates)");
-  }
-  const std::string copy_name =
-      copy == tmakit::Direction::reduce ? "reduction" : std::string(tmakit::name(copy));
-  if (spec.direction != tmakit::Direction::any && spec.direction != copy) {
-    throw tmakit::ParseError("direction: the line says " +
-                             std::string(tmakit::name(spec.direction)) + ", and this run " +
-                             "simulates a " + copy_name +
-                             " (a load without options, --store, --reduce OP)");
-  }
-  if (auto v = tmakit::find_violation(spec, arch)) throw *v;
-  // NOTE: a rule about one direction applies only where the spec names it; the copy is known
-  const bool said = spec.direction == copy;
-  spec.direction = copy;
-  if (auto v = tmakit::find_violation(spec, arch)) {
-    if (said) throw *v;
-    throw tmakit::Error("as a " + copy_name + ": " + v->what());
-  }
-  return spec;
-}
-
 int run_simulate(const Options& opt) {
   std::optional<model::ReduceOp> op;
   if (!opt.reduce.empty()) {
@@ -284,7 +252,7 @@ int run_simulate(const Options& opt) {
       }
       // parse, validate, then simulate; any failure is this line's error
       const nlohmann::json object = tmakit::parse_json_line(line);
-      const tmakit::TensorMapSpec spec = judged_spec(object, *arch, copy);
+      const tmakit::TensorMapSpec spec = tmakit::spec_for_simulated_copy(object, *arch, copy);
       const model::Coords coords = tmakit::coords_from_json(object, spec.rank);
       const Picture p = to_global ? simulate_store(spec, global, smem, coords, op)
                                   : simulate_load(spec, global, coords);

@@ -32,13 +32,9 @@
 
 #include <cstdint>
 
+#include "tmakit/core/host_device.hpp"
 #include "tmakit/host/tensor_map_spec.hpp"
 
-#if defined(__CUDACC__)
-#define TMAKIT_HOST_DEVICE __host__ __device__
-#else
-#define TMAKIT_HOST_DEVICE
-#endif
 
 namespace tmakit {
 

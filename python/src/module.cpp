@@ -120,9 +120,11 @@ tmakit::Arch arch_arg(const std::string& name) {
     return tmakit::arch_of_compute_capability(cc.major, cc.minor).value_or(tmakit::Arch::sm_90a);
   }
   if (auto a = tmakit::parse_arch(name)) return *a;
+  // NOTE: the name cut before it is escaped, so that no escape is cut in half
   throw tmakit::Error("arch: unknown architecture " +
-                      tmakit::escape_unprintable(name).substr(0, 64) +
-                      " (known: " + std::string(tmakit::arch_names()) + ")");
+                      tmakit::escape_unprintable(name.substr(0, 48)) +
+                      (name.size() > 48 ? "..." : "") + " (known: " +
+                      std::string(tmakit::arch_names()) + ")");
 }
 
 // One line judged as `tmakit check --jsonl` judges it (tools/cmd_check.cpp): ("ok" |
@@ -190,10 +192,12 @@ std::string normalize_line(const std::string& line) {
   return tmakit::spec_to_json(tmakit::parse_spec_json(line));
 }
 
-// The 128 bytes of the encoded CUtensorMap (validated first; needs the driver and a GPU).
+// The 128 bytes of the encoded CUtensorMap (validated first, by the rules of the GPU it is
+// encoded for; needs the driver and a GPU).
 nb::bytes encode_line(const std::string& line) {
-  const tmakit::TensorMapSpec spec = tmakit::parse_spec_json(line);
-  tmakit::validate(spec);
+  const tmakit::Arch arch = arch_arg("");
+  const tmakit::TensorMapSpec spec = tmakit::parse_spec_json(line, arch);
+  tmakit::validate(spec, arch);
   tmakit::driver();  // a clear error naming libcuda.so.1 where there is no driver
   TMAKIT_DRIVER_CHECK(tmakit::ensure_current_context());
   const CUtensorMap map = tmakit::encode(spec);
@@ -213,19 +217,17 @@ ByteArray to_numpy(std::vector<std::uint8_t>&& bytes, std::size_t rows, std::siz
 
 // What one tiled load at `coords` writes, cut as `tmakit simulate` cuts it (tools/
 // cmd_simulate.cpp): (box bytes / inner-row bytes) rows of max(inner-row bytes, swizzle span)
-// bytes from a 1024-aligned buffer. Returns (bytes, written) as rows x row-bytes arrays.
+// bytes from a 1024-aligned buffer, the spec judged as a load on `arch_name` (arch_arg).
+// Returns (bytes, written) as rows x row-bytes arrays.
 // `coords` absent: the line's "coords" key, else zeros. NOTE: the spec is validated before
 // its rank sizes anything (the coords, the picture), so no input can make this allocate more
 // than a valid box needs.
 std::pair<ByteArray, ByteArray> simulate_load(
     const std::string& line, nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> global,
-    const std::optional<std::vector<std::int64_t>>& coords) {
+    const std::optional<std::vector<std::int64_t>>& coords, const std::string& arch_name) {
   const nlohmann::json object = tmakit::parse_json_line(line);
-  const tmakit::TensorMapSpec spec = tmakit::spec_from_json(object);
-  if (spec.kind != tmakit::EncodeKind::tiled) {
-    throw tmakit::ParseError("encode: simulate handles tiled specs only");
-  }
-  if (auto v = tmakit::find_violation(spec)) throw *v;
+  const tmakit::TensorMapSpec spec =
+      tmakit::spec_for_simulated_copy(object, arch_arg(arch_name), tmakit::Direction::load);
   tmakit::model::Coords c{};
   if (coords) {
     if (coords->size() != spec.rank) {
@@ -261,10 +263,11 @@ std::pair<ByteArray, ByteArray> simulate_load(
   return {to_numpy(std::move(out), rows, width), to_numpy(std::move(written), rows, width)};
 }
 
-// The element size of a TMA data type named as in a spec line ("TFLOAT32": 4), or None for a
-// name the library does not know.
+// The element size of a TMA data type named as in a spec line ("TFLOAT32": 4; 0 for
+// Blackwell's packed types, whose values are 4 or 6 bits), or None for a name the library
+// does not know.
 std::optional<int> data_type_bytes(const std::string& name) {
-  if (auto t = tmakit::parse_data_type(name)) return tmakit::element_bytes(*t);
+  if (auto t = tmakit::parse_tensor_map_data_type(name)) return tmakit::element_bytes(*t);
   return std::nullopt;
 }
 
@@ -503,10 +506,13 @@ NB_MODULE(_tmakit, m) {
   m.def("driver_available", &tmakit::driver_available,
         "True when libcuda.so.1 loads and cuInit succeeds.");
   m.def("simulate_load", &simulate_load, "line"_a, "global_bytes"_a, "coords"_a.none(),
+        "arch"_a = "",
         "What one tiled load writes to a 1024-aligned shared buffer: (bytes, written); "
-        "coords None: the line's \"coords\" key, else zeros.");
+        "coords None: the line's \"coords\" key, else zeros; the spec judged as a load on "
+        "arch ('': the GPU's, else sm_90a).");
   m.def("data_type_bytes", &data_type_bytes, "name"_a,
-        "The element size of a TMA data type name ('TFLOAT32': 4), None for an unknown name.");
+        "The element size of a TMA data type name ('TFLOAT32': 4; 0: a packed type), None for an "
+        "unknown name.");
   // The parsers' bounds (include/tmakit/host/spec_json.hpp), for the Python side's own.
   m.attr("MAX_LINE_BYTES") = tmakit::kMaxLineBytes;
   m.attr("MAX_JSON_DEPTH") = tmakit::kMaxJsonDepth;

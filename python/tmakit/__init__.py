@@ -2,8 +2,8 @@
 
 Tensor maps (no GPU, no torch needed)::
 
-    tmakit.check({"dataType": "FLOAT32", "globalDim": [1024, 512], "globalStrides": [4096],
-                  "boxDim": [25, 32]})          # .ok False, .rule "T7", .message with the fix
+    tmakit.check({"dataType": "FLOAT32", "globalAddress": 4096, "globalDim": [1024, 512],
+                  "globalStrides": [4096], "boxDim": [25, 32]})  # .ok False, .rule "T7", .fix
     tmakit.tensor_map(x, box=(64, 32), swizzle="128B").check()
     tmakit.explain_triton(desc)                 # a Triton TensorDescriptor, as Triton 3.6 encodes it
     tmakit.simulate(spec, global_bytes)         # what the load writes to shared memory

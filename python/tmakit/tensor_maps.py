@@ -422,11 +422,14 @@ def check(spec: Any, arch: Optional[str] = None) -> CheckResult:
     None: the GPU's when the driver reports one, else sm_90a (`tmakit check --arch`). An unknown
     name raises ValueError listing the known ones.
     """
+    arch = _arch(arch)
     try:
         line = _spec_parts(spec, for_check=True)[0]
     except _UnreadableLine as error:
+        if arch:
+            _tmakit.rules(arch)  # (an unknown name raises whatever the spec, as --arch exits 2)
         return CheckResult("error", None, str(error))
-    verdict, rule, message, fix = _tmakit.check_line(line, _arch(arch))
+    verdict, rule, message, fix = _tmakit.check_line(line, arch)
     return CheckResult(verdict, rule or None, message, fix)
 
 
@@ -668,7 +671,11 @@ def _data_type_name(data_type: Any, info: _ArrayInfo) -> str:
         raise ValueError(f"data_type: {_show(data_type)} is not a TMA data type; give a name "
                          f"such as 'TFLOAT32' (tmakit check's dataType values), a NumPy dtype "
                          f"or a torch dtype")
-    if size > 0 and size != info.itemsize:
+    if size == 0:
+        raise ValueError(f"data_type: {name} is one of Blackwell's packed types, whose "
+                         f"dimensions count 4- or 6-bit values, not the tensor's elements; "
+                         f"give its spec to tmakit.check (globalDim and boxDim in values)")
+    if size != info.itemsize:
         raise ValueError(f"data_type: {name} has {size}-byte elements, the tensor's "
                          f"({info.type_name}) are {info.itemsize} bytes; give a type of the "
                          f"tensor's size, or a view of the tensor as one")
@@ -730,6 +737,15 @@ def _spec_for(info: _ArrayInfo, shape: Sequence[int], strides_bytes: Sequence[in
             f"TMA's types have 1, 2, 4 or 8 bytes, its elements {info.itemsize}: pass a view "
             f"of its bytes as one (e.g. a complex128 tensor's .view(torch.float64), whose "
             f"last dimension is twice as long)"))
+    # NOTE: a dimension of one element is never stepped, so its stride is any torch chose
+    # (x.t() of an (n, 1) tensor: (1, 1), contiguous to torch): the map gets the stride of a
+    # dense layout of the dimensions inside it, on whole 16 bytes (rule T6)
+    strides_bytes = list(strides_bytes)
+    for i in range(rank - 2, -1, -1):
+        if shape[i] == 1:
+            inner = max(shape[i + 1], 1) * abs(strides_bytes[i + 1]) if i + 1 < rank - 1 else (
+                max(shape[-1], 1) * info.itemsize)
+            strides_bytes[i] = -(-inner // 16) * 16
     if any(s < 0 for s in strides_bytes):
         raise ValueError(f"{name}: negative strides {tuple(strides_bytes)} cannot be described "
                          f"by a tensor map; make it contiguous first")
@@ -808,18 +824,21 @@ class Simulation:
                 f"{int(self.written.sum())} written)")
 
 
-def simulate(spec: Any, global_bytes: Any, coords: Optional[Sequence[int]] = None) -> Simulation:
+def simulate(spec: Any, global_bytes: Any, coords: Optional[Sequence[int]] = None,
+             arch: Optional[str] = None) -> Simulation:
     """Simulate one tiled load of ``spec`` (dict, JSON line or TensorMap) from a global tensor
     whose byte 0 sits at the spec's globalAddress (``global_bytes``: bytes, bytearray or any
     uint8-viewable buffer / NumPy array). ``coords``: the box's start, dimension 0 (innermost)
     first as the driver numbers them; default the spec's "coords" key, else zeros. ValueError
     for an invalid spec or a load that reads past ``global_bytes``. The spec is validated
-    before its rank or sizes are used for anything."""
+    before its rank or sizes are used for anything, as a load (`tmakit simulate`): a
+    "direction" of store or reduce, or a gather4/scatter4 map, is refused with ValueError.
+    ``arch`` as for check()."""
     line = _spec_line(spec, _SIMULATE_KEYS)
     data = _byte_array(global_bytes, "global_bytes")
     if coords is not None:
         coords = _coords(coords)
-    out, written = _tmakit.simulate_load(line, data, coords)
+    out, written = _tmakit.simulate_load(line, data, coords, _arch(arch))
     return Simulation(out, written)
 
 

@@ -334,11 +334,12 @@ def _read_base(base: Any, dtype: Any) -> _Base:
 
 def _triton_refuses(rule: str, check_text: str, where: str, detail: str,
                     block: Optional[tuple] = None, fix: Optional[dict] = None,
-                    assumed: str = "") -> TritonCheckResult:
+                    assumed: str = "", **derived: Any) -> TritonCheckResult:
+    """``derived``: box, swizzle_bytes and spec, where Triton refuses after deriving them."""
     message = (f"{rule}: Triton {TRITON_VERSION} refuses it ({where}: {check_text!r}): "
                f"{detail}")
     return TritonCheckResult("rejected", rule, message, fix, refused_by="triton",
-                             block=block, assumed=assumed)
+                             block=block, assumed=assumed, **derived)
 
 
 def _next_multiple(value: int, step: int) -> int:
@@ -411,7 +412,7 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
                 f"{stride * base.itemsize} bytes is not a multiple of 16{hint}", block,
                 fix={"field": "strides", "index": i, "value": good} if good else None)
     for i, extent in enumerate(shape):
-        if extent <= 0:
+        if not extent > 0:  # (a NaN too)
             return _triton_refuses("TT6", "shape must be positive", where,
                                    f"shape[{i}] = {extent}; every extent is at least 1", block)
     if strides[-1] != 1:
@@ -474,7 +475,8 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
             "TT10", "out of resource: shared memory", "the launcher (OutOfResources)",
             f"a descriptor load stages the whole block {block} in shared memory: "
             f"{block_bytes} bytes + an {MBARRIER_BYTES}-byte barrier exceed the "
-            f"{SM90_MAX_SHARED_BYTES} bytes an sm_90 block may use; halve a dimension", block)
+            f"{SM90_MAX_SHARED_BYTES} bytes an sm_90 block may use; halve a dimension", block,
+            assumed=assumed, box=box, swizzle_bytes=swizzle_bytes)
 
     # NOTE: the launcher reads shape and strides last, as it encodes.
     for name, values in (("shape", shape), ("strides", strides)):
@@ -484,7 +486,8 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
             return _triton_refuses(
                 "TT12", "shape must be an int", "the launcher (fill_tma_descriptor)",
                 f"{name}[{i}] = {original!r} is of type {type(original).__name__}; the launcher "
-                f"takes only Python ints (TypeError at launch): give int() values", block)
+                f"takes only Python ints (TypeError at launch): give int() values", block,
+                assumed=assumed, box=box, swizzle_bytes=swizzle_bytes)
     shape = [int(v) for v in shape]
     strides = [int(v) for v in strides]
     spec = {
@@ -515,7 +518,7 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
                     "the launcher (the kernel's int32 shape arguments)",
                     f"shape[{i}] = {extent} exceeds 2^31 - 1: Triton passes the kernel each "
                     f"extent as an int32 (OverflowError at launch); split the dimension",
-                    block, assumed=assumed)
+                    block, assumed=assumed, box=box, swizzle_bytes=swizzle_bytes, spec=spec)
     result = TritonCheckResult(verdict.verdict, verdict.rule, verdict.message, verdict.fix,
                                refused_by=None if verdict.ok else "driver", block=block,
                                box=box, swizzle_bytes=swizzle_bytes, spec=spec,
@@ -625,7 +628,8 @@ def explain_triton(descriptor: Any = None, *, base: Any = None, shape: Any = Non
     strides_list = _numbers(strides, "strides")
     for name, values in (("shape", shape_list), ("strides", strides_list)):
         for i, v in enumerate(values):
-            if isinstance(v, int) and not 0 <= v < 1 << 64:
+            # (a shape's extent below 1 is the constructor's refusal, TT6)
+            if isinstance(v, int) and (v >= 1 << 64 or (v < 0 and name == "strides")):
                 # NOTE: Triton's launcher passes them to the driver as unsigned 64-bit ints
                 raise ValueError(f"{name}[{i}]: {int(v)} is outside 0..2**64-1, which a "
                                  f"tensor map's extents and strides are (unsigned 64-bit)")

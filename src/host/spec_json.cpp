@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tmakit/core/error.hpp"
+#include "tmakit/host/validate.hpp"
 
 namespace tmakit {
 namespace {
@@ -567,6 +568,34 @@ std::array<std::int32_t, kMaxRank> coords_from_json(const nlohmann::json& o,
     c[d] = static_cast<std::int32_t>(v.get<std::int64_t>());
   }
   return c;
+}
+
+TensorMapSpec spec_for_simulated_copy(const nlohmann::json& object, Arch arch, Direction copy) {
+  TensorMapSpec spec = spec_from_json(object, arch);
+  if (spec.kind != EncodeKind::tiled) {
+    throw ParseError("encode: simulate handles tiled specs only");
+  }
+  if (spec.tile_mode != TileMode::tile) {
+    throw ParseError("tileMode " + std::string(name(spec.tile_mode)) +
+                     ": simulate does not model gather4/scatter4 (a spec has no place for the "
+                     "copy's four row coordinates)");
+  }
+  const std::string copy_name =
+      copy == Direction::reduce ? "reduction" : std::string(name(copy));
+  if (spec.direction != Direction::any && spec.direction != copy) {
+    throw ParseError("direction: the line says " + std::string(name(spec.direction)) +
+                     ", and this run simulates a " + copy_name +
+                     " (a load without options, --store, --reduce OP)");
+  }
+  if (auto v = find_violation(spec, arch)) throw *v;
+  // NOTE: a rule about one direction applies only where the spec names it; the copy is known
+  const bool said = spec.direction == copy;
+  spec.direction = copy;
+  if (auto v = find_violation(spec, arch)) {
+    if (said) throw *v;
+    throw Error("as a " + copy_name + ": " + v->what());
+  }
+  return spec;
 }
 
 }  // namespace tmakit

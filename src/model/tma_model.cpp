@@ -789,6 +789,7 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address) {
   if (spec.kind != EncodeKind::tiled) throw ModelError("store_tiled needs a tiled spec");
+  check_walkable(spec);  // (the packed types: loads only)
   check_smem_address(smem_address);
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));

@@ -19,6 +19,8 @@ __global__ void every_blackwell_copy(const __grid_constant__ CUtensorMap packed_
   __shared__ tmakit::Barrier bar;
   if (threadIdx.x != 0) return;
   const std::int32_t tile[2] = {128 * at, at};
+  bar.arrive_expect_tx(tmakit::packed_tx_bytes(DataType::packed_u4_align16, 128) +
+                       static_cast<std::uint32_t>(tmakit::value_bits(DataType::float32)));
   tmakit::load_packed_tile<DataType::packed_u4_align16, Swizzle::bytes128_atom32>(buf, &packed_u4,
                                                                                   bar, tile);
   tmakit::load_packed_tile<DataType::packed_u6_align16, Swizzle::bytes128>(buf, &packed_u6, bar,

@@ -158,6 +158,27 @@ TEST(PackedLoads, Align8BIsAPackedCopyAndFillsOutOfBoundsWithZeros) {
   EXPECT_EQ(out.tx_bytes, 64u);
 }
 
+TEST(PackedLoads, StoresAndReductionsOfPackedTypesAreRefusedNotDropped) {
+  // 16U4_ALIGN8B stores are legal on sm_100a; the model has only the loads, so a store must
+  // say so rather than copy element_bytes() = 0 bytes a value and return
+  for (const DataType t :
+       {DataType::packed_u4_align8, DataType::packed_u4_align16, DataType::packed_u6_align16}) {
+    const auto s = packed(t, 256);
+    std::vector<std::uint8_t> global(512, 7);
+    const std::vector<std::uint8_t> smem(256, 1);
+    try {
+      model::store_tiled(s, global, smem, {0, 0}, 0);
+      FAIL() << name(t);
+    } catch (const model::ModelError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string(name(t)) +
+                                           ": only tiled loads of the packed types are modelled");
+    }
+    EXPECT_THROW(model::reduce_tiled(s, model::ReduceOp::add, global, smem, {0, 0}, 0),
+                 model::ModelError);
+    EXPECT_EQ(global, std::vector<std::uint8_t>(512, 7)) << name(t);
+  }
+}
+
 TEST(PackedLoads, PaddedTypesNeedAFirstCoordinateMultipleOf128) {
   const auto s = packed(DataType::packed_u4_align16, 128);
   const auto global = ramp(256);

@@ -485,3 +485,16 @@ def test_arch_is_a_name_or_none():
             call(README_SPEC, arch=90)
     with pytest.raises(ValueError, match="arch: the name is empty"):
         tmakit.rules(arch="")
+
+
+def test_a_bad_arch_is_refused_even_for_a_line_that_cannot_be_read():
+    # as `tmakit check --arch` exits 2 before it reads a line
+    with pytest.raises(ValueError, match="arch: unknown architecture bogus"):
+        tmakit.check("{not json", arch="bogus")
+    with pytest.raises(TypeError, match="arch: expected a name"):
+        tmakit.check("\ud800", arch=42)
+    assert tmakit.check("{not json", arch="sm_100a").verdict == "error"
+    long_name = "a" * 63 + "\u00e9"
+    with pytest.raises(ValueError) as error:
+        tmakit.check({}, arch=long_name)
+    assert "a" * 48 + "... (known: sm_90a" in str(error.value)

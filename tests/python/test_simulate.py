@@ -72,6 +72,10 @@ def test_errors_are_the_clis(cli, tmp_path):
          "globalStrides": [256], "boxDim": [8, 8], "coords": [0, 0]},            # past the bytes
         {"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [8, 8], "globalStrides": [32],
          "boxDim": [8, 4], "coords": [0]},                                       # coords rank
+        {"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [8, 8], "globalStrides": [32],
+         "boxDim": [8, 4], "coords": [0, 0], "direction": "store"},              # not a load
+        {"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [8, 8], "globalStrides": [32],
+         "boxDim": [8, 1], "coords": [0, 0], "tileMode": "gather4"},             # four rows
     ]
     (tmp_path / "global.bin").write_bytes(bytes(256))
     (tmp_path / "bad.jsonl").write_text("\n".join(json.dumps(b) for b in bad) + "\n")

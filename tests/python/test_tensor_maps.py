@@ -205,3 +205,22 @@ def test_a_tensor_map_spec_goes_through_the_one_conversion():
     tm = tmakit.TensorMap({"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [16],
                            "boxDim": [4], "note": b"ignored"})
     assert tm.check().ok and "note" not in tm.json
+
+
+def test_a_dimension_of_one_element_takes_any_stride():
+    # x.T of an (n, 1) array: strides (4, 4), as torch's x.t() of an (n, 1) tensor; the outer
+    # dimension is never stepped, so its stride is not the rows' pitch (T6 would refuse 4)
+    x = aligned((64, 1)).T
+    assert x.strides == (4, 4)
+    m = tmakit.tensor_map(x, box=(1, 32))
+    assert m.check().ok, m.check()
+    assert m.spec["globalDim"] == [64, 1] and m.spec["globalStrides"] == [256]
+    # (a dimension inside it of one element too; the real strides elsewhere are kept)
+    y = aligned((3, 1, 5))
+    assert tmakit.tensor_map(y, box=(1, 1, 4)).spec["globalStrides"] == [32, 20]
+
+
+def test_blackwells_packed_types_are_named_as_such():
+    with pytest.raises(ValueError, match="data_type: 16U4_ALIGN8B is one of Blackwell's packed "
+                                         "types, whose dimensions count 4- or 6-bit values"):
+        tmakit.tensor_map(aligned((64, 64), np.uint8), box=(8, 64), data_type="16U4_ALIGN8B")

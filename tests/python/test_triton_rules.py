@@ -67,6 +67,9 @@ def test_box_clamps_each_dimension_and_the_inner_one_to_the_span():
     (args((2048, 1024)), "TT4", "numel (2097152) exceeds triton maximum tensor numel"),
     (args((64, 64), strides=[100, 1]), "TT5", "strides must be 16-byte aligned"),
     (args((64, 64), shape=(0, 256), strides=[256, 1]), "TT6", "shape must be positive"),
+    (args((64, 64), shape=(-1, 256), strides=[256, 1]), "TT6", "shape must be positive"),
+    (args((64, 64), shape=(float("nan"), 256), strides=[256, 1]), "TT6",
+     "shape must be positive"),
     (args((64, 64), strides=[256, 2]), "TT7", "Last dimension must be contiguous"),
     (args((64, 64), padding="inf"), "TT8", "Illegal value for padding"),
     (args((64, 64), dtype="int32", padding="nan"), "TT8", "only supported for floating point"),
@@ -84,7 +87,13 @@ def test_triton_refusals_name_tritons_check(kw, rule, text):
     assert not result.ok and result.rule == rule and result.refused_by == "triton"
     assert text in result.message and f"Triton {result.triton_version} refuses it" in \
         result.message
-    assert result.spec is None
+    # the box is derived before the launcher's checks (TT10, TT12), and the tensor map encoded
+    # before the kernel's int32 extents (TT14)
+    derived = rule in ("TT10", "TT12", "TT14")
+    assert (result.box is not None, result.swizzle_bytes is not None) == (derived, derived)
+    assert (result.copies is not None) == derived
+    assert bool(result.assumed) == (derived or rule == "TT11")  # (TT11: the layout assumed)
+    assert (result.spec is not None) == (rule == "TT14")
 
 
 def test_the_message_gives_tritons_text_and_the_fix():

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "tmakit/core/host_device.hpp"
+
 namespace tmakit {
 
 // Values equal CUtensorMapDataType's, so a cast gives the driver's enum.
@@ -36,12 +38,12 @@ enum class DataType : std::uint8_t {
 inline constexpr int kDataTypeCount = 13;
 inline constexpr int kTensorMapDataTypeCount = 16;
 
-constexpr bool is_packed(DataType t) {
+TMAKIT_HOST_DEVICE constexpr bool is_packed(DataType t) {
   return t == DataType::packed_u4_align8 || t == DataType::packed_u4_align16 ||
          t == DataType::packed_u6_align16;
 }
 
-constexpr int element_bytes(DataType t) {
+TMAKIT_HOST_DEVICE constexpr int element_bytes(DataType t) {
   switch (t) {
     case DataType::uint8: return 1;
     case DataType::uint16:
@@ -61,7 +63,7 @@ constexpr int element_bytes(DataType t) {
 }
 
 // Bits one value takes in global memory: 8 x element_bytes, or 4 / 4 / 6 for the packed types.
-constexpr int value_bits(DataType t) {
+TMAKIT_HOST_DEVICE constexpr int value_bits(DataType t) {
   switch (t) {
     case DataType::packed_u4_align8:
     case DataType::packed_u4_align16: return 4;
@@ -72,12 +74,12 @@ constexpr int value_bits(DataType t) {
 
 // Bits one value takes in shared memory after a load: the padded types spend 16 bytes on 16
 // values (PTX ISA, "Padding and alignment of the sub-byte types").
-constexpr int shared_value_bits(DataType t) {
+TMAKIT_HOST_DEVICE constexpr int shared_value_bits(DataType t) {
   return t == DataType::packed_u4_align16 || t == DataType::packed_u6_align16 ? 8 : value_bits(t);
 }
 
 // Floating types may ask for the NaN out-of-bounds fill (rule T13).
-constexpr bool is_floating(DataType t) {
+TMAKIT_HOST_DEVICE constexpr bool is_floating(DataType t) {
   switch (t) {
     case DataType::float16:
     case DataType::float32:

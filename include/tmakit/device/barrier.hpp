@@ -183,14 +183,18 @@ struct PipelineState {
     parity ^= (to / Stages) & 1u;
   }
 
-  // The state `n` stages back (0 <= n < Stages; the parity flips where it wraps): e.g. the
-  // stage a consumer frees n tiles late.
+  // The state `n` advances back (any n >= 0; the parity flips at each wrap): e.g. the stage a
+  // consumer frees n tiles late.
   __device__ __host__ PipelineState behind(std::uint32_t n) const {
     PipelineState s = *this;
-    if (stage >= n) {
-      s.stage = stage - n;
+    // NOTE: whole trips first (each flips the parity), then the part of one; for a constant
+    // n < Stages the first two lines fold away
+    s.parity ^= (n / Stages) & 1u;
+    const std::uint32_t part = n % Stages;
+    if (stage >= part) {
+      s.stage = stage - part;
     } else {
-      s.stage = stage + Stages - n;
+      s.stage = stage + Stages - part;
       s.parity ^= 1u;
     }
     return s;

@@ -20,7 +20,7 @@ namespace tmakit {
 // Bytes a load of `values` values of packed type T counts on its barrier: the packed bits,
 // not the padded shared footprint (docs/model.md, "Blackwell"), as CUTLASS's sm100 collectives
 // count.
-constexpr std::uint32_t packed_tx_bytes(DataType t, std::uint32_t values) {
+TMAKIT_HOST_DEVICE constexpr std::uint32_t packed_tx_bytes(DataType t, std::uint32_t values) {
   return values * static_cast<std::uint32_t>(value_bits(t)) / 8;
 }
 static_assert(packed_tx_bytes(DataType::packed_u4_align16, 128) == 64);

@@ -63,6 +63,14 @@ std::string rewrite_spec_json(std::string_view line, const TensorMapSpec& from,
 // every field the driver reads (rank 1-5); entries past the rank come back at their defaults.
 std::string spec_to_json(const TensorMapSpec& spec);
 
+// A tiled spec judged for the one copy a simulation makes (`tmakit simulate`, and
+// tmakit.simulate in Python): ParseError for another encode kind, a gather4/scatter4 map (a
+// spec has no place for the copy's four rows) or a "direction" naming another copy; else the
+// first rule it breaks on `arch`, for that copy too (a rule about one direction applies to the
+// copy simulated), thrown as the validator's RuleViolation, or prefixed "as a store: " where
+// the line did not name the copy. Returns the spec with its direction the copy's.
+TensorMapSpec spec_for_simulated_copy(const nlohmann::json& object, Arch arch, Direction copy);
+
 // The "coords" key of a JSON object (a load's coordinates, `tmakit simulate`): exactly `rank`
 // signed 32-bit integers, the rest of the array 0. Throws ParseError naming "coords" or
 // "coords[i]" and what it holds, and for a rank outside 1..kMaxRank (validate the spec first).

@@ -8,9 +8,13 @@
 
 #include "tmakit/ptx/common.hpp"
 
-// NOTE: plain sm_90 lacks these instructions; fail at compile time, not with a ptxas error.
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && (__CUDA_ARCH__ == 900)
-#error "tmakit/ptx/sm90_tensormap.hpp needs sm_90a: -gencode=arch=compute_90a,code=sm_90a"
+// NOTE: the instructions need an architecture-specific target (sm_90a, Blackwell's sm_100a,
+// sm_103a, sm_120a, or a family one such as sm_100f); plain sm_90, sm_100 or sm_120 lacks
+// them: fail at compile time, not with a ptxas error.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
+    !defined(__CUDA_ARCH_FEAT_SM100_ALL) && !defined(__CUDA_ARCH_SPECIFIC__) && \
+    !defined(__CUDA_ARCH_FAMILY_SPECIFIC__)
+#error "tmakit/ptx/sm90_tensormap.hpp needs an architecture-specific target: -gencode=arch=compute_90a,code=sm_90a (or 100a, 103a, 120a)"
 #endif
 
 namespace tmakit::ptx {
