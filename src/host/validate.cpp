@@ -90,12 +90,15 @@ template <class Explain>
 }
 
 // "use 24 or 28": the chosen value and, when it is one of the two nearest values of `given`
-// whose rows are whole 16-byte chunks (`per16` elements each), the other of the two too.
-std::string use_whole_chunks(std::int64_t chosen, std::int64_t given, std::int64_t per16) {
+// whose rows are whole 16-byte chunks (`per16` elements each), the other of the two too where
+// `offered(other)` (a value the spec passes with: a message offers no value a rule refuses).
+std::string use_whole_chunks(std::int64_t chosen, std::int64_t given, std::int64_t per16,
+                             const std::function<bool(std::int64_t)>& offered) {
   const std::int64_t lo = given / per16 * per16, hi = lo + per16;
   std::string use = "use " + to_string(chosen);
   for (std::int64_t other : {lo, hi}) {
-    if (other != chosen && other > 0 && other <= 256 && (chosen == lo || chosen == hi)) {
+    if (other != chosen && other > 0 && other <= 256 && (chosen == lo || chosen == hi) &&
+        offered(other)) {
       use = "use " + to_string(std::min(chosen, other)) + " or " +
             to_string(std::max(chosen, other));
     }
@@ -478,6 +481,15 @@ std::optional<std::int64_t> choose(const TensorMapSpec& s, std::string_view rule
   return mends_all || keep_others ? mends_all : mends_rule;
 }
 
+// Whether `v` in field f[i] mends `rule` whole (every site) and breaks no rule `s` passes.
+bool mends_whole(const TensorMapSpec& s, std::string_view rule, Field f, std::size_t i,
+                 std::int64_t v) {
+  TensorMapSpec t = s;
+  set(t, f, i, v);
+  VerdictOnly quiet;
+  return !failure_site(rule_entry(rule), t) && keeps(t, passing(s));
+}
+
 // Offers the values of [lo, hi] nearest `from` first (ties: the lower first), at most `limit`.
 std::function<void(const Sink&)> nearest(std::int64_t from, std::int64_t lo, std::int64_t hi,
                                          std::int64_t limit = 4096) {
@@ -697,8 +709,9 @@ void t7_box_dims(const TensorMapSpec& s) {
     broken("T7", kT7Chunks, [&] {
       // The two nearest widths whose rows are whole 16-byte chunks, the chosen one first.
       const auto fix = choose(s, "T7", kT7Chunks, Field::box, 0, nearest(s.box_dim[0], 1, 256));
-      const std::string use =
-          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.box_dim[0]), per16(s));
+      const std::string use = use_whole_chunks(
+          fix.value(), static_cast<std::int64_t>(s.box_dim[0]), per16(s),
+          [&](std::int64_t v) { return mends_whole(s, "T7", Field::box, 0, v); });
       if (packed(s)) {
         return Explained{"boxDim[0] = " + to_string(s.box_dim[0]) + " values of " +
                              to_string(value_bits(s.data_type)) +
@@ -931,8 +944,9 @@ void x3_im2col_box(const TensorMapSpec& s) {
     broken("X3", 0, [&] {
       const auto fix =
           choose(s, "X3", 0, Field::channels, 0, nearest(s.channels_per_pixel, 1, 256));
-      const std::string use =
-          use_whole_chunks(fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16(s));
+      const std::string use = use_whole_chunks(
+          fix.value(), static_cast<std::int64_t>(s.channels_per_pixel), per16(s),
+          [&](std::int64_t v) { return mends_whole(s, "X3", Field::channels, 0, v); });
       if (packed(s)) {
         return Explained{"channelsPerPixel = " + to_string(s.channels_per_pixel) + " values of " +
                              to_string(value_bits(s.data_type)) +

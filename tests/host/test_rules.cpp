@@ -156,6 +156,14 @@ TEST(Rules, T7BoxDims) {
   expect_broken(s, "T7", "boxDim[0]*4 = 100 bytes is not a multiple of 16; use 24 or 28");
   s.box_dim[0] = 3;  // below one chunk: only the larger width is offered
   expect_broken(s, "T7", "boxDim[0]*4 = 12 bytes is not a multiple of 16; use 4");
+  // 32 would make the box 235520 bytes, which X1 refuses: the message offers 16 alone
+  s = tiled();
+  s.data_type = DataType::uint8;
+  s.rank = 3;
+  s.global_dim = {4096, 4096, 4096};
+  s.global_strides_bytes = {65536, std::uint64_t{1} << 28};
+  s.box_dim = {17, 64, 115};
+  expect_broken(s, "T7", "boxDim[0]*1 = 17 bytes is not a multiple of 16; use 16");
 }
 
 TEST(Rules, T7AppliesWithInterleaveToo) {
@@ -329,6 +337,13 @@ TEST(Rules, X3Im2colRowsAndBox) {
   expect_broken(m, "X3",
                 "the im2col box is 524288 bytes (channelsPerPixel 256 x pixelsPerColumn 1024 x "
                 "2); the driver allows at most 233472 (228 KiB): lower pixelsPerColumn to 456");
+  // 60 channels would make the box 245760 bytes, past X3's own bound: 56 alone is offered
+  m = im2col();
+  m.data_type = DataType::float32;
+  m.global_strides_bytes = {256, 256 * 32, 256 * 32 * 32};
+  m.channels_per_pixel = 57;
+  m.pixels_per_column = 1024;
+  expect_broken(m, "X3", "channelsPerPixel*4 = 228 bytes is not a multiple of 16; use 56");
 }
 
 TEST(Rules, X4Im2colExtent) {
