@@ -34,11 +34,16 @@ std::size_t TensorMapSpecHash::operator()(const TensorMapSpec& s) const noexcept
   for (auto v : s.pixel_box_upper_corner) mix(seed, static_cast<std::uint32_t>(v));
   mix(seed, s.channels_per_pixel);
   mix(seed, s.pixels_per_column);
+  mix(seed, static_cast<std::uint32_t>(s.pixel_box_lower_corner_width));
+  mix(seed, static_cast<std::uint32_t>(s.pixel_box_upper_corner_width));
+  mix(seed, static_cast<std::uint64_t>(s.wide_mode));
   for (auto v : s.element_strides) mix(seed, v);
   mix(seed, static_cast<std::uint64_t>(s.interleave));
   mix(seed, static_cast<std::uint64_t>(s.swizzle));
   mix(seed, static_cast<std::uint64_t>(s.l2_promotion));
   mix(seed, static_cast<std::uint64_t>(s.oob_fill));
+  mix(seed, static_cast<std::uint64_t>(s.tile_mode));
+  mix(seed, static_cast<std::uint64_t>(s.direction));
   return seed;
 }
 
