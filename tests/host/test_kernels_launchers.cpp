@@ -159,6 +159,23 @@ TEST(KernelLaunchers, ViewsLargerThanAnyMemoryAreRefused) {
       "in", TensorRef(fake(kA), DataType::uint8, most + 1, 4, 16), false));
   EXPECT_NO_THROW(detail::check_any_view(
       "in", TensorRef(fake(kA), DataType::float32, 2, 4, 16, most + 1), true));
+  // a view whose bytes reach past 2^57 (no allocation lies there; near 2^64 the kernels'
+  // addressing would wrap) is refused naming its address, on either path
+  EXPECT_EQ(refused([&] {
+              add_constant(TensorRef(fake(~std::uintptr_t{15}), DataType::float32, 4, 8),
+                           TensorRef(fake(kB), DataType::float32, 4, 8), 1);
+            }, &msg),
+            "in.data");
+  EXPECT_EQ(msg, "in.data: 0xfffffffffffffff0 and the view's bytes after it reach past 2^57, "
+                 "where the GPU's virtual addresses end");
+  EXPECT_EQ(refused([&] {
+              detail::check_any_view(
+                  "out", TensorRef(fake((std::uintptr_t{1} << 57) - 64), DataType::uint8, 2, 64),
+                  false);
+            }),
+            "out.data");
+  EXPECT_NO_THROW(detail::check_any_view(
+      "out", TensorRef(fake((std::uintptr_t{1} << 57) - 128), DataType::uint8, 2, 64), false));
   // rows of 2^38 floats back to back: the row pitch no stride gave is named, with its value
   EXPECT_EQ(refused([&] {
               detail::check_any_view("in", TensorRef(fake(kA), DataType::float32, 4, 1ull << 38),

@@ -91,6 +91,14 @@ void check_span(const char* name, const BasicTensorRef<P>& v) {
     throw ArgumentError(n, "spans more than 2^48 bytes (rows, strides and batch together); no "
                            "device memory is that large");
   }
+  // NOTE: a view reaching past 2^57, where the GPU's virtual addresses end (rule X2's bound),
+  // lies in no allocation, and near 2^64 the kernels' 64-bit addressing would wrap
+  if (static_cast<Wide>(reinterpret_cast<std::uintptr_t>(v.data)) + span >
+      (static_cast<Wide>(1) << 57)) {
+    throw ArgumentError(n + ".data", hex_address(v.data) +
+                                         " and the view's bytes after it reach past 2^57, "
+                                         "where the GPU's virtual addresses end");
+  }
 }
 
 // Checks one view: pointer, alignment, extents, strides. `name` is "in" or "out".
