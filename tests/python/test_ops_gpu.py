@@ -1060,10 +1060,11 @@ def test_the_registered_quantizer_refuses_outputs_that_overlap_x():
     op = torch.ops.tmakit.quantize_fp8_out
     with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
         op(x, "row", "a", as_fp8[:, :128], scale)
+    # (a scale of the row recipe's (64, 1) layout, made of x's or x_fp8's first 256 bytes)
     with pytest.raises(ValueError, match="scale: overlaps x"):
-        op(x, "row", "a", q, x.view(torch.float32)[:, :1])
+        op(x, "row", "a", q, x.view(torch.float32).view(-1)[:64].view(64, 1))
     with pytest.raises(ValueError, match="scale: overlaps x_fp8, which the kernels write"):
-        op(x, "row", "a", q, q.view(torch.float32)[:, :1])
+        op(x, "row", "a", q, q.view(torch.float32).view(-1)[:64].view(64, 1))
     torch.cuda.synchronize()
     assert torch.equal(x, kept) and not q.view(torch.uint8).any() and not scale.any()
     op(x, "row", "a", q, scale)  # the same call with outputs of their own
