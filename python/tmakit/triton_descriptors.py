@@ -478,8 +478,9 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
             f"{SM90_MAX_SHARED_BYTES} bytes an sm_90 block may use; halve a dimension", block,
             assumed=assumed, box=box, swizzle_bytes=swizzle_bytes)
 
-    # NOTE: the launcher reads shape and strides last, as it encodes.
-    for name, values in (("shape", shape), ("strides", strides)):
+    # NOTE: the launcher reads shape and strides last, as it encodes, all but the last stride
+    # (the inner dimension's, which the constructor wants 1)
+    for name, values in (("shape", shape), ("strides", strides[:-1])):
         i = _not_python_int(values)
         if i is not None:
             original = getattr(values[i], "original", values[i])
@@ -496,7 +497,9 @@ def _judge(base: _Base, shape: list, strides: list, block: Any, padding: Any,
         "rank": rank,
         "globalAddress": base.address,
         "globalDim": list(reversed(shape)),
-        "globalStrides": [s * base.itemsize for s in reversed(strides[:-1])],
+        # NOTE: the launcher forms each as a signed 64-bit product and hands the driver its
+        # unsigned bits: a negative stride reaches the driver as 2^64 minus its bytes
+        "globalStrides": [s * base.itemsize % (1 << 64) for s in reversed(strides[:-1])],
         "boxDim": list(reversed(box)),
         "elementStrides": [1] * rank,
         "interleave": "NONE",
@@ -629,10 +632,13 @@ def explain_triton(descriptor: Any = None, *, base: Any = None, shape: Any = Non
     for name, values in (("shape", shape_list), ("strides", strides_list)):
         for i, v in enumerate(values):
             # (a shape's extent below 1 is the constructor's refusal, TT6)
-            if isinstance(v, int) and (v >= 1 << 64 or (v < 0 and name == "strides")):
-                # NOTE: Triton's launcher passes them to the driver as unsigned 64-bit ints
-                raise ValueError(f"{name}[{i}]: {int(v)} is outside 0..2**64-1, which a "
-                                 f"tensor map's extents and strides are (unsigned 64-bit)")
+            if isinstance(v, int) and (v >= 1 << 64 if name == "shape" else
+                                       not -(1 << 63) <= v < 1 << 63):
+                # NOTE: Triton's launcher reads extents and strides as C longs (64 bits)
+                raise ValueError(f"{name}[{i}]: {int(v)} is outside " + (
+                    "0..2**64-1, which a tensor map's extents are (unsigned 64-bit)"
+                    if name == "shape" else
+                    "-2**63..2**63-1, which Triton's launcher reads strides as (signed 64-bit)"))
     if not strides_list and shape_list:
         raise ValueError(f"strides: empty for a shape of {len(shape_list)} dimensions; give "
                          "one stride per dimension, in elements")

@@ -211,7 +211,8 @@ def test_descriptor_objects_and_host_arrays():
     (args((64, 64), base="0x1000"), TypeError, "base: expected a torch tensor"),
     (args((64, 64), shape=(2 ** 64, 256)), ValueError, "shape[0]: 18446744073709551616 is "
                                                        "outside 0..2**64-1"),
-    (args((64, 64), strides=(-256, 1)), ValueError, "strides[0]: -256 is outside"),
+    (args((64, 64), strides=(2 ** 63, 1)), ValueError, "strides[0]: 9223372036854775808 is "
+     "outside -2**63..2**63-1"),
     (args((64, 64), shape=itertools.count(1), strides=(256, 1)), ValueError,
      "shape: more than 64 values"),
     (args((64, 64), strides=itertools.count(1)), ValueError, "strides: more than 64 values"),
@@ -278,3 +279,16 @@ def test_an_array_interface_names_its_type_by_its_type_string():
     result = tmakit.explain_triton(base=Interface(), block_shape=[16, 64])
     assert result.ok and result.spec["dataType"] == "FLOAT16"
     assert tmakit.tensor_map(Interface(), box=(16, 64)).spec["dataType"] == "FLOAT16"
+
+
+def test_strides_reach_the_driver_as_the_launcher_forms_them():
+    # Triton's launcher reads every stride but the last (the constructor wants it 1, and it is
+    # not read again), and hands the driver each as the bits of a signed 64-bit product
+    ok = tmakit.explain_triton(**args((8, 64), shape=(64, 64), strides=[64, np.int64(1)]))
+    assert ok.ok, ok
+    negative = tmakit.explain_triton(**args((8, 64), shape=(64, 64), strides=[-64, 1]))
+    assert (negative.rule, negative.refused_by) == ("T6", "driver")
+    assert negative.spec["globalStrides"] == [(1 << 64) - 128]
+    # (Triton's own checks still come first, in its order)
+    assert tmakit.explain_triton(**args((8, 64), shape=(64, 64), strides=[-64, 1],
+                                        base=4100)).rule == "TT3"
