@@ -38,8 +38,10 @@ _SIMULATE_KEYS = _SPEC_KEYS | {"coords"}
 
 
 class _Budget:
-    """What is left of a line's bytes while a value is converted (an upper bound of its JSON
-    text's length, charged before anything the value holds is copied)."""
+    """What is left of a line's bytes while a value is converted: each part charges at most
+    the bytes of its JSON text, before anything it holds is copied, so that a value past the
+    bound is refused early and a spec within it never is (the line made is measured whole by
+    the parser, as any line)."""
 
     __slots__ = ("left",)
 
@@ -111,11 +113,13 @@ def _json_value(value: Any, path: str = "value") -> Any:
 
 
 def _convert(value: Any, path: str, depth: int, budget: _Budget, active: set) -> Any:
+    # NOTE: each value charges the bytes json.dumps writes for it (a decimal integer at least
+    # its fewest digits), so that a spec under the bound is never refused by its estimate
     if value is None:
-        budget.charge(6, path)
+        budget.charge(4, path)
         return None
     if isinstance(value, bool):
-        budget.charge(7, path)
+        budget.charge(4 if value else 5, path)
         return bool(value)
     if isinstance(value, int):
         number = int.__index__(value)
@@ -123,14 +127,14 @@ def _convert(value: Any, path: str, depth: int, budget: _Budget, active: set) ->
         if bits > _MAX_INT_BITS:
             raise ValueError(f"{path}: an integer of {bits} bits is too large for any number "
                              f"(JSON readers hold numbers below 2**{_MAX_INT_BITS})")
-        budget.charge(bits // 3 + 4, path)
+        budget.charge(bits * 3 // 10 + 1 + (number < 0), path)
         return number
     if isinstance(value, float):  # np.float64 too
         number = float.__float__(value)
         if not math.isfinite(number):
             raise ValueError(f"{path}: {number!r} is not a number JSON can hold (it has no "
                              f"NaN or infinities); give a finite number")
-        budget.charge(26, path)
+        budget.charge(len(float.__repr__(number)), path)
         return number
     if isinstance(value, str):
         return _convert_str(str.__str__(value), path, budget)

@@ -498,3 +498,17 @@ def test_a_bad_arch_is_refused_even_for_a_line_that_cannot_be_read():
     with pytest.raises(ValueError) as error:
         tmakit.check({}, arch=long_name)
     assert "a" * 48 + "... (known: sm_90a" in str(error.value)
+
+
+def test_a_dict_under_a_lines_bound_is_judged_whatever_its_values():
+    # the estimate charges no value more than its JSON text: 600 KB of zeros is a line, judged
+    spec = {"dataType": "FLOAT32", "globalAddress": 4096, "globalDim": [64, 8],
+            "globalStrides": [256], "boxDim": [8, 4]}
+    for values in ([0] * 200_000, [None] * 100_000, [True] * 100_000, [0.5] * 100_000):
+        assert len(json.dumps(dict(spec, elementStrides=values))) < 1 << 20
+        result = tmakit.check(dict(spec, elementStrides=values))
+        assert result.verdict == "error" and "elementStrides" in result.message, result
+    # and one past it is refused before its whole text is made
+    with pytest.raises(ValueError, match=r"elementStrides\[\d+\]: too large: a spec line holds "
+                                         "at most 1048576 bytes"):
+        tmakit.check(dict(spec, elementStrides=[1234567] * 150_000))
