@@ -586,6 +586,41 @@ const PlanRule* plan_rules(std::size_t* count) {
   return rules.data();
 }
 
+// The kernels number units in 32 bits (UnitGrid, unit_of). Before any SM count is known: the
+// fewest tiles any configuration that takes M makes of D (or the configuration asked for),
+// times the splits asked for, already past 2^31 - 1 is refused here; plan_checked checks the
+// plan's own count.
+void check_unit_count(const GemmProblem& q) {
+  std::uint64_t fewest = UINT64_MAX;
+  int by = -1;
+  for (int id = 0; id < config::count; ++id) {
+    const ConfigRow& c = row(id);
+    if (!built(id) || (q.tuning.config >= 0 && id != q.tuning.config) ||
+        (c.max_m != 0 && q.m > static_cast<std::uint64_t>(c.max_m))) {
+      continue;
+    }
+    const auto bn = static_cast<std::uint64_t>(c.block_n);
+    const std::uint64_t along_n = (q.n + bn - 1) / bn;
+    const std::uint64_t tiles =
+        c.block_m == 0 ? along_n
+                       : (q.m + static_cast<std::uint64_t>(c.block_m) - 1) /
+                             static_cast<std::uint64_t>(c.block_m) * along_n;
+    if (tiles < fewest) fewest = tiles, by = id;
+  }
+  const auto most = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
+  const std::uint64_t splits = q.tuning.splits > 1 ? static_cast<std::uint64_t>(q.tuning.splits) : 1;
+  if (by < 0 || fewest <= most / splits) return;  // (extents below 2^31: no product wraps)
+  const bool splits_at_fault = fewest <= most;
+  throw ArgumentError(splits_at_fault ? "tuning.splits" : "n",
+                      "M x N = " + std::to_string(q.m) + " x " + std::to_string(q.n) + " makes " +
+                          std::to_string(fewest) + " tiles of " + config_label(by) +
+                          (q.tuning.config >= 0 ? "" : " (the fewest of any configuration)") +
+                          (splits > 1 ? ", each in " + std::to_string(splits) + " splits"
+                                      : std::string()) +
+                          ", more than the kernels number in 32 bits (2^31 - 1)" +
+                          (splits_at_fault ? "; ask for fewer splits, or none (0)" : ""));
+}
+
 void check_tuning(const GemmProblem& q) {
   if (q.m == 0 || q.n == 0 || q.k == 0) {
     throw ArgumentError(q.m == 0 ? "m" : q.n == 0 ? "n" : "k", "is 0; a GEMM needs M, N, K >= 1");
@@ -604,6 +639,7 @@ void check_tuning(const GemmProblem& q) {
   }
   check_config(q.tuning);
   check_splits(q.tuning, q.k);
+  check_unit_count(q);
   check_accumulation(q.tuning);
   check_recipe(q);
   if (q.tuning.config >= 0) {
@@ -621,9 +657,10 @@ void check_tuning(const GemmProblem& q) {
                               " bytes); use another configuration, or N and a pitch that are "
                               "multiples of 8 elements");
     }
-  } else if (q.m <= 64) {
-    // NOTE: the plan takes a small-M configuration for every M <= 64: its rules for the
-    // splits apply whether it was forced or chosen (C2, C3), before any SM count is known
+  } else if (q.m <= 64 && q.recipe != GemmScaleRecipe::block) {
+    // NOTE: the plan takes a small-M configuration for every M <= 64 (but with 128-block
+    // scales, which it never runs: C16, C19, C23): its rules for the splits apply whether it
+    // was forced or chosen (C2, C3), before any SM count is known
     try {
       check_config_tuning(q.tuning.splits <= 1 ? config::smallm128 : config::smallm, q);
     } catch (const ArgumentError& e) {
@@ -717,10 +754,17 @@ GemmPlan plan_checked(const GemmProblem& q) {
   // tiles spans some 2^45 bytes at least, past any device's memory, yet check_span's 2^48
   // lets it through
   if (units > std::numeric_limits<std::int32_t>::max()) {
-    throw ArgumentError("n", "M x N = " + std::to_string(q.m) + " x " + std::to_string(q.n) +
-                                 " makes " + std::to_string(units) + " units of " +
-                                 config_label(plan.config) +
-                                 ", more than the kernels number in 32 bits (2^31 - 1)");
+    // (the splits asked for are what to change where the tiles alone fit)
+    const bool splits_at_fault = plan.tiles <= std::numeric_limits<std::int32_t>::max() &&
+                                 q.tuning.splits > 1;
+    throw ArgumentError(splits_at_fault ? "tuning.splits" : "n",
+                        "M x N = " + std::to_string(q.m) + " x " + std::to_string(q.n) +
+                            " makes " + std::to_string(units) + " units of " +
+                            config_label(plan.config) +
+                            (plan.splits > 1 ? " in " + std::to_string(plan.splits) + " splits"
+                                             : std::string()) +
+                            ", more than the kernels number in 32 bits (2^31 - 1)" +
+                            (splits_at_fault ? "; ask for fewer splits, or none (0)" : ""));
   }
   plan.grid = static_cast<unsigned>(std::min<std::int64_t>(units, q.sm_count));
   // NOTE: whole tiles in several rounds: as few CTAs as take the same number of rounds (2048

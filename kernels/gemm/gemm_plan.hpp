@@ -58,8 +58,14 @@ int small_m_prefetch(std::uint64_t m, std::uint64_t rank_k_blocks, int splits, i
                      double dram_bytes_per_second);
 
 // A plan's work units: one per whole tile, and one per split of K of each split tile.
+// NOTE: saturated at INT64_MAX rather than wrapped (a plan of 2^46 tiles in 2^18 splits would
+// wrap to 0 units and pass the 32-bit bound its caller checks)
 constexpr std::int64_t plan_units(const GemmPlan& plan) {
-  return plan.tiles - plan.split_tiles + plan.split_tiles * plan.splits;
+  const std::int64_t whole = plan.tiles - plan.split_tiles;
+  const std::int64_t most = INT64_MAX - whole;
+  return plan.splits > 0 && plan.split_tiles > most / plan.splits
+             ? INT64_MAX
+             : whole + plan.split_tiles * plan.splits;
 }
 
 // The units' grid of a tiled or two-wave plan of M x N x K, as the launch hands it to the

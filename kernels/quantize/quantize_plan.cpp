@@ -338,6 +338,14 @@ void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
   }
 }
 
+void check_tile_count(ConstTensorRef x, const QuantizePlan& fewest) {
+  if (fewest.tiles() > 0x7fffffff) {
+    throw ArgumentError("x.rows", std::to_string(x.rows) + " rows make " +
+                                      std::to_string(fewest.tiles()) +
+                                      " tiles, more than a grid of 2^31 - 1 CTAs");
+  }
+}
+
 void check_addresses(ConstTensorRef x, TensorRef x_fp8, const float* scale,
                      const QuantizePlan& plan) {
   // x's and x_fp8's data: non-null, 16-byte aligned (T4)
@@ -367,7 +375,10 @@ void check_addresses(ConstTensorRef x, TensorRef x_fp8, const float* scale,
 
 void quantize_fp8_check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                                QuantizeOperand operand, const GemmScaleStrides& scale_strides) {
-  detail::quantize::check_shapes(x, x_fp8, recipe, operand, scale_strides);
+  using namespace detail::quantize;
+  check_shapes(x, x_fp8, recipe, operand, scale_strides);
+  check_tile_count(x, plan_quantize(x.rows, x.cols, static_cast<std::uint32_t>(x.element_size()),
+                                    recipe, operand, scale_strides, 1));
 }
 
 }  // namespace tmakit

@@ -195,6 +195,9 @@ inline TensorMapSpec row_runs_spec(const BasicTensorRef<P>& v, DataType map_type
 // naming "x.type", "x.cols", "x_fp8", "recipe", "operand", "scale_strides", ...
 void check_shapes(ConstTensorRef x, TensorRef x_fp8, GemmScaleRecipe recipe,
                   QuantizeOperand operand, const GemmScaleStrides& strides);
+// The grid: the tiles of `fewest` (x planned for one SM, the fewest tiles any SM count makes)
+// within 2^31 - 1 CTAs.
+void check_tile_count(ConstTensorRef x, const QuantizePlan& fewest);
 // The addresses: x and x_fp8 16-byte aligned and not null, scale not null and 4-byte
 // aligned, none of the three overlapping (the scale array's span from the plan).
 void check_addresses(ConstTensorRef x, TensorRef x_fp8, const float* scale,

@@ -200,12 +200,8 @@ void quantize_fp8(ConstTensorRef x, TensorRef x_fp8, float* scale, GemmScaleReci
   // the checks need, without asking the driver anything
   const QuantizePlan fewest =
       plan_quantize(x.rows, x.cols, esize, recipe, operand, scale_strides, 1);
+  check_tile_count(x, fewest);
   check_addresses(x, x_fp8, scale, fewest);
-  if (fewest.tiles() > 0x7fffffff) {
-    throw ArgumentError("x.rows", std::to_string(x.rows) + " rows make " +
-                                      std::to_string(fewest.tiles()) +
-                                      " tiles, more than a grid of 2^31 - 1 CTAs");
-  }
   detail::require_device_pointer(x.data, "x.data");
   detail::require_device_pointer(x_fp8.data, "x_fp8.data");
   detail::require_device_pointer(scale, "scale");

@@ -412,6 +412,47 @@ TEST(GemmPlan, UnitsPast32BitsAreRefused) {
   EXPECT_NE(msg.find("32 bits"), std::string::npos) << msg;
   q.n = 4096;  // 2^24 tiles of 128 x 128 at most: planned
   EXPECT_GT(gemm_fp8_plan(q).tiles, 0);
+  // the same with 8 splits asked for: the splits are what to change, and named so
+  q.k = 16384;
+  q.tuning.splits = 8;
+  EXPECT_EQ(refused([&] { (void)gemm_fp8_plan(q); }, &msg), "tuning.splits");
+  EXPECT_NE(msg.find("ask for fewer splits, or none (0)"), std::string::npos) << msg;
+  // tiles x splits past 2^63 (2^46 tiles, 2^18 splits) are refused, not wrapped to 0 units
+  q.m = q.n = 1ull << 30;
+  q.k = 1ull << 25;
+  q.tuning = GemmTuning{gemm_config_id("m128n128"), 1 << 18};
+  EXPECT_EQ(refused([&] { (void)gemm_fp8_plan(q); }), "n");
+  GemmPlan wide{};
+  wide.tiles = wide.split_tiles = std::int64_t{1} << 46;
+  wide.splits = 1 << 18;
+  EXPECT_EQ(detail::gemm::plan_units(wide), INT64_MAX);
+}
+
+// The check without addresses (what the Python binding's fake implementation runs) refuses,
+// before any CUDA call, what every plan would: the fewest tiles any configuration makes of
+// D, or those of the configuration asked for in the splits asked for, past 32 bits.
+TEST(GemmLauncher, TheCheckWithoutAddressesRefusesUnitsPast32Bits) {
+  Operands o;
+  auto a = o.a, b = o.b, d = o.d;
+  a.rows = d.rows = b.rows = d.cols = 1ull << 23;  // 2^46 outputs: 2^31 tiles of the largest
+  a.cols = b.cols = 16;
+  a.data = b.data = d.data = nullptr;
+  std::string msg;
+  EXPECT_EQ(refused([&] { gemm_fp8_check_shapes(a, b, d); }, &msg), "n");
+  EXPECT_EQ(msg, "n: M x N = 8388608 x 8388608 makes 2147483648 tiles of configuration "
+                 "m128n256 (the fewest of any configuration), more than the kernels number in "
+                 "32 bits (2^31 - 1)");
+  a.data = fake(std::uintptr_t{1} << 49);
+  b.data = fake(std::uintptr_t{2} << 49);
+  d.data = fake(std::uintptr_t{3} << 49);
+  EXPECT_EQ(refused([&] { gemm_fp8(a, b, d); }), "n");  // (the same, before any CUDA call)
+  a.rows = d.rows = b.rows = d.cols = 83072;
+  a.cols = b.cols = 83072;
+  const GemmTuning many{gemm_config_id("m64n32"), 649};
+  EXPECT_EQ(refused([&] { gemm_fp8_check_shapes(a, b, d, GemmScales{}, many); }, &msg),
+            "tuning.splits");
+  EXPECT_NE(msg.find("3369608 tiles of configuration m64n32, each in 649 splits"),
+            std::string::npos) << msg;
 }
 
 TEST(GemmLauncher, ExtentsBeyondTileCoordinatesAreRefused) {
@@ -474,6 +515,22 @@ TEST(GemmPlan, SplitsAskedForChooseTilesThatTakeThem) {
       EXPECT_TRUE(gemm_config_info(p.config).splits_k) << at << ": " << gemm_config_name(p.config);
       EXPECT_STREQ(p.splits_rule, "K1") << at;
     }
+  }
+  // 128-block scales at M <= 64 never run the small-M kernel, so its rule for the splits
+  // (clusters of 1, 2, 4 or 8) does not apply: 3 splits are planned on tiles that take them
+  for (const std::uint64_t m : {1ull, 37ull, 64ull}) {
+    GemmProblem q;
+    q.m = m;
+    q.n = 4096;
+    q.k = 4096;
+    q.sm_count = 132;
+    q.tuning.splits = 3;
+    q.recipe = GemmScaleRecipe::block;
+    const GemmPlan p = gemm_fp8_plan(q);
+    EXPECT_EQ(p.splits, 3) << m;
+    EXPECT_TRUE(gemm_config_info(p.config).splits_k) << m << ": " << gemm_config_name(p.config);
+    q.recipe = GemmScaleRecipe::tensor;  // (the small-M kernel's rule, named)
+    EXPECT_EQ(refused([&] { gemm_fp8_plan(q); }), "tuning.splits") << m;
   }
   // 4096^3 takes the two-wave m256n128 when nothing is asked for; forced, it still refuses
   EXPECT_STREQ(gemm_config_name(gemm_fp8_plan(4096, 4096, 4096, 132).config), "m256n128");

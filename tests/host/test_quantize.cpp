@@ -716,6 +716,17 @@ TEST(QuantizeLauncher, CheckShapesTakesNullAddresses) {
                                         TensorRef(nullptr, DataType::uint8, 2, 68112), R::block);
             }),
             "");
+  // more tiles than a grid holds (2^24 rows of 2^22: 2^47 bytes, within the spans taken) are
+  // refused here as quantize_fp8 refuses them
+  std::string msg;
+  EXPECT_EQ(refused([&] {
+              quantize_fp8_check_shapes(TensorRef(nullptr, DataType::bfloat16, 1ull << 24,
+                                                  1ull << 22),
+                                        TensorRef(nullptr, DataType::uint8, 1ull << 24, 1ull << 22),
+                                        R::tensor);
+            }, &msg),
+            "x.rows");
+  EXPECT_EQ(msg, "x.rows: 16777216 rows make 4294967296 tiles, more than a grid of 2^31 - 1 CTAs");
 }
 
 // ---- the e4m3 encoder ------------------------------------------------------------------

@@ -202,7 +202,7 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // D = alpha * scale_a * scale_b * (A * B^T).
 //   a: M x K, type UINT8 holding e4m3 bits (fp8 travels as UINT8: rule T2), K-major;
 //   b: N x K, the same; d: M x N, BFLOAT16 or FLOAT16.
-// M, N >= 1 (and below 2^31 - 4096); K a multiple of 16 (TMA's 16-byte rows). A and B:
+// M, N >= 1 (and at most 2^31 - 4096); K a multiple of 16 (TMA's 16-byte rows). A and B:
 // 16-byte aligned data and row strides (0: dense); D: 16-byte aligned data, any row stride
 // of whole elements. D must not overlap A or B. alpha * scale_a * scale_b (host values),
 // formed in double, must round to a finite float that is 0 only when the product is (the
