@@ -1106,6 +1106,21 @@ TEST(Gemm, SplitsAskedForWithThePlansChoice) {
       run_case(c, seed++);
     }
   }
+  // 128-block scales at M <= 64, which never run the small-M kernel: any split count
+  for (const std::uint64_t m : {37ull, 64ull}) {
+    Case c{m, 1000, 1024, -1, 3};
+    c.recipe = GemmScaleRecipe::block;
+    GemmProblem q{};
+    q.m = c.m;
+    q.n = c.n;
+    q.k = c.k;
+    q.sm_count = device_sm_count();
+    q.tuning.splits = 3;
+    q.recipe = c.recipe;
+    q.block_scale_a_tma = c.m % 4 == 0;
+    EXPECT_EQ(gemm_fp8_plan(q).splits, 3) << m;
+    run_case(c, seed++);
+  }
 }
 
 // Small enough for compute-sanitizer (scripts/gpu_check): the tiled kernel's TMA-store

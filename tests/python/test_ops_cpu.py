@@ -492,3 +492,67 @@ def test_an_int_added_to_a_float_x_is_rounded_once_at_any_size():
             ops._add_value(x, value)
     with pytest.raises(ValueError, match="value: .* past float64's range"):
         ops._add_value(x.double(), 10 ** 400)
+
+
+def test_the_registered_gemm_checks_what_its_common_case_does_not_show(monkeypatch):
+    """The registered GEMM's kernel function (CPU tensors, the launch recorded): the common
+    case at a glance goes to the launch; anything else through the checks that name it."""
+    from tmakit import ops
+
+    launched = []
+    monkeypatch.setattr(ops, "_launch_gemm", lambda *args, **kw: launched.append(args))
+    a, b = torch.empty(64, 128, dtype=FP8), torch.empty(32, 128, dtype=FP8)
+    d = torch.empty(64, 32, dtype=torch.bfloat16)
+    op = ops._gemm_fp8_out_op
+    op(a, b, 1.0, 1.0, 1.0, None, None, "promoted", d)
+    op(a, b, 1.0, 1.0, 1.0, None, None, "fast", torch.empty(64, 48, dtype=torch.float16)[:, :32])
+    op(a, b, 1.0, 1.0, 1.0, torch.ones(64, 1), torch.ones(1, 32), "promoted", d)
+    assert len(launched) == 3
+    wide = torch.empty(64, 64, dtype=torch.bfloat16)
+    refusals = [
+        ((a, b, 1.0, 1.0, 1.0, None, None, "promoted", wide[:, ::2]),
+         ValueError, r"out: strides \(64, 2\)"),
+        ((torch.empty(64, 256, dtype=FP8)[:, ::2], b, 1.0, 1.0, 1.0, None, None, "promoted", d),
+         ValueError, "a: rows must be K contiguous bytes"),
+        ((a, b, 1.0, 1.0, 1.0, None, None, "promoted", d.clone().requires_grad_()),
+         ValueError, "out: requires grad"),
+        ((a, b, 1.0, 1.0, 1.0, None, None, "promoted", d[:1].expand(64, 32)),
+         ValueError, "out: some of its elements share memory"),
+        ((a, b, 1.0, 1.0, 1.0, torch.ones(64, 1, dtype=torch.float64), torch.ones(1, 32),
+          "promoted", d), TypeError, "scale_a_tensor: dtype torch.float64"),
+        ((a, b, 1.0, 1.0, 1.0, None, None, "exact", d), ValueError, "accumulate: 'exact'"),
+        ((a.view(torch.uint8), b, 1.0, 1.0, 1.0, None, None, "promoted", d), TypeError,
+         "a: dtype torch.uint8"),
+    ]
+    for args, error, message in refusals:
+        with pytest.raises(error, match=message):
+            op(*args)
+    assert len(launched) == 3
+
+
+def test_the_registered_quantizer_refuses_outputs_in_xs_memory(monkeypatch):
+    """The registered quantizer's kernel function (CPU tensors, the launch recorded): outputs
+    that are views into x (or scale into x_fp8) are refused, naming them; outputs of their own
+    go to the launch, and their versions move on."""
+    from tmakit import ops
+
+    launched = []
+    monkeypatch.setattr(ops, "_launch", lambda *args: launched.append(args))
+    x = torch.randn(64, 128, dtype=torch.bfloat16)
+    as_fp8 = x.view(torch.uint8).view(FP8)
+    q, scale = torch.empty(64, 128, dtype=FP8), torch.empty(64, 1)
+    op = ops._quantize_fp8_out_op
+    with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
+        op(x, "row", "a", as_fp8[:, :128], scale)
+    with pytest.raises(ValueError, match="scale: overlaps x, which the kernels read"):
+        op(x, "row", "a", q, x.view(torch.float32).view(-1)[:64].view(64, 1))
+    with pytest.raises(ValueError, match="scale: overlaps x_fp8, which the kernels write"):
+        op(x, "row", "a", q, q.view(torch.float32).view(-1)[:64].view(64, 1))
+    with pytest.raises(ValueError, match="scale: requires grad"):
+        op(x, "row", "a", q, scale.clone().requires_grad_())
+    assert not launched
+    versions = q._version, scale._version
+    op(x, "row", "a", q, scale)
+    op(x.t().contiguous().t(), "row", "a", q, scale)  # (x of another layout: no view of q)
+    assert len(launched) == 2 and (q._version, scale._version) == (versions[0] + 2,
+                                                                    versions[1] + 2)
