@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "files.hpp"
 #include "stall_watch.hpp"
 #include "suite.hpp"
 #include "tmakit/core/error.hpp"
@@ -59,29 +60,11 @@ std::optional<std::array<std::uint64_t, 3>> parse_shape(const std::string& text)
 }
 
 bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  f.close();  // NOTE: a full disk shows only when the file is flushed
-  if (!f) std::cerr << "tmakit bench: cannot write " << path << "\n";
-  return static_cast<bool>(f);
-}
-
-// Why a report could not be written to `path`, checked before the run (which takes minutes)
-// without creating the file: nullopt when it exists and is writable, or its folder is.
-std::optional<std::string> unwritable(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return "is a directory";
-  if (fs::exists(path, ec)) {
-    if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
-    return std::nullopt;
+  if (const auto why = tmakit::cli::write_whole(path, text)) {
+    std::cerr << "tmakit bench: cannot write " << path << ": " << *why << "\n";
+    return false;
   }
-  const fs::path parent = fs::path(path).parent_path();
-  const std::string folder = parent.empty() ? std::string(".") : parent.string();
-  if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
-  if (::access(folder.c_str(), W_OK) != 0)
-    return "its folder " + folder + ": " + std::strerror(errno);
-  return std::nullopt;
+  return true;
 }
 
 int run_bench(Options& o) {
@@ -113,9 +96,14 @@ int run_bench(Options& o) {
     std::cerr << "tmakit bench: --filter " << *why << "\n";
     return 2;
   }
+  if (!o.json.empty() && !o.svg.empty() && tmakit::cli::same_file(o.json, o.svg)) {
+    std::cerr << "tmakit bench: --json and --svg name one file (" << o.json
+              << "); the chart would overwrite the results\n";
+    return 2;
+  }
   for (const auto& [flag, path] : {std::pair{"--json", &o.json}, std::pair{"--svg", &o.svg}}) {
     if (path->empty()) continue;
-    if (const auto why = unwritable(*path)) {
+    if (const auto why = tmakit::cli::unwritable(*path)) {
       std::cerr << "tmakit bench: " << flag << " " << *path << " cannot be written: " << *why
                 << "\n";
       return 2;
@@ -185,27 +173,8 @@ int run_bench(Options& o) {
     // NOTE: a missing baseline or a case that does not apply is reported, not a failure
     if (r.failed()) all_ok = false;
   }
-  return all_ok && files_ok ? 0 : 1;
-}
-
-// A whole number in [lo, hi], written in digits; leading zeros are dropped.
-// NOTE: checked before CLI11 converts the text, which would call "1e3" out of range, a number
-// past the type's range not a number, and read "010" as octal.
-CLI::Validator whole_number(long lo, long hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-          return "'" + text + "' is not a whole number such as 1000";
-        const auto first = text.find_first_not_of('0');
-        const std::string digits = first == std::string::npos ? "0" : text.substr(first);
-        // NOTE: 10 digits are past every limit here, and past a long's range at 20
-        const long v = digits.size() > 9 ? hi + 1 : std::stol(digits);
-        if (v < lo || v > hi)
-          return "'" + text + "' is outside " + std::to_string(lo) + ".." + std::to_string(hi);
-        text = digits;
-        return std::string();
-      },
-      "NUMBER");
+  // (a report that cannot be written is output that cannot be written: 2, as for stdout)
+  return !files_ok ? 2 : all_ok ? 0 : 1;
 }
 
 const tmakit::cli::Registrar reg(
@@ -220,9 +189,9 @@ const tmakit::cli::Registrar reg(
       app.add_option("--json", o->json, "Write every result, device and method as JSON");
       app.add_option("--svg", o->svg, "Write a bar chart of the ratios to memcpy (SVG)");
       app.add_option("--runs", o->suite.timing.runs, "Timed runs per case (median reported)")
-          ->transform(whole_number(1, 100000));
+          ->transform(tmakit::cli::whole_number(1, 100000));
       app.add_option("--warmup", o->suite.timing.warmup, "Untimed runs first")
-          ->transform(whole_number(0, 100000));
+          ->transform(tmakit::cli::whole_number(0, 100000));
       app.add_flag("--no-flush", [o](std::int64_t) { o->suite.timing.flush_l2 = false; },
                    "Do not flush L2 before each timed run");
       app.add_flag("--quick", o->suite.quick, "Small shapes: a smoke run, not figures to quote");
@@ -231,7 +200,7 @@ const tmakit::cli::Registrar reg(
                      "End the run, naming the step, when no timed call has finished for this "
                      "many seconds (a kernel that never finishes), exit status 3; default "
                      "300, 0: wait forever")
-          ->transform(whole_number(0, 86400));
+          ->transform(tmakit::cli::whole_number(0, 86400));
       app.add_option("--gemm-shape", o->gemm_shapes,
                      "GEMM shape MxNxK to run instead of the built-in list (repeatable; after "
                      "the sets of --gemm-shapes when both are given), e.g. --gemm-shape "

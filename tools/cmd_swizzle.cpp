@@ -2,7 +2,11 @@
 // Pictures of a box in shared memory: which element lands where, and in which bank, before
 // and after the swizzle, with the index formula. The layout comes from the model's footprint
 // rule (rows span bytes apart, O2 in docs/hardware.md) and the shared swizzle function (swizzle.hpp).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "files.hpp"
 #include "tmakit/core/dtype.hpp"
 #include "tmakit/core/error.hpp"
 #include "tmakit/host/tensor_map_spec.hpp"
@@ -369,54 +374,78 @@ int run_swizzle(const Options& o) {
     std::cerr << "tmakit swizzle: " << e.what() << "\n";
     return 2;
   }
-  const bool any_file = !o.svg.empty() || !o.png.empty();
-  if (o.text || !any_file) std::cout << text_picture(l);
-  std::string svg_path = o.svg;
-  if (!o.png.empty() && svg_path.empty()) svg_path = o.png + ".svg";
-  // NOTE: refused before anything is written
+  // NOTE: every file is checked, and the converter found, before anything is written or
+  // printed, so that a refusal leaves no partial output behind
+  for (const auto& [flag, path] : {std::pair{"--svg", &o.svg}, std::pair{"--png", &o.png}}) {
+    if (path->empty()) continue;
+    if (const auto why = tmakit::cli::unwritable(*path)) {
+      std::cerr << "tmakit swizzle: " << flag << " " << *path << " cannot be written: " << *why
+                << "\n";
+      return 2;
+    }
+  }
+  if (!o.svg.empty() && !o.png.empty() && tmakit::cli::same_file(o.svg, o.png)) {
+    std::cerr << "tmakit swizzle: --svg and --png name one file (" << o.svg << ")\n";
+    return 2;
+  }
   if (!o.png.empty() &&
-      (svg_path.find('\'') != std::string::npos || o.png.find('\'') != std::string::npos)) {
+      (o.svg.find('\'') != std::string::npos || o.png.find('\'') != std::string::npos)) {
     std::cerr << "tmakit swizzle: file names with a single quote are not supported\n";
     return 2;
   }
-  // NOTE: the SVG a PNG is made from is kept only where --svg names it, on failure too
-  auto drop_temporary_svg = [&] {
-    if (o.svg.empty()) std::remove(svg_path.c_str());
-  };
-  if (!svg_path.empty()) {
-    std::ofstream f(svg_path, std::ios::binary);
-    f << svg_picture(l);
-    f.close();  // NOTE: a full disk shows only when the file is flushed
-    if (!f) {
-      drop_temporary_svg();
-      std::cerr << "tmakit swizzle: cannot write " << svg_path << "\n";
+  // NOTE: PNG needs an external converter; rsvg-convert or ImageMagick, whichever exists
+  const bool rsvg =
+      !o.png.empty() && std::system("command -v rsvg-convert >/dev/null 2>&1") == 0;
+  const bool magick =
+      !o.png.empty() && !rsvg && std::system("command -v convert >/dev/null 2>&1") == 0;
+  if (!o.png.empty() && !rsvg && !magick) {
+    std::cerr << "tmakit swizzle: no SVG-to-PNG converter (rsvg-convert or ImageMagick "
+                 "convert) found; --svg FILE writes the SVG itself\n";
+    return 2;
+  }
+  if (!o.svg.empty()) {
+    if (const auto why = tmakit::cli::write_whole(o.svg, svg_picture(l))) {
+      std::cerr << "tmakit swizzle: cannot write " << o.svg << ": " << *why << "\n";
       return 2;
     }
   }
   if (!o.png.empty()) {
-    // NOTE: PNG needs an external converter; rsvg-convert or ImageMagick, whichever exists
+    // NOTE: the SVG a PNG is made from: --svg's file, or a temporary one of its own (never a
+    // name beside the PNG, which might be someone's file)
+    std::string svg_path = o.svg;
+    if (svg_path.empty()) {
+      const char* dir = std::getenv("TMPDIR");
+      svg_path = dir != nullptr && *dir != '\0' ? dir : "/tmp";
+      if (svg_path.back() != '/') svg_path += '/';
+      svg_path += "tmakit-swizzle-XXXXXX.svg";
+      const int fd = ::mkstemps(svg_path.data(), 4);
+      if (fd < 0) {
+        std::cerr << "tmakit swizzle: cannot make a temporary SVG: " << std::strerror(errno)
+                  << "\n";
+        return 2;
+      }
+      ::close(fd);
+      if (const auto why = tmakit::cli::write_whole(svg_path, svg_picture(l))) {
+        std::remove(svg_path.c_str());
+        std::cerr << "tmakit swizzle: cannot write a temporary SVG: " << *why << "\n";
+        return 2;
+      }
+    }
     // NOTE: a name starting with '-' would reach the converter as an option: "./-o.png".
     auto operand = [](const std::string& path) {
       return "'" + (path.rfind('-', 0) == 0 ? "./" + path : path) + "'";
     };
     const std::string quoted_svg = operand(svg_path), quoted_png = operand(o.png);
-    const bool rsvg = std::system("command -v rsvg-convert >/dev/null 2>&1") == 0;
-    const bool magick = !rsvg && std::system("command -v convert >/dev/null 2>&1") == 0;
-    if (!rsvg && !magick) {
-      drop_temporary_svg();
-      std::cerr << "tmakit swizzle: no SVG-to-PNG converter (rsvg-convert or ImageMagick "
-                   "convert) found; --svg FILE writes the SVG itself\n";
-      return 2;
-    }
     const std::string cmd = rsvg ? "rsvg-convert -o " + quoted_png + " " + quoted_svg
                                  : "convert " + quoted_svg + " " + quoted_png;
     const int status = std::system(cmd.c_str());
-    drop_temporary_svg();
+    if (o.svg.empty()) std::remove(svg_path.c_str());
     if (status != 0) {
       std::cerr << "tmakit swizzle: the converter failed: " << cmd << "\n";
       return 2;
     }
   }
+  if (o.text || (o.svg.empty() && o.png.empty())) std::cout << text_picture(l);
   return 0;
 }
 
@@ -432,7 +461,9 @@ const tmakit::cli::Registrar kSwizzle(
                      "128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B (default 128B)");
       app.add_option("--box", o->box,
                      "COLSxROWS: elements of dimension 0 x rows (default 64x8)");
-      app.add_option("--base", o->base, "Shared address of the buffer (128-aligned; default 0)");
+      app.add_option("--base", o->base,
+                     "Shared address of the buffer (128-aligned, at most 2^24; default 0)")
+          ->transform(tmakit::cli::whole_number(0, 1 << 24));
       app.add_flag("--text", o->text, "Terminal grid (the default when no file is asked for)");
       app.add_option("--svg", o->svg, "Write the picture as SVG to this file");
       app.add_option("--png", o->png,

@@ -34,11 +34,15 @@ class Input {
         return;
       }
     }
-    struct stat st {};
+    struct stat st {}, out {};
     if (::fstat(fd_, &st) != 0) {
       error_ = std::strerror(errno);  // a closed stdin: "Bad file descriptor"
     } else if (S_ISDIR(st.st_mode)) {
       error_ = "is a directory";
+    } else if (S_ISREG(st.st_mode) && ::fstat(STDOUT_FILENO, &out) == 0 &&
+               st.st_dev == out.st_dev && st.st_ino == out.st_ino) {
+      // NOTE: `tmakit check --jsonl F >> F` would judge its own verdicts forever
+      error_ = "it is also the output (stdout); write the output to another file";
     }
   }
   ~Input() {

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -438,7 +440,10 @@ TEST(HostileInput, SwizzlePngPathsNeverReachTheConverterAsOptions) {
   // a converter that records its arguments
   const auto fake = dir.write("rsvg-convert", "#!/bin/sh\nprintf '%s\\n' \"$@\" > args.txt\n");
   std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
-  const auto r = run_shell("cd " + dir.path("") + " && PATH=" + dir.path("") +
+  // (a file beside the PNG named as a temporary SVG might be: someone's, left alone)
+  dir.write("-o.png.svg", "keep");
+  const auto r = run_shell("cd " + dir.path("") + " && TMPDIR=" + dir.path("") + " PATH=" +
+                           dir.path("") +
                            ":$PATH \"$T\" swizzle --type FLOAT16 --swizzle 128B --box 64x8 "
                            "--png -o.png");
   EXPECT_EQ(r.code, 0);
@@ -448,7 +453,57 @@ TEST(HostileInput, SwizzlePngPathsNeverReachTheConverterAsOptions) {
   ASSERT_EQ(args.size(), 3u);
   EXPECT_EQ(args[0], "-o");
   EXPECT_EQ(args[1], "./-o.png");
-  EXPECT_EQ(args[2], "./-o.png.svg");
+  // the SVG: a temporary file of its own in TMPDIR, removed after
+  EXPECT_EQ(args[2].rfind(dir.path("tmakit-swizzle-"), 0), 0u) << args[2];
+  EXPECT_FALSE(std::filesystem::exists(args[2])) << args[2];
+  std::ifstream kept(dir.path("-o.png.svg"));
+  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep");
+}
+
+TEST(HostileInput, OutputFilesAreCheckedFirstAndWrittenWholeOrNotAtAll) {
+  ScratchDir dir("out");
+  // stdout captured; stderr to a file, read after
+  std::string err;
+  auto run = [&](const std::string& line) {
+    const auto r = run_shell(line + " 2>" + dir.path("err.txt"));
+    std::ifstream f(dir.path("err.txt"));
+    err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    return r;
+  };
+  // an SVG path that is a folder: refused before the text picture is printed
+  std::filesystem::create_directory(dir.path("folder"));
+  auto r = run("\"$T\" swizzle --text --svg " + dir.path("folder"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(err.find("--svg " + dir.path("folder") + " cannot be written: is a directory"),
+            std::string::npos) << err;
+  // a full device: refused with the reason, nothing printed
+  r = run("\"$T\" swizzle --text --svg /dev/full");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(err.find("cannot write /dev/full: No space left on device"), std::string::npos)
+      << err;
+  // --base in digits only (0200 is 200, not octal 128)
+  r = run("\"$T\" swizzle --base 0200");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(err.find("--base 200 is not 128-byte aligned"), std::string::npos) << err;
+  EXPECT_EQ(run("\"$T\" swizzle --base 0x80").code, 2);
+  // bench's two reports in one file
+  r = run("\"$T\" bench --list --json " + dir.path("r") + " --svg " + dir.path("r"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(err.find("--json and --svg name one file"), std::string::npos) << err;
+  // an input that is also the output would be read back forever
+  const auto specs = dir.write("loop.jsonl", R"({"dataType":"FLOAT32","globalAddress":4096,)"
+                                             R"("globalDim":[64,8],"globalStrides":[256],)"
+                                             R"("boxDim":[8,4]})"
+                                             "\n");
+  r = run("\"$T\" check --jsonl " + specs + " >> " + specs);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(err.find("it is also the output (stdout)"), std::string::npos) << err;
+  std::ifstream f(specs);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+// Files the CLI commands write (bench's reports, swizzle's pictures): checked before any work
+// or output, and written whole or not at all.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace tmakit::cli {
+
+// Why a file could not be written to `path`, checked before a command's work (bench's run
+// takes minutes) without creating it: nullopt when it exists and is writable, or its folder is.
+inline std::optional<std::string> unwritable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return "is a directory";
+  if (fs::exists(path, ec)) {
+    if (::access(path.c_str(), W_OK) != 0) return std::strerror(errno);
+    return std::nullopt;
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  if (!fs::is_directory(folder, ec)) return "its folder " + folder + " does not exist";
+  if (::access(folder.c_str(), W_OK) != 0)
+    return "its folder " + folder + ": " + std::strerror(errno);
+  return std::nullopt;
+}
+
+// Whether two paths name one file (both existing: the same device and inode).
+inline bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+// Writes `text` to `path` whole, or leaves it as it was: a temporary file beside it, written,
+// synced to the disk's answer (a full disk shows at the write or the close), then renamed over
+// `path`. A regular file or a new one only: anything else (a FIFO, /dev/full, a terminal) is
+// written directly, its failure reported the same. nullopt on success, else why.
+inline std::optional<std::string> write_whole(const std::string& path, const std::string& text) {
+  auto write_all = [&](int fd) -> int {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno;
+      done += static_cast<std::size_t>(n);
+    }
+    return 0;
+  };
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return std::strerror(errno);
+    int err = write_all(fd);
+    if (::close(fd) != 0 && err == 0) err = errno;
+    return err == 0 ? std::nullopt : std::optional<std::string>(std::strerror(err));
+  }
+  std::string temporary = path + ".tmp-XXXXXX";
+  const int fd = ::mkstemp(temporary.data());
+  if (fd < 0) return std::strerror(errno);
+  int err = write_all(fd);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  // (mkstemp makes the file 0600: the mode the file had, or a new file's under the umask)
+  if (err == 0) {
+    const ::mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::chmod(temporary.c_str(), exists ? st.st_mode & 07777 : 0666 & ~mask);
+  }
+  if (err == 0 && std::rename(temporary.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(temporary.c_str());
+    return std::strerror(err);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tmakit::cli
