@@ -19,7 +19,7 @@ def main(argv=None) -> int:
     """Prints where the entry points are; it runs no command, so any argument but --help is
     refused (exit status 2), not ignored."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args and args[0] not in ("-h", "--help"):
+    if args and args not in (["-h"], ["--help"]):
         print(f"python -m tmakit: runs no command (got {' '.join(args)!r}); the CLI is "
               f"build/tools/tmakit, the benchmark python -m tmakit.bench\n\n{USAGE}",
               file=sys.stderr)
@@ -29,4 +29,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ._entry import run
+
+    sys.exit(run(main, "python -m tmakit"))

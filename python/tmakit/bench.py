@@ -28,8 +28,8 @@ name goes to stderr as it starts; one that takes longer than ``--stall-seconds``
 limit), a kernel that never finishes, ends the run with every thread's Python stack
 (faulthandler) and status 1.
 
-Exit status: 0 when every case was checked and timed (or listed); 1 without a CUDA GPU or on
-one that is not sm_90, when a case failed its check or raised, or on a stall; 2 for bad usage
+Exit status: 0 when every case was checked and timed (or listed); 1 without PyTorch, without
+a CUDA GPU or on one that is not sm_90, when a case failed its check or raised, or on a stall; 2 for bad usage
 (an option's value, a --filter that selects no case, --list too, options --host-time-only
 has no use for) or output that cannot be written (--json / --svg checked before the run, a
 full disk or a closed pipe on stdout).
@@ -679,8 +679,12 @@ def _unwritable(path: str) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     # NOTE: no abbreviations: `tmakit bench`'s --gemm-shape would read as --gemm-shapes
+    # NOTE: --help printed here, not by argparse, which drops a failed write (a full disk, a
+    # closed pipe) and exits 0
     parser = argparse.ArgumentParser(prog="python -m tmakit.bench", description=__doc__.split(
-        "\n\n")[0], allow_abbrev=False)
+        "\n\n")[0], allow_abbrev=False, add_help=False)
+    parser.add_argument("-h", "--help", action="store_true",
+                        help="show this help message and exit")
     parser.add_argument("--filter", default="",
                         help="run only the cases whose name contains this (the host-time "
                              "tables still run: --no-overhead skips them)")
@@ -708,9 +712,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          for name, v in GEMM_SHAPE_SETS.items())
                              + " (default: default)")
     args = parser.parse_args(argv)
-    if torch is None:
-        print(_NEEDS_TORCH, file=sys.stderr)
-        return 1
+    if args.help:
+        print(parser.format_help(), end="")
+        return 0
     if not 1 <= args.reps <= 100000:
         parser.error(f"--reps: {args.reps} is outside 1..100000")
     if not 0 <= args.stall_seconds <= 86400:
@@ -738,6 +742,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         if given:
             parser.error(f"--host-time-only runs no case, so {', '.join(given)} would do "
                          f"nothing; leave them out")
+    # NOTE: the usage checks above need no torch: a bad option is exit status 2 either way
+    if torch is None:
+        print(_NEEDS_TORCH, file=sys.stderr)
+        return 1
     selected = [] if args.host_time_only else [
         pending for pending in cases(args.small, shape_sets) if args.filter in pending.name]
     if not selected and not args.host_time_only:
@@ -833,23 +841,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 1 if any(r.problem for r in results) else 0
 
 
-def _run() -> int:
-    """main(), with output that cannot be written (a full disk, a closed pipe) as exit status 2
-    and one line, not a traceback."""
-    try:
-        status = main()
-        sys.stdout.flush()
-        return status
-    except BrokenPipeError:
-        # NOTE: the reader left (`| head`): nothing more can be said on stdout
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 2
-    except OSError as error:
-        if error.filename is None:  # (a file of --json / --svg names itself: raised as is)
-            print(f"tmakit.bench: cannot write the output: {error}", file=sys.stderr)
-            return 2
-        raise
-
-
 if __name__ == "__main__":
-    sys.exit(_run())
+    from ._entry import run
+
+    sys.exit(run(main, "tmakit.bench"))

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 
@@ -226,7 +227,7 @@ try:
     tmakit.add
 except ImportError as error:
     print(error)
-for argv in (["--help"], ["--list"]):
+for argv in (["--help"], ["--list"], ["--reps", "0"]):
     sys.argv = ["python -m tmakit.bench"] + argv
     try:
         runpy.run_module("tmakit.bench", run_name="__main__")
@@ -238,11 +239,14 @@ for argv in (["--help"], ["--list"]):
     assert run.returncode == 0, run.stderr
     hint = "needs PyTorch: pip install 'tmakit[torch]' (or a torch build for your CUDA)"
     lines = run.stdout.splitlines()
-    # the help needs no torch; a run ends with the hint on stderr, exit status 1
+    # the help needs no torch; a run ends with the hint on stderr, exit status 1; bad usage is
+    # exit status 2 with or without torch
     assert lines[0] == f"tmakit.add {hint}"
     assert lines[1].startswith("usage: python -m tmakit.bench"), lines
-    assert "--host-time-only" in run.stdout and lines[-2:] == ["exit 0", "exit 1"], lines
-    assert run.stderr.strip() == f"tmakit.bench {hint}"
+    assert "--host-time-only" in run.stdout
+    assert lines[-3:] == ["exit 0", "exit 1", "exit 2"], lines
+    assert run.stderr.startswith(f"tmakit.bench {hint}\n"), run.stderr
+    assert "error: --reps: 0 is outside 1..100000" in run.stderr
     sys_modules_torch = "import sys; sys.modules['torch'] = None; import tmakit.bench"
     imported = subprocess.run([sys.executable, "-c", sys_modules_torch], capture_output=True,
                               text=True, timeout=120)
@@ -512,3 +516,23 @@ def test_a_dict_under_a_lines_bound_is_judged_whatever_its_values():
     with pytest.raises(ValueError, match=r"elementStrides\[\d+\]: too large: a spec line holds "
                                          "at most 1048576 bytes"):
         tmakit.check(dict(spec, elementStrides=[1234567] * 150_000))
+
+
+@pytest.mark.parametrize("module, argv", [("tmakit", ["--help"]), ("tmakit.bench", ["--help"])])
+def test_entry_points_say_when_their_output_cannot_be_written(module, argv):
+    # a full disk, a closed stdout: exit status 2 and one line, not a traceback or a 0
+    command = [sys.executable, "-m", module, *argv]
+    with open("/dev/full", "w") as full:
+        run = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True,
+                             timeout=120)
+    assert run.returncode == 2 and "cannot write the output" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+    run = subprocess.run(command, stderr=subprocess.PIPE, text=True, timeout=120,
+                         preexec_fn=lambda: os.close(1))
+    assert run.returncode == 2 and "stdout is closed" in run.stderr, run.stderr
+
+
+def test_python_m_tmakit_refuses_arguments_after_help():
+    run = subprocess.run([sys.executable, "-m", "tmakit", "--help", "extra"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "runs no command (got '--help extra')" in run.stderr
