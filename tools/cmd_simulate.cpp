@@ -145,9 +145,9 @@ Picture simulate_store(const tmakit::TensorMapSpec& spec, const std::vector<std:
   } else {
     model::store_tiled(spec, p.bytes, smem, coords, 0);
   }
-  // the bytes written are exactly the in-bounds elements of the box
+  // the bytes written: the box's in-bounds elements and dimension 0's last 16-byte chunk (H4)
   p.written.assign(p.bytes.size(), 0);
-  for (const auto& r : model::prefetch_tiled(spec, coords)) {
+  for (const auto& r : model::store_tiled_ranges(spec, coords)) {
     for (std::uint64_t i = r.begin; i < r.end && i < p.written.size(); ++i) p.written[i] = 1;
   }
   return p;

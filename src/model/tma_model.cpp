@@ -805,6 +805,25 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
   });
 }
 
+std::vector<ByteRange> store_tiled_ranges(const TensorMapSpec& spec, const Coords& coords) {
+  if (spec.kind != EncodeKind::tiled) throw ModelError("store_tiled_ranges needs a tiled spec");
+  check_walkable(spec);
+  check_store_reaches_tensor(spec, coords);
+  const std::uint64_t esize = element_bytes(spec.data_type);
+  std::vector<ByteRange> ranges;
+  // (the same targets as store_tiled's: one walk, one rule)
+  walk_tiled(spec, coords, [&](const Element& e) {
+    const auto target = store_target(spec, e);
+    if (!target) return;
+    if (!ranges.empty() && ranges.back().end == *target) {
+      ranges.back().end += esize;  // contiguous with the previous element
+    } else {
+      ranges.push_back({*target, *target + esize});
+    }
+  });
+  return ranges;
+}
+
 std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
   for (int i = 0; i < kReduceOpCount; ++i) {
     if (name(static_cast<ReduceOp>(i)) == s) return static_cast<ReduceOp>(i);

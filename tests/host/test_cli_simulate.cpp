@@ -189,6 +189,22 @@ TEST_F(SimulateCli, StoreMarksTheBytesItWrites) {
                        repeat("..", 32) + "\n");
 }
 
+// Past globalDim[0], a store writes the rest of the last 16-byte chunk (H4): 5 floats of 8 in
+// the box, so bytes 20..31 of each row take the shared bytes too, and are marked.
+TEST_F(SimulateCli, StoreMarksTheLastChunksPadding) {
+  const auto global = write("pad.bin", std::string(64, '\0'));
+  write("aa.bin", std::string(64, '\xaa'));
+  const auto specs = write(
+      "p.jsonl",
+      R"({"dataType":"FLOAT32","globalAddress":0,"globalDim":[5,2],"globalStrides":[32],)"
+      R"("boxDim":[8,2],"coords":[0,0]})"
+      "\n");
+  const Result r = run("simulate --global " + global + " --jsonl " + specs +
+                       " --store --shared " + path("aa.bin"));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, repeat("aa", 64) + "\n");
+}
+
 // With interleave the rows are dense whatever the swizzle (the model's footprint): the picture
 // was drawn span-wide, 1024 bytes of which 768 belonged to no buffer.
 TEST_F(SimulateCli, InterleavedSwizzledRowsAreDense) {

@@ -59,7 +59,8 @@ struct ComputeCapability {
 };
 ComputeCapability device_compute_capability() noexcept;
 
-// "CUDA_ERROR_INVALID_VALUE (1): invalid argument".
+// The driver's name of `r` ("CUDA_ERROR_INVALID_VALUE"), or "CUDA_ERROR_UNKNOWN" where there is
+// no driver to ask (throw_cuda_error, core/cuda_check.hpp, adds the code and the text).
 const char* driver_error_name(CUresult r) noexcept;
 
 namespace detail {

@@ -67,8 +67,9 @@ std::string spec_to_json(const TensorMapSpec& spec);
 // tmakit.simulate in Python): ParseError for another encode kind, a gather4/scatter4 map (a
 // spec has no place for the copy's four rows) or a "direction" naming another copy; else the
 // first rule it breaks on `arch`, for that copy too (a rule about one direction applies to the
-// copy simulated), thrown as the validator's RuleViolation, or prefixed "as a store: " where
-// the line did not name the copy. Returns the spec with its direction the copy's.
+// copy simulated), thrown as the validator's RuleViolation, or as an Error prefixed "as a load:
+// ", "as a store: " or "as a reduction: " where the line did not name the copy. Returns the spec
+// with its direction the copy's.
 TensorMapSpec spec_for_simulated_copy(const nlohmann::json& object, Arch arch, Direction copy);
 
 // The "coords" key of a JSON object (a load's coordinates, `tmakit simulate`): exactly `rank`

@@ -2,8 +2,9 @@
 // scales the FP8 GEMM takes (include/tmakit/kernels/gemm.hpp), in its layouts: one per tensor,
 // one per row, or one per 1 x 128 (operand a) / 128 x 128 (operand b) block. Row and block
 // scales are computed in the same pass over x that casts it (rows of 512 bytes to 64 KiB of
-// the row and operand-a block recipes through registers, one CTA per row; operand b's 128 x
-// 128 blocks too, one CTA per block; else TMA loads of tiles); a tensor scale needs the amax of all of x first: one pass where x fits the SMs at
+// the row and operand-a block recipes through registers: a CTA per row, short rows a warp each
+// several to a CTA, or operand a's rows in several CTAs each where they are few; operand b's
+// 128 x 128 blocks too, one CTA per block; else TMA loads of tiles); a tensor scale needs the amax of all of x first: one pass where x fits the SMs at
 // once (the CTAs hold their rows or tiles and meet at a grid barrier), else two reads of x.
 // Design, rounding and measured figures: kernels/quantize/README.md.
 #pragma once

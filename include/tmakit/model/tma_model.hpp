@@ -105,6 +105,12 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address = 0);
 
+// The global byte ranges [begin, end) (offsets from global_address) store_tiled and
+// reduce_tiled write for a box at `coords`: its in-bounds elements and, along dimension 0, the
+// rest of the last 16-byte chunk (the padding above). Throws as store_tiled does for a box it
+// refuses; needs no bytes.
+std::vector<ByteRange> store_tiled_ranges(const TensorMapSpec& spec, const Coords& coords);
+
 using ReduceOp = ::tmakit::ReduceOp;  // core/reduce.hpp, with name(ReduceOp): "add", "and", ...
 using ::tmakit::name;
 std::optional<ReduceOp> parse_reduce_op(std::string_view s);  // inverse of name()
