@@ -22,6 +22,7 @@
 #include "files.hpp"
 #include "tmakit/core/dtype.hpp"
 #include "tmakit/core/error.hpp"
+#include "tmakit/host/spec_json.hpp"
 #include "tmakit/host/tensor_map_spec.hpp"
 #include "tmakit/swizzle.hpp"
 
@@ -72,12 +73,19 @@ struct Layout {
   }
 };
 
+// An option's value in a message: unprintable bytes escaped (a terminal's escape sequences
+// are not echoed), at most 64 bytes of it.
+std::string shown(const std::string& value) {
+  const std::string escaped = tmakit::escape_unprintable(value.substr(0, 64));
+  return value.size() > 64 ? escaped + "..." : escaped;
+}
+
 // Throws tmakit::ParseError with a message naming the option and the fix.
 Layout make_layout(const Options& o) {
   Layout l;
   const auto t = tmakit::parse_tensor_map_data_type(o.type);
   if (!t) {
-    throw tmakit::ParseError("--type " + o.type +
+    throw tmakit::ParseError("--type " + shown(o.type) +
                              " is not a tensor-map data type (UINT8, UINT16, UINT32, INT32, "
                              "UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, FLOAT32_FTZ, "
                              "TFLOAT32, TFLOAT32_FTZ; sm_100a and later: 16U4_ALIGN8B, "
@@ -85,7 +93,7 @@ Layout make_layout(const Options& o) {
   }
   const auto s = tmakit::parse_swizzle(o.swizzle);
   if (!s) {
-    throw tmakit::ParseError("--swizzle " + o.swizzle +
+    throw tmakit::ParseError("--swizzle " + shown(o.swizzle) +
                              " is not NONE, 32B, 64B or 128B (or, sm_100a and later, "
                              "128B_ATOM_32B, 128B_ATOM_32B_FLIP_8B, 128B_ATOM_64B)");
   }
@@ -100,17 +108,21 @@ Layout make_layout(const Options& o) {
   std::smatch m;
   static const std::regex kBox(R"((-?)([0-9]+)x(-?)([0-9]+))");
   if (!std::regex_match(o.box, m, kBox)) {
-    throw tmakit::ParseError("--box " + o.box +
+    throw tmakit::ParseError("--box " + shown(o.box) +
                              " is not COLSxROWS (elements of dimension 0 x rows), e.g. 64x8");
   }
   auto extent = [&](int sign, int digits) -> unsigned long {
     if (m[sign].length() > 0) return 0;           // negative: below 1
-    if (m[digits].length() > 9) return ULONG_MAX;  // past 256
-    return std::stoul(m[digits].str());
+    // (leading zeros dropped first: 0064 is 64)
+    const std::string d = m[digits].str();
+    const auto first = d.find_first_not_of('0');
+    const std::string kept = first == std::string::npos ? "0" : d.substr(first);
+    if (kept.size() > 9) return ULONG_MAX;  // past 256
+    return std::stoul(kept);
   };
   const unsigned long cols = extent(1, 2), rows = extent(3, 4);
   if (cols < 1 || rows < 1 || cols > 256 || rows > 256) {
-    throw tmakit::ParseError("--box " + o.box + ": each box dimension is 1..256 (rule T7)");
+    throw tmakit::ParseError("--box " + shown(o.box) + ": each box dimension is 1..256 (rule T7)");
   }
   l.cols = static_cast<std::uint32_t>(cols);
   l.rows = static_cast<std::uint32_t>(rows);
@@ -125,7 +137,7 @@ Layout make_layout(const Options& o) {
     }
     const bool u6 = *t == tmakit::DataType::packed_u6_align16;
     if (!tmakit::padded_type_takes_swizzle(*t, *s)) {
-      throw tmakit::ParseError("--swizzle " + o.swizzle + ": " + type_name +
+      throw tmakit::ParseError("--swizzle " + shown(o.swizzle) + ": " + type_name +
                                " takes NONE, 128B or 128B_ATOM_32B" +
                                (u6 ? " (and 128B_ATOM_64B for stores)" : "") + " (rule P5)");
     }

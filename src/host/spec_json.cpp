@@ -188,10 +188,13 @@ TensorMapSpec spec_from_json(const json& o, Arch arch) {
     s.rank = integer<std::uint32_t>(*r, "rank");
     // NOTE: named as the rank's disagreement, not as arrays of the wrong length
     if (dims.is_array() && dims.size() != s.rank) {
+      // (an empty globalDim fits no rank: the dimensions are what is missing)
       fail("rank", std::to_string(s.rank) + ", but globalDim has " +
-                       std::to_string(dims.size()) + " entries; give rank " +
-                       std::to_string(dims.size()) + " or leave it out (it is then globalDim's "
-                       "length)");
+                       std::to_string(dims.size()) + " entries; " +
+                       (dims.empty() ? "give globalDim " + std::to_string(s.rank) +
+                                           " entries, one per dimension"
+                                     : "give rank " + std::to_string(dims.size()) +
+                                           " or leave it out (it is then globalDim's length)"));
     }
   } else if (dims.is_array()) {
     s.rank = static_cast<std::uint32_t>(dims.size());
