@@ -426,8 +426,9 @@ int run_swizzle(const Options& o) {
     // name beside the PNG, which might be someone's file)
     std::string svg_path = o.svg;
     if (svg_path.empty()) {
+      // (a TMPDIR with a single quote would break the converter's quoted command: /tmp then)
       const char* dir = std::getenv("TMPDIR");
-      svg_path = dir != nullptr && *dir != '\0' ? dir : "/tmp";
+      svg_path = dir != nullptr && *dir != '\0' && std::strchr(dir, '\'') == nullptr ? dir : "/tmp";
       if (svg_path.back() != '/') svg_path += '/';
       svg_path += "tmakit-swizzle-XXXXXX.svg";
       const int fd = ::mkstemps(svg_path.data(), 4);

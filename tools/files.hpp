@@ -33,9 +33,14 @@ inline std::optional<std::string> unwritable(const std::string& path) {
   return std::nullopt;
 }
 
-// Whether two paths name one file (both existing: the same device and inode).
+// Whether two paths name one file: the same path once made absolute and normal (`r.json`
+// and `./r.json`, existing or not), or existing files of one device and inode (links).
 inline bool same_file(const std::string& a, const std::string& b) {
-  if (a == b) return true;
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea).lexically_normal(), ea);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, eb).lexically_normal(), eb);
+  if (a == b || (!ea && !eb && ca == cb)) return true;
   struct stat sa {}, sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
@@ -43,8 +48,10 @@ inline bool same_file(const std::string& a, const std::string& b) {
 
 // Writes `text` to `path` whole, or leaves it as it was: a temporary file beside it, written,
 // synced to the disk's answer (a full disk shows at the write or the close), then renamed over
-// `path`. A regular file or a new one only: anything else (a FIFO, /dev/full, a terminal) is
-// written directly, its failure reported the same. nullopt on success, else why.
+// `path`. A new file or a regular one in a folder that may be written only: anything else (a
+// link, whose target is what is meant; a FIFO, /dev/full, a terminal; a writable file in a
+// folder that is not) is written in place, its failure reported the same. nullopt on success,
+// else why.
 inline std::optional<std::string> write_whole(const std::string& path, const std::string& text) {
   auto write_all = [&](int fd) -> int {
     std::size_t done = 0;
@@ -57,8 +64,10 @@ inline std::optional<std::string> write_whole(const std::string& path, const std
     return 0;
   };
   struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {
+  const bool exists = ::lstat(path.c_str(), &st) == 0;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  if (exists && (!S_ISREG(st.st_mode) || ::access(folder.c_str(), W_OK) != 0)) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0) return std::strerror(errno);
     int err = write_all(fd);

@@ -788,6 +788,7 @@ def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor
     # a traced call: the op's checks, then the launcher's rules but those of the addresses,
     # before any memory exists
     _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out)
+    _check_no_grad(out, "out")
     _check_writable(out)
     if a.numel() == 0 or b.numel() == 0:
         _gemm_empty(a, b, out)
@@ -1518,20 +1519,9 @@ def _quantize_args(x, recipe, operand, x_fp8, readable=None):
 
 
 def _launch_quantize(x, recipe, operand, x_fp8, scale, fresh=False):
-    """``fresh``: x_fp8 and scale were just allocated here, so they overlap nothing."""
-    if not fresh:
-        # NOTE: outputs that are no view (a graph's, or fresh ones) share no memory with each
-        # other or with an x that is not a view of one of them: the spans are compared only
-        # otherwise (host time: every call of the registered op passes here)
-        base = x._base
-        if x_fp8._base is not None or scale._base is not None or (
-                base is not None and (base is x_fp8 or base is scale)):
-            for name, t, other, other_name in (("x_fp8", x_fp8, x, "x"), ("scale", scale, x, "x"),
-                                               ("scale", scale, x_fp8, "x_fp8")):
-                if _overlaps(t, other):
-                    raise ValueError(f"{name}: overlaps {other_name}, which the kernels "
-                                     f"{'read' if other is x else 'write'} while they write "
-                                     f"{name}; pass a separate {name}")
+    """``fresh``: x_fp8 and scale were just allocated here, so they overlap nothing. The
+    launcher refuses outputs that overlap the x it is given or each other; where x is first
+    copied (below), the copy would hide x from it, so they are compared with x here."""
     if x.shape[0] == 0:
         # NOTE: no rows: nothing to cast; a tensor scale of nothing is 1 (amax 0)
         if recipe == "tensor":
@@ -1543,11 +1533,17 @@ def _launch_quantize(x, recipe, operand, x_fp8, scale, fresh=False):
         # (z.conj().imag), whose values the copy takes: one contiguous copy, whose
         # fresh allocation starts on 256 bytes and whose pitch, K * 2 or 4 bytes with K a
         # multiple of 16, is whole 16 bytes
+        if not fresh:
+            for name, t in (("x_fp8", x_fp8), ("scale", scale)):
+                if _overlaps(t, x):
+                    raise ValueError(f"{name}: overlaps x, which the kernels read while they "
+                                     f"write {name}; pass a separate {name}")
         x = torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
     _launch(x_fp8, _tmakit.quantize_fp8, x.data_ptr(), x_fp8.data_ptr(), scale.data_ptr(),
             *_quantize_args(x, recipe, operand, x_fp8, readable=True))
     if not fresh:
-        _increment_version((x_fp8, scale))  # (_written of both, in one call)
+        _written(x_fp8)
+        _written(scale)
 
 
 def _check_quantize_k(k: int) -> None:

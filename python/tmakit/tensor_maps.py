@@ -127,7 +127,8 @@ def _convert(value: Any, path: str, depth: int, budget: _Budget, active: set) ->
         if bits > _MAX_INT_BITS:
             raise ValueError(f"{path}: an integer of {bits} bits is too large for any number "
                              f"(JSON readers hold numbers below 2**{_MAX_INT_BITS})")
-        budget.charge(bits * 3 // 10 + 1 + (number < 0), path)
+        # (an int of b bits has at least floor((b - 1) log10 2) + 1 digits: 0.3 < log10 2)
+        budget.charge(max(bits - 1, 0) * 3 // 10 + 1 + (number < 0), path)
         return number
     if isinstance(value, float):  # np.float64 too
         number = float.__float__(value)
@@ -227,7 +228,7 @@ def _convert_container(value: Any, path: str, depth: int, budget: _Budget,
                 (list.__len__(value) if isinstance(value, list) else tuple.__len__(value))
         except OverflowError:
             count = _MAX_LINE_BYTES + 1
-        budget.charge(2 + 2 * count, path)
+        budget.charge(2 + 2 * max(count - 1, 0), path)  # (brackets, ", " between items)
         items = value if isinstance(value, range) else \
             (list.copy(value) if isinstance(value, list) else tuple.__iter__(value))
         return [_convert(item, f"{path}[{i}]", depth + 1, budget, active)
@@ -743,13 +744,14 @@ def _spec_for(info: _ArrayInfo, shape: Sequence[int], strides_bytes: Sequence[in
             f"last dimension is twice as long)"))
     # NOTE: a dimension of one element is never stepped, so its stride is any torch chose
     # (x.t() of an (n, 1) tensor: (1, 1), contiguous to torch): the map gets the stride of a
-    # dense layout of the dimensions inside it, on whole 16 bytes (rule T6)
+    # dense layout of the dimensions inside it, on whole 32 bytes (rule T6: 16, or 32 with
+    # interleave 32B; P1's 32 for the padded types)
     strides_bytes = list(strides_bytes)
     for i in range(rank - 2, -1, -1):
         if shape[i] == 1:
             inner = max(shape[i + 1], 1) * abs(strides_bytes[i + 1]) if i + 1 < rank - 1 else (
                 max(shape[-1], 1) * info.itemsize)
-            strides_bytes[i] = -(-inner // 16) * 16
+            strides_bytes[i] = -(-inner // 32) * 32
     if any(s < 0 for s in strides_bytes):
         raise ValueError(f"{name}: negative strides {tuple(strides_bytes)} cannot be described "
                          f"by a tensor map; make it contiguous first")

@@ -489,10 +489,18 @@ TEST(HostileInput, OutputFilesAreCheckedFirstAndWrittenWholeOrNotAtAll) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(err.find("--base 200 is not 128-byte aligned"), std::string::npos) << err;
   EXPECT_EQ(run("\"$T\" swizzle --base 0x80").code, 2);
-  // bench's two reports in one file
-  r = run("\"$T\" bench --list --json " + dir.path("r") + " --svg " + dir.path("r"));
+  // bench's two reports in one file, however the paths are spelled
+  r = run("cd " + dir.path("") + " && \"$T\" bench --list --json r --svg ./r");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(err.find("--json and --svg name one file"), std::string::npos) << err;
+  // a link is written through, not replaced by a file
+  dir.write("target.svg", "old");
+  std::filesystem::create_symlink(dir.path("target.svg"), dir.path("link.svg"));
+  EXPECT_EQ(run("\"$T\" swizzle --svg " + dir.path("link.svg")).code, 0);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path("link.svg")));
+  std::ifstream drawn(dir.path("target.svg"));
+  const std::string svg((std::istreambuf_iterator<char>(drawn)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u) << svg.substr(0, 40);
   // an input that is also the output would be read back forever
   const auto specs = dir.write("loop.jsonl", R"({"dataType":"FLOAT32","globalAddress":4096,)"
                                              R"("globalDim":[64,8],"globalStrides":[256],)"

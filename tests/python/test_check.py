@@ -508,7 +508,8 @@ def test_a_dict_under_a_lines_bound_is_judged_whatever_its_values():
     # the estimate charges no value more than its JSON text: 600 KB of zeros is a line, judged
     spec = {"dataType": "FLOAT32", "globalAddress": 4096, "globalDim": [64, 8],
             "globalStrides": [256], "boxDim": [8, 4]}
-    for values in ([0] * 200_000, [None] * 100_000, [True] * 100_000, [0.5] * 100_000):
+    for values in ([0] * 200_000, [8] * 290_000, [512] * 200_000, [None] * 100_000,
+                   [True] * 100_000, [0.5] * 100_000):
         assert len(json.dumps(dict(spec, elementStrides=values))) < 1 << 20
         result = tmakit.check(dict(spec, elementStrides=values))
         assert result.verdict == "error" and "elementStrides" in result.message, result

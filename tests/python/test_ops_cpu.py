@@ -531,28 +531,30 @@ def test_the_registered_gemm_checks_what_its_common_case_does_not_show(monkeypat
 
 
 def test_the_registered_quantizer_refuses_outputs_in_xs_memory(monkeypatch):
-    """The registered quantizer's kernel function (CPU tensors, the launch recorded): outputs
-    that are views into x (or scale into x_fp8) are refused, naming them; outputs of their own
-    go to the launch, and their versions move on."""
+    """The registered quantizer's kernel function (CPU tensors, the launch recorded): where x
+    is read through a copy (which would hide x from the launcher's own overlap checks), outputs
+    in x's memory are refused, naming them, detached views too; outputs of their own go to the
+    launch, and their versions move on."""
     from tmakit import ops
 
     launched = []
     monkeypatch.setattr(ops, "_launch", lambda *args: launched.append(args))
     x = torch.randn(64, 128, dtype=torch.bfloat16)
     as_fp8 = x.view(torch.uint8).view(FP8)
-    q, scale = torch.empty(64, 128, dtype=FP8), torch.empty(64, 1)
+    q, scale = torch.empty(64, 112, dtype=FP8), torch.empty(64, 1)
     op = ops._quantize_fp8_out_op
+    odd = x[:, 1:113]  # rows off 16 bytes: copied first
     with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
-        op(x, "row", "a", as_fp8[:, :128], scale)
+        op(odd, "row", "a", as_fp8[:, 2:114], scale)
+    with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
+        op(odd, "row", "a", as_fp8[:, 2:114].detach(), scale)
     with pytest.raises(ValueError, match="scale: overlaps x, which the kernels read"):
-        op(x, "row", "a", q, x.view(torch.float32).view(-1)[:64].view(64, 1))
-    with pytest.raises(ValueError, match="scale: overlaps x_fp8, which the kernels write"):
-        op(x, "row", "a", q, q.view(torch.float32).view(-1)[:64].view(64, 1))
+        op(odd, "row", "a", q, x.view(torch.float32).view(-1)[:64].view(64, 1).detach())
     with pytest.raises(ValueError, match="scale: requires grad"):
-        op(x, "row", "a", q, scale.clone().requires_grad_())
+        op(odd, "row", "a", q, scale.clone().requires_grad_())
     assert not launched
     versions = q._version, scale._version
-    op(x, "row", "a", q, scale)
-    op(x.t().contiguous().t(), "row", "a", q, scale)  # (x of another layout: no view of q)
+    op(odd, "row", "a", q, scale)
+    op(odd.contiguous(), "row", "a", q, scale)
     assert len(launched) == 2 and (q._version, scale._version) == (versions[0] + 2,
                                                                     versions[1] + 2)

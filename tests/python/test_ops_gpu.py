@@ -1058,13 +1058,17 @@ def test_the_registered_quantizer_refuses_outputs_that_overlap_x():
     q = torch.zeros(64, 128, device="cuda", dtype=FP8)
     scale = torch.zeros(64, 1, device="cuda")
     op = torch.ops.tmakit.quantize_fp8_out
-    with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
+    # (the launcher's own checks: x read in place)
+    with pytest.raises(ValueError, match="x_fp8.data: overlaps x; the quantizer writes x_fp8"):
         op(x, "row", "a", as_fp8[:, :128], scale)
     # (a scale of the row recipe's (64, 1) layout, made of x's or x_fp8's first 256 bytes)
-    with pytest.raises(ValueError, match="scale: overlaps x"):
+    with pytest.raises(ValueError, match="scale: its 64 x 1 floats overlap x or x_fp8"):
         op(x, "row", "a", q, x.view(torch.float32).view(-1)[:64].view(64, 1))
-    with pytest.raises(ValueError, match="scale: overlaps x_fp8, which the kernels write"):
+    with pytest.raises(ValueError, match="scale: its 64 x 1 floats overlap x or x_fp8"):
         op(x, "row", "a", q, q.view(torch.float32).view(-1)[:64].view(64, 1))
+    # (an x the kernels read through a copy: the op's own check, before the copy hides x)
+    with pytest.raises(ValueError, match="x_fp8: overlaps x, which the kernels read"):
+        op(x[:, 1:113], "row", "a", as_fp8[:, 2:114], scale)
     torch.cuda.synchronize()
     assert torch.equal(x, kept) and not q.view(torch.uint8).any() and not scale.any()
     op(x, "row", "a", q, scale)  # the same call with outputs of their own

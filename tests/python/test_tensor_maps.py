@@ -218,6 +218,10 @@ def test_a_dimension_of_one_element_takes_any_stride():
     # (a dimension inside it of one element too; the real strides elsewhere are kept)
     y = aligned((3, 1, 5))
     assert tmakit.tensor_map(y, box=(1, 1, 4)).spec["globalStrides"] == [32, 20]
+    # on whole 32 bytes, which interleave 32B asks of every stride (T6)
+    z = aligned((4, 2, 16), np.float16)[:, :1, :8]
+    m = tmakit.tensor_map(z, box=(4, 1, 8), interleave="32B")
+    assert m.check().ok, m.check()
 
 
 def test_blackwells_packed_types_are_named_as_such():
