@@ -61,11 +61,19 @@ void check_scale_recipe(GemmScaleRecipe r, const char* field) {
 
 namespace {
 
-// One scale array's strides (torch's layout for -1, -1), checked: each >= 0.
+// One scale array's strides (torch's layout for -1, -1), checked: each >= 0. `k_used` false
+// (row scales, one column): k is never followed, and -1 there stands for any (the layout
+// the quantizer writes, {mn, -1}).
 void resolve_strides(const char* field, const GemmScaleStrides& given, std::int64_t mn_default,
-                     std::int64_t k_default, std::int64_t* mn, std::int64_t* k) {
+                     std::int64_t k_default, std::int64_t* mn, std::int64_t* k,
+                     bool k_used = true) {
   if (given.mn == -1 && given.k == -1) {
     *mn = mn_default;
+    *k = k_default;
+    return;
+  }
+  if (!k_used && given.mn >= 0 && given.k == -1) {
+    *mn = given.mn;
     *k = k_default;
     return;
   }
@@ -119,8 +127,10 @@ GemmKernelScale gemm_kernel_scale(const GemmScales& scales, std::uint64_t m, std
     resolve_strides("scales.scale_b_strides", scales.scale_b_strides, k_blocks, 1, &s.b_mn,
                     &s.b_k);
   } else {
-    resolve_strides("scales.scale_a_strides", scales.scale_a_strides, 1, 0, &s.a_mn, &s.a_k);
-    resolve_strides("scales.scale_b_strides", scales.scale_b_strides, 1, 0, &s.b_mn, &s.b_k);
+    resolve_strides("scales.scale_a_strides", scales.scale_a_strides, 1, 0, &s.a_mn, &s.a_k,
+                    false);
+    resolve_strides("scales.scale_b_strides", scales.scale_b_strides, 1, 0, &s.b_mn, &s.b_k,
+                    false);
     s.a_k = 0;  // (row scales have no k-blocks)
     s.b_k = 0;
   }

@@ -319,6 +319,17 @@ TEST(GemmLauncher, ScaleRecipesAreChecked) {
     s.scale_a_strides = {0, 0};
     const std::string argument = refused([&] { gemm_fp8(o.a, o.b, o.d, s); });
     EXPECT_EQ(argument.rfind("scales", 0), std::string::npos) << argument;
+    // {mn, -1}: row scales' k is never followed (the quantizer's row layout); block scales'
+    // is, and -1 alone there is refused
+    s = recipe_scales(r);
+    s.scale_a_strides = {1, -1};
+    s.scale_b_strides = {1, -1};
+    const std::string row_layout = refused([&] { gemm_fp8(o.a, o.b, o.d, s); });
+    if (r == GemmScaleRecipe::row) {
+      EXPECT_EQ(row_layout.rfind("scales", 0), std::string::npos) << row_layout;
+    } else {
+      EXPECT_EQ(row_layout, "scales.scale_a_strides");
+    }
   }
   GemmScales block = recipe_scales(GemmScaleRecipe::block);
   GemmTuning fast;

@@ -53,7 +53,9 @@ enum class GemmScaleRecipe { tensor, row, block };
 // block scales) to the next, `k` from one k-block of 128 to the next (block scales only). -1
 // in both: the layout torch._scaled_mm takes: row scale_a (M, 1) and scale_b (1, N)
 // contiguous (mn = 1); block scale_a M-major (mn = 1, k = M) and scale_b row-major
-// (mn = ceil(K / 128), k = 1). Any other strides >= 0 are taken as given (0 repeats a value).
+// (mn = ceil(K / 128), k = 1). Any other strides >= 0 are taken as given (0 repeats a value);
+// row scales take k = -1 beside a given mn too (k is never followed there: the quantizer's
+// row layout, {mn, -1}).
 struct GemmScaleStrides {
   std::int64_t mn = -1;
   std::int64_t k = -1;
