@@ -176,6 +176,14 @@ TEST(KernelLaunchers, ViewsLargerThanAnyMemoryAreRefused) {
             "out.data");
   EXPECT_NO_THROW(detail::check_any_view(
       "out", TensorRef(fake((std::uintptr_t{1} << 57) - 128), DataType::uint8, 2, 64), false));
+  // one row's stride is never followed: any value is taken; two rows' is judged
+  EXPECT_NO_THROW(detail::check_any_view(
+      "in", TensorRef(fake(kA), DataType::float32, 1, 64, 1ull << 41), false));
+  EXPECT_EQ(refused([&] {
+              detail::check_any_view(
+                  "in", TensorRef(fake(kA), DataType::float32, 2, 64, 1ull << 41), false);
+            }),
+            "in.row_stride_bytes");
   // rows of 2^38 floats back to back: the row pitch no stride gave is named, with its value
   EXPECT_EQ(refused([&] {
               detail::check_any_view("in", TensorRef(fake(kA), DataType::float32, 4, 1ull << 38),

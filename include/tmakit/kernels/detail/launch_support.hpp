@@ -74,7 +74,10 @@ class PerDevice {
 template <class P>
 void check_span(const char* name, const BasicTensorRef<P>& v) {
   const std::string n(name);
-  if (v.row_pitch() >= (1ull << 40)) {
+  // (one row of one image, or of images placed by their own stride: the row stride is never
+  // followed)
+  const bool rows_stepped = v.rows > 1 || (v.batch > 1 && v.image_stride_bytes == 0);
+  if (rows_stepped && v.row_pitch() >= (1ull << 40)) {
     throw ArgumentError(n + ".row_stride_bytes",
                         std::to_string(v.row_pitch()) + " bytes between rows" +
                             (v.row_stride_bytes == 0 ? " (rows back to back, none given)" : "") +
