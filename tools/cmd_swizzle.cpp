@@ -388,16 +388,8 @@ int run_swizzle(const Options& o) {
   }
   // NOTE: every file is checked, and the converter found, before anything is written or
   // printed, so that a refusal leaves no partial output behind
-  for (const auto& [flag, path] : {std::pair{"--svg", &o.svg}, std::pair{"--png", &o.png}}) {
-    if (path->empty()) continue;
-    if (const auto why = tmakit::cli::unwritable(*path)) {
-      std::cerr << "tmakit swizzle: " << flag << " " << *path << " cannot be written: " << *why
-                << "\n";
-      return 2;
-    }
-  }
-  if (!o.svg.empty() && !o.png.empty() && tmakit::cli::same_file(o.svg, o.png)) {
-    std::cerr << "tmakit swizzle: --svg and --png name one file (" << o.svg << ")\n";
+  if (const auto why = tmakit::cli::outputs_unwritable("--svg", o.svg, "--png", o.png)) {
+    std::cerr << "tmakit swizzle: " << *why << "\n";
     return 2;
   }
   if (!o.png.empty() &&

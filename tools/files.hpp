@@ -46,6 +46,22 @@ inline bool same_file(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
+// Why a command's two output files (an empty path: not asked for) cannot be written, checked
+// before its work: each writable (unwritable), the two not one file. nullopt when they may be.
+inline std::optional<std::string> outputs_unwritable(const char* flag_a, const std::string& a,
+                                                     const char* flag_b, const std::string& b) {
+  for (const auto& [flag, path] : {std::pair{flag_a, &a}, std::pair{flag_b, &b}}) {
+    if (path->empty()) continue;
+    if (const auto why = unwritable(*path)) {
+      return std::string(flag) + " " + *path + " cannot be written: " + *why;
+    }
+  }
+  if (!a.empty() && !b.empty() && same_file(a, b)) {
+    return std::string(flag_a) + " and " + flag_b + " name one file (" + a + ")";
+  }
+  return std::nullopt;
+}
+
 // Writes `text` to `path` whole, or leaves it as it was: a temporary file beside it, written,
 // synced to the disk's answer (a full disk shows at the write or the close), then renamed over
 // `path`. A new file or a regular one in a folder that may be written only: anything else (a

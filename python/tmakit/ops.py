@@ -753,8 +753,8 @@ def _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out) -> Non
     """The registered op's checks (its fake's too) of what the launcher cannot see: it reads
     a and b as rows of bytes, out as rows of elements and the scale tensors as floats, from
     addresses and row pitches alone; so the types, ranks, unit strides along K and N and the
-    GPU are checked here, and the accumulation's name. The shapes, row pitches and scale
-    layouts the launcher checks itself."""
+    GPU are checked here, the accumulation's name, and that out may be written. The shapes,
+    row pitches and scale layouts the launcher checks itself."""
     device = a.get_device()
     for name, t in (("a", a), ("b", b)):
         if t.dtype != _FP8:
@@ -781,6 +781,8 @@ def _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out) -> Non
             raise ValueError(f"{name}: on {t.device}, but a is on {a.device}")
     if type(accumulate) is not str or accumulate not in _ACCUMULATION:
         raise ValueError(f"accumulate: {accumulate!r} is not 'promoted' or 'fast'")
+    _check_no_grad(out, "out")
+    _check_writable(out)
 
 
 def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate,
@@ -788,8 +790,6 @@ def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor
     # a traced call: the op's checks, then the launcher's rules but those of the addresses,
     # before any memory exists
     _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out)
-    _check_no_grad(out, "out")
-    _check_writable(out)
     if a.numel() == 0 or b.numel() == 0:
         _gemm_empty(a, b, out)
         return
@@ -803,9 +803,9 @@ def _gemm_fp8_fake(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor
 
 
 def _gemm_operands_fit(a, b, scale_a_tensor, scale_b_tensor, accumulate, out) -> bool:
-    """The registered op's common case at a glance, in which _gemm_operands and out's checks
-    hold: dense 2-D fp8 operands and a dense 2-D bf16 or fp16 out that may be written, on one
-    GPU, no scale tensors. Anything else goes on to the checks, which name what is wrong."""
+    """The registered op's common case at a glance, in which _gemm_operands' checks hold:
+    dense 2-D fp8 operands and a dense 2-D bf16 or fp16 out that may be written, on one GPU,
+    no scale tensors. Anything else goes on to the checks, which name what is wrong."""
     # NOTE: one expression: every call of the op passes here, and each attribute of a tensor
     # costs about 0.1 us of host time
     device = a.get_device()
@@ -821,8 +821,6 @@ def _gemm_fp8_out_op(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tens
                      out) -> None:
     if not _gemm_operands_fit(a, b, scale_a_tensor, scale_b_tensor, accumulate, out):
         _gemm_operands(a, b, scale_a_tensor, scale_b_tensor, accumulate, out)
-        _check_no_grad(out, "out")
-        _check_writable(out)
     _launch_gemm(a, b, scale_a, scale_b, alpha, scale_a_tensor, scale_b_tensor, accumulate, out)
 
 
@@ -1568,8 +1566,7 @@ def _quantize_checked(x, recipe, operand, x_fp8, scale) -> None:
         raise ValueError(f"recipe, operand: {recipe!r}, {operand!r}; expected 'tensor', 'row' "
                          f"or 'block', and 'a' or 'b'")
     rows, k = dims
-    if k == 0 or k % 16:
-        _check_quantize_k(k)
+    _check_quantize_k(k)
     device = x.get_device()
     if x_fp8.dtype != _FP8 or x_fp8.shape != dims or x_fp8.get_device() != device or (
             k > 1 and x_fp8.stride(1) != 1):
