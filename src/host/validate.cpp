@@ -227,6 +227,18 @@ bool is_signed(Field f) {
          f == Field::upper_width;
 }
 
+// A new tile mode. NOTE: a gather4 map is for loads and a scatter4 map for stores whether or
+// not `direction` says so (copy_direction: P6, S1); a fix that makes it a plain tiled map keeps
+// that copy, so a direction left to the tile mode is written out (else the fixed map would
+// pass as a load of a type or swizzle that the store it is for cannot take).
+void set_tile_mode(TensorMapSpec& s, TileMode m) {
+  if (s.kind == EncodeKind::tiled && s.direction == Direction::any && m != s.tile_mode) {
+    if (s.tile_mode == TileMode::gather4) s.direction = Direction::load;
+    if (s.tile_mode == TileMode::scatter4) s.direction = Direction::store;
+  }
+  s.tile_mode = m;
+}
+
 // Sets field f (entry i) to v; v is already within the field's type (the candidates are).
 void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
   const auto u = static_cast<std::uint64_t>(v);
@@ -244,7 +256,7 @@ void set(TensorMapSpec& s, Field f, std::size_t i, std::int64_t v) {
     case Field::upper_width: s.pixel_box_upper_corner_width = static_cast<std::int32_t>(v); break;
     case Field::swizzle: s.swizzle = static_cast<Swizzle>(v); break;
     case Field::interleave: s.interleave = static_cast<Interleave>(v); break;
-    case Field::tile_mode: s.tile_mode = static_cast<TileMode>(v); break;
+    case Field::tile_mode: set_tile_mode(s, static_cast<TileMode>(v)); break;
     case Field::direction: s.direction = static_cast<Direction>(v); break;
   }
 }
@@ -1674,7 +1686,7 @@ TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix) {
   } else if (fix.field == "oobFill") {
     spec.oob_fill = text(parse_oob_fill);
   } else if (fix.field == "tileMode") {
-    spec.tile_mode = text(parse_tile_mode);
+    set_tile_mode(spec, text(parse_tile_mode));
   } else if (fix.field == "mode") {
     spec.wide_mode = text(parse_im2col_wide_mode);
   } else if (fix.field == "direction") {

@@ -650,6 +650,43 @@ TEST(RulesArch, P6JudgesGather4AsALoadAndScatter4AsAStore) {
   }
 }
 
+// A fix that makes a gather4 / scatter4 map a plain tiled one (A1 on sm_120a, G1) keeps the
+// copy the tile mode implied: the direction left `any` is written out, so that the fixed map is
+// not passed as a load of what only a load may take.
+TEST(RulesArch, TileFixesKeepTheCopyTheTileModeImplied) {
+  const std::string scatter = sub(with(kHalf, R"("tileMode":"scatter4")"), "[64,16]", "[64,1]");
+  const auto half = nearest_passing_spec(parse_spec_json(scatter), Arch::sm_120a);
+  ASSERT_TRUE(half.has_value());
+  EXPECT_EQ(half->tile_mode, TileMode::tile);
+  EXPECT_EQ(half->direction, Direction::store);
+  EXPECT_EQ(rewrite_spec_json(scatter, parse_spec_json(scatter), *half),
+            sub(scatter, R"("scatter4")", R"("tile","direction":"store")"));
+
+  // a store of a load-only type: the tile fix ends at P6, which has none
+  const std::string packed =
+      sub(with(kU4Padded, R"("tileMode":"scatter4")"), "[128,16]", "[128,1]");
+  std::string why;
+  EXPECT_FALSE(nearest_passing_spec(parse_spec_json(packed), Arch::sm_120a, &why).has_value());
+  EXPECT_EQ(why.substr(0, 3), "P6:");
+  const auto step = diagnose(parse_spec_json(packed), Arch::sm_120a);
+  ASSERT_TRUE(step.has_value() && step->fix.has_value());
+  EXPECT_EQ(step->violation.rule_id(), "A1");
+  EXPECT_EQ(with_fix(parse_spec_json(packed), *step->fix).direction, Direction::store);
+
+  // G1 (rank 3) on sm_100a: gather4 becomes a tiled load, scatter4 a tiled store
+  const std::string rank3 =
+      R"({"dataType":"FLOAT16","globalAddress":4096,"globalDim":[64,16,4],)"
+      R"("globalStrides":[128,2048],"boxDim":[64,1,1],"tileMode":"gather4"})";
+  for (const auto& [mode, copy] : {std::pair{"gather4", Direction::load},
+                                   std::pair{"scatter4", Direction::store}}) {
+    const auto fixed =
+        nearest_passing_spec(parse_spec_json(sub(rank3, "gather4", mode)), Arch::sm_100a);
+    ASSERT_TRUE(fixed.has_value()) << mode;
+    EXPECT_EQ(fixed->tile_mode, TileMode::tile) << mode;
+    EXPECT_EQ(fixed->direction, copy) << mode;
+  }
+}
+
 TEST(RulesArch, PackedTransactionBytesArePackedBits) {
   // 16 rows of 128 values: 64 bytes a row packed (4 bits), 96 (6 bits).
   EXPECT_EQ(box_bytes(parse_spec_json(with(kU4Padded, ""))), 16u * 64);

@@ -76,6 +76,8 @@ std::optional<Finding> diagnose(const TensorMapSpec& spec);
 std::optional<Finding> diagnose(const TensorMapSpec& spec, Arch arch);
 
 // The spec with the fix applied. Throws Error for a field or index the spec does not have.
+// A tileMode fix of a gather4 / scatter4 map whose direction is `any` also sets the direction
+// that tile mode implied (load / store): the fixed map is for the same copy.
 TensorMapSpec with_fix(TensorMapSpec spec, const SpecFix& fix);
 
 // Applies diagnose()'s fixes one after another until the spec passes every rule: the spec
