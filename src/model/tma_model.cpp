@@ -654,11 +654,36 @@ std::array<std::uint8_t, 8> oob_fill_bytes(const TensorMapSpec& spec) {
   return fill;
 }
 
+std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords) {
+  // NOTE: interleaved maps count dimension 0 in whole 16- or 32-byte slices (H12), and the
+  // packed types have the PTX ISA's own rule (load_tiled_packed); neither is O1's.
+  const std::uint64_t esize = element_bytes(spec.data_type);
+  if (spec.kind != EncodeKind::tiled || spec.interleave != Interleave::none ||
+      is_packed(spec.data_type) || esize == 0 || esize >= 16) {
+    return {};
+  }
+  const std::int64_t step = static_cast<std::int64_t>(16 / esize);  // elements per 16 bytes
+  const std::int64_t x = coords[0];
+  if (x % step == 0) return {};
+  const std::int64_t below = x >= 0 ? x / step * step : -((-x + step - 1) / step * step);
+  std::ostringstream os;
+  os << "coords[0] = " << x << ": " << x << " x " << esize << " bytes is not a multiple of 16; "
+     << "on H100 / H200 such a copy ends the kernel with 'illegal instruction' (docs/hardware.md "
+        "O1); start the box at "
+     << below << " (a multiple of " << step << " elements) and leave the first "
+     << x - below << " of its columns unused";
+  return os.str();
+}
+
 SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                        const Coords& coords, std::uint32_t smem_address) {
   if (spec.kind != EncodeKind::tiled) throw ModelError("load_tiled needs a tiled spec");
   if (is_packed(spec.data_type)) return load_tiled_packed(spec, global, coords, smem_address);
   check_walkable(spec);
+  // NOTE: O1: the hardware kills the kernel; refuse rather than answer with bytes it never
+  // delivers.
+  if (const std::string why = tiled_coords_refused_reason(spec, coords); !why.empty())
+    throw ModelError(why);
   return load_with(spec, global, smem_address,
                    [&](auto&& visit) { walk_tiled(spec, coords, visit); });
 }
@@ -767,6 +792,8 @@ std::optional<std::uint64_t> store_target(const TensorMapSpec& spec, const Eleme
 // coordinate (device tests; which dimensions matter is not pinned down, so any counts); the
 // model refuses both instead of guessing.
 void check_store_reaches_tensor(const TensorMapSpec& spec, const Coords& coords) {
+  if (const std::string why = tiled_coords_refused_reason(spec, coords); !why.empty())
+    throw ModelError(why);
   for (std::uint32_t d = 0; d < spec.rank; ++d) {
     if (coords[d] < 0) {
       throw ModelError("coordinate " + std::to_string(d) + " is " + std::to_string(coords[d]) +
@@ -840,7 +867,8 @@ std::string reduce_unsupported_reason(ReduceOp op, DataType type) {
   return "reduce " + std::string(name(op)) + " is not defined on " + std::string(name(type)) +
          " (PTX ISA cp.reduce.async.bulk.tensor: add u32/s32/u64/f32/f16/bf16, min/max "
          "u32/s32/u64/s64/f16/bf16, inc/dec u32, and/or/xor b32/b64; add on UINT8 or INT64 and "
-         "and/or/xor on INT64 end the kernel with 'illegal instruction' on H200)";
+         "`and` on INT64 ended the kernel with 'illegal instruction' on H200, and or/xor on "
+         "INT64, not measured, are refused with them)";
 }
 
 void reduce_element(ReduceOp op, DataType type, std::uint8_t* dst, const std::uint8_t* src) {

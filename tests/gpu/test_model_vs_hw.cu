@@ -901,6 +901,133 @@ TEST(ModelVsHardwareProbe, DISABLED_InterleaveLayout) {
   cudaFree(d_tx);
 }
 
+// --- O1: the dimension-0 coordinate on 16 bytes --------------------------------------------
+// An INT32 tensor of 8 rows of 1024 elements, a 32 x 8 box at column x: a load (store = false)
+// or a store of the box at (x, 0), in a child process (a killed kernel ends its process's CUDA
+// context). Exit code 0 when the copy completed and moved the box at x itself (a load's rows
+// in shared memory; a store's rows read back from the tensor, the rest untouched), 4 when it
+// completed with other bytes, 3 with the CUDA error on stderr when it did not.
+constexpr std::uint32_t kO1Cols = 1024, kO1Rows = 8, kO1BoxCols = 32;
+
+[[noreturn]] void o1_copy_and_exit(int x, bool store) {
+  std::string failed = "setup failed";
+  int code = 3;
+  const std::size_t bytes = std::size_t{kO1Cols} * kO1Rows * 4;
+  std::vector<std::uint8_t> host(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) host[i] = static_cast<std::uint8_t>(i * 7 + (i >> 8));
+  std::uint8_t *gdev = nullptr, *d_out = nullptr, *d_src = nullptr;
+  const std::uint32_t box_bytes = kO1BoxCols * kO1Rows * 4;
+  if (cudaMalloc(&gdev, bytes) == cudaSuccess &&
+      cudaMemcpy(gdev, host.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+      cudaMalloc(&d_out, box_bytes + kDumpSlackBytes + 1) == cudaSuccess &&
+      cudaMalloc(&d_src, box_bytes) == cudaSuccess) {
+    TensorMapSpec s;
+    s.data_type = DataType::int32;
+    s.rank = 2;
+    s.global_address = reinterpret_cast<std::uint64_t>(gdev);
+    s.global_dim = {kO1Cols, kO1Rows, 1, 1, 1};
+    s.global_strides_bytes = {kO1Cols * 4, 0, 0, 0};
+    s.box_dim = {kO1BoxCols, kO1Rows, 1, 1, 1};
+    CUtensorMap map{};
+    std::vector<std::uint8_t> got, want;
+    if (tmakit::encode_unchecked(s, &map) != CUDA_SUCCESS) {
+      failed = "encode refused";
+    } else if (!store) {
+      LoadArgs a{};
+      a.rank = 2;
+      a.c[0] = x;
+      a.dump_bytes = box_bytes + kDumpSlackBytes;
+      a.tx_bytes = box_bytes;
+      a.poison = kPoisonA;
+      load_kernel<<<1, kThreads, a.dump_bytes + 1024>>>(map, a, d_out);
+      got.resize(a.dump_bytes + 1);
+      const cudaError_t e = cudaDeviceSynchronize();
+      failed = e != cudaSuccess ? cudaGetErrorString(e) : "";
+      if (failed.empty() &&
+          cudaMemcpy(got.data(), d_out, got.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        failed = "copy back failed";
+      }
+      if (failed.empty()) {
+        got.resize(box_bytes);
+        // (columns left of the tensor are filled with zeros)
+        for (std::uint32_t r = 0; r < kO1Rows; ++r) {
+          for (int col = x; col < x + static_cast<int>(kO1BoxCols); ++col) {
+            for (int b = 0; b < 4; ++b) {
+              want.push_back(col < 0 ? 0 : host[(std::size_t{r} * kO1Cols + col) * 4 + b]);
+            }
+          }
+        }
+      }
+    } else {
+      std::vector<std::uint8_t> src(box_bytes);
+      for (std::uint32_t i = 0; i < box_bytes; ++i) src[i] = static_cast<std::uint8_t>(255 - i);
+      StoreArgs a{};
+      a.rank = 2;
+      a.c[0] = x;
+      a.bytes = box_bytes;
+      a.op = -1;
+      cudaError_t e = cudaMemcpy(d_src, src.data(), box_bytes, cudaMemcpyHostToDevice);
+      if (e == cudaSuccess) {
+        store_kernel<<<1, kThreads, box_bytes + 1024>>>(map, a, d_src);
+        e = cudaDeviceSynchronize();
+      }
+      failed = e != cudaSuccess ? cudaGetErrorString(e) : "";
+      got.resize(bytes);
+      if (failed.empty() &&
+          cudaMemcpy(got.data(), gdev, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        failed = "copy back failed";
+      }
+      if (failed.empty()) {
+        want = host;
+        for (std::uint32_t r = 0; r < kO1Rows; ++r) {
+          std::memcpy(want.data() + (std::size_t{r} * kO1Cols + x) * 4,
+                      src.data() + std::size_t{r} * kO1BoxCols * 4, kO1BoxCols * 4);
+        }
+      }
+    }
+    if (failed.empty()) code = got == want ? 0 : 4;
+  }
+  std::fprintf(stderr, "o1 %s at x %d: %s\n", store ? "store" : "load", x,
+               failed.empty() ? (code == 0 ? "ran, the box's bytes" : "ran, other bytes")
+                              : failed.c_str());
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+// O1 on the hardware: a copy whose dimension-0 coordinate times the element size is a multiple
+// of 16 bytes moves the box; one that is not (INT32 at x = 290, 1160 bytes) kills the kernel
+// ("illegal instruction"), load or store, with the box wholly inside the tensor. The model
+// refuses exactly those.
+TEST(ModelVsHardware, O1InnerCoordinateOn16Bytes) {
+  SKIP_WITHOUT_HOPPER();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const bool store : {false, true}) {
+    for (const int x : {0, 4, 288, 992}) {
+      EXPECT_EXIT(o1_copy_and_exit(x, store), ::testing::ExitedWithCode(0), "the box's bytes")
+          << (store ? "store" : "load") << " at x " << x;
+    }
+    for (const int x : {1, 2, 3, 290, 991}) {
+      EXPECT_EXIT(o1_copy_and_exit(x, store), ::testing::ExitedWithCode(3),
+                  "illegal instruction")
+          << (store ? "store" : "load") << " at x " << x;
+    }
+  }
+  // left of the tensor (loads only: a store there is killed by its negative start, H5)
+  EXPECT_EXIT(o1_copy_and_exit(-4, false), ::testing::ExitedWithCode(0), "the box's bytes");
+  EXPECT_EXIT(o1_copy_and_exit(-1, false), ::testing::ExitedWithCode(3), "illegal instruction");
+  // the model refuses exactly the copies killed
+  TensorMapSpec s;
+  s.data_type = DataType::int32;
+  s.rank = 2;
+  s.global_dim = {kO1Cols, kO1Rows, 1, 1, 1};
+  s.global_strides_bytes = {kO1Cols * 4, 0, 0, 0};
+  s.box_dim = {kO1BoxCols, kO1Rows, 1, 1, 1};
+  for (const int x : {0, 4, 288, 992, -4}) EXPECT_EQ(model::tiled_coords_refused_reason(s, {x}), "");
+  for (const int x : {1, 2, 3, 290, 991, -1}) {
+    EXPECT_NE(model::tiled_coords_refused_reason(s, {x}), "") << x;
+  }
+}
+
 TEST(ModelVsHardware, TiledLoads) {
   SKIP_WITHOUT_HOPPER();
   run_load_sweep("tiled_loads", kLoadCases, SweepOptions{}, kSeed + seed_offset());

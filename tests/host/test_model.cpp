@@ -566,6 +566,43 @@ TEST(ModelIm2col, PixelOutsideThePixelBoxIsRefusedH10) {
   }
 }
 
+// O1: a tiled copy whose coords[0] times the element size is off 16 bytes kills the kernel on
+// H100 / H200 (loads and stores measured: ModelVsHardware.O1InnerCoordinateOn16Bytes); the
+// model refuses it, negative coordinates included, and judges interleaved maps by slices.
+TEST(ModelTiled, InnerCoordinateOff16BytesIsRefusedO1) {
+  const auto s = tiled(DataType::int32, 2, {1024, 8}, {4096}, {32, 8});
+  const auto g = counting_bytes(4096 * 8);
+  for (std::int32_t x : {0, 4, 288, 992, -4, -32}) {
+    EXPECT_EQ(tiled_coords_refused_reason(s, {x, 0}), "") << x;
+    EXPECT_NO_THROW(load_tiled(s, g, {x, 0})) << x;
+  }
+  EXPECT_EQ(tiled_coords_refused_reason(s, {290, 0}),
+            "coords[0] = 290: 290 x 4 bytes is not a multiple of 16; on H100 / H200 such a copy "
+            "ends the kernel with 'illegal instruction' (docs/hardware.md O1); start the box at "
+            "288 (a multiple of 4 elements) and leave the first 2 of its columns unused");
+  EXPECT_NE(tiled_coords_refused_reason(s, {-1, 0}).find("start the box at -4 "),
+            std::string::npos);
+  std::vector<std::uint8_t> out(g.begin(), g.end());
+  const auto smem = iota_bytes(0, 32 * 8 * 4);
+  for (std::int32_t x : {1, 2, 3, 290, 991, -1}) {
+    EXPECT_THROW(load_tiled(s, g, {x, 0}), ModelError) << x;
+    EXPECT_THROW(store_tiled(s, out, smem, {x, 0}), ModelError) << x;
+    EXPECT_THROW(store_tiled_ranges(s, {x, 0}), ModelError) << x;
+    EXPECT_THROW(reduce_tiled(s, ReduceOp::add, out, smem, {x, 0}), ModelError) << x;
+    EXPECT_THROW(load_multicast(s, g, {x, 0}, 1, 1), ModelError) << x;
+  }
+  EXPECT_EQ(out, g);  // nothing written
+  // per element size: 16 / size elements a step (one byte: 16; eight bytes: 2)
+  EXPECT_EQ(tiled_coords_refused_reason(tiled(DataType::uint8, 1, {64}, {}, {16}), {8}).substr(0, 15),
+            "coords[0] = 8: ");
+  EXPECT_EQ(tiled_coords_refused_reason(tiled(DataType::float64, 1, {64}, {}, {16}), {2}), "");
+  EXPECT_NE(tiled_coords_refused_reason(tiled(DataType::float64, 1, {64}, {}, {16}), {1}), "");
+  // interleave counts dimension 0 in slices: any slice index is on 16 bytes
+  auto inter = tiled(DataType::int32, 3, {32, 4, 4}, {128, 512}, {8, 4, 1});
+  inter.interleave = Interleave::bytes16;
+  EXPECT_EQ(tiled_coords_refused_reason(inter, {1, 0, 0}), "");
+}
+
 // --- multicast and prefetch ----------------------------------------------------------------
 
 TEST(ModelMulticast, SameBoxIntoEveryCtaOfTheMask) {

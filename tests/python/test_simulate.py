@@ -76,6 +76,8 @@ def test_errors_are_the_clis(cli, tmp_path):
          "boxDim": [8, 4], "coords": [0, 0], "direction": "store"},              # not a load
         {"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [8, 8], "globalStrides": [32],
          "boxDim": [8, 1], "coords": [0, 0], "tileMode": "gather4"},             # four rows
+        {"dataType": "FLOAT32", "globalAddress": 0, "globalDim": [8, 8], "globalStrides": [32],
+         "boxDim": [4, 4], "coords": [1, 0]},                  # off 16 bytes: killed (O1)
     ]
     (tmp_path / "global.bin").write_bytes(bytes(256))
     (tmp_path / "bad.jsonl").write_text("\n".join(json.dumps(b) for b in bad) + "\n")
@@ -88,6 +90,8 @@ def test_errors_are_the_clis(cli, tmp_path):
             tmakit.simulate(spec, bytes(256))
         # the spec's "coords" key read as the CLI reads it, in its words
         assert str(error.value) == cli_line[len("error: "):]
+    assert "(docs/hardware.md O1); start the box at 0 (a multiple of 4 elements)" in \
+        run.stdout.splitlines()[-1]
 
 
 def test_bad_global_bytes_raise():
@@ -120,7 +124,9 @@ def test_the_spec_is_validated_before_its_rank_sizes_anything():
     for rank, message in ((None, "rank: expected an integer, got a null"),
                           ([2], "rank: expected an integer, got an array"),
                           ("2", "rank: expected an integer, got a string"),
-                          (2.5, "rank: 2.5 is not an integer or is out of range")):
+                          (2.5, "rank: 2.5 is not an integer (expected"),
+                          (2 ** 70, "rank: about 1.1805916207174113e+21, past 64 bits, is out "
+                                    "of range")):
         with pytest.raises(ValueError) as error:
             tmakit.simulate(dict(SMALL, rank=rank), bytes(256))
         assert str(error.value).startswith(message)

@@ -56,9 +56,17 @@ struct SharedBytes {
 // --- loads ----------------------------------------------------------------------------------
 
 // cp.async.bulk.tensor.Nd.shared.global.tile: the box at `coords` into a buffer at shared
-// address `smem_address`. The result covers footprint(spec).total_bytes bytes.
+// address `smem_address`. The result covers footprint(spec).total_bytes bytes. A coords[0]
+// off 16 bytes throws ModelError (tiled_coords_refused_reason).
 SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                        const Coords& coords, std::uint32_t smem_address = 0);
+
+// Why a tiled load, store or reduce at `coords` kills the kernel, or empty: without interleave,
+// coords[0] times the element size must be a multiple of 16 bytes, negative coordinates too
+// (docs/hardware.md O1; measured on H200 for loads and stores, INT32 at x = 1, 2, 3, 290, 991
+// killed and 0, 4, 288, 992 moved the box). Interleaved maps (dimension 0 in 16- or 32-byte
+// slices) and the packed types (their own rule) are not judged here.
+std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords);
 
 // cp.async.bulk.tensor.Nd.shared.global.im2col: `coords` are (c, w, h, d, n) in dimension
 // order, `offsets` the rank-2 im2col offsets (w first). The result covers pixelsPerColumn
@@ -99,8 +107,9 @@ std::vector<ByteRange> prefetch_tiled(const TensorMapSpec& spec, const Coords& c
 // `smem` (a buffer at `smem_address`, at least footprint(spec).total_bytes long) into
 // `global`; the out-of-bounds part is dropped (D3), except that dimension 0 is written in whole
 // 16-byte chunks: elements past globalDim[0] sharing the last chunk are written into the row's
-// padding (measured on H200). A box wholly outside the tensor throws ModelError: on H200 it
-// kills the kernel ("illegal instruction").
+// padding (measured on H200). A box wholly outside the tensor, one that starts at a negative
+// coordinate, or a coords[0] off 16 bytes (tiled_coords_refused_reason) throws ModelError: on
+// H200 such a store kills the kernel ("illegal instruction").
 void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
                  std::span<const std::uint8_t> smem, const Coords& coords,
                  std::uint32_t smem_address = 0);
@@ -117,8 +126,9 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view s);  // inverse of name
 
 // Whether the model (and the hardware) defines `op` on `type`, by reduce_defined_on
 // (core/reduce.hpp): add on u32/s32/u64/f32/f16/bf16, min/max on u32/s32/u64/s64/f16/bf16,
-// inc/dec on u32, and/or/xor on u32/s32/u64. Add on UINT8 (fp8's carrier) or INT64 and
-// and/or/xor on INT64 kill the kernel on H200. Empty when supported, else why.
+// inc/dec on u32, and/or/xor on u32/s32/u64. Add on UINT8 (fp8's carrier) or INT64 and `and`
+// on INT64 killed the kernel on H200 (or/xor on INT64, not measured, are refused with them).
+// Empty when supported, else why.
 std::string reduce_unsupported_reason(ReduceOp op, DataType type);
 
 // cp.reduce.async.bulk.tensor.Nd.global.shared::cta.OP.tile: global = global OP smem for
