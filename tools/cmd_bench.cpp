@@ -96,6 +96,13 @@ int run_bench(Options& o) {
     std::cerr << "tmakit bench: --filter " << *why << "\n";
     return 2;
   }
+  if (o.list && (!o.json.empty() || !o.svg.empty())) {
+    std::cerr << "tmakit bench: --list prints the cases' names and runs none, so "
+              << (o.json.empty() ? "--svg" : o.svg.empty() ? "--json" : "--json and --svg")
+              << " would write nothing; leave " << (o.json.empty() || o.svg.empty() ? "it" : "them")
+              << " out\n";
+    return 2;
+  }
   // NOTE: checked before the run, which takes minutes (one file for both: the chart would
   // overwrite the results)
   if (const auto why = tmakit::cli::outputs_unwritable("--json", o.json, "--svg", o.svg)) {
@@ -182,8 +189,10 @@ const tmakit::cli::Registrar reg(
       app.add_option("--json", o->json, "Write every result, device and method as JSON");
       app.add_option("--svg", o->svg, "Write a bar chart of the ratios to memcpy (SVG)");
       app.add_option("--runs", o->suite.timing.runs, "Timed runs per case (median reported)")
+          ->capture_default_str()
           ->transform(tmakit::cli::whole_number(1, 100000));
       app.add_option("--warmup", o->suite.timing.warmup, "Untimed runs first")
+          ->capture_default_str()
           ->transform(tmakit::cli::whole_number(0, 100000));
       app.add_flag("--no-flush", [o](std::int64_t) { o->suite.timing.flush_l2 = false; },
                    "Do not flush L2 before each timed run");

@@ -70,6 +70,19 @@ int main(int argc, char** argv) {
     return finish(app.exit(e), "tmakit");
   } catch (const CLI::CallForVersion& e) {
     return finish(app.exit(e), "tmakit");
+  } catch (const CLI::RequiredError& e) {
+    // NOTE: CLI11 checks required options before it looks at arguments it does not know, so
+    // `check --bogus` would be told "--jsonl is required"; an unknown argument is named first
+    for (auto& [sub, run] : runners) {
+      if (!sub->parsed() || sub->remaining().empty()) continue;
+      const auto extra = sub->remaining();
+      std::cerr << "tmakit " << sub->get_name() << ": unknown argument" << (extra.size() > 1 ? "s" : "");
+      for (const auto& a : extra) std::cerr << " '" << a << "'";
+      std::cerr << " (tmakit " << sub->get_name() << " --help lists the options)\n";
+      return 2;
+    }
+    app.exit(e);
+    return 2;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;

@@ -1,6 +1,7 @@
 #include "tmakit/host/spec_json.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -106,8 +107,15 @@ T integer(const json& v, const std::string& key) {
     }
     return static_cast<T>(s);
   }
-  if (v.is_number_float())
-    fail(key, quote_json(v) + " is not an integer or is out of range" + range);
+  if (v.is_number_float()) {
+    // NOTE: an integer past 64 bits is held as a double too: named as the integer it was, not
+    // as a fraction (its digits past the double's are lost to the parser)
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) >= 0x1p63) {
+      fail(key, "about " + quote_json(v) + ", past 64 bits, is out of range" + range);
+    }
+    fail(key, quote_json(v) + " is not an integer" + range);
+  }
   fail(key, "expected an integer, got " + type_name(v));
 }
 

@@ -20,6 +20,28 @@ TEST(BenchCli, ListNamesTheBuiltInCases) {
   EXPECT_NE(r.out.find("gemm/fp8/m128n2112k7168/tmakit\n"), std::string::npos);
 }
 
+// --list runs no case: an output file beside it would be left unwritten, so it is refused;
+// an unknown argument is named before a missing required option (check, simulate).
+TEST(BenchCli, ListWithAnOutputFileAndUnknownArgumentsAreRefused) {
+  const auto listed = run_cli("bench --list --json never_written.json", true);
+  EXPECT_EQ(listed.code, 2);
+  EXPECT_EQ(listed.out,
+            "tmakit bench: --list prints the cases' names and runs none, so --json would write "
+            "nothing; leave it out\n");
+  const auto check = run_cli("check --bogus", true);
+  EXPECT_EQ(check.code, 2);
+  EXPECT_EQ(check.out,
+            "tmakit check: unknown argument '--bogus' (tmakit check --help lists the options)\n");
+  const auto simulate = run_cli("simulate --grid --bogus x", true);
+  EXPECT_EQ(simulate.code, 2);
+  EXPECT_EQ(simulate.out, "tmakit simulate: unknown arguments '--bogus' 'x' (tmakit simulate "
+                          "--help lists the options)\n");
+  const auto missing = run_cli("check", true);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("--jsonl is required"), std::string::npos) << missing.out;
+  EXPECT_NE(run_cli("bench --help").out.find("--runs INT:NUMBER=20"), std::string::npos);
+}
+
 TEST(BenchCli, GemmShapesReplaceTheList) {
   const auto r =
       run_cli("bench --gemm-shape 4096x4096x16384 --gemm-shape 3X5x16 --filter gemm/fp8 --list");

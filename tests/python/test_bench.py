@@ -76,6 +76,10 @@ def test_unknown_shape_set_is_refused(capsys):
     (["--host-time-only", "--filter", "gemm", "--list"],
      "--host-time-only runs no case, so --list, --filter would do nothing"),
     (["--list", "--filter", "no such case"], "matches no case"),  # (it listed nothing, 0)
+    (["--list", "--json", "x.json"], "--list prints the cases' names and runs none, so --json "
+                                     "would write nothing; leave it out"),
+    (["--list", "--json", "x.json", "--svg", "x.svg"], "so --json and --svg would write nothing; "
+                                                       "leave them out"),
     (["--gemm-shape", "16x16x16"], "unrecognized arguments: --gemm-shape"),  # no abbreviations
 ])
 def test_bad_options_are_refused_before_anything_runs(capsys, argv, message):
