@@ -292,3 +292,17 @@ def test_strides_reach_the_driver_as_the_launcher_forms_them():
     # (Triton's own checks still come first, in its order)
     assert tmakit.explain_triton(**args((8, 64), shape=(64, 64), strides=[-64, 1],
                                         base=4100)).rule == "TT3"
+
+
+def test_the_map_is_judged_as_sm90a_whatever_gpu_is_present(monkeypatch):
+    # Triton on sm_90 is what explain_triton models (its fp8 list, its shared memory): the map
+    # is judged by sm_90a's rules even where the process sees another GPU, whose rules the
+    # validator would otherwise take by default
+    import tmakit.triton_descriptors as td
+    asked = []
+    real = td.check
+    monkeypatch.setattr(td, "check", lambda spec, arch=None: asked.append(arch) or
+                        real(spec, arch=arch))
+    assert tmakit.explain_triton(base=1 << 20, dtype="float16", shape=[64, 64],
+                                 strides=[64, 1], block_shape=[64, 64]).ok
+    assert asked == ["sm_90a"]
