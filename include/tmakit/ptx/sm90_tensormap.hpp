@@ -14,7 +14,7 @@
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
     !defined(__CUDA_ARCH_FEAT_SM100_ALL) && !defined(__CUDA_ARCH_SPECIFIC__) && \
     !defined(__CUDA_ARCH_FAMILY_SPECIFIC__)
-#error "tmakit/ptx/sm90_tensormap.hpp needs an architecture-specific target: -gencode=arch=compute_90a,code=sm_90a (or 100a, 103a, 120a)"
+#error "tmakit/ptx/sm90_tensormap.hpp needs an architecture-specific target: in CMake set_target_properties(<target> PROPERTIES CUDA_ARCHITECTURES 90a) (or 100a, 103a, 120a); with nvcc -gencode=arch=compute_90a,code=sm_90a"
 #endif
 
 namespace tmakit::ptx {

@@ -8,7 +8,7 @@
 #include "tmakit/ptx/common.hpp"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "wgmma and setmaxnreg need the sm_90a target: -gencode=arch=compute_90a,code=sm_90a"
+#error "wgmma and setmaxnreg need the sm_90a target: in CMake set_target_properties(<target> PROPERTIES CUDA_ARCHITECTURES 90a); with nvcc -gencode=arch=compute_90a,code=sm_90a"
 #endif
 
 namespace tmakit::ptx {
