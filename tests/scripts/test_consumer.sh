@@ -51,6 +51,20 @@ else
   fail "the find_package consumer did not build"
 fi
 
+step "the shared CUDA runtime where the consumer asks for it (CMAKE_CUDA_RUNTIME_LIBRARY)"
+if cmake -S "$src/examples/add_one" -B "$work/shared" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared \
+     >"$work/shared.log" 2>&1 && cmake --build "$work/shared" >>"$work/shared.log" 2>&1; then
+  ldd "$work/shared/add_one" | grep -q "libcudart\.so" ||
+    fail "shared: add_one does not load libcudart.so"
+  ! nm --defined-only "$work/shared/add_one" | grep -qE " [Tt] cudaLaunchKernel$" ||
+    fail "shared: add_one holds a static copy of the runtime"
+  check_run shared "$work/shared/add_one"
+else
+  tail -40 "$work/shared.log"
+  fail "the shared-runtime consumer did not build"
+fi
+
 step "a C++-only project (no CUDA language) links tmakit::host and runs the validator"
 mkdir -p "$work/cxx"
 cat >"$work/cxx/CMakeLists.txt" <<'CMAKE'
@@ -112,9 +126,10 @@ if cmake -S "$work/v9" -B "$work/v9/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
   fail "find_package(tmakit 9.0) was accepted"
 fi
 
-step "FetchContent from the source tree (no GoogleTest, no CLI11 needed)"
+step "FetchContent from the source tree (no GoogleTest, no CLI11 needed; the consumer's warnings-as-errors)"
 if cmake -S "$src/examples/add_one" -B "$work/fetched" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DTMAKIT_SOURCE_DIR="$src" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
+     -DCMAKE_COMPILE_WARNING_AS_ERROR=ON \
      -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON >"$work/fetched.log" 2>&1 &&
    cmake --build "$work/fetched" --target add_one >>"$work/fetched.log" 2>&1; then
   check_run fetched "$work/fetched/add_one"
