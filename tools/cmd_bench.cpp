@@ -96,17 +96,17 @@ int run_bench(Options& o) {
     std::cerr << "tmakit bench: --filter " << *why << "\n";
     return 2;
   }
+  // NOTE: checked before the run, which takes minutes (one file for both: the chart would
+  // overwrite the results)
+  if (const auto why = tmakit::cli::outputs_unwritable("--json", o.json, "--svg", o.svg)) {
+    std::cerr << "tmakit bench: " << *why << "\n";
+    return 2;
+  }
   if (o.list && (!o.json.empty() || !o.svg.empty())) {
     std::cerr << "tmakit bench: --list prints the cases' names and runs none, so "
               << (o.json.empty() ? "--svg" : o.svg.empty() ? "--json" : "--json and --svg")
               << " would write nothing; leave " << (o.json.empty() || o.svg.empty() ? "it" : "them")
               << " out\n";
-    return 2;
-  }
-  // NOTE: checked before the run, which takes minutes (one file for both: the chart would
-  // overwrite the results)
-  if (const auto why = tmakit::cli::outputs_unwritable("--json", o.json, "--svg", o.svg)) {
-    std::cerr << "tmakit bench: " << *why << "\n";
     return 2;
   }
   // NOTE: a filter that selects nothing (a typo) would run no case and report success

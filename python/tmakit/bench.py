@@ -724,11 +724,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         if name not in GEMM_SHAPE_SETS:
             parser.error(f"--gemm-shapes: {name!r} is not a shape set; the sets are "
                          + ", ".join(GEMM_SHAPE_SETS))
-    if args.list and (args.json is not None or args.svg is not None):
-        given = " and ".join(option for option, path in (("--json", args.json),
-                                                          ("--svg", args.svg)) if path is not None)
-        parser.error(f"--list prints the cases' names and runs none, so {given} would write "
-                     f"nothing; leave {'them' if ' and ' in given else 'it'} out")
     for option, path in (("--json", args.json), ("--svg", args.svg)):
         # NOTE: checked before the run, which the results of would otherwise be lost
         if path is not None:
@@ -738,6 +733,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.json and args.svg and os.path.abspath(args.json) == os.path.abspath(args.svg):
         parser.error(f"--json and --svg name one file, {args.json!r}: the chart would replace "
                      f"the results")
+    if args.list and (args.json is not None or args.svg is not None):
+        given = " and ".join(option for option, path in (("--json", args.json),
+                                                          ("--svg", args.svg)) if path is not None)
+        parser.error(f"--list prints the cases' names and runs none, so {given} would write "
+                     f"nothing; leave {'them' if ' and ' in given else 'it'} out")
     if args.host_time_only:
         # (options of the cases, which this part has none of)
         given = [option for option, used in (
