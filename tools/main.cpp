@@ -10,6 +10,7 @@
 #include "command.hpp"
 #include "io.hpp"
 #include "tmakit/core/error.hpp"
+#include "tmakit/host/spec_json.hpp"
 
 namespace {
 
@@ -76,8 +77,9 @@ int main(int argc, char** argv) {
     for (auto& [sub, run] : runners) {
       if (!sub->parsed() || sub->remaining().empty()) continue;
       const auto extra = sub->remaining();
-      std::cerr << "tmakit " << sub->get_name() << ": unknown argument" << (extra.size() > 1 ? "s" : "");
-      for (const auto& a : extra) std::cerr << " '" << a << "'";
+      std::cerr << "tmakit " << sub->get_name() << ": unknown argument"
+                << (extra.size() > 1 ? "s" : "");
+      for (const auto& a : extra) std::cerr << " '" << tmakit::escape_unprintable(a) << "'";
       std::cerr << " (tmakit " << sub->get_name() << " --help lists the options)\n";
       return 2;
     }
