@@ -836,7 +836,8 @@ def simulate(spec: Any, global_bytes: Any, coords: Optional[Sequence[int]] = Non
     whose byte 0 sits at the spec's globalAddress (``global_bytes``: bytes, bytearray or any
     uint8-viewable buffer / NumPy array). ``coords``: the box's start, dimension 0 (innermost)
     first as the driver numbers them; default the spec's "coords" key, else zeros. ValueError
-    for an invalid spec or a load that reads past ``global_bytes``. The spec is validated
+    for an invalid spec, a load that reads past ``global_bytes``, or one the hardware kills
+    instead of answering (a dimension-0 coordinate off 16 bytes, docs/hardware.md O1). The spec is validated
     before its rank or sizes are used for anything, as a load (`tmakit simulate`): a
     "direction" of store or reduce, or a gather4/scatter4 map, is refused with ValueError.
     ``arch`` as for check()."""

@@ -654,7 +654,8 @@ std::array<std::uint8_t, 8> oob_fill_bytes(const TensorMapSpec& spec) {
   return fill;
 }
 
-std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords) {
+std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords,
+                                        Direction copy) {
   // NOTE: interleaved maps count dimension 0 in whole 16- or 32-byte slices (H12), and the
   // packed types have the PTX ISA's own rule (load_tiled_packed); neither is O1's.
   const std::uint64_t esize = element_bytes(spec.data_type);
@@ -665,13 +666,26 @@ std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords&
   const std::int64_t step = static_cast<std::int64_t>(16 / esize);  // elements per 16 bytes
   const std::int64_t x = coords[0];
   if (x % step == 0) return {};
+  // the multiples of `step` around x (x is a 32-bit value: no overflow in 64 bits)
   const std::int64_t below = x >= 0 ? x / step * step : -((-x + step - 1) / step * step);
+  const std::int64_t above = below + step;
   std::ostringstream os;
-  os << "coords[0] = " << x << ": " << x << " x " << esize << " bytes is not a multiple of 16; "
-     << "on H100 / H200 such a copy ends the kernel with 'illegal instruction' (docs/hardware.md "
-        "O1); start the box at "
-     << below << " (a multiple of " << step << " elements) and leave the first "
-     << x - below << " of its columns unused";
+  os << "coords[0] = " << x << ": " << x << " x " << esize << " bytes is not a multiple of 16; ";
+  if (copy == Direction::load || copy == Direction::any) {
+    os << "on H200 such a load ends the kernel with 'illegal instruction' (docs/hardware.md "
+          "O1); start the box at "
+       << below << " (a multiple of " << step << " elements), " << x - below
+       << " columns wider, and skip its first " << x - below;
+  } else {
+    // NOTE: a store or reduce writes every column of its box: starting it left of x would
+    // overwrite columns it does not own, so the suggestion starts it right of x
+    os << "on H200 such a store ends the kernel with 'illegal instruction' (docs/hardware.md "
+          "O1"
+       << (copy == Direction::reduce ? "; a reduce is refused with it, not measured" : "")
+       << "); start the box at " << std::max<std::int64_t>(above, 0) << " (a multiple of "
+       << step << " elements)";
+    if (x >= 0) os << " and write columns " << x << ".." << above - 1 << " with ordinary stores";
+  }
   return os.str();
 }
 
@@ -682,7 +696,8 @@ SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> 
   check_walkable(spec);
   // NOTE: O1: the hardware kills the kernel; refuse rather than answer with bytes it never
   // delivers.
-  if (const std::string why = tiled_coords_refused_reason(spec, coords); !why.empty())
+  if (const std::string why = tiled_coords_refused_reason(spec, coords, Direction::load);
+      !why.empty())
     throw ModelError(why);
   return load_with(spec, global, smem_address,
                    [&](auto&& visit) { walk_tiled(spec, coords, visit); });
@@ -791,8 +806,9 @@ std::optional<std::uint64_t> store_target(const TensorMapSpec& spec, const Eleme
 // kernel with "illegal instruction" (6 of 6 cases), and so does one that starts at a negative
 // coordinate (device tests; which dimensions matter is not pinned down, so any counts); the
 // model refuses both instead of guessing.
-void check_store_reaches_tensor(const TensorMapSpec& spec, const Coords& coords) {
-  if (const std::string why = tiled_coords_refused_reason(spec, coords); !why.empty())
+void check_store_reaches_tensor(const TensorMapSpec& spec, const Coords& coords,
+                                Direction copy) {
+  if (const std::string why = tiled_coords_refused_reason(spec, coords, copy); !why.empty())
     throw ModelError(why);
   for (std::uint32_t d = 0; d < spec.rank; ++d) {
     if (coords[d] < 0) {
@@ -820,7 +836,7 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
   check_smem_address(smem_address);
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
-  check_store_reaches_tensor(spec, coords);
+  check_store_reaches_tensor(spec, coords, Direction::store);
   walk_tiled(spec, coords, [&](const Element& e) {
     const auto target = store_target(spec, e);
     if (!target) return;  // D3: the out-of-bounds part of a store is dropped
@@ -835,7 +851,7 @@ void store_tiled(const TensorMapSpec& spec, std::span<std::uint8_t> global,
 std::vector<ByteRange> store_tiled_ranges(const TensorMapSpec& spec, const Coords& coords) {
   if (spec.kind != EncodeKind::tiled) throw ModelError("store_tiled_ranges needs a tiled spec");
   check_walkable(spec);
-  check_store_reaches_tensor(spec, coords);
+  check_store_reaches_tensor(spec, coords, Direction::store);
   const std::uint64_t esize = element_bytes(spec.data_type);
   std::vector<ByteRange> ranges;
   // (the same targets as store_tiled's: one walk, one rule)
@@ -896,7 +912,7 @@ void reduce_tiled(const TensorMapSpec& spec, ReduceOp op, std::span<std::uint8_t
   check_smem_address(smem_address);
   check_smem(spec, smem);
   const std::uint32_t esize = static_cast<std::uint32_t>(element_bytes(spec.data_type));
-  check_store_reaches_tensor(spec, coords);
+  check_store_reaches_tensor(spec, coords, Direction::reduce);
   walk_tiled(spec, coords, [&](const Element& e) {
     const auto target = store_target(spec, e);
     if (!target) return;

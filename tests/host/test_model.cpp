@@ -577,11 +577,29 @@ TEST(ModelTiled, InnerCoordinateOff16BytesIsRefusedO1) {
     EXPECT_NO_THROW(load_tiled(s, g, {x, 0})) << x;
   }
   EXPECT_EQ(tiled_coords_refused_reason(s, {290, 0}),
-            "coords[0] = 290: 290 x 4 bytes is not a multiple of 16; on H100 / H200 such a copy "
-            "ends the kernel with 'illegal instruction' (docs/hardware.md O1); start the box at "
-            "288 (a multiple of 4 elements) and leave the first 2 of its columns unused");
+            "coords[0] = 290: 290 x 4 bytes is not a multiple of 16; on H200 such a load ends "
+            "the kernel with 'illegal instruction' (docs/hardware.md O1); start the box at 288 "
+            "(a multiple of 4 elements), 2 columns wider, and skip its first 2");
   EXPECT_NE(tiled_coords_refused_reason(s, {-1, 0}).find("start the box at -4 "),
             std::string::npos);
+  // a store or reduce writes every column of its box: it starts right of x, never left
+  EXPECT_EQ(tiled_coords_refused_reason(s, {290, 0}, Direction::store),
+            "coords[0] = 290: 290 x 4 bytes is not a multiple of 16; on H200 such a store ends "
+            "the kernel with 'illegal instruction' (docs/hardware.md O1); start the box at 292 "
+            "(a multiple of 4 elements) and write columns 290..291 with ordinary stores");
+  EXPECT_NE(tiled_coords_refused_reason(s, {290, 0}, Direction::reduce)
+                .find("(docs/hardware.md O1; a reduce is refused with it, not measured)"),
+            std::string::npos);
+  EXPECT_NE(tiled_coords_refused_reason(s, {-1, 0}, Direction::store)
+                .find("start the box at 0 (a multiple of 4 elements)"),
+            std::string::npos);
+  try {
+    std::vector<std::uint8_t> scratch(g.begin(), g.end());
+    store_tiled(s, scratch, iota_bytes(0, 32 * 8 * 4), {-5, 0});
+    ADD_FAILURE() << "no ModelError for a store at -5";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("start the box at 0 ("), std::string::npos) << e.what();
+  }
   std::vector<std::uint8_t> out(g.begin(), g.end());
   const auto smem = iota_bytes(0, 32 * 8 * 4);
   for (std::int32_t x : {1, 2, 3, 290, 991, -1}) {

@@ -61,12 +61,16 @@ struct SharedBytes {
 SharedBytes load_tiled(const TensorMapSpec& spec, std::span<const std::uint8_t> global,
                        const Coords& coords, std::uint32_t smem_address = 0);
 
-// Why a tiled load, store or reduce at `coords` kills the kernel, or empty: without interleave,
-// coords[0] times the element size must be a multiple of 16 bytes, negative coordinates too
-// (docs/hardware.md O1; measured on H200 for loads and stores, INT32 at x = 1, 2, 3, 290, 991
-// killed and 0, 4, 288, 992 moved the box; loads at -1 killed, at -4 ran). Interleaved maps (dimension 0 in 16- or 32-byte
-// slices) and the packed types (their own rule) are not judged here.
-std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords);
+// Why a tiled copy (`copy`: load, store or reduce) at `coords` kills the kernel, or empty:
+// without interleave, coords[0] times the element size must be a multiple of 16 bytes,
+// negative coordinates too (docs/hardware.md O1; measured on H200 for loads and stores, INT32
+// at x = 1, 2, 3, 290, 991 killed and 0, 4, 288, 992 moved the box; loads at -1 killed, at -4
+// ran; reduces refused with stores, not measured). The message says where the box may start:
+// a load left of x, a wider box; a store or reduce right of x (its box writes every column).
+// Interleaved maps (dimension 0 in 16- or 32-byte slices) and the packed types (their own
+// rule) are not judged here.
+std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords& coords,
+                                        Direction copy = Direction::load);
 
 // cp.async.bulk.tensor.Nd.shared.global.im2col: `coords` are (c, w, h, d, n) in dimension
 // order, `offsets` the rank-2 im2col offsets (w first). The result covers pixelsPerColumn
