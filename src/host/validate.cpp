@@ -228,11 +228,12 @@ bool is_signed(Field f) {
 }
 
 // A new tile mode. NOTE: a gather4 map is for loads and a scatter4 map for stores whether or
-// not `direction` says so (copy_direction: P6, S1); a fix that makes it a plain tiled map keeps
-// that copy, so a direction left to the tile mode is written out (else the fixed map would
-// pass as a load of a type or swizzle that the store it is for cannot take).
+// not `direction` says so (copy_direction: P6, S1); a change that makes it a plain tiled map
+// keeps that copy, so a direction left to the tile mode is written out (else the fixed map
+// would pass as a load of a type or swizzle that the store it is for cannot take). Between
+// gather4 and scatter4 the direction stays unsaid: each mode implies its own.
 void set_tile_mode(TensorMapSpec& s, TileMode m) {
-  if (s.kind == EncodeKind::tiled && s.direction == Direction::any && m != s.tile_mode) {
+  if (s.kind == EncodeKind::tiled && s.direction == Direction::any && m == TileMode::tile) {
     if (s.tile_mode == TileMode::gather4) s.direction = Direction::load;
     if (s.tile_mode == TileMode::scatter4) s.direction = Direction::store;
   }

@@ -685,6 +685,11 @@ TEST(RulesArch, TileFixesKeepTheCopyTheTileModeImplied) {
     EXPECT_EQ(fixed->tile_mode, TileMode::tile) << mode;
     EXPECT_EQ(fixed->direction, copy) << mode;
   }
+  // between gather4 and scatter4 the direction stays unsaid: each mode implies its own
+  const auto swapped =
+      with_fix(parse_spec_json(rank3), SpecFix{"tileMode", std::nullopt, std::string("scatter4")});
+  EXPECT_EQ(swapped.tile_mode, TileMode::scatter4);
+  EXPECT_EQ(swapped.direction, Direction::any);
 }
 
 TEST(RulesArch, PackedTransactionBytesArePackedBits) {
