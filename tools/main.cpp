@@ -71,11 +71,14 @@ int main(int argc, char** argv) {
     return finish(app.exit(e), "tmakit");
   } catch (const CLI::CallForVersion& e) {
     return finish(app.exit(e), "tmakit");
-  } catch (const CLI::RequiredError& e) {
+  } catch (const CLI::ParseError& e) {
     // NOTE: CLI11 checks required options before it looks at arguments it does not know, so
-    // `check --bogus` would be told "--jsonl is required"; an unknown argument is named first
+    // `check --bogus` would be told "--jsonl is required"; an unknown argument is named first,
+    // in one form whatever else is wrong
+    const bool unknown_or_missing = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr ||
+                                    dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
     for (auto& [sub, run] : runners) {
-      if (!sub->parsed() || sub->remaining().empty()) continue;
+      if (!unknown_or_missing || !sub->parsed() || sub->remaining().empty()) continue;
       const auto extra = sub->remaining();
       std::cerr << "tmakit " << sub->get_name() << ": unknown argument"
                 << (extra.size() > 1 ? "s" : "");
@@ -83,9 +86,6 @@ int main(int argc, char** argv) {
       std::cerr << " (tmakit " << sub->get_name() << " --help lists the options)\n";
       return 2;
     }
-    app.exit(e);
-    return 2;
-  } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
   }

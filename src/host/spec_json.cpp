@@ -111,8 +111,15 @@ T integer(const json& v, const std::string& key) {
     // NOTE: an integer past 64 bits is held as a double too: named as the integer it was, not
     // as a fraction (its digits past the double's are lost to the parser)
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) >= 0x1p63) {
-      fail(key, "about " + quote_json(v) + ", past 64 bits, is out of range" + range);
+    if (std::isfinite(d) && d == std::trunc(d)) {
+      if (d >= 0x1p64 || d < -0x1p63) {
+        fail(key, "about " + quote_json(v) + ", past 64 bits, is out of range" + range);
+      }
+      // a whole number written with a fraction or an exponent (4.0, 1e3)
+      const bool within = d >= static_cast<double>(lo) && d <= static_cast<double>(hi);
+      fail(key, quote_json(v) + (within ? " is written as a fraction or with an exponent"
+                                        : " is out of range") +
+                    range + (within ? "; write it in digits alone" : ""));
     }
     fail(key, quote_json(v) + " is not an integer" + range);
   }

@@ -23,11 +23,22 @@ TEST(BenchCli, ListNamesTheBuiltInCases) {
 // --list runs no case: an output file beside it would be left unwritten, so it is refused;
 // an unknown argument is named before a missing required option (check, simulate).
 TEST(BenchCli, ListWithAnOutputFileAndUnknownArgumentsAreRefused) {
-  const auto listed = run_cli("bench --list --json never_written.json", true);
+  testing::ScratchDir dir("bench_list");
+  const auto listed = run_cli("bench --list --json " + dir.path("never_written.json"), true);
   EXPECT_EQ(listed.code, 2);
   EXPECT_EQ(listed.out,
             "tmakit bench: --list prints the cases' names and runs none, so --json would write "
             "nothing; leave it out\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path("never_written.json")));
+  // an unknown argument, with or without a required option missing, in one form
+  const auto with_file = run_cli("check --bogus --jsonl " + dir.path("none.jsonl"), true);
+  EXPECT_EQ(with_file.code, 2);
+  EXPECT_EQ(with_file.out,
+            "tmakit check: unknown argument '--bogus' (tmakit check --help lists the options)\n");
+  const auto rules = run_cli("rules extra", true);
+  EXPECT_EQ(rules.code, 2);
+  EXPECT_EQ(rules.out,
+            "tmakit rules: unknown argument 'extra' (tmakit rules --help lists the options)\n");
   const auto check = run_cli("check --bogus", true);
   EXPECT_EQ(check.code, 2);
   EXPECT_EQ(check.out,

@@ -90,6 +90,11 @@ TEST(CheckCli, ValueErrorsNameTheKey) {
       {with(R"("boxDim":[32])", R"("boxDim":[32,32])"), "error: boxDim: has 1 entries; expected 2"},
       {with(R"("boxDim":"32")", R"("boxDim":[32,32])"),
        "error: boxDim: expected an array, got a string"},
+      {with(R"("globalAddress":1e19)", R"("globalAddress":4096)"),
+       "error: globalAddress: 1e+19 is written as a fraction or with an exponent (expected an "
+       "integer in 0..18446744073709551615); write it in digits alone"},
+      {with(R"("boxDim":[32,1e10])", R"("boxDim":[32,32])"),
+       "error: boxDim[1]: 10000000000.0 is out of range (expected an integer in 0..4294967295)"},
       {with(R"("boxDim":[32,3.5])", R"("boxDim":[32,32])"),
        "error: boxDim[1]: 3.5 is not an integer (expected an integer in 0..4294967295)"},
       {with(R"("swizzle":"256B")", R"("swizzle":"128B")"),
