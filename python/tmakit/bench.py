@@ -30,8 +30,8 @@ limit), a kernel that never finishes, ends the run with every thread's Python st
 
 Exit status: 0 when every case was checked and timed (or listed); 1 without PyTorch, without
 a CUDA GPU or on one that is not sm_90, when a case failed its check or raised, or on a stall; 2 for bad usage
-(an option's value, a --filter that selects no case, --list too, options --host-time-only
-has no use for) or output that cannot be written (--json / --svg checked before the run, a
+(an option's value, a --filter that selects no case, --list too, --list with --json or
+--svg, which it would leave unwritten, options --host-time-only has no use for) or output that cannot be written (--json / --svg checked before the run, a
 full disk or a closed pipe on stdout).
 """
 

@@ -55,10 +55,14 @@ step "the shared CUDA runtime where the consumer asks for it (CMAKE_CUDA_RUNTIME
 if cmake -S "$src/examples/add_one" -B "$work/shared" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared \
      >"$work/shared.log" 2>&1 && cmake --build "$work/shared" >>"$work/shared.log" 2>&1; then
-  ldd "$work/shared/add_one" | grep -q "libcudart\.so" ||
-    fail "shared: add_one does not load libcudart.so"
-  ! nm --defined-only "$work/shared/add_one" | grep -qE " [Tt] cudaLaunchKernel$" ||
+  # (whole outputs first: grep -q closing the pipe early would end nm with SIGPIPE)
+  libs=$(ldd "$work/shared/add_one" 2>&1)
+  symbols=$(nm --defined-only "$work/shared/add_one" 2>&1)
+  grep -q "libcudart\.so" <<<"$libs" || fail "shared: add_one does not load libcudart.so"
+  ! grep -qE " [Tt] cudaLaunchKernel$" <<<"$symbols" ||
     fail "shared: add_one holds a static copy of the runtime"
+  grep -qE " [Tt] cudaLaunchKernel$" <<<"$(nm --defined-only "$work/installed/add_one" 2>&1)" ||
+    fail "static: add_one (the default) holds no copy of the runtime: the check above proves nothing"
   check_run shared "$work/shared/add_one"
 else
   tail -40 "$work/shared.log"
