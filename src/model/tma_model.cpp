@@ -675,7 +675,8 @@ std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords&
     os << "on H200 such a load ends the kernel with 'illegal instruction' (docs/hardware.md "
           "O1); start the box at "
        << below << " (a multiple of " << step << " elements), " << x - below
-       << " columns wider, and skip its first " << x - below;
+       << (x - below == 1 ? " column" : " columns") << " wider, and skip its first "
+       << x - below;
   } else {
     // NOTE: a store or reduce writes every column of its box: starting it left of x would
     // overwrite columns it does not own, so the suggestion starts it right of x
@@ -684,7 +685,10 @@ std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords&
        << (copy == Direction::reduce ? "; a reduce is refused with it, not measured" : "")
        << "); start the box at " << std::max<std::int64_t>(above, 0) << " (a multiple of "
        << step << " elements)";
-    if (x >= 0) os << " and write columns " << x << ".." << above - 1 << " with ordinary stores";
+    if (x >= 0 && x == above - 1) os << " and write column " << x << " with ordinary stores";
+    if (x >= 0 && x < above - 1) {
+      os << " and write columns " << x << ".." << above - 1 << " with ordinary stores";
+    }
   }
   return os.str();
 }

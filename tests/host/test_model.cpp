@@ -590,6 +590,16 @@ TEST(ModelTiled, InnerCoordinateOff16BytesIsRefusedO1) {
   EXPECT_NE(tiled_coords_refused_reason(s, {290, 0}, Direction::reduce)
                 .find("(docs/hardware.md O1; a reduce is refused with it, not measured)"),
             std::string::npos);
+  EXPECT_NE(tiled_coords_refused_reason(s, {3, 0}).find("start the box at 0 (a multiple of 4 "
+                                                       "elements), 3 columns wider, and skip its "
+                                                       "first 3"),
+            std::string::npos);
+  EXPECT_NE(tiled_coords_refused_reason(s, {1, 0}).find(", 1 column wider, and skip its first 1"),
+            std::string::npos);
+  EXPECT_NE(tiled_coords_refused_reason(s, {3, 0}, Direction::store)
+                .find("start the box at 4 (a multiple of 4 elements) and write column 3 with "
+                      "ordinary stores"),
+            std::string::npos);
   EXPECT_NE(tiled_coords_refused_reason(s, {-1, 0}, Direction::store)
                 .find("start the box at 0 (a multiple of 4 elements)"),
             std::string::npos);
