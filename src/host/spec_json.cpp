@@ -115,11 +115,13 @@ T integer(const json& v, const std::string& key) {
       if (d >= 0x1p64 || d < -0x1p63) {
         fail(key, "about " + quote_json(v) + ", past 64 bits, is out of range" + range);
       }
-      // a whole number written with a fraction or an exponent (4.0, 1e3)
+      // a whole number written as a float (4.0, 1e3; a float from Python or NumPy)
       const bool within = d >= static_cast<double>(lo) && d <= static_cast<double>(hi);
-      fail(key, quote_json(v) + (within ? " is written as a fraction or with an exponent"
-                                        : " is out of range") +
-                    range + (within ? "; write it in digits alone" : ""));
+      if (!within) fail(key, quote_json(v) + " is out of range" + range);
+      const std::string digits = d < 0 ? std::to_string(static_cast<std::int64_t>(d))
+                                       : std::to_string(static_cast<std::uint64_t>(d));
+      fail(key, quote_json(v) + " is a whole number written as a float; give it as the integer " +
+                    digits);
     }
     fail(key, quote_json(v) + " is not an integer" + range);
   }

@@ -91,8 +91,8 @@ TEST(CheckCli, ValueErrorsNameTheKey) {
       {with(R"("boxDim":"32")", R"("boxDim":[32,32])"),
        "error: boxDim: expected an array, got a string"},
       {with(R"("globalAddress":1e19)", R"("globalAddress":4096)"),
-       "error: globalAddress: 1e+19 is written as a fraction or with an exponent (expected an "
-       "integer in 0..18446744073709551615); write it in digits alone"},
+       "error: globalAddress: 1e+19 is a whole number written as a float; give it as the integer "
+       "10000000000000000000"},
       {with(R"("boxDim":[32,1e10])", R"("boxDim":[32,32])"),
        "error: boxDim[1]: 10000000000.0 is out of range (expected an integer in 0..4294967295)"},
       {with(R"("boxDim":[32,3.5])", R"("boxDim":[32,32])"),

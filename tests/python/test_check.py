@@ -380,7 +380,8 @@ def test_numpy_values_of_every_kind_are_json_or_refused_by_name():
                 globalStrides=(np.int64(4096),), boxDim=[np.float64(24), 32],
                 dataType=np.str_("FLOAT32"), swizzle=np.str_("NONE"))
     result = tmakit.check(spec)  # a float boxDim: the library's own words, naming the key
-    assert result.verdict == "error" and result.message.startswith("boxDim[0]: 24.0 is not an")
+    assert result.verdict == "error" and result.message == (
+        "boxDim[0]: 24.0 is a whole number written as a float; give it as the integer 24")
     assert tmakit.check(dict(spec, boxDim=np.array([24, 32]))).ok
     assert tmakit.check(dict(GOOD, rank=np.array(2))).ok  # a 0-d array is its value
     assert tmakit.check(dict(GOOD, note=np.zeros(3, dtype=object))).ok
