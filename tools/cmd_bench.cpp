@@ -103,10 +103,10 @@ int run_bench(Options& o) {
     return 2;
   }
   if (o.list && (!o.json.empty() || !o.svg.empty())) {
+    const bool both = !o.json.empty() && !o.svg.empty();
     std::cerr << "tmakit bench: --list prints the cases' names and runs none, so "
-              << (o.json.empty() ? "--svg" : o.svg.empty() ? "--json" : "--json and --svg")
-              << " would write nothing; leave " << (o.json.empty() || o.svg.empty() ? "it" : "them")
-              << " out\n";
+              << (both ? "--json and --svg" : o.json.empty() ? "--svg" : "--json")
+              << " would write nothing; leave " << (both ? "them" : "it") << " out\n";
     return 2;
   }
   // NOTE: a filter that selects nothing (a typo) would run no case and report success

@@ -669,25 +669,23 @@ std::string tiled_coords_refused_reason(const TensorMapSpec& spec, const Coords&
   // the multiples of `step` around x (x is a 32-bit value: no overflow in 64 bits)
   const std::int64_t below = x >= 0 ? x / step * step : -((-x + step - 1) / step * step);
   const std::int64_t above = below + step;
+  const bool load = copy == Direction::load || copy == Direction::any;
   std::ostringstream os;
-  os << "coords[0] = " << x << ": " << x << " x " << esize << " bytes is not a multiple of 16; ";
-  if (copy == Direction::load || copy == Direction::any) {
-    os << "on H200 such a load ends the kernel with 'illegal instruction' (docs/hardware.md "
-          "O1); start the box at "
-       << below << " (a multiple of " << step << " elements), " << x - below
-       << (x - below == 1 ? " column" : " columns") << " wider, and skip its first "
-       << x - below;
+  os << "coords[0] = " << x << ": " << x << " x " << esize << " bytes is not a multiple of 16; "
+     << "on H200 such a " << (load ? "load" : "store")
+     << " ends the kernel with 'illegal instruction' (docs/hardware.md O1"
+     << (copy == Direction::reduce ? "; a reduce is refused with it, not measured" : "")
+     << "); start the box at ";
+  if (load) {
+    os << below << " (a multiple of " << step << " elements), " << x - below
+       << (x - below == 1 ? " column" : " columns") << " wider, and skip its first " << x - below;
   } else {
     // NOTE: a store or reduce writes every column of its box: starting it left of x would
     // overwrite columns it does not own, so the suggestion starts it right of x
-    os << "on H200 such a store ends the kernel with 'illegal instruction' (docs/hardware.md "
-          "O1"
-       << (copy == Direction::reduce ? "; a reduce is refused with it, not measured" : "")
-       << "); start the box at " << std::max<std::int64_t>(above, 0) << " (a multiple of "
-       << step << " elements)";
-    if (x >= 0 && x == above - 1) os << " and write column " << x << " with ordinary stores";
-    if (x >= 0 && x < above - 1) {
-      os << " and write columns " << x << ".." << above - 1 << " with ordinary stores";
+    os << std::max<std::int64_t>(above, 0) << " (a multiple of " << step << " elements)";
+    if (x >= 0) {
+      os << " and write " << (x == above - 1 ? "column " : "columns ") << x
+         << (x == above - 1 ? "" : ".." + std::to_string(above - 1)) << " with ordinary stores";
     }
   }
   return os.str();

@@ -909,6 +909,17 @@ TEST(ModelVsHardwareProbe, DISABLED_InterleaveLayout) {
 // completed with other bytes, 3 with the CUDA error on stderr when it did not.
 constexpr std::uint32_t kO1Cols = 1024, kO1Rows = 8, kO1BoxCols = 32;
 
+TensorMapSpec o1_spec(std::uint64_t address) {
+  TensorMapSpec s;
+  s.data_type = DataType::int32;
+  s.rank = 2;
+  s.global_address = address;
+  s.global_dim = {kO1Cols, kO1Rows, 1, 1, 1};
+  s.global_strides_bytes = {kO1Cols * 4, 0, 0, 0};
+  s.box_dim = {kO1BoxCols, kO1Rows, 1, 1, 1};
+  return s;
+}
+
 [[noreturn]] void o1_copy_and_exit(int x, bool store) {
   std::string failed = "setup failed";
   int code = 3;
@@ -921,13 +932,7 @@ constexpr std::uint32_t kO1Cols = 1024, kO1Rows = 8, kO1BoxCols = 32;
       cudaMemcpy(gdev, host.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
       cudaMalloc(&d_out, box_bytes + kDumpSlackBytes + 1) == cudaSuccess &&
       cudaMalloc(&d_src, box_bytes) == cudaSuccess) {
-    TensorMapSpec s;
-    s.data_type = DataType::int32;
-    s.rank = 2;
-    s.global_address = reinterpret_cast<std::uint64_t>(gdev);
-    s.global_dim = {kO1Cols, kO1Rows, 1, 1, 1};
-    s.global_strides_bytes = {kO1Cols * 4, 0, 0, 0};
-    s.box_dim = {kO1BoxCols, kO1Rows, 1, 1, 1};
+    const TensorMapSpec s = o1_spec(reinterpret_cast<std::uint64_t>(gdev));
     CUtensorMap map{};
     std::vector<std::uint8_t> got, want;
     if (tmakit::encode_unchecked(s, &map) != CUDA_SUCCESS) {
@@ -1016,12 +1021,7 @@ TEST(ModelVsHardware, O1InnerCoordinateOn16Bytes) {
   EXPECT_EXIT(o1_copy_and_exit(-4, false), ::testing::ExitedWithCode(0), "the box's bytes");
   EXPECT_EXIT(o1_copy_and_exit(-1, false), ::testing::ExitedWithCode(3), "illegal instruction");
   // the model refuses exactly the copies killed
-  TensorMapSpec s;
-  s.data_type = DataType::int32;
-  s.rank = 2;
-  s.global_dim = {kO1Cols, kO1Rows, 1, 1, 1};
-  s.global_strides_bytes = {kO1Cols * 4, 0, 0, 0};
-  s.box_dim = {kO1BoxCols, kO1Rows, 1, 1, 1};
+  const TensorMapSpec s = o1_spec(0);
   for (const int x : {0, 4, 288, 992, -4}) EXPECT_EQ(model::tiled_coords_refused_reason(s, {x}), "");
   for (const int x : {1, 2, 3, 290, 991, -1}) {
     EXPECT_NE(model::tiled_coords_refused_reason(s, {x}), "") << x;
