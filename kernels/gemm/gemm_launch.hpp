@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "tmakit/kernels/gemm.hpp"
@@ -127,6 +128,14 @@ namespace gemm {
 // one kernel instantiation of the plan's configuration, D's type and mode.
 void launch_tiled(const GemmCall& call);
 void launch_small_m(const GemmCall& call);
+
+// The stream workspace a tiled plan that splits K (plan.splits > 1) needs: a partial tile
+// per split unit, and a counter per split tile.
+struct SplitWorkspaceNeed {
+  std::size_t partial_bytes = 0;
+  std::size_t counters = 0;
+};
+SplitWorkspaceNeed split_workspace_need(const GemmPlan& plan);
 
 // Tests only: the configuration whose kernel instantiation this thread launched last, as
 // that instantiation names it (-1: none yet).

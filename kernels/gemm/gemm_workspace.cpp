@@ -145,6 +145,23 @@ Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters, cuda
   return w;
 }
 
+bool capture_outgrows_workspace(std::size_t partial_bytes, std::size_t counters,
+                                cudaStream_t stream) {
+  const StreamKey key = stream_key(stream);
+  StreamWorkspaces& all = stream_workspaces();
+  {
+    std::lock_guard<std::mutex> lock(all.mutex);
+    const auto found = all.entries.find(key);
+    if (found != all.entries.end() && found->second.live.partial_bytes >= partial_bytes &&
+        found->second.live.counter_count >= counters) {
+      return false;
+    }
+  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TMAKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  return capture != cudaStreamCaptureStatusNone;
+}
+
 void release_stream_workspace(cudaStream_t stream) {
   const StreamKey key = stream_key(stream);
   StreamWorkspaces& all = stream_workspaces();

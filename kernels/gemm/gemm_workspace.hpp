@@ -34,6 +34,11 @@ struct Workspace {
 // cleared and the workspace as it was (or with its partials grown), so the same call succeeds
 // once memory is back. It is thrown before the call launches anything: nothing is written.
 Workspace stream_workspace(std::size_t partial_bytes, std::size_t counters, cudaStream_t stream);
+// Whether `stream` is capturing a CUDA graph while its workspace on the current device holds
+// less than these sizes, so that stream_workspace would refuse the call (gemm_fp8 then plans
+// it without a split of K, where the plan chose the split).
+bool capture_outgrows_workspace(std::size_t partial_bytes, std::size_t counters,
+                                cudaStream_t stream);
 // Frees the workspace `stream` holds on the current device (gemm_fp8_release_workspace).
 void release_stream_workspace(cudaStream_t stream);
 

@@ -51,7 +51,19 @@ void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales&
   if (scales.scale_b_device != nullptr) {
     require_device_pointer(scales.scale_b_device, "scales.scale_b_device");
   }
-  // step 3: the plan's configuration, on its kernel
+  // step 3: a call captured into a CUDA graph on a stream whose split-K workspace is too small
+  // (growing it would allocate during the capture) runs without a split of K, where the plan
+  // chose the split; a split asked for in `tuning` is refused naming the stream instead
+  // (gemm_workspace.hpp, stream_workspace)
+  if (tuning.splits == 0 && call.plan.splits > 1 && !gemm::small_m(call.plan.config)) {
+    const gemm::SplitWorkspaceNeed need = gemm::split_workspace_need(call.plan);
+    if (gemm::capture_outgrows_workspace(need.partial_bytes, need.counters, stream)) {
+      GemmTuning unsplit = tuning;
+      unsplit.splits = 1;
+      return gemm_fp8(a, b, d, scales, stream, unsplit);
+    }
+  }
+  // step 4: the plan's configuration, on its kernel
   if (gemm::small_m(call.plan.config)) {
     gemm::launch_small_m(call);
   } else {

@@ -136,6 +136,13 @@ Params make_params(const GemmCall& call) {
 
 }  // namespace
 
+SplitWorkspaceNeed split_workspace_need(const GemmPlan& plan) {
+  const ConfigRow& c = row(plan.config);
+  const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
+  return {tile_bytes * static_cast<std::size_t>(plan.split_tiles * plan.splits),
+          static_cast<std::size_t>(plan.split_tiles)};
+}
+
 void launch_tiled(const GemmCall& call) {
   const GemmPlan& plan = call.plan;
   thread_local LastCall<Params> last;
@@ -164,11 +171,8 @@ void launch_tiled(const GemmCall& call) {
         cached_tensor_map(view_spec(scale_b, DataType::float32, {box[0], box[1], 1}, Swizzle::none));
   }
   if (plan.splits > 1) {  // split K: the partial tiles through the stream's workspace
-    const ConfigRow& c = row(plan.config);
-    const std::size_t tile_bytes = static_cast<std::size_t>(c.block_m) * c.block_n * 4;
-    const auto split_units = static_cast<std::size_t>(plan.split_tiles * plan.splits);
-    const Workspace w = stream_workspace(tile_bytes * split_units,
-                                         static_cast<std::size_t>(plan.split_tiles), call.stream);
+    const SplitWorkspaceNeed need = split_workspace_need(plan);
+    const Workspace w = stream_workspace(need.partial_bytes, need.counters, call.stream);
     p.workspace = w.partials;
     p.counters = w.counters;
   }

@@ -1,8 +1,8 @@
 """python -m tmakit.bench: tmakit's ops beside what a PyTorch user would call instead.
 
-    python -m tmakit.bench [--filter TEXT] [--reps N] [--json FILE] [--svg FILE] [--small]
-                           [--gemm-shapes default,deepseek] [--no-overhead | --host-time-only]
-                           [--stall-seconds S] [--list]
+    python -m tmakit.bench [--filter TEXT] [--reps N] [--graph-calls N] [--json FILE]
+                           [--svg FILE] [--small] [--gemm-shapes default,deepseek]
+                           [--no-overhead | --host-time-only] [--stall-seconds S] [--list]
 
 Pairs: gemm_fp8 / torch._scaled_mm, transpose / x.t().contiguous(), stencil3x3 /
 conv2d (cuDNN), add / torch.add, quantize_fp8 / the same quantizer written in torch ops,
@@ -17,7 +17,13 @@ shapes of ``--gemm-shapes`` ("default": 16 x 8192 x 8192, 128 x 8192 x 8192, 409
 is checked before anything is timed (the GEMM recipes' against a float64 product of the
 dequantised operands; a case whose results differ is reported, not timed, and so is a call
 that raises); each call runs after an L2 flush and is timed with CUDA events; the sides
-alternate call by call so that all see the same clocks; the table gives medians. Where torch
+alternate call by call so that all see the same clocks; the table gives medians. Then the
+sustained protocol (``--graph-calls N``, 20 by default; 0 leaves it out): each side's call N
+times in one CUDA graph, no flush between, the sides' graphs replayed in turn max(3, reps / 3)
+times, the median replay over N ("graphs:" columns; in JSON ``*_graph_us``). Call by call the card starts each
+call cool; back to back it runs at the clocks its power limit leaves, and the two protocols
+can rank two kernels differently (kernels/gemm/README.md, "Row-wise against torch._scaled_mm
+at M = 4096: the tensor floor"); operands that fit the L2 stay there between graph calls. Where torch
 refuses a recipe's scales the row says "torch refuses: <its message>" and times tmakit alone.
 Last, the host time per call of each op (eager, and through the dispatcher as a compiled
 graph calls it) against torch's eager call, on shapes small enough that the GPU never holds
@@ -29,7 +35,8 @@ limit), a kernel that never finishes, ends the run with every thread's Python st
 (faulthandler) and status 1.
 
 Exit status: 0 when every case was checked and timed (or listed); 1 without PyTorch, without
-a CUDA GPU or on one that is not sm_90, when a case failed its check or raised, or on a stall; 2 for bad usage
+a CUDA GPU or on one that is not sm_90, when a case failed its check or raised (in graphs too:
+its row keeps the call-by-call times and says why), or on a stall; 2 for bad usage
 (an option's value, a --filter that selects no case, --list too, --list with --json or
 --svg, which it would leave unwritten, options --host-time-only has no use for) or output that cannot be written (--json / --svg checked before the run, a
 full disk or a closed pipe on stdout).
@@ -92,6 +99,10 @@ class Result(NamedTuple):
     problem: Optional[str]
     memcpy_us: float = 0.0  # 0: not measured
     note: str = ""          # the case's note (theirs_us 0: the counterpart was not timed)
+    # the same calls in CUDA graphs (--graph-calls; 0: not measured), per call
+    ours_graph_us: float = 0.0
+    theirs_graph_us: float = 0.0
+    memcpy_graph_us: float = 0.0
 
 
 def _close(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> Optional[str]:
@@ -482,6 +493,49 @@ def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
     return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
 
 
+def _time_graphs(case: Case, calls: int, replays: int) -> tuple:
+    """The sustained protocol: each side's call `calls` times in one CUDA graph, the graphs
+    replayed in turn `replays` times; median microseconds a call of each side (ours, theirs
+    or 0, the copy or 0). Back to back and with no L2 flush between calls, the card runs at
+    the clocks its power limit leaves, as a model's loop of these calls does."""
+    sides = [case.ours] + ([case.theirs] if case.theirs is not None else [])
+    sides += [case.memcpy] if case.memcpy is not None else []
+    # NOTE: first calls (plans, workspaces, cuDNN's choice) on a side stream, and the capture
+    # on that stream: a split-K GEMM keeps its split only where its stream's workspace is
+    # grown before the capture
+    side_stream = torch.cuda.Stream()
+    side_stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side_stream):
+        for _ in range(3):
+            for call in sides:
+                call()
+    torch.cuda.current_stream().wait_stream(side_stream)
+    torch.cuda.synchronize()
+    graphs = []
+    for call in sides:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side_stream):
+            for _ in range(calls):
+                call()
+        graphs.append(graph)
+    for graph in graphs:
+        graph.replay()
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in sides] for _ in range(replays)]
+    for rep in events:
+        for graph, (start, end) in zip(graphs, rep):
+            start.record()
+            graph.replay()
+            end.record()
+    torch.cuda.synchronize()
+    del graphs
+    medians = [statistics.median(rep[i][0].elapsed_time(rep[i][1]) for rep in events) * 1e3
+               / calls for i in range(len(sides))]
+    if case.theirs is None:
+        medians.insert(1, 0.0)
+    return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
+
+
 def _host_us_per_call(variants: dict, calls: int, rounds: int) -> dict:
     """Host microseconds per call of each variant, one value per round: each round a burst of
     ``calls`` calls of every variant in turn, the order reversed every other round (so that a
@@ -690,6 +744,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "tables still run: --no-overhead skips them)")
     parser.add_argument("--reps", type=int, default=30,
                         help="timed calls per side, 1..100000 (default 30)")
+    parser.add_argument("--graph-calls", type=int, default=20,
+                        help="the sustained protocol: calls per CUDA graph, 0..1000, each "
+                             "side's graph replayed in turn max(3, reps / 3) times (default "
+                             "20; 0: call by call only)")
     parser.add_argument("--small", action="store_true",
                         help="smaller memory-bound cases: 4096^2, the odd shape 2047 x 2049, "
                              "the quantizer at 4096 x 4096")
@@ -717,6 +775,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if not 1 <= args.reps <= 100000:
         parser.error(f"--reps: {args.reps} is outside 1..100000")
+    if not 0 <= args.graph_calls <= 1000:
+        parser.error(f"--graph-calls: {args.graph_calls} is outside 0..1000")
     if not 0 <= args.stall_seconds <= 86400:
         parser.error(f"--stall-seconds: {args.stall_seconds} is outside 0..86400")
     shape_sets = tuple(name.strip() for name in args.gemm_shapes.split(","))
@@ -742,7 +802,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         # (options of the cases, which this part has none of)
         given = [option for option, used in (
             ("--list", args.list), ("--filter", args.filter), ("--small", args.small),
-            ("--svg", args.svg is not None), ("--gemm-shapes", args.gemm_shapes != "default"))
+            ("--svg", args.svg is not None), ("--gemm-shapes", args.gemm_shapes != "default"),
+            ("--graph-calls", args.graph_calls != 20))
             if used]
         if given:
             parser.error(f"--host-time-only runs no case, so {', '.join(given)} would do "
@@ -771,9 +832,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
     device = torch.cuda.get_device_name()
-    print(f"# {device}, torch {torch.__version__}, {args.reps} timed calls per side, medians")
+    print(f"# {device}, torch {torch.__version__}, {args.reps} timed calls per side, medians"
+          + (f"; graphs of {args.graph_calls} calls, {max(3, args.reps // 3)} replays a side"
+             if args.graph_calls else ""))
     flush = torch.empty(256 * 2 ** 20, dtype=torch.uint8, device="cuda")  # past any L2
     results: List[Result] = []
+    graph_failures = 0
     for pending in selected:
         # NOTE: a case that raises (a recipe the GEMM does not take yet, a counterpart that
         # fails) is reported on its row; the run goes on
@@ -790,11 +854,21 @@ def main(argv: Optional[List[str]] = None) -> int:
             problem = case.check()
         except Exception as error:  # noqa: BLE001
             problem = f"raised {_one_line(error)}"
+        graph_us, graph_problem = (0.0, 0.0, 0.0), ""
         if problem is None:
             try:
                 ours, theirs, memcpy = _time(case, args.reps, flush)
             except Exception as error:  # noqa: BLE001
                 problem = f"raised while timing: {_one_line(error)}"
+        if problem is None and args.graph_calls:
+            # NOTE: a side that cannot be captured leaves the row's call-by-call times; the
+            # row says so and the run's status is 1
+            try:
+                graph_us = _time_graphs(case, args.graph_calls, max(3, args.reps // 3))
+            except Exception as error:  # noqa: BLE001
+                graph_problem = f"graphs not timed: {_one_line(error)}"
+                graph_failures += 1
+                print(f"{pending.name}: {graph_problem}", file=sys.stderr)
         if problem is not None:
             baseline = case.baseline if case is not None else ""
             results.append(Result(pending.name, baseline, "", 0, 0, 0, 0, problem,
@@ -807,11 +881,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         results.append(Result(case.name, case.baseline, case.unit, ours, theirs,
                               case.work / (ours * 1e-6) * scale,
                               case.work / (theirs * 1e-6) * scale if theirs else 0.0, None,
-                              memcpy, case.note))
+                              memcpy, "; ".join(n for n in (case.note, graph_problem) if n),
+                              *graph_us))
         del case
 
     header = (f"{'case':34} {'counterpart':42} {'tmakit us':>10} {'theirs us':>10} "
-              f"{'tmakit':>9} {'theirs':>9} {'unit':8} {'speedup':>7} {'x memcpy':>8}")
+              f"{'tmakit':>9} {'theirs':>9} {'unit':8} {'speedup':>7} {'x memcpy':>8}"
+              + (f" {'graphs:':>8} {'tmakit us':>10} {'speedup':>7} {'x memcpy':>8}"
+                 if args.graph_calls else ""))
     if selected:
         print(header)
         print("-" * len(header))
@@ -819,14 +896,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         if r.problem:
             print(f"{r.name:34} {r.baseline:42} {'FAILED: ' + r.problem}")
             continue
+        graphs = ""
+        if r.ours_graph_us:
+            graphs = (f" {'':8} {r.ours_graph_us:10.1f} "
+                      + (f"{r.theirs_graph_us / r.ours_graph_us:7.2f}" if r.theirs_graph_us
+                         else f"{'-':>7}")
+                      + (f" {r.memcpy_graph_us / r.ours_graph_us:8.3f}" if r.memcpy_graph_us
+                         else f" {'':8}"))
         if not r.theirs_us:  # the counterpart refused: tmakit's time alone, and why
             print(f"{r.name:34} {r.baseline:42} {r.ours_us:10.1f} {'-':>10} "
-                  f"{r.ours_rate:9.1f} {'-':>9} {r.unit:8} {'-':>7} {'':8} {r.note}")
+                  f"{r.ours_rate:9.1f} {'-':>9} {r.unit:8} {'-':>7} {'':8}{graphs} {r.note}")
             continue
         vs_copy = f"{r.memcpy_us / r.ours_us:8.3f}" if r.memcpy_us else f"{'':8}"
         print(f"{r.name:34} {r.baseline:42} {r.ours_us:10.1f} {r.theirs_us:10.1f} "
               f"{r.ours_rate:9.1f} {r.theirs_rate:9.1f} {r.unit:8} "
-              f"{r.theirs_us / r.ours_us:7.2f} {vs_copy}" + (f" {r.note}" if r.note else ""))
+              f"{r.theirs_us / r.ours_us:7.2f} {vs_copy}{graphs}"
+              + (f" {r.note}" if r.note else ""))
 
     overhead: List[HostTime] = []
     if not args.no_overhead:
@@ -843,7 +928,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                        "host_us_per_call": [h._asdict() for h in overhead]}, f, indent=2)
     if args.svg:
         _svg(results, args.svg)
-    return 1 if any(r.problem for r in results) else 0
+    return 1 if graph_failures or any(r.problem for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -781,9 +781,10 @@ TEST(Gemm, SecondDeviceAfterTheFirst) {
   });
 }
 
-// The split-K workspace under CUDA graphs: a captured call whose workspace would have to grow
-// is refused (naming the stream) and leaves the capture usable; once grown outside, the call
-// captures; a graph keeps working after a later call has outgrown the buffers it holds.
+// The split-K workspace under CUDA graphs: a captured call asking for a split (GemmTuning)
+// whose workspace would have to grow is refused (naming the stream) and leaves the capture
+// usable; once grown outside, the call captures; a graph keeps working after a later call has
+// outgrown the buffers it holds.
 TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   TMAKIT_SKIP_WITHOUT_GPU();
   // 128 x 128 tiles, 32 splits: 144 tiles need 288 MB of partials, 256 tiles 512 MB; the
@@ -855,6 +856,78 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   gemm_fp8_release_workspace(stream);  // 1 GB: no later test needs it
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(cudaFree(a), cudaSuccess);
+  EXPECT_EQ(cudaFree(b), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+}
+
+// A split the plan chose (GemmTuning::splits 0), captured on a stream whose workspace is too
+// small (as torch.cuda.graph's own capture stream is when the calls before it ran on another),
+// runs without the split instead of being refused, right on every replay; an uncaptured call
+// on the stream after it splits as planned, and a capture after that keeps the split.
+TEST(Gemm, PlannedSplitCapturedWithoutWorkspaceRunsUnsplit) {
+  TMAKIT_SKIP_WITHOUT_GPU();
+  const std::uint64_t m = 128, n = 2112, k = 7168;
+  const GemmPlan plan = gemm_fp8_plan(m, n, k, device_sm_count());
+  ASSERT_GT(plan.splits, 1) << "the plan splits K here (" << plan.splits_rule << ")";
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  gemm_fp8_release_workspace(stream);  // (a destroyed stream's handle, and its workspace)
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, m * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, n * k), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d, m * n * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(a, 0x38, m * k), cudaSuccess);  // e4m3 1.0: D = K = 7168, exact
+  ASSERT_EQ(cudaMemset(b, 0x38, n * k), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto call = [&] {
+    gemm_fp8(ConstTensorRef(a, DataType::uint8, m, k), ConstTensorRef(b, DataType::uint8, n, k),
+             TensorRef(d, DataType::bfloat16, m, n), {}, stream);
+  };
+  auto expect_d = [&](const char* what) {
+    std::vector<std::uint16_t> got(m * n);
+    ASSERT_EQ(cudaMemcpy(got.data(), d, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    const auto wrong =
+        std::count_if(got.begin(), got.end(), [](std::uint16_t v) { return v != 0x45E0; });
+    EXPECT_EQ(wrong, 0) << what << ": elements other than 7168 (bf16 0x45E0)";
+  };
+  auto replay = [&](cudaGraphExec_t exec, const char* what) {
+    ASSERT_EQ(cudaMemset(d, 0xFF, m * n * 2), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    expect_d(what);
+  };
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_NO_THROW(call()) << "a planned split captured without workspace runs unsplit";
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  replay(exec, "replay 1 of the unsplit capture");
+  replay(exec, "replay 2 of the unsplit capture");
+
+  ASSERT_EQ(cudaMemset(d, 0xFF, m * n * 2), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  call();  // uncaptured: splits, growing the workspace
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_d("the uncaptured call after the graph");
+
+  cudaGraph_t graph2 = nullptr;
+  cudaGraphExec_t exec2 = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  call();  // the workspace holds the split now
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph2), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec2, graph2, 0), cudaSuccess);
+  replay(exec2, "the capture with the workspace grown");
+  replay(exec, "the first graph again");
+
+  EXPECT_EQ(cudaGraphExecDestroy(exec2), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph2), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  gemm_fp8_release_workspace(stream);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   EXPECT_EQ(cudaFree(a), cudaSuccess);
   EXPECT_EQ(cudaFree(b), cudaSuccess);

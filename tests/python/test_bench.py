@@ -1,8 +1,8 @@
 """python -m tmakit.bench's GEMM recipe rows: the shape sets and the cases' names (made only
 when run), the float64 reference of the dequantised operands and its allowance, torch's
 block-wise scale layouts; on a Hopper GPU, each recipe's check of both sides, a wrong or raising
-call reported on its row (the run goes on), and torch's block-wise layout found or its refusal
-said."""
+call reported on its row (the run goes on), torch's block-wise layout found or its refusal
+said, and the sustained protocol (CUDA graphs) timing every side or left out."""
 
 import json
 
@@ -64,6 +64,10 @@ def test_unknown_shape_set_is_refused(capsys):
     (["--stall-seconds", "-1"], "--stall-seconds: -1 is outside 0..86400"),
     (["--stall-seconds", "10000000000"], "--stall-seconds: 10000000000 is outside 0..86400"),
     (["--reps", "0"], "--reps: 0 is outside 1..100000"),
+    (["--graph-calls", "-1"], "--graph-calls: -1 is outside 0..1000"),
+    (["--graph-calls", "1001"], "--graph-calls: 1001 is outside 0..1000"),
+    (["--host-time-only", "--graph-calls", "5"],
+     "--host-time-only runs no case, so --graph-calls would do nothing"),
     (["--filter", "no such case"], "--filter 'no such case' matches no case; --list shows them"),
     (["--small", "--filter", "8191x8193"], "matches no case; --list shows them (--small names "
                                            "the odd shape 2047x2049)"),
@@ -249,3 +253,44 @@ def test_a_raising_row_is_reported_and_the_run_goes_on(monkeypatch, tmp_path, ca
         assert rows[name]["problem"] == ("tmakit.gemm_fp8 raised ValueError: scale_a: not taken "
                                          "here"), rows[name]
     assert "FAILED: tmakit.gemm_fp8 raised ValueError" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_graph_protocol_times_every_side_and_can_be_left_out(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--small", "--filter", "add float32 2047x2049", "--reps", "3",
+                       "--graph-calls", "4", "--no-overhead", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert row["problem"] is None
+    for side in ("ours", "theirs", "memcpy"):
+        assert row[f"{side}_graph_us"] > 0, row
+    printed = capsys.readouterr().out
+    assert "graphs of 4 calls, 3 replays a side" in printed and "graphs:" in printed
+    assert bench.main(["--small", "--filter", "add float32 2047x2049", "--reps", "2",
+                       "--graph-calls", "0", "--no-overhead", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["results"][0]
+    assert row["ours_us"] > 0 and row["ours_graph_us"] == 0 and row["theirs_graph_us"] == 0
+    assert "graphs:" not in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_graph_protocol_of_a_refused_counterpart_times_tmakit_alone():
+    case = bench._gemm_case(128, 256, 256)
+    case = case._replace(theirs=None)
+    ours, theirs, memcpy = bench._time_graphs(case, 3, 3)
+    assert ours > 0 and theirs == 0 and memcpy == 0
+
+
+@pytest.mark.gpu
+def test_a_side_that_cannot_be_captured_keeps_its_row_and_fails_the_run(monkeypatch, tmp_path):
+    def uncapturable(case, calls, replays):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(bench, "_time_graphs", uncapturable)
+    out = tmp_path / "bench.json"
+    assert bench.main(["--small", "--filter", "add float32 2047x2049", "--reps", "2",
+                       "--no-overhead", "--json", str(out)]) == 1
+    row = json.loads(out.read_text())["results"][0]
+    assert row["problem"] is None and row["ours_us"] > 0 and row["ours_graph_us"] == 0
+    assert row["note"] == ("graphs not timed: RuntimeError: operation not permitted when stream "
+                           "is capturing")

@@ -670,6 +670,42 @@ def test_odd_views_capture_into_cuda_graphs():
         assert torch.equal(a, before + (2 ** 40 + 3)) and torch.equal(ints, before + 1)
 
 
+def test_gemm_split_captures_by_torchs_own_recipe():
+    """torch.cuda.graph's recipe as its docs give it: the warm-up on a side stream, the capture
+    on torch's own capture stream, whose split-K workspace is then empty. A shape the plan
+    splits K for is captured without the split (nothing is allocated during a capture) and is
+    right on every replay; row-wise and fast accumulation alike."""
+    a, b = random_fp8(128, 7168, pad=False), random_fp8(2112, 7168, pad=False)
+    sa = torch.rand(128, 1, device="cuda") + 0.5
+    sb = torch.rand(1, 2112, device="cuda") + 0.5
+    d = torch.empty(128, 2112, dtype=torch.bfloat16, device="cuda")
+    e = torch.empty_like(d)
+
+    def step():
+        tmakit.gemm_fp8(a, b, scale_a=0.5, out=d)
+        tmakit.gemm_fp8(a, b, scale_a=sa, scale_b=sb, accumulate="fast", out=e)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    for _ in range(2):
+        a.copy_(random_fp8(128, 7168, pad=False))
+        d.fill_(float("nan")), e.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_gemm_close(d, a, b, 0.5)
+        want = (a.double() * sa.double()) @ (b.double() * sb.t().double()).T
+        magnitude = a.double().abs() @ b.double().abs().T * (sa.double() @ sb.double())
+        bound = 2.0 ** -8 * want.abs() + max(2.0 ** -11, 2.0 ** -13 * 7168 / 32) * magnitude
+        assert ((e.double() - want).abs() <= bound).all()
+
+
 def test_ops_capture_into_cuda_graphs():
     a, b = random_fp8(64, 256, pad=False), random_fp8(128, 256, pad=False)
     x = torch.randn(96, 160, device="cuda")

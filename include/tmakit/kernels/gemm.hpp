@@ -224,9 +224,12 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // stream's workspace is grown when a call needs more (cudaMalloc, and a cudaMemsetAsync on
 // the stream) and never shrunk; the buffers it outgrows stay allocated, since a CUDA graph
 // that captured a call may keep using the buffers it saw. All of them stay until
-// gemm_fp8_release_workspace(stream). A call captured into a graph whose stream's workspace
-// would have to grow is refused (ArgumentError "stream"), the capture left usable: make the
-// same call on that stream once before capturing. A graph that captured a split-K call keeps
+// gemm_fp8_release_workspace(stream). Nothing is allocated during a CUDA graph capture: a
+// call captured on a stream whose workspace would have to grow runs without a split of K
+// where the plan chose the split (GemmTuning::splits 0: correct, and slower where the split
+// paid), and is refused where `tuning` asks for the split (ArgumentError "stream", the
+// capture left usable). To capture the split, make the same call on that stream once before
+// capturing. A graph that captured a split-K call keeps
 // the capturing stream's workspace wherever it is launched: launches of graphs captured on one
 // stream, and that stream's own split-K calls, take turns (one stream, or events between
 // them), as for cuBLAS's workspace; graphs captured on different streams may run at the same
