@@ -20,10 +20,12 @@ that raises); each call runs after an L2 flush and is timed with CUDA events; th
 alternate call by call so that all see the same clocks; the table gives medians. Then the
 sustained protocol (``--graph-calls N``, 20 by default; 0 leaves it out): each side's call N
 times in one CUDA graph, no flush between, the sides' graphs replayed in turn max(3, reps / 3)
-times, the median replay over N ("graphs:" columns; in JSON ``*_graph_us``). Call by call the card starts each
-call cool; back to back it runs at the clocks its power limit leaves, and the two protocols
-can rank two kernels differently (kernels/gemm/README.md, "Row-wise against torch._scaled_mm
-at M = 4096: the tensor floor"); operands that fit the L2 stay there between graph calls. Where torch
+times, the median replay over N ("graphs:" columns; in JSON ``*_graph_us``; the copy as N
+copies launched back to back, since a graph's memcpy node runs slower than the copy itself).
+Call by call the card starts each call cool; back to back it runs at the clocks its power
+limit leaves, and the two protocols can rank two kernels differently (kernels/gemm/README.md,
+"Row-wise against torch._scaled_mm at M = 4096: the tensor floor"); operands that fit the L2
+stay there between graph calls. Where torch
 refuses a recipe's scales the row says "torch refuses: <its message>" and times tmakit alone.
 Last, the host time per call of each op (eager, and through the dispatcher as a compiled
 graph calls it) against torch's eager call, on shapes small enough that the GPU never holds
@@ -38,8 +40,9 @@ Exit status: 0 when every case was checked and timed (or listed); 1 without PyTo
 a CUDA GPU or on one that is not sm_90, when a case failed its check or raised (in graphs too:
 its row keeps the call-by-call times and says why), or on a stall; 2 for bad usage
 (an option's value, a --filter that selects no case, --list too, --list with --json or
---svg, which it would leave unwritten, options --host-time-only has no use for) or output that cannot be written (--json / --svg checked before the run, a
-full disk or a closed pipe on stdout).
+--svg, which it would leave unwritten, options --host-time-only has no use for) or output
+that cannot be written (--json / --svg checked before the run, a full disk or a closed pipe
+on stdout).
 """
 
 from __future__ import annotations
@@ -497,9 +500,12 @@ def _time_graphs(case: Case, calls: int, replays: int) -> tuple:
     """The sustained protocol: each side's call `calls` times in one CUDA graph, the graphs
     replayed in turn `replays` times; median microseconds a call of each side (ours, theirs
     or 0, the copy or 0). Back to back and with no L2 flush between calls, the card runs at
-    the clocks its power limit leaves, as a model's loop of these calls does."""
+    the clocks its power limit leaves, as a model's loop of these calls does. The copy runs
+    as `calls` copies launched back to back on the stream, not in a graph."""
+    # NOTE: a device-to-device copy captured as a graph's memcpy node ran 1.3-1.5x slower than
+    # the same copy launched on the stream at 0.5-2 GB (H200, 2026-12-01): as a ceiling it
+    # would flatter every op
     sides = [case.ours] + ([case.theirs] if case.theirs is not None else [])
-    sides += [case.memcpy] if case.memcpy is not None else []
     # NOTE: first calls (plans, workspaces, cuDNN's choice) on a side stream, and the capture
     # on that stream: a split-K GEMM keeps its split only where its stream's workspace is
     # grown before the capture
@@ -527,13 +533,24 @@ def _time_graphs(case: Case, calls: int, replays: int) -> tuple:
             start.record()
             graph.replay()
             end.record()
+    copies = []
+    if case.memcpy is not None:
+        for _ in range(replays):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                case.memcpy()
+            end.record()
+            copies.append((start, end))
     torch.cuda.synchronize()
     del graphs
     medians = [statistics.median(rep[i][0].elapsed_time(rep[i][1]) for rep in events) * 1e3
                / calls for i in range(len(sides))]
     if case.theirs is None:
-        medians.insert(1, 0.0)
-    return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
+        medians.append(0.0)
+    copy = (statistics.median(start.elapsed_time(end) for start, end in copies) * 1e3 / calls
+            if copies else 0.0)
+    return medians[0], medians[1], copy
 
 
 def _host_us_per_call(variants: dict, calls: int, rounds: int) -> dict:

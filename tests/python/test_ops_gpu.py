@@ -760,6 +760,24 @@ def test_torch_compile_fullgraph_traces_the_ops():
         assert torch.equal(g, w)
 
 
+def test_torch_compile_reduce_overhead_graphs_a_split_gemm():
+    """torch.compile's CUDA graphs (mode="reduce-overhead": warm-up calls, then a capture on
+    its own stream) of a shape whose plan splits K: right on every call, the operands
+    changed in place between them."""
+    torch._dynamo.reset()
+
+    def f(a, b):
+        return tmakit.gemm_fp8(a, b, scale_a=0.5)
+
+    compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
+    a, b = random_fp8(128, 7168, pad=False), random_fp8(2112, 7168, pad=False)
+    for _ in range(4):
+        a.copy_(random_fp8(128, 7168, pad=False))
+        d = compiled(a, b).clone()
+        torch.cuda.synchronize()
+        assert_gemm_close(d, a, b, 0.5)
+
+
 def test_torch_compile_fullgraph_on_odd_strided_views():
     torch._dynamo.reset()
 
