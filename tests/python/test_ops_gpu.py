@@ -760,22 +760,33 @@ def test_torch_compile_fullgraph_traces_the_ops():
         assert torch.equal(g, w)
 
 
-def test_torch_compile_reduce_overhead_graphs_a_split_gemm():
+def test_torch_compile_reduce_overhead_graphs_the_ops():
     """torch.compile's CUDA graphs (mode="reduce-overhead": warm-up calls, then a capture on
-    its own stream) of a shape whose plan splits K: right on every call, the operands
-    changed in place between them."""
+    its own stream) of every op, the GEMM at a shape whose plan splits K and the quantizer's
+    tensor recipe (a grid-wide amax): right on every call, the inputs changed in place between
+    them."""
     torch._dynamo.reset()
 
-    def f(a, b):
-        return tmakit.gemm_fp8(a, b, scale_a=0.5)
+    def f(a, b, x, h):
+        return (tmakit.gemm_fp8(a, b, scale_a=0.5), tmakit.transpose(x),
+                tmakit.stencil3x3(x, LAPLACE), tmakit.add(x, 1.0),
+                tmakit.quantize_fp8(h, "tensor"))
 
     compiled = torch.compile(f, mode="reduce-overhead", fullgraph=True)
     a, b = random_fp8(128, 7168, pad=False), random_fp8(2112, 7168, pad=False)
+    x = torch.randn(96, 160, device="cuda")
+    h = torch.randn(64, 512, device="cuda").to(torch.bfloat16)
     for _ in range(4):
         a.copy_(random_fp8(128, 7168, pad=False))
-        d = compiled(a, b).clone()
+        x.copy_(torch.randn_like(x))
+        h.copy_(torch.randn_like(h))
+        got = [t.clone() for t in torch.utils._pytree.tree_leaves(compiled(a, b, x, h))]
+        want = torch.utils._pytree.tree_leaves(f(a, b, x, h))
         torch.cuda.synchronize()
-        assert_gemm_close(d, a, b, 0.5)
+        assert_gemm_close(got[0], a, b, 0.5)
+        for g, w in zip(got[1:], want[1:]):
+            assert torch.equal(g.view(torch.uint8) if g.dtype == FP8 else g,
+                               w.view(torch.uint8) if w.dtype == FP8 else w)
 
 
 def test_torch_compile_fullgraph_on_odd_strided_views():
