@@ -101,7 +101,8 @@ class Result(NamedTuple):
     theirs_rate: float
     problem: Optional[str]
     memcpy_us: float = 0.0  # 0: not measured
-    note: str = ""          # the case's note (theirs_us 0: the counterpart was not timed)
+    note: str = ""          # the case's note (theirs_us 0: the counterpart was not timed),
+    #                         and "graphs not timed: <why>" where the graph protocol raised
     # the same calls in CUDA graphs (--graph-calls; 0: not measured), per call
     ours_graph_us: float = 0.0
     theirs_graph_us: float = 0.0
@@ -913,7 +914,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if r.problem:
             print(f"{r.name:34} {r.baseline:42} {'FAILED: ' + r.problem}")
             continue
-        graphs = ""
+        # (blank graph columns where the graphs were not timed: the note says why)
+        graphs = f" {'':8} {'-':>10} {'-':>7} {'':8}" if args.graph_calls else ""
         if r.ours_graph_us:
             graphs = (f" {'':8} {r.ours_graph_us:10.1f} "
                       + (f"{r.theirs_graph_us / r.ours_graph_us:7.2f}" if r.theirs_graph_us

@@ -963,7 +963,8 @@ def gemm_fp8(a: torch.Tensor, b: torch.Tensor, *, scale_a=1.0, scale_b=1.0,
     CUDA graphs: shapes that split K sum partial tiles through a workspace the library keeps
     per stream and grows on demand, which a capture cannot do (nothing is allocated during
     one): captured on a stream whose workspace is too small, such a call runs without the
-    split (the same result; slower where the split paid, e.g. 128 x 2112 x 7168). To capture
+    split (within the same error bound, not bit for bit the split call's sums; slower where
+    the split paid, e.g. 128 x 2112 x 7168). To capture
     the split, make the same call once on the capture stream before capturing
     (``torch.cuda.graph(g, stream=s)`` after a call under ``torch.cuda.stream(s)``).
     A graph keeps its capture stream's workspace wherever it is replayed: replays of graphs

@@ -864,8 +864,9 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
 
 // A split the plan chose (GemmTuning::splits 0), captured on a stream whose workspace is too
 // small (as torch.cuda.graph's own capture stream is when the calls before it ran on another),
-// runs without the split instead of being refused, right on every replay; an uncaptured call
-// on the stream after it splits as planned, and a capture after that keeps the split.
+// is not refused and is right on every replay (it runs unsplit: gemm_fp8); so are an
+// uncaptured call on the stream after it, which grows the workspace, and a capture after
+// that. (Which plan a graph holds is not read back here.)
 TEST(Gemm, PlannedSplitCapturedWithoutWorkspaceRunsUnsplit) {
   TMAKIT_SKIP_WITHOUT_GPU();
   const std::uint64_t m = 128, n = 2112, k = 7168;

@@ -275,10 +275,11 @@ def test_graph_protocol_times_every_side_and_can_be_left_out(tmp_path, capsys):
 
 
 @pytest.mark.gpu
-def test_graph_protocol_of_a_refused_counterpart_times_tmakit_alone():
-    case = bench._gemm_case(128, 256, 256)
-    case = case._replace(theirs=None)
+def test_graph_protocol_of_a_refused_counterpart_times_tmakit_and_the_copy():
+    case = bench._add_case(256, 384, torch.float32)._replace(theirs=None)
     ours, theirs, memcpy = bench._time_graphs(case, 3, 3)
+    assert ours > 0 and theirs == 0 and memcpy > 0
+    ours, theirs, memcpy = bench._time_graphs(case._replace(memcpy=None), 3, 3)
     assert ours > 0 and theirs == 0 and memcpy == 0
 
 

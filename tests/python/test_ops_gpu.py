@@ -672,9 +672,11 @@ def test_odd_views_capture_into_cuda_graphs():
 
 def test_gemm_split_captures_by_torchs_own_recipe():
     """torch.cuda.graph's recipe as its docs give it: the warm-up on a side stream, the capture
-    on torch's own capture stream, whose split-K workspace is then empty. A shape the plan
-    splits K for is captured without the split (nothing is allocated during a capture) and is
-    right on every replay; row-wise and fast accumulation alike."""
+    on torch's own capture stream, whose split-K workspace is then empty unless an earlier
+    test's calls on that pooled stream grew it. A shape the plan splits K for is captured
+    without the split (nothing is allocated during a capture; the C++ test
+    Gemm.PlannedSplitCapturedWithoutWorkspaceRunsUnsplit makes sure of the empty workspace)
+    and is right on every replay; row-wise and fast accumulation alike."""
     a, b = random_fp8(128, 7168, pad=False), random_fp8(2112, 7168, pad=False)
     sa = torch.rand(128, 1, device="cuda") + 0.5
     sb = torch.rand(1, 2112, device="cuda") + 0.5
@@ -762,9 +764,9 @@ def test_torch_compile_fullgraph_traces_the_ops():
 
 def test_torch_compile_reduce_overhead_graphs_the_ops():
     """torch.compile's CUDA graphs (mode="reduce-overhead": warm-up calls, then a capture on
-    its own stream) of every op, the GEMM at a shape whose plan splits K and the quantizer's
-    tensor recipe (a grid-wide amax): right on every call, the inputs changed in place between
-    them."""
+    its own stream) of every op, the GEMM at a shape whose plan splits K (captured split or
+    unsplit, as that stream's workspace stands) and the quantizer's tensor recipe (a grid-wide
+    amax): right on every call, the inputs changed in place between them."""
     torch._dynamo.reset()
 
     def f(a, b, x, h):

@@ -148,7 +148,8 @@ GemmConfigInfo gemm_config_info(int config);
 
 // Everything that decides what a call runs: the shape, D's row pitch, the tuning and the
 // device's facts. gemm_fp8 plans its calls from one (gemm_fp8_plan below returns exactly
-// what it runs).
+// what it runs, but for a call captured into a CUDA graph on a stream whose split-K
+// workspace is too small, which runs the plan of GemmTuning::splits = 1: see gemm_fp8).
 struct GemmProblem {
   std::uint64_t m = 0, n = 0, k = 0;
   // D's row pitch in bytes, 0: dense (N * 2). D's rows decide whether TMA can store them.
@@ -229,12 +230,11 @@ GemmPlan gemm_fp8_plan(std::uint64_t m, std::uint64_t n, std::uint64_t k, int sm
 // where the plan chose the split (GemmTuning::splits 0: correct, and slower where the split
 // paid), and is refused where `tuning` asks for the split (ArgumentError "stream", the
 // capture left usable). To capture the split, make the same call on that stream once before
-// capturing. A graph that captured a split-K call keeps
-// the capturing stream's workspace wherever it is launched: launches of graphs captured on one
-// stream, and that stream's own split-K calls, take turns (one stream, or events between
-// them), as for cuBLAS's workspace; graphs captured on different streams may run at the same
-// time. The host side is thread-safe. (quantize_fp8's tensor recipe keeps three counters in
-// the same workspace.)
+// capturing. A graph that captured a split-K call keeps the capturing stream's workspace
+// wherever it is launched: launches of graphs captured on one stream, and that stream's own
+// split-K calls, take turns (one stream, or events between them), as for cuBLAS's workspace;
+// graphs captured on different streams may run at the same time. The host side is
+// thread-safe. (quantize_fp8's tensor recipe keeps three counters in the same workspace.)
 void gemm_fp8(ConstTensorRef a, ConstTensorRef b, TensorRef d, const GemmScales& scales = {},
               cudaStream_t stream = nullptr, const GemmTuning& tuning = {});
 
