@@ -296,3 +296,102 @@ def test_a_side_that_cannot_be_captured_keeps_its_row_and_fails_the_run(monkeypa
     assert row["problem"] is None and row["ours_us"] > 0 and row["ours_graph_us"] == 0
     assert row["note"] == ("graphs not timed: RuntimeError: operation not permitted when stream "
                            "is capturing")
+
+
+class _FakeCuda:
+    """torch.cuda as the timing code sees it, on a clock of its own: a call of a side costs
+    its microseconds when run, a graph replays what its capture recorded, an event reads the
+    clock. What the protocols do with the calls can then be checked without a GPU."""
+
+    def __init__(self):
+        self.now_us = 0.0
+        self.capturing = None  # the graph being captured
+
+    def run(self, us):
+        if self.capturing is not None:
+            self.capturing.recorded.append(us)
+        else:
+            self.now_us += us
+
+    def namespace(self):
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                self.at = fake.now_us
+
+            def elapsed_time(self, end):
+                return (end.at - self.at) / 1e3  # ms
+
+        class Stream:
+            def wait_stream(self, other):
+                pass
+
+        class CUDAGraph:
+            def __init__(self):
+                self.recorded = []
+
+            def replay(self):
+                fake.now_us += sum(self.recorded)
+
+        class capture:
+            def __init__(self, graph, stream=None):
+                self.graph = graph
+
+            def __enter__(self):
+                fake.capturing = self.graph
+
+            def __exit__(self, *exc):
+                fake.capturing = None
+
+        class stream:
+            def __init__(self, s):
+                pass
+
+            def __enter__(self):
+                pass
+
+            def __exit__(self, *exc):
+                pass
+
+        class Namespace:
+            pass
+
+        ns = Namespace()
+        ns.Event, ns.Stream, ns.CUDAGraph, ns.graph, ns.stream = (Event, Stream, CUDAGraph,
+                                                                  capture, stream)
+        ns.current_stream = Stream
+        ns.synchronize = lambda: None
+        return ns
+
+
+@pytest.mark.parametrize("with_theirs,with_copy", [(True, True), (False, True), (True, False),
+                                                   (False, False)])
+def test_graph_protocol_returns_each_sides_time_a_call(monkeypatch, with_theirs, with_copy):
+    # ours 7 us a call, theirs 11, the copy 5: each graph holds `calls` calls, each replay
+    # is timed alone, the copy runs as `calls` launches outside any graph
+    fake = _FakeCuda()
+    monkeypatch.setattr(bench.torch, "cuda", fake.namespace())
+    ran = []
+
+    def side(name, us):
+        def call():
+            ran.append((name, fake.capturing is not None))
+            fake.run(us)
+        return call
+
+    case = bench.Case("c", "GB/s", 1.0, side("ours", 7.0),
+                      side("theirs", 11.0) if with_theirs else None, "torch", lambda: None,
+                      side("copy", 5.0) if with_copy else None)
+    ours, theirs, copy = bench._time_graphs(case, 4, 3)
+    assert ours == pytest.approx(7.0)
+    assert theirs == (pytest.approx(11.0) if with_theirs else 0.0)
+    assert copy == (pytest.approx(5.0) if with_copy else 0.0)
+    captured = [name for name, capturing in ran if capturing]
+    assert captured == ["ours"] * 4 + (["theirs"] * 4 if with_theirs else [])
+    assert ("copy", True) not in ran
+    if with_copy:
+        assert ran.count(("copy", False)) == 3 * 4  # 3 replays' worth of bursts of 4
