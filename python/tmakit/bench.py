@@ -473,6 +473,34 @@ def cases(small: bool, gemm_shapes: Tuple[str, ...] = ("default",)) -> List[Pend
     return out
 
 
+def _medians_us(calls: List[Callable[[], object]], rounds: int,
+                before: Optional[Callable[[], object]] = None) -> List[float]:
+    """Median microseconds of each of `calls`, run in turn `rounds` times and each timed alone
+    with CUDA events (after `before()` where given), so that all see the same clocks."""
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+               for _ in calls] for _ in range(rounds)]
+    for rep in events:
+        for call, (start, end) in zip(calls, rep):
+            if before is not None:
+                before()
+            start.record()
+            call()
+            end.record()
+    torch.cuda.synchronize()
+    return [statistics.median(rep[i][0].elapsed_time(rep[i][1]) for rep in events) * 1e3
+            for i in range(len(calls))]
+
+
+def _by_side(case: Case, medians: List[float]) -> tuple:
+    """(ours, theirs or 0 where the counterpart refuses, the copy or 0) from the medians of
+    the sides the case has, in that order."""
+    given = iter(medians)
+    ours = next(given)
+    theirs = next(given) if case.theirs is not None else 0.0
+    copy = next(given) if case.memcpy is not None else 0.0
+    return ours, theirs, copy
+
+
 def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
     """Median microseconds of each side (ours, theirs or 0 when the counterpart refuses, the
     copy or 0), alternating call by call, each after an L2 flush."""
@@ -481,20 +509,7 @@ def _time(case: Case, reps: int, flush: torch.Tensor) -> tuple:
     for _ in range(3):  # warm-up: first launches, cuDNN / cuBLAS plans, GEMM workspaces
         for call in sides:
             call()
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-               for _ in sides] for _ in range(reps)]
-    for rep in events:
-        for call, (start, end) in zip(sides, rep):
-            flush.zero_()
-            start.record()
-            call()
-            end.record()
-    torch.cuda.synchronize()
-    medians = [statistics.median(rep[i][0].elapsed_time(rep[i][1]) for rep in events) * 1e3
-               for i in range(len(sides))]
-    if case.theirs is None:
-        medians.insert(1, 0.0)
-    return medians[0], medians[1], medians[2] if len(medians) > 2 else 0.0
+    return _by_side(case, _medians_us(sides, reps, before=flush.zero_))
 
 
 def _time_graphs(case: Case, calls: int, replays: int) -> tuple:
@@ -502,7 +517,7 @@ def _time_graphs(case: Case, calls: int, replays: int) -> tuple:
     replayed in turn `replays` times; median microseconds a call of each side (ours, theirs
     or 0, the copy or 0). Back to back and with no L2 flush between calls, the card runs at
     the clocks its power limit leaves, as a model's loop of these calls does. The copy runs
-    as `calls` copies launched back to back on the stream, not in a graph."""
+    as `calls` copies launched back to back on the stream, not in a graph, in the same turns."""
     # NOTE: a device-to-device copy captured as a graph's memcpy node ran 1.3-1.5x slower than
     # the same copy launched on the stream at 0.5-2 GB (H200, 2026-12-01): as a ceiling it
     # would flatter every op
@@ -527,31 +542,13 @@ def _time_graphs(case: Case, calls: int, replays: int) -> tuple:
         graphs.append(graph)
     for graph in graphs:
         graph.replay()
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-               for _ in sides] for _ in range(replays)]
-    for rep in events:
-        for graph, (start, end) in zip(graphs, rep):
-            start.record()
-            graph.replay()
-            end.record()
-    copies = []
+    timed: List[Callable[[], object]] = [graph.replay for graph in graphs]
     if case.memcpy is not None:
-        for _ in range(replays):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(calls):
-                case.memcpy()
-            end.record()
-            copies.append((start, end))
-    torch.cuda.synchronize()
-    del graphs
-    medians = [statistics.median(rep[i][0].elapsed_time(rep[i][1]) for rep in events) * 1e3
-               / calls for i in range(len(sides))]
-    if case.theirs is None:
-        medians.append(0.0)
-    copy = (statistics.median(start.elapsed_time(end) for start, end in copies) * 1e3 / calls
-            if copies else 0.0)
-    return medians[0], medians[1], copy
+        copy = case.memcpy
+        timed.append(lambda: [copy() for _ in range(calls)])
+    medians = _medians_us(timed, replays)
+    del graphs, timed
+    return _by_side(case, [m / calls for m in medians])
 
 
 def _host_us_per_call(variants: dict, calls: int, rounds: int) -> dict:
