@@ -368,24 +368,29 @@ class _FakeCuda:
         return ns
 
 
-@pytest.mark.parametrize("with_theirs,with_copy", [(True, True), (False, True), (True, False),
-                                                   (False, False)])
-def test_graph_protocol_returns_each_sides_time_a_call(monkeypatch, with_theirs, with_copy):
-    # ours 7 us a call, theirs 11, the copy 5: each graph holds `calls` calls, each replay
-    # is timed alone, the copy runs as `calls` launches outside any graph
-    fake = _FakeCuda()
-    monkeypatch.setattr(bench.torch, "cuda", fake.namespace())
-    ran = []
-
+def _fake_case(fake, ran, with_theirs, with_copy):
+    """A case whose sides cost ours 7 us a call, theirs 11, the copy 5 on `fake`'s clock; each
+    call appends (its side, whether a graph was being captured) to `ran`."""
     def side(name, us):
         def call():
             ran.append((name, fake.capturing is not None))
             fake.run(us)
         return call
 
-    case = bench.Case("c", "GB/s", 1.0, side("ours", 7.0),
+    return bench.Case("c", "GB/s", 1.0, side("ours", 7.0),
                       side("theirs", 11.0) if with_theirs else None, "torch", lambda: None,
                       side("copy", 5.0) if with_copy else None)
+
+
+@pytest.mark.parametrize("with_theirs,with_copy", [(True, True), (False, True), (True, False),
+                                                   (False, False)])
+def test_graph_protocol_returns_each_sides_time_a_call(monkeypatch, with_theirs, with_copy):
+    # each graph holds `calls` calls, each replay is timed alone, the copy runs as `calls`
+    # launches outside any graph
+    fake = _FakeCuda()
+    monkeypatch.setattr(bench.torch, "cuda", fake.namespace())
+    ran = []
+    case = _fake_case(fake, ran, with_theirs, with_copy)
     ours, theirs, copy = bench._time_graphs(case, 4, 3)
     assert ours == pytest.approx(7.0)
     assert theirs == (pytest.approx(11.0) if with_theirs else 0.0)
@@ -399,30 +404,23 @@ def test_graph_protocol_returns_each_sides_time_a_call(monkeypatch, with_theirs,
 
 @pytest.mark.parametrize("with_theirs,with_copy", [(True, True), (False, True), (True, False)])
 def test_call_by_call_protocol_flushes_before_each_call(monkeypatch, with_theirs, with_copy):
-    # ours 7 us a call, theirs 11, the copy 5; the flush (a write past the L2) before every
-    # timed call, outside the events; three warm-up calls of each side first
+    # the flush (a write past the L2) before every timed call, outside the events; three
+    # warm-up calls of each side first
     fake = _FakeCuda()
     monkeypatch.setattr(bench.torch, "cuda", fake.namespace())
     ran = []
 
-    def side(name, us):
-        def call():
-            ran.append(name)
-            fake.run(us)
-        return call
-
     class Flush:
         def zero_(self):
-            ran.append("flush")
+            ran.append(("flush", False))
             fake.run(100.0)
 
-    case = bench.Case("c", "GB/s", 1.0, side("ours", 7.0),
-                      side("theirs", 11.0) if with_theirs else None, "torch", lambda: None,
-                      side("copy", 5.0) if with_copy else None)
+    case = _fake_case(fake, ran, with_theirs, with_copy)
     ours, theirs, copy = bench._time(case, 5, Flush())
     assert ours == pytest.approx(7.0)
     assert theirs == (pytest.approx(11.0) if with_theirs else 0.0)
     assert copy == (pytest.approx(5.0) if with_copy else 0.0)
     names = ["ours"] + (["theirs"] if with_theirs else []) + (["copy"] if with_copy else [])
-    assert ran[:3 * len(names)] == names * 3
-    assert ran[3 * len(names):] == [x for name in names for x in ("flush", name)] * 5
+    order = [name for name, _ in ran]
+    assert order[:3 * len(names)] == names * 3
+    assert order[3 * len(names):] == [x for name in names for x in ("flush", name)] * 5
