@@ -91,6 +91,30 @@ int device_sm_count() {
   return sms;
 }
 
+// A (rows_a x k) and B (rows_b x k) of e4m3 1.0 (0x38), so that every element of D = A B^T
+// is K exactly, and D's d_bytes, in device memory for one test.
+struct OnesOperands {
+  void* a = nullptr;
+  void* b = nullptr;
+  void* d = nullptr;
+  OnesOperands(std::uint64_t rows_a, std::uint64_t rows_b, std::uint64_t k,
+               std::uint64_t d_bytes) {
+    EXPECT_EQ(cudaMalloc(&a, rows_a * k), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&b, rows_b * k), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&d, d_bytes), cudaSuccess);
+    EXPECT_EQ(cudaMemset(a, 0x38, rows_a * k), cudaSuccess);
+    EXPECT_EQ(cudaMemset(b, 0x38, rows_b * k), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  ~OnesOperands() {
+    EXPECT_EQ(cudaFree(a), cudaSuccess);
+    EXPECT_EQ(cudaFree(b), cudaSuccess);
+    EXPECT_EQ(cudaFree(d), cudaSuccess);
+  }
+  OnesOperands(const OnesOperands&) = delete;
+  OnesOperands& operator=(const OnesOperands&) = delete;
+};
+
 // fn(r0, r1) for rows [r0, r1) of [0, rows), in contiguous chunks, one thread each over the
 // host's cores (16 at most, and at most max_chunks).
 template <class Fn>
@@ -795,14 +819,11 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   // a new stream may be given a destroyed one's handle, and with it that one's workspace
   gemm_fp8_release_workspace(stream);
-  void *a = nullptr, *b = nullptr, *d = nullptr;
   const std::uint64_t big = 2048;
-  ASSERT_EQ(cudaMalloc(&a, big * k), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b, big * k), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&d, big * big * 2), cudaSuccess);
-  ASSERT_EQ(cudaMemset(a, 0x38, big * k), cudaSuccess);  // e4m3 1.0: D = K = 4096, exact
-  ASSERT_EQ(cudaMemset(b, 0x38, big * k), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const OnesOperands ones(big, big, k, big * big * 2);  // D = K = 4096, exact
+  void* const a = ones.a;
+  void* const b = ones.b;
+  void* const d = ones.d;
   auto call = [&](std::uint64_t mn) {
     gemm_fp8(ConstTensorRef(a, DataType::uint8, mn, k), ConstTensorRef(b, DataType::uint8, mn, k),
              TensorRef(d, DataType::bfloat16, mn, mn), {}, stream, split);
@@ -857,9 +878,6 @@ TEST(Gemm, SplitKWorkspaceUnderGraphCapture) {
   EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   gemm_fp8_release_workspace(stream);  // 1 GB: no later test needs it
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
-  EXPECT_EQ(cudaFree(a), cudaSuccess);
-  EXPECT_EQ(cudaFree(b), cudaSuccess);
-  EXPECT_EQ(cudaFree(d), cudaSuccess);
 }
 
 // A split the plan chose (GemmTuning::splits 0), captured on a stream whose workspace is too
@@ -875,13 +893,10 @@ TEST(Gemm, PlannedSplitCapturedWithoutWorkspaceRunsUnsplit) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   gemm_fp8_release_workspace(stream);  // (a destroyed stream's handle, and its workspace)
-  void *a = nullptr, *b = nullptr, *d = nullptr;
-  ASSERT_EQ(cudaMalloc(&a, m * k), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b, n * k), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&d, m * n * 2), cudaSuccess);
-  ASSERT_EQ(cudaMemset(a, 0x38, m * k), cudaSuccess);  // e4m3 1.0: D = K = 7168, exact
-  ASSERT_EQ(cudaMemset(b, 0x38, n * k), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const OnesOperands ones(m, n, k, m * n * 2);  // D = K = 7168, exact
+  void* const a = ones.a;
+  void* const b = ones.b;
+  void* const d = ones.d;
   auto call = [&] {
     gemm_fp8(ConstTensorRef(a, DataType::uint8, m, k), ConstTensorRef(b, DataType::uint8, n, k),
              TensorRef(d, DataType::bfloat16, m, n), {}, stream);
@@ -930,9 +945,6 @@ TEST(Gemm, PlannedSplitCapturedWithoutWorkspaceRunsUnsplit) {
   EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   gemm_fp8_release_workspace(stream);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
-  EXPECT_EQ(cudaFree(a), cudaSuccess);
-  EXPECT_EQ(cudaFree(b), cudaSuccess);
-  EXPECT_EQ(cudaFree(d), cudaSuccess);
 }
 
 // Split-K calls on four streams at once, many rounds: every stream has its own workspace, so
